@@ -79,6 +79,7 @@ class Var : public Expr {
   explicit Var(std::shared_ptr<const VarNode> n) : Expr(std::move(n)) {}
   const VarNode* get() const { return static_cast<const VarNode*>(Expr::get()); }
   const VarNode* operator->() const { return static_cast<const VarNode*>(Expr::operator->()); }
+  const VarNode& operator*() const { return *operator->(); }
   const std::string& name() const { return (*this)->name; }
 };
 

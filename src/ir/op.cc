@@ -63,10 +63,17 @@ BufferRegion BufferRegion::full(const Buffer& buffer) {
 Expr make_int(int64_t value, DataType dtype) {
   if (dtype.is_bool()) return make_bool(value != 0);
   if (dtype.is_float()) return make_float(static_cast<double>(value), dtype);
+  // Wrap to the type's width, as the generated code would (two's complement).
+  if (dtype.bits() < 64) {
+    uint64_t mask = (uint64_t{1} << dtype.bits()) - 1, bits = static_cast<uint64_t>(value) & mask;
+    if (dtype.is_int() && (bits >> (dtype.bits() - 1))) bits |= ~mask;
+    value = static_cast<int64_t>(bits);
+  }
   return Expr(std::make_shared<IntImmNode>(dtype, value));
 }
 Expr make_float(double value, DataType dtype) {
   TYCHE_CHECK(dtype.is_float(), "make_float with {}", dtype.str());
+  if (dtype.bits() == 32 && !dtype.is_bfloat16()) value = static_cast<float>(value);  // fold at the type's precision
   return Expr(std::make_shared<FloatImmNode>(dtype, value));
 }
 Expr make_bool(bool value) { return Expr(std::make_shared<IntImmNode>(kBool, value ? 1 : 0)); }

@@ -192,8 +192,12 @@ class Printer {
     // Comparisons do not chain the way we mean; always parenthesize nested ones.
     bool cmp = is_comparison(k);
     std::string lhs = cmp ? operand(n->a, p + 1, false) : operand(n->a, p, false);
-    std::string rhs = operand(n->b, p, k != ExprKind::kAdd && k != ExprKind::kMul &&
-                                           k != ExprKind::kAnd && k != ExprKind::kOr);
+    // At equal precedence a right operand keeps its parentheses unless regrouping cannot change
+    // the value: integer + over +, integer * over *, and/or over themselves.
+    ExprKind rk = n->b.kind();
+    bool regroupable = rk == k && (k == ExprKind::kAnd || k == ExprKind::kOr ||
+                                   ((k == ExprKind::kAdd || k == ExprKind::kMul) && self.dtype().is_int_like()));
+    std::string rhs = operand(n->b, p, !regroupable);
     return fmt::format("{} {} {}", lhs, op, rhs);
   }
 

@@ -118,6 +118,7 @@ class Block : public Stmt {
   explicit Block(std::shared_ptr<const BlockNode> n) : Stmt(std::move(n)) {}
   const BlockNode* get() const { return static_cast<const BlockNode*>(Stmt::get()); }
   const BlockNode* operator->() const { return static_cast<const BlockNode*>(Stmt::operator->()); }
+  const BlockNode& operator*() const { return *operator->(); }
 };
 
 // Executes `block` with its iter vars bound to `iter_values` when `predicate` holds.

@@ -167,3 +167,28 @@ TEST(Mutator, SubstituteRebuildsOnlyChangedPaths) {
 
 }  // namespace
 }  // namespace tyche::ir
+
+namespace tyche::ir {
+namespace {
+
+TEST(Printer, KeepsGroupingThatChangesValues) {
+  Var x("x"), y("y"), f("f", kFloat32), g("g", kFloat32), h("h", kFloat32);
+  EXPECT_EQ(to_string(x * floordiv(y, 2)), "x * (y // 2)");
+  EXPECT_EQ(to_string(x * floormod(y, 2)), "x * (y % 2)");
+  EXPECT_EQ(to_string(floordiv(x * y, 2)), "x * y // 2");
+  EXPECT_EQ(to_string(f * (g / f)), "f * (g / f)");
+  EXPECT_EQ(to_string(f + (g - h)), "f + (g - h)");
+  EXPECT_EQ(to_string(f + (g + h)), "f + (g + h)");  // float addition is not associative
+  EXPECT_EQ(to_string(x + (y + 1)), "x + y + 1");
+}
+
+TEST(Op, FoldingWrapsAndRoundsToTheType) {
+  EXPECT_EQ(to_string(make_int(2147483647) + 1), "-2147483648");
+  EXPECT_EQ(as_const_int(make_int(300, DataType::UInt(8))), 44);
+  auto* f = (make_float(0.1) + make_float(0.2)).as<FloatImmNode>();
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->value, static_cast<double>(0.1f + 0.2f));
+}
+
+}  // namespace
+}  // namespace tyche::ir
