@@ -118,10 +118,11 @@ int64_t NDArray::get_flat_int(int64_t i) const {
   const uint8_t* p = data_.get();
   if (dtype_.is_bool()) return p[i] != 0;
   bool s = dtype_.is_int();
+  // Each branch widens on its own: a conditional of int32 and uint32 would be uint32.
   switch (dtype_.bits()) {
-    case 8: return s ? reinterpret_cast<const int8_t*>(p)[i] : reinterpret_cast<const uint8_t*>(p)[i];
-    case 16: return s ? reinterpret_cast<const int16_t*>(p)[i] : reinterpret_cast<const uint16_t*>(p)[i];
-    case 32: return s ? reinterpret_cast<const int32_t*>(p)[i] : reinterpret_cast<const uint32_t*>(p)[i];
+    case 8: return s ? int64_t{reinterpret_cast<const int8_t*>(p)[i]} : int64_t{reinterpret_cast<const uint8_t*>(p)[i]};
+    case 16: return s ? int64_t{reinterpret_cast<const int16_t*>(p)[i]} : int64_t{reinterpret_cast<const uint16_t*>(p)[i]};
+    case 32: return s ? int64_t{reinterpret_cast<const int32_t*>(p)[i]} : int64_t{reinterpret_cast<const uint32_t*>(p)[i]};
     case 64: return reinterpret_cast<const int64_t*>(p)[i];
   }
   throw InternalError("unsupported dtype " + dtype_.str());

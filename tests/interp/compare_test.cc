@@ -1,0 +1,113 @@
+// compare(): tolerances per dtype, NaN/inf handling, exact integers and shape/dtype mismatches.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "interp/interpreter.h"
+
+namespace tyche::interp {
+namespace {
+
+using runtime::NDArray;
+
+NDArray filled(std::vector<int64_t> shape, DataType dtype, std::vector<double> values) {
+  NDArray a(std::move(shape), dtype);
+  for (size_t i = 0; i < values.size(); ++i) a.set_flat(static_cast<int64_t>(i), values[i]);
+  return a;
+}
+
+TEST(Compare, IdenticalArraysMatch) {
+  NDArray a = filled({2, 2}, kFloat32, {1, 2, 3, 4});
+  Comparison c = compare(a, a.copy());
+  EXPECT_TRUE(c.ok);
+  EXPECT_EQ(c.mismatches, 0);
+  EXPECT_EQ(c.max_abs_error, 0);
+}
+
+TEST(Compare, ShapeMismatch) {
+  Comparison c = compare(NDArray({2, 3}, kFloat32), NDArray({3, 2}, kFloat32));
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.message.find("shape mismatch"), std::string::npos) << c.message;
+  EXPECT_NE(c.message.find("[2, 3]"), std::string::npos) << c.message;
+  EXPECT_FALSE(compare(NDArray({6}, kFloat32), NDArray({2, 3}, kFloat32)).ok);
+}
+
+TEST(Compare, DtypeMismatch) {
+  Comparison c = compare(NDArray({2}, kFloat64), NDArray({2}, kFloat32));
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.message.find("dtype"), std::string::npos) << c.message;
+}
+
+TEST(Compare, Float32ToleranceBoundary) {
+  // |a - e| <= 1e-4 + 1e-4 * |e|: at e = 100 the bound is 0.0101.
+  NDArray expected = filled({2}, kFloat32, {100, 0});
+  EXPECT_TRUE(compare(filled({2}, kFloat32, {100.0095, 0.00009}), expected).ok);
+  Comparison c = compare(filled({2}, kFloat32, {100.0115, 0.00009}), expected);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.mismatches, 1);
+  EXPECT_NEAR(c.max_abs_error, 0.0115, 1e-5);
+  EXPECT_NEAR(c.max_rel_error, 0.000115, 1e-7);
+  EXPECT_NE(c.message.find("first at [0]"), std::string::npos) << c.message;
+  EXPECT_FALSE(compare(filled({2}, kFloat32, {100, 0.00012}), expected).ok);  // atol near zero
+}
+
+TEST(Compare, ToleranceDependsOnDtype) {
+  NDArray e16 = filled({1}, DataType::Float(16), {1.0});
+  EXPECT_TRUE(compare(filled({1}, DataType::Float(16), {1.0078125}), e16).ok);  // 8 ulps, inside 1e-2
+  EXPECT_FALSE(compare(filled({1}, DataType::Float(16), {1.03125}), e16).ok);
+  NDArray ebf = filled({1}, DataType::BFloat16(), {1.0});
+  EXPECT_TRUE(compare(filled({1}, DataType::BFloat16(), {1.0078125}), ebf).ok);
+  NDArray e64 = filled({1}, kFloat64, {1.0});
+  EXPECT_TRUE(compare(filled({1}, kFloat64, {1.0 + 1e-12}), e64).ok);
+  EXPECT_FALSE(compare(filled({1}, kFloat64, {1.0 + 1e-7}), e64).ok);
+  EXPECT_FALSE(compare(filled({1}, kFloat32, {1.001}), filled({1}, kFloat32, {1.0})).ok);
+  // Explicit tolerances override the defaults.
+  EXPECT_TRUE(compare(filled({1}, kFloat32, {1.001}), filled({1}, kFloat32, {1.0}), {1e-2, 0}).ok);
+}
+
+TEST(Compare, NaNAndInfinity) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  NDArray expected = filled({4}, kFloat32, {1, nan, inf, -inf});
+  EXPECT_TRUE(compare(filled({4}, kFloat32, {1, nan, inf, -inf}), expected).ok);  // NaN matches NaN
+  Comparison c = compare(filled({4}, kFloat32, {nan, nan, inf, -inf}), expected);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.mismatches, 1);
+  EXPECT_TRUE(std::isinf(c.max_abs_error));
+  EXPECT_FALSE(compare(filled({4}, kFloat32, {1, 2, inf, -inf}), expected).ok);   // finite vs NaN
+  EXPECT_FALSE(compare(filled({4}, kFloat32, {1, nan, -inf, -inf}), expected).ok);  // wrong sign
+  EXPECT_FALSE(compare(filled({4}, kFloat32, {1, nan, 3e38, -inf}), expected).ok);  // finite vs inf
+}
+
+TEST(Compare, IntegersAreExact) {
+  DataType i32 = DataType::Int(32);
+  NDArray e({3}, i32), a({3}, i32);
+  for (int i = 0; i < 3; ++i) e.set_flat_int(i, 1000000 + i), a.set_flat_int(i, 1000000 + i);
+  EXPECT_TRUE(compare(a, e).ok);
+  a.set_flat_int(2, 1000001);  // off by one at a relative 1e-6: still a mismatch
+  Comparison c = compare(a, e);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.mismatches, 1);
+  EXPECT_EQ(c.max_abs_error, 1);
+  NDArray b1({2}, kBool), b2({2}, kBool);
+  b1.set_flat_int(0, 1);
+  EXPECT_FALSE(compare(b1, b2).ok);
+  b2.set_flat_int(0, 1);
+  EXPECT_TRUE(compare(b1, b2).ok);
+}
+
+TEST(Compare, MessageNamesFirstMismatchIndex) {
+  NDArray e = filled({2, 3}, kFloat32, {0, 0, 0, 0, 0, 0});
+  NDArray a = filled({2, 3}, kFloat32, {0, 0, 0, 0, 7, 9});
+  Comparison c = compare(a, e);
+  EXPECT_EQ(c.mismatches, 2);
+  EXPECT_NE(c.message.find("first at [1, 1]"), std::string::npos) << c.message;
+  EXPECT_EQ(c.message.find('\n'), std::string::npos);
+}
+
+TEST(Compare, EmptyArraysMatch) {
+  EXPECT_TRUE(compare(NDArray({0, 3}, kFloat32), NDArray({0, 3}, kFloat32)).ok);
+}
+
+}  // namespace
+}  // namespace tyche::interp
