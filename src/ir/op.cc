@@ -127,6 +127,9 @@ int64_t floordiv_int(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
+// Two's complement negation without signed overflow.
+int64_t neg_wrap(int64_t x) { return static_cast<int64_t>(0ULL - static_cast<uint64_t>(x)); }
+
 // Folds two constants of the same type; returns an undefined Expr when it cannot.
 Expr fold(ExprKind k, const Expr& a, const Expr& b) {
   DataType t = a.dtype();
@@ -134,12 +137,13 @@ Expr fold(ExprKind k, const Expr& a, const Expr& b) {
   if (auto* ia = a.as<IntImmNode>()) {
     int64_t x = ia->value, y = b.as<IntImmNode>()->value;
     switch (k) {
-      case ExprKind::kAdd: return make_int(x + y, t);
-      case ExprKind::kSub: return make_int(x - y, t);
-      case ExprKind::kMul: return make_int(x * y, t);
-      case ExprKind::kDiv: return y ? make_int(x / y, t) : Expr();
-      case ExprKind::kFloorDiv: return y ? make_int(floordiv_int(x, y), t) : Expr();
-      case ExprKind::kFloorMod: return y ? make_int(x - floordiv_int(x, y) * y, t) : Expr();
+      case ExprKind::kAdd: return make_int(static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)), t);
+      case ExprKind::kSub: return make_int(static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)), t);
+      case ExprKind::kMul: return make_int(static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)), t);
+      // Division by zero and INT64_MIN / -1 stay unfolded: they are errors at run time.
+      case ExprKind::kDiv: return y && y != -1 ? make_int(x / y, t) : y == -1 ? make_int(neg_wrap(x), t) : Expr();
+      case ExprKind::kFloorDiv: return y && y != -1 ? make_int(floordiv_int(x, y), t) : y == -1 ? make_int(neg_wrap(x), t) : Expr();
+      case ExprKind::kFloorMod: return y && y != -1 ? make_int(x - floordiv_int(x, y) * y, t) : y == -1 ? make_int(0, t) : Expr();
       case ExprKind::kMin: return make_int(std::min(x, y), t);
       case ExprKind::kMax: return make_int(std::max(x, y), t);
       case ExprKind::kEQ: return make_bool(x == y);
@@ -328,6 +332,7 @@ Block make_block(std::string name, std::vector<IterVar> iter_vars, std::vector<B
 Stmt block_realize(std::vector<Expr> iter_values, Expr predicate, Block block) {
   TYCHE_CHECK(iter_values.size() == block->iter_vars.size(), "block {} has {} iter vars, {} values",
               block->name, block->iter_vars.size(), iter_values.size());
+  if (!predicate.defined()) predicate = make_bool(true);
   return Stmt(std::make_shared<BlockRealizeNode>(std::move(iter_values), std::move(predicate), std::move(block)));
 }
 Stmt allocate(Buffer buffer, Stmt body) {

@@ -1,0 +1,364 @@
+// TE definitions of the preset operators. Layouts and input names match reference.h, which
+// computes the same operators with plain loops.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "te/tensor.h"
+#include "workloads/reference.h"
+#include "workloads/workloads.h"
+
+namespace tyche::workloads {
+
+namespace {
+
+using ir::Expr;
+using te::Tensor;
+using te::Var;
+
+int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation = 1) {
+  int64_t o = (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
+  if (o <= 0) throw_error("kernel {} (dilation {}) does not fit input {} with padding {}", k, dilation, in, pad);
+  return o;
+}
+
+// Zero padding of the `spatial` dims (1..spatial) of a channels-last tensor, as its own block
+// named "pad"; no block when pad == 0.
+Tensor pad_spatial(const Tensor& in, int spatial, int64_t pad) {
+  if (pad == 0) return in;
+  std::vector<int64_t> shape = in.shape();
+  for (int d = 1; d <= spatial; ++d) shape[d] += 2 * pad;
+  std::vector<int64_t> in_shape = in.shape();
+  std::vector<std::string> axis_names;
+  for (size_t d = 0; d < shape.size(); ++d) axis_names.push_back(fmt::format("i{}", d));
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& v) -> te::ComputeBody {
+        Expr cond = ir::make_bool(true);
+        std::vector<Expr> idx(v.begin(), v.end());
+        for (int d = 1; d <= spatial; ++d) {
+          cond = cond && v[d] >= Expr(static_cast<int>(pad)) && v[d] < Expr(static_cast<int>(in_shape[d] + pad));
+          idx[d] = v[d] - Expr(static_cast<int>(pad));
+        }
+        return te::if_then_else(cond, in(idx), ir::make_float(0.0));
+      },
+      "pad", axis_names);
+}
+
+// NHWC conv2d with stride, dilation and groups over an already padded input.
+Tensor conv2d_nhwc(const Tensor& padded, const Tensor& weight, int64_t oh, int64_t ow, int64_t stride,
+                   int64_t dilation, int64_t groups, const std::string& name) {
+  auto ws = weight.shape();  // (KH, KW, CI/groups, CO)
+  int64_t k = ws[0], ci_per_group = ws[2], co = ws[3], co_per_group = co / groups;
+  int64_t n = padded.shape()[0];
+  auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"), rc = te::reduce_axis(ci_per_group, "rc");
+  int s = static_cast<int>(stride), d = static_cast<int>(dilation);
+  return te::compute(
+      {n, oh, ow, co},
+      [&](Var nn, Var h, Var w, Var c) {
+        Expr channel = rc.var;
+        if (groups > 1) channel = ir::floordiv(c, static_cast<int>(co_per_group)) * static_cast<int>(ci_per_group) + rc.var;
+        return te::sum(padded(nn, h * s + rh.var * d, w * s + rw.var * d, channel) * weight(rh.var, rw.var, rc.var, c),
+                       {rh, rw, rc});
+      },
+      name, {"n", "h", "w", "co"});
+}
+
+struct Built {
+  std::vector<Tensor> args;
+};
+
+Built build_gmm(const std::vector<int64_t>& p) {
+  const int64_t b = p[0], n = p[1], m = p[2], k = p[3];
+  Tensor x = te::placeholder({b, n, k}, kFloat32, "X");
+  Tensor y = te::placeholder({b, k, m}, kFloat32, "Y");
+  auto rk = te::reduce_axis(k, "k");
+  Tensor z = te::compute({b, n, m}, [&](Var bb, Var i, Var j) { return te::sum(x(bb, i, rk.var) * y(bb, rk.var, j), {rk}); },
+                         "Z", {"b", "i", "j"});
+  return {{x, y, z}};
+}
+
+Built build_c1d(const std::vector<int64_t>& p) {
+  const int64_t n = p[0], l = p[1], ci = p[2], co = p[3], k = p[4], s = p[5], pad = p[6];
+  Tensor in = te::placeholder({n, l, ci}, kFloat32, "I");
+  Tensor w = te::placeholder({k, ci, co}, kFloat32, "W");
+  Tensor padded = pad_spatial(in, 1, pad);
+  int64_t ol = out_size(l, k, s, pad);
+  auto rl = te::reduce_axis(k, "rl"), rc = te::reduce_axis(ci, "rc");
+  Tensor out = te::compute(
+      {n, ol, co},
+      [&](Var nn, Var x, Var c) {
+        return te::sum(padded(nn, x * static_cast<int>(s) + rl.var, rc.var) * w(rl.var, rc.var, c), {rl, rc});
+      },
+      "conv1d", {"n", "l", "co"});
+  return {{in, w, out}};
+}
+
+Built build_c2d_like(const std::vector<int64_t>& p, int64_t dilation, int64_t groups, const std::string& name) {
+  const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
+  if (ci % groups || co % groups) throw_error("channels {} and {} are not divisible by {} groups", ci, co, groups);
+  Tensor in = te::placeholder({n, h, w, ci}, kFloat32, "I");
+  Tensor wt = te::placeholder({k, k, ci / groups, co}, kFloat32, "W");
+  Tensor padded = pad_spatial(in, 2, pad);
+  Tensor out = conv2d_nhwc(padded, wt, out_size(h, k, s, pad, dilation), out_size(w, k, s, pad, dilation), s,
+                           dilation, groups, name);
+  return {{in, wt, out}};
+}
+
+Built build_c3d(const std::vector<int64_t>& p) {
+  const int64_t n = p[0], d = p[1], h = p[2], w = p[3], ci = p[4], co = p[5], k = p[6], s = p[7], pad = p[8];
+  Tensor in = te::placeholder({n, d, h, w, ci}, kFloat32, "I");
+  Tensor wt = te::placeholder({k, k, k, ci, co}, kFloat32, "W");
+  Tensor padded = pad_spatial(in, 3, pad);
+  auto rd = te::reduce_axis(k, "rd"), rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"),
+       rc = te::reduce_axis(ci, "rc");
+  int st = static_cast<int>(s);
+  Tensor out = te::compute(
+      {n, out_size(d, k, s, pad), out_size(h, k, s, pad), out_size(w, k, s, pad), co},
+      [&](Var nn, Var z, Var y, Var x, Var c) {
+        return te::sum(padded(nn, z * st + rd.var, y * st + rh.var, x * st + rw.var, rc.var) *
+                           wt(rd.var, rh.var, rw.var, rc.var, c),
+                       {rd, rh, rw, rc});
+      },
+      "conv3d", {"n", "d", "h", "w", "co"});
+  return {{in, wt, out}};
+}
+
+Built build_dep(const std::vector<int64_t>& p) {
+  const int64_t n = p[0], h = p[1], w = p[2], c = p[3], k = p[4], s = p[5], pad = p[6];
+  Tensor in = te::placeholder({n, h, w, c}, kFloat32, "I");
+  Tensor wt = te::placeholder({1, k, k, c}, kFloat32, "W");
+  Tensor padded = pad_spatial(in, 2, pad);
+  auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw");
+  int st = static_cast<int>(s);
+  Tensor out = te::compute(
+      {n, out_size(h, k, s, pad), out_size(w, k, s, pad), c},
+      [&](Var nn, Var y, Var x, Var ch) {
+        return te::sum(padded(nn, y * st + rh.var, x * st + rw.var, ch) * wt(0, rh.var, rw.var, ch), {rh, rw});
+      },
+      "depthwise_conv2d", {"n", "h", "w", "c"});
+  return {{in, wt, out}};
+}
+
+// Transposed conv2d in gather form: the input dilated by the stride and padded by K-1-pad (one
+// "pad" block), then a stride-1 convolution with the spatially flipped kernel.
+Built build_t2d(const std::vector<int64_t>& p) {
+  const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
+  if (pad > k - 1) throw_error("transposed conv padding {} exceeds kernel size - 1 = {}", pad, k - 1);
+  Tensor in = te::placeholder({n, h, w, ci}, kFloat32, "I");
+  Tensor wt = te::placeholder({k, k, ci, co}, kFloat32, "W");
+  int64_t off = k - 1 - pad;
+  int64_t ph = (h - 1) * s + 1 + 2 * off, pw = (w - 1) * s + 1 + 2 * off;
+  int st = static_cast<int>(s), of = static_cast<int>(off);
+  Tensor padded = te::compute(
+      {n, ph, pw, ci},
+      [&](Var nn, Var y, Var x, Var c) {
+        Expr cond = y >= of && y < Expr(static_cast<int>(ph - off)) && ir::floormod(y - of, st) == 0 &&
+                    x >= of && x < Expr(static_cast<int>(pw - off)) && ir::floormod(x - of, st) == 0;
+        return te::if_then_else(cond, in(nn, ir::floordiv(y - of, st), ir::floordiv(x - of, st), c), ir::make_float(0.0));
+      },
+      "pad", {"i0", "i1", "i2", "i3"});
+  auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"), rc = te::reduce_axis(ci, "rc");
+  int kk = static_cast<int>(k - 1);
+  Tensor out = te::compute(
+      {n, ph - k + 1, pw - k + 1, co},
+      [&](Var nn, Var y, Var x, Var c) {
+        return te::sum(padded(nn, y + rh.var, x + rw.var, rc.var) * wt(kk - rh.var, kk - rw.var, rc.var, c), {rh, rw, rc});
+      },
+      "conv2d_transpose", {"n", "h", "w", "co"});
+  return {{in, wt, out}};
+}
+
+Built build_cap(const std::vector<int64_t>& p) {
+  const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
+  constexpr int64_t kCap = 4;
+  Tensor in = te::placeholder({n, h, w, kCap, kCap, ci}, kFloat32, "I");
+  Tensor wt = te::placeholder({k, k, kCap, kCap, ci, co}, kFloat32, "W");
+  Tensor padded = pad_spatial(in, 2, pad);
+  auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"), rk = te::reduce_axis(kCap, "rk"),
+       rc = te::reduce_axis(ci, "rc");
+  int st = static_cast<int>(s);
+  Tensor out = te::compute(
+      {n, out_size(h, k, s, pad), out_size(w, k, s, pad), kCap, kCap, co},
+      [&](Var nn, Var y, Var x, Var ci_, Var cj, Var c) {
+        return te::sum(padded(nn, y * st + rh.var, x * st + rw.var, ci_, rk.var, rc.var) *
+                           wt(rh.var, rw.var, rk.var, cj, rc.var, c),
+                       {rh, rw, rk, rc});
+      },
+      "capsule_conv2d", {"n", "h", "w", "cap_i", "cap_j", "co"});
+  return {{in, wt, out}};
+}
+
+Built build_nrm(const std::vector<int64_t>& p) {
+  const int64_t b = p[0], m = p[1], n = p[2];
+  Tensor a = te::placeholder({b, m, n}, kFloat32, "A");
+  auto ri = te::reduce_axis(m, "ri"), rj = te::reduce_axis(n, "rj");
+  Tensor sq = te::compute({b}, [&](Var bb) { return te::sum(a(bb, ri.var, rj.var) * a(bb, ri.var, rj.var), {ri, rj}); },
+                          "sum_sq", {"b"});
+  Tensor d = te::compute({b}, [&](Var bb) { return te::sqrt(sq(bb)); }, "D", {"b"});
+  return {{a, d}};
+}
+
+Built build_sfm(const std::vector<int64_t>& p) {
+  const int64_t m = p[0], n = p[1];
+  Tensor a = te::placeholder({m, n}, kFloat32, "A");
+  auto rk = te::reduce_axis(n, "k"), rk2 = te::reduce_axis(n, "k");
+  Tensor mx = te::compute({m}, [&](Var i) { return te::max(a(i, rk.var), {rk}); }, "row_max", {"i"});
+  Tensor ex = te::compute({m, n}, [&](Var i, Var j) { return te::exp(a(i, j) - mx(i)); }, "row_exp", {"i", "j"});
+  Tensor sm = te::compute({m}, [&](Var i) { return te::sum(ex(i, rk2.var), {rk2}); }, "row_sum", {"i"});
+  Tensor out = te::compute({m, n}, [&](Var i, Var j) { return ex(i, j) / sm(i); }, "softmax", {"i", "j"});
+  return {{a, out}};
+}
+
+Built build_cbr(const std::vector<int64_t>& p) {
+  Built conv = build_c2d_like(p, 1, 1, "conv2d");
+  Tensor c = conv.args[2];
+  auto shape = c.shape();
+  int64_t co = shape[3];
+  Tensor bias = te::placeholder({co}, kFloat32, "bias");
+  Tensor scale = te::placeholder({co}, kFloat32, "scale");
+  Tensor offset = te::placeholder({co}, kFloat32, "offset");
+  std::vector<std::string> names = {"n", "h", "w", "co"};
+  Tensor biased = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return c(n, h, w, k) + bias(k); }, "bias_add", names);
+  Tensor scaled = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return biased(n, h, w, k) * scale(k); }, "bn_mul", names);
+  Tensor shifted = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return scaled(n, h, w, k) + offset(k); }, "bn_add", names);
+  Tensor relu = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return te::max(shifted(n, h, w, k), ir::make_float(0.0)); },
+                            "relu", names);
+  return {{conv.args[0], conv.args[1], bias, scale, offset, relu}};
+}
+
+Built build_tbg(const std::vector<int64_t>& p) {
+  const int64_t b = p[0], l = p[1], h = p[2], d = p[3];
+  Tensor q = te::placeholder({b, l, h, d}, kFloat32, "Q");
+  Tensor k = te::placeholder({b, l, h, d}, kFloat32, "K");
+  Tensor qt = te::compute({b, h, l, d}, [&](Var bb, Var hh, Var i, Var dd) { return q(bb, i, hh, dd); }, "Q_t",
+                          {"b", "h", "i", "d"});
+  Tensor kt = te::compute({b, h, l, d}, [&](Var bb, Var hh, Var j, Var dd) { return k(bb, j, hh, dd); }, "K_t",
+                          {"b", "h", "j", "d"});
+  auto rd = te::reduce_axis(d, "rd");
+  Tensor c = te::compute(
+      {b, h, l, l},
+      [&](Var bb, Var hh, Var i, Var j) { return te::sum(qt(bb, hh, i, rd.var) * kt(bb, hh, j, rd.var), {rd}); }, "C",
+      {"b", "h", "i", "j"});
+  return {{q, k, c}};
+}
+
+Built build_dense_relu(const std::vector<int64_t>& p) {
+  const int64_t n = p[0], m = p[1], k = p[2];
+  Tensor a = te::placeholder({n, k}, kFloat32, "A");
+  Tensor bm = te::placeholder({k, m}, kFloat32, "B");
+  auto rk = te::reduce_axis(k, "k");
+  Tensor dense = te::compute({n, m}, [&](Var i, Var j) { return te::sum(a(i, rk.var) * bm(rk.var, j), {rk}); }, "dense",
+                             {"i", "j"});
+  Tensor relu = te::compute({n, m}, [&](Var i, Var j) { return te::max(dense(i, j), ir::make_float(0.0)); }, "C", {"i", "j"});
+  return {{a, bm, relu}};
+}
+
+struct OpInfo {
+  std::vector<std::string> params;
+  std::vector<std::vector<int64_t>> presets;
+  Built (*build)(const std::vector<int64_t>&);
+};
+
+const std::map<std::string, OpInfo>& op_table() {
+  static const std::vector<std::string> kConv = {"N", "H", "W", "CI", "CO", "K", "stride", "pad"};
+  static const std::vector<std::vector<int64_t>> kConvShapes = {
+      {1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 64, 1, 1, 0}, {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}};
+  static const std::map<std::string, OpInfo> table = {
+      {"GMM", {{"B", "N", "M", "K"}, {{1, 128, 128, 128}, {1, 512, 32, 512}, {1, 512, 512, 512}, {1, 1024, 1024, 1024}}, build_gmm}},
+      {"C1D",
+       {{"N", "L", "CI", "CO", "K", "stride", "pad"},
+        {{1, 256, 64, 128, 3, 2, 1}, {1, 128, 128, 256, 1, 2, 0}, {1, 64, 256, 256, 5, 1, 2}, {1, 32, 512, 512, 3, 1, 1}},
+        build_c1d}},
+      {"C2D", {kConv, kConvShapes, [](const std::vector<int64_t>& p) { return build_c2d_like(p, 1, 1, "conv2d"); }}},
+      {"C3D",
+       {{"N", "D", "H", "W", "CI", "CO", "K", "stride", "pad"},
+        {{1, 16, 224, 224, 3, 64, 7, 2, 3}, {1, 16, 56, 56, 64, 64, 1, 1, 0}, {1, 16, 14, 14, 256, 256, 3, 1, 1},
+         {1, 16, 7, 7, 512, 512, 3, 1, 1}},
+        build_c3d}},
+      {"GRP",
+       {kConv,
+        {{1, 56, 56, 64, 128, 3, 2, 1}, {1, 56, 56, 64, 64, 1, 1, 0}, {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}},
+        [](const std::vector<int64_t>& p) { return build_c2d_like(p, 1, 4, "group_conv2d"); }}},
+      {"DIL", {kConv, kConvShapes, [](const std::vector<int64_t>& p) { return build_c2d_like(p, 2, 1, "dilated_conv2d"); }}},
+      {"DEP",
+       {{"N", "H", "W", "C", "K", "stride", "pad"},
+        {{1, 112, 112, 32, 3, 1, 1}, {1, 112, 112, 64, 3, 2, 1}, {1, 14, 14, 512, 3, 2, 1}, {1, 7, 7, 1024, 3, 1, 1}},
+        build_dep}},
+      {"T2D",
+       {kConv,
+        {{1, 4, 4, 512, 256, 4, 2, 1}, {1, 8, 8, 256, 128, 4, 2, 1}, {1, 16, 16, 128, 64, 4, 2, 1}, {1, 32, 32, 64, 3, 4, 2, 1}},
+        build_t2d}},
+      {"CAP",
+       {kConv,
+        {{1, 16, 16, 32, 32, 3, 2, 1}, {1, 8, 8, 32, 32, 3, 1, 1}, {1, 16, 16, 8, 16, 3, 2, 1}, {1, 8, 8, 16, 16, 3, 1, 1}},
+        build_cap}},
+      {"NRM", {{"B", "M", "N"}, {{1, 256, 256}, {1, 512, 512}, {1, 1024, 1024}, {1, 4096, 1024}}, build_nrm}},
+      {"SFM", {{"M", "N"}, {{256, 256}, {512, 512}, {1024, 1024}, {2048, 2048}}, build_sfm}},
+      {"CBR",
+       {kConv,
+        {{1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 128, 3, 2, 1}, {1, 28, 28, 128, 256, 1, 2, 0}, {1, 7, 7, 512, 512, 3, 1, 1}},
+        build_cbr}},
+      {"TBG", {{"B", "L", "H", "D"}, {{1, 128, 12, 64}, {1, 128, 16, 64}, {1, 64, 12, 128}, {1, 128, 12, 128}}, build_tbg}},
+      {"DENSE_RELU", {{"N", "M", "K"}, {{128, 128, 128}, {512, 512, 512}, {1024, 1024, 1024}, {1, 4096, 1024}}, build_dense_relu}},
+  };
+  return table;
+}
+
+const OpInfo& op_info(const std::string& op) {
+  auto it = op_table().find(op);
+  if (it == op_table().end()) throw InputError(fmt::format("unknown operator '{}'", op));
+  return it->second;
+}
+
+}  // namespace
+
+const std::vector<std::string>& op_names() {
+  static const std::vector<std::string> names = {"GMM", "C1D", "C2D", "C3D", "GRP", "DIL", "DEP",
+                                                 "T2D", "CAP", "NRM", "SFM", "CBR", "TBG", "DENSE_RELU"};
+  return names;
+}
+
+const std::vector<std::string>& param_names(const std::string& op) { return op_info(op).params; }
+const std::vector<std::vector<int64_t>>& preset_params(const std::string& op) { return op_info(op).presets; }
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const std::string& op : op_names())
+    for (int i = 1; i <= 4; ++i) out.push_back(fmt::format("{}-{}", op, i));
+  return out;
+}
+
+Workload make_workload(const std::string& op, const std::vector<int64_t>& params) {
+  const OpInfo& info = op_info(op);
+  if (params.size() != info.params.size())
+    throw InputError(fmt::format("{} takes {} parameters ({}), got {}", op, info.params.size(),
+                                 fmt::join(info.params, ","), params.size()));
+  reference_shapes(op, params);  // validates the tuple with one-line errors before building IR
+  Built built = info.build(params);
+  Workload w;
+  w.op = op;
+  w.params = params;
+  w.name = op;
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < params.size(); ++i) parts.push_back(fmt::format("{}={}", info.params[i], params[i]));
+  w.shape = fmt::format("{}", fmt::join(parts, ","));
+  w.func = te::create_prim_func(built.args, op);
+  w.flop = reference_flop(op, params);
+  w.reference = [op, params](const std::vector<runtime::NDArray>& inputs) { return run_reference(op, params, inputs); };
+  return w;
+}
+
+Workload get_preset(const std::string& name) {
+  auto dash = name.rfind('-');
+  std::string op = dash == std::string::npos ? name : name.substr(0, dash);
+  std::string idx = dash == std::string::npos ? "" : name.substr(dash + 1);
+  auto it = op_table().find(op);
+  if (it == op_table().end() || idx.size() != 1 || idx[0] < '1' || idx[0] > '4')
+    throw InputError(fmt::format("unknown workload '{}' (presets are <OP>-1..4, e.g. GMM-4; see `tyche workloads`)", name));
+  Workload w = make_workload(op, it->second.presets[static_cast<size_t>(idx[0] - '1')]);
+  w.name = name;
+  return w;
+}
+
+}  // namespace tyche::workloads

@@ -1,0 +1,136 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "interp/interpreter.h"
+#include "ir/printer.h"
+#include "ir/structural.h"
+#include "workloads/reference.h"
+#include "workloads/workloads.h"
+
+namespace tyche::workloads {
+namespace {
+
+// Compares printed IR with tests/golden/<name>.txt; TYCHE_UPDATE_GOLDEN=1 rewrites the file.
+void expect_golden(const std::string& name, const std::string& text) {
+  std::string path = std::string(TYCHE_SOURCE_DIR) + "/tests/golden/" + name + ".txt";
+  if (std::getenv("TYCHE_UPDATE_GOLDEN")) {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "missing golden file " << path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(text, ss.str()) << "golden mismatch for " << name;
+}
+
+TEST(Golden, Presets) {
+  for (const char* name : {"GMM-1", "C2D-1", "SFM-1", "CBR-1"}) expect_golden(name, ir::to_string(get_preset(name).func));
+}
+
+TEST(Golden, IndexNotationMatmul) {
+  Workload w = from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=64,j=32,k=16");
+  expect_golden("index_notation_matmul", ir::to_string(w.func));
+}
+
+TEST(Presets, FiftySixNamesWithFlops) {
+  auto names = preset_names();
+  ASSERT_EQ(names.size(), 56u);
+  EXPECT_EQ(names.front(), "GMM-1");
+  EXPECT_EQ(names.back(), "DENSE_RELU-4");
+  Workload gmm4 = get_preset("GMM-4");
+  EXPECT_DOUBLE_EQ(gmm4.flop, 2.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(gmm4.params, (std::vector<int64_t>{1, 1024, 1024, 1024}));
+}
+
+// The PrimFunc's params agree with the shapes the plain reference expects, for all 56 presets.
+TEST(Presets, BufferShapesMatchReference) {
+  for (const std::string& name : preset_names()) {
+    Workload w = get_preset(name);
+    TensorShapes shapes = reference_shapes(w.op, w.params);
+    auto inputs = w.func.inputs(), outputs = w.func.outputs();
+    ASSERT_EQ(inputs.size(), shapes.inputs.size()) << name;
+    ASSERT_EQ(outputs.size(), shapes.outputs.size()) << name;
+    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_EQ(ir::const_shape(inputs[i]), shapes.inputs[i]) << name;
+    for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(ir::const_shape(outputs[i]), shapes.outputs[i]) << name;
+    EXPECT_GT(w.flop, 0) << name;
+  }
+}
+
+TEST(Presets, PaddingIsItsOwnBlock) {
+  std::string c2d = ir::to_string(get_preset("C2D-1").func);
+  EXPECT_THAT(c2d, testing::HasSubstr("with block(\"pad\")"));
+  EXPECT_THAT(ir::to_string(get_preset("C2D-2").func), testing::Not(testing::HasSubstr("block(\"pad\")")));
+}
+
+TEST(Presets, UnknownNamesAreInputErrors) {
+  EXPECT_THROW(get_preset("GMM-5"), InputError);
+  EXPECT_THROW(get_preset("FOO-1"), InputError);
+  EXPECT_THROW(get_preset("GMM"), InputError);
+  EXPECT_THROW(resolve("C[i,j] += A[i,k]*B[k,j]", ""), InputError);
+  EXPECT_THROW(resolve("GMM-1", "i=4"), InputError);
+  EXPECT_EQ(resolve("gmm-1", "").name, "GMM-1");
+}
+
+// The interpreter running the unscheduled IR agrees with the plain reference, for every preset
+// of every family, on scaled-down shapes.
+TEST(Interpreter, MatchesReferenceOnEveryPreset) {
+  for (const std::string& name : preset_names()) {
+    Workload w = scaled_down(get_preset(name));
+    auto inputs = make_inputs(w.func, 7);
+    auto actual = interp::run_on_inputs(w.func, inputs);
+    auto expected = w.reference(inputs);
+    ASSERT_EQ(actual.size(), expected.size()) << name;
+    for (size_t i = 0; i < actual.size(); ++i) {
+      interp::Comparison c = interp::compare(actual[i], expected[i]);
+      EXPECT_TRUE(c.ok) << name << ": " << c.message;
+    }
+  }
+}
+
+// A corrupted reference input must be caught: the oracle is not vacuous.
+TEST(Interpreter, DetectsAWrongInput) {
+  Workload w = scaled_down(get_preset("C2D-3"));
+  auto inputs = make_inputs(w.func, 7);
+  auto actual = interp::run_on_inputs(w.func, inputs);
+  inputs[1].set_flat(5, inputs[1].get_flat(5) + 0.5);
+  auto expected = w.reference(inputs);
+  EXPECT_FALSE(interp::compare(actual[0], expected[0]).ok);
+}
+
+TEST(IndexNotation, InterpreterMatchesDirectEvaluation) {
+  struct Case { const char* formula; const char* extents; };
+  for (Case c : {Case{"C[i,j] += A[i,k] * B[k,j]", "i=16,j=12,k=20"},
+                 Case{"O[n,h,w,co] += I[n, h*2+rh, w*2+rw, ci] * W[rh,rw,ci,co]", "n=1,h=5,w=6,co=4,rh=3,rw=3,ci=3"},
+                 Case{"C[i,j] += A[i,k] * B[k,j]; D[i,j] = max(C[i,j], 0.0)", "i=8,j=8,k=8"},
+                 Case{"M[i] max= A[i,j]", "i=10,j=7"},
+                 Case{"S[i] = exp(A[i]) / (1.0 + abs(B[i]))", "i=9"}}) {
+    Workload w = from_index_notation(c.formula, c.extents);
+    auto inputs = make_inputs(w.func, 3);
+    auto actual = interp::run_on_inputs(w.func, inputs);
+    auto expected = w.reference(inputs);
+    ASSERT_EQ(actual.size(), expected.size()) << c.formula;
+    for (size_t i = 0; i < actual.size(); ++i) {
+      interp::Comparison cmp = interp::compare(actual[i], expected[i]);
+      EXPECT_TRUE(cmp.ok) << c.formula << ": " << cmp.message;
+    }
+  }
+}
+
+TEST(IndexNotation, MatmulFormulaEqualsGmmStructure) {
+  // The formula and the preset build the same computation up to names and the batch axis.
+  Workload a = from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=8,j=8,k=8");
+  Workload b = from_index_notation("Z[x,y] += P[x,r] * Q[r,y]", "x=8,y=8,r=8");
+  Workload c = from_index_notation("Z[x,y] += P[x,r] * Q[r,y]", "x=8,y=8,r=4");
+  EXPECT_FALSE(ir::structural_equal(a.func, b.func));  // block names differ (C vs Z)
+  Workload d = from_index_notation("C[x,y] += A[x,r] * B[r,y]", "x=8,y=8,r=8");
+  EXPECT_TRUE(ir::structural_equal(a.func, d.func));   // only index names differ
+  EXPECT_FALSE(ir::structural_equal(b.func, c.func));
+}
+
+}  // namespace
+}  // namespace tyche::workloads
