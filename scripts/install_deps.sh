@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tyche builds with; does nothing when they are all present.
+set -euo pipefail
+packages=(cmake ninja-build g++ clang-14 nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

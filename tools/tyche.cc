@@ -1,0 +1,117 @@
+// The `tyche` command-line program. Every user error prints one line on stderr and exits 2.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "interp/interpreter.h"
+#include "ir/printer.h"
+#include "workloads/reference.h"
+#include "workloads/workloads.h"
+
+namespace {
+
+using namespace tyche;
+
+constexpr int kExitMismatch = 1;
+constexpr int kExitUsage = 2;
+
+int cmd_workloads() {
+  fmt::print("{:<14} {:>12}  {}\n", "name", "GFLOP", "shape");
+  for (const std::string& op : workloads::op_names()) {
+    const auto& names = workloads::param_names(op);
+    const auto& presets = workloads::preset_params(op);
+    for (size_t i = 0; i < presets.size(); ++i) {
+      std::vector<std::string> parts;
+      for (size_t j = 0; j < names.size(); ++j) parts.push_back(fmt::format("{}={}", names[j], presets[i][j]));
+      double flop = workloads::reference_flop(op, presets[i]);
+      fmt::print("{:<14} {:>12.4f}  {}\n", fmt::format("{}-{}", op, i + 1), flop / 1e9, fmt::join(parts, ","));
+    }
+  }
+  return 0;
+}
+
+int cmd_show(const std::string& workload, const std::string& extents, bool scale_down) {
+  workloads::Workload w = workloads::resolve(workload, extents);
+  if (scale_down) w = workloads::scaled_down(w);
+  fmt::print("{}", ir::to_string(w.func));
+  return 0;
+}
+
+int cmd_check(const std::string& workload, const std::string& extents, bool scale_down) {
+  workloads::Workload w = workloads::resolve(workload, extents);
+  if (scale_down) w = workloads::scaled_down(w);
+  auto inputs = workloads::make_inputs(w.func);
+  auto start = std::chrono::steady_clock::now();
+  auto actual = interp::run_on_inputs(w.func, inputs);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto expected = w.reference(inputs);
+  if (actual.size() != expected.size())
+    throw Error(fmt::format("the program has {} outputs but the reference {}", actual.size(), expected.size()));
+  bool ok = true;
+  double max_abs = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    interp::Comparison c = interp::compare(actual[i], expected[i]);
+    ok = ok && c.ok;
+    max_abs = std::max(max_abs, c.max_abs_error);
+    if (!c.ok) fmt::print("output {}: {}\n", w.func.outputs()[i]->name, c.message);
+  }
+  fmt::print("{} [{}]: max abs error {:.3g}, interpreter {:.3f} s: {}\n", w.name, w.shape, max_abs, seconds,
+             ok ? "OK" : "MISMATCH");
+  return ok ? 0 : kExitMismatch;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tyche: a tensor-program auto-scheduler"};
+  app.require_subcommand(1);
+  std::string workload, extents;
+  bool scale_down = false;
+
+  app.add_subcommand("workloads", "list the preset workloads with their GFLOP");
+  auto* show = app.add_subcommand("show", "print the IR of a workload");
+  auto* check = app.add_subcommand("check", "run a workload in the interpreter against its reference");
+  for (auto* sub : {show, check}) {
+    sub->add_option("workload", workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
+        ->required();
+    sub->add_option("--extents", extents, "index extents for a formula, e.g. i=64,j=64,k=64");
+    sub->add_flag("--scale-down", scale_down, "shrink the shape so the check takes well under a second");
+  }
+
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string cmd = argv[1];
+    auto subs = app.get_subcommands([](CLI::App*) { return true; });
+    if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check)\n", cmd);
+      return kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    if (msg.empty()) msg = "invalid command line";
+    fmt::print(stderr, "tyche: error: {} (see tyche --help)\n", msg);
+    return kExitUsage;
+  }
+
+  try {
+    if (app.got_subcommand("workloads")) return cmd_workloads();
+    if (show->parsed()) return cmd_show(workload, extents, scale_down);
+    if (check->parsed()) return cmd_check(workload, extents, scale_down);
+  } catch (const tyche::Error& e) {
+    fmt::print(stderr, "tyche: error: {}\n", e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tyche: error: {}\n", e.what());
+    return kExitUsage;
+  }
+  return kExitUsage;
+}
