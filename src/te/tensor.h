@@ -124,8 +124,8 @@ using ir::select;
 using ir::sigmoid;
 using ir::sqrt;
 using ir::tanh;
-inline Expr max(Expr a, Expr b) { return ir::max(std::move(a), std::move(b)); }
-inline Expr min(Expr a, Expr b) { return ir::min(std::move(a), std::move(b)); }
+using ir::max;  // element-wise max(a, b) beside the reduction max(source, axes)
+using ir::min;
 
 // Builds a PrimFunc whose params are `args` (placeholders first, computed outputs last, in the
 // given order). Every compute reachable from an output becomes a block named after it, in
