@@ -185,7 +185,8 @@ TEST(Printer, KeepsGroupingThatChangesValues) {
 TEST(Op, FoldingWrapsAndRoundsToTheType) {
   EXPECT_EQ(to_string(make_int(2147483647) + 1), "-2147483648");
   EXPECT_EQ(as_const_int(make_int(300, DataType::UInt(8))), 44);
-  auto* f = (make_float(0.1) + make_float(0.2)).as<FloatImmNode>();
+  Expr sum = make_float(0.1) + make_float(0.2);
+  auto* f = sum.as<FloatImmNode>();
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->value, static_cast<double>(0.1f + 0.2f));
 }

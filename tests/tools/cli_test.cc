@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -17,7 +18,10 @@ struct Result {
 
 Result run(const std::string& args) {
   std::string bin = std::string(TYCHE_BINARY_DIR) + "/tools/tyche";
-  std::string err_file = testing::TempDir() + "/tyche_cli_stderr.txt";
+  // One file per call and process: ctest runs the tests of this binary in parallel.
+  static int calls = 0;
+  std::string err_file = testing::TempDir() + "/tyche_cli_stderr_" + std::to_string(getpid()) + "_" +
+                         std::to_string(calls++) + ".txt";
   std::string cmd = bin + " " + args + " 2>" + err_file;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
@@ -30,6 +34,7 @@ Result run(const std::string& args) {
     while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
     fclose(f);
   }
+  std::remove(err_file.c_str());
   return r;
 }
 
