@@ -13,6 +13,7 @@ namespace tyche::ir {
 class Printer {
  public:
   std::string out;
+  PrintOptions options;
 
   std::string expr(const Expr& e) {
     switch (e.kind()) {
@@ -215,8 +216,11 @@ class Printer {
   void line(int indent, const std::string& text) {
     out.append(static_cast<size_t>(indent) * 2, ' ');
     out += text;
+    if (mark_next_) out += "  # <-- here";
+    mark_next_ = false;
     out += '\n';
   }
+  bool mark_next_ = false;
 
   std::string annotations(const Annotations& anns) {
     std::vector<std::string> parts;
@@ -233,6 +237,7 @@ class Printer {
     std::string extra;
     if (n->for_kind == ForKind::kThreadBinding) extra += fmt::format(", thread=\"{}\"", n->thread_tag);
     if (!n->annotations.empty()) extra += ", annotations=" + annotations(n->annotations);
+    mark_next_ = options.highlight == n;
     line(indent, fmt::format("for {} in {}({}{}):", name, kind, range, extra));
     stmt(n->body, indent + 1);
   }
@@ -252,6 +257,7 @@ class Printer {
   }
 
   void block(const BlockNode* b, const BlockRealizeNode* realize, int indent) {
+    mark_next_ = options.highlight == b || (realize && options.highlight == realize);
     line(indent, fmt::format("with block(\"{}\"):", b->name));
     int in = indent + 1;
     for (size_t i = 0; i < b->iter_vars.size(); ++i) {
@@ -294,6 +300,12 @@ std::string to_string(const Stmt& s) {
 }
 std::string to_string(const PrimFunc& f) {
   Printer p;
+  p.func(f);
+  return p.out;
+}
+std::string to_string(const PrimFunc& f, const PrintOptions& options) {
+  Printer p;
+  p.options = options;
   p.func(f);
   return p.out;
 }

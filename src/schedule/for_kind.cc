@@ -1,0 +1,66 @@
+// parallel, vectorize, unroll and bind change how a loop runs, not what it computes; they are
+// refused where running iterations concurrently would race on a reduction.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "ir/functor.h"
+#include "ir/op.h"
+#include "schedule/primitive.h"
+
+namespace tyche::schedule {
+
+namespace {
+
+// A block iterator of reduce kind bound to the loop: iterations would update one element concurrently.
+const ir::BlockRealizeNode* reduction_bound_to(const ir::ForNode* loop) {
+  for (const ir::BlockRealizeNode* r : realizes_under(loop->body)) {
+    for (size_t i = 0; i < r->iter_values.size(); ++i) {
+      if (r->block->iter_vars[i].kind == ir::IterKind::kSpatial) continue;
+      bool uses = false;
+      ir::substitute(r->iter_values[i], [&](const ir::Var& v) -> ir::Expr {
+        uses |= v.same_as(loop->loop_var);
+        return ir::Expr();
+      });
+      if (uses) return r;
+    }
+  }
+  return nullptr;
+}
+
+Status set_kind(ScheduleState& state, const SRef& sref, ir::ForKind kind, const std::string& tag) {
+  const ir::ForNode* loop = sref->as_for();
+  const char* what = kind == ir::ForKind::kParallel ? "parallel" : kind == ir::ForKind::kVectorized ? "vectorize" : "bind";
+  if (kind != ir::ForKind::kUnrolled) {
+    if (const ir::BlockRealizeNode* r = reduction_bound_to(loop))
+      return ScheduleError(ErrorCode::kInvalidLoopKind,
+                           fmt::format("{}: loop '{}' drives a reduction or opaque iterator of block '{}'", what,
+                                       loop->loop_var.name(), r->block->name),
+                           loop);
+  }
+  if (kind == ir::ForKind::kVectorized && !ir::as_const_int(loop->extent))
+    return ScheduleError(ErrorCode::kNonConstantExtent,
+                         fmt::format("vectorize: loop '{}' has a non-constant extent", loop->loop_var.name()), loop);
+  if (loop->for_kind == kind && loop->thread_tag == tag) return ok_status();
+  state.replace(sref, ir::for_loop(loop->loop_var, loop->min, loop->extent, kind, loop->body, tag, loop->annotations));
+  return ok_status();
+}
+
+}  // namespace
+
+Status parallel(ScheduleState& state, const SRef& loop) { return set_kind(state, loop, ir::ForKind::kParallel, ""); }
+Status vectorize(ScheduleState& state, const SRef& loop) { return set_kind(state, loop, ir::ForKind::kVectorized, ""); }
+Status unroll(ScheduleState& state, const SRef& loop) { return set_kind(state, loop, ir::ForKind::kUnrolled, ""); }
+
+Status bind(ScheduleState& state, const SRef& loop, const std::string& thread_axis) {
+  static constexpr std::array kAxes = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x", "threadIdx.y",
+                                       "threadIdx.z", "vthread.x", "vthread.y",  "vthread.z"};
+  if (std::find(kAxes.begin(), kAxes.end(), thread_axis) == kAxes.end())
+    return ScheduleError(ErrorCode::kInvalidArgument,
+                         fmt::format("bind: unknown thread axis '{}' (blockIdx.x/y/z, threadIdx.x/y/z, vthread.x/y/z)", thread_axis),
+                         loop->stmt);
+  return set_kind(state, loop, ir::ForKind::kThreadBinding, thread_axis);
+}
+
+}  // namespace tyche::schedule

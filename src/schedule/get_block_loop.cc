@@ -1,0 +1,105 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "schedule/primitive.h"
+
+namespace tyche::schedule {
+
+namespace {
+
+// Blocks whose nearest enclosing block is `scope`, in program order.
+std::vector<SRef> scope_children(const ScheduleState& state, const SRefNode* under) {
+  std::vector<SRef> out;
+  std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
+    switch (s.kind()) {
+      case ir::StmtKind::kBlockRealize: out.push_back(state.get_sref(s.as<ir::BlockRealizeNode>()->block.get())); return;
+      case ir::StmtKind::kFor: walk(s.as<ir::ForNode>()->body); return;
+      case ir::StmtKind::kSeqStmt:
+        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c);
+        return;
+      case ir::StmtKind::kIfThenElse: {
+        auto* n = s.as<ir::IfThenElseNode>();
+        walk(n->then_case);
+        if (n->else_case.defined()) walk(n->else_case);
+        return;
+      }
+      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body); return;
+      default: return;
+    }
+  };
+  if (auto* b = under->as_block()) {
+    if (b->init.defined()) walk(b->init);
+    walk(b->body);
+  } else {
+    walk(under->as_for()->body);
+  }
+  return out;
+}
+
+bool touches(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer) {
+  return std::any_of(regions.begin(), regions.end(), [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
+}
+
+}  // namespace
+
+Result<SRef> get_block(const ScheduleState& state, const std::string& name) {
+  SRef found;
+  int count = 0;
+  std::vector<SRef> stack = {state.root()};
+  while (!stack.empty()) {
+    SRef s = stack.back();
+    stack.pop_back();
+    if (s->as_block() && s->as_block()->name == name) found = s, ++count;
+    auto kids = scope_children(state, s.get());
+    stack.insert(stack.end(), kids.rbegin(), kids.rend());
+  }
+  if (count == 0) return ScheduleError(ErrorCode::kUnknownBlock, fmt::format("no block named '{}'", name));
+  if (count > 1) return ScheduleError(ErrorCode::kAmbiguousBlock, fmt::format("{} blocks are named '{}'", count, name));
+  return found;
+}
+
+std::vector<SRef> get_loops(const ScheduleState& state, const SRef& block) {
+  std::vector<SRef> out;
+  for (SRefNode* p = block->parent; p && p->as_for(); p = p->parent) out.push_back(state.get_sref(p->stmt));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<SRef> get_child_blocks(const ScheduleState& state, const SRef& sref) {
+  return scope_children(state, sref.get());
+}
+
+std::vector<SRef> get_producers(const ScheduleState& state, const SRef& block) {
+  std::vector<SRef> siblings = scope_children(state, scope_block(block.get()));
+  const ir::BlockNode* b = block->as_block();
+  std::vector<SRef> out;
+  for (const SRef& s : siblings) {
+    if (s.get() == block.get()) break;
+    const ir::BlockNode* p = s->as_block();
+    if (std::any_of(p->writes.begin(), p->writes.end(), [&](const ir::BufferRegion& w) { return touches(b->reads, w.buffer.get()); }))
+      out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<SRef> get_consumers(const ScheduleState& state, const SRef& block) {
+  std::vector<SRef> siblings = scope_children(state, scope_block(block.get()));
+  const ir::BlockNode* b = block->as_block();
+  std::vector<SRef> out;
+  bool after = false;
+  for (const SRef& s : siblings) {
+    if (s.get() == block.get()) {
+      after = true;
+      continue;
+    }
+    if (!after) continue;
+    const ir::BlockNode* c = s->as_block();
+    if (std::any_of(b->writes.begin(), b->writes.end(), [&](const ir::BufferRegion& w) { return touches(c->reads, w.buffer.get()); }))
+      out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace tyche::schedule

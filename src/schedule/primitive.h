@@ -1,0 +1,49 @@
+// Schedule primitives as functions of the state and srefs; Schedule forwards its handles here.
+// Each either applies a semantics-preserving change through ScheduleState::replace or returns
+// the ScheduleError that explains why not, leaving the state untouched.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule/error.h"
+#include "schedule/state.h"
+
+namespace tyche::schedule {
+
+// ---- lookup (get_block_loop.cc) ----
+Result<SRef> get_block(const ScheduleState& state, const std::string& name);
+std::vector<SRef> get_loops(const ScheduleState& state, const SRef& block);
+// Blocks directly under `sref` (a block or a loop), not inside another nested block, in order.
+std::vector<SRef> get_child_blocks(const ScheduleState& state, const SRef& sref);
+// Blocks of the same scope that write what `block` reads, before it (producers), or read what it
+// writes, after it (consumers).
+std::vector<SRef> get_producers(const ScheduleState& state, const SRef& block);
+std::vector<SRef> get_consumers(const ScheduleState& state, const SRef& block);
+
+// ---- loop transformations (loop_transformation.cc) ----
+Result<std::vector<SRef>> split(ScheduleState& state, const SRef& loop, const std::vector<std::optional<int64_t>>& factors);
+Result<SRef> fuse(ScheduleState& state, const std::vector<SRef>& loops);
+Status reorder(ScheduleState& state, const std::vector<SRef>& ordered_loops);
+// Wraps a block (or loop) in a new loop of extent 1 and returns it.
+Result<SRef> add_unit_loop(ScheduleState& state, const SRef& block_or_loop);
+
+// ---- loop kinds (for_kind.cc) ----
+Status parallel(ScheduleState& state, const SRef& loop);
+Status vectorize(ScheduleState& state, const SRef& loop);
+Status unroll(ScheduleState& state, const SRef& loop);
+Status bind(ScheduleState& state, const SRef& loop, const std::string& thread_axis);
+
+// ---- annotations (annotate.cc) ----
+Status annotate(ScheduleState& state, const SRef& sref, const std::string& key, const ir::AnnotationValue& value);
+Status unannotate(ScheduleState& state, const SRef& sref, const std::string& key);
+
+// ---- shared helpers (primitive_utils.cc) ----
+// Every block realized under `stmt`, not entering nested blocks' bodies.
+std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt);
+// The For nodes on the path from `top` (inclusive) down to `bottom` (inclusive), or empty if
+// `bottom` is not under `top`.
+std::vector<SRefNode*> loop_path(const SRefNode* top, const SRefNode* bottom);
+
+}  // namespace tyche::schedule

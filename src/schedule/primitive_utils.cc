@@ -1,0 +1,40 @@
+#include <functional>
+
+#include "schedule/primitive.h"
+
+namespace tyche::schedule {
+
+std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt) {
+  std::vector<const ir::BlockRealizeNode*> out;
+  std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
+    switch (s.kind()) {
+      case ir::StmtKind::kBlockRealize: out.push_back(s.as<ir::BlockRealizeNode>()); return;
+      case ir::StmtKind::kFor: walk(s.as<ir::ForNode>()->body); return;
+      case ir::StmtKind::kSeqStmt:
+        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c);
+        return;
+      case ir::StmtKind::kIfThenElse: {
+        auto* n = s.as<ir::IfThenElseNode>();
+        walk(n->then_case);
+        if (n->else_case.defined()) walk(n->else_case);
+        return;
+      }
+      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body); return;
+      default: return;
+    }
+  };
+  walk(stmt);
+  return out;
+}
+
+std::vector<SRefNode*> loop_path(const SRefNode* top, const SRefNode* bottom) {
+  std::vector<SRefNode*> path;
+  for (SRefNode* p = const_cast<SRefNode*>(bottom); p; p = p->parent) {
+    if (!p->as_for()) return {};
+    path.push_back(p);
+    if (p == top) return {path.rbegin(), path.rend()};
+  }
+  return {};
+}
+
+}  // namespace tyche::schedule
