@@ -93,3 +93,9 @@ using Status = Result<Unit>;
 inline Status ok_status() { return Unit{}; }
 
 }  // namespace tyche::schedule
+
+// Unwraps a Result into `var`, or returns its error from the enclosing function.
+#define TYCHE_TRY_ASSIGN(var, expr)                 \
+  auto var##_result = (expr);                       \
+  if (!var##_result) return var##_result.error();   \
+  auto var = std::move(var##_result).value()

@@ -3,40 +3,14 @@
 #include <algorithm>
 #include <functional>
 
+#include "schedule/block_scope.h"
 #include "schedule/primitive.h"
 
 namespace tyche::schedule {
 
 namespace {
 
-// Blocks whose nearest enclosing block is `scope`, in program order.
-std::vector<SRef> scope_children(const ScheduleState& state, const SRefNode* under) {
-  std::vector<SRef> out;
-  std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
-    switch (s.kind()) {
-      case ir::StmtKind::kBlockRealize: out.push_back(state.get_sref(s.as<ir::BlockRealizeNode>()->block.get())); return;
-      case ir::StmtKind::kFor: walk(s.as<ir::ForNode>()->body); return;
-      case ir::StmtKind::kSeqStmt:
-        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c);
-        return;
-      case ir::StmtKind::kIfThenElse: {
-        auto* n = s.as<ir::IfThenElseNode>();
-        walk(n->then_case);
-        if (n->else_case.defined()) walk(n->else_case);
-        return;
-      }
-      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body); return;
-      default: return;
-    }
-  };
-  if (auto* b = under->as_block()) {
-    if (b->init.defined()) walk(b->init);
-    walk(b->body);
-  } else {
-    walk(under->as_for()->body);
-  }
-  return out;
-}
+std::vector<SRef> scope_children(const ScheduleState& state, const SRefNode* under) { return child_blocks(state, under); }
 
 bool touches(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer) {
   return std::any_of(regions.begin(), regions.end(), [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });

@@ -39,6 +39,26 @@ Status bind(ScheduleState& state, const SRef& loop, const std::string& thread_ax
 Status annotate(ScheduleState& state, const SRef& sref, const std::string& key, const ir::AnnotationValue& value);
 Status unannotate(ScheduleState& state, const SRef& sref, const std::string& key);
 
+// ---- compute location (compute_at.cc, compute_inline.cc) ----
+Status compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops);
+Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops);
+Status compute_inline(ScheduleState& state, const SRef& block);
+Status reverse_compute_inline(ScheduleState& state, const SRef& block);
+
+// ---- caches (cache.cc) ----
+Result<SRef> cache_read(ScheduleState& state, const SRef& block, int read_buffer_index, const std::string& storage_scope);
+Result<SRef> cache_write(ScheduleState& state, const SRef& block, int write_buffer_index, const std::string& storage_scope);
+Status set_scope(ScheduleState& state, const SRef& block, int buffer_index, const std::string& storage_scope);
+Status storage_align(ScheduleState& state, const SRef& block, int buffer_index, int axis, int factor, int offset);
+
+// ---- reductions (reduction.cc) ----
+Result<SRef> decompose_reduction(ScheduleState& state, const SRef& block, const SRef& loop);
+Result<SRef> rfactor(ScheduleState& state, const SRef& loop, int factor_axis);
+
+// ---- blocks (blockize_tensorize.cc) ----
+Result<SRef> blockize(ScheduleState& state, const SRef& loop);
+Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intrin_name);
+
 // ---- shared helpers (primitive_utils.cc) ----
 // Every block realized under `stmt`, not entering nested blocks' bodies.
 std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt);

@@ -46,11 +46,6 @@ Result<SRef> Schedule::loop_sref(const LoopRV& loop) const {
   return it->second;
 }
 
-#define TYCHE_TRY_ASSIGN(var, expr)        \
-  auto var##_result = (expr);              \
-  if (!var##_result) return var##_result.error(); \
-  auto var = std::move(var##_result).value()
-
 Result<BlockRV> Schedule::get_block(const std::string& name) {
   TYCHE_TRY_ASSIGN(sref, schedule::get_block(state_, name));
   return issue_block(sref);

@@ -60,6 +60,45 @@ class Schedule {
   Status unannotate(const LoopRV& loop, const std::string& key);
   Status unannotate(const BlockRV& block, const std::string& key);
 
+  // ---- compute location (compute_at.cc, compute_inline.cc) ----
+  // Moves a producer block under `loop` (of one of its consumers' loop nests), computing only
+  // the region the consumers under `loop` need. preserve_unit_loops keeps extent-1 loops.
+  Status compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops = false);
+  // Moves a consumer block under `loop` of its producer's loop nest.
+  Status reverse_compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops = false);
+  // Substitutes a complete block's computation into its consumers and removes it.
+  Status compute_inline(const BlockRV& block);
+  // Substitutes a consumer's computation into its single producer and removes the consumer.
+  Status reverse_compute_inline(const BlockRV& block);
+
+  // ---- caches (cache.cc) ----
+  // A new block copying the block's read_buffer_index-th read buffer into a `storage_scope`
+  // buffer just before the block's loop nest; the block then reads the copy.
+  Result<BlockRV> cache_read(const BlockRV& block, int read_buffer_index, const std::string& storage_scope);
+  // The block writes a `storage_scope` copy of its write_buffer_index-th written buffer; a new
+  // block after it copies the result back.
+  Result<BlockRV> cache_write(const BlockRV& block, int write_buffer_index, const std::string& storage_scope);
+  // Changes the storage scope of an intermediate buffer written by the block.
+  Status set_scope(const BlockRV& block, int buffer_index, const std::string& storage_scope);
+  // Pads the stride of `axis` of the block's buffer_index-th written buffer so that
+  // stride % factor == offset (bank-conflict avoidance); only intermediate buffers.
+  Status storage_align(const BlockRV& block, int buffer_index, int axis, int factor, int offset);
+
+  // ---- reductions (reduction.cc) ----
+  // Splits the reduction's init into its own block placed before `loop`; returns the init block.
+  Result<BlockRV> decompose_reduction(const BlockRV& block, const LoopRV& loop);
+  // Factorizes a reduction over the reduction loop `loop`: a new block computes partial results
+  // into a buffer with a new axis at `factor_axis`, the original block reduces them. Returns the
+  // new (rfactor) block.
+  Result<BlockRV> rfactor(const LoopRV& loop, int factor_axis);
+
+  // ---- blocks (blockize_tensorize.cc) ----
+  // Turns the subtree under `loop` into a new outer block whose body is that subtree.
+  Result<BlockRV> blockize(const LoopRV& loop);
+  // Blockizes `loop` and replaces its computation by the named tensor intrinsic's implementation
+  // when it matches the intrinsic's description.
+  Status tensorize(const LoopRV& loop, const std::string& intrin_name);
+
   // The sref behind a handle, or the stale-handle error.
   Result<SRef> block_sref(const BlockRV& block) const;
   Result<SRef> loop_sref(const LoopRV& loop) const;
@@ -67,6 +106,9 @@ class Schedule {
  private:
   BlockRV issue_block(const SRef& sref);
   LoopRV issue_loop(const SRef& sref);
+  // Marks a handle consumed (its sref is gone).
+  void consume(const LoopRV& loop) { loops_.erase(loop.id); }
+  void consume(const BlockRV& block) { blocks_.erase(block.id); }
 
   ScheduleState state_;
   int64_t next_id_ = 0;
