@@ -78,7 +78,8 @@ class [[nodiscard]] Result {
     if (!ok()) throw ScheduleException(error());
     return std::get<0>(v_);
   }
-  T&& value() && {
+  // By value, so `for (auto& x : f().value())` does not dangle.
+  T value() && {
     if (!ok()) throw ScheduleException(error());
     return std::get<0>(std::move(v_));
   }

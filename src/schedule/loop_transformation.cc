@@ -93,6 +93,30 @@ std::optional<ScheduleError> check_blocks_not_opaque(const ir::Stmt& body, const
   return std::nullopt;
 }
 
+bool uses_var(const ir::Expr& e, const ir::Var& var) {
+  bool found = false;
+  ir::substitute(e, [&](const ir::Var& v) -> ir::Expr {
+    found |= v.same_as(var);
+    return ir::Expr();
+  });
+  return found;
+}
+
+// A loop driving both spatial and reduce iterators of one block: for a fixed output element its
+// iterations do not form a product set, so the init-at-first-iteration rule needs these loops
+// to keep their relative order.
+bool is_mixed_loop(const ir::ForNode* loop) {
+  for (const ir::BlockRealizeNode* r : realizes_under(loop->body)) {
+    bool spatial = false, reduce = false;
+    for (size_t i = 0; i < r->iter_values.size(); ++i) {
+      if (!uses_var(r->iter_values[i], loop->loop_var)) continue;
+      (r->block->iter_vars[i].kind == ir::IterKind::kSpatial ? spatial : reduce) = true;
+    }
+    if (spatial && reduce) return true;
+  }
+  return false;
+}
+
 bool uses_any(const ir::Expr& e, const std::unordered_set<const ir::VarNode*>& vars) {
   bool found = false;
   ir::substitute(e, [&](const ir::Var& v) -> ir::Expr {
@@ -253,6 +277,17 @@ Status reorder(ScheduleState& state, const std::vector<SRef>& ordered) {
   std::vector<const ir::ForNode*> order;
   size_t next = 0;
   for (SRefNode* p : path) order.push_back(given.count(p) ? ordered[next++]->as_for() : p->as_for());
+  std::vector<const ir::ForNode*> mixed_before, mixed_after;
+  for (SRefNode* p : path)
+    if (is_mixed_loop(p->as_for())) mixed_before.push_back(p->as_for());
+  for (const ir::ForNode* l : order)
+    if (std::find(mixed_before.begin(), mixed_before.end(), l) != mixed_before.end()) mixed_after.push_back(l);
+  if (mixed_before != mixed_after)
+    return ScheduleError(ErrorCode::kInvalidLoopKind,
+                         fmt::format("reorder: loops '{}' and '{}' both drive spatial and reduction iterators; swapping them "
+                                     "would run a reduction's init after some of its updates",
+                                     mixed_before[0]->loop_var.name(), mixed_before[1]->loop_var.name()),
+                         mixed_before[0]);
   ir::Stmt body = path.back()->as_for()->body;
   for (size_t i = order.size(); i-- > 0;) {
     const ir::ForNode* l = order[i];

@@ -194,3 +194,26 @@ TEST(AddUnitLoop, AroundBlockAndLoop) {
 
 }  // namespace
 }  // namespace tyche::schedule
+
+namespace tyche::schedule {
+namespace {
+
+// Fusing a spatial and a reduction loop gives a loop that drives both; once split, swapping its
+// parts would let some updates of an output element run before that element's init.
+TEST(Reorder, RefusesSwappingMixedSpatialReductionLoops) {
+  auto w = testing::small("GMM-1");
+  Schedule sch(w.func, true);
+  auto loops = sch.get_loops(sch.get_block("Z").value()).value();
+  LoopRV jk = sch.fuse({loops[2], loops[3]}).value();
+  auto parts = sch.split(jk, {std::nullopt, 7}).value();
+  auto r = sch.reorder({parts[1], parts[0]});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidLoopKind);
+  EXPECT_THAT(r.error().reason(), ::testing::HasSubstr("both drive spatial and reduction iterators"));
+  // Moving a pure loop across them keeps their order and is fine.
+  EXPECT_TRUE(sch.reorder({parts[0], loops[1]}).ok());
+  EXPECT_TRUE(testing::computes_reference(w, sch.func()));
+}
+
+}  // namespace
+}  // namespace tyche::schedule

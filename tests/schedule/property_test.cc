@@ -1,0 +1,140 @@
+// Seeded property test: random sequences of primitives on every op family. Each primitive either
+// refuses with a ScheduleError (the state unchanged) or yields a program that still computes the
+// reference result; nothing may throw, crash or hang.
+#include <random>
+
+#include "interp/interpreter.h"
+#include "schedule/schedule.h"
+#include "schedule_test_util.h"
+
+namespace tyche::schedule {
+namespace {
+
+// Shapes small enough that interpreting one candidate costs tens of microseconds.
+const std::vector<std::pair<std::string, std::vector<int64_t>>>& tiny_workloads() {
+  static const std::vector<std::pair<std::string, std::vector<int64_t>>> w = {
+      {"GMM", {1, 8, 8, 8}},          {"C1D", {1, 8, 4, 4, 3, 2, 1}},         {"C2D", {1, 6, 6, 2, 4, 3, 2, 1}},
+      {"C3D", {1, 4, 4, 4, 2, 2, 3, 2, 1}}, {"GRP", {1, 6, 6, 4, 4, 3, 2, 1}}, {"DIL", {1, 7, 7, 2, 4, 3, 1, 1}},
+      {"DEP", {1, 6, 6, 4, 3, 1, 1}},  {"T2D", {1, 2, 2, 2, 2, 4, 2, 1}},      {"CAP", {1, 3, 3, 1, 2, 3, 2, 1}},
+      {"NRM", {1, 8, 8}},              {"SFM", {6, 8}},                        {"CBR", {1, 6, 6, 2, 4, 3, 2, 1}},
+      {"TBG", {1, 6, 2, 4}},           {"DENSE_RELU", {6, 8, 8}},
+  };
+  return w;
+}
+
+class RandomScheduler {
+ public:
+  RandomScheduler(Schedule& sch, std::mt19937_64& rng) : sch_(sch), rng_(rng) {}
+
+  // One random primitive on a random block/loop; returns whether it was accepted.
+  bool step() {
+    std::vector<BlockRV> blocks = all_blocks();
+    if (blocks.empty()) return false;
+    BlockRV block = pick(blocks);
+    std::vector<LoopRV> loops = sch_.get_loops(block).value();
+    int choice = uniform(0, 11);
+    if (loops.empty() && choice < 9) choice = 9;
+    switch (choice) {
+      case 0:
+      case 1: {
+        LoopRV loop = pick(loops);
+        int n = uniform(2, 3);
+        std::vector<std::optional<int64_t>> factors;
+        int inferred = uniform(-1, n - 1);
+        for (int i = 0; i < n; ++i) factors.push_back(i == inferred ? std::nullopt : std::optional<int64_t>(uniform(1, 5)));
+        return sch_.split(loop, factors).ok();
+      }
+      case 2: {
+        size_t i = static_cast<size_t>(uniform(0, static_cast<int>(loops.size()) - 1));
+        size_t j = std::min(loops.size() - 1, i + static_cast<size_t>(uniform(0, 2)));
+        return sch_.fuse({loops.begin() + static_cast<long>(i), loops.begin() + static_cast<long>(j) + 1}).ok();
+      }
+      case 3:
+      case 4: {
+        std::vector<LoopRV> subset;
+        for (const LoopRV& l : loops)
+          if (uniform(0, 1)) subset.push_back(l);
+        std::shuffle(subset.begin(), subset.end(), rng_);
+        if (uniform(0, 9) == 0 && !subset.empty()) subset.push_back(subset[0]);  // a duplicate: must refuse
+        return sch_.reorder(subset).ok();
+      }
+      case 5: return sch_.parallel(pick(loops)).ok();
+      case 6: return sch_.vectorize(pick(loops)).ok();
+      case 7: return sch_.unroll(pick(loops)).ok();
+      case 8: return sch_.annotate(pick(loops), "pragma_auto_unroll_max_step", int64_t{uniform(0, 64)}).ok();
+      case 9: return sch_.add_unit_loop(block).ok();
+      case 10: {
+        // A loop from another block's nest: exercises the not-a-chain refusals.
+        BlockRV other = pick(blocks);
+        auto other_loops = sch_.get_loops(other).value();
+        if (other_loops.empty()) return false;
+        return sch_.reorder({pick(loops), pick(other_loops)}).ok();
+      }
+      default: return sch_.bind(pick(loops), uniform(0, 1) ? "threadIdx.x" : "blockIdx.y").ok();
+    }
+  }
+
+ private:
+  std::vector<BlockRV> all_blocks() {
+    std::vector<BlockRV> out;
+    std::vector<BlockRV> stack = {sch_.get_block("root").value()};
+    while (!stack.empty()) {
+      BlockRV b = stack.back();
+      stack.pop_back();
+      for (const BlockRV& c : sch_.get_child_blocks(b).value()) {
+        out.push_back(c);
+        stack.push_back(c);
+      }
+    }
+    return out;
+  }
+  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  template <typename T>
+  const T& pick(const std::vector<T>& v) { return v[static_cast<size_t>(uniform(0, static_cast<int>(v.size()) - 1))]; }
+
+  Schedule& sch_;
+  std::mt19937_64& rng_;
+};
+
+TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
+  constexpr int kSequencesPerFamily = 2000;
+  constexpr int kStepsPerSequence = 4;
+  std::mt19937_64 rng(20261129);
+  int accepted_total = 0, refused_total = 0;
+  for (const auto& [op, params] : tiny_workloads()) {
+    workloads::Workload w = workloads::make_workload(op, params);
+    auto inputs = workloads::make_inputs(w.func, 5);
+    auto expected = w.reference(inputs);
+    int accepted = 0;
+    for (int seq = 0; seq < kSequencesPerFamily; ++seq) {
+      Schedule sch(w.func, /*debug_verify=*/seq % 50 == 0);
+      RandomScheduler random(sch, rng);
+      bool changed = false;
+      for (int s = 0; s < kStepsPerSequence; ++s) {
+        std::string before = seq % 97 == 0 ? ir::to_string(sch.func()) : "";
+        ir::PrimFunc func_before = sch.func();
+        bool ok = false;
+        ASSERT_NO_THROW(ok = random.step()) << op << " sequence " << seq;
+        if (ok) ++accepted, changed = true;
+        else ++refused_total;
+        // A refusal leaves the program untouched.
+        if (!ok) ASSERT_TRUE(sch.func().same_as(func_before)) << op;
+        if (!before.empty() && !ok) ASSERT_EQ(ir::to_string(sch.func()), before);
+      }
+      if (!changed) continue;
+      std::vector<runtime::NDArray> actual;
+      ASSERT_NO_THROW(actual = interp::run_on_inputs(sch.func(), inputs)) << op << "\n" << ir::to_string(sch.func());
+      for (size_t i = 0; i < actual.size(); ++i) {
+        interp::Comparison c = interp::compare(actual[i], expected[i]);
+        ASSERT_TRUE(c.ok) << op << ": " << c.message << "\n" << ir::to_string(sch.func());
+      }
+    }
+    EXPECT_GT(accepted, kSequencesPerFamily / 2) << op << ": too few accepted primitives to mean anything";
+    accepted_total += accepted;
+  }
+  EXPECT_GT(refused_total, 1000);  // the refusal paths are exercised too
+  std::printf("accepted %d primitives, refused %d\n", accepted_total, refused_total);
+}
+
+}  // namespace
+}  // namespace tyche::schedule
