@@ -1,0 +1,44 @@
+// Tensor intrinsics for tensorize (TVM's TensorIntrin): a description of a small computation and
+// an implementation of the same computation. tensorize matches a loop nest against `desc` and
+// replaces it by `impl`, with `impl`'s parameters bound to the matched regions of the program's
+// buffers.
+//
+// Shape of an intrinsic:
+// - desc: a PrimFunc whose root block holds a chain of loops around exactly one block (the
+//   computation). tensorize compares the program's loops, block iterators (kinds, domains,
+//   bindings), init and body with it, modulo renaming of variables and buffers; desc buffers
+//   match regions of program buffers (extra leading program dimensions must have extent 1).
+// - impl: a PrimFunc with params of the same count, shapes and dtypes (position i of impl
+//   stands for position i of desc) whose root block body replaces the matched computation.
+//
+// The registry is process-wide and thread-safe. The built-in intrinsics are registered on the
+// first call of any function below (an explicit table, no static initializers):
+// - "dot_4x4x4_f32": C[i, j] += A[i, k] * B[k, j] over 4x4x4 float32 (reduce iterator k, no
+//   init); impl loops k outermost with i and j unrolled.
+// - "copy_4_f32": B[i] = A[i] over 4 float32; impl is four unrolled stores.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/function.h"
+
+namespace tyche::schedule {
+
+struct TensorIntrin {
+  std::string name;
+  ir::PrimFunc desc;
+  ir::PrimFunc impl;
+};
+
+// Registers an intrinsic. Throws tyche::Error when the name is taken (unless `override`), when
+// desc and impl params differ in count, shape or dtype, or when desc is not a root block holding
+// a chain of loops around one block.
+void register_tensor_intrin(const std::string& name, ir::PrimFunc desc, ir::PrimFunc impl, bool override = false);
+// The intrinsic of that name, or nullptr. The pointer stays valid for the life of the process
+// (also after an override, which registers a new entry).
+const TensorIntrin* find_tensor_intrin(const std::string& name);
+// Registered names, sorted.
+std::vector<std::string> tensor_intrin_names();
+
+}  // namespace tyche::schedule
