@@ -1,6 +1,7 @@
 // Seeded property test: random sequences of primitives on every op family. Each primitive either
 // refuses with a ScheduleError (the state unchanged) or yields a program that still computes the
 // reference result; nothing may throw, crash or hang.
+#include <map>
 #include <random>
 
 #include "interp/interpreter.h"
@@ -26,14 +27,28 @@ class RandomScheduler {
  public:
   RandomScheduler(Schedule& sch, std::mt19937_64& rng) : sch_(sch), rng_(rng) {}
 
+  // Accepted count per primitive choice, to show every primitive is really exercised.
+  std::map<int, int>* accepted_by_choice = nullptr;
+
   // One random primitive on a random block/loop; returns whether it was accepted.
   bool step() {
+    int choice = -1;
+    bool ok = step_impl(choice);
+    if (ok && accepted_by_choice) ++(*accepted_by_choice)[choice];
+    return ok;
+  }
+
+ private:
+  bool step_impl(int& choice) {
     std::vector<BlockRV> blocks = all_blocks();
     if (blocks.empty()) return false;
     BlockRV block = pick(blocks);
     std::vector<LoopRV> loops = sch_.get_loops(block).value();
-    int choice = uniform(0, 11);
-    if (loops.empty() && choice < 9) choice = 9;
+    choice = uniform(0, 19);
+    // Primitives that need one of the block's own loops fall back to those that do not.
+    static constexpr int kNoLoopChoices[] = {9, 12, 13, 14, 15};
+    if (loops.empty() && (choice < 9 || choice == 10 || choice == 11 || choice >= 16))
+      choice = kNoLoopChoices[uniform(0, 4)];
     switch (choice) {
       case 0:
       case 1: {
@@ -70,11 +85,27 @@ class RandomScheduler {
         if (other_loops.empty()) return false;
         return sch_.reorder({pick(loops), pick(other_loops)}).ok();
       }
-      default: return sch_.bind(pick(loops), uniform(0, 1) ? "threadIdx.x" : "blockIdx.y").ok();
+      case 11: return sch_.bind(pick(loops), uniform(0, 1) ? "threadIdx.x" : "blockIdx.y").ok();
+      case 12:
+      case 13: {
+        // Target loops come mostly from other blocks' nests, where compute_at can be legal.
+        auto other_loops = sch_.get_loops(pick(blocks)).value();
+        if (other_loops.empty()) return false;
+        return choice == 12 ? sch_.compute_at(block, pick(other_loops), uniform(0, 1)).ok()
+                            : sch_.reverse_compute_at(block, pick(other_loops), uniform(0, 1)).ok();
+      }
+      case 14: return sch_.compute_inline(block).ok();
+      case 15: return sch_.reverse_compute_inline(block).ok();
+      case 16: return sch_.blockize(pick(loops)).ok();
+      case 17: return sch_.tensorize(pick(loops), uniform(0, 1) ? "dot_4x4x4_f32" : "copy_4_f32").ok();
+      default: {
+        // Tile by 4 so that tensorize and blockize sometimes find their patterns.
+        LoopRV loop = pick(loops);
+        return sch_.split(loop, {std::nullopt, 4}).ok();
+      }
     }
   }
 
- private:
   std::vector<BlockRV> all_blocks() {
     std::vector<BlockRV> out;
     std::vector<BlockRV> stack = {sch_.get_block("root").value()};
@@ -101,6 +132,7 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
   constexpr int kStepsPerSequence = 4;
   std::mt19937_64 rng(20261129);
   int accepted_total = 0, refused_total = 0;
+  std::map<int, int> accepted_by_choice;
   for (const auto& [op, params] : tiny_workloads()) {
     workloads::Workload w = workloads::make_workload(op, params);
     auto inputs = workloads::make_inputs(w.func, 5);
@@ -109,6 +141,7 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
     for (int seq = 0; seq < kSequencesPerFamily; ++seq) {
       Schedule sch(w.func, /*debug_verify=*/seq % 50 == 0);
       RandomScheduler random(sch, rng);
+      random.accepted_by_choice = &accepted_by_choice;
       bool changed = false;
       for (int s = 0; s < kStepsPerSequence; ++s) {
         std::string before = seq % 97 == 0 ? ir::to_string(sch.func()) : "";
@@ -140,6 +173,13 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
   }
   EXPECT_GT(refused_total, 1000);  // the refusal paths are exercised too
   std::printf("accepted %d primitives, refused %d\n", accepted_total, refused_total);
+  // Choices 0..19: split, split, fuse, reorder, reorder, parallel, vectorize, unroll, annotate,
+  // add_unit_loop, cross-nest reorder (always refused), bind, compute_at, reverse_compute_at,
+  // compute_inline, reverse_compute_inline, blockize, tensorize, split by 4.
+  for (int c : {0, 2, 3, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17}) {
+    EXPECT_GT(accepted_by_choice[c], 0) << "primitive choice " << c << " was never accepted";
+    std::printf("  choice %2d accepted %d\n", c, accepted_by_choice[c]);
+  }
 }
 
 }  // namespace
