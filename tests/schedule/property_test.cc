@@ -44,10 +44,10 @@ class RandomScheduler {
     if (blocks.empty()) return false;
     BlockRV block = pick(blocks);
     std::vector<LoopRV> loops = sch_.get_loops(block).value();
-    choice = uniform(0, 19);
+    choice = uniform(0, 25);
     // Primitives that need one of the block's own loops fall back to those that do not.
     static constexpr int kNoLoopChoices[] = {9, 12, 13, 14, 15};
-    if (loops.empty() && (choice < 9 || choice == 10 || choice == 11 || choice >= 16))
+    if (loops.empty() && (choice < 9 || choice == 10 || choice == 11 || (choice >= 16 && choice <= 19) || choice >= 24))
       choice = kNoLoopChoices[uniform(0, 4)];
     switch (choice) {
       case 0:
@@ -98,6 +98,15 @@ class RandomScheduler {
       case 15: return sch_.reverse_compute_inline(block).ok();
       case 16: return sch_.blockize(pick(loops)).ok();
       case 17: return sch_.tensorize(pick(loops), uniform(0, 1) ? "dot_4x4x4_f32" : "copy_4_f32").ok();
+      case 20: {
+        static const char* kScopes[] = {"shared", "local", "global", "bogus"};
+        return sch_.cache_read(block, uniform(0, 2), kScopes[uniform(0, 3)]).ok();
+      }
+      case 21: return sch_.cache_write(block, uniform(0, 1), uniform(0, 1) ? "local" : "shared").ok();
+      case 22: return sch_.set_scope(block, 0, uniform(0, 1) ? "local" : "shared").ok();
+      case 23: return sch_.storage_align(block, 0, uniform(0, 3), uniform(1, 8), uniform(0, 3)).ok();
+      case 24: return sch_.decompose_reduction(block, pick(loops)).ok();
+      case 25: return sch_.rfactor(pick(loops), uniform(-2, 2)).ok();
       default: {
         // Tile by 4 so that tensorize and blockize sometimes find their patterns.
         LoopRV loop = pick(loops);
@@ -175,8 +184,9 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
   std::printf("accepted %d primitives, refused %d\n", accepted_total, refused_total);
   // Choices 0..19: split, split, fuse, reorder, reorder, parallel, vectorize, unroll, annotate,
   // add_unit_loop, cross-nest reorder (always refused), bind, compute_at, reverse_compute_at,
-  // compute_inline, reverse_compute_inline, blockize, tensorize, split by 4.
-  for (int c : {0, 2, 3, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17}) {
+  // compute_inline, reverse_compute_inline, blockize, tensorize, split by 4, cache_read,
+  // cache_write, set_scope, storage_align, decompose_reduction, rfactor.
+  for (int c : {0, 2, 3, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 20, 21, 22, 23, 24, 25}) {
     EXPECT_GT(accepted_by_choice[c], 0) << "primitive choice " << c << " was never accepted";
     std::printf("  choice %2d accepted %d\n", c, accepted_by_choice[c]);
   }
