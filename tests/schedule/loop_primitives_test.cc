@@ -1,5 +1,7 @@
 #include <gmock/gmock.h>
 
+#include "ir/op.h"
+
 #include "schedule/primitive.h"
 #include "schedule_test_util.h"
 
@@ -213,6 +215,37 @@ TEST(Reorder, RefusesSwappingMixedSpatialReductionLoops) {
   // Moving a pure loop across them keeps their order and is fine.
   EXPECT_TRUE(sch.reorder({parts[0], loops[1]}).ok());
   EXPECT_TRUE(testing::computes_reference(w, sch.func()));
+}
+
+}  // namespace
+}  // namespace tyche::schedule
+
+namespace tyche::schedule {
+namespace {
+
+// B[i] = A[i] * 2 over a symbolic length n: loops whose extent is not a constant.
+ir::PrimFunc symbolic_scale() {
+  ir::Var n("n");
+  ir::Buffer a = ir::make_buffer("A", kFloat32, {n});
+  ir::Buffer b = ir::make_buffer("B", kFloat32, {n});
+  ir::Var i("i"), vi("vi");
+  ir::Block blk = ir::make_block("B", {{vi, ir::Range(0, n), ir::IterKind::kSpatial}},
+                                 {ir::BufferRegion(a, {ir::Range(vi, 1)})}, {ir::BufferRegion(b, {ir::Range(vi, 1)})},
+                                 ir::Stmt(), ir::buffer_store(b, ir::buffer_load(a, {vi}) * 2.0, {vi}));
+  ir::Stmt loop = ir::for_loop(i, 0, n, ir::ForKind::kSerial, ir::block_realize({i}, ir::make_bool(true), blk));
+  ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), loop);
+  return ir::PrimFunc("scale", {a, b}, 1, ir::block_realize({}, ir::make_bool(true), root));
+}
+
+TEST(LoopKinds, VectorizeRefusesNonConstantExtent) {
+  Schedule sch(symbolic_scale(), true);
+  auto loops = sch.get_loops(sch.get_block("B").value()).value();
+  auto v = sch.vectorize(loops[0]);
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code(), ErrorCode::kNonConstantExtent);
+  EXPECT_THAT(v.error().reason(), ::testing::HasSubstr("non-constant extent"));
+  EXPECT_EQ(sch.split(loops[0], {std::nullopt, 4}).error().code(), ErrorCode::kNonConstantExtent);
+  EXPECT_TRUE(sch.parallel(loops[0]).ok());  // parallel needs no constant extent
 }
 
 }  // namespace
