@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/primitive.h"
@@ -18,12 +19,7 @@ const ir::BlockRealizeNode* reduction_bound_to(const ir::ForNode* loop) {
   for (const ir::BlockRealizeNode* r : realizes_under(loop->body)) {
     for (size_t i = 0; i < r->iter_values.size(); ++i) {
       if (r->block->iter_vars[i].kind == ir::IterKind::kSpatial) continue;
-      bool uses = false;
-      ir::substitute(r->iter_values[i], [&](const ir::Var& v) -> ir::Expr {
-        uses |= v.same_as(loop->loop_var);
-        return ir::Expr();
-      });
-      if (uses) return r;
+      if (arith::uses_var(r->iter_values[i], [&](const ir::VarNode* v) { return v == loop->loop_var.get(); })) return r;
     }
   }
   return nullptr;

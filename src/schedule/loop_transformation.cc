@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "arith/analyzer.h"
+#include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/primitive.h"
@@ -74,16 +75,15 @@ class ShallowReplacer : public ir::StmtExprMutator {
   ir::Stmt new_;
 };
 
+bool uses_var(const ir::Expr& e, const ir::Var& var) {
+  return arith::uses_var(e, [&](const ir::VarNode* v) { return v == var.get(); });
+}
+
 std::optional<ScheduleError> check_blocks_not_opaque(const ir::Stmt& body, const ir::Var& loop_var) {
   for (const ir::BlockRealizeNode* r : realizes_under(body)) {
     for (size_t i = 0; i < r->iter_values.size(); ++i) {
       if (r->block->iter_vars[i].kind != ir::IterKind::kOpaque) continue;
-      bool uses = false;
-      ir::substitute(r->iter_values[i], [&](const ir::Var& v) -> ir::Expr {
-        uses |= v.same_as(loop_var);
-        return ir::Expr();
-      });
-      if (uses)
+      if (uses_var(r->iter_values[i], loop_var))
         return ScheduleError(ErrorCode::kOpaqueBlock,
                              fmt::format("block '{}' binds opaque iterator '{}' to loop '{}'", r->block->name,
                                          r->block->iter_vars[i].var.name(), loop_var.name()),
@@ -93,14 +93,6 @@ std::optional<ScheduleError> check_blocks_not_opaque(const ir::Stmt& body, const
   return std::nullopt;
 }
 
-bool uses_var(const ir::Expr& e, const ir::Var& var) {
-  bool found = false;
-  ir::substitute(e, [&](const ir::Var& v) -> ir::Expr {
-    found |= v.same_as(var);
-    return ir::Expr();
-  });
-  return found;
-}
 
 // A loop driving both spatial and reduce iterators of one block: for a fixed output element its
 // iterations do not form a product set, so the init-at-first-iteration rule needs these loops
@@ -118,12 +110,7 @@ bool is_mixed_loop(const ir::ForNode* loop) {
 }
 
 bool uses_any(const ir::Expr& e, const std::unordered_set<const ir::VarNode*>& vars) {
-  bool found = false;
-  ir::substitute(e, [&](const ir::Var& v) -> ir::Expr {
-    found |= vars.count(v.get()) > 0;
-    return ir::Expr();
-  });
-  return found;
+  return arith::uses_var(e, [&](const ir::VarNode* v) { return vars.count(v) > 0; });
 }
 
 }  // namespace
