@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "arith/iter_map.h"
 #include "schedule/error.h"
 #include "schedule/state.h"
 
@@ -24,8 +25,15 @@ std::vector<SRef> other_writers(const ScheduleState& state, const SRefNode* bloc
 // A binding is quasi-affine when built from loop variables and constants with +, -, * by a
 // constant, and floordiv/floormod by a positive constant (what split and fuse produce).
 bool is_quasi_affine(const ir::Expr& e);
-// Every iter value of the block's realize is quasi-affine in the loop variables.
+// The block's bindings map the loops between it and its scope block one-to-one onto its
+// iteration domain (arith::detect_iter_map; loops the block does not use are allowed, and a
+// non-true predicate allows an image larger than the domain, as after an imperfect split).
 bool has_affine_bindings(const ScheduleState& state, const SRefNode* block);
+// Every binding is quasi-affine (see is_quasi_affine), whatever part of the domain it covers:
+// what primitives need after compute_at narrowed a block to part of its domain.
+bool has_quasi_affine_bindings(const ScheduleState& state, const SRefNode* block);
+// The same as has_affine_bindings, with the reason when the bindings are not affine.
+arith::IterMapResult detect_block_iter_map(const ScheduleState& state, const SRefNode* block);
 
 // Complete block: only spatial iterators, no init, the only writer of what it writes in its
 // scope, and it does not read what it writes. (The shape compute_inline and compute_at need.)
@@ -36,5 +44,22 @@ Status check_complete_block(const ScheduleState& state, const SRefNode* block);
 Status check_reduction_block(const ScheduleState& state, const SRefNode* block);
 // Complete or reduction block.
 Status check_complete_or_reduction_block(const ScheduleState& state, const SRefNode* block);
+
+// Injective block: distinct iterations of its spatial iterators write distinct elements. Every
+// written index is a spatial iter var, each written index list uses distinct iter vars, and
+// each spatial iter var of extent > 1 is among them. Only writes count, so a reduction such as
+// GMM's Z (writes Z[vb, vi, vj], reduce var vk) is injective. Refuses with kNotComplete.
+Status check_injective_block(const ScheduleState& state, const SRefNode* block);
+
+// Stage pipeline: every child block of `scope_block` is a complete or reduction block and
+// each buffer is written by at most one child block.
+bool is_stage_pipeline(const ScheduleState& state, const SRefNode* scope_block);
+
+// For every buffer `consumer_block` reads that earlier blocks of its scope write, one of those
+// producers writes (all iterations of its loops inside the scope) a region that contains what
+// the consumer reads over all of its loops inside the scope. Conservative: false when
+// containment cannot be proven (a predicated or non-affine producer, a written index that is
+// not a single iter var plus a constant, a later writer, or several producers).
+bool region_covered(const ScheduleState& state, const SRefNode* consumer_block);
 
 }  // namespace tyche::schedule
