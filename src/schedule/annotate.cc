@@ -2,6 +2,7 @@
 
 #include "ir/op.h"
 #include "schedule/primitive.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -40,6 +41,52 @@ Status unannotate(ScheduleState& state, const SRef& sref, const std::string& key
   if (!ann.erase(key)) return ScheduleError(ErrorCode::kInvalidAnnotation, fmt::format("unannotate: no annotation '{}'", key), sref->stmt);
   replace_annotated(state, sref, std::move(ann));
   return ok_status();
+}
+
+// ---- instructions ----
+
+const InstructionKind& kind_annotate() {
+  static const InstructionKind k{
+      .name = "annotate",
+      .params = {{"block_or_loop", ParamType::kBlockOrLoop}, {"ann_key", ParamType::kString}, {"ann_val", ParamType::kAnnValue}},
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(sref, sch.block_or_loop_arg(a[0]));
+        ir::AnnotationValue value;
+        switch (a[2].kind) {
+          case Value::Kind::kFloat: value = a[2].f; break;
+          case Value::Kind::kString: value = a[2].s; break;
+          default: {
+            TYCHE_TRY_ASSIGN(x, sch.int_arg(a[2]));
+            value = x;
+          }
+        }
+        TYCHE_APPLY_STATUS(annotate(sch.mutable_state(), sref, a[1].s, value));
+      }};
+  return k;
+}
+
+const InstructionKind& kind_unannotate() {
+  static const InstructionKind k{
+      .name = "unannotate",
+      .params = {{"block_or_loop", ParamType::kBlockOrLoop}, {"ann_key", ParamType::kString}},
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(sref, sch.block_or_loop_arg(a[0]));
+        TYCHE_APPLY_STATUS(unannotate(sch.mutable_state(), sref, a[1].s));
+      }};
+  return k;
+}
+
+Status Schedule::annotate(const LoopRV& loop, const std::string& key, const AnnArg& value) {
+  return forward<Unit>(*this, kind_annotate(), loop, key, value);
+}
+Status Schedule::annotate(const BlockRV& block, const std::string& key, const AnnArg& value) {
+  return forward<Unit>(*this, kind_annotate(), block, key, value);
+}
+Status Schedule::unannotate(const LoopRV& loop, const std::string& key) {
+  return forward<Unit>(*this, kind_unannotate(), loop, key);
+}
+Status Schedule::unannotate(const BlockRV& block, const std::string& key) {
+  return forward<Unit>(*this, kind_unannotate(), block, key);
 }
 
 }  // namespace tyche::schedule

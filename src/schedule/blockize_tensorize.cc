@@ -31,6 +31,7 @@
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/tensor_intrin.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -813,15 +814,35 @@ Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intr
   return ok_status();
 }
 
-Result<BlockRV> Schedule::blockize(const LoopRV& loop) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  TYCHE_TRY_ASSIGN(block, schedule::blockize(state_, sref));
-  return issue_block(block);
+// ---- instructions ----
+
+const InstructionKind& kind_blockize() {
+  static const InstructionKind k{
+      .name = "blockize",
+      .params = {{"loop", ParamType::kLoop}},
+      .output = OutputType::kBlock,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
+        TYCHE_TRY_ASSIGN(block, blockize(sch.mutable_state(), loop));
+        return issued_block(sch, block);
+      }};
+  return k;
 }
 
+const InstructionKind& kind_tensorize() {
+  static const InstructionKind k{
+      .name = "tensorize",
+      .params = {{"loop", ParamType::kLoop}, {"tensor_intrin", ParamType::kString}},
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
+        TYCHE_APPLY_STATUS(tensorize(sch.mutable_state(), loop, a[1].s));
+      }};
+  return k;
+}
+
+Result<BlockRV> Schedule::blockize(const LoopRV& loop) { return forward<BlockRV>(*this, kind_blockize(), loop); }
 Status Schedule::tensorize(const LoopRV& loop, const std::string& intrin_name) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  return schedule::tensorize(state_, sref, intrin_name);
+  return forward<Unit>(*this, kind_tensorize(), loop, intrin_name);
 }
 
 }  // namespace tyche::schedule

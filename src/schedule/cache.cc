@@ -16,6 +16,7 @@
 #include "schedule/block_scope.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -485,26 +486,75 @@ Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_in
 
 // ---- Schedule forwarding ----
 
+// ---- instructions ----
+
+namespace {
+
+template <Result<SRef> (*F)(ScheduleState&, const SRef&, int, const std::string&)>
+Result<Values> apply_cache(Schedule& sch, Args a, Value*) {
+  TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+  TYCHE_TRY_ASSIGN(stage, F(sch.mutable_state(), block, static_cast<int>(a[1].i), a[2].s));
+  return issued_block(sch, stage);
+}
+
+}  // namespace
+
+const InstructionKind& kind_cache_read() {
+  static const InstructionKind k{
+      .name = "cache_read",
+      .params = {{"block", ParamType::kBlock}, {"read_buffer_index", ParamType::kInt}, {"storage_scope", ParamType::kString}},
+      .output = OutputType::kBlock,
+      .apply = apply_cache<cache_read>};
+  return k;
+}
+
+const InstructionKind& kind_cache_write() {
+  static const InstructionKind k{
+      .name = "cache_write",
+      .params = {{"block", ParamType::kBlock}, {"write_buffer_index", ParamType::kInt}, {"storage_scope", ParamType::kString}},
+      .output = OutputType::kBlock,
+      .apply = apply_cache<cache_write>};
+  return k;
+}
+
+const InstructionKind& kind_set_scope() {
+  static const InstructionKind k{
+      .name = "set_scope",
+      .params = {{"block", ParamType::kBlock}, {"buffer_index", ParamType::kInt}, {"storage_scope", ParamType::kString}},
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+        TYCHE_APPLY_STATUS(set_scope(sch.mutable_state(), block, static_cast<int>(a[1].i), a[2].s));
+      }};
+  return k;
+}
+
+const InstructionKind& kind_storage_align() {
+  static const InstructionKind k{
+      .name = "storage_align",
+      .params = {{"block", ParamType::kBlock},
+                 {"buffer_index", ParamType::kInt},
+                 {"axis", ParamType::kInt},
+                 {"factor", ParamType::kInt},
+                 {"offset", ParamType::kInt}},
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+        TYCHE_APPLY_STATUS(storage_align(sch.mutable_state(), block, static_cast<int>(a[1].i), static_cast<int>(a[2].i),
+                                         static_cast<int>(a[3].i), static_cast<int>(a[4].i)));
+      }};
+  return k;
+}
+
 Result<BlockRV> Schedule::cache_read(const BlockRV& block, int read_buffer_index, const std::string& storage_scope) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  TYCHE_TRY_ASSIGN(stage, schedule::cache_read(state_, sref, read_buffer_index, storage_scope));
-  return issue_block(stage);
+  return forward<BlockRV>(*this, kind_cache_read(), block, read_buffer_index, storage_scope);
 }
-
 Result<BlockRV> Schedule::cache_write(const BlockRV& block, int write_buffer_index, const std::string& storage_scope) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  TYCHE_TRY_ASSIGN(stage, schedule::cache_write(state_, sref, write_buffer_index, storage_scope));
-  return issue_block(stage);
+  return forward<BlockRV>(*this, kind_cache_write(), block, write_buffer_index, storage_scope);
 }
-
 Status Schedule::set_scope(const BlockRV& block, int buffer_index, const std::string& storage_scope) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  return schedule::set_scope(state_, sref, buffer_index, storage_scope);
+  return forward<Unit>(*this, kind_set_scope(), block, buffer_index, storage_scope);
 }
-
 Status Schedule::storage_align(const BlockRV& block, int buffer_index, int axis, int factor, int offset) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  return schedule::storage_align(state_, sref, buffer_index, axis, factor, offset);
+  return forward<Unit>(*this, kind_storage_align(), block, buffer_index, axis, factor, offset);
 }
 
 }  // namespace tyche::schedule

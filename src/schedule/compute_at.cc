@@ -32,6 +32,7 @@
 #include "schedule/block_scope.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -545,16 +546,54 @@ Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& l
   return move_block(state, block, loop, preserve_unit_loops, false);
 }
 
-Status Schedule::compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops) {
-  TYCHE_TRY_ASSIGN(b, block_sref(block));
-  TYCHE_TRY_ASSIGN(l, loop_sref(loop));
-  return schedule::compute_at(state_, b, l, preserve_unit_loops);
+// ---- instructions ----
+
+namespace {
+
+// A location mark from sample_compute_location: stay, or inline (reverse-inline for consumers).
+template <bool kReverse>
+Result<Values> apply_compute_at(Schedule& sch, Args a, Value*) {
+  BlockRV block_rv{a[0].i};
+  TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+  if (auto mark = sch.location_mark(LoopRV{a[1].i})) {
+    if (*mark == kComputeLocationRoot) return Values{};
+    Status s = kReverse ? reverse_compute_inline(sch.mutable_state(), block) : compute_inline(sch.mutable_state(), block);
+    if (!s) return s.error();
+    sch.consume(block_rv);
+    return Values{};
+  }
+  TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[1]));
+  TYCHE_APPLY_STATUS(kReverse ? reverse_compute_at(sch.mutable_state(), block, loop, a[2].i != 0)
+                              : compute_at(sch.mutable_state(), block, loop, a[2].i != 0));
 }
 
+}  // namespace
+
+const InstructionKind& kind_compute_at() {
+  static const InstructionKind k{
+      .name = "compute_at",
+      .params = {{"block", ParamType::kBlock},
+                 {"loop", ParamType::kLoop},
+                 {"preserve_unit_loops", ParamType::kBool, false, Value::boolean(false)}},
+      .apply = apply_compute_at<false>};
+  return k;
+}
+
+const InstructionKind& kind_reverse_compute_at() {
+  static const InstructionKind k{
+      .name = "reverse_compute_at",
+      .params = {{"block", ParamType::kBlock},
+                 {"loop", ParamType::kLoop},
+                 {"preserve_unit_loops", ParamType::kBool, false, Value::boolean(false)}},
+      .apply = apply_compute_at<true>};
+  return k;
+}
+
+Status Schedule::compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops) {
+  return forward<Unit>(*this, kind_compute_at(), block, loop, preserve_unit_loops);
+}
 Status Schedule::reverse_compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops) {
-  TYCHE_TRY_ASSIGN(b, block_sref(block));
-  TYCHE_TRY_ASSIGN(l, loop_sref(loop));
-  return schedule::reverse_compute_at(state_, b, l, preserve_unit_loops);
+  return forward<Unit>(*this, kind_reverse_compute_at(), block, loop, preserve_unit_loops);
 }
 
 }  // namespace tyche::schedule

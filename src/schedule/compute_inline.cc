@@ -14,6 +14,7 @@
 #include "schedule/block_scope.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -486,18 +487,36 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
   return ok_status();
 }
 
-Status Schedule::compute_inline(const BlockRV& block) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  Status s = schedule::compute_inline(state_, sref);
-  if (s) consume(block);
-  return s;
+// ---- instructions ----
+
+namespace {
+
+template <Status (*F)(ScheduleState&, const SRef&)>
+Result<Values> apply_inline(Schedule& sch, Args a, Value*) {
+  TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+  Status s = F(sch.mutable_state(), block);
+  if (!s) return s.error();
+  sch.consume(BlockRV{a[0].i});
+  return Values{};
 }
 
+}  // namespace
+
+const InstructionKind& kind_compute_inline() {
+  static const InstructionKind k{
+      .name = "compute_inline", .params = {{"block", ParamType::kBlock}}, .apply = apply_inline<compute_inline>};
+  return k;
+}
+const InstructionKind& kind_reverse_compute_inline() {
+  static const InstructionKind k{.name = "reverse_compute_inline",
+                                 .params = {{"block", ParamType::kBlock}},
+                                 .apply = apply_inline<reverse_compute_inline>};
+  return k;
+}
+
+Status Schedule::compute_inline(const BlockRV& block) { return forward<Unit>(*this, kind_compute_inline(), block); }
 Status Schedule::reverse_compute_inline(const BlockRV& block) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  Status s = schedule::reverse_compute_inline(state_, sref);
-  if (s) consume(block);
-  return s;
+  return forward<Unit>(*this, kind_reverse_compute_inline(), block);
 }
 
 }  // namespace tyche::schedule

@@ -9,6 +9,7 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/primitive.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -57,6 +58,48 @@ Status bind(ScheduleState& state, const SRef& loop, const std::string& thread_ax
                          fmt::format("bind: unknown thread axis '{}' (blockIdx.x/y/z, threadIdx.x/y/z, vthread.x/y/z)", thread_axis),
                          loop->stmt);
   return set_kind(state, loop, ir::ForKind::kThreadBinding, thread_axis);
+}
+
+// ---- instructions ----
+
+namespace {
+
+template <Status (*F)(ScheduleState&, const SRef&)>
+Result<Values> apply_loop_kind(Schedule& sch, Args a, Value*) {
+  TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
+  TYCHE_APPLY_STATUS(F(sch.mutable_state(), loop));
+}
+
+}  // namespace
+
+const InstructionKind& kind_parallel() {
+  static const InstructionKind k{.name = "parallel", .params = {{"loop", ParamType::kLoop}}, .apply = apply_loop_kind<parallel>};
+  return k;
+}
+const InstructionKind& kind_vectorize() {
+  static const InstructionKind k{.name = "vectorize", .params = {{"loop", ParamType::kLoop}}, .apply = apply_loop_kind<vectorize>};
+  return k;
+}
+const InstructionKind& kind_unroll() {
+  static const InstructionKind k{.name = "unroll", .params = {{"loop", ParamType::kLoop}}, .apply = apply_loop_kind<unroll>};
+  return k;
+}
+const InstructionKind& kind_bind() {
+  static const InstructionKind k{
+      .name = "bind",
+      .params = {{"loop", ParamType::kLoop}, {"thread_axis", ParamType::kString}},
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
+        TYCHE_APPLY_STATUS(schedule::bind(sch.mutable_state(), loop, a[1].s));
+      }};
+  return k;
+}
+
+Status Schedule::parallel(const LoopRV& loop) { return forward<Unit>(*this, kind_parallel(), loop); }
+Status Schedule::vectorize(const LoopRV& loop) { return forward<Unit>(*this, kind_vectorize(), loop); }
+Status Schedule::unroll(const LoopRV& loop) { return forward<Unit>(*this, kind_unroll(), loop); }
+Status Schedule::bind(const LoopRV& loop, const std::string& thread_axis) {
+  return forward<Unit>(*this, kind_bind(), loop, thread_axis);
 }
 
 }  // namespace tyche::schedule

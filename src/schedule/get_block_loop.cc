@@ -5,6 +5,7 @@
 
 #include "schedule/block_scope.h"
 #include "schedule/primitive.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -74,6 +75,90 @@ std::vector<SRef> get_consumers(const ScheduleState& state, const SRef& block) {
       out.push_back(s);
   }
   return out;
+}
+
+// ---- instructions ----
+
+const InstructionKind& kind_get_block() {
+  static const InstructionKind k{
+      .name = "get_block",
+      .params = {{"name", ParamType::kString}},
+      .output = OutputType::kBlock,
+      .pure = true,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, get_block(sch.state(), a[0].s));
+        return issued_block(sch, block);
+      }};
+  return k;
+}
+
+const InstructionKind& kind_get_loops() {
+  static const InstructionKind k{
+      .name = "get_loops",
+      .params = {{"block", ParamType::kBlock}},
+      .output = OutputType::kLoops,
+      .pure = true,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+        return issued_loops(sch, get_loops(sch.state(), block));
+      }};
+  return k;
+}
+
+const InstructionKind& kind_get_child_blocks() {
+  static const InstructionKind k{
+      .name = "get_child_blocks",
+      .params = {{"block_or_loop", ParamType::kBlockOrLoop}},
+      .output = OutputType::kBlocks,
+      .pure = true,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(sref, sch.block_or_loop_arg(a[0]));
+        return issued_blocks(sch, get_child_blocks(sch.state(), sref));
+      }};
+  return k;
+}
+
+const InstructionKind& kind_get_producers() {
+  static const InstructionKind k{
+      .name = "get_producers",
+      .params = {{"block", ParamType::kBlock}},
+      .output = OutputType::kBlocks,
+      .pure = true,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+        return issued_blocks(sch, get_producers(sch.state(), block));
+      }};
+  return k;
+}
+
+const InstructionKind& kind_get_consumers() {
+  static const InstructionKind k{
+      .name = "get_consumers",
+      .params = {{"block", ParamType::kBlock}},
+      .output = OutputType::kBlocks,
+      .pure = true,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+        return issued_blocks(sch, get_consumers(sch.state(), block));
+      }};
+  return k;
+}
+
+Result<BlockRV> Schedule::get_block(const std::string& name) { return forward<BlockRV>(*this, kind_get_block(), name); }
+Result<std::vector<LoopRV>> Schedule::get_loops(const BlockRV& block) {
+  return forward<std::vector<LoopRV>>(*this, kind_get_loops(), block);
+}
+Result<std::vector<BlockRV>> Schedule::get_child_blocks(const BlockRV& block) {
+  return forward<std::vector<BlockRV>>(*this, kind_get_child_blocks(), block);
+}
+Result<std::vector<BlockRV>> Schedule::get_child_blocks(const LoopRV& loop) {
+  return forward<std::vector<BlockRV>>(*this, kind_get_child_blocks(), loop);
+}
+Result<std::vector<BlockRV>> Schedule::get_producers(const BlockRV& block) {
+  return forward<std::vector<BlockRV>>(*this, kind_get_producers(), block);
+}
+Result<std::vector<BlockRV>> Schedule::get_consumers(const BlockRV& block) {
+  return forward<std::vector<BlockRV>>(*this, kind_get_consumers(), block);
 }
 
 }  // namespace tyche::schedule

@@ -11,6 +11,7 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/primitive.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -299,5 +300,78 @@ Result<SRef> add_unit_loop(ScheduleState& state, const SRef& sref) {
   state.replace(parent, r.mutate_stmt(state.stmt_of(parent.get())));
   return state.get_sref(loop.get());
 }
+
+// ---- instructions ----
+
+const InstructionKind& kind_split() {
+  static const InstructionKind k{
+      .name = "split",
+      .params = {{"loop", ParamType::kLoop}, {"factors", ParamType::kOptExprList}},
+      .output = OutputType::kLoops,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
+        std::vector<std::optional<int64_t>> factors;
+        for (const Value& f : a[1].list) {
+          if (f.kind == Value::Kind::kNone) {
+            factors.push_back(std::nullopt);
+            continue;
+          }
+          TYCHE_TRY_ASSIGN(x, sch.int_arg(f));
+          factors.push_back(x);
+        }
+        TYCHE_TRY_ASSIGN(loops, split(sch.mutable_state(), loop, factors));
+        sch.consume(LoopRV{a[0].i});
+        return issued_loops(sch, loops);
+      }};
+  return k;
+}
+
+const InstructionKind& kind_fuse() {
+  static const InstructionKind k{
+      .name = "fuse",
+      .params = {{"loops", ParamType::kLoopList, true}},
+      .output = OutputType::kLoop,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(refs, loop_args(sch, a[0]));
+        TYCHE_TRY_ASSIGN(fused, fuse(sch.mutable_state(), refs));
+        for (const Value& l : a[0].list) sch.consume(LoopRV{l.i});
+        return issued_loop(sch, fused);
+      }};
+  return k;
+}
+
+const InstructionKind& kind_reorder() {
+  static const InstructionKind k{
+      .name = "reorder",
+      .params = {{"ordered_loops", ParamType::kLoopList, true}},
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(refs, loop_args(sch, a[0]));
+        TYCHE_APPLY_STATUS(reorder(sch.mutable_state(), refs));
+      }};
+  return k;
+}
+
+const InstructionKind& kind_add_unit_loop() {
+  static const InstructionKind k{
+      .name = "add_unit_loop",
+      .params = {{"block_or_loop", ParamType::kBlockOrLoop}},
+      .output = OutputType::kLoop,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(sref, sch.block_or_loop_arg(a[0]));
+        TYCHE_TRY_ASSIGN(loop, add_unit_loop(sch.mutable_state(), sref));
+        return issued_loop(sch, loop);
+      }};
+  return k;
+}
+
+Result<std::vector<LoopRV>> Schedule::split(const LoopRV& loop, const std::vector<std::optional<ExprArg>>& factors) {
+  return forward<std::vector<LoopRV>>(*this, kind_split(), loop, factors);
+}
+Result<LoopRV> Schedule::fuse(const std::vector<LoopRV>& loops) { return forward<LoopRV>(*this, kind_fuse(), loops); }
+Status Schedule::reorder(const std::vector<LoopRV>& ordered_loops) {
+  return forward<Unit>(*this, kind_reorder(), ordered_loops);
+}
+Result<LoopRV> Schedule::add_unit_loop(const BlockRV& block) { return forward<LoopRV>(*this, kind_add_unit_loop(), block); }
+Result<LoopRV> Schedule::add_unit_loop(const LoopRV& loop) { return forward<LoopRV>(*this, kind_add_unit_loop(), loop); }
 
 }  // namespace tyche::schedule

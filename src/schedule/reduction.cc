@@ -17,6 +17,7 @@
 #include "schedule/block_scope.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -549,17 +550,40 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   return state.get_sref(rf_block.get());
 }
 
-Result<BlockRV> Schedule::decompose_reduction(const BlockRV& block, const LoopRV& loop) {
-  TYCHE_TRY_ASSIGN(block_ref, block_sref(block));
-  TYCHE_TRY_ASSIGN(loop_ref, loop_sref(loop));
-  TYCHE_TRY_ASSIGN(init, schedule::decompose_reduction(state_, block_ref, loop_ref));
-  return issue_block(init);
+// ---- instructions ----
+
+const InstructionKind& kind_decompose_reduction() {
+  static const InstructionKind k{
+      .name = "decompose_reduction",
+      .params = {{"block", ParamType::kBlock}, {"loop", ParamType::kLoop}},
+      .output = OutputType::kBlock,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[1]));
+        TYCHE_TRY_ASSIGN(init, decompose_reduction(sch.mutable_state(), block, loop));
+        return issued_block(sch, init);
+      }};
+  return k;
 }
 
+const InstructionKind& kind_rfactor() {
+  static const InstructionKind k{
+      .name = "rfactor",
+      .params = {{"loop", ParamType::kLoop}, {"factor_axis", ParamType::kInt}},
+      .output = OutputType::kBlock,
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
+        TYCHE_TRY_ASSIGN(rf_block, rfactor(sch.mutable_state(), loop, static_cast<int>(a[1].i)));
+        return issued_block(sch, rf_block);
+      }};
+  return k;
+}
+
+Result<BlockRV> Schedule::decompose_reduction(const BlockRV& block, const LoopRV& loop) {
+  return forward<BlockRV>(*this, kind_decompose_reduction(), block, loop);
+}
 Result<BlockRV> Schedule::rfactor(const LoopRV& loop, int factor_axis) {
-  TYCHE_TRY_ASSIGN(loop_ref, loop_sref(loop));
-  TYCHE_TRY_ASSIGN(rf_block, schedule::rfactor(state_, loop_ref, factor_axis));
-  return issue_block(rf_block);
+  return forward<BlockRV>(*this, kind_rfactor(), loop, factor_axis);
 }
 
 }  // namespace tyche::schedule

@@ -6,18 +6,13 @@
 
 namespace tyche::schedule {
 
-namespace {
+Schedule::Schedule(ir::PrimFunc func, bool debug_verify)
+    : Schedule(std::move(func), ScheduleOptions{.debug_verify = debug_verify}) {}
 
-template <typename T, typename F>
-auto map_refs(const std::vector<SRef>& refs, F issue) {
-  std::vector<T> out;
-  for (const SRef& r : refs) out.push_back(issue(r));
-  return out;
+Schedule::Schedule(ir::PrimFunc func, const ScheduleOptions& options)
+    : state_(std::move(func), options.debug_verify), rng_(options.seed) {
+  if (options.trace) trace_.emplace();
 }
-
-}  // namespace
-
-Schedule::Schedule(ir::PrimFunc func, bool debug_verify) : state_(std::move(func), debug_verify) {}
 
 BlockRV Schedule::issue_block(const SRef& sref) {
   BlockRV rv{next_id_++};
@@ -31,6 +26,31 @@ LoopRV Schedule::issue_loop(const SRef& sref) {
   return rv;
 }
 
+ExprRV Schedule::issue_expr(int64_t value) {
+  ExprRV rv{next_id_++};
+  exprs_[rv.id] = value;
+  return rv;
+}
+
+LoopRV Schedule::issue_location_mark(int64_t mark) {
+  LoopRV rv{next_id_++};
+  location_marks_[rv.id] = mark;
+  return rv;
+}
+
+std::optional<int64_t> Schedule::location_mark(const LoopRV& loop) const {
+  auto it = location_marks_.find(loop.id);
+  if (it == location_marks_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<int64_t> Schedule::get(const ExprRV& expr) const {
+  auto it = exprs_.find(expr.id);
+  if (it == exprs_.end())
+    return ScheduleError(ErrorCode::kStaleHandle, fmt::format("expression handle v{} was never issued", expr.id));
+  return it->second;
+}
+
 Result<SRef> Schedule::block_sref(const BlockRV& block) const {
   auto it = blocks_.find(block.id);
   if (it == blocks_.end() || !it->second->valid() || !it->second->as_block())
@@ -39,6 +59,11 @@ Result<SRef> Schedule::block_sref(const BlockRV& block) const {
 }
 
 Result<SRef> Schedule::loop_sref(const LoopRV& loop) const {
+  if (location_marks_.count(loop.id))
+    return ScheduleError(ErrorCode::kWrongHandleKind,
+                         fmt::format("loop handle l{} is a compute-location mark (root or inline), which only compute_at "
+                                     "and reverse_compute_at accept",
+                                     loop.id));
   auto it = loops_.find(loop.id);
   if (it == loops_.end() || !it->second->valid() || !it->second->as_for())
     return ScheduleError(ErrorCode::kStaleHandle,
@@ -46,107 +71,42 @@ Result<SRef> Schedule::loop_sref(const LoopRV& loop) const {
   return it->second;
 }
 
-Result<BlockRV> Schedule::get_block(const std::string& name) {
-  TYCHE_TRY_ASSIGN(sref, schedule::get_block(state_, name));
-  return issue_block(sref);
+Result<SRef> Schedule::block_or_loop_arg(const Value& v) const {
+  return v.kind == Value::Kind::kBlockRV ? block_sref(BlockRV{v.i}) : loop_sref(LoopRV{v.i});
 }
 
-Result<std::vector<LoopRV>> Schedule::get_loops(const BlockRV& block) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  return map_refs<LoopRV>(schedule::get_loops(state_, sref), [&](const SRef& r) { return issue_loop(r); });
+Result<int64_t> Schedule::int_arg(const Value& v) const {
+  if (v.kind == Value::Kind::kExprRV) return get(ExprRV{v.i});
+  return v.i;
 }
 
-Result<std::vector<BlockRV>> Schedule::get_child_blocks(const BlockRV& block) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  return map_refs<BlockRV>(schedule::get_child_blocks(state_, sref), [&](const SRef& r) { return issue_block(r); });
+Result<std::vector<Value>> Schedule::apply_instruction(const InstructionKind& kind, std::vector<Value> args,
+                                                       Value decision) {
+  if (args.size() != kind.params.size())
+    return ScheduleError(ErrorCode::kInvalidArgument,
+                         fmt::format("{} takes {} arguments, got {}", kind.name, kind.params.size(), args.size()));
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!value_matches(args[i], kind.params[i].type))
+      return ScheduleError(ErrorCode::kInvalidArgument,
+                           fmt::format("{}: argument '{}' must be {}, got {}", kind.name, kind.params[i].name,
+                                       param_type_name(kind.params[i].type), value_kind_name(args[i].kind)));
+  if (decision.kind != Value::Kind::kNone && !decision_matches(decision, kind.decision))
+    return ScheduleError(ErrorCode::kInvalidArgument,
+                         kind.is_sampling() ? fmt::format("{}: the decision has the wrong form", kind.name)
+                                            : fmt::format("{} takes no decision", kind.name));
+  auto out = kind.apply(*this, args, &decision);
+  if (!out) return out;
+  if (trace_) trace_->append(Instruction{&kind, std::move(args), out.value()}, std::move(decision));
+  return out;
 }
 
-Result<std::vector<BlockRV>> Schedule::get_child_blocks(const LoopRV& loop) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  return map_refs<BlockRV>(schedule::get_child_blocks(state_, sref), [&](const SRef& r) { return issue_block(r); });
+Value to_value(const ExprArg& v) {
+  if (const ExprRV* rv = std::get_if<ExprRV>(&v.v)) return to_value(*rv);
+  return Value::integer(std::get<int64_t>(v.v));
 }
 
-Result<std::vector<BlockRV>> Schedule::get_producers(const BlockRV& block) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  return map_refs<BlockRV>(schedule::get_producers(state_, sref), [&](const SRef& r) { return issue_block(r); });
-}
-
-Result<std::vector<BlockRV>> Schedule::get_consumers(const BlockRV& block) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  return map_refs<BlockRV>(schedule::get_consumers(state_, sref), [&](const SRef& r) { return issue_block(r); });
-}
-
-Result<std::vector<LoopRV>> Schedule::split(const LoopRV& loop, const std::vector<std::optional<int64_t>>& factors) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  TYCHE_TRY_ASSIGN(loops, schedule::split(state_, sref, factors));
-  loops_.erase(loop.id);  // consumed
-  return map_refs<LoopRV>(loops, [&](const SRef& r) { return issue_loop(r); });
-}
-
-Result<LoopRV> Schedule::fuse(const std::vector<LoopRV>& loops) {
-  std::vector<SRef> refs;
-  for (const LoopRV& l : loops) {
-    TYCHE_TRY_ASSIGN(sref, loop_sref(l));
-    refs.push_back(sref);
-  }
-  TYCHE_TRY_ASSIGN(fused, schedule::fuse(state_, refs));
-  for (const LoopRV& l : loops) loops_.erase(l.id);
-  return issue_loop(fused);
-}
-
-Status Schedule::reorder(const std::vector<LoopRV>& ordered_loops) {
-  std::vector<SRef> refs;
-  for (const LoopRV& l : ordered_loops) {
-    TYCHE_TRY_ASSIGN(sref, loop_sref(l));
-    refs.push_back(sref);
-  }
-  return schedule::reorder(state_, refs);
-}
-
-Result<LoopRV> Schedule::add_unit_loop(const BlockRV& block) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  TYCHE_TRY_ASSIGN(loop, schedule::add_unit_loop(state_, sref));
-  return issue_loop(loop);
-}
-
-Result<LoopRV> Schedule::add_unit_loop(const LoopRV& loop) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  TYCHE_TRY_ASSIGN(unit, schedule::add_unit_loop(state_, sref));
-  return issue_loop(unit);
-}
-
-Status Schedule::parallel(const LoopRV& loop) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  return schedule::parallel(state_, sref);
-}
-Status Schedule::vectorize(const LoopRV& loop) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  return schedule::vectorize(state_, sref);
-}
-Status Schedule::unroll(const LoopRV& loop) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  return schedule::unroll(state_, sref);
-}
-Status Schedule::bind(const LoopRV& loop, const std::string& thread_axis) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  return schedule::bind(state_, sref, thread_axis);
-}
-
-Status Schedule::annotate(const LoopRV& loop, const std::string& key, const ir::AnnotationValue& value) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  return schedule::annotate(state_, sref, key, value);
-}
-Status Schedule::annotate(const BlockRV& block, const std::string& key, const ir::AnnotationValue& value) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  return schedule::annotate(state_, sref, key, value);
-}
-Status Schedule::unannotate(const LoopRV& loop, const std::string& key) {
-  TYCHE_TRY_ASSIGN(sref, loop_sref(loop));
-  return schedule::unannotate(state_, sref, key);
-}
-Status Schedule::unannotate(const BlockRV& block, const std::string& key) {
-  TYCHE_TRY_ASSIGN(sref, block_sref(block));
-  return schedule::unannotate(state_, sref, key);
+Value to_value(const AnnArg& v) {
+  return std::visit([](const auto& x) { return to_value(x); }, v);
 }
 
 }  // namespace tyche::schedule

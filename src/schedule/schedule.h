@@ -3,15 +3,25 @@
 // consumed (the loop that split replaces) is invalidated, and using it again is a ScheduleError
 // of kind stale_handle, never undefined behaviour. Every primitive returns Result<T>: either its
 // outputs or the reason it refused, with the program unchanged.
+//
+// Each method is a one-line forward to its InstructionKind (instruction.h), which applies it and,
+// when tracing is on, records it in the schedule's Trace. Sampling instructions draw from the
+// schedule's seeded engine; their outputs are ExprRVs (integers) or, for
+// sample_compute_location, a LoopRV that compute_at accepts.
 #pragma once
 
+#include <concepts>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "schedule/error.h"
+#include "schedule/instruction.h"
 #include "schedule/state.h"
+#include "schedule/trace.h"
+#include "support/random.h"
 
 namespace tyche::schedule {
 
@@ -23,13 +33,56 @@ struct LoopRV {
   int64_t id = -1;
   bool operator==(const LoopRV&) const = default;
 };
+// A sampled integer.
+struct ExprRV {
+  int64_t id = -1;
+  bool operator==(const ExprRV&) const = default;
+};
+// Where an ExprRV is accepted, so is an integer literal.
+struct ExprArg {
+  template <std::integral I>
+  ExprArg(I literal) : v(static_cast<int64_t>(literal)) {}  // NOLINT(google-explicit-constructor)
+  ExprArg(ExprRV rv) : v(rv) {}                              // NOLINT(google-explicit-constructor)
+  std::variant<int64_t, ExprRV> v;
+};
+// An annotation value: a literal, or an ExprRV read as its integer when applied.
+using AnnArg = std::variant<int64_t, double, std::string, ExprRV>;
+
+struct ScheduleOptions {
+  int64_t seed = -1;  // < 0: a nondeterministic seed
+  bool trace = true;  // record a Trace
+  bool debug_verify = false;
+};
+
+// What sample_compute_location's decision means besides a loop index.
+inline constexpr int64_t kComputeLocationRoot = -1;    // stay where the block is
+inline constexpr int64_t kComputeLocationInline = -2;  // compute_inline the block
 
 class Schedule {
  public:
   explicit Schedule(ir::PrimFunc func, bool debug_verify = false);
+  Schedule(ir::PrimFunc func, const ScheduleOptions& options);
 
   const ir::PrimFunc& func() const { return state_.func(); }
   const ScheduleState& state() const { return state_; }
+  // The instructions applied so far; nullptr when tracing is off.
+  const Trace* trace() const { return trace_ ? &*trace_ : nullptr; }
+  RandomEngine& rng() { return rng_; }
+  // The integer an ExprRV holds.
+  Result<int64_t> get(const ExprRV& expr) const;
+
+  // ---- sampling (sampling.cc) ----
+  // Uniform over the ordered factorizations of the loop's extent into n factors whose innermost
+  // is <= max_innermost_factor (-1: unlimited). A given decision is checked and used.
+  Result<std::vector<ExprRV>> sample_perfect_tile(const LoopRV& loop, int n, int64_t max_innermost_factor,
+                                                  std::optional<std::vector<int64_t>> decision = std::nullopt);
+  // One of `candidates` with the given probabilities; the decision is the chosen index.
+  Result<ExprRV> sample_categorical(const std::vector<int64_t>& candidates, const std::vector<double>& probs,
+                                    std::optional<int64_t> decision = std::nullopt);
+  // A loop where compute_at(block, loop) is legal now, uniformly among those plus "stay"
+  // (kComputeLocationRoot) and "inline" when compute_inline is legal. The decision is the loop's
+  // index among the legal loops in pre-order, or one of the two constants.
+  Result<LoopRV> sample_compute_location(const BlockRV& block, std::optional<int64_t> decision = std::nullopt);
 
   // ---- lookup ----
   Result<BlockRV> get_block(const std::string& name);
@@ -42,7 +95,7 @@ class Schedule {
   // ---- loops ----
   // `factors` may hold one std::nullopt, inferred as ceil(extent / product of the others). A
   // product larger than the extent adds a predicate; a smaller one is refused.
-  Result<std::vector<LoopRV>> split(const LoopRV& loop, const std::vector<std::optional<int64_t>>& factors);
+  Result<std::vector<LoopRV>> split(const LoopRV& loop, const std::vector<std::optional<ExprArg>>& factors);
   Result<LoopRV> fuse(const std::vector<LoopRV>& loops);
   Status reorder(const std::vector<LoopRV>& ordered_loops);
   Result<LoopRV> add_unit_loop(const BlockRV& block);
@@ -55,14 +108,15 @@ class Schedule {
   Status bind(const LoopRV& loop, const std::string& thread_axis);
 
   // ---- annotations ----
-  Status annotate(const LoopRV& loop, const std::string& key, const ir::AnnotationValue& value);
-  Status annotate(const BlockRV& block, const std::string& key, const ir::AnnotationValue& value);
+  Status annotate(const LoopRV& loop, const std::string& key, const AnnArg& value);
+  Status annotate(const BlockRV& block, const std::string& key, const AnnArg& value);
   Status unannotate(const LoopRV& loop, const std::string& key);
   Status unannotate(const BlockRV& block, const std::string& key);
 
   // ---- compute location (compute_at.cc, compute_inline.cc) ----
   // Moves a producer block under `loop` (of one of its consumers' loop nests), computing only
-  // the region the consumers under `loop` need. preserve_unit_loops keeps extent-1 loops.
+  // the region the consumers under `loop` need. preserve_unit_loops keeps extent-1 loops. The
+  // location marks sample_compute_location returns mean: stay (no change) and compute_inline.
   Status compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops = false);
   // Moves a consumer block under `loop` of its producer's loop nest.
   Status reverse_compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops = false);
@@ -103,16 +157,80 @@ class Schedule {
   Result<SRef> block_sref(const BlockRV& block) const;
   Result<SRef> loop_sref(const LoopRV& loop) const;
 
- private:
+  // Applies one instruction (args in this schedule's handle ids) and records it when tracing.
+  // Checks the arguments against the kind's parameters first, so a hand-written trace with a
+  // wrong argument is refused, never misread.
+  Result<std::vector<Value>> apply_instruction(const InstructionKind& kind, std::vector<Value> args,
+                                               Value decision = Value::none());
+
+  // ---- for instruction implementations ----
+  ScheduleState& mutable_state() { return state_; }
   BlockRV issue_block(const SRef& sref);
   LoopRV issue_loop(const SRef& sref);
+  ExprRV issue_expr(int64_t value);
+  // A location mark (sample_compute_location's root/inline outcome) as a loop handle.
+  LoopRV issue_location_mark(int64_t mark);
+  // kComputeLocationRoot/Inline if `loop` is a location mark.
+  std::optional<int64_t> location_mark(const LoopRV& loop) const;
   // Marks a handle consumed (its sref is gone).
   void consume(const LoopRV& loop) { loops_.erase(loop.id); }
   void consume(const BlockRV& block) { blocks_.erase(block.id); }
+  // Argument readers for apply functions (the Value kinds are already checked).
+  Result<SRef> block_arg(const Value& v) const { return block_sref(BlockRV{v.i}); }
+  Result<SRef> loop_arg(const Value& v) const { return loop_sref(LoopRV{v.i}); }
+  Result<SRef> block_or_loop_arg(const Value& v) const;
+  Result<int64_t> int_arg(const Value& v) const;  // an integer literal or an ExprRV
 
+ private:
   ScheduleState state_;
+  RandomEngine rng_;
+  std::optional<Trace> trace_;
   int64_t next_id_ = 0;
   std::unordered_map<int64_t, SRef> blocks_, loops_;
+  std::unordered_map<int64_t, int64_t> exprs_, location_marks_;
 };
+
+// Typed <-> Value conversions used by the one-line forwards.
+inline Value to_value(const BlockRV& b) { return Value::block(b.id); }
+inline Value to_value(const LoopRV& l) { return Value::loop(l.id); }
+inline Value to_value(const ExprRV& e) { return Value::expr(e.id); }
+inline Value to_value(int64_t v) { return Value::integer(v); }
+inline Value to_value(int v) { return Value::integer(v); }
+inline Value to_value(double v) { return Value::real(v); }
+inline Value to_value(bool v) { return Value::boolean(v); }
+inline Value to_value(const std::string& v) { return Value::string(v); }
+Value to_value(const ExprArg& v);
+Value to_value(const AnnArg& v);
+template <typename T>
+Value to_value(const std::vector<T>& v);
+template <typename T>
+Value to_value(const std::optional<T>& v) {
+  return v ? to_value(*v) : Value::none();
+}
+template <typename T>
+Value to_value(const std::vector<T>& v) {
+  std::vector<Value> items;
+  items.reserve(v.size());
+  for (const T& x : v) items.push_back(to_value(x));
+  return Value::of_list(std::move(items));
+}
+
+// Applies `kind` to typed arguments and converts its outputs to R (Unit, BlockRV, LoopRV,
+// ExprRV, or a vector of one of them).
+template <typename R, typename... Args>
+Result<R> forward(Schedule& sch, const InstructionKind& kind, const Args&... args) {
+  auto out = sch.apply_instruction(kind, {to_value(args)...});
+  if (!out) return out.error();
+  auto& values = out.value();
+  if constexpr (std::is_same_v<R, Unit>) {
+    return Unit{};
+  } else if constexpr (requires(R r) { r.size(); }) {
+    R rs;
+    for (const Value& v : values) rs.push_back(typename R::value_type{v.i});
+    return rs;
+  } else {
+    return R{values.at(0).i};
+  }
+}
 
 }  // namespace tyche::schedule

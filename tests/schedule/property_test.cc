@@ -54,9 +54,9 @@ class RandomScheduler {
       case 1: {
         LoopRV loop = pick(loops);
         int n = uniform(2, 3);
-        std::vector<std::optional<int64_t>> factors;
+        std::vector<std::optional<ExprArg>> factors;
         int inferred = uniform(-1, n - 1);
-        for (int i = 0; i < n; ++i) factors.push_back(i == inferred ? std::nullopt : std::optional<int64_t>(uniform(1, 5)));
+        for (int i = 0; i < n; ++i) factors.push_back(i == inferred ? std::nullopt : std::optional<ExprArg>(uniform(1, 5)));
         return sch_.split(loop, factors).ok();
       }
       case 2: {

@@ -353,7 +353,7 @@ TEST(RFactor, RandomizedWithDecomposeReduction) {
       if (action <= 1) {
         int64_t extent = *ir::as_const_int(sch.loop_sref(loop).value()->as_for()->extent);
         int64_t f = uniform(1, static_cast<int>(std::min<int64_t>(extent, 9)));
-        std::vector<std::optional<int64_t>> factors = {std::nullopt, f};
+        std::vector<std::optional<schedule::ExprArg>> factors = {std::nullopt, f};
         if (uniform(0, 2) == 0) factors = {std::nullopt, f, static_cast<int64_t>(uniform(1, 3))};
         if (uniform(0, 1)) std::swap(factors[0], factors[1]);
         (void)sch.split(loop, factors);

@@ -1,0 +1,295 @@
+// Sampling instructions: their outputs are random variables drawn from the schedule's engine, and
+// the draw is recorded as the instruction's decision so a trace can be replayed or mutated.
+#include <fmt/format.h>
+
+#include <functional>
+#include <limits>
+
+#include "ir/op.h"
+#include "schedule/instruction_impl.h"
+
+namespace tyche::schedule {
+
+namespace {
+
+std::vector<int64_t> divisors(int64_t x) {
+  std::vector<int64_t> small, large;
+  for (int64_t d = 1; d * d <= x; ++d)
+    if (x % d == 0) {
+      small.push_back(d);
+      if (d * d != x) large.push_back(x / d);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+// Ordered factorizations of x into k positive factors, memoized; saturates at UINT64_MAX.
+class FactorizationCounter {
+ public:
+  uint64_t count(int64_t x, int k) {
+    if (k == 1) return 1;
+    auto key = std::make_pair(x, k);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    uint64_t total = 0;
+    for (int64_t d : divisors(x)) total = saturating_add(total, count(x / d, k - 1));
+    memo_[key] = total;
+    return total;
+  }
+  static uint64_t saturating_add(uint64_t a, uint64_t b) {
+    return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max() : a + b;
+  }
+
+ private:
+  std::map<std::pair<int64_t, int>, uint64_t> memo_;
+};
+
+// Draws d among `options` with probability weight(d) / sum; weights must not saturate.
+template <typename W>
+Result<int64_t> draw_weighted(RandomEngine& rng, const std::vector<int64_t>& options, W weight) {
+  std::vector<uint64_t> w;
+  uint64_t total = 0;
+  for (int64_t d : options) {
+    w.push_back(weight(d));
+    if (w.back() == std::numeric_limits<uint64_t>::max() || total + w.back() < total)
+      return ScheduleError(ErrorCode::kInvalidArgument, "sample_perfect_tile: too many factorizations to sample uniformly");
+    total += w.back();
+  }
+  uint64_t x = rng.uniform_below(total);
+  for (size_t i = 0; i < options.size(); ++i) {
+    if (x < w[i]) return options[i];
+    x -= w[i];
+  }
+  return options.back();
+}
+
+std::string list_text(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+Result<std::vector<int64_t>> perfect_tile(Schedule& sch, const SRef& loop, int64_t n, int64_t max_innermost,
+                                          const Value& decision) {
+  const ir::ForNode* f = loop->as_for();
+  auto extent = ir::as_const_int(f->extent);
+  if (!extent)
+    return ScheduleError(ErrorCode::kNonConstantExtent,
+                         fmt::format("sample_perfect_tile: loop '{}' has a non-constant extent", f->loop_var.name()), f);
+  if (n < 1 || n > 16)
+    return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("sample_perfect_tile: n must be in 1..16, got {}", n), f);
+  if (max_innermost == 0 || max_innermost < -1)
+    return ScheduleError(ErrorCode::kInvalidArgument,
+                         fmt::format("sample_perfect_tile: max_innermost_factor must be positive or -1, got {}", max_innermost), f);
+  int64_t limit = max_innermost == -1 ? *extent : max_innermost;
+  if (decision.kind != Value::Kind::kNone) {
+    std::vector<int64_t> d;
+    int64_t product = 1;
+    for (const Value& v : decision.list) {
+      d.push_back(v.i);
+      if (v.i < 1) product = -1;
+      if (product > 0) product = v.i > *extent ? *extent + 1 : std::min(product * v.i, *extent + 1);
+    }
+    std::string why;
+    if (static_cast<int64_t>(d.size()) != n) why = fmt::format("it has {} factors, n is {}", d.size(), n);
+    else if (product != *extent) why = fmt::format("its product is not the extent {}", *extent);
+    else if (d.back() > limit) why = fmt::format("the innermost factor exceeds max_innermost_factor {}", limit);
+    if (!why.empty())
+      return ScheduleError(ErrorCode::kInvalidFactors,
+                           fmt::format("sample_perfect_tile: decision {} is not legal for loop '{}': {}", list_text(d),
+                                       f->loop_var.name(), why),
+                           f);
+    return d;
+  }
+  // Uniform over all factorizations: draw the innermost factor weighted by how many ways the
+  // rest can be split, then each outer factor likewise.
+  FactorizationCounter counter;
+  std::vector<int64_t> inner_options;
+  for (int64_t d : divisors(*extent))
+    if (d <= limit) inner_options.push_back(d);
+  std::vector<int64_t> factors(n);
+  if (n == 1) {
+    if (*extent > limit)
+      return ScheduleError(ErrorCode::kInvalidFactors,
+                           fmt::format("sample_perfect_tile: extent {} exceeds max_innermost_factor {} with n = 1", *extent, limit), f);
+    factors[0] = *extent;
+    return factors;
+  }
+  TYCHE_TRY_ASSIGN(inner, draw_weighted(sch.rng(), inner_options, [&](int64_t d) { return counter.count(*extent / d, static_cast<int>(n - 1)); }));
+  factors[n - 1] = inner;
+  int64_t rest = *extent / inner;
+  for (int64_t i = 0; i + 1 < n - 1; ++i) {
+    int remaining = static_cast<int>(n - 2 - i);
+    TYCHE_TRY_ASSIGN(d, draw_weighted(sch.rng(), divisors(rest), [&](int64_t x) { return counter.count(rest / x, remaining); }));
+    factors[i] = d;
+    rest /= d;
+  }
+  factors[n - 2] = rest;
+  return factors;
+}
+
+// Loops of the block's scope in pre-order, not entering nested blocks.
+std::vector<const ir::ForNode*> loops_of_scope(const ScheduleState& state, const SRefNode* scope) {
+  std::vector<const ir::ForNode*> out;
+  std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
+    switch (s.kind()) {
+      case ir::StmtKind::kFor:
+        out.push_back(s.as<ir::ForNode>());
+        walk(s.as<ir::ForNode>()->body);
+        return;
+      case ir::StmtKind::kSeqStmt:
+        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c);
+        return;
+      case ir::StmtKind::kIfThenElse: {
+        auto* n = s.as<ir::IfThenElseNode>();
+        walk(n->then_case);
+        if (n->else_case.defined()) walk(n->else_case);
+        return;
+      }
+      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body); return;
+      default: return;
+    }
+  };
+  walk(scope->as_block()->body);
+  (void)state;
+  return out;
+}
+
+struct ComputeLocations {
+  std::vector<SRef> loops;  // where compute_at is legal, in pre-order
+  bool can_inline = false;
+};
+
+// Tries each candidate on a scratch state over the same (immutable) IR, so legality is exactly
+// what compute_at and compute_inline decide.
+ComputeLocations compute_locations(const ScheduleState& state, const SRef& block) {
+  ComputeLocations out;
+  const SRefNode* scope = scope_block(block.get());
+  if (!scope) return out;
+  std::vector<SRefNode*> ancestors_of_block = ancestors(block.get());
+  for (const ir::ForNode* loop : loops_of_scope(state, scope)) {
+    SRef loop_ref = state.get_sref(loop);
+    if (!loop_ref || std::find(ancestors_of_block.begin(), ancestors_of_block.end(), loop_ref.get()) != ancestors_of_block.end())
+      continue;
+    ScheduleState scratch(state.func());
+    if (compute_at(scratch, scratch.get_sref(block->stmt), scratch.get_sref(loop), false)) out.loops.push_back(loop_ref);
+  }
+  ScheduleState scratch(state.func());
+  out.can_inline = compute_inline(scratch, scratch.get_sref(block->stmt)).ok();
+  return out;
+}
+
+}  // namespace
+
+const InstructionKind& kind_sample_perfect_tile() {
+  static const InstructionKind k{
+      .name = "sample_perfect_tile",
+      .params = {{"loop", ParamType::kLoop}, {"n", ParamType::kInt}, {"max_innermost_factor", ParamType::kInt, false, Value::integer(16)}},
+      .output = OutputType::kExprs,
+      .decision = DecisionType::kIntList,
+      .pure = true,
+      .apply = [](Schedule& sch, Args a, Value* decision) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
+        TYCHE_TRY_ASSIGN(factors, perfect_tile(sch, loop, a[1].i, a[2].i, *decision));
+        std::vector<Value> d, out;
+        for (int64_t x : factors) {
+          d.push_back(Value::integer(x));
+          out.push_back(to_value(sch.issue_expr(x)));
+        }
+        *decision = Value::of_list(std::move(d));
+        return out;
+      }};
+  return k;
+}
+
+const InstructionKind& kind_sample_categorical() {
+  static const InstructionKind k{
+      .name = "sample_categorical",
+      .params = {{"candidates", ParamType::kIntList}, {"probs", ParamType::kFloatList}},
+      .output = OutputType::kExpr,
+      .decision = DecisionType::kInt,
+      .pure = true,
+      .apply = [](Schedule& sch, Args a, Value* decision) -> Result<Values> {
+        const std::vector<Value>& cands = a[0].list;
+        std::vector<double> probs;
+        for (const Value& p : a[1].list) probs.push_back(p.kind == Value::Kind::kFloat ? p.f : static_cast<double>(p.i));
+        if (cands.empty() || cands.size() != probs.size())
+          return ScheduleError(ErrorCode::kInvalidArgument,
+                               fmt::format("sample_categorical: {} candidates but {} probabilities", cands.size(), probs.size()));
+        double total = 0;
+        for (double p : probs) {
+          if (!(p >= 0) || std::isinf(p))
+            return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("sample_categorical: invalid probability {}", p));
+          total += p;
+        }
+        if (!(total > 0)) return ScheduleError(ErrorCode::kInvalidArgument, "sample_categorical: the probabilities sum to 0");
+        int64_t index;
+        if (decision->kind != Value::Kind::kNone) {
+          index = decision->i;
+          if (index < 0 || index >= static_cast<int64_t>(cands.size()) || probs[index] <= 0)
+            return ScheduleError(ErrorCode::kInvalidArgument,
+                                 fmt::format("sample_categorical: decision {} is not legal: it must index one of the {} "
+                                             "candidates with a positive probability",
+                                             index, cands.size()));
+        } else {
+          index = sch.rng().weighted_index(probs);
+        }
+        *decision = Value::integer(index);
+        return Values{to_value(sch.issue_expr(cands[index].i))};
+      }};
+  return k;
+}
+
+const InstructionKind& kind_sample_compute_location() {
+  static const InstructionKind k{
+      .name = "sample_compute_location",
+      .params = {{"block", ParamType::kBlock}},
+      .output = OutputType::kLoop,
+      .decision = DecisionType::kInt,
+      .pure = true,
+      .apply = [](Schedule& sch, Args a, Value* decision) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+        ComputeLocations locs = compute_locations(sch.state(), block);
+        int64_t n = static_cast<int64_t>(locs.loops.size());
+        int64_t choice;
+        if (decision->kind != Value::Kind::kNone) {
+          choice = decision->i;
+          bool legal = (choice >= 0 && choice < n) || choice == kComputeLocationRoot ||
+                       (choice == kComputeLocationInline && locs.can_inline);
+          if (!legal)
+            return ScheduleError(
+                ErrorCode::kInvalidArgument,
+                fmt::format("sample_compute_location: decision {} is not legal for block '{}': {} loops are legal locations{}",
+                            choice, block->as_block()->name, n, locs.can_inline ? " and inlining" : ", inlining is not"));
+        } else {
+          // Uniform over: stay, inline (when legal), and each legal loop.
+          int64_t options = n + 1 + (locs.can_inline ? 1 : 0);
+          int64_t x = sch.rng().uniform_int(0, options);
+          choice = x < n ? x : (x == n ? kComputeLocationRoot : kComputeLocationInline);
+        }
+        *decision = Value::integer(choice);
+        if (choice < 0) return Values{to_value(sch.issue_location_mark(choice))};
+        return issued_loop(sch, locs.loops[choice]);
+      }};
+  return k;
+}
+
+Result<std::vector<ExprRV>> Schedule::sample_perfect_tile(const LoopRV& loop, int n, int64_t max_innermost_factor,
+                                                          std::optional<std::vector<int64_t>> decision) {
+  auto out = apply_instruction(kind_sample_perfect_tile(), {to_value(loop), to_value(n), to_value(max_innermost_factor)},
+                               to_value(decision));
+  if (!out) return out.error();
+  std::vector<ExprRV> rvs;
+  for (const Value& v : out.value()) rvs.push_back(ExprRV{v.i});
+  return rvs;
+}
+
+Result<ExprRV> Schedule::sample_categorical(const std::vector<int64_t>& candidates, const std::vector<double>& probs,
+                                            std::optional<int64_t> decision) {
+  auto out = apply_instruction(kind_sample_categorical(), {to_value(candidates), to_value(probs)}, to_value(decision));
+  if (!out) return out.error();
+  return ExprRV{out.value().at(0).i};
+}
+
+Result<LoopRV> Schedule::sample_compute_location(const BlockRV& block, std::optional<int64_t> decision) {
+  auto out = apply_instruction(kind_sample_compute_location(), {to_value(block)}, to_value(decision));
+  if (!out) return out.error();
+  return LoopRV{out.value().at(0).i};
+}
+
+}  // namespace tyche::schedule
