@@ -4,10 +4,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "interp/interpreter.h"
 #include "ir/printer.h"
+#include "schedule/schedule.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
 
@@ -33,16 +37,42 @@ int cmd_workloads() {
   return 0;
 }
 
-int cmd_show(const std::string& workload, const std::string& extents, bool scale_down) {
-  workloads::Workload w = workloads::resolve(workload, extents);
-  if (scale_down) w = workloads::scaled_down(w);
-  fmt::print("{}", ir::to_string(w.func));
+struct Options {
+  std::string workload, extents, trace_file;
+  bool scale_down = false;
+  int64_t seed = 0;
+};
+
+// The workload, scaled down on request, with the trace file (text or JSON) applied. Sampling
+// instructions without a recorded decision draw from --seed.
+workloads::Workload load(const Options& o) {
+  workloads::Workload w = workloads::resolve(o.workload, o.extents);
+  if (o.scale_down) w = workloads::scaled_down(w);
+  if (o.trace_file.empty()) return w;
+  std::ifstream in(o.trace_file);
+  if (!in || !std::filesystem::is_regular_file(o.trace_file)) throw Error(fmt::format("cannot read trace file '{}'", o.trace_file));
+  std::stringstream text;
+  text << in.rdbuf();
+  schedule::Trace trace;
+  try {
+    trace = schedule::Trace::parse(text.str());
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", o.trace_file, e.what()));
+  }
+  schedule::Schedule sch(w.func, schedule::ScheduleOptions{.seed = o.seed, .trace = false});
+  auto st = trace.apply_to(sch);
+  if (!st.ok()) throw Error(fmt::format("{}: {}", o.trace_file, st.error().reason()));
+  w.func = sch.func();
+  return w;
+}
+
+int cmd_show(const Options& o) {
+  fmt::print("{}", ir::to_string(load(o).func));
   return 0;
 }
 
-int cmd_check(const std::string& workload, const std::string& extents, bool scale_down) {
-  workloads::Workload w = workloads::resolve(workload, extents);
-  if (scale_down) w = workloads::scaled_down(w);
+int cmd_check(const Options& o) {
+  workloads::Workload w = load(o);
   auto inputs = workloads::make_inputs(w.func);
   auto start = std::chrono::steady_clock::now();
   auto actual = interp::run_on_inputs(w.func, inputs);
@@ -68,17 +98,18 @@ int cmd_check(const std::string& workload, const std::string& extents, bool scal
 int main(int argc, char** argv) {
   CLI::App app{"Tyche: a tensor-program auto-scheduler"};
   app.require_subcommand(1);
-  std::string workload, extents;
-  bool scale_down = false;
+  Options opts;
 
   app.add_subcommand("workloads", "list the preset workloads with their GFLOP");
   auto* show = app.add_subcommand("show", "print the IR of a workload");
   auto* check = app.add_subcommand("check", "run a workload in the interpreter against its reference");
   for (auto* sub : {show, check}) {
-    sub->add_option("workload", workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
+    sub->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
         ->required();
-    sub->add_option("--extents", extents, "index extents for a formula, e.g. i=64,j=64,k=64");
-    sub->add_flag("--scale-down", scale_down, "shrink the shape so the check takes well under a second");
+    sub->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
+    sub->add_flag("--scale-down", opts.scale_down, "shrink the shape so the check takes well under a second");
+    sub->add_option("--trace", opts.trace_file, "a schedule trace to apply first (text form or JSON)");
+    sub->add_option("--seed", opts.seed, "seed for sampling instructions that carry no decision (default 0)");
   }
 
   if (argc > 1 && argv[1][0] != '-') {
@@ -104,8 +135,8 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("workloads")) return cmd_workloads();
-    if (show->parsed()) return cmd_show(workload, extents, scale_down);
-    if (check->parsed()) return cmd_check(workload, extents, scale_down);
+    if (show->parsed()) return cmd_show(opts);
+    if (check->parsed()) return cmd_check(opts);
   } catch (const tyche::Error& e) {
     fmt::print(stderr, "tyche: error: {}\n", e.what());
     return kExitUsage;

@@ -29,6 +29,11 @@ using BlockReuse = std::unordered_map<const ir::BlockNode*, const ir::BlockNode*
 class ScheduleState {
  public:
   explicit ScheduleState(ir::PrimFunc func, bool debug_verify = false);
+  // Not copyable: the srefs point into this state's tree (replay a Trace to duplicate a schedule).
+  ScheduleState(const ScheduleState&) = delete;
+  ScheduleState& operator=(const ScheduleState&) = delete;
+  ScheduleState(ScheduleState&&) = default;
+  ScheduleState& operator=(ScheduleState&&) = default;
 
   const ir::PrimFunc& func() const { return func_; }
   // The sref of a block or loop node of the current IR; nullptr if there is none.

@@ -204,7 +204,7 @@ Trace Trace::from_json(std::string_view text) {
 Trace Trace::from_json_unchecked(std::string_view text) {
   json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) throw InputError("trace JSON: not valid JSON");
-  if (!root.is_object() || root.value("format", "") != "tyche.trace")
+  if (!root.is_object() || !root.contains("format") || root["format"] != "tyche.trace")
     throw InputError("trace JSON: not a Tyche trace (expected \"format\": \"tyche.trace\")");
   if (!root.contains("version") || !root["version"].is_number_integer() || root["version"].get<int>() != kFormatVersion)
     throw InputError(fmt::format("trace JSON: unsupported version {} (this build reads version {})",

@@ -25,7 +25,7 @@ struct ReplayOptions {
   // Draw every decision afresh instead of using the recorded ones.
   bool fresh_decisions = false;
   // Decisions by instruction index, taking precedence over both.
-  std::map<size_t, Value> overrides;
+  std::map<size_t, Value> overrides = {};
 };
 
 class Trace {

@@ -108,6 +108,7 @@ class LineParser {
       while (peek_ident()) {
         names.push_back(ident());
         if (!accept(',')) break;
+        skip_ws();
       }
       if (paren && !accept(')')) fail("expected ')' after the names being assigned");
       if (!names.empty() && accept('=')) {

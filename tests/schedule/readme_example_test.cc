@@ -1,4 +1,5 @@
 // The README's scheduling example, kept compiling and correct.
+#include "ir/structural.h"
 #include "schedule_test_util.h"
 
 namespace tyche::schedule {
@@ -16,6 +17,38 @@ TEST(ReadmeExample, TilesAndVectorizesGmm) {
   auto r = sch.compute_inline(z);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().reason(), "cannot inline reduction block 'Z'");
+  EXPECT_TRUE(testing::computes_reference(w, sch.func()));
+}
+
+TEST(ReadmeExample, TracesRecordAndReplay) {
+  auto w = workloads::get_preset("GMM-1");
+  schedule::Schedule sch(w.func, schedule::ScheduleOptions{.seed = 42});
+  auto loops = sch.get_loops(sch.get_block("Z").value()).value();
+  auto t = sch.sample_perfect_tile(loops[1], 2, 64).value();
+  sch.split(loops[1], {t[0], t[1]}).value();
+  std::string text = sch.trace()->to_text();
+  schedule::Schedule again(w.func);
+  sch.trace()->apply_to(again).value();
+  EXPECT_TRUE(ir::structural_equal(again.func(), sch.func()));
+  schedule::Schedule other(w.func, schedule::ScheduleOptions{.seed = 7});
+  sch.trace()->apply_to(other, {.fresh_decisions = true}).value();
+  EXPECT_TRUE(testing::computes_reference(w, other.func()));
+}
+
+// The hand-written trace in the README's ```python block parses and schedules GMM-1.
+TEST(ReadmeExample, HandWrittenTraceApplies) {
+  std::ifstream in(std::string(TYCHE_SOURCE_DIR) + "/README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string readme = ss.str();
+  size_t start = readme.find("```python\n");
+  ASSERT_NE(start, std::string::npos);
+  start += 10;
+  std::string text = readme.substr(start, readme.find("```", start) - start);
+  auto w = workloads::get_preset("GMM-1");
+  Schedule sch(w.func);
+  auto st = Trace::parse_text(text).apply_to(sch);
+  ASSERT_TRUE(st.ok()) << st.error().reason();
   EXPECT_TRUE(testing::computes_reference(w, sch.func()));
 }
 

@@ -90,4 +90,65 @@ TEST(Cli, BadInputsExitTwoWithOneLine) {
   expect_usage_error("check GMM-1 --bogus", "bogus");
 }
 
+// ---- --trace ----
+
+std::string example_trace() { return std::string(TYCHE_SOURCE_DIR) + "/examples/traces/gmm_tiled.py"; }
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::string path = testing::TempDir() + "/tyche_cli_" + std::to_string(getpid()) + "_" + name;
+  FILE* f = fopen(path.c_str(), "w");
+  fputs(text.c_str(), f);
+  fclose(f);
+  return path;
+}
+
+TEST(CliTrace, ShowAndCheckApplyTheTrace) {
+  Result show = run("show GMM-1 --trace " + example_trace());
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_THAT(show.out, testing::HasSubstr("for i_0 in parallel(16):"));
+  EXPECT_THAT(show.out, testing::HasSubstr("for j_1 in vectorized(16):"));
+  Result check = run("check GMM-4 --scale-down --trace " + example_trace());
+  EXPECT_EQ(check.code, 0) << check.err;
+  EXPECT_THAT(check.out, testing::HasSubstr("OK"));
+  EXPECT_EQ(check.err, "");
+}
+
+TEST(CliTrace, JsonTracesAndSamplingWithoutDecisions) {
+  std::string json = write_temp("t.json", R"({"format":"tyche.trace","version":1,"instructions":[
+    {"kind":"get_block","args":{"name":"Z"},"outputs":["b0"]},
+    {"kind":"get_loops","args":{"block":{"rv":"b0"}},"outputs":["l1","l2","l3","l4"]},
+    {"kind":"sample_perfect_tile","args":{"loop":{"rv":"l2"},"n":3,"max_innermost_factor":8},"outputs":["v5","v6","v7"]},
+    {"kind":"split","args":{"loop":{"rv":"l2"},"factors":[{"rv":"v5"},{"rv":"v6"},{"rv":"v7"}]},"outputs":["l8","l9","l10"]}]})");
+  for (int seed : {0, 1, 2}) {
+    Result r = run("check GMM-1 --scale-down --seed " + std::to_string(seed) + " --trace " + json);
+    EXPECT_EQ(r.code, 0) << r.err;
+  }
+  EXPECT_EQ(run("show GMM-1 --trace " + json).code, 0);
+  // An index-notation workload takes a trace too.
+  std::string t = write_temp("c.py", "b0 = sch.get_block(name=\"C\")\nl1, l2, l3 = sch.get_loops(block=b0)\nsch.reorder(l1, l3, l2)\n");
+  Result r = run("check 'C[i,j] += A[i,k] * B[k,j]' --extents i=8,j=8,k=8 --trace " + t);
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST(CliTrace, BadTracesExitTwoWithOneLine) {
+  expect_usage_error("show GMM-1 --trace /nonexistent/t.py", "cannot read trace file '/nonexistent/t.py'");
+  std::string bad_syntax = write_temp("bad1.py", "b0 = sch.get_block(name=\"Z\")\nl1 = sch.get_loops(block=b0\n");
+  expect_usage_error("show GMM-1 --trace " + bad_syntax, "trace line 2, column 28: expected ',' or ')'");
+  std::string unknown = write_temp("bad2.py", "b0 = sch.get_blok(name=\"Z\")\n");
+  expect_usage_error("check GMM-1 --trace " + unknown, "trace line 1, column 10: unknown instruction 'get_blok'");
+  std::string fails = write_temp("bad3.py",
+                                 "b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\n"
+                                 "sch.split(loop=l2, factors=[3, 5])\n");
+  expect_usage_error("check GMM-1 --trace " + fails, "line 3 (split): ");
+  std::string wrong_block = write_temp("bad4.py", "b0 = sch.get_block(name=\"C\")\n");
+  expect_usage_error("show GMM-1 --trace " + wrong_block, "line 1 (get_block): no block named 'C'");
+  std::string bad_decision = write_temp("bad5.py",
+                                        "b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\n"
+                                        "v5, v6 = sch.sample_perfect_tile(loop=l2, n=2, decision=[3, 16])\n");
+  expect_usage_error("show GMM-1 --trace " + bad_decision, "line 3 (sample_perfect_tile): sample_perfect_tile: decision [3, 16] is not legal");
+  std::string bad_json = write_temp("bad6.json", R"({"format":"tyche.trace","version":9,"instructions":[]})");
+  expect_usage_error("show GMM-1 --trace " + bad_json, "unsupported version 9");
+}
+
+
 }  // namespace
