@@ -66,30 +66,14 @@ struct ProgramOrder {
 ProgramOrder program_order(const ir::BlockNode* scope) {
   ProgramOrder order;
   int next = 0;
-  std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
-    switch (s.kind()) {
-      case ir::StmtKind::kFor: {
-        order.pos[s.get()] = next++;
-        walk(s.as<ir::ForNode>()->body);
-        order.end[s.get()] = next - 1;
-        return;
-      }
-      case ir::StmtKind::kBlockRealize: order.pos[s.as<ir::BlockRealizeNode>()->block.get()] = next++; return;
-      case ir::StmtKind::kSeqStmt:
-        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c);
-        return;
-      case ir::StmtKind::kIfThenElse: {
-        auto* n = s.as<ir::IfThenElseNode>();
-        walk(n->then_case);
-        if (n->else_case.defined()) walk(n->else_case);
-        return;
-      }
-      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body); return;
-      default: return;
-    }
-  };
-  if (scope->init.defined()) walk(scope->init);
-  walk(scope->body);
+  ScopeVisitor v{.on_loop =
+                     [&](const ir::ForNode* f, bool entering) {
+                       if (entering) order.pos[f] = next++;
+                       else order.end[f] = next - 1;
+                     },
+                 .on_realize = [&](const ir::BlockRealizeNode* r) { order.pos[r->block.get()] = next++; }};
+  if (scope->init.defined()) visit_scope(scope->init, v);
+  visit_scope(scope->body, v);
   return order;
 }
 

@@ -3,6 +3,7 @@
 // the ScheduleError that explains why not, leaving the state untouched.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,15 @@ Result<SRef> blockize(ScheduleState& state, const SRef& loop);
 Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intrin_name);
 
 // ---- shared helpers (primitive_utils.cc) ----
+// Walks the loops and block realizes under `stmt` in program order without entering nested
+// blocks: on_loop(loop, true) before a loop's body and on_loop(loop, false) after it.
+struct ScopeVisitor {
+  std::function<void(const ir::ForNode*, bool entering)> on_loop;
+  std::function<void(const ir::BlockRealizeNode*)> on_realize;
+};
+void visit_scope(const ir::Stmt& stmt, const ScopeVisitor& visitor);
+// Every loop under `stmt`, in pre-order, not entering nested blocks.
+std::vector<const ir::ForNode*> loops_under(const ir::Stmt& stmt);
 // Every block realized under `stmt`, not entering nested blocks' bodies.
 std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt);
 // The For nodes on the path from `top` (inclusive) down to `bottom` (inclusive), or empty if

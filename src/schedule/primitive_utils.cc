@@ -4,12 +4,17 @@
 
 namespace tyche::schedule {
 
-std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt) {
-  std::vector<const ir::BlockRealizeNode*> out;
+void visit_scope(const ir::Stmt& stmt, const ScopeVisitor& v) {
   std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
     switch (s.kind()) {
-      case ir::StmtKind::kBlockRealize: out.push_back(s.as<ir::BlockRealizeNode>()); return;
-      case ir::StmtKind::kFor: walk(s.as<ir::ForNode>()->body); return;
+      case ir::StmtKind::kBlockRealize:
+        if (v.on_realize) v.on_realize(s.as<ir::BlockRealizeNode>());
+        return;
+      case ir::StmtKind::kFor:
+        if (v.on_loop) v.on_loop(s.as<ir::ForNode>(), true);
+        walk(s.as<ir::ForNode>()->body);
+        if (v.on_loop) v.on_loop(s.as<ir::ForNode>(), false);
+        return;
       case ir::StmtKind::kSeqStmt:
         for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c);
         return;
@@ -24,6 +29,18 @@ std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt) {
     }
   };
   walk(stmt);
+}
+
+std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt) {
+  std::vector<const ir::BlockRealizeNode*> out;
+  visit_scope(stmt, {.on_loop = nullptr, .on_realize = [&](const ir::BlockRealizeNode* r) { out.push_back(r); }});
+  return out;
+}
+
+std::vector<const ir::ForNode*> loops_under(const ir::Stmt& stmt) {
+  std::vector<const ir::ForNode*> out;
+  visit_scope(stmt, {.on_loop = [&](const ir::ForNode* f, bool entering) { if (entering) out.push_back(f); },
+                     .on_realize = nullptr});
   return out;
 }
 

@@ -2,7 +2,6 @@
 // the draw is recorded as the instruction's decision so a trace can be replayed or mutated.
 #include <fmt/format.h>
 
-#include <functional>
 #include <limits>
 
 #include "ir/op.h"
@@ -123,33 +122,6 @@ Result<std::vector<int64_t>> perfect_tile(Schedule& sch, const SRef& loop, int64
   return factors;
 }
 
-// Loops of the block's scope in pre-order, not entering nested blocks.
-std::vector<const ir::ForNode*> loops_of_scope(const ScheduleState& state, const SRefNode* scope) {
-  std::vector<const ir::ForNode*> out;
-  std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
-    switch (s.kind()) {
-      case ir::StmtKind::kFor:
-        out.push_back(s.as<ir::ForNode>());
-        walk(s.as<ir::ForNode>()->body);
-        return;
-      case ir::StmtKind::kSeqStmt:
-        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c);
-        return;
-      case ir::StmtKind::kIfThenElse: {
-        auto* n = s.as<ir::IfThenElseNode>();
-        walk(n->then_case);
-        if (n->else_case.defined()) walk(n->else_case);
-        return;
-      }
-      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body); return;
-      default: return;
-    }
-  };
-  walk(scope->as_block()->body);
-  (void)state;
-  return out;
-}
-
 struct ComputeLocations {
   std::vector<SRef> loops;  // where compute_at is legal, in pre-order
   bool can_inline = false;
@@ -162,7 +134,7 @@ ComputeLocations compute_locations(const ScheduleState& state, const SRef& block
   const SRefNode* scope = scope_block(block.get());
   if (!scope) return out;
   std::vector<SRefNode*> ancestors_of_block = ancestors(block.get());
-  for (const ir::ForNode* loop : loops_of_scope(state, scope)) {
+  for (const ir::ForNode* loop : loops_under(scope->as_block()->body)) {
     SRef loop_ref = state.get_sref(loop);
     if (!loop_ref || std::find(ancestors_of_block.begin(), ancestors_of_block.end(), loop_ref.get()) != ancestors_of_block.end())
       continue;
