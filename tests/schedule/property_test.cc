@@ -1,10 +1,12 @@
 // Seeded property test: random sequences of primitives on every op family. Each primitive either
 // refuses with a ScheduleError (the state unchanged) or yields a program that still computes the
-// reference result; nothing may throw, crash or hang.
+// reference result; nothing may throw, crash or hang. A quarter of the traces are also written
+// as text, parsed back and replayed onto a fresh schedule, which must give the same program.
 #include <map>
 #include <random>
 
 #include "interp/interpreter.h"
+#include "ir/structural.h"
 #include "schedule/schedule.h"
 #include "schedule_test_util.h"
 
@@ -140,7 +142,7 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
   constexpr int kSequencesPerFamily = 2000;
   constexpr int kStepsPerSequence = 4;
   std::mt19937_64 rng(20261129);
-  int accepted_total = 0, refused_total = 0;
+  int accepted_total = 0, refused_total = 0, replayed = 0;
   std::map<int, int> accepted_by_choice;
   for (const auto& [op, params] : tiny_workloads()) {
     workloads::Workload w = workloads::make_workload(op, params);
@@ -170,6 +172,15 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
         }
       }
       if (!changed) continue;
+      if (seq % 4 == 0) {
+        // The recorded trace (refusals left out) replays, through its text form, to the same program.
+        Schedule replay(w.func);
+        Trace trace = Trace::parse_text(sch.trace()->to_text());
+        auto st = trace.apply_to(replay);
+        ASSERT_TRUE(st.ok()) << op << ": " << st.error().reason() << "\n" << sch.trace()->to_text();
+        ASSERT_TRUE(ir::structural_equal(replay.func(), sch.func())) << op << "\n" << sch.trace()->to_text();
+        ++replayed;
+      }
       std::vector<runtime::NDArray> actual;
       ASSERT_NO_THROW(actual = interp::run_on_inputs(sch.func(), inputs)) << op << "\n" << ir::to_string(sch.func());
       for (size_t i = 0; i < actual.size(); ++i) {
@@ -181,7 +192,8 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
     accepted_total += accepted;
   }
   EXPECT_GT(refused_total, 1000);  // the refusal paths are exercised too
-  std::printf("accepted %d primitives, refused %d\n", accepted_total, refused_total);
+  EXPECT_GT(replayed, 1000);
+  std::printf("accepted %d primitives, refused %d, replayed %d traces\n", accepted_total, refused_total, replayed);
   // Choices 0..19: split, split, fuse, reorder, reorder, parallel, vectorize, unroll, annotate,
   // add_unit_loop, cross-nest reorder (always refused), bind, compute_at, reverse_compute_at,
   // compute_inline, reverse_compute_inline, blockize, tensorize, split by 4, cache_read,
