@@ -841,8 +841,8 @@ const InstructionKind& kind_tensorize() {
 }
 
 Result<BlockRV> Schedule::blockize(const LoopRV& loop) { return forward<BlockRV>(*this, kind_blockize(), loop); }
-Status Schedule::tensorize(const LoopRV& loop, const std::string& intrin_name) {
-  return forward<Unit>(*this, kind_tensorize(), loop, intrin_name);
+Status Schedule::tensorize(const LoopRV& loop, const std::string& tensor_intrin) {
+  return forward<Unit>(*this, kind_tensorize(), loop, tensor_intrin);
 }
 
 }  // namespace tyche::schedule

@@ -151,7 +151,7 @@ class Schedule {
   Result<BlockRV> blockize(const LoopRV& loop);
   // Blockizes `loop` and replaces its computation by the named tensor intrinsic's implementation
   // when it matches the intrinsic's description.
-  Status tensorize(const LoopRV& loop, const std::string& intrin_name);
+  Status tensorize(const LoopRV& loop, const std::string& tensor_intrin);
 
   // The sref behind a handle, or the stale-handle error.
   Result<SRef> block_sref(const BlockRV& block) const;

@@ -2,6 +2,8 @@
 // malformed input (line and column, what was expected). Also the JSON form's refusals.
 #include <gmock/gmock.h>
 
+#include <random>
+
 #include "ir/structural.h"
 #include "schedule_test_util.h"
 
@@ -152,6 +154,51 @@ TEST(TraceText, ApplyInstructionChecksArgumentsItself) {
   EXPECT_THAT(sch.apply_instruction(*find_instruction_kind("get_block"), {Value::string("Z")}, Value::integer(1)).error().reason(),
               HasSubstr("get_block takes no decision"));
   EXPECT_EQ(find_instruction_kind("nope"), nullptr);
+}
+
+// Corrupted text and JSON (bytes dropped, duplicated or replaced) either parse or throw
+// InputError; whatever parses replays to a program or a ScheduleError. Never a crash.
+TEST(TraceText, CorruptedTracesNeverCrash) {
+  auto w = small("GMM-1");
+  Schedule sch(w.func, ScheduleOptions{.seed = 3});
+  auto l = sch.get_loops(sch.get_block("Z").value()).value();
+  auto t = sch.sample_perfect_tile(l[1], 3, 8).value();
+  auto i = sch.split(l[1], {t[0], t[1], t[2]}).value();
+  sch.reorder({i[0], l[2], i[1], i[2]}).value();
+  sch.annotate(l[2], "key", std::string("v")).value();
+  ExprRV c = sch.sample_categorical({1, 2}, {0.5, 0.5}).value();
+  sch.annotate(l[2], "n", c).value();
+  const std::string sources[] = {sch.trace()->to_text(), sch.trace()->to_json()};
+  const std::string alphabet = "()[]{},.=_\"'#:-0123456789 \nlvbsch";
+  std::mt19937 rng(99);
+  int parsed = 0, replayed = 0;
+  for (const std::string& src : sources) {
+    for (int trial = 0; trial < 1500; ++trial) {
+      std::string text = src;
+      int edits = 1 + static_cast<int>(rng() % 3);
+      for (int e = 0; e < edits && !text.empty(); ++e) {
+        size_t pos = rng() % text.size();
+        switch (rng() % 3) {
+          case 0: text.erase(pos, 1 + rng() % 3); break;
+          case 1: text.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
+          default: text[pos] = alphabet[rng() % alphabet.size()];
+        }
+      }
+      Trace parsed_trace;
+      try {
+        parsed_trace = Trace::parse(text);
+      } catch (const InputError&) {
+        continue;
+      }
+      ++parsed;
+      Schedule s(w.func, ScheduleOptions{.seed = 1});
+      if (parsed_trace.apply_to(s).ok()) ++replayed;
+    }
+  }
+  // Most corruptions are refused; some (a changed digit, a dropped comment) still parse.
+  EXPECT_GT(parsed, 20);
+  EXPECT_GT(replayed, 5);
+  std::printf("corrupted traces: %d parsed, %d replayed\n", parsed, replayed);
 }
 
 }  // namespace
