@@ -105,14 +105,16 @@ double const_value(const Expr& e) {
 void reconcile(Expr& a, Expr& b) {
   DataType ta = a.dtype(), tb = b.dtype();
   if (ta == tb) return;
-  if (is_const(b) && tb.lanes() == 1 && !(ta.is_int_like() && tb.is_float())) { b = make_const(ta.element_of(), const_value(b)); }
-  else if (is_const(a) && ta.lanes() == 1 && !(tb.is_int_like() && ta.is_float())) { a = make_const(tb.element_of(), const_value(a)); }
-  else if (ta.is_float() && tb.is_int_like()) b = cast(ta, b);
-  else if (tb.is_float() && ta.is_int_like()) a = cast(tb, a);
-  else if (ta.is_float() && tb.is_float()) {
-    if (ta.bits() < tb.bits()) a = cast(tb, a); else b = cast(ta, b);
-  } else if (ta.is_int_like() && tb.is_int_like()) {
-    if (ta.bits() < tb.bits()) a = cast(tb, a); else b = cast(ta, b);
+  // Element types first (a cast keeps its operand's lanes), then lanes by broadcasting.
+  DataType ea = ta.element_of(), eb = tb.element_of();
+  auto to = [](const Expr& e, DataType elem) { return cast(elem.with_lanes(e.dtype().lanes()), e); };
+  if (ea != eb) {
+    if (is_const(b) && tb.lanes() == 1 && !(ea.is_int_like() && eb.is_float())) b = make_const(ea, const_value(b));
+    else if (is_const(a) && ta.lanes() == 1 && !(eb.is_int_like() && ea.is_float())) a = make_const(eb, const_value(a));
+    else if (ea.is_float() && eb.is_int_like()) b = to(b, ea);
+    else if (eb.is_float() && ea.is_int_like()) a = to(a, eb);
+    else if (ea.bits() < eb.bits()) a = to(a, eb);
+    else b = to(b, ea);
   }
   if (a.dtype().lanes() != b.dtype().lanes()) {
     if (a.dtype().lanes() == 1) a = broadcast(a, b.dtype().lanes());

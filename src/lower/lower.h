@@ -1,0 +1,51 @@
+// Lowering: a scheduled PrimFunc -> flat loops over 1-d buffers that a backend can emit directly.
+// One linear pipeline of passes (lower()), each also callable alone for tests. With a log sink,
+// the IR after every pass is reported (`tyche run --dump-ir`).
+//
+// After lowering: no blocks (iter vars substituted by their bindings, inits guarded by "all
+// reduce iters at their minimum", predicates as ifs, alloc_buffers as Allocate); every buffer is
+// 1-d (strides from storage_align honoured); vectorized loops are vector expressions (Ramp /
+// Broadcast) or, when that is not possible, serial loops with a note; unrolled loops of at most
+// kMaxUnrollExtent iterations are unrolled. Parallel loops stay For nodes of kind kParallel: the
+// backend outlines their bodies (codegen does the closure conversion).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/function.h"
+
+namespace tyche::lower {
+
+inline constexpr int64_t kMaxUnrollExtent = 64;
+inline constexpr int kMaxVectorLanes = 64;
+
+struct LowerOptions {
+  // Called with each pass's name and the function after it, when set.
+  std::function<void(const std::string& pass, const ir::PrimFunc& func)> log;
+};
+
+struct Lowered {
+  ir::PrimFunc func;
+  // Why a loop was not lowered as asked (a vectorized loop that became serial, ...).
+  std::vector<std::string> notes;
+};
+
+Lowered lower(const ir::PrimFunc& func, const LowerOptions& options = {});
+
+// ---- the passes, in pipeline order ----
+// Blocks -> loops; thread bindings become serial loops on the CPU (noted).
+ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes);
+// N-d buffers -> 1-d; params are replaced by their flat versions, in the same order.
+ir::PrimFunc flatten_buffers(const ir::PrimFunc& func);
+// Simplifies index expressions and conditions under the loop ranges; drops decided ifs.
+ir::PrimFunc simplify(const ir::PrimFunc& func);
+// Vectorized loops -> vector expressions, or serial loops with a note.
+ir::PrimFunc vectorize_loops(const ir::PrimFunc& func, std::vector<std::string>* notes);
+// Unrolled loops of constant extent <= kMaxUnrollExtent -> copies of the body.
+ir::PrimFunc unroll_loops(const ir::PrimFunc& func, std::vector<std::string>* notes);
+// Nested parallel loops: only the outermost runs in parallel (inner ones become serial, noted).
+ir::PrimFunc serialize_nested_parallel(const ir::PrimFunc& func, std::vector<std::string>* notes);
+
+}  // namespace tyche::lower

@@ -1,0 +1,175 @@
+// Lowering: every pass keeps the program's meaning (the interpreter runs the IR after each pass
+// and compares with the reference), and the passes do what they promise to the backend.
+#include <gmock/gmock.h>
+
+#include <cstring>
+
+#include "interp/interpreter.h"
+#include "ir/functor.h"
+#include "ir/printer.h"
+#include "lower/lower.h"
+#include "schedule/schedule.h"
+#include "workloads/workloads.h"
+
+namespace tyche::lower {
+namespace {
+
+using ::testing::HasSubstr;
+
+runtime::NDArray flat_copy(const runtime::NDArray& a, int64_t size) {
+  runtime::NDArray out({size}, a.dtype());
+  std::memcpy(out.data(), a.data(), std::min(a.nbytes(), out.nbytes()));
+  return out;
+}
+
+// Runs a lowered function (1-d params) on the workload's inputs and compares with the reference.
+::testing::AssertionResult lowered_computes_reference(const workloads::Workload& w, const ir::PrimFunc& lowered) {
+  auto inputs = workloads::make_inputs(w.func, 3);
+  auto expected = w.reference(inputs);
+  std::vector<runtime::NDArray> args;
+  for (size_t i = 0; i < lowered->params.size(); ++i) {
+    int64_t size = ir::const_shape(lowered->params[i])[0];
+    args.push_back(i < inputs.size() ? flat_copy(inputs[i], size) : runtime::NDArray({size}, expected[i - inputs.size()].dtype()));
+  }
+  try {
+    interp::run(lowered, args);
+  } catch (const Error& e) {
+    return ::testing::AssertionFailure() << e.what() << "\n" << ir::to_string(lowered);
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    runtime::NDArray got = flat_copy(args[inputs.size() + i], expected[i].numel());
+    runtime::NDArray want = flat_copy(expected[i], expected[i].numel());
+    interp::Comparison c = interp::compare(got, want);
+    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(lowered);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Lowers with a log and checks the IR after every pass.
+void expect_every_pass_correct(const workloads::Workload& w, const ir::PrimFunc& scheduled, Lowered* out = nullptr) {
+  std::vector<std::string> passes;
+  LowerOptions opts;
+  opts.log = [&](const std::string& pass, const ir::PrimFunc& f) {
+    passes.push_back(pass);
+    if (pass == "lower_blocks") return;  // still N-d: checked by the final result below
+    EXPECT_TRUE(lowered_computes_reference(w, f)) << "after " << pass;
+  };
+  Lowered l = lower(scheduled, opts);
+  EXPECT_EQ(passes.size(), 7u);
+  if (out) *out = l;
+}
+
+schedule::Schedule tiled_gmm(const workloads::Workload& w) {
+  schedule::Schedule sch(w.func);
+  auto z = sch.get_block("Z").value();
+  auto l = sch.get_loops(z).value();
+  auto i = sch.split(l[1], {std::nullopt, 4}).value();
+  auto j = sch.split(l[2], {std::nullopt, 8}).value();
+  auto k = sch.split(l[3], {std::nullopt, 2}).value();
+  sch.reorder({i[0], j[0], k[0], k[1], i[1], j[1]}).value();
+  sch.parallel(i[0]).value();
+  sch.unroll(i[1]).value();
+  sch.vectorize(j[1]).value();
+  return sch;
+}
+
+bool contains_kind(const ir::Stmt& s, ir::ForKind kind) {
+  bool found = false;
+  ir::post_order_visit(s, [&](const ir::Stmt& x) {
+    if (auto* f = x.as<ir::ForNode>()) found = found || f->for_kind == kind;
+  });
+  return found;
+}
+
+TEST(Lower, EveryPresetFamilyUnscheduled) {
+  for (const std::string& op : workloads::op_names()) {
+    SCOPED_TRACE(op);
+    auto w = workloads::scaled_down(workloads::get_preset(op + "-1"));
+    expect_every_pass_correct(w, w.func);
+  }
+}
+
+TEST(Lower, TiledParallelUnrolledVectorizedGmm) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  auto sch = tiled_gmm(w);
+  Lowered l;
+  expect_every_pass_correct(w, sch.func(), &l);
+  EXPECT_TRUE(l.notes.empty()) << l.notes[0];
+  std::string text = ir::to_string(l.func);
+  EXPECT_THAT(text, HasSubstr("ramp("));                       // the vectorized j loop
+  EXPECT_FALSE(contains_kind(l.func->body, ir::ForKind::kVectorized));
+  EXPECT_FALSE(contains_kind(l.func->body, ir::ForKind::kUnrolled));
+  EXPECT_TRUE(contains_kind(l.func->body, ir::ForKind::kParallel));
+  for (const ir::Buffer& p : l.func->params) EXPECT_EQ(p->shape.size(), 1u);
+}
+
+TEST(Lower, UnvectorizableLoopsBecomeScalarWithANote) {
+  auto w = workloads::scaled_down(workloads::get_preset("C2D-1"));
+  schedule::Schedule sch(w.func);
+  auto l = sch.get_loops(sch.get_block("pad").value()).value();  // n, h, w, c
+  sch.vectorize(l[2]).value();  // the padding condition differs between lanes
+  Lowered lowered;
+  expect_every_pass_correct(w, sch.func(), &lowered);
+  ASSERT_EQ(lowered.notes.size(), 1u);
+  EXPECT_THAT(lowered.notes[0], HasSubstr("runs as a scalar loop: an if_then_else whose condition differs between lanes"));
+  // Over channels the condition is the same in every lane: vectorized.
+  schedule::Schedule sch2(w.func);
+  auto l2 = sch2.get_loops(sch2.get_block("pad").value()).value();
+  sch2.vectorize(l2[3]).value();
+  expect_every_pass_correct(w, sch2.func(), &lowered);
+  EXPECT_TRUE(lowered.notes.empty());
+}
+
+TEST(Lower, ImperfectSplitsAndNonDivisibleVectors) {
+  auto w = workloads::from_index_notation("C[i,j] = A[i,j] * 2.0 + B[j,i]", "i=10,j=30");
+  schedule::Schedule sch(w.func);
+  auto l = sch.get_loops(sch.get_block("C").value()).value();
+  auto j = sch.split(l[1], {std::nullopt, 10}).value();  // 3 x 10: lanes = 10, not a power of two
+  sch.vectorize(j[1]).value();
+  auto i = sch.split(l[0], {std::nullopt, 4}).value();   // 3 x 4 = 12 > 10: a predicate
+  sch.unroll(i[1]).value();
+  Lowered lowered;
+  expect_every_pass_correct(w, sch.func(), &lowered);
+  EXPECT_TRUE(lowered.notes.empty());
+  // A predicate that depends on the vectorized variable keeps the loop scalar.
+  schedule::Schedule sch2(w.func);
+  auto l2 = sch2.get_loops(sch2.get_block("C").value()).value();
+  auto j2 = sch2.split(l2[1], {std::nullopt, 8}).value();  // 4 x 8 = 32 > 30
+  sch2.vectorize(j2[1]).value();
+  expect_every_pass_correct(w, sch2.func(), &lowered);
+  ASSERT_EQ(lowered.notes.size(), 1u);
+  EXPECT_THAT(lowered.notes[0], HasSubstr("an if whose condition differs between lanes"));
+}
+
+TEST(Lower, StorageAlignStridesAndIntermediateAllocations) {
+  auto w = workloads::scaled_down(workloads::get_preset("CBR-1"));
+  schedule::Schedule sch(w.func);
+  auto pad = sch.get_block("pad").value();
+  sch.storage_align(pad, 0, 2, 8, 1).value();
+  sch.cache_write(sch.get_block("conv2d").value(), 0, "local").value();
+  Lowered lowered;
+  expect_every_pass_correct(w, sch.func(), &lowered);
+  EXPECT_THAT(ir::to_string(lowered.func), HasSubstr("allocate"));
+}
+
+TEST(Lower, LongVectorsAreStripMinedAndNestedParallelSerialized) {
+  auto w = workloads::from_index_notation("B[i,j] = A[i,j] + 1.0", "i=4,j=128");
+  schedule::Schedule sch(w.func);
+  auto l = sch.get_loops(sch.get_block("B").value()).value();
+  sch.parallel(l[0]).value();
+  sch.vectorize(l[1]).value();
+  Lowered lowered;
+  expect_every_pass_correct(w, sch.func(), &lowered);
+  EXPECT_THAT(ir::to_string(lowered.func), HasSubstr("ramp("));
+  EXPECT_TRUE(lowered.notes.empty());
+  schedule::Schedule sch2(w.func);
+  auto l2 = sch2.get_loops(sch2.get_block("B").value()).value();
+  sch2.parallel(l2[0]).value();
+  sch2.parallel(l2[1]).value();
+  expect_every_pass_correct(w, sch2.func(), &lowered);
+  ASSERT_EQ(lowered.notes.size(), 1u);
+  EXPECT_THAT(lowered.notes[0], HasSubstr("inside another parallel loop"));
+}
+
+}  // namespace
+}  // namespace tyche::lower
