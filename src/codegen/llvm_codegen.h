@@ -1,0 +1,59 @@
+// The LLVM backend: a lowered PrimFunc (lower::lower) -> machine code for this CPU, JIT-compiled
+// in-process with ORC. The target comes from the host's CPU name *and* its feature list (on these
+// machines LLVM calls the CPU rocketlake while AVX-512 with BF16/FP16/VNNI and AMX are usable),
+// and 512-bit vectors are kept whole when AVX-512 is present. The module is optimized with the
+// O3 pipeline before code generation; assembly and object files can be emitted from it.
+//
+// Calling convention: the kernel takes one data pointer per parameter buffer, in order
+// (inputs, then outputs); buffers must not overlap. Parallel loops are outlined into functions
+// run by the runtime's thread pool (tyche_parallel_for); large intermediate buffers come from
+// tyche_alloc, small ones live on the stack.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/function.h"
+#include "runtime/ndarray.h"
+
+namespace tyche::codegen {
+
+struct CompileOptions {
+  // Keep a copy of the optimized module so llvm_ir()/assembly()/save_object() work.
+  bool keep_module = false;
+  // Allocations up to this many bytes go on the stack.
+  int64_t max_stack_bytes = 64 * 1024;
+};
+
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  const std::string& name() const { return name_; }
+  // Runs the kernel on raw data pointers, one per parameter.
+  void run(void* const* args) const { entry_(args); }
+  // Runs on NDArrays, checking their number, shapes (element counts) and dtypes first.
+  void run(std::vector<runtime::NDArray>& args) const;
+  double compile_seconds() const { return compile_seconds_; }
+
+  // Need CompileOptions::keep_module; throw tyche::Error otherwise.
+  virtual std::string llvm_ir() const = 0;
+  virtual std::string assembly() const = 0;
+  virtual void save_object(const std::string& path) const = 0;
+
+ protected:
+  std::string name_;
+  void (*entry_)(void* const*) = nullptr;
+  double compile_seconds_ = 0;
+  std::vector<int64_t> param_elems_;
+  std::vector<DataType> param_dtypes_;
+};
+
+// Compiles a lowered function. Throws tyche::Error if the function is not lowered (blocks left)
+// or uses something the backend cannot emit.
+std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const CompileOptions& options = {});
+
+// "cpu-name +feature,+feature,..." as used for this machine.
+std::string host_target();
+
+}  // namespace tyche::codegen

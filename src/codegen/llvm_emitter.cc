@@ -1,0 +1,555 @@
+// Lowered IR -> LLVM IR. Values of float16/bfloat16 are computed in float (as the interpreter
+// computes in wider precision) and rounded when stored or cast; bools are i1 in registers and
+// one byte in memory. Integer arithmetic on signed types carries nsw, which lets LLVM reason
+// about index expressions; float arithmetic allows contraction into FMAs.
+#include "codegen/llvm_emitter.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/functor.h"
+#include "ir/op.h"
+#include "support/error.h"
+
+namespace tyche::codegen::detail {
+
+std::string packed_name(const std::string& func_name) { return func_name + "_packed"; }
+
+namespace {
+
+using ir::ExprKind;
+
+// Variables and buffers a statement uses but does not define: what a parallel body captures.
+struct FreeVars : ir::StmtExprVisitor {
+  std::vector<const ir::VarNode*> vars;
+  std::vector<const ir::BufferNode*> buffers;
+  std::unordered_set<const ir::VarNode*> defined, seen_vars;
+  std::unordered_set<const ir::BufferNode*> allocated, seen_buffers;
+
+  void visit_var(const ir::VarNode* v) override {
+    if (!defined.count(v) && seen_vars.insert(v).second) vars.push_back(v);
+  }
+  void use(const ir::Buffer& b) {
+    if (!allocated.count(b.get()) && seen_buffers.insert(b.get()).second) buffers.push_back(b.get());
+  }
+  void visit_buffer_load(const ir::BufferLoadNode* n) override {
+    use(n->buffer);
+    StmtExprVisitor::visit_buffer_load(n);
+  }
+  void visit_buffer_store(const ir::BufferStoreNode* n) override {
+    use(n->buffer);
+    StmtExprVisitor::visit_buffer_store(n);
+  }
+  void visit_for(const ir::ForNode* n) override {
+    visit_expr(n->min);
+    visit_expr(n->extent);
+    defined.insert(n->loop_var.get());
+    visit_stmt(n->body);
+  }
+  void visit_let(const ir::LetNode* n) override {
+    visit_expr(n->value);
+    defined.insert(n->var.get());
+    visit_expr(n->body);
+  }
+  void visit_allocate(const ir::AllocateNode* n) override {
+    allocated.insert(n->buffer.get());
+    visit_stmt(n->body);
+  }
+};
+
+class Emitter {
+ public:
+  Emitter(llvm::LLVMContext& ctx, llvm::Module* mod, const EmitOptions& opts) : ctx_(ctx), mod_(mod), b_(ctx), opts_(opts) {
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    b_.setFastMathFlags(fmf);
+  }
+
+  void emit_function(const ir::PrimFunc& f) {
+    std::vector<llvm::Type*> arg_types(f->params.size(), ptr_type());
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), arg_types, false);
+    llvm::Function* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, f->name, mod_);
+    set_attributes(fn);
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      llvm::Argument* a = fn->getArg(static_cast<unsigned>(i));
+      a->setName(f->params[i]->name);
+      a->addAttr(llvm::Attribute::NoAlias);
+      a->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+      buffers_[f->params[i].get()] = a;
+    }
+    begin_function(fn);
+    emit_stmt(f->body);
+    b_.CreateRetVoid();
+
+    // The packed entry: void name_packed(ptr* args).
+    auto* pty = llvm::FunctionType::get(b_.getVoidTy(), {ptr_type()}, false);
+    llvm::Function* packed = llvm::Function::Create(pty, llvm::Function::ExternalLinkage, packed_name(f->name), mod_);
+    set_attributes(packed);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", packed));
+    std::vector<llvm::Value*> args;
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr_type(), packed->getArg(0), i);
+      args.push_back(b_.CreateAlignedLoad(ptr_type(), slot, llvm::Align(8)));
+    }
+    b_.CreateCall(fn, args);
+    b_.CreateRetVoid();
+  }
+
+ private:
+  // ---- types ----
+  llvm::Type* ptr_type() { return llvm::PointerType::get(ctx_, 0); }
+
+  // The type a value of `t` has in registers.
+  llvm::Type* value_type(DataType t) {
+    llvm::Type* e;
+    if (t.is_bool()) e = b_.getInt1Ty();
+    else if (t.is_float()) e = t.bits() == 64 ? b_.getDoubleTy() : b_.getFloatTy();  // f16/bf16 computed in float
+    else if (t.is_integer()) e = b_.getIntNTy(t.bits());
+    else throw Error(fmt::format("codegen: unsupported type {}", t.str()));
+    return t.lanes() > 1 ? llvm::FixedVectorType::get(e, t.lanes()) : e;
+  }
+  // The type an element of `t` has in memory.
+  llvm::Type* memory_type(DataType t) {
+    llvm::Type* e;
+    if (t.is_bool()) e = b_.getInt8Ty();
+    else if (t.is_bfloat16()) e = b_.getBFloatTy();
+    else if (t.is_float() && t.bits() == 16) e = b_.getHalfTy();
+    else e = value_type(t.element_of());
+    return t.lanes() > 1 ? llvm::FixedVectorType::get(e, t.lanes()) : e;
+  }
+  bool narrow_float(DataType t) { return t.is_float() && t.bits() == 16; }
+
+  void set_attributes(llvm::Function* fn) {
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    if (!opts_.cpu.empty()) fn->addFnAttr("target-cpu", opts_.cpu);
+    if (!opts_.features.empty()) fn->addFnAttr("target-features", opts_.features);
+    if (opts_.avx512) {
+      fn->addFnAttr("prefer-vector-width", "512");
+      fn->addFnAttr("min-legal-vector-width", "512");
+    }
+  }
+
+  void begin_function(llvm::Function* fn) {
+    func_ = fn;
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn);
+    b_.SetInsertPoint(entry_);
+  }
+
+  // An alloca in the entry block, so loops do not grow the stack.
+  llvm::Value* entry_alloca(llvm::Type* t, uint64_t count, unsigned align) {
+    llvm::IRBuilder<> eb(ctx_);
+    eb.SetInsertPoint(entry_, entry_->getFirstInsertionPt());
+    llvm::AllocaInst* a = eb.CreateAlloca(t, eb.getInt64(count));
+    a->setAlignment(llvm::Align(align));
+    return a;
+  }
+
+  // ---- expressions ----
+  llvm::Value* emit(const ir::Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::kIntImm: {
+        int64_t v = e.as<ir::IntImmNode>()->value;
+        return llvm::ConstantInt::get(value_type(e.dtype()), static_cast<uint64_t>(v), e.dtype().is_int());
+      }
+      case ExprKind::kFloatImm: return llvm::ConstantFP::get(value_type(e.dtype()), e.as<ir::FloatImmNode>()->value);
+      case ExprKind::kVar: {
+        auto it = vars_.find(e.as<ir::VarNode>());
+        if (it == vars_.end()) throw InternalError(fmt::format("codegen: unbound variable '{}'", e.as<ir::VarNode>()->name));
+        return it->second;
+      }
+      case ExprKind::kNot: return b_.CreateNot(emit(e.as<ir::NotNode>()->a));
+      case ExprKind::kSelect: {
+        auto* n = e.as<ir::SelectNode>();
+        return b_.CreateSelect(emit(n->condition), emit(n->true_value), emit(n->false_value));
+      }
+      case ExprKind::kCast: return emit_cast(e.dtype(), e.as<ir::CastNode>()->value);
+      case ExprKind::kBufferLoad: return emit_load(e.as<ir::BufferLoadNode>());
+      case ExprKind::kCall: return emit_call(e.as<ir::CallNode>());
+      case ExprKind::kRamp: {
+        auto* n = e.as<ir::RampNode>();
+        llvm::Value* base = b_.CreateVectorSplat(n->lanes, emit(n->base));
+        llvm::Value* stride = b_.CreateVectorSplat(n->lanes, emit(n->stride));
+        std::vector<llvm::Constant*> steps;
+        for (int i = 0; i < n->lanes; ++i) steps.push_back(llvm::ConstantInt::get(value_type(n->base.dtype()), i));
+        return b_.CreateAdd(base, b_.CreateMul(stride, llvm::ConstantVector::get(steps)));
+      }
+      case ExprKind::kBroadcast: {
+        auto* n = e.as<ir::BroadcastNode>();
+        return b_.CreateVectorSplat(n->lanes, emit(n->value));
+      }
+      case ExprKind::kLet: {
+        auto* n = e.as<ir::LetNode>();
+        vars_[n->var.get()] = emit(n->value);
+        llvm::Value* v = emit(n->body);
+        vars_.erase(n->var.get());
+        return v;
+      }
+      default: return emit_binary(e.as_binary());
+    }
+  }
+
+  llvm::Value* emit_binary(const ir::BinaryNode* n) {
+    TYCHE_CHECK(n, "codegen: unknown expression kind");
+    DataType t = n->a.dtype();
+    llvm::Value* a = emit(n->a);
+    llvm::Value* b = emit(n->b);
+    bool f = t.is_float(), s = t.is_int();
+    switch (n->kind) {
+      case ExprKind::kAdd: return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, s);
+      case ExprKind::kSub: return f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, s);
+      case ExprKind::kMul: return f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, s);
+      case ExprKind::kDiv: return f ? b_.CreateFDiv(a, b) : s ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
+      case ExprKind::kFloorDiv:
+      case ExprKind::kFloorMod: return emit_floor_div_mod(n->kind == ExprKind::kFloorDiv, a, b, s);
+      case ExprKind::kMin:
+      case ExprKind::kMax: {
+        bool is_min = n->kind == ExprKind::kMin;
+        llvm::Value* lt = f ? b_.CreateFCmpOLT(a, b) : s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
+        return is_min ? b_.CreateSelect(lt, a, b) : b_.CreateSelect(lt, b, a);
+      }
+      case ExprKind::kEQ: return f ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+      case ExprKind::kNE: return f ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+      case ExprKind::kLT: return f ? b_.CreateFCmpOLT(a, b) : s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
+      case ExprKind::kLE: return f ? b_.CreateFCmpOLE(a, b) : s ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
+      case ExprKind::kGT: return f ? b_.CreateFCmpOGT(a, b) : s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
+      case ExprKind::kGE: return f ? b_.CreateFCmpOGE(a, b) : s ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
+      case ExprKind::kAnd: return b_.CreateAnd(a, b);
+      case ExprKind::kOr: return b_.CreateOr(a, b);
+      default: throw InternalError(fmt::format("codegen: unexpected binary operator {}", ir::binary_op_name(n->kind)));
+    }
+  }
+
+  // floordiv/floormod rounding toward negative infinity.
+  llvm::Value* emit_floor_div_mod(bool div, llvm::Value* a, llvm::Value* b, bool is_signed) {
+    if (!is_signed) return div ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
+    llvm::Value* q = b_.CreateSDiv(a, b);
+    llvm::Value* r = b_.CreateSRem(a, b);
+    llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
+    llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
+    if (div) return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
+    return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
+  }
+
+  llvm::Value* emit_cast(DataType to, const ir::Expr& from_expr) {
+    DataType from = from_expr.dtype();
+    llvm::Value* v = emit(from_expr);
+    llvm::Type* target = value_type(to);
+    llvm::Value* out;
+    if (to.is_bool()) {
+      llvm::Value* zero = llvm::Constant::getNullValue(v->getType());
+      out = from.is_float() ? b_.CreateFCmpUNE(v, zero) : b_.CreateICmpNE(v, zero);
+    } else if (to.is_float()) {
+      if (from.is_float()) out = b_.CreateFPCast(v, target);
+      else out = from.is_int() ? b_.CreateSIToFP(v, target) : b_.CreateUIToFP(v, target);
+      if (narrow_float(to)) {  // round to the narrow type, keep computing in float
+        llvm::Type* narrow = memory_type(to);
+        out = b_.CreateFPExt(b_.CreateFPTrunc(out, narrow), target);
+      }
+    } else if (from.is_float()) {
+      out = to.is_int() ? b_.CreateFPToSI(v, target) : b_.CreateFPToUI(v, target);
+    } else {
+      out = b_.CreateIntCast(v, target, from.is_int());
+    }
+    return out;
+  }
+
+  llvm::Value* buffer_base(const ir::Buffer& buf) {
+    auto it = buffers_.find(buf.get());
+    if (it == buffers_.end()) throw InternalError(fmt::format("codegen: buffer '{}' is not allocated here", buf->name));
+    return it->second;
+  }
+
+  // The address of `index` (a scalar) in `buf`; the contiguous run at a Ramp of stride 1.
+  llvm::Value* address(const ir::Buffer& buf, llvm::Type* elem, llvm::Value* index) {
+    index = b_.CreateSExtOrTrunc(index, b_.getInt64Ty());
+    return b_.CreateInBoundsGEP(elem, buffer_base(buf), index);
+  }
+
+  static const ir::RampNode* unit_ramp(const ir::Expr& index) {
+    auto* r = index.as<ir::RampNode>();
+    return r && ir::is_const_int(r->stride, 1) ? r : nullptr;
+  }
+
+  llvm::Value* to_value(llvm::Value* mem, DataType t) {
+    if (t.is_bool()) return b_.CreateICmpNE(mem, llvm::Constant::getNullValue(mem->getType()));
+    if (narrow_float(t)) return b_.CreateFPExt(mem, value_type(t));
+    return mem;
+  }
+  llvm::Value* to_memory(llvm::Value* v, DataType t) {
+    if (t.is_bool()) return b_.CreateZExt(v, memory_type(t));
+    if (narrow_float(t)) return b_.CreateFPTrunc(v, memory_type(t));
+    return v;
+  }
+
+  llvm::Value* emit_load(const ir::BufferLoadNode* n) {
+    DataType t = n->dtype;
+    DataType elem_t = t.element_of();
+    llvm::Type* elem = memory_type(elem_t);
+    llvm::Align align(elem_t.bytes());
+    const ir::Expr& index = n->indices.at(0);
+    if (t.lanes() == 1) return to_value(b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align), t);
+    if (const ir::RampNode* r = unit_ramp(index))
+      return to_value(b_.CreateAlignedLoad(memory_type(t), address(n->buffer, elem, emit(r->base)), align), t);
+    llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
+    llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx);
+    return to_value(b_.CreateMaskedGather(memory_type(t), ptrs, align), t);
+  }
+
+  void emit_store(const ir::BufferStoreNode* n) {
+    DataType t = n->value.dtype();
+    DataType elem_t = t.element_of();
+    llvm::Type* elem = memory_type(elem_t);
+    llvm::Align align(elem_t.bytes());
+    llvm::Value* value = to_memory(emit(n->value), t);
+    const ir::Expr& index = n->indices.at(0);
+    if (t.lanes() == 1) {
+      b_.CreateAlignedStore(value, address(n->buffer, elem, emit(index)), align);
+    } else if (const ir::RampNode* r = unit_ramp(index)) {
+      b_.CreateAlignedStore(value, address(n->buffer, elem, emit(r->base)), align);
+    } else {
+      llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
+      b_.CreateMaskedScatter(value, b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx), align);
+    }
+  }
+
+  // A libm function applied per lane (no LLVM intrinsic for it).
+  llvm::Value* libm_call(const char* f32, const char* f64, llvm::Value* x) {
+    llvm::Type* t = x->getType();
+    llvm::Type* scalar = t->getScalarType();
+    llvm::FunctionCallee fn = mod_->getOrInsertFunction(scalar->isDoubleTy() ? f64 : f32, scalar, scalar);
+    if (!t->isVectorTy()) return b_.CreateCall(fn, {x});
+    unsigned lanes = llvm::cast<llvm::FixedVectorType>(t)->getNumElements();
+    llvm::Value* out = llvm::PoisonValue::get(t);
+    for (unsigned i = 0; i < lanes; ++i)
+      out = b_.CreateInsertElement(out, b_.CreateCall(fn, {b_.CreateExtractElement(x, i)}), i);
+    return out;
+  }
+
+  llvm::Value* emit_call(const ir::CallNode* n) {
+    if (n->op == ir::CallOp::kIfThenElse) return emit_lazy_if(n);
+    llvm::Value* x = emit(n->args[0]);
+    bool is_float = n->args[0].dtype().is_float();
+    llvm::Value* one = is_float ? llvm::ConstantFP::get(x->getType(), 1.0) : nullptr;
+    switch (n->op) {
+      case ir::CallOp::kExp: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+      case ir::CallOp::kLog: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+      case ir::CallOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case ir::CallOp::kRsqrt: return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      case ir::CallOp::kTanh: return libm_call("tanhf", "tanh", x);
+      case ir::CallOp::kErf: return libm_call("erff", "erf", x);
+      case ir::CallOp::kSigmoid:
+        return b_.CreateFDiv(one, b_.CreateFAdd(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x))));
+      case ir::CallOp::kAbs:
+        return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
+                        : b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
+      case ir::CallOp::kPow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, emit(n->args[1]));
+      case ir::CallOp::kFloor: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
+      case ir::CallOp::kCeil: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x) : x;
+      default: throw InternalError(fmt::format("codegen: unsupported call {}", ir::call_op_name(n->op)));
+    }
+  }
+
+  // if_then_else evaluates only the chosen side: branches and a phi.
+  llvm::Value* emit_lazy_if(const ir::CallNode* n) {
+    llvm::Value* cond = emit(n->args[0]);
+    if (cond->getType()->isVectorTy())  // lowering keeps lane-dependent conditions scalar
+      throw InternalError("codegen: if_then_else with a vector condition");
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "ite.then", func_);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "ite.else", func_);
+    llvm::BasicBlock* done_bb = llvm::BasicBlock::Create(ctx_, "ite.done", func_);
+    b_.CreateCondBr(cond, then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    llvm::Value* t = emit(n->args[1]);
+    llvm::BasicBlock* then_end = b_.GetInsertBlock();
+    b_.CreateBr(done_bb);
+    b_.SetInsertPoint(else_bb);
+    llvm::Value* f = emit(n->args[2]);
+    llvm::BasicBlock* else_end = b_.GetInsertBlock();
+    b_.CreateBr(done_bb);
+    b_.SetInsertPoint(done_bb);
+    llvm::PHINode* phi = b_.CreatePHI(t->getType(), 2);
+    phi->addIncoming(t, then_end);
+    phi->addIncoming(f, else_end);
+    return phi;
+  }
+
+  // ---- statements ----
+  void emit_stmt(const ir::Stmt& s) {
+    switch (s.kind()) {
+      case ir::StmtKind::kBufferStore: emit_store(s.as<ir::BufferStoreNode>()); return;
+      case ir::StmtKind::kSeqStmt:
+        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) emit_stmt(c);
+        return;
+      case ir::StmtKind::kIfThenElse: emit_if(s.as<ir::IfThenElseNode>()); return;
+      case ir::StmtKind::kEvaluate: emit(s.as<ir::EvaluateNode>()->value); return;
+      case ir::StmtKind::kFor: {
+        auto* f = s.as<ir::ForNode>();
+        if (f->for_kind == ir::ForKind::kParallel) emit_parallel(f);
+        else emit_loop(f->loop_var, emit(f->min), emit(f->extent), [&] { emit_stmt(f->body); });
+        return;
+      }
+      case ir::StmtKind::kAllocate: emit_allocate(s.as<ir::AllocateNode>()); return;
+      case ir::StmtKind::kBlock:
+      case ir::StmtKind::kBlockRealize: throw Error("codegen: the function still has blocks: lower it first");
+    }
+  }
+
+  void emit_if(const ir::IfThenElseNode* n) {
+    llvm::Value* cond = emit(n->condition);
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", func_);
+    llvm::BasicBlock* done_bb = llvm::BasicBlock::Create(ctx_, "if.done", func_);
+    llvm::BasicBlock* else_bb = n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "if.else", func_) : done_bb;
+    b_.CreateCondBr(cond, then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    emit_stmt(n->then_case);
+    b_.CreateBr(done_bb);
+    if (n->else_case.defined()) {
+      b_.SetInsertPoint(else_bb);
+      emit_stmt(n->else_case);
+      b_.CreateBr(done_bb);
+    }
+    b_.SetInsertPoint(done_bb);
+  }
+
+  // for (var = min; var < min + extent; ++var) body()
+  template <typename Body>
+  void emit_loop(const ir::Var& var, llvm::Value* min, llvm::Value* extent, Body body) {
+    llvm::Type* t = value_type(var.dtype());
+    min = b_.CreateIntCast(min, t, true);
+    llvm::Value* end = b_.CreateAdd(min, b_.CreateIntCast(extent, t, true), "", false, true);
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, var.name() + ".head", func_);
+    llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(ctx_, var.name() + ".body", func_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, var.name() + ".exit", func_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* iv = b_.CreatePHI(t, 2, var.name());
+    iv->addIncoming(min, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), body_bb, exit);
+    b_.SetInsertPoint(body_bb);
+    vars_[var.get()] = iv;
+    body();
+    vars_.erase(var.get());
+    llvm::Value* next = b_.CreateAdd(iv, llvm::ConstantInt::get(t, 1), "", false, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+  }
+
+  void emit_allocate(const ir::AllocateNode* n) {
+    const ir::Buffer& buf = n->buffer;
+    auto size = ir::as_const_int(buf->shape.at(0));
+    if (!size) throw Error(fmt::format("codegen: buffer '{}' has a non-constant size", buf->name));
+    DataType t = buf->dtype;
+    int64_t bytes = *size * t.bytes();
+    llvm::Type* elem = memory_type(t.element_of());
+    if (bytes <= opts_.max_stack_bytes) {
+      buffers_[buf.get()] = entry_alloca(elem, static_cast<uint64_t>(*size), 64);
+      emit_stmt(n->body);
+    } else {
+      llvm::FunctionCallee alloc = mod_->getOrInsertFunction("tyche_alloc", ptr_type(), b_.getInt64Ty());
+      llvm::FunctionCallee release = mod_->getOrInsertFunction("tyche_free", b_.getVoidTy(), ptr_type());
+      llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(static_cast<uint64_t>(bytes))});
+      buffers_[buf.get()] = p;
+      emit_stmt(n->body);
+      b_.CreateCall(release, {p});
+    }
+    buffers_.erase(buf.get());
+  }
+
+  // The body of a parallel loop becomes `void body(i64 begin, i64 end, ptr env)`; env holds the
+  // captured variables and buffer pointers. The loop itself becomes tyche_parallel_for.
+  void emit_parallel(const ir::ForNode* loop) {
+    FreeVars free;
+    free.visit_expr(loop->min);  // evaluated inside the body
+    free.defined.insert(loop->loop_var.get());
+    free.visit_stmt(loop->body);
+    std::vector<llvm::Type*> fields;
+    for (const ir::VarNode* v : free.vars) fields.push_back(value_type(v->dtype));
+    for (size_t i = 0; i < free.buffers.size(); ++i) fields.push_back(ptr_type());
+    llvm::StructType* env_type = llvm::StructType::get(ctx_, fields);
+
+    // Fill the environment in the current function.
+    llvm::Value* env = entry_alloca(env_type, 1, 8);
+    unsigned field = 0;
+    for (const ir::VarNode* v : free.vars) b_.CreateStore(lookup_var(v), b_.CreateStructGEP(env_type, env, field++));
+    for (const ir::BufferNode* buf : free.buffers) b_.CreateStore(buffers_.at(buf), b_.CreateStructGEP(env_type, env, field++));
+    llvm::Value* extent = b_.CreateSExtOrTrunc(emit(loop->extent), b_.getInt64Ty());
+
+    // The outlined body.
+    auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt64Ty(), b_.getInt64Ty(), ptr_type()}, false);
+    auto* body_fn = llvm::Function::Create(body_type, llvm::Function::InternalLinkage,
+                                           fmt::format("{}_parallel_{}", func_->getName().str(), parallel_count_++), mod_);
+    set_attributes(body_fn);
+    body_fn->getArg(2)->addAttr(llvm::Attribute::NoAlias);
+    auto saved_vars = vars_;
+    auto saved_buffers = buffers_;
+    llvm::Function* saved_func = func_;
+    llvm::BasicBlock* saved_entry = entry_;
+    llvm::BasicBlock* saved_block = b_.GetInsertBlock();
+
+    begin_function(body_fn);
+    vars_.clear();
+    buffers_.clear();
+    field = 0;
+    llvm::Value* env_arg = body_fn->getArg(2);
+    for (const ir::VarNode* v : free.vars)
+      vars_[v] = b_.CreateLoad(value_type(v->dtype), b_.CreateStructGEP(env_type, env_arg, field++), v->name);
+    for (const ir::BufferNode* buf : free.buffers) {
+      llvm::LoadInst* p = b_.CreateLoad(ptr_type(), b_.CreateStructGEP(env_type, env_arg, field++), buf->name);
+      // The captured pointers keep what the parameters promised: distinct and 64-byte aligned.
+      p->setMetadata(llvm::LLVMContext::MD_align, llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(64))}));
+      buffers_[buf] = p;
+    }
+    // Iterations [begin, end) of the loop: var = min + i.
+    ir::Var index(loop->loop_var.name() + "_task", kInt64);
+    llvm::Value* begin = body_fn->getArg(0);
+    llvm::Value* end = body_fn->getArg(1);
+    llvm::Value* local_min = b_.CreateIntCast(emit(loop->min), value_type(loop->loop_var.dtype()), true);
+    emit_loop(index, begin, b_.CreateSub(end, begin), [&] {
+      llvm::Value* i = b_.CreateIntCast(vars_.at(index.get()), value_type(loop->loop_var.dtype()), true);
+      vars_[loop->loop_var.get()] = b_.CreateAdd(local_min, i, "", false, true);
+      emit_stmt(loop->body);
+    });
+    b_.CreateRetVoid();
+
+    func_ = saved_func;
+    entry_ = saved_entry;
+    vars_ = std::move(saved_vars);
+    buffers_ = std::move(saved_buffers);
+    b_.SetInsertPoint(saved_block);
+    llvm::FunctionCallee pfor = mod_->getOrInsertFunction("tyche_parallel_for", b_.getVoidTy(), b_.getInt64Ty(), ptr_type(), ptr_type());
+    b_.CreateCall(pfor, {extent, body_fn, env});
+  }
+
+  llvm::Value* lookup_var(const ir::VarNode* v) {
+    auto it = vars_.find(v);
+    if (it == vars_.end()) throw InternalError(fmt::format("codegen: unbound variable '{}'", v->name));
+    return it->second;
+  }
+
+  llvm::LLVMContext& ctx_;
+  llvm::Module* mod_;
+  llvm::IRBuilder<> b_;
+  EmitOptions opts_;
+  llvm::Function* func_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
+  std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
+  int parallel_count_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> emit_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const EmitOptions& options) {
+  auto mod = std::make_unique<llvm::Module>(lowered->name, ctx);
+  Emitter(ctx, mod.get(), options).emit_function(lowered);
+  return mod;
+}
+
+}  // namespace tyche::codegen::detail

@@ -1,0 +1,204 @@
+// Target selection, the O3 pipeline, ORC JIT compilation, and assembly/object emission.
+#include <fmt/format.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+
+#include "codegen/llvm_codegen.h"
+#include "codegen/llvm_emitter.h"
+#include "ir/op.h"
+#include "runtime/thread_pool.h"
+#include "support/error.h"
+
+namespace tyche::codegen {
+
+namespace {
+
+struct HostTarget {
+  std::string triple, cpu, features;
+  bool avx512 = false;
+};
+
+const HostTarget& host() {
+  static const HostTarget h = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    HostTarget t;
+    t.triple = llvm::sys::getProcessTriple();
+    t.cpu = llvm::sys::getHostCPUName().str();
+    std::vector<std::string> features;
+    for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+      std::string feature(f.second ? "+" : "-");
+      feature.append(f.first().data(), f.first().size());
+      features.push_back(std::move(feature));
+      if (f.first() == "avx512f" && f.second) t.avx512 = true;
+    }
+    std::sort(features.begin(), features.end());
+    for (const std::string& f : features) {
+      if (!t.features.empty()) t.features += ',';
+      t.features += f;
+    }
+    return t;
+  }();
+  return h;
+}
+
+llvm::orc::JITTargetMachineBuilder target_builder() {
+  const HostTarget& h = host();
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(h.triple)};
+  jtmb.setCPU(h.cpu);
+  llvm::SubtargetFeatures features(h.features);
+  jtmb.addFeatures(features.getFeatures());
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return jtmb;
+}
+
+template <typename T>
+T unwrap(llvm::Expected<T> v, const char* what) {
+  if (!v) throw Error(fmt::format("codegen: {}: {}", what, llvm::toString(v.takeError())));
+  return std::move(*v);
+}
+
+void check(llvm::Error e, const char* what) {
+  if (e) throw Error(fmt::format("codegen: {}: {}", what, llvm::toString(std::move(e))));
+}
+
+void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+}
+
+std::string emit_file(const llvm::Module& m, llvm::CodeGenFileType type) {
+  auto tm = unwrap(target_builder().createTargetMachine(), "target machine");
+  std::unique_ptr<llvm::Module> clone = llvm::CloneModule(m);
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, type)) throw Error("codegen: this target cannot emit that file type");
+  pm.run(*clone);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+class LLVMKernel : public CompiledKernel {
+ public:
+  LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options) {
+    auto start = std::chrono::steady_clock::now();
+    const HostTarget& h = host();
+    name_ = lowered->name;
+    for (const ir::Buffer& p : lowered->params) {
+      int64_t elems = 1;
+      for (const ir::Expr& d : p->shape) {
+        auto c = ir::as_const_int(d);
+        if (!c) throw Error(fmt::format("codegen: parameter '{}' has a symbolic shape", p->name));
+        elems *= *c;
+      }
+      param_elems_.push_back(elems);
+      param_dtypes_.push_back(p->dtype);
+    }
+
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes, .avx512 = h.avx512, .cpu = h.cpu, .features = h.features};
+    std::unique_ptr<llvm::Module> mod = detail::emit_module(lowered, *ctx, eo);
+    auto tm = unwrap(target_builder().createTargetMachine(), "target machine");
+    mod->setDataLayout(tm->createDataLayout());
+    mod->setTargetTriple(h.triple);
+    std::string verify_errors;
+    llvm::raw_string_ostream verify_os(verify_errors);
+    if (llvm::verifyModule(*mod, &verify_os)) throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
+    optimize(*mod, *tm);
+    if (options.keep_module) kept_ = llvm::CloneModule(*mod);
+    tsc_ = llvm::orc::ThreadSafeContext(std::move(ctx));
+
+    jit_ = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target_builder()).create(), "creating the JIT");
+    llvm::orc::JITDylib& jd = jit_->getMainJITDylib();
+    llvm::orc::SymbolMap runtime_symbols;
+    auto add = [&](const char* name, void* fn) {
+      runtime_symbols[jit_->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+    };
+    add("tyche_parallel_for", reinterpret_cast<void*>(&tyche_parallel_for));
+    add("tyche_alloc", reinterpret_cast<void*>(&tyche_alloc));
+    add("tyche_free", reinterpret_cast<void*>(&tyche_free));
+    check(jd.define(llvm::orc::absoluteSymbols(std::move(runtime_symbols))), "runtime symbols");
+    jd.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit_->getDataLayout().getGlobalPrefix()),
+                           "process symbols"));
+    check(jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), tsc_)), "adding the module");
+    auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
+    entry_ = addr.toPtr<void (*)(void* const*)>();
+    compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  ~LLVMKernel() override {
+    jit_.reset();
+    kept_.reset();
+  }
+
+  std::string llvm_ir() const override {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    kept().print(os, nullptr);
+    return os.str();
+  }
+  std::string assembly() const override { return emit_file(kept(), llvm::CodeGenFileType::AssemblyFile); }
+  void save_object(const std::string& path) const override {
+    std::string obj = emit_file(kept(), llvm::CodeGenFileType::ObjectFile);
+    std::ofstream out(path, std::ios::binary);
+    if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size()))) throw Error(fmt::format("cannot write '{}'", path));
+  }
+
+ private:
+  const llvm::Module& kept() const {
+    if (!kept_) throw Error("codegen: compile with keep_module to get the IR, assembly or object file");
+    return *kept_;
+  }
+
+  llvm::orc::ThreadSafeContext tsc_;
+  std::unique_ptr<llvm::Module> kept_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+};
+
+}  // namespace
+
+void CompiledKernel::run(std::vector<runtime::NDArray>& args) const {
+  if (args.size() != param_elems_.size())
+    throw Error(fmt::format("kernel '{}' takes {} buffers, got {}", name_, param_elems_.size(), args.size()));
+  std::vector<void*> ptrs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].numel() != param_elems_[i] || args[i].dtype() != param_dtypes_[i])
+      throw Error(fmt::format("kernel '{}': argument {} is {} elements of {}, expected {} of {}", name_, i, args[i].numel(),
+                              args[i].dtype().str(), param_elems_[i], param_dtypes_[i].str()));
+    ptrs.push_back(args[i].data());
+  }
+  run(ptrs.data());
+}
+
+std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const CompileOptions& options) {
+  return std::make_unique<LLVMKernel>(lowered, options);
+}
+
+std::string host_target() { return host().cpu + " " + host().features; }
+
+}  // namespace tyche::codegen

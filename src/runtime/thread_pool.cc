@@ -1,0 +1,165 @@
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define TYCHE_PAUSE() _mm_pause()
+#else
+#define TYCHE_PAUSE() std::this_thread::yield()
+#endif
+
+namespace tyche::runtime {
+
+namespace {
+
+// How long a worker spins for the next region before sleeping (pause iterations, ~100 us).
+constexpr int kSpinIterations = 20000;
+thread_local bool in_parallel_region = false;
+
+}  // namespace
+
+struct ThreadPool::Impl {
+  std::vector<std::thread> workers;
+  int num_threads = 1;
+
+  // The current job: a sequence number and the number of parts in one word, so a worker that
+  // wakes late learns from a single load whether it has a part; body/env/n are stable while any
+  // part is unfinished, because the next job is published only after all parts are done.
+  std::atomic<uint64_t> generation{0};  // (sequence << 16) | parts
+  ParallelBody body = nullptr;
+  void* env = nullptr;
+  int64_t n = 0;
+  int parts = 1;  // the caller's copy
+  std::atomic<int> remaining{0};
+
+  std::mutex caller_mu;  // one parallel region at a time when several host threads call in
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<int> sleeping{0};
+  bool stop = false;
+
+  void run_part(int part, int num_parts) {
+    int64_t begin = n * part / num_parts, end = n * (part + 1) / num_parts;
+    if (begin < end) {
+      in_parallel_region = true;
+      body(begin, end, env);
+      in_parallel_region = false;
+    }
+  }
+
+  void worker(int index) {
+    uint64_t seen = 0;
+    while (true) {
+      uint64_t g = generation.load(std::memory_order_acquire);
+      for (int spin = 0; g == seen && spin < kSpinIterations; ++spin) {
+        TYCHE_PAUSE();
+        g = generation.load(std::memory_order_acquire);
+      }
+      if (g == seen) {
+        std::unique_lock<std::mutex> lock(mu);
+        sleeping.fetch_add(1);
+        cv.wait(lock, [&] { return stop || generation.load(std::memory_order_acquire) != seen; });
+        sleeping.fetch_sub(1);
+        if (stop) return;
+        g = generation.load(std::memory_order_acquire);
+      }
+      seen = g;
+      int num_parts = static_cast<int>(g & 0xffff);
+      if (index + 1 < num_parts) {  // part 0 is the caller's
+        run_part(index + 1, num_parts);
+        remaining.fetch_sub(1, std::memory_order_acq_rel);
+      }
+    }
+  }
+
+  void start(int threads) {
+    num_threads = threads;
+    for (int i = 0; i + 1 < threads; ++i) workers.emplace_back([this, i] { worker(i); });
+  }
+
+  void shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    for (auto& t : workers) t.join();
+    workers.clear();
+    stop = false;
+  }
+};
+
+ThreadPool::ThreadPool() : impl_(new Impl) {
+  int n = static_cast<int>(std::thread::hardware_concurrency());
+  if (const char* env = std::getenv("TYCHE_NUM_THREADS")) n = std::atoi(env);
+  impl_->start(n < 1 ? 1 : n);
+}
+
+ThreadPool::~ThreadPool() {
+  impl_->shutdown();
+  delete impl_;
+}
+
+ThreadPool& ThreadPool::global() {
+  static ThreadPool pool;
+  return pool;
+}
+
+int ThreadPool::num_threads() const { return impl_->num_threads; }
+
+void ThreadPool::set_num_threads(int n) {
+  if (n < 1) n = 1;
+  if (n == impl_->num_threads) return;
+  impl_->shutdown();
+  impl_->start(n);
+}
+
+void ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
+  Impl& p = *impl_;
+  if (n <= 0) return;
+  if (in_parallel_region || p.num_threads == 1 || n == 1) {
+    body(0, n, env);
+    return;
+  }
+  std::lock_guard<std::mutex> one_caller(p.caller_mu);
+  int parts = static_cast<int>(std::min<int64_t>({n, int64_t{p.num_threads}, int64_t{0xffff}}));
+  p.body = body;
+  p.env = env;
+  p.n = n;
+  p.parts = parts;
+  p.remaining.store(parts - 1, std::memory_order_relaxed);
+  uint64_t next = ((p.generation.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<uint64_t>(parts);
+  p.generation.store(next, std::memory_order_release);
+  if (p.sleeping.load() > 0) {
+    std::lock_guard<std::mutex> lock(p.mu);  // pairs with the sleepers' predicate check
+    p.cv.notify_all();
+  }
+  p.run_part(0, parts);
+  while (p.remaining.load(std::memory_order_acquire) > 0) TYCHE_PAUSE();
+}
+
+}  // namespace tyche::runtime
+
+extern "C" {
+
+void tyche_parallel_for(int64_t n, tyche::runtime::ParallelBody body, void* env) {
+  tyche::runtime::ThreadPool::global().parallel_for(n, body, env);
+}
+
+void* tyche_alloc(int64_t bytes) {
+  size_t size = (static_cast<size_t>(bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, size);
+  if (!p) std::abort();
+  return p;
+}
+
+void tyche_free(void* ptr) { std::free(ptr); }
+}

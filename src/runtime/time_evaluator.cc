@@ -1,0 +1,60 @@
+#include "runtime/time_evaluator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace tyche::runtime {
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
+void flush_cpu_cache() {
+  static std::vector<char> buffer(64 << 20);  // above the LLC of these machines
+  char acc = 0;
+  for (size_t i = 0; i < buffer.size(); i += 64) {
+    buffer[i] = static_cast<char>(buffer[i] + 1);
+    acc = static_cast<char>(acc ^ buffer[i]);
+  }
+  // Keep the loop: the result is observable.
+  asm volatile("" : : "r"(acc) : "memory");
+}
+
+TimeResult time_function(const std::function<void()>& f, const TimeOptions& o) {
+  for (int i = 0; i < o.warmup; ++i) f();
+  TimeResult r;
+  r.number = std::max(1, o.number);
+  if (o.min_repeat_ms > 0) {
+    // Grow `number` until one measurement lasts min_repeat_ms.
+    while (true) {
+      double t0 = now();
+      for (int i = 0; i < r.number; ++i) f();
+      double elapsed = now() - t0;
+      if (elapsed * 1000 >= o.min_repeat_ms || r.number >= (1 << 24)) break;
+      double scale = elapsed > 0 ? o.min_repeat_ms / (elapsed * 1000) * 1.2 : 10;
+      r.number = static_cast<int>(std::min<double>(1 << 24, std::max(r.number * 2.0, r.number * scale)));
+    }
+  }
+  for (int rep = 0; rep < std::max(1, o.repeat); ++rep) {
+    if (o.flush_cache) flush_cpu_cache();
+    double t0 = now();
+    for (int i = 0; i < r.number; ++i) f();
+    r.seconds.push_back((now() - t0) / r.number);
+  }
+  std::vector<double> sorted = r.seconds;
+  std::sort(sorted.begin(), sorted.end());
+  size_t n = sorted.size();
+  r.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  r.min = sorted.front();
+  r.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
+  double var = 0;
+  for (double s : sorted) var += (s - r.mean) * (s - r.mean);
+  r.cv = n > 1 && r.mean > 0 ? std::sqrt(var / (n - 1)) / r.mean : 0;
+  return r;
+}
+
+}  // namespace tyche::runtime

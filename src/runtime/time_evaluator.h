@@ -1,0 +1,31 @@
+// Times a function the way TVM's time_evaluator does: warm-up runs, then `repeat` measurements,
+// each the mean of `number` calls, where `number` grows until one measurement lasts at least
+// min_repeat_ms. Optionally evicts the caches before each measurement so every repeat starts
+// cold. Reports every measurement with its median, min, mean and coefficient of variation.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace tyche::runtime {
+
+struct TimeOptions {
+  int warmup = 1;
+  int number = 1;
+  int repeat = 5;
+  int min_repeat_ms = 0;
+  bool flush_cache = false;
+};
+
+struct TimeResult {
+  std::vector<double> seconds;  // per call, one entry per repeat
+  int number = 1;               // calls per repeat after growing for min_repeat_ms
+  double median = 0, min = 0, mean = 0, cv = 0;  // cv: stddev / mean
+};
+
+TimeResult time_function(const std::function<void()>& f, const TimeOptions& options = {});
+
+// Evicts the last-level cache by touching a buffer larger than it.
+void flush_cpu_cache();
+
+}  // namespace tyche::runtime

@@ -1,0 +1,237 @@
+// The LLVM backend: compiled kernels agree with the reference (presets) or the interpreter
+// (loop kinds, dtypes, allocations), and the machine code is what we ask for.
+#include <gmock/gmock.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "codegen/llvm_codegen.h"
+#include "interp/interpreter.h"
+#include "ir/printer.h"
+#include "lower/lower.h"
+#include "schedule/schedule.h"
+#include "te/tensor.h"
+#include "workloads/workloads.h"
+
+namespace tyche::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::unique_ptr<CompiledKernel> build(const ir::PrimFunc& f, CompileOptions o = {}) {
+  return compile(lower::lower(f).func, o);
+}
+
+// Runs the kernel on the workload's inputs; compares with the reference implementation.
+::testing::AssertionResult matches_reference(const workloads::Workload& w, const ir::PrimFunc& scheduled) {
+  std::unique_ptr<CompiledKernel> k;
+  try {
+    k = build(scheduled);
+  } catch (const Error& e) {
+    return ::testing::AssertionFailure() << e.what() << "\n" << ir::to_string(lower::lower(scheduled).func);
+  }
+  auto inputs = workloads::make_inputs(w.func, 9);
+  auto expected = w.reference(inputs);
+  std::vector<runtime::NDArray> args = inputs;
+  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
+  k->run(args);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
+    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(lower::lower(scheduled).func);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Compares the compiled kernel with the interpreter on random inputs (any dtype).
+::testing::AssertionResult matches_interpreter(const ir::PrimFunc& f, CompileOptions o = {}) {
+  std::vector<runtime::NDArray> inputs;
+  uint64_t seed = 1;
+  for (const ir::Buffer& b : f.inputs()) {
+    runtime::NDArray a(ir::const_shape(b), b->dtype);
+    a.fill_uniform(seed++, b->dtype.is_float() ? -2.0 : 0.0, b->dtype.is_float() ? 2.0 : 50.0);
+    inputs.push_back(a);
+  }
+  auto expected = interp::run_on_inputs(f, inputs);
+  std::unique_ptr<CompiledKernel> k = build(f, o);
+  std::vector<runtime::NDArray> args = inputs;
+  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
+  k->run(args);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
+    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(lower::lower(f).func);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A hand schedule that fits any block: the outermost loop parallel, the innermost vectorized,
+// the one above unrolled; primitives that refuse are skipped.
+ir::PrimFunc hand_schedule(const ir::PrimFunc& f) {
+  schedule::Schedule sch(f);
+  auto root = sch.get_block("root").value();
+  for (const schedule::BlockRV& b : sch.get_child_blocks(root).value()) {
+    auto loops = sch.get_loops(b).value();
+    if (loops.empty()) continue;
+    (void)sch.parallel(loops[0]);
+    if (loops.size() >= 2) (void)sch.vectorize(loops.back());
+    if (loops.size() >= 3) (void)sch.unroll(loops[loops.size() - 2]);
+  }
+  return sch.func();
+}
+
+TEST(Codegen, EveryPresetFamilyUnscheduledAndHandScheduled) {
+  for (const std::string& op : workloads::op_names()) {
+    SCOPED_TRACE(op);
+    auto w = workloads::scaled_down(workloads::get_preset(op + "-1"));
+    EXPECT_TRUE(matches_reference(w, w.func));
+    EXPECT_TRUE(matches_reference(w, hand_schedule(w.func)));
+  }
+}
+
+TEST(Codegen, TiledGmmWithEveryLoopKind) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  schedule::Schedule sch(w.func);
+  auto z = sch.get_block("Z").value();
+  auto l = sch.get_loops(z).value();
+  auto i = sch.split(l[1], {std::nullopt, 4}).value();
+  auto j = sch.split(l[2], {std::nullopt, 16}).value();
+  sch.reorder({i[0], j[0], l[3], i[1], j[1]}).value();
+  sch.parallel(i[0]).value();
+  sch.unroll(i[1]).value();
+  sch.vectorize(j[1]).value();
+  sch.decompose_reduction(z, l[3]).value();
+  EXPECT_TRUE(matches_reference(w, sch.func()));
+}
+
+workloads::Workload elementwise(const std::string& formula, const std::string& extents) {
+  return workloads::from_index_notation(formula, extents);
+}
+
+TEST(Codegen, VectorizedLoops) {
+  auto w = elementwise("C[i,j] = A[i,j] * 2.0 + B[j,i]", "i=12,j=30");  // B[j,i]: a gather
+  // Extent 10: not a power of two.
+  schedule::Schedule a(w.func);
+  auto la = a.get_loops(a.get_block("C").value()).value();
+  a.vectorize(a.split(la[1], {std::nullopt, 10}).value()[1]).value();
+  EXPECT_TRUE(matches_reference(w, a.func()));
+  // An imperfect split: lowered to a scalar loop.
+  schedule::Schedule b(w.func);
+  auto lb = b.get_loops(b.get_block("C").value()).value();
+  b.vectorize(b.split(lb[1], {std::nullopt, 8}).value()[1]).value();
+  EXPECT_TRUE(matches_reference(w, b.func()));
+  // Longer than 64 lanes: strip-mined.
+  auto wide = elementwise("C[i,j] = A[i,j] - 1.0", "i=3,j=160");
+  schedule::Schedule c(wide.func);
+  c.vectorize(c.get_loops(c.get_block("C").value()).value()[1]).value();
+  EXPECT_TRUE(matches_reference(wide, c.func()));
+}
+
+TEST(Codegen, ParallelAndUnrolledLoops) {
+  auto w = elementwise("C[i,j] = max(A[i,j], 0.0) * B[i,j]", "i=37,j=19");
+  schedule::Schedule s(w.func);
+  auto l = s.get_loops(s.get_block("C").value()).value();
+  schedule::LoopRV f = s.fuse({l[0], l[1]}).value();
+  auto parts = s.split(f, {std::nullopt, 5}).value();  // 141 x 5 >= 703: predicated
+  s.parallel(parts[0]).value();
+  s.unroll(parts[1]).value();
+  EXPECT_TRUE(matches_reference(w, s.func()));
+  // Unrolling more than kMaxUnrollExtent iterations keeps a loop.
+  schedule::Schedule u(w.func);
+  auto lu = u.get_loops(u.get_block("C").value()).value();
+  u.unroll(u.fuse({lu[0], lu[1]}).value()).value();
+  EXPECT_TRUE(matches_reference(w, u.func()));
+}
+
+TEST(Codegen, DataTypes) {
+  using namespace te;
+  for (DataType t : {kFloat64, DataType::Float(16), DataType::BFloat16(), kInt32, DataType::Int(8), DataType::UInt(8), kInt64}) {
+    SCOPED_TRACE(t.str());
+    Tensor a = placeholder({6, 20}, t, "A");
+    Tensor b = placeholder({6, 20}, t, "B");
+    Tensor c = compute({6, 20}, [&](Var i, Var j) { return max(a(i, j) + b(i, j), a(i, j)) * ir::make_const(t, 2); }, "C");
+    auto k = reduce_axis(20, "k");
+    Tensor s = compute({6}, [&](Var i) { return sum(c(i, k.var), {k}); }, "S");
+    ir::PrimFunc f = create_prim_func({a, b, s});
+    EXPECT_TRUE(matches_interpreter(f));
+    schedule::Schedule sch(f);
+    auto l = sch.get_loops(sch.get_block("C").value()).value();
+    sch.vectorize(l[1]).value();
+    EXPECT_TRUE(matches_interpreter(sch.func()));
+  }
+}
+
+TEST(Codegen, MathAndBoolAndCasts) {
+  using namespace te;
+  Tensor a = placeholder({4, 33}, kFloat32, "A");
+  Tensor c = compute({4, 33}, [&](Var i, Var j) {
+    ir::Expr x = a(i, j);
+    ir::Expr flag = x > 0.5f;
+    return ir::exp(x) + ir::tanh(x) + ir::sigmoid(x) + ir::sqrt(ir::abs(x)) + ir::log(ir::abs(x) + 1.0f) +
+           ir::select(flag, ir::cast(kFloat32, ir::cast(kInt32, x * 10.0f)), ir::call(ir::CallOp::kErf, {x})) +
+           ir::call(ir::CallOp::kFloor, {x}) + ir::call(ir::CallOp::kPow, {ir::abs(x), x});
+  }, "C");
+  ir::PrimFunc f = create_prim_func({a, c});
+  EXPECT_TRUE(matches_interpreter(f));
+  schedule::Schedule sch(f);
+  auto l = sch.get_loops(sch.get_block("C").value()).value();
+  sch.vectorize(sch.split(l[1], {3, 11}).value()[1]).value();
+  EXPECT_TRUE(matches_interpreter(sch.func()));
+}
+
+TEST(Codegen, IntermediateBuffersOnStackAndHeap) {
+  auto w = workloads::scaled_down(workloads::get_preset("SFM-1"));
+  CompileOptions heap;
+  heap.max_stack_bytes = 0;
+  EXPECT_TRUE(matches_interpreter(w.func, heap));
+  EXPECT_TRUE(matches_interpreter(w.func));
+  // A cache inside a parallel loop: allocated per outlined body.
+  auto g = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  schedule::Schedule sch(g.func);
+  auto z = sch.get_block("Z").value();
+  auto cw = sch.cache_write(z, 0, "local").value();
+  auto l = sch.get_loops(sch.get_block("Z").value()).value();
+  sch.reverse_compute_at(cw, l[1]).value();
+  sch.parallel(l[1]).value();
+  EXPECT_TRUE(matches_reference(g, sch.func()));
+}
+
+TEST(Codegen, AssemblyUsesFullWidthFmaAndObjectsAreElf) {
+  auto w = workloads::get_preset("GMM-1");
+  schedule::Schedule sch(w.func);
+  auto l = sch.get_loops(sch.get_block("Z").value()).value();
+  auto j = sch.split(l[2], {std::nullopt, 16}).value();
+  sch.reorder({l[1], j[0], l[3], j[1]}).value();
+  sch.vectorize(j[1]).value();
+  CompileOptions o;
+  o.keep_module = true;
+  auto k = build(sch.func(), o);
+  std::string asm_text = k->assembly();
+  EXPECT_THAT(asm_text, HasSubstr("vfmadd"));
+  if (host_target().find("+avx512f") != std::string::npos) {
+    EXPECT_THAT(asm_text, HasSubstr("zmm"));
+  }
+  EXPECT_THAT(k->llvm_ir(), HasSubstr("<16 x float>"));
+  std::string path = ::testing::TempDir() + "/tyche_gmm.o";
+  k->save_object(path);
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  EXPECT_EQ(std::string(magic + 1, 3), "ELF");
+  std::remove(path.c_str());
+  EXPECT_LT(k->compile_seconds(), 5.0);
+  auto plain = build(sch.func());
+  EXPECT_THROW(plain->assembly(), Error);
+}
+
+TEST(Codegen, RefusesUnloweredFunctionsAndWrongArguments) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  EXPECT_THROW(compile(w.func), Error);
+  auto k = build(w.func);
+  std::vector<runtime::NDArray> too_few = workloads::make_inputs(w.func, 1);
+  EXPECT_THROW(k->run(too_few), Error);
+  std::vector<runtime::NDArray> wrong = too_few;
+  wrong.push_back(runtime::NDArray({3}, kFloat32));
+  EXPECT_THROW(k->run(wrong), Error);
+}
+
+}  // namespace
+}  // namespace tyche::codegen
