@@ -9,8 +9,14 @@
 #include <iostream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
+#include "lower/lower.h"
+#include "runtime/thread_pool.h"
+#include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
@@ -41,6 +47,11 @@ struct Options {
   std::string workload, extents, trace_file;
   bool scale_down = false;
   int64_t seed = 0;
+  // run
+  std::string emit, json_file;
+  int threads = 0;
+  bool dump_ir = false;
+  int repeat = 10;
 };
 
 // The workload, scaled down on request, with the trace file (text or JSON) applied. Sampling
@@ -93,6 +104,54 @@ int cmd_check(const Options& o) {
   return ok ? 0 : kExitMismatch;
 }
 
+
+// Compiles with LLVM, checks against the reference, times, and reports latency and GFLOP/s.
+int cmd_run(const Options& o) {
+  workloads::Workload w = load(o);
+  if (o.threads > 0) runtime::ThreadPool::global().set_num_threads(o.threads);
+  lower::LowerOptions lo;
+  if (o.dump_ir) lo.log = [](const std::string& pass, const ir::PrimFunc& f) { fmt::print("# after {}\n{}\n", pass, ir::to_string(f)); };
+  lower::Lowered lowered = lower::lower(w.func, lo);
+  for (const std::string& note : lowered.notes) fmt::print(stderr, "note: {}\n", note);
+  codegen::CompileOptions co;
+  co.keep_module = o.emit == "llvm" || o.emit == "asm";
+  auto kernel = codegen::compile(lowered.func, co);
+  if (o.emit == "ir") fmt::print("{}", ir::to_string(lowered.func));
+  if (o.emit == "llvm") fmt::print("{}", kernel->llvm_ir());
+  if (o.emit == "asm") fmt::print("{}", kernel->assembly());
+
+  auto inputs = workloads::make_inputs(w.func);
+  auto expected = w.reference(inputs);
+  std::vector<runtime::NDArray> args = inputs;
+  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
+  kernel->run(args);
+  bool correct = true;
+  double max_abs = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
+    correct = correct && c.ok;
+    max_abs = std::max(max_abs, c.max_abs_error);
+    if (!c.ok) fmt::print(stderr, "output {}: {}\n", w.func.outputs()[i]->name, c.message);
+  }
+  std::vector<void*> ptrs;
+  for (auto& a : args) ptrs.push_back(a.data());
+  runtime::TimeOptions to;
+  to.repeat = o.repeat;
+  to.min_repeat_ms = 100;
+  runtime::TimeResult t = runtime::time_function([&] { kernel->run(ptrs.data()); }, to);
+  double gflops = w.flop / t.median / 1e9;
+  fmt::print("{} [{}]: {:.4f} ms median ({:.4f} min, cv {:.1f}%, {} repeats x {}), {:.1f} GFLOP/s, {} threads, "
+             "compile {:.0f} ms, {} (max abs error {:.3g})\n",
+             w.name, w.shape, t.median * 1e3, t.min * 1e3, t.cv * 100, t.seconds.size(), t.number, gflops,
+             runtime::ThreadPool::global().num_threads(), kernel->compile_seconds() * 1e3, correct ? "correct" : "WRONG", max_abs);
+  if (!o.json_file.empty()) {
+    nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", t.median}, {"gflops", gflops}, {"correct", correct}};
+    std::ofstream out(o.json_file);
+    if (!(out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  return correct ? 0 : kExitMismatch;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,7 +162,13 @@ int main(int argc, char** argv) {
   app.add_subcommand("workloads", "list the preset workloads with their GFLOP");
   auto* show = app.add_subcommand("show", "print the IR of a workload");
   auto* check = app.add_subcommand("check", "run a workload in the interpreter against its reference");
-  for (auto* sub : {show, check}) {
+  auto* run = app.add_subcommand("run", "compile with LLVM, check against the reference, and time");
+  run->add_option("--emit", opts.emit, "also print the lowered IR, LLVM IR or assembly")->check(CLI::IsMember({"ir", "llvm", "asm"}));
+  run->add_option("--threads", opts.threads, "threads for parallel loops (default: all)")->check(CLI::PositiveNumber);
+  run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
+  run->add_flag("--dump-ir", opts.dump_ir, "print the IR after every lowering pass");
+  run->add_option("--repeat", opts.repeat, "timed repeats (default 10)")->check(CLI::PositiveNumber);
+  for (auto* sub : {show, check, run}) {
     sub->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
         ->required();
     sub->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
@@ -116,7 +181,7 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check)\n", cmd);
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run)\n", cmd);
       return kExitUsage;
     }
   }
@@ -137,6 +202,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("workloads")) return cmd_workloads();
     if (show->parsed()) return cmd_show(opts);
     if (check->parsed()) return cmd_check(opts);
+    if (run->parsed()) return cmd_run(opts);
   } catch (const tyche::Error& e) {
     fmt::print(stderr, "tyche: error: {}\n", e.what());
     return kExitUsage;

@@ -11,6 +11,7 @@ Lowered lower(const ir::PrimFunc& func, const LowerOptions& options) {
   };
   std::vector<std::string>* notes = &out.notes;
   run("lower_blocks", [&](const ir::PrimFunc& f) { return lower_blocks(f, notes); });
+  run("compact_buffers", [&](const ir::PrimFunc& f) { return compact_buffers(f); });
   run("flatten_buffers", [&](const ir::PrimFunc& f) { return flatten_buffers(f); });
   run("simplify", [&](const ir::PrimFunc& f) { return simplify(f); });
   run("vectorize_loops", [&](const ir::PrimFunc& f) { return vectorize_loops(f, notes); });

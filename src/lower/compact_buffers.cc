@@ -1,0 +1,162 @@
+// Intermediate buffers are declared at the root with their full shape; after compute_at or
+// cache_write + reverse_compute_at only a tile of them is live at a time. This pass moves each
+// allocation down to the innermost loop that contains all of its accesses and shrinks it to the
+// region those accesses touch in one iteration of that loop (TVM's buffer-allocation planning
+// and compaction). A small tile inside a loop nest is what lets the backend keep it in
+// registers; an allocation inside a parallel loop becomes per-thread.
+#include <unordered_map>
+
+#include "arith/int_set.h"
+#include "ir/functor.h"
+#include "ir/op.h"
+#include "lower/lower.h"
+
+namespace tyche::lower {
+
+namespace {
+
+struct Access {
+  std::vector<const ir::ForNode*> loops;  // enclosing loops inside the allocation, outermost first
+  std::vector<ir::Expr> indices;
+};
+
+// Every load and store of one buffer under a statement, with its enclosing loops.
+class AccessCollector : public ir::StmtExprVisitor {
+ public:
+  explicit AccessCollector(const ir::BufferNode* buffer) : buffer_(buffer) {}
+  std::vector<Access> accesses;
+
+ protected:
+  void visit_for(const ir::ForNode* n) override {
+    stack_.push_back(n);
+    StmtExprVisitor::visit_for(n);
+    stack_.pop_back();
+  }
+  void visit_buffer_load(const ir::BufferLoadNode* n) override {
+    if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices});
+    StmtExprVisitor::visit_buffer_load(n);
+  }
+  void visit_buffer_store(const ir::BufferStoreNode* n) override {
+    if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices});
+    StmtExprVisitor::visit_buffer_store(n);
+  }
+
+ private:
+  const ir::BufferNode* buffer_;
+  std::vector<const ir::ForNode*> stack_;
+};
+
+// Rewrites accesses of `from` to `to` at indices minus `offsets`, and puts the allocation of
+// `to` around the body of loop `at` (or around everything if `at` is null).
+class Relocator : public ir::StmtExprMutator {
+ public:
+  Relocator(const ir::BufferNode* from, ir::Buffer to, std::vector<ir::Expr> offsets, const ir::ForNode* at)
+      : from_(from), to_(std::move(to)), offsets_(std::move(offsets)), at_(at) {}
+
+  std::vector<ir::Expr> shift(const std::vector<ir::Expr>& idx) {
+    std::vector<ir::Expr> out;
+    for (size_t d = 0; d < idx.size(); ++d) out.push_back(ir::is_const_int(offsets_[d], 0) ? idx[d] : idx[d] - offsets_[d]);
+    return out;
+  }
+
+ protected:
+  ir::Expr mutate_buffer_load(const ir::BufferLoadNode* n, const ir::Expr& self) override {
+    ir::Expr e = StmtExprMutator::mutate_buffer_load(n, self);
+    auto* l = e.as<ir::BufferLoadNode>();
+    if (l->buffer.get() != from_) return e;
+    return ir::Expr(std::make_shared<ir::BufferLoadNode>(l->dtype, to_, shift(l->indices)));
+  }
+  ir::Stmt mutate_buffer_store(const ir::BufferStoreNode* n, const ir::Stmt& self) override {
+    ir::Stmt s = StmtExprMutator::mutate_buffer_store(n, self);
+    auto* st = s.as<ir::BufferStoreNode>();
+    if (st->buffer.get() != from_) return s;
+    return ir::buffer_store(to_, st->value, shift(st->indices));
+  }
+  ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
+    ir::Stmt s = StmtExprMutator::mutate_for(n, self);
+    if (n != at_) return s;
+    auto* f = s.as<ir::ForNode>();
+    return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, ir::allocate(to_, f->body), f->thread_tag, f->annotations);
+  }
+
+ private:
+  const ir::BufferNode* from_;
+  ir::Buffer to_;
+  std::vector<ir::Expr> offsets_;
+  const ir::ForNode* at_;
+};
+
+class Compactor : public ir::StmtExprMutator {
+ protected:
+  ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt& self) override {
+    ir::Stmt body = mutate_stmt(n->body);  // inner allocations first
+    const ir::Buffer& buf = n->buffer;
+    if (!buf->strides.empty()) return rebuild(n, self, body);  // storage_align fixed the layout
+    AccessCollector collector(buf.get());
+    collector.visit_stmt(body);
+    if (collector.accesses.empty()) return rebuild(n, self, body);
+    // The innermost loop common to every access.
+    std::vector<const ir::ForNode*> lca = collector.accesses[0].loops;
+    for (const Access& a : collector.accesses) {
+      size_t k = 0;
+      while (k < lca.size() && k < a.loops.size() && lca[k] == a.loops[k]) ++k;
+      lca.resize(k);
+    }
+    // The region touched in one iteration of that loop: relax the loops below it.
+    arith::Analyzer analyzer;
+    for (const ir::ForNode* f : lca) analyzer.bind(f->loop_var, ir::Range(f->min, f->extent));
+    size_t ndim = buf->shape.size();
+    std::vector<arith::IntervalSet> region(ndim);
+    bool first = true;
+    for (const Access& a : collector.accesses) {
+      arith::VarRangeMap dom;
+      for (size_t k = lca.size(); k < a.loops.size(); ++k) dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
+      for (size_t d = 0; d < ndim; ++d) {
+        arith::IntervalSet s = arith::eval_interval(a.indices[d], dom, &analyzer);
+        region[d] = first ? s : arith::union_interval(region[d], s, &analyzer);
+      }
+      first = false;
+    }
+    std::vector<ir::Expr> offsets, shape;
+    bool smaller = false;
+    for (size_t d = 0; d < ndim; ++d) {
+      if (!region[d].is_bounded()) return rebuild(n, self, body);
+      // The largest extent over the enclosing loops (the simplifier may leave a symbolic form
+      // such as 1 - b when b can only be 0).
+      ir::Expr extent = analyzer.simplify(region[d].max_value - region[d].min_value + 1);
+      auto e = ir::as_const_int(extent);
+      if (!e) {
+        int64_t upper = analyzer.const_int_bound(extent).max_value;
+        if (upper < arith::ConstIntBound::kPosInf) e = upper;
+      }
+      auto full = ir::as_const_int(buf->shape[d]);
+      if (!e || !full || *e <= 0) return rebuild(n, self, body);
+      if (*e >= *full) {  // keep the whole dimension: no offset needed
+        offsets.push_back(ir::make_int(0));
+        shape.push_back(buf->shape[d]);
+        continue;
+      }
+      smaller = true;
+      offsets.push_back(region[d].min_value);
+      shape.push_back(ir::make_int(*e, buf->shape[d].dtype()));
+    }
+    if (!smaller && lca.empty()) return rebuild(n, self, body);
+    auto node = std::make_shared<ir::BufferNode>(*buf);
+    node->shape = shape;
+    ir::Buffer compact(node);
+    Relocator relocate(buf.get(), compact, offsets, lca.empty() ? nullptr : lca.back());
+    ir::Stmt moved = relocate.mutate_stmt(body);
+    return lca.empty() ? ir::allocate(compact, moved) : moved;
+  }
+
+ private:
+  static ir::Stmt rebuild(const ir::AllocateNode* n, const ir::Stmt& self, const ir::Stmt& body) {
+    return body.same_as(n->body) ? self : ir::allocate(n->buffer, body);
+  }
+};
+
+}  // namespace
+
+ir::PrimFunc compact_buffers(const ir::PrimFunc& func) { return func.with_body(Compactor().mutate_stmt(func->body)); }
+
+}  // namespace tyche::lower
