@@ -1,9 +1,10 @@
 // Intermediate buffers are declared at the root with their full shape; after compute_at or
 // cache_write + reverse_compute_at only a tile of them is live at a time. This pass moves each
-// allocation down to the innermost loop that contains all of its accesses and shrinks it to the
-// region those accesses touch in one iteration of that loop (TVM's buffer-allocation planning
-// and compaction). A small tile inside a loop nest is what lets the backend keep it in
+// allocation down the loops that contain all of its accesses, as long as distinct iterations
+// touch disjoint elements, and shrinks it to the region one iteration touches (TVM's
+// buffer-allocation planning and compaction). A small tile inside a loop nest is what lets the backend keep it in
 // registers; an allocation inside a parallel loop becomes per-thread.
+#include <optional>
 #include <unordered_map>
 
 #include "arith/int_set.h"
@@ -86,6 +87,11 @@ class Relocator : public ir::StmtExprMutator {
   const ir::ForNode* at_;
 };
 
+struct Region {
+  std::vector<ir::Expr> min;     // per dimension, in the variables of the enclosing loops
+  std::vector<int64_t> extent;   // per dimension, constant
+};
+
 class Compactor : public ir::StmtExprMutator {
  protected:
   ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt& self) override {
@@ -95,61 +101,98 @@ class Compactor : public ir::StmtExprMutator {
     AccessCollector collector(buf.get());
     collector.visit_stmt(body);
     if (collector.accesses.empty()) return rebuild(n, self, body);
-    // The innermost loop common to every access.
+    // The loops common to every access, outermost first.
     std::vector<const ir::ForNode*> lca = collector.accesses[0].loops;
     for (const Access& a : collector.accesses) {
       size_t k = 0;
       while (k < lca.size() && k < a.loops.size() && lca[k] == a.loops[k]) ++k;
       lca.resize(k);
     }
-    // The region touched in one iteration of that loop: relax the loops below it.
-    arith::Analyzer analyzer;
-    for (const ir::ForNode* f : lca) analyzer.bind(f->loop_var, ir::Range(f->min, f->extent));
-    size_t ndim = buf->shape.size();
-    std::vector<arith::IntervalSet> region(ndim);
-    bool first = true;
-    for (const Access& a : collector.accesses) {
-      arith::VarRangeMap dom;
-      for (size_t k = lca.size(); k < a.loops.size(); ++k) dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
-      for (size_t d = 0; d < ndim; ++d) {
-        arith::IntervalSet s = arith::eval_interval(a.indices[d], dom, &analyzer);
-        region[d] = first ? s : arith::union_interval(region[d], s, &analyzer);
-      }
-      first = false;
+    // Go down the common loops while distinct iterations touch disjoint regions: then no value
+    // flows from one iteration to the next and each iteration can have its own (smaller)
+    // buffer. A loop whose iterations share elements (a consumer that reads what several
+    // iterations wrote) keeps the allocation above it.
+    size_t depth = 0;
+    std::optional<Region> region = region_at(collector, lca, 0);
+    if (!region) return rebuild(n, self, body);
+    while (depth < lca.size()) {
+      std::optional<Region> inner = region_at(collector, lca, depth + 1);
+      if (!inner || !iterations_disjoint(*inner, lca[depth])) break;
+      region = inner;
+      ++depth;
     }
     std::vector<ir::Expr> offsets, shape;
     bool smaller = false;
-    for (size_t d = 0; d < ndim; ++d) {
-      if (!region[d].is_bounded()) return rebuild(n, self, body);
-      // The largest extent over the enclosing loops (the simplifier may leave a symbolic form
-      // such as 1 - b when b can only be 0).
-      ir::Expr extent = analyzer.simplify(region[d].max_value - region[d].min_value + 1);
-      auto e = ir::as_const_int(extent);
-      if (!e) {
-        int64_t upper = analyzer.const_int_bound(extent).max_value;
-        if (upper < arith::ConstIntBound::kPosInf) e = upper;
-      }
+    for (size_t d = 0; d < buf->shape.size(); ++d) {
       auto full = ir::as_const_int(buf->shape[d]);
-      if (!e || !full || *e <= 0) return rebuild(n, self, body);
-      if (*e >= *full) {  // keep the whole dimension: no offset needed
+      if (!full) return rebuild(n, self, body);
+      if (region->extent[d] >= *full) {  // the whole dimension: no offset
         offsets.push_back(ir::make_int(0));
         shape.push_back(buf->shape[d]);
         continue;
       }
       smaller = true;
-      offsets.push_back(region[d].min_value);
-      shape.push_back(ir::make_int(*e, buf->shape[d].dtype()));
+      offsets.push_back(region->min[d]);
+      shape.push_back(ir::make_int(region->extent[d], buf->shape[d].dtype()));
     }
-    if (!smaller && lca.empty()) return rebuild(n, self, body);
+    if (!smaller && depth == 0) return rebuild(n, self, body);
     auto node = std::make_shared<ir::BufferNode>(*buf);
     node->shape = shape;
     ir::Buffer compact(node);
-    Relocator relocate(buf.get(), compact, offsets, lca.empty() ? nullptr : lca.back());
+    Relocator relocate(buf.get(), compact, offsets, depth == 0 ? nullptr : lca[depth - 1]);
     ir::Stmt moved = relocate.mutate_stmt(body);
-    return lca.empty() ? ir::allocate(compact, moved) : moved;
+    return depth == 0 ? ir::allocate(compact, moved) : moved;
   }
 
  private:
+  // The region all accesses touch in one iteration of lca[depth - 1] (depth 0: overall), the
+  // loops lca[0, depth) fixed. Nothing if some dimension is unbounded or not of constant size.
+  static std::optional<Region> region_at(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, size_t depth) {
+    arith::Analyzer analyzer;
+    for (size_t k = 0; k < depth; ++k) analyzer.bind(lca[k]->loop_var, ir::Range(lca[k]->min, lca[k]->extent));
+    size_t ndim = c.accesses[0].indices.size();
+    std::vector<arith::IntervalSet> sets(ndim);
+    bool first = true;
+    for (const Access& a : c.accesses) {
+      arith::VarRangeMap dom;
+      for (size_t k = depth; k < a.loops.size(); ++k) dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
+      for (size_t d = 0; d < ndim; ++d) {
+        arith::IntervalSet s = arith::eval_interval(a.indices[d], dom, &analyzer);
+        sets[d] = first ? s : arith::union_interval(sets[d], s, &analyzer);
+      }
+      first = false;
+    }
+    Region r;
+    for (size_t d = 0; d < ndim; ++d) {
+      if (!sets[d].is_bounded()) return std::nullopt;
+      // The largest extent over the fixed loops (the simplifier may leave 1 - b when b = 0).
+      ir::Expr extent = analyzer.simplify(sets[d].max_value - sets[d].min_value + 1);
+      auto e = ir::as_const_int(extent);
+      if (!e) {
+        int64_t upper = analyzer.const_int_bound(extent).max_value;
+        if (upper < arith::ConstIntBound::kPosInf) e = upper;
+      }
+      if (!e || *e <= 0) return std::nullopt;
+      r.min.push_back(sets[d].min_value);
+      r.extent.push_back(*e);
+    }
+    return r;
+  }
+
+  // Whether consecutive iterations of `loop` touch disjoint parts of a region (given relative
+  // to one iteration): some dimension's start moves by at least its extent per iteration.
+  static bool iterations_disjoint(const Region& r, const ir::ForNode* loop) {
+    if (ir::is_const_int(loop->extent, 1)) return true;
+    arith::Analyzer analyzer;
+    ir::Expr next = loop->loop_var + 1;
+    for (size_t d = 0; d < r.min.size(); ++d) {
+      ir::Expr shifted = ir::substitute(r.min[d], [&](const ir::Var& v) { return v.same_as(loop->loop_var) ? next : ir::Expr(); });
+      auto step = ir::as_const_int(analyzer.simplify(shifted - r.min[d]));
+      if (step && (*step >= r.extent[d] || -*step >= r.extent[d])) return true;
+    }
+    return false;
+  }
+
   static ir::Stmt rebuild(const ir::AllocateNode* n, const ir::Stmt& self, const ir::Stmt& body) {
     return body.same_as(n->body) ? self : ir::allocate(n->buffer, body);
   }

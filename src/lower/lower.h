@@ -37,8 +37,9 @@ Lowered lower(const ir::PrimFunc& func, const LowerOptions& options = {});
 // ---- the passes, in pipeline order ----
 // Blocks -> loops; thread bindings become serial loops on the CPU (noted).
 ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes);
-// Moves each Allocate to the innermost loop containing all its accesses and shrinks it to the
-// region one iteration touches (buffers with explicit strides keep their layout).
+// Moves each Allocate down the loops containing all its accesses while their iterations touch
+// disjoint elements, and shrinks it to the region one iteration touches (buffers with explicit
+// strides keep their layout).
 ir::PrimFunc compact_buffers(const ir::PrimFunc& func);
 // N-d buffers -> 1-d; params are replaced by their flat versions, in the same order.
 ir::PrimFunc flatten_buffers(const ir::PrimFunc& func);
