@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/c_codegen.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
@@ -117,6 +118,7 @@ int cmd_run(const Options& o) {
   co.keep_module = o.emit == "llvm" || o.emit == "asm";
   auto kernel = codegen::compile(lowered.func, co);
   if (o.emit == "ir") fmt::print("{}", ir::to_string(lowered.func));
+  if (o.emit == "c") fmt::print("{}", codegen::emit_c(lowered.func));
   if (o.emit == "llvm") fmt::print("{}", kernel->llvm_ir());
   if (o.emit == "asm") fmt::print("{}", kernel->assembly());
 
@@ -163,7 +165,7 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "print the IR of a workload");
   auto* check = app.add_subcommand("check", "run a workload in the interpreter against its reference");
   auto* run = app.add_subcommand("run", "compile with LLVM, check against the reference, and time");
-  run->add_option("--emit", opts.emit, "also print the lowered IR, LLVM IR or assembly")->check(CLI::IsMember({"ir", "llvm", "asm"}));
+  run->add_option("--emit", opts.emit, "also print the lowered IR, C source, LLVM IR or assembly")->check(CLI::IsMember({"ir", "c", "llvm", "asm"}));
   run->add_option("--threads", opts.threads, "threads for parallel loops (default: all)")->check(CLI::PositiveNumber);
   run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
   run->add_flag("--dump-ir", opts.dump_ir, "print the IR after every lowering pass");
