@@ -53,6 +53,14 @@ class CompiledKernel {
 // or uses something the backend cannot emit.
 std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const CompileOptions& options = {});
 
+// Lowers nothing: compiles a lowered function straight to a relocatable object file for this
+// CPU (what the isolated runner loads), without JIT-compiling it here.
+void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, const CompileOptions& options = {});
+
+// Loads an object file made by compile_to_object (or save_object) and returns its kernel
+// (`name` is the function's name); llvm_ir/assembly/save_object are not available on it.
+std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::string& name);
+
 // "cpu-name +feature,+feature,..." as used for this machine.
 std::string host_target();
 

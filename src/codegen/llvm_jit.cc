@@ -103,49 +103,79 @@ std::string emit_file(const llvm::Module& m, llvm::CodeGenFileType type) {
   return std::string(buffer.begin(), buffer.end());
 }
 
+// Emits, verifies and optimizes the module for the host.
+std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const CompileOptions& options) {
+  const HostTarget& h = host();
+  detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes, .avx512 = h.avx512, .cpu = h.cpu, .features = h.features};
+  std::unique_ptr<llvm::Module> mod = detail::emit_module(lowered, ctx, eo);
+  auto tm = unwrap(target_builder().createTargetMachine(), "target machine");
+  mod->setDataLayout(tm->createDataLayout());
+  mod->setTargetTriple(h.triple);
+  std::string verify_errors;
+  llvm::raw_string_ostream verify_os(verify_errors);
+  if (llvm::verifyModule(*mod, &verify_os)) throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
+  optimize(*mod, *tm);
+  return mod;
+}
+
+// A JIT with the runtime's symbols and the process's (libm) available.
+std::unique_ptr<llvm::orc::LLJIT> make_jit() {
+  auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target_builder()).create(), "creating the JIT");
+  llvm::orc::JITDylib& jd = jit->getMainJITDylib();
+  llvm::orc::SymbolMap runtime_symbols;
+  auto add = [&](const char* name, void* fn) {
+    runtime_symbols[jit->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+  };
+  add("tyche_parallel_for", reinterpret_cast<void*>(&tyche_parallel_for));
+  add("tyche_alloc", reinterpret_cast<void*>(&tyche_alloc));
+  add("tyche_free", reinterpret_cast<void*>(&tyche_free));
+  check(jd.define(llvm::orc::absoluteSymbols(std::move(runtime_symbols))), "runtime symbols");
+  jd.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit->getDataLayout().getGlobalPrefix()),
+                         "process symbols"));
+  return jit;
+}
+
+std::vector<int64_t> elems_of(const ir::PrimFunc& f) {
+  std::vector<int64_t> out;
+  for (const ir::Buffer& p : f->params) {
+    int64_t elems = 1;
+    for (const ir::Expr& d : p->shape) {
+      auto c = ir::as_const_int(d);
+      if (!c) throw Error(fmt::format("codegen: parameter '{}' has a symbolic shape", p->name));
+      elems *= *c;
+    }
+    out.push_back(elems);
+  }
+  return out;
+}
+
 class LLVMKernel : public CompiledKernel {
  public:
   LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options) {
     auto start = std::chrono::steady_clock::now();
-    const HostTarget& h = host();
     name_ = lowered->name;
-    for (const ir::Buffer& p : lowered->params) {
-      int64_t elems = 1;
-      for (const ir::Expr& d : p->shape) {
-        auto c = ir::as_const_int(d);
-        if (!c) throw Error(fmt::format("codegen: parameter '{}' has a symbolic shape", p->name));
-        elems *= *c;
-      }
-      param_elems_.push_back(elems);
-      param_dtypes_.push_back(p->dtype);
-    }
-
+    param_elems_ = elems_of(lowered);
+    for (const ir::Buffer& p : lowered->params) param_dtypes_.push_back(p->dtype);
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes, .avx512 = h.avx512, .cpu = h.cpu, .features = h.features};
-    std::unique_ptr<llvm::Module> mod = detail::emit_module(lowered, *ctx, eo);
-    auto tm = unwrap(target_builder().createTargetMachine(), "target machine");
-    mod->setDataLayout(tm->createDataLayout());
-    mod->setTargetTriple(h.triple);
-    std::string verify_errors;
-    llvm::raw_string_ostream verify_os(verify_errors);
-    if (llvm::verifyModule(*mod, &verify_os)) throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
-    optimize(*mod, *tm);
+    std::unique_ptr<llvm::Module> mod = optimized_module(lowered, *ctx, options);
     if (options.keep_module) kept_ = llvm::CloneModule(*mod);
     tsc_ = llvm::orc::ThreadSafeContext(std::move(ctx));
-
-    jit_ = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target_builder()).create(), "creating the JIT");
-    llvm::orc::JITDylib& jd = jit_->getMainJITDylib();
-    llvm::orc::SymbolMap runtime_symbols;
-    auto add = [&](const char* name, void* fn) {
-      runtime_symbols[jit_->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
-    };
-    add("tyche_parallel_for", reinterpret_cast<void*>(&tyche_parallel_for));
-    add("tyche_alloc", reinterpret_cast<void*>(&tyche_alloc));
-    add("tyche_free", reinterpret_cast<void*>(&tyche_free));
-    check(jd.define(llvm::orc::absoluteSymbols(std::move(runtime_symbols))), "runtime symbols");
-    jd.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit_->getDataLayout().getGlobalPrefix()),
-                           "process symbols"));
+    jit_ = make_jit();
     check(jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), tsc_)), "adding the module");
+    auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
+    entry_ = addr.toPtr<void (*)(void* const*)>();
+    compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // A kernel loaded from an object file.
+  LLVMKernel(const std::string& object_path, const std::string& name) {
+    auto start = std::chrono::steady_clock::now();
+    name_ = name;
+    host();
+    auto buffer = llvm::MemoryBuffer::getFile(object_path);
+    if (!buffer) throw Error(fmt::format("cannot read object file '{}': {}", object_path, buffer.getError().message()));
+    jit_ = make_jit();
+    check(jit_->addObjectFile(std::move(*buffer)), "loading the object file");
     auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
     entry_ = addr.toPtr<void (*)(void* const*)>();
     compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -183,6 +213,12 @@ class LLVMKernel : public CompiledKernel {
 }  // namespace
 
 void CompiledKernel::run(std::vector<runtime::NDArray>& args) const {
+  if (param_elems_.empty()) {  // loaded from an object file: no parameter metadata
+    std::vector<void*> ptrs;
+    for (auto& a : args) ptrs.push_back(a.data());
+    run(ptrs.data());
+    return;
+  }
   if (args.size() != param_elems_.size())
     throw Error(fmt::format("kernel '{}' takes {} buffers, got {}", name_, param_elems_.size(), args.size()));
   std::vector<void*> ptrs;
@@ -197,6 +233,18 @@ void CompiledKernel::run(std::vector<runtime::NDArray>& args) const {
 
 std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const CompileOptions& options) {
   return std::make_unique<LLVMKernel>(lowered, options);
+}
+
+void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, const CompileOptions& options) {
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> mod = optimized_module(lowered, ctx, options);
+  std::string obj = emit_file(*mod, llvm::CodeGenFileType::ObjectFile);
+  std::ofstream out(path, std::ios::binary);
+  if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size()))) throw Error(fmt::format("cannot write '{}'", path));
+}
+
+std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::string& name) {
+  return std::make_unique<LLVMKernel>(path, name);
 }
 
 std::string host_target() { return host().cpu + " " + host().features; }

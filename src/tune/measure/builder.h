@@ -1,0 +1,48 @@
+// The Builder: lowers and compiles a batch of scheduled candidates concurrently. Each candidate's
+// failure (a lowering or codegen error) is captured as its own result; a compile that runs past
+// the timeout is reported as failed and the batch goes on (LLVM cannot be interrupted, so the
+// late compile finishes in the background and its result is dropped).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/llvm_codegen.h"
+#include "ir/function.h"
+
+namespace tyche::tune {
+
+struct BuilderOptions {
+  int max_workers = 0;         // 0: one per hardware thread
+  double timeout_s = 30;       // per candidate
+  std::string object_dir = {};  // non-empty: write object files here for the isolated runner
+};
+
+struct BuildResult {
+  std::shared_ptr<codegen::CompiledKernel> kernel;  // when built in-process (no object_dir)
+  std::string object_path;                          // when object_dir is set
+  std::string name;                                 // the function's name (the symbol)
+  std::string error;                                // empty on success
+  double seconds = 0;
+  bool ok() const { return error.empty(); }
+};
+
+class Builder {
+ public:
+  explicit Builder(BuilderOptions options = {});
+  // Waits for compiles that outlived their deadline (they cannot be interrupted).
+  ~Builder();
+  Builder(const Builder&) = delete;
+  Builder& operator=(const Builder&) = delete;
+
+  std::vector<BuildResult> build(const std::vector<ir::PrimFunc>& candidates);
+
+ private:
+  BuilderOptions options_;
+  int batch_ = 0;
+  std::shared_ptr<std::atomic<int>> live_threads_ = std::make_shared<std::atomic<int>>(0);
+};
+
+}  // namespace tyche::tune

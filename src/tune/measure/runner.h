@@ -1,0 +1,78 @@
+// The Runner times compiled candidates in a separate worker process (the tyche-worker program),
+// so a kernel that crashes (an out-of-bounds store, an illegal instruction) or hangs is that
+// candidate's failure: the worker is killed or reaped, restarted for the next candidate, and the
+// tuner goes on. On request the worker writes the outputs back and the runner compares them with
+// the reference.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/ndarray.h"
+#include "runtime/time_evaluator.h"
+
+namespace tyche::tune {
+
+struct RunnerOptions {
+  std::string worker_path = {};  // the tyche-worker executable
+  double timeout_s = 10;       // per candidate, loading and all timed runs included
+  runtime::TimeOptions time{.warmup = 1, .number = 1, .repeat = 5, .min_repeat_ms = 50, .flush_cache = false};
+  int threads = 0;  // threads for parallel loops in the worker (0: all)
+};
+
+struct ParamSpec {
+  std::vector<int64_t> shape;
+  DataType dtype;
+};
+
+struct RunInput {
+  std::string object_path;  // from the Builder (BuilderOptions::object_dir)
+  std::string name;         // the function's name
+  std::vector<ParamSpec> params;
+  size_t num_inputs = 0;    // the first num_inputs params are inputs, filled as make_inputs does
+  uint64_t seed = 42;
+  // Non-empty: the expected outputs (of the inputs `seed` makes), compared after one run.
+  std::vector<runtime::NDArray> expected;
+};
+
+struct RunResult {
+  std::string error;  // empty on success: a crash, a hang, a load failure
+  runtime::TimeResult time;
+  bool checked = false;
+  bool correct = false;
+  std::string mismatch;  // why the outputs differ
+  bool ok() const { return error.empty(); }
+};
+
+class Runner {
+ public:
+  explicit Runner(RunnerOptions options);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  RunResult run(const RunInput& input);
+  std::vector<RunResult> run(const std::vector<RunInput>& inputs);
+  // How many times the worker had to be (re)started.
+  int worker_starts() const { return starts_; }
+
+ private:
+  void start_worker();
+  void stop_worker(bool kill);
+  // The worker's exit, as a sentence ("crashed with signal 11 (Segmentation fault)").
+  std::string reap_worker();
+
+  RunnerOptions options_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1, from_worker_ = -1;
+  std::string pending_;  // bytes read past the last response line
+  int starts_ = 0;
+  int runs_ = 0;
+};
+
+// The worker's side: serves requests (one JSON line each) from `in_fd`, answers on `out_fd`.
+int serve_worker(int in_fd, int out_fd);
+
+}  // namespace tyche::tune

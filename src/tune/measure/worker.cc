@@ -1,0 +1,71 @@
+// The measuring worker: loads each candidate's object file, fills its inputs as
+// workloads::make_inputs does, runs it once (writing the outputs back when asked), then times it.
+// Anything it survives is reported as {"ok": false, "error"}; what it does not survive (a crash,
+// a hang) the Runner sees from outside.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "codegen/llvm_codegen.h"
+#include "runtime/time_evaluator.h"
+#include "tune/measure/runner.h"
+
+namespace tyche::tune {
+
+namespace {
+
+using json = nlohmann::json;
+
+json handle(const json& req) {
+  auto kernel = codegen::load_object(req.at("object").get<std::string>(), req.at("name").get<std::string>());
+  std::vector<runtime::NDArray> args;
+  uint64_t seed = req.value("seed", uint64_t{42});
+  size_t num_inputs = req.value("num_inputs", size_t{0});
+  for (const json& p : req.at("params")) {
+    runtime::NDArray a(p.at("shape").get<std::vector<int64_t>>(), DataType::parse(p.at("dtype").get<std::string>()));
+    if (args.size() < num_inputs) a.fill_uniform(seed++);
+    args.push_back(std::move(a));
+  }
+  std::vector<void*> ptrs;
+  for (auto& a : args) ptrs.push_back(a.data());
+  kernel->run(ptrs.data());
+  std::string outputs_file = req.value("outputs_file", std::string());
+  if (!outputs_file.empty()) {
+    std::ofstream out(outputs_file, std::ios::binary);
+    for (size_t i = num_inputs; i < args.size(); ++i)
+      out.write(static_cast<const char*>(args[i].data()), static_cast<std::streamsize>(args[i].nbytes()));
+    if (!out) throw Error(fmt::format("cannot write '{}'", outputs_file));
+  }
+  runtime::TimeOptions t{.warmup = req.value("warmup", 1), .number = req.value("number", 1), .repeat = req.value("repeat", 5),
+                         .min_repeat_ms = req.value("min_repeat_ms", 0), .flush_cache = req.value("flush_cache", false)};
+  runtime::TimeResult r = runtime::time_function([&] { kernel->run(ptrs.data()); }, t);
+  return {{"ok", true}, {"seconds", r.seconds}, {"number", r.number}, {"median", r.median},
+          {"min", r.min},  {"mean", r.mean},       {"cv", r.cv}};
+}
+
+}  // namespace
+
+int serve_worker(int in_fd, int out_fd) {
+  FILE* in = ::fdopen(in_fd, "r");
+  FILE* out = ::fdopen(out_fd, "w");
+  if (!in || !out) return 2;
+  char* buf = nullptr;
+  size_t cap = 0;
+  while (::getline(&buf, &cap, in) > 0) {
+    json response;
+    try {
+      response = handle(json::parse(buf));
+    } catch (const std::exception& e) {
+      response = {{"ok", false}, {"error", e.what()}};
+    }
+    std::string line = response.dump() + "\n";
+    std::fputs(line.c_str(), out);
+    std::fflush(out);
+  }
+  std::free(buf);
+  return 0;
+}
+
+}  // namespace tyche::tune

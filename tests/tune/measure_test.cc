@@ -1,0 +1,150 @@
+// Builder and isolated Runner: failures stay with their candidate and the batch goes on.
+#include <gmock/gmock.h>
+
+#include <filesystem>
+
+#include "interp/interpreter.h"
+#include "ir/op.h"
+#include "schedule/schedule.h"
+#include "tune/measure/builder.h"
+#include "tune/measure/runner.h"
+#include "workloads/workloads.h"
+
+namespace tyche::tune {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string worker_path() { return std::string(TYCHE_BINARY_DIR) + "/tools/tyche-worker"; }
+
+std::string temp_dir(const std::string& name) {
+  return (std::filesystem::path(::testing::TempDir()) / fmt::format("tyche_{}_{}", name, getpid())).string();
+}
+
+ir::PrimFunc tiled_gmm(const workloads::Workload& w, int64_t tile) {
+  schedule::Schedule sch(w.func);
+  auto l = sch.get_loops(sch.get_block("Z").value()).value();
+  auto j = sch.split(l[2], {std::nullopt, tile}).value();
+  sch.vectorize(j[1]).value();
+  sch.parallel(l[1]).value();
+  return sch.func();
+}
+
+// A 1-d float buffer of n elements.
+ir::Buffer flat(const std::string& name, int64_t n) { return ir::make_buffer(name, kFloat32, {ir::make_int(n, kInt64)}); }
+
+// Stores far past the end of its 16-element output: a crash.
+ir::PrimFunc out_of_bounds() {
+  ir::Buffer a = flat("A", 16);
+  ir::Var i("i", kInt64);
+  ir::Stmt body = ir::for_loop(i, ir::make_int(0, kInt64), ir::make_int(1000000000, kInt64), ir::ForKind::kSerial,
+                               ir::buffer_store(a, ir::make_float(1.0), {i * ir::make_int(1 << 20, kInt64)}));
+  return ir::PrimFunc("oob", {a}, 1, body);
+}
+
+// A loop of 10^18 iterations no compiler can shorten: a hang.
+ir::PrimFunc endless() {
+  ir::Buffer a = flat("A", 16);
+  ir::Var i("i", kInt64);
+  ir::Expr zero = ir::make_int(0, kInt64);
+  ir::Stmt body = ir::for_loop(i, zero, ir::make_int(1000000000000000000LL, kInt64), ir::ForKind::kSerial,
+                               ir::buffer_store(a, ir::buffer_load(a, {zero}) * ir::make_float(1.0000001) + ir::make_float(1.0), {zero}));
+  return ir::PrimFunc("endless", {a}, 1, body);
+}
+
+RunInput input_for(const BuildResult& b, const ir::PrimFunc& f, const workloads::Workload* w) {
+  RunInput in;
+  in.object_path = b.object_path;
+  in.name = b.name;
+  for (const ir::Buffer& p : f->params) in.params.push_back({ir::const_shape(p), p->dtype});
+  in.num_inputs = f->params.size() - static_cast<size_t>(f->num_outputs);
+  if (w) {
+    in.seed = 42;
+    in.expected = w->reference(workloads::make_inputs(w->func, 42));
+  }
+  return in;
+}
+
+TEST(Builder, BuildsABatchConcurrentlyAndKeepsEachFailure) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  ir::Buffer sym = ir::make_buffer("S", kFloat32, {ir::Var("n", kInt64)});
+  ir::PrimFunc bad("bad", {sym}, 1, ir::buffer_store(sym, ir::make_float(0.0), {ir::make_int(0)}));
+  Builder builder(BuilderOptions{.max_workers = 2});
+  auto results = builder.build({tiled_gmm(w, 8), bad, tiled_gmm(w, 16)});
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].ok()) << results[0].error;
+  EXPECT_FALSE(results[1].ok());
+  EXPECT_THAT(results[1].error, HasSubstr("symbolic shape"));
+  EXPECT_TRUE(results[2].ok()) << results[2].error;
+  ASSERT_TRUE(results[0].kernel);
+  auto inputs = workloads::make_inputs(w.func, 1);
+  auto expected = w.reference(inputs);
+  std::vector<runtime::NDArray> args = inputs;
+  args.push_back(runtime::NDArray(expected[0].shape(), kFloat32));
+  results[2].kernel->run(args);
+  EXPECT_TRUE(interp::compare(args.back(), expected[0]).ok);
+}
+
+TEST(Builder, TimeoutIsThatCandidatesFailure) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  Builder builder(BuilderOptions{.max_workers = 1, .timeout_s = 0.0001});
+  auto results = builder.build({tiled_gmm(w, 8), tiled_gmm(w, 16)});
+  for (const BuildResult& r : results) {
+    EXPECT_FALSE(r.ok());
+    EXPECT_THAT(r.error, HasSubstr("build timed out"));
+  }
+}
+
+TEST(Runner, CrashesAndHangsAreCandidateFailuresAndTheNextCandidateRuns) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  ir::PrimFunc good = tiled_gmm(w, 16);
+  ir::PrimFunc oob = out_of_bounds(), hang = endless();
+  std::string dir = temp_dir("objects");
+  Builder builder(BuilderOptions{.object_dir = dir});
+  auto built = builder.build({oob, good, hang, good});
+  for (const BuildResult& b : built) ASSERT_TRUE(b.ok()) << b.error;
+  Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 2,
+                              .time = {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 0, .flush_cache = false}});
+  std::vector<RunInput> inputs = {input_for(built[0], oob, nullptr), input_for(built[1], good, &w),
+                                  input_for(built[2], hang, nullptr), input_for(built[3], good, &w)};
+  auto results = runner.run(inputs);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_FALSE(results[0].ok());
+  EXPECT_THAT(results[0].error, HasSubstr("crashed the worker: signal 11"));
+  EXPECT_TRUE(results[1].ok()) << results[1].error;
+  EXPECT_TRUE(results[1].checked && results[1].correct) << results[1].mismatch;
+  EXPECT_GT(results[1].time.median, 0);
+  EXPECT_FALSE(results[2].ok());
+  EXPECT_THAT(results[2].error, HasSubstr("timed out after 2 s"));
+  EXPECT_TRUE(results[3].ok()) << results[3].error;
+  EXPECT_TRUE(results[3].correct);
+  EXPECT_EQ(runner.worker_starts(), 3);  // first, after the crash, after the kill
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Runner, WrongResultsAndBadObjectsAreReported) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  ir::PrimFunc good = tiled_gmm(w, 8);
+  std::string dir = temp_dir("objects2");
+  Builder builder(BuilderOptions{.object_dir = dir});
+  auto built = builder.build({good});
+  ASSERT_TRUE(built[0].ok());
+  Runner runner(RunnerOptions{.worker_path = worker_path()});
+  RunInput wrong = input_for(built[0], good, &w);
+  wrong.seed = 7;  // inputs differ from those the expected outputs came from
+  RunResult r = runner.run(wrong);
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.checked);
+  EXPECT_FALSE(r.correct);
+  RunInput missing = input_for(built[0], good, nullptr);
+  missing.object_path = dir + "/nope.o";
+  r = runner.run(missing);
+  EXPECT_FALSE(r.ok());
+  EXPECT_THAT(r.error, HasSubstr("cannot read object file"));
+  EXPECT_EQ(runner.worker_starts(), 1);  // a reported failure keeps the worker
+  EXPECT_THROW(Runner(RunnerOptions{.worker_path = "/nonexistent/worker"}), Error);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tyche::tune
