@@ -108,6 +108,11 @@ int cmd_check(const Options& o) {
 
 // Compiles with LLVM, checks against the reference, times, and reports latency and GFLOP/s.
 int cmd_run(const Options& o) {
+  std::ofstream json_out;
+  if (!o.json_file.empty()) {  // fail before any output if it cannot be written
+    json_out.open(o.json_file);
+    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
   workloads::Workload w = load(o);
   if (o.threads > 0) runtime::ThreadPool::global().set_num_threads(o.threads);
   lower::LowerOptions lo;
@@ -148,8 +153,7 @@ int cmd_run(const Options& o) {
              runtime::ThreadPool::global().num_threads(), kernel->compile_seconds() * 1e3, correct ? "correct" : "WRONG", max_abs);
   if (!o.json_file.empty()) {
     nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", t.median}, {"gflops", gflops}, {"correct", correct}};
-    std::ofstream out(o.json_file);
-    if (!(out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
+    if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
   }
   return correct ? 0 : kExitMismatch;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/function.h"
+#include "runtime/module.h"
 #include "runtime/ndarray.h"
 
 namespace tyche::codegen {
@@ -32,6 +33,7 @@ class CompiledKernel {
   const std::string& name() const { return name_; }
   // Runs the kernel on raw data pointers, one per parameter.
   void run(void* const* args) const { entry_(args); }
+  runtime::PackedFunc packed() const { return entry_; }
   // Runs on NDArrays, checking their number, shapes (element counts) and dtypes first.
   void run(std::vector<runtime::NDArray>& args) const;
   double compile_seconds() const { return compile_seconds_; }
@@ -60,6 +62,9 @@ void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, con
 // Loads an object file made by compile_to_object (or save_object) and returns its kernel
 // (`name` is the function's name); llvm_ir/assembly/save_object are not available on it.
 std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::string& name);
+
+// Compiles several lowered functions into one runtime module, each under its function name.
+runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered, const CompileOptions& options = {});
 
 // "cpu-name +feature,+feature,..." as used for this machine.
 std::string host_target();

@@ -247,6 +247,15 @@ std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::
   return std::make_unique<LLVMKernel>(path, name);
 }
 
+runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered, const CompileOptions& options) {
+  runtime::Module m;
+  for (const ir::PrimFunc& f : lowered) {
+    std::shared_ptr<CompiledKernel> k = compile(f, options);
+    m.add(f->name, k->packed(), k);
+  }
+  return m;
+}
+
 std::string host_target() { return host().cpu + " " + host().features; }
 
 }  // namespace tyche::codegen

@@ -23,7 +23,7 @@ int lanes_of(const ir::Expr& e) { return e.dtype().lanes(); }
 
 class LaneRewriter : public ir::StmtExprMutator {
  public:
-  LaneRewriter(const ir::Var& var, ir::Expr min, int lanes) : var_(var), lanes_(lanes), ramp_(ir::ramp(std::move(min), ir::make_int(1, var.dtype()), lanes)) {}
+  LaneRewriter(const ir::Var& var, ir::Expr min, int lanes) : var_(var), ramp_(ir::ramp(std::move(min), ir::make_int(1, var.dtype()), lanes)) {}
 
  protected:
   ir::Expr mutate_var(const ir::VarNode* n, const ir::Expr& self) override { return n == var_.get() ? ramp_ : self; }
@@ -114,7 +114,6 @@ class LaneRewriter : public ir::StmtExprMutator {
   static ir::Expr widen(const ir::Expr& e, int lanes) { return lanes > 1 && lanes_of(e) == 1 ? ir::broadcast(e, lanes) : e; }
 
   ir::Var var_;
-  int lanes_;
   ir::Expr ramp_;
 };
 

@@ -55,8 +55,7 @@ struct ThreadPool::Impl {
     }
   }
 
-  void worker(int index) {
-    uint64_t seen = 0;
+  void worker(int index, uint64_t seen) {
     while (true) {
       uint64_t g = generation.load(std::memory_order_acquire);
       for (int spin = 0; g == seen && spin < kSpinIterations; ++spin) {
@@ -82,7 +81,9 @@ struct ThreadPool::Impl {
 
   void start(int threads) {
     num_threads = threads;
-    for (int i = 0; i + 1 < threads; ++i) workers.emplace_back([this, i] { worker(i); });
+    // New workers must not mistake the last job (of an earlier set of workers) for a new one.
+    uint64_t current = generation.load(std::memory_order_acquire);
+    for (int i = 0; i + 1 < threads; ++i) workers.emplace_back([this, i, current] { worker(i, current); });
   }
 
   void shutdown() {

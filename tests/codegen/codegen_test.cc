@@ -222,6 +222,22 @@ TEST(Codegen, AssemblyUsesFullWidthFmaAndObjectsAreElf) {
   EXPECT_THROW(plain->assembly(), Error);
 }
 
+TEST(Codegen, ModulesLookUpKernelsByName) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  auto s = workloads::scaled_down(workloads::get_preset("SFM-1"));
+  runtime::Module m = build_module({lower::lower(w.func).func, lower::lower(s.func).func});
+  EXPECT_EQ(m.function_names(), (std::vector<std::string>{"GMM", "SFM"}));
+  auto inputs = workloads::make_inputs(w.func, 3);
+  auto expected = w.reference(inputs);
+  std::vector<runtime::NDArray> args = inputs;
+  args.push_back(runtime::NDArray(expected[0].shape(), kFloat32));
+  std::vector<void*> ptrs;
+  for (auto& a : args) ptrs.push_back(a.data());
+  m.get_function("GMM")(ptrs.data());
+  EXPECT_TRUE(interp::compare(args.back(), expected[0]).ok);
+  EXPECT_THROW(m.get_function("C2D"), Error);
+}
+
 TEST(Codegen, RefusesUnloweredFunctionsAndWrongArguments) {
   auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
   EXPECT_THROW(compile(w.func), Error);

@@ -151,4 +151,49 @@ TEST(CliTrace, BadTracesExitTwoWithOneLine) {
 }
 
 
+// ---- run ----
+
+std::string gmm_trace() { return std::string(TYCHE_SOURCE_DIR) + "/examples/traces/gmm_1024.py"; }
+
+TEST(CliRun, CompilesChecksTimesAndWritesJson) {
+  std::string json = testing::TempDir() + "/tyche_run_" + std::to_string(getpid()) + ".json";
+  Result r = run("run GMM-1 --scale-down --repeat 2 --json " + json);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, testing::HasSubstr("GFLOP/s"));
+  EXPECT_THAT(r.out, testing::HasSubstr("correct"));
+  FILE* f = fopen(json.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string text(4096, '\0');
+  text.resize(fread(text.data(), 1, text.size(), f));
+  fclose(f);
+  std::remove(json.c_str());
+  for (const char* key : {"\"workload\": \"GMM-1 (scaled down)\"", "\"gflop\"", "\"latency_s\"", "\"gflops\"", "\"correct\": true"})
+    EXPECT_THAT(text, testing::HasSubstr(key));
+}
+
+TEST(CliRun, EmitsEveryForm) {
+  Result a = run("run GMM-1 --repeat 1 --trace " + gmm_trace() + " --emit asm");
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_THAT(a.out, testing::HasSubstr("vfmadd231ps"));
+  Result c = run("run GMM-1 --scale-down --repeat 1 --emit c");
+  EXPECT_THAT(c.out, testing::HasSubstr("void GMM("));
+  Result l = run("run GMM-1 --scale-down --repeat 1 --emit llvm");
+  EXPECT_THAT(l.out, testing::HasSubstr("define void @GMM_packed"));
+  Result i = run("run GMM-1 --scale-down --repeat 1 --emit ir --dump-ir --threads 1");
+  EXPECT_THAT(i.out, testing::HasSubstr("# after lower_blocks"));
+  EXPECT_THAT(i.out, testing::HasSubstr("1 threads"));
+  Result note = run("run C2D-1 --scale-down --repeat 1 --trace " + write_temp("vec_pad.py",
+      "b0 = sch.get_block(name=\"pad\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.vectorize(loop=l3)\n"));
+  EXPECT_EQ(note.code, 0);
+  EXPECT_THAT(note.err, testing::HasSubstr("note: vectorized loop"));
+}
+
+TEST(CliRun, BadInputsExitTwoWithOneLine) {
+  expect_usage_error("run NOPE", "unknown workload 'NOPE'");
+  expect_usage_error("run GMM-1 --emit bogus", "--emit");
+  expect_usage_error("run GMM-1 --threads 0", "--threads");
+  expect_usage_error("run GMM-1 --json /nonexistent/dir/x.json", "cannot write '/nonexistent/dir/x.json'");
+  expect_usage_error("run GMM-1 --trace /nonexistent.py", "cannot read trace file");
+}
+
 }  // namespace

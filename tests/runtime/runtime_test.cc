@@ -1,0 +1,103 @@
+#include <gmock/gmock.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "runtime/module.h"
+#include "runtime/thread_pool.h"
+#include "runtime/time_evaluator.h"
+#include "support/error.h"
+
+namespace tyche::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Counts {
+  std::vector<std::atomic<int>> hits;
+  explicit Counts(size_t n) : hits(n) {}
+};
+
+void count_body(int64_t begin, int64_t end, void* env) {
+  auto* c = static_cast<Counts*>(env);
+  for (int64_t i = begin; i < end; ++i) c->hits[static_cast<size_t>(i)].fetch_add(1);
+}
+
+TEST(ThreadPool, EveryIterationRunsExactlyOnce) {
+  ThreadPool& pool = ThreadPool::global();
+  for (int threads : {1, 2, 3, 8}) {
+    pool.set_num_threads(threads);
+    EXPECT_EQ(pool.num_threads(), threads);
+    for (int64_t n : {0, 1, 2, 7, 1000}) {
+      Counts c(static_cast<size_t>(n));
+      for (int rep = 0; rep < 50; ++rep) pool.parallel_for(n, count_body, &c);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(c.hits[static_cast<size_t>(i)].load(), 50) << threads << " threads, n " << n;
+    }
+  }
+  pool.set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+void nested_body(int64_t begin, int64_t end, void* env) {
+  for (int64_t i = begin; i < end; ++i) tyche_parallel_for(4, count_body, env);  // runs serially
+}
+
+TEST(ThreadPool, NestedRegionsRunSeriallyAndConcurrentCallersAreSafe) {
+  Counts c(4);
+  ThreadPool::global().parallel_for(6, nested_body, &c);
+  for (auto& h : c.hits) EXPECT_EQ(h.load(), 6);
+  Counts d(100);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int r = 0; r < 100; ++r) ThreadPool::global().parallel_for(100, count_body, &d);
+    });
+  for (auto& t : callers) t.join();
+  for (auto& h : d.hits) EXPECT_EQ(h.load(), 400);
+}
+
+TEST(ThreadPool, AlignedAllocation) {
+  void* p = tyche_alloc(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  tyche_free(p);
+}
+
+TEST(TimeEvaluator, RepeatsGrowToMinRepeatTimeAndReportStatistics) {
+  int calls = 0;
+  TimeResult r = time_function([&] {
+    ++calls;
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    while (std::chrono::steady_clock::now() < until) {}
+  }, TimeOptions{.warmup = 2, .number = 1, .repeat = 4, .min_repeat_ms = 5, .flush_cache = true});
+  EXPECT_EQ(r.seconds.size(), 4u);
+  EXPECT_GE(r.number, 50);  // 5 ms of 50 us calls
+  EXPECT_GE(r.min, 45e-6);
+  EXPECT_LE(r.min, r.median);
+  EXPECT_GE(r.cv, 0.0);
+  EXPECT_GE(calls, 2 + 4 * r.number);
+}
+
+void add_one(void* const* args) { *static_cast<int*>(args[0]) += 1; }
+
+TEST(Module, LooksUpFunctionsByName) {
+  Module m;
+  auto owner = std::make_shared<int>(5);
+  m.add("add_one", add_one, owner);
+  EXPECT_TRUE(m.has("add_one"));
+  int x = 1;
+  void* args[] = {&x};
+  m.get_function("add_one")(args);
+  EXPECT_EQ(x, 2);
+  EXPECT_THAT([&] { m.get_function("nope"); }, ::testing::Throws<Error>());
+  try {
+    m.get_function("nope");
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no function 'nope' (functions: add_one)"));
+  }
+  EXPECT_THROW(m.add("add_one", add_one), Error);
+  EXPECT_THROW(m.add("null", nullptr), Error);
+  EXPECT_EQ(owner.use_count(), 2);
+}
+
+}  // namespace
+}  // namespace tyche::runtime
