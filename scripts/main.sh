@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build in Release, show GMM-4's IR and check scaled-down
-# GMM and C2D against their references with the interpreter.
+# GMM and C2D against their references with the interpreter, then compile, check and time GMM-4
+# under the example trace with LLVM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_BUILD_TESTS=OFF >/dev/null
-cmake --build build --target tyche -j "$(nproc)"
+cmake --build build --target tyche tyche-worker -j "$(nproc)"
 ./build/tools/tyche show GMM-4
 ./build/tools/tyche check GMM-4 --scale-down
 ./build/tools/tyche check C2D-1 --scale-down
+./build/tools/tyche run GMM-4 --trace examples/traces/gmm_1024.py
