@@ -65,7 +65,11 @@ int main() {
   std::printf("ratio tyche / oneDNN (throughput): %.2fx (target >= 0.6x)\n", dnnl_t.median / tyche_t.median);
   std::printf("compile time median of 10: %.0f ms (target <= 150 ms); min %.0f ms, max %.0f ms\n", compile_s[5] * 1e3,
               compile_s.front() * 1e3, compile_s.back() * 1e3);
-  std::printf("coefficient of variation of %zu measurements: %.1f%% (target <= 5%%)\n", tyche_t.seconds.size(), tyche_t.cv * 100);
+  std::printf("coefficient of variation of %zu measurements: %.1f%% (target <= 5%%); oneDNN's in the same run: %.1f%%\n",
+              tyche_t.seconds.size(), tyche_t.cv * 100, dnnl_t.cv * 100);
+  std::printf("measurements (ms):");
+  for (double s : tyche_t.seconds) std::printf(" %.2f", s * 1e3);
+  std::printf("\n");
   std::printf("unscheduled GMM-4: %.1f ms, %.2f GFLOP/s, %s\n", plain_t.median * 1e3, gflop / plain_t.median,
               plain_correct ? "correct" : "WRONG");
   return correct && plain_correct ? 0 : 1;

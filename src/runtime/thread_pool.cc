@@ -155,12 +155,42 @@ void tyche_parallel_for(int64_t n, tyche::runtime::ParallelBody body, void* env)
   tyche::runtime::ThreadPool::global().parallel_for(n, body, env);
 }
 
+// Generated code allocates and frees a large intermediate once per loop iteration; a small
+// per-thread cache of freed blocks keeps that from becoming an mmap/munmap (and page faults)
+// per iteration. Each block carries its size in a 64-byte header.
+namespace {
+struct BlockCache {
+  std::vector<std::pair<size_t, void*>> blocks;
+  ~BlockCache() {
+    for (auto& b : blocks) std::free(b.second);
+  }
+};
+thread_local BlockCache block_cache;
+constexpr size_t kHeader = 64;
+constexpr size_t kMaxCachedBlocks = 16;
+}  // namespace
+
 void* tyche_alloc(int64_t bytes) {
   size_t size = (static_cast<size_t>(bytes < 1 ? 1 : bytes) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, size);
-  if (!p) std::abort();
-  return p;
+  auto& blocks = block_cache.blocks;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].first != size) continue;
+    void* base = blocks[i].second;
+    blocks[i] = blocks.back();
+    blocks.pop_back();
+    return static_cast<char*>(base) + kHeader;
+  }
+  void* base = std::aligned_alloc(64, size + kHeader);
+  if (!base) std::abort();
+  *static_cast<size_t*>(base) = size;
+  return static_cast<char*>(base) + kHeader;
 }
 
-void tyche_free(void* ptr) { std::free(ptr); }
+void tyche_free(void* ptr) {
+  if (!ptr) return;
+  void* base = static_cast<char*>(ptr) - kHeader;
+  auto& blocks = block_cache.blocks;
+  if (blocks.size() < kMaxCachedBlocks) blocks.emplace_back(*static_cast<size_t*>(base), base);
+  else std::free(base);
+}
 }
