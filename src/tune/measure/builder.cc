@@ -90,6 +90,12 @@ std::vector<BuildResult> Builder::build(const std::vector<ir::PrimFunc>& candida
         batch->started[i] = Clock::now();
       }
       BuildResult r = build_one(batch->funcs[i], options, batch->paths[i]);
+      if (r.seconds > options.timeout_s) {  // finished, but past its deadline: still a timeout
+        r = BuildResult{};
+        r.name = batch->funcs[i]->name;
+        r.error = fmt::format("build timed out after {:g} s", options.timeout_s);
+        r.seconds = options.timeout_s;
+      }
       std::lock_guard<std::mutex> lock(batch->mu);
       if (!batch->timed_out[i]) batch->results[i] = std::move(r);
       batch->done[i] = true;
