@@ -1,5 +1,8 @@
 #include "runtime/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -56,6 +59,15 @@ struct ThreadPool::Impl {
   }
 
   void worker(int index, uint64_t seen) {
+    // Worker i keeps to CPU i + 1 (the caller usually runs on CPU 0): no migrations between
+    // parallel regions, so a kernel's timing does not depend on where the scheduler put us.
+    unsigned cpus = std::thread::hardware_concurrency();
+    if (cpus > 1 && std::getenv("TYCHE_NO_PIN") == nullptr) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(static_cast<int>((index + 1) % cpus), &set);
+      pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
     while (true) {
       uint64_t g = generation.load(std::memory_order_acquire);
       for (int spin = 0; g == seen && spin < kSpinIterations; ++spin) {
