@@ -84,7 +84,8 @@ std::string Runner::reap_worker() {
   pid_ = -1;
   to_worker_ = from_worker_ = -1;
   if (WIFSIGNALED(status)) return fmt::format("the kernel crashed the worker: signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
-  if (WIFEXITED(status)) return fmt::format("the worker exited with code {}", WEXITSTATUS(status));
+  // (Under a sanitizer the worker reports the fault and exits instead of dying by the signal.)
+  if (WIFEXITED(status)) return fmt::format("the kernel crashed the worker: it exited with code {}", WEXITSTATUS(status));
   return "the worker stopped";
 }
 
