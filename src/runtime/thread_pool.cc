@@ -49,13 +49,19 @@ struct ThreadPool::Impl {
   std::atomic<int> sleeping{0};
   bool stop = false;
 
-  void run_part(int part, int num_parts) {
-    int64_t begin = n * part / num_parts, end = n * (part + 1) / num_parts;
-    if (begin < end) {
-      in_parallel_region = true;
-      body(begin, end, env);
-      in_parallel_region = false;
+  // Every participant takes chunks from a shared counter: a thread slowed down by another tenant
+  // of its core gets less work instead of holding up the region.
+  std::atomic<int64_t> next{0};
+  int64_t chunk = 1;
+
+  void run_part() {
+    in_parallel_region = true;
+    while (true) {
+      int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (begin >= n) break;
+      body(begin, std::min(n, begin + chunk), env);
     }
+    in_parallel_region = false;
   }
 
   void worker(int index, uint64_t seen) {
@@ -85,7 +91,7 @@ struct ThreadPool::Impl {
       seen = g;
       int num_parts = static_cast<int>(g & 0xffff);
       if (index + 1 < num_parts) {  // part 0 is the caller's
-        run_part(index + 1, num_parts);
+        run_part();
         remaining.fetch_sub(1, std::memory_order_acq_rel);
       }
     }
@@ -148,6 +154,9 @@ void ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
   p.env = env;
   p.n = n;
   p.parts = parts;
+  // Four chunks per thread: enough to even out a slow thread, few enough to keep ranges long.
+  p.chunk = std::max<int64_t>(1, n / (int64_t{parts} * 4));
+  p.next.store(0, std::memory_order_relaxed);
   p.remaining.store(parts - 1, std::memory_order_relaxed);
   uint64_t next = ((p.generation.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<uint64_t>(parts);
   p.generation.store(next, std::memory_order_release);
@@ -155,7 +164,7 @@ void ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
     std::lock_guard<std::mutex> lock(p.mu);  // pairs with the sleepers' predicate check
     p.cv.notify_all();
   }
-  p.run_part(0, parts);
+  p.run_part();
   while (p.remaining.load(std::memory_order_acquire) > 0) TYCHE_PAUSE();
 }
 

@@ -1,7 +1,8 @@
 // The persistent thread pool that runs parallel loops of generated code. Workers spin briefly on
 // a generation counter before sleeping, so back-to-back parallel regions (the common case inside
 // one kernel call) start in well under 10 microseconds; the calling thread takes a share too.
-// Iterations are split statically into one contiguous range per thread, as TVM does.
+// Iterations are handed out in contiguous chunks (about four per thread) from a shared counter,
+// so a thread slowed down by another tenant of its core takes fewer of them.
 #pragma once
 
 #include <cstdint>
