@@ -34,7 +34,8 @@ class CompiledKernel {
   // Runs the kernel on raw data pointers, one per parameter.
   void run(void* const* args) const { entry_(args); }
   runtime::PackedFunc packed() const { return entry_; }
-  // Runs on NDArrays, checking their number, shapes (element counts) and dtypes first.
+  // Runs on NDArrays, checking their number, shapes (element counts) and dtypes first (a kernel
+  // loaded from an object file has no signature to check against).
   void run(std::vector<runtime::NDArray>& args) const;
   double compile_seconds() const { return compile_seconds_; }
 
@@ -47,6 +48,7 @@ class CompiledKernel {
   std::string name_;
   void (*entry_)(void* const*) = nullptr;
   double compile_seconds_ = 0;
+  bool has_signature_ = false;  // param_elems_/param_dtypes_ known (not for a loaded object)
   std::vector<int64_t> param_elems_;
   std::vector<DataType> param_dtypes_;
 };

@@ -92,15 +92,21 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
 }
 
-std::string emit_file(const llvm::Module& m, llvm::CodeGenFileType type) {
+// Code generation consumes the module it runs on.
+std::string emit_file(llvm::Module& m, llvm::CodeGenFileType type) {
   auto tm = unwrap(target_builder().createTargetMachine(), "target machine");
-  std::unique_ptr<llvm::Module> clone = llvm::CloneModule(m);
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, os, nullptr, type)) throw Error("codegen: this target cannot emit that file type");
-  pm.run(*clone);
+  pm.run(m);
   return std::string(buffer.begin(), buffer.end());
+}
+
+// The same from a module that must stay as it is (the kept copy).
+std::string emit_file_from_copy(const llvm::Module& m, llvm::CodeGenFileType type) {
+  std::unique_ptr<llvm::Module> clone = llvm::CloneModule(m);
+  return emit_file(*clone, type);
 }
 
 // Emits, verifies and optimizes the module for the host.
@@ -154,6 +160,7 @@ class LLVMKernel : public CompiledKernel {
   LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options) {
     auto start = std::chrono::steady_clock::now();
     name_ = lowered->name;
+    has_signature_ = true;
     param_elems_ = elems_of(lowered);
     for (const ir::Buffer& p : lowered->params) param_dtypes_.push_back(p->dtype);
     auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -192,9 +199,9 @@ class LLVMKernel : public CompiledKernel {
     kept().print(os, nullptr);
     return os.str();
   }
-  std::string assembly() const override { return emit_file(kept(), llvm::CodeGenFileType::AssemblyFile); }
+  std::string assembly() const override { return emit_file_from_copy(kept(), llvm::CodeGenFileType::AssemblyFile); }
   void save_object(const std::string& path) const override {
-    std::string obj = emit_file(kept(), llvm::CodeGenFileType::ObjectFile);
+    std::string obj = emit_file_from_copy(kept(), llvm::CodeGenFileType::ObjectFile);
     std::ofstream out(path, std::ios::binary);
     if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size()))) throw Error(fmt::format("cannot write '{}'", path));
   }
@@ -213,7 +220,7 @@ class LLVMKernel : public CompiledKernel {
 }  // namespace
 
 void CompiledKernel::run(std::vector<runtime::NDArray>& args) const {
-  if (param_elems_.empty()) {  // loaded from an object file: no parameter metadata
+  if (!has_signature_) {  // loaded from an object file: no parameter metadata to check against
     std::vector<void*> ptrs;
     for (auto& a : args) ptrs.push_back(a.data());
     run(ptrs.data());

@@ -40,7 +40,6 @@ struct ThreadPool::Impl {
   ParallelBody body = nullptr;
   void* env = nullptr;
   int64_t n = 0;
-  int parts = 1;  // the caller's copy
   std::atomic<int> remaining{0};
 
   std::mutex caller_mu;  // one parallel region at a time when several host threads call in
@@ -153,7 +152,6 @@ void ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
   p.body = body;
   p.env = env;
   p.n = n;
-  p.parts = parts;
   // Four chunks per thread: enough to even out a slow thread, few enough to keep ranges long.
   p.chunk = std::max<int64_t>(1, n / (int64_t{parts} * 4));
   p.next.store(0, std::memory_order_relaxed);

@@ -92,16 +92,33 @@ const InstructionKind& kind_get_block() {
   return k;
 }
 
+namespace {
+
+// The lookups from a block to a list of loops or blocks share one shape.
+template <std::vector<SRef> (*Lookup)(const ScheduleState&, const SRef&), Values (*Issue)(Schedule&, const std::vector<SRef>&)>
+Result<Values> apply_block_lookup(Schedule& sch, Args a, Value*) {
+  TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+  return Issue(sch, Lookup(sch.state(), block));
+}
+
+template <std::vector<SRef> (*Lookup)(const ScheduleState&, const SRef&), Values (*Issue)(Schedule&, const std::vector<SRef>&)>
+InstructionKind block_lookup_kind(std::string_view name, OutputType output) {
+  return {.name = name, .params = {{"block", ParamType::kBlock}}, .output = output, .pure = true,
+          .apply = apply_block_lookup<Lookup, Issue>};
+}
+
+}  // namespace
+
 const InstructionKind& kind_get_loops() {
-  static const InstructionKind k{
-      .name = "get_loops",
-      .params = {{"block", ParamType::kBlock}},
-      .output = OutputType::kLoops,
-      .pure = true,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-        return issued_loops(sch, get_loops(sch.state(), block));
-      }};
+  static const InstructionKind k = block_lookup_kind<get_loops, issued_loops>("get_loops", OutputType::kLoops);
+  return k;
+}
+const InstructionKind& kind_get_producers() {
+  static const InstructionKind k = block_lookup_kind<get_producers, issued_blocks>("get_producers", OutputType::kBlocks);
+  return k;
+}
+const InstructionKind& kind_get_consumers() {
+  static const InstructionKind k = block_lookup_kind<get_consumers, issued_blocks>("get_consumers", OutputType::kBlocks);
   return k;
 }
 
@@ -114,32 +131,6 @@ const InstructionKind& kind_get_child_blocks() {
       .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
         TYCHE_TRY_ASSIGN(sref, sch.block_or_loop_arg(a[0]));
         return issued_blocks(sch, get_child_blocks(sch.state(), sref));
-      }};
-  return k;
-}
-
-const InstructionKind& kind_get_producers() {
-  static const InstructionKind k{
-      .name = "get_producers",
-      .params = {{"block", ParamType::kBlock}},
-      .output = OutputType::kBlocks,
-      .pure = true,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-        return issued_blocks(sch, get_producers(sch.state(), block));
-      }};
-  return k;
-}
-
-const InstructionKind& kind_get_consumers() {
-  static const InstructionKind k{
-      .name = "get_consumers",
-      .params = {{"block", ParamType::kBlock}},
-      .output = OutputType::kBlocks,
-      .pure = true,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-        return issued_blocks(sch, get_consumers(sch.state(), block));
       }};
   return k;
 }

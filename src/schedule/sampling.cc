@@ -78,11 +78,11 @@ Result<std::vector<int64_t>> perfect_tile(Schedule& sch, const SRef& loop, int64
   int64_t limit = max_innermost == -1 ? *extent : max_innermost;
   if (decision.kind != Value::Kind::kNone) {
     std::vector<int64_t> d;
-    int64_t product = 1;
+    int64_t product = 1;  // saturates at extent + 1 (or -1 for a non-positive factor)
     for (const Value& v : decision.list) {
       d.push_back(v.i);
-      if (v.i < 1) product = -1;
-      if (product > 0) product = v.i > *extent ? *extent + 1 : std::min(product * v.i, *extent + 1);
+      if (v.i < 1 || product < 0) product = -1;
+      else product = product > *extent / v.i ? *extent + 1 : product * v.i;
     }
     std::string why;
     if (static_cast<int64_t>(d.size()) != n) why = fmt::format("it has {} factors, n is {}", d.size(), n);

@@ -31,7 +31,7 @@ struct Batch {
   bool resolved(size_t i) const { return done[i] || timed_out[i]; }
 };
 
-BuildResult build_one(const ir::PrimFunc& func, const BuilderOptions& options, const std::string& object_path) {
+BuildResult build_one(const ir::PrimFunc& func, const std::string& object_path) {
   BuildResult r;
   r.name = func->name;
   auto start = std::chrono::steady_clock::now();
@@ -46,7 +46,6 @@ BuildResult build_one(const ir::PrimFunc& func, const BuilderOptions& options, c
   } catch (const std::exception& e) {
     r.error = e.what();
   }
-  (void)options;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -89,7 +88,7 @@ std::vector<BuildResult> Builder::build(const std::vector<ir::PrimFunc>& candida
         std::lock_guard<std::mutex> lock(batch->mu);
         batch->started[i] = Clock::now();
       }
-      BuildResult r = build_one(batch->funcs[i], options, batch->paths[i]);
+      BuildResult r = build_one(batch->funcs[i], batch->paths[i]);
       if (r.seconds > options.timeout_s) {  // finished, but past its deadline: still a timeout
         r = BuildResult{};
         r.name = batch->funcs[i]->name;
