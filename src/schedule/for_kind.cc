@@ -29,7 +29,10 @@ const ir::BlockRealizeNode* reduction_bound_to(const ir::ForNode* loop) {
 Status set_kind(ScheduleState& state, const SRef& sref, ir::ForKind kind, const std::string& tag) {
   const ir::ForNode* loop = sref->as_for();
   const char* what = kind == ir::ForKind::kParallel ? "parallel" : kind == ir::ForKind::kVectorized ? "vectorize" : "bind";
-  if (kind != ir::ForKind::kUnrolled) {
+  // A reduction may be bound to threadIdx: the GPU back end lowers it to a cross-thread
+  // reduction (what CrossThreadReduction schedules).
+  bool cross_thread = kind == ir::ForKind::kThreadBinding && tag.starts_with("threadIdx");
+  if (kind != ir::ForKind::kUnrolled && !cross_thread) {
     if (const ir::BlockRealizeNode* r = reduction_bound_to(loop))
       return ScheduleError(ErrorCode::kInvalidLoopKind,
                            fmt::format("{}: loop '{}' drives a reduction or opaque iterator of block '{}'", what,

@@ -264,4 +264,13 @@ Result<LoopRV> Schedule::sample_compute_location(const BlockRV& block, std::opti
   return LoopRV{out.value().at(0).i};
 }
 
+Result<std::vector<int64_t>> Schedule::compute_location_choices(const BlockRV& block) const {
+  TYCHE_TRY_ASSIGN(sref, block_sref(block));
+  ComputeLocations locs = compute_locations(state_, sref);
+  std::vector<int64_t> choices = {kComputeLocationRoot};
+  if (locs.can_inline) choices.push_back(kComputeLocationInline);
+  for (size_t i = 0; i < locs.loops.size(); ++i) choices.push_back(static_cast<int64_t>(i));
+  return choices;
+}
+
 }  // namespace tyche::schedule

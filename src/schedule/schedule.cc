@@ -14,6 +14,26 @@ Schedule::Schedule(ir::PrimFunc func, const ScheduleOptions& options)
   if (options.trace) trace_.emplace();
 }
 
+Schedule Schedule::copy() {
+  Schedule out(state_.func(), ScheduleOptions{.seed = 0, .trace = false, .debug_verify = state_.debug_verify()});
+  out.rng_ = rng_.fork();
+  out.trace_ = trace_;
+  out.next_id_ = next_id_;
+  out.exprs_ = exprs_;
+  out.location_marks_ = location_marks_;
+  // The copy's sref tree is built over the same nodes, so a handle maps by the node it points at;
+  // a stale handle stays stale.
+  auto carry = [&](const std::unordered_map<int64_t, SRef>& from, std::unordered_map<int64_t, SRef>& to) {
+    for (const auto& [id, sref] : from) {
+      SRef mapped = sref->valid() ? out.state_.get_sref(sref->stmt) : nullptr;
+      to[id] = mapped ? mapped : std::make_shared<SRefNode>();
+    }
+  };
+  carry(blocks_, out.blocks_);
+  carry(loops_, out.loops_);
+  return out;
+}
+
 BlockRV Schedule::issue_block(const SRef& sref) {
   BlockRV rv{next_id_++};
   blocks_[rv.id] = sref;

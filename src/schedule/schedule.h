@@ -63,6 +63,13 @@ class Schedule {
   explicit Schedule(ir::PrimFunc func, bool debug_verify = false);
   Schedule(ir::PrimFunc func, const ScheduleOptions& options);
 
+  Schedule(Schedule&&) = default;
+  Schedule& operator=(Schedule&&) = default;
+  // An independent schedule at the same point: same IR (shared, immutable), same trace, and
+  // every handle of this one valid in the copy with the same id. Its random engine is forked
+  // from this one's, so the two draw different decisions from here on.
+  Schedule copy();
+
   const ir::PrimFunc& func() const { return state_.func(); }
   const ScheduleState& state() const { return state_; }
   // The instructions applied so far; nullptr when tracing is off.
@@ -83,6 +90,10 @@ class Schedule {
   // (kComputeLocationRoot) and "inline" when compute_inline is legal. The decision is the loop's
   // index among the legal loops in pre-order, or one of the two constants.
   Result<LoopRV> sample_compute_location(const BlockRV& block, std::optional<int64_t> decision = std::nullopt);
+
+  // How many places sample_compute_location could choose for `block` now: the legal loops,
+  // plus "stay", plus "inline" when legal (what MutateComputeLocation needs).
+  Result<std::vector<int64_t>> compute_location_choices(const BlockRV& block) const;
 
   // ---- lookup ----
   Result<BlockRV> get_block(const std::string& name);

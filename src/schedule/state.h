@@ -36,6 +36,7 @@ class ScheduleState {
   ScheduleState& operator=(ScheduleState&&) = default;
 
   const ir::PrimFunc& func() const { return func_; }
+  bool debug_verify() const { return debug_verify_; }
   // The sref of a block or loop node of the current IR; nullptr if there is none.
   SRef get_sref(const ir::StmtNode* stmt) const;
   const SRef& root() const { return root_; }

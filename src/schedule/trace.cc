@@ -88,6 +88,20 @@ Trace Trace::with_decision(size_t index, Value decision) const {
   return out;
 }
 
+Trace Trace::with_argument(size_t index, size_t param, Value value) const {
+  if (index >= insts_.size())
+    throw InputError(fmt::format("with_argument: instruction {} does not exist (the trace has {})", index, insts_.size()));
+  const InstructionKind& kind = *insts_[index].kind;
+  if (param >= kind.params.size())
+    throw InputError(fmt::format("with_argument: {} has no parameter {}", kind.name, param));
+  if (!value_matches(value, kind.params[param].type))
+    throw InputError(fmt::format("with_argument: '{}' of {} must be {}, got {}", kind.params[param].name, kind.name,
+                                 param_type_name(kind.params[param].type), value_kind_name(value.kind)));
+  Trace out = *this;
+  out.insts_[index].args[param] = std::move(value);
+  return out;
+}
+
 Status Trace::apply_to(Schedule& sch, const ReplayOptions& options) const {
   std::unordered_map<int64_t, Value> env;  // trace id -> handle in sch
   std::function<Result<Value>(const Value&)> translate = [&](const Value& v) -> Result<Value> {
@@ -105,7 +119,8 @@ Status Trace::apply_to(Schedule& sch, const ReplayOptions& options) const {
     }
     return Value::of_list(std::move(items));
   };
-  for (size_t i = 0; i < insts_.size(); ++i) {
+  size_t end = std::min(options.stop_before, insts_.size());
+  for (size_t i = 0; i < end; ++i) {
     const Instruction& inst = insts_[i];
     std::vector<Value> args;
     for (const Value& a : inst.args) {
@@ -129,6 +144,7 @@ Status Trace::apply_to(Schedule& sch, const ReplayOptions& options) const {
                                        inst.outputs.size()));
     for (size_t k = 0; k < produced.size(); ++k) env[inst.outputs[k].i] = produced[k];
   }
+  if (options.handles) *options.handles = std::move(env);
   return ok_status();
 }
 

@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <cstdint>
 #include <vector>
 
 #include "schedule/error.h"
@@ -26,6 +28,10 @@ struct ReplayOptions {
   bool fresh_decisions = false;
   // Decisions by instruction index, taking precedence over both.
   std::map<size_t, Value> overrides = {};
+  // Replay only the instructions before this index (a prefix of the trace).
+  size_t stop_before = SIZE_MAX;
+  // When set, receives trace-local handle id -> the handle issued in the schedule.
+  std::unordered_map<int64_t, Value>* handles = nullptr;
 };
 
 class Trace {
@@ -43,6 +49,10 @@ class Trace {
   // The same trace with instruction `index`'s decision replaced; throws InputError if that
   // instruction does not sample or the decision has the wrong shape.
   Trace with_decision(size_t index, Value decision) const;
+
+  // The same trace with argument `param` of instruction `index` replaced (e.g. an annotation
+  // value); throws InputError if the index is out of range or the value does not fit the parameter.
+  Trace with_argument(size_t index, size_t param, Value value) const;
 
   // Replays the trace onto `sch` (normally fresh). A failure names the instruction (and its
   // line when parsed from text) and why, e.g. a recorded decision no longer legal.

@@ -1,0 +1,96 @@
+#include "tune/explore/sample_space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "codegen/llvm_codegen.h"
+#include "interp/interpreter.h"
+#include "lower/lower.h"
+#include "tune/postproc/candidate.h"
+
+namespace tyche::tune {
+
+namespace {
+
+constexpr size_t kMaxFailures = 5;
+
+// Runs the candidate on the inputs; empty if it matches the expected outputs, else why not.
+std::string check(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
+                  const std::vector<runtime::NDArray>& expected, bool compile) {
+  std::vector<runtime::NDArray> actual;
+  if (compile) {
+    auto kernel = codegen::compile(lower::lower(func).func);
+    std::vector<runtime::NDArray> args = inputs;
+    for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
+    kernel->run(args);
+    actual.assign(args.begin() + static_cast<std::ptrdiff_t>(inputs.size()), args.end());
+  } else {
+    actual = interp::run_on_inputs(func, inputs);
+  }
+  if (actual.size() != expected.size()) return "wrong number of outputs";
+  for (size_t i = 0; i < actual.size(); ++i) {
+    interp::Comparison c = interp::compare(actual[i], expected[i]);
+    if (!c.ok) return c.message;
+  }
+  return {};
+}
+
+}  // namespace
+
+SampleSpaceReport sample_space(const workloads::Workload& w, const Target& target, const SampleSpaceOptions& options,
+                               SpaceGeneratorPtr generator, std::vector<PostprocPtr> postprocs) {
+  TuneContext context{w.func, target};
+  if (!generator) generator = post_order_apply(default_rules(target));
+  if (postprocs.empty()) postprocs = default_postprocs(target);
+  for (const PostprocPtr& p : postprocs) p->initialize(context);
+  std::vector<schedule::Schedule> designs = generator->generate(context, options.seed);
+  SampleSpaceReport report;
+  std::vector<schedule::Trace> traces;
+  for (const schedule::Schedule& d : designs) {
+    traces.push_back(d.trace()->simplified());
+    report.spaces.push_back(traces.back().to_text());
+  }
+  if (traces.empty() || options.samples <= 0) return report;
+
+  std::vector<runtime::NDArray> inputs, expected;
+  if (options.check) {
+    inputs = workloads::make_inputs(w.func);
+    expected = w.reference(inputs);
+  }
+  RandomEngine rng(options.seed);
+  std::vector<double> seconds;
+  for (int i = 0; i < options.samples; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    const schedule::Trace& trace = traces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(traces.size())))];
+    auto candidate = make_candidate(context, trace, {.fresh_decisions = true}, postprocs, rng.fork().seed());
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    ++report.samples;
+    if (const CandidateError* err = std::get_if<CandidateError>(&candidate)) {
+      ++report.invalid_reasons[err->category];
+      if (report.failures.size() < kMaxFailures) report.failures.push_back(fmt::format("invalid: {}: {}", err->category, err->message));
+      continue;
+    }
+    ++report.valid;
+    if (!options.check) continue;
+    const schedule::Schedule& sch = std::get<schedule::Schedule>(candidate);
+    std::string why;
+    try {
+      why = check(sch.func(), inputs, expected, options.compile);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    ++report.checked;
+    if (why.empty()) {
+      ++report.correct;
+    } else if (report.failures.size() < kMaxFailures) {
+      report.failures.push_back(fmt::format("wrong result: {}\n{}", why, sch.trace()->to_text()));
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  report.median_candidate_seconds = seconds[seconds.size() / 2];
+  return report;
+}
+
+}  // namespace tyche::tune

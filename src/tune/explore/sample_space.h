@@ -1,0 +1,36 @@
+// Explores a workload's design space the way search will: generate the spaces, sample programs
+// by replaying a space's trace with fresh decisions, finish them with the postprocessors, and
+// check each valid one against the reference (interpreter, or LLVM-compiled).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tune/postproc/postproc.h"
+#include "tune/space/space_generator.h"
+#include "workloads/workloads.h"
+
+namespace tyche::tune {
+
+struct SampleSpaceOptions {
+  int samples = 100;
+  int64_t seed = 0;
+  bool compile = false;  // check with LLVM-compiled code instead of the interpreter
+  bool check = true;     // compare valid samples with the reference
+};
+
+struct SampleSpaceReport {
+  std::vector<std::string> spaces;  // each design space's trace, text form
+  int samples = 0, valid = 0, checked = 0, correct = 0;
+  std::map<std::string, int> invalid_reasons;  // category -> count
+  std::vector<std::string> failures;           // first few messages (invalid or wrong samples)
+  double median_candidate_seconds = 0;         // sample + replay + postprocess, per candidate
+};
+
+// Uses the target's default rules and postprocessors unless given.
+SampleSpaceReport sample_space(const workloads::Workload& w, const Target& target, const SampleSpaceOptions& options,
+                               SpaceGeneratorPtr generator = nullptr, std::vector<PostprocPtr> postprocs = {});
+
+}  // namespace tyche::tune

@@ -1,0 +1,28 @@
+// A candidate program: a design-space trace replayed (with recorded, fresh or overridden
+// decisions) onto a fresh schedule, then finished by the postprocessors.
+#pragma once
+
+#include <map>
+#include <variant>
+#include <string>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "schedule/trace.h"
+#include "tune/postproc/postproc.h"
+
+namespace tyche::tune {
+
+struct CandidateError {
+  std::string category;  // "replay" or the postprocessor's name: the key invalid reasons count under
+  std::string message;   // one line
+};
+
+// The schedule, or why the candidate is invalid. The returned schedule's trace holds the
+// replayed instructions and then the postprocessors'.
+std::variant<schedule::Schedule, CandidateError> make_candidate(const TuneContext& context, const schedule::Trace& trace,
+                                                                 const schedule::ReplayOptions& replay,
+                                                                 const std::vector<PostprocPtr>& postprocs,
+                                                                 int64_t seed);
+
+}  // namespace tyche::tune

@@ -1,0 +1,45 @@
+// Postprocessors: the validator and finisher of a replayed candidate. Each inspects or rewrites
+// the schedule in place; a refusal means the candidate is invalid and the search discards it,
+// counting the reason under the postprocessor's name.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "tune/space/target.h"
+
+namespace tyche::tune {
+
+class Postproc {
+ public:
+  virtual ~Postproc() = default;
+  virtual std::string name() const = 0;
+  virtual void initialize(const TuneContext& context) { (void)context; }
+  virtual schedule::Status apply(schedule::Schedule& sch) = 0;
+};
+using PostprocPtr = std::shared_ptr<Postproc>;
+
+// Refuses a program with a loop whose extent is not a constant.
+PostprocPtr disallow_dynamic_loop();
+// Turns the root block's meta_schedule.parallel / vectorize / unroll_* annotations into loop
+// kinds: per block nest, fuses the outer loops that are spatial for every block under them (as
+// long as the fused extent stays within the limit) and parallelizes the result; fuses and
+// vectorizes the innermost spatial loops within the vectorize limit; puts the unroll limit on the
+// outermost loop as pragma_auto_unroll_max_step (lowering unrolls what fits). Removes the
+// annotations.
+PostprocPtr rewrite_parallel_vectorize_unroll();
+// decompose_reduction of every reduction block with an init at its outermost loop that drives a
+// reduction iterator (so the init runs once, outside the reduction loops).
+PostprocPtr rewrite_reduction_block();
+// GPU: refuses a program whose thread blocks exceed the target's threads per block, shared
+// memory, or local memory, binds a thread axis twice on one path, or vectorizes wider than the
+// widest vector access.
+PostprocPtr verify_gpu_code();
+
+// TVM's lists: llvm: DisallowDynamicLoop, RewriteParallelVectorizeUnroll, RewriteReductionBlock.
+// cuda: DisallowDynamicLoop, RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyGPUCode.
+std::vector<PostprocPtr> default_postprocs(const Target& target);
+
+}  // namespace tyche::tune

@@ -1,0 +1,22 @@
+// Annotation keys the rules write and the postprocessors read (TVM's names, so traces read alike).
+#pragma once
+
+namespace tyche::tune::ann {
+
+// On the root block: the largest extent a fused parallel loop may have (int).
+inline constexpr const char* kParallel = "meta_schedule.parallel";
+// On the root block: the largest extent a fused vectorized loop may have (int).
+inline constexpr const char* kVectorize = "meta_schedule.vectorize";
+// On the root block: the auto-unroll step limit, explicit (unrolled in the IR) or implicit
+// (left to the compiler); the value is a sample_categorical outcome.
+inline constexpr const char* kUnrollExplicit = "meta_schedule.unroll_explicit";
+inline constexpr const char* kUnrollImplicit = "meta_schedule.unroll_implicit";
+// On a block MultiLevelTiling has tiled: its structure string.
+inline constexpr const char* kTilingStructure = "meta_schedule.tiling_structure";
+// On a loop: unroll the loops under it whose total unrolled size is at most this (lowering).
+inline constexpr const char* kAutoUnrollMaxStep = "pragma_auto_unroll_max_step";
+inline constexpr const char* kUnrollExplicitPragma = "pragma_unroll_explicit";
+// On a block AutoBind or CrossThreadReduction must leave alone.
+inline constexpr const char* kThreadBound = "meta_schedule.thread_bound";
+
+}  // namespace tyche::tune::ann

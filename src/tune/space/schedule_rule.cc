@@ -1,0 +1,55 @@
+#include "tune/space/schedule_rule.h"
+
+namespace tyche::tune {
+
+namespace {
+class FunctionRule : public ScheduleRule {
+ public:
+  FunctionRule(std::string name, RuleFunction fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  std::string name() const override { return name_; }
+  std::vector<schedule::Schedule> apply(schedule::Schedule sch, const schedule::BlockRV& block) override {
+    return fn_(std::move(sch), block);
+  }
+
+ private:
+  std::string name_;
+  RuleFunction fn_;
+};
+}  // namespace
+
+ScheduleRulePtr make_rule(std::string name, RuleFunction apply) {
+  return std::make_shared<FunctionRule>(std::move(name), std::move(apply));
+}
+
+std::vector<ScheduleRulePtr> default_rules(const Target& target) {
+  if (!target.is_gpu()) {
+    return {
+        auto_inline(),
+        add_rfactor(16, 64),
+        multi_level_tiling({.structure = "SSRSRS",
+                            .max_innermost_factor = 64,
+                            .reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {1, 2}, .scope = "global"}}),
+        parallel_vectorize_unroll(),
+        random_compute_location(),
+    };
+  }
+  return {
+      multi_level_tiling({.structure = "SSSRRSRS",
+                          .tile_binds = {"blockIdx.x", "vthread.x", "threadIdx.x"},
+                          .max_innermost_factor = 64,
+                          .reuse_read = {.req = ReuseConfig::Kind::kMust, .levels = {4}, .scope = "shared"},
+                          .reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {3}, .scope = "local"}}),
+      auto_inline({.into_producer = true,
+                   .into_consumer = true,
+                   .inline_const_tensor = true,
+                   .disallow_if_then_else = false,
+                   .require_injective = false,
+                   .require_ordered = false}),
+      cross_thread_reduction(),
+      parallel_vectorize_unroll(
+          {.max_jobs_per_core = -1, .max_vectorize_extent = -1, .unroll_max_steps = {0, 16, 64, 512, 1024}}),
+      auto_bind(),
+  };
+}
+
+}  // namespace tyche::tune

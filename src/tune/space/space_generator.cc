@@ -1,0 +1,129 @@
+#include "tune/space/space_generator.h"
+
+#include <fmt/format.h>
+
+#include "ir/functor.h"
+#include "support/error.h"
+
+namespace tyche::tune {
+
+using schedule::Schedule;
+
+namespace {
+
+// Block names in pre-order (a block before the blocks nested in it).
+std::vector<std::string> block_names(const ir::PrimFunc& func) {
+  std::vector<std::string> names;
+  class Collector : public ir::StmtExprVisitor {
+   public:
+    std::vector<std::string>* out;
+    void visit_block(const ir::BlockNode* n) override {
+      out->push_back(n->name);
+      ir::StmtExprVisitor::visit_block(n);
+    }
+  } collector;
+  collector.out = &names;
+  collector.visit_stmt(func->body);
+  return names;
+}
+
+class PostOrderApply : public SpaceGenerator {
+ public:
+  explicit PostOrderApply(std::vector<ScheduleRulePtr> rules) : rules_(std::move(rules)) {}
+
+  void initialize(const TuneContext& context) override {
+    for (const ScheduleRulePtr& r : rules_) r->initialize(context);
+  }
+
+  std::vector<Schedule> generate(const TuneContext& context, int64_t seed) override {
+    initialize(context);
+    std::vector<std::string> names = block_names(context.func);
+    // Reversed pre-order: later blocks (consumers) first, nested blocks before their parent.
+    std::reverse(names.begin(), names.end());
+    std::vector<Schedule> current;
+    current.emplace_back(context.func, schedule::ScheduleOptions{.seed = seed});
+    for (const std::string& name : names) {
+      std::vector<Schedule> next;
+      for (Schedule& sch : current) {
+        auto block = sch.get_block(name);
+        if (!block.ok()) {  // removed by an earlier rule (inlined)
+          next.push_back(std::move(sch));
+          continue;
+        }
+        std::vector<Schedule> designs;
+        designs.push_back(std::move(sch));
+        for (const ScheduleRulePtr& rule : rules_) {
+          std::vector<Schedule> out;
+          for (Schedule& d : designs) {
+            if (!d.block_sref(block.value()).ok()) {  // an earlier rule removed it
+              out.push_back(std::move(d));
+              continue;
+            }
+            for (Schedule& r : rule->apply(std::move(d), block.value())) out.push_back(std::move(r));
+          }
+          designs = std::move(out);
+        }
+        for (Schedule& d : designs) next.push_back(std::move(d));
+      }
+      current = std::move(next);
+    }
+    return current;
+  }
+
+ private:
+  std::vector<ScheduleRulePtr> rules_;
+};
+
+class ScheduleFn : public SpaceGenerator {
+ public:
+  explicit ScheduleFn(std::function<schedule::Status(Schedule&)> fn) : fn_(std::move(fn)) {}
+  std::vector<Schedule> generate(const TuneContext& context, int64_t seed) override {
+    Schedule sch(context.func, schedule::ScheduleOptions{.seed = seed});
+    schedule::Status st = [&]() -> schedule::Status {
+      try {
+        return fn_(sch);
+      } catch (const schedule::ScheduleException& e) {  // a Result's value() on a refusal
+        return e.error();
+      }
+    }();
+    if (!st.ok()) throw InputError(fmt::format("schedule function failed: {}", st.error().reason()));
+    std::vector<Schedule> out;
+    out.push_back(std::move(sch));
+    return out;
+  }
+
+ private:
+  std::function<schedule::Status(Schedule&)> fn_;
+};
+
+class Union : public SpaceGenerator {
+ public:
+  explicit Union(std::vector<SpaceGeneratorPtr> gens) : gens_(std::move(gens)) {}
+  void initialize(const TuneContext& context) override {
+    for (const SpaceGeneratorPtr& g : gens_) g->initialize(context);
+  }
+  std::vector<Schedule> generate(const TuneContext& context, int64_t seed) override {
+    std::vector<Schedule> out;
+    for (size_t i = 0; i < gens_.size(); ++i)
+      for (Schedule& s : gens_[i]->generate(context, seed < 0 ? seed : seed + static_cast<int64_t>(i)))
+        out.push_back(std::move(s));
+    return out;
+  }
+
+ private:
+  std::vector<SpaceGeneratorPtr> gens_;
+};
+
+}  // namespace
+
+SpaceGeneratorPtr post_order_apply(std::vector<ScheduleRulePtr> rules) {
+  return std::make_shared<PostOrderApply>(std::move(rules));
+}
+SpaceGeneratorPtr schedule_fn(std::function<schedule::Status(Schedule&)> fn) {
+  return std::make_shared<ScheduleFn>(std::move(fn));
+}
+SpaceGeneratorPtr space_union(std::vector<SpaceGeneratorPtr> generators) {
+  return std::make_shared<Union>(std::move(generators));
+}
+
+}  // namespace tyche::tune

@@ -1,0 +1,33 @@
+// Space generators: turn a function into design spaces, schedules whose traces are templates
+// that search re-samples and mutates. PostOrderApply applies rules to every block; ScheduleFn
+// runs a user's schedule function (a hand schedule or an AutoTVM-style template); Union joins.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "tune/space/schedule_rule.h"
+
+namespace tyche::tune {
+
+class SpaceGenerator {
+ public:
+  virtual ~SpaceGenerator() = default;
+  virtual void initialize(const TuneContext& context) { (void)context; }
+  // The design spaces of context.func; throws InputError when a user's function fails.
+  virtual std::vector<schedule::Schedule> generate(const TuneContext& context, int64_t seed) = 0;
+};
+using SpaceGeneratorPtr = std::shared_ptr<SpaceGenerator>;
+
+// Applies the rules, in order, to every block: consumers before producers (reverse program
+// order, inner blocks before the block that holds them, the root last), each rule to each
+// schedule the previous rules produced. Blocks a rule removed (inlined) are skipped.
+SpaceGeneratorPtr post_order_apply(std::vector<ScheduleRulePtr> rules);
+// One design space from a user's schedule function; its samplings make it a template.
+SpaceGeneratorPtr schedule_fn(std::function<schedule::Status(schedule::Schedule&)> fn);
+// The design spaces of all the generators, in order.
+SpaceGeneratorPtr space_union(std::vector<SpaceGeneratorPtr> generators);
+
+}  // namespace tyche::tune

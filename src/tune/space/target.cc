@@ -1,0 +1,60 @@
+#include "tune/space/target.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "support/error.h"
+
+namespace tyche::tune {
+
+Target Target::host() {
+  Target t;
+  t.num_cores = std::max(1u, std::thread::hardware_concurrency());
+  return t;
+}
+
+Target Target::parse(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  if (words.empty()) throw InputError("target: empty description (expected 'llvm' or 'cuda')");
+  Target t;
+  if (words[0] == "llvm") {
+    t = host();
+  } else if (words[0] == "cuda") {
+    t.kind = "cuda";
+    t.num_cores = 1;
+    t.max_shared_memory_per_block = 49152;  // the default dynamic limit without opt-in
+  } else {
+    throw InputError(fmt::format("target: unknown kind '{}' (expected 'llvm' or 'cuda')", words[0]));
+  }
+  for (size_t i = 1; i < words.size(); i += 2) {
+    const std::string& key = words[i];
+    if (i + 1 >= words.size()) throw InputError(fmt::format("target: option '{}' has no value", key));
+    int64_t value = 0;
+    try {
+      size_t used = 0;
+      value = std::stoll(words[i + 1], &used);
+      if (used != words[i + 1].size() || value <= 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("target: option '{}' needs a positive integer, got '{}'", key, words[i + 1]));
+    }
+    if (key == "-num-cores" && t.kind == "llvm") t.num_cores = static_cast<int>(value);
+    else if (key == "-max-threads-per-block" && t.is_gpu()) t.max_threads_per_block = value;
+    else if (key == "-max-shared-memory-per-block" && t.is_gpu()) t.max_shared_memory_per_block = value;
+    else if (key == "-thread-warp-size" && t.is_gpu()) t.thread_warp_size = value;
+    else throw InputError(fmt::format("target: unknown option '{}' for {}", key, t.kind));
+  }
+  return t;
+}
+
+std::string Target::str() const {
+  if (!is_gpu()) return fmt::format("llvm -num-cores {}", num_cores);
+  return fmt::format("cuda -max-threads-per-block {} -max-shared-memory-per-block {}", max_threads_per_block,
+                     max_shared_memory_per_block);
+}
+
+}  // namespace tyche::tune

@@ -1,0 +1,234 @@
+// Each built-in rule on its own: what it does to the blocks it applies to, that it leaves others
+// alone, its branches, and its refusals; user rules as lambdas; ScheduleFn and Union.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "../schedule/schedule_test_util.h"
+#include "ir/printer.h"
+#include "support/error.h"
+#include "tune/space/annotations.h"
+#include "tune/space/rule_util.h"
+#include "tune/space/space_generator.h"
+
+namespace tyche::tune {
+namespace {
+
+using schedule::BlockRV;
+using schedule::Schedule;
+using schedule::testing::computes_reference;
+using schedule::testing::small;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Target cpu() {
+  Target t;
+  t.num_cores = 2;
+  return t;
+}
+
+std::vector<Schedule> generate(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const Target& t = cpu()) {
+  return post_order_apply(std::move(rules))->generate(TuneContext{w.func, t}, 3);
+}
+
+std::string ir_of(const Schedule& s) { return ir::to_string(s.func()); }
+
+TEST(ScheduleCopy, HandlesCarryOverAndScheduleAreIndependent) {
+  auto w = small("GMM-1");
+  Schedule a(w.func, schedule::ScheduleOptions{.seed = 1});
+  BlockRV z = a.get_block("Z").value();
+  auto loops = a.get_loops(z).value();
+  auto parts = a.split(loops[1], {std::nullopt, 4}).value();  // loops[1] is now stale
+  Schedule b = a.copy();
+  EXPECT_EQ(b.trace()->to_text(), a.trace()->to_text());
+  EXPECT_EQ(b.loop_sref(loops[1]).error().code(), schedule::ErrorCode::kStaleHandle);
+  ASSERT_TRUE(b.vectorize(parts[1]).ok());  // a handle of `a`, valid in `b`
+  EXPECT_THAT(ir_of(b), HasSubstr("vectorized"));
+  EXPECT_THAT(ir_of(a), Not(HasSubstr("vectorized")));
+  EXPECT_EQ(a.trace()->size() + 1, b.trace()->size());
+  EXPECT_TRUE(computes_reference(w, b.func()));
+}
+
+TEST(AutoInline, InlinesTheElementwiseChainButNotPaddingOrOutputs) {
+  auto w = small("CBR-1");
+  auto designs = generate(w, {auto_inline()});
+  ASSERT_EQ(designs.size(), 1u);
+  std::string text = ir_of(designs[0]);
+  for (const char* gone : {"block(\"bias_add\")", "block(\"bn_mul\")", "block(\"bn_add\")"}) EXPECT_THAT(text, Not(HasSubstr(gone)));
+  for (const char* kept : {"block(\"pad\")", "block(\"conv2d\")", "block(\"relu\")"}) EXPECT_THAT(text, HasSubstr(kept));
+  EXPECT_TRUE(computes_reference(w, designs[0].func()));
+  // Allowing if_then_else inlines the padding into the convolution too.
+  auto with_pad = generate(w, {auto_inline({.disallow_if_then_else = false})});
+  EXPECT_THAT(ir_of(with_pad[0]), Not(HasSubstr("block(\"pad\")")));
+  EXPECT_TRUE(computes_reference(w, with_pad[0].func()));
+  // into_producer folds the output ReLU into the convolution's nest instead.
+  auto into_producer = generate(w, {auto_inline({.into_producer = true, .into_consumer = false, .require_injective = false})});
+  EXPECT_THAT(ir_of(into_producer[0]), Not(HasSubstr("block(\"relu\")")));
+  EXPECT_TRUE(computes_reference(w, into_producer[0].func()));
+}
+
+TEST(AutoInline, DisallowedOpsStay) {
+  auto w = small("SFM-1");
+  auto plain = generate(w, {auto_inline()});
+  EXPECT_THAT(ir_of(plain[0]), Not(HasSubstr("block(\"row_exp\")")));
+  auto kept = generate(w, {auto_inline({.disallow_op = {"exp"}})});
+  EXPECT_THAT(ir_of(kept[0]), HasSubstr("block(\"row_exp\")"));
+  EXPECT_TRUE(computes_reference(w, plain[0].func()));
+}
+
+TEST(MultiLevelTiling, MustReuseAndGpuBindings) {
+  auto w = small("GMM-1");
+  auto must = generate(w, {multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {2}}})});
+  ASSERT_EQ(must.size(), 1u);
+  EXPECT_THAT(must[0].trace()->to_text(), HasSubstr("cache_write"));
+  EXPECT_TRUE(computes_reference(w, must[0].func()));
+  auto none = generate(w, {multi_level_tiling({.structure = "SRS"})});
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_THAT(none[0].trace()->to_text(), Not(HasSubstr("cache_write")));
+  auto gpu = generate(w, default_rules(Target::parse("cuda")), Target::parse("cuda"));
+  ASSERT_EQ(gpu.size(), 1u);
+  std::string text = ir_of(gpu[0]);
+  for (const char* axis : {"blockIdx.x", "vthread.x", "threadIdx.x", "\"shared\"", "\"local\""}) EXPECT_THAT(text, HasSubstr(axis));
+  EXPECT_TRUE(computes_reference(w, gpu[0].func()));
+}
+
+TEST(MultiLevelTiling, LeavesBlocksWithoutReuseAlone) {
+  auto w = small("SFM-1");  // reductions whose input uses every spatial iterator
+  auto designs = generate(w, {multi_level_tiling()});
+  ASSERT_EQ(designs.size(), 1u);
+  EXPECT_THAT(designs[0].trace()->to_text(), Not(HasSubstr("split")));
+}
+
+TEST(MultiLevelTiling, RefusesBadConfigurations) {
+  EXPECT_THROW(multi_level_tiling({.structure = "SXR"}), InputError);
+  EXPECT_THROW(multi_level_tiling({.structure = "RR"}), InputError);
+  EXPECT_THROW(multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {7}}}), InputError);
+}
+
+TEST(ParallelVectorizeUnroll, AnnotatesTheRootOnly) {
+  auto w = small("GMM-1");
+  auto designs = generate(w, {parallel_vectorize_unroll({.unroll_max_steps = {0, 8}, .unroll_explicit = false})});
+  ASSERT_EQ(designs.size(), 1u);
+  std::string trace = designs[0].trace()->to_text();
+  EXPECT_THAT(trace, HasSubstr("ann_key=\"meta_schedule.parallel\", ann_val=32"));  // 16 jobs x 2 cores
+  EXPECT_THAT(trace, HasSubstr("meta_schedule.unroll_implicit"));
+  EXPECT_THAT(trace, HasSubstr("sample_categorical(candidates=[0, 8]"));
+  EXPECT_EQ(designs[0].trace()->size(), 6u);  // get_block Z, get_block root, 2 annotations, sample, annotation
+}
+
+TEST(RandomComputeLocation, MovesProducersToSampledLoops) {
+  auto w = small("CBR-1");
+  std::set<std::string> programs;
+  for (int64_t seed = 0; seed < 12; ++seed) {
+    auto designs = post_order_apply({random_compute_location()})->generate(TuneContext{w.func, cpu()}, seed);
+    ASSERT_EQ(designs.size(), 1u);
+    EXPECT_THAT(designs[0].trace()->to_text(), HasSubstr("sample_compute_location"));
+    EXPECT_TRUE(computes_reference(w, designs[0].func()));
+    programs.insert(ir_of(designs[0]));
+  }
+  EXPECT_GT(programs.size(), 3u);  // different locations were drawn
+}
+
+TEST(AddRFactor, BranchesIntoFactoredDesigns) {
+  auto w = small("NRM-1");  // one output element, a long reduction
+  auto designs = generate(w, {add_rfactor(16, 64)});
+  ASSERT_EQ(designs.size(), 3u);
+  EXPECT_THAT(designs[0].trace()->to_text(), Not(HasSubstr("rfactor")));
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_THAT(designs[i].trace()->to_text(), HasSubstr("rfactor"));
+    EXPECT_TRUE(computes_reference(w, designs[i].func()));
+  }
+  auto gmm = generate(small("GMM-1"), {add_rfactor()});  // plenty of spatial work
+  EXPECT_EQ(gmm.size(), 1u);
+}
+
+TEST(CrossThreadReduction, BindsTheReductionToThreadsOnGpuOnly) {
+  auto w = small("NRM-1");
+  Target gpu = Target::parse("cuda");
+  auto designs = generate(w, {cross_thread_reduction()}, gpu);
+  ASSERT_EQ(designs.size(), 2u);
+  EXPECT_THAT(ir_of(designs[1]), HasSubstr("threadIdx.x"));
+  EXPECT_TRUE(computes_reference(w, designs[1].func()));
+  EXPECT_EQ(generate(w, {cross_thread_reduction()}, cpu()).size(), 1u);
+  Target small_gpu = Target::parse("cuda -max-threads-per-block 64");
+  auto capped = generate(w, {cross_thread_reduction()}, small_gpu);
+  ASSERT_EQ(capped.size(), 2u);
+  EXPECT_THAT(capped[1].trace()->to_text(), HasSubstr("candidates=[4, 8, 16, 32, 64]"));
+}
+
+TEST(AutoBind, BindsEveryKernel) {
+  auto w = small("SFM-1");
+  Target gpu = Target::parse("cuda");
+  auto designs = generate(w, {auto_bind()}, gpu);
+  ASSERT_EQ(designs.size(), 1u);
+  std::string trace = designs[0].trace()->to_text();
+  size_t binds = 0;
+  for (size_t at = trace.find("blockIdx.x"); at != std::string::npos; at = trace.find("blockIdx.x", at + 1)) ++binds;
+  EXPECT_EQ(binds, 4u);  // four kernels
+  EXPECT_TRUE(computes_reference(w, designs[0].func()));
+  EXPECT_THAT(generate(w, {auto_bind()}, cpu())[0].trace()->to_text(), Not(HasSubstr("bind")));
+}
+
+TEST(UserRules, LambdaRulesComposeWithBuiltins) {
+  auto w = small("GMM-1");
+  int calls = 0;
+  auto vectorize_inner = make_rule("VectorizeInnermost", [&](Schedule sch, const BlockRV& block) {
+    ++calls;
+    auto loops = sch.get_loops(block);
+    if (loops.ok() && !loops.value().empty() && block_node(sch, block)->name == "Z") (void)sch.vectorize(loops.value()[2]);  // j (k is a reduction)
+    std::vector<Schedule> out;
+    out.push_back(std::move(sch));
+    return out;
+  });
+  auto designs = generate(w, {vectorize_inner, parallel_vectorize_unroll()});
+  ASSERT_EQ(designs.size(), 1u);
+  EXPECT_EQ(calls, 2);  // Z, then root
+  EXPECT_THAT(ir_of(designs[0]), HasSubstr("vectorized"));
+  EXPECT_EQ(vectorize_inner->name(), "VectorizeInnermost");
+}
+
+TEST(ScheduleFn, TemplatesAndUnion) {
+  auto w = small("GMM-1");
+  auto hand = schedule_fn([](Schedule& sch) -> schedule::Status {
+    auto z = sch.get_block("Z").value();
+    auto loops = sch.get_loops(z).value();
+    auto tiles = sch.sample_perfect_tile(loops[2], 2, 16).value();  // an AutoTVM-style knob
+    auto parts = sch.split(loops[2], {tiles[0], tiles[1]}).value();
+    return sch.vectorize(parts[1]);
+  });
+  auto both = space_union({hand, post_order_apply(default_rules(cpu()))});
+  auto designs = both->generate(TuneContext{w.func, cpu()}, 5);
+  ASSERT_EQ(designs.size(), 4u);
+  EXPECT_THAT(designs[0].trace()->to_text(), HasSubstr("sample_perfect_tile(loop=l3, n=2, max_innermost_factor=16"));
+  EXPECT_TRUE(computes_reference(w, designs[0].func()));
+  auto broken = schedule_fn([](Schedule& sch) -> schedule::Status {
+    auto b = sch.get_block("nope");
+    if (!b.ok()) return b.error();
+    return schedule::ok_status();
+  });
+  try {
+    broken->generate(TuneContext{w.func, cpu()}, 0);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("schedule function failed"));
+    EXPECT_THAT(e.what(), HasSubstr("nope"));
+  }
+  auto throwing = schedule_fn([](Schedule& sch) -> schedule::Status {
+    sch.get_block("missing").value();  // value() of a refusal throws; the generator reports it
+    return schedule::ok_status();
+  });
+  EXPECT_THROW(throwing->generate(TuneContext{w.func, cpu()}, 0), InputError);
+}
+
+TEST(Target, ParsesAndRefuses) {
+  EXPECT_EQ(Target::parse("llvm -num-cores 3").num_cores, 3);
+  Target gpu = Target::parse("cuda -max-threads-per-block 256 -max-shared-memory-per-block 1024");
+  EXPECT_TRUE(gpu.is_gpu());
+  EXPECT_EQ(gpu.max_threads_per_block, 256);
+  EXPECT_EQ(gpu.max_shared_memory_per_block, 1024);
+  for (const char* bad : {"", "opencl", "llvm -num-cores", "llvm -num-cores x", "llvm -num-cores 0", "cuda -num-cores 2",
+                          "llvm -max-threads-per-block 4"})
+    EXPECT_THROW(Target::parse(bad), InputError) << bad;
+}
+
+}  // namespace
+}  // namespace tyche::tune
