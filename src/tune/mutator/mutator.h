@@ -19,6 +19,7 @@ class Mutator {
  public:
   virtual ~Mutator() = default;
   virtual std::string name() const = 0;
+  // Call before mutate: MutateComputeLocation and MutateParallel replay traces onto context.func.
   virtual void initialize(const TuneContext& context) { context_ = context; }
   // A trace that differs from `trace` in one decision or annotation value, or nullopt.
   virtual std::optional<schedule::Trace> mutate(const schedule::Trace& trace, RandomEngine& rng) = 0;
@@ -32,7 +33,7 @@ using MutatorPtr = std::shared_ptr<Mutator>;
 // max_innermost_factor.
 MutatorPtr mutate_tile_size();
 // Picks another meta_schedule.parallel limit on the root block that changes how many outer
-// loops some block fuses into its parallel loop.
+// loops some block fuses into its parallel loop (replaying the trace to see the loops).
 MutatorPtr mutate_parallel();
 // Picks another outcome of the sample_categorical that feeds a meta_schedule.unroll_* annotation.
 MutatorPtr mutate_unroll();

@@ -1,0 +1,65 @@
+// MutateThreadBinding: another outcome of a sample_categorical that gives a split the factor whose
+// loop is bound to threadIdx (the threads per block AutoBind chose).
+#include <set>
+
+#include "tune/mutator/mutator.h"
+
+namespace tyche::tune {
+
+namespace {
+
+using schedule::Value;
+
+// Another index of a categorical, drawn by the remaining probabilities (TVM's rule); nullopt
+// when no other candidate has a positive probability.
+std::optional<int64_t> other_index(const schedule::Instruction& inst, int64_t current, RandomEngine& rng) {
+  std::vector<double> weights;
+  bool any = false;
+  for (size_t k = 0; k < inst.args[1].list.size(); ++k) {
+    const Value& p = inst.args[1].list[k];
+    double w = static_cast<int64_t>(k) == current ? 0 : (p.kind == Value::Kind::kFloat ? p.f : static_cast<double>(p.i));
+    weights.push_back(w > 0 ? w : 0);
+    any = any || w > 0;
+  }
+  if (!any) return std::nullopt;
+  return rng.weighted_index(weights);
+}
+
+class MutateThreadBinding : public Mutator {
+ public:
+  std::string name() const override { return "MutateThreadBinding"; }
+
+  std::optional<schedule::Trace> mutate(const schedule::Trace& trace, RandomEngine& rng) override {
+    const auto& insts = trace.instructions();
+    std::set<int64_t> thread_loops, factors;  // trace-local ids
+    for (const schedule::Instruction& inst : insts)
+      if (inst.kind->name == "bind" && inst.args[1].s.starts_with("threadIdx")) thread_loops.insert(inst.args[0].i);
+    for (const schedule::Instruction& inst : insts) {
+      if (inst.kind->name != "split") continue;
+      bool bound = false;
+      for (const Value& o : inst.outputs) bound = bound || thread_loops.count(o.i);
+      if (!bound) continue;
+      for (const Value& f : inst.args[1].list)
+        if (f.kind == Value::Kind::kExprRV) factors.insert(f.i);
+    }
+    std::vector<size_t> candidates;
+    for (size_t i = 0; i < insts.size(); ++i)
+      if (insts[i].kind->name == "sample_categorical" && trace.decisions().count(i) && !insts[i].outputs.empty() &&
+          factors.count(insts[i].outputs[0].i))
+        candidates.push_back(i);
+    // Try them in a random order: one whose other outcomes all have probability 0 cannot change.
+    while (!candidates.empty()) {
+      size_t k = static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(candidates.size())));
+      size_t i = candidates[k];
+      if (auto d = other_index(insts[i], trace.decisions().at(i).i, rng)) return trace.with_decision(i, Value::integer(*d));
+      candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+MutatorPtr mutate_thread_binding() { return std::make_shared<MutateThreadBinding>(); }
+
+}  // namespace tyche::tune
