@@ -19,6 +19,7 @@
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
+#include "tune/explore/sample_space.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
 
@@ -53,6 +54,10 @@ struct Options {
   int threads = 0;
   bool dump_ir = false;
   int repeat = 10;
+  // space
+  int samples = 100;
+  bool compile = false;
+  std::string target = "llvm";
 };
 
 // The workload, scaled down on request, with the trace file (text or JSON) applied. Sampling
@@ -158,6 +163,42 @@ int cmd_run(const Options& o) {
   return correct ? 0 : kExitMismatch;
 }
 
+// Prints the design spaces of a workload, samples programs from them, validates them with the
+// postprocessors and checks the valid ones against the reference.
+int cmd_space(const Options& o) {
+  std::ofstream json_out;
+  if (!o.json_file.empty()) {
+    json_out.open(o.json_file);
+    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  tune::Target target = tune::Target::parse(o.target);
+  if (o.compile && target.is_gpu())
+    throw Error("--compile needs a CPU target: CUDA code generation is not available yet (check in the interpreter instead)");
+  workloads::Workload w = workloads::resolve(o.workload, o.extents);
+  // Checking in the interpreter needs small shapes; compiled code checks the real one.
+  if (!o.compile) w = workloads::scaled_down(w);
+  tune::SampleSpaceReport r =
+      tune::sample_space(w, target, {.samples = o.samples, .seed = o.seed, .compile = o.compile, .check = true});
+  for (size_t i = 0; i < r.spaces.size(); ++i) fmt::print("# design space {}\n{}\n", i, r.spaces[i]);
+  for (const std::string& f : r.failures) fmt::print(stderr, "{}\n", f);
+  std::vector<std::string> reasons;
+  for (const auto& [k, n] : r.invalid_reasons) reasons.push_back(fmt::format("{}: {}", k, n));
+  double pct = r.samples ? 100.0 * r.valid / r.samples : 0.0;
+  fmt::print("{} [{}] on {}: {} design spaces; {} samples, {} valid ({:.1f}%), {} of {} correct ({}); invalid: {}; "
+             "median sample+replay+postprocess {:.3f} ms\n",
+             w.name, w.shape, target.str(), r.spaces.size(), r.samples, r.valid, pct, r.correct, r.checked,
+             o.compile ? "compiled" : "interpreter", reasons.empty() ? "none" : fmt::format("{}", fmt::join(reasons, ", ")),
+             r.median_candidate_seconds * 1e3);
+  if (!o.json_file.empty()) {
+    nlohmann::json reasons_json = nlohmann::json::object();
+    for (const auto& [k, n] : r.invalid_reasons) reasons_json[k] = n;
+    nlohmann::json j = {{"workload", w.name},   {"spaces", r.spaces.size()}, {"samples", r.samples},
+                        {"valid", r.valid},     {"correct", r.correct},      {"invalid_reasons", reasons_json}};
+    if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  return r.correct == r.checked ? 0 : kExitMismatch;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,6 +210,14 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "print the IR of a workload");
   auto* check = app.add_subcommand("check", "run a workload in the interpreter against its reference");
   auto* run = app.add_subcommand("run", "compile with LLVM, check against the reference, and time");
+  auto* space = app.add_subcommand("space", "print the design spaces, sample and validate programs, check them");
+  space->add_option("--samples", opts.samples, "programs to sample (default 100)")->check(CLI::NonNegativeNumber);
+  space->add_flag("--compile", opts.compile, "check at full size with LLVM-compiled code (default: interpreter, scaled down)");
+  space->add_option("--target", opts.target, "llvm (default), 'llvm -num-cores N', or cuda");
+  space->add_option("--json", opts.json_file, "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
+  space->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")->required();
+  space->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
+  space->add_option("--seed", opts.seed, "seed of the space generation and of the samples (default 0)");
   run->add_option("--emit", opts.emit, "also print the lowered IR, C source, LLVM IR or assembly")->check(CLI::IsMember({"ir", "c", "llvm", "asm"}));
   run->add_option("--threads", opts.threads, "threads for parallel loops (default: all)")->check(CLI::PositiveNumber);
   run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
@@ -187,7 +236,7 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run)\n", cmd);
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space)\n", cmd);
       return kExitUsage;
     }
   }
@@ -209,6 +258,7 @@ int main(int argc, char** argv) {
     if (show->parsed()) return cmd_show(opts);
     if (check->parsed()) return cmd_check(opts);
     if (run->parsed()) return cmd_run(opts);
+    if (space->parsed()) return cmd_space(opts);
   } catch (const tyche::Error& e) {
     fmt::print(stderr, "tyche: error: {}\n", e.what());
     return kExitUsage;

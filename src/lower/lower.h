@@ -6,7 +6,8 @@
 // reduce iters at their minimum", predicates as ifs, alloc_buffers as Allocate); every buffer is
 // 1-d (strides from storage_align honoured); vectorized loops are vector expressions (Ramp /
 // Broadcast) or, when that is not possible, serial loops with a note; unrolled loops of at most
-// kMaxUnrollExtent iterations are unrolled. Parallel loops stay For nodes of kind kParallel: the
+// kMaxUnrollExtent iterations are unrolled, and so are the small loops under a
+// pragma_auto_unroll_max_step annotation. Parallel loops stay For nodes of kind kParallel: the
 // backend outlines their bodies (codegen does the closure conversion).
 #pragma once
 
@@ -47,7 +48,9 @@ ir::PrimFunc flatten_buffers(const ir::PrimFunc& func);
 ir::PrimFunc simplify(const ir::PrimFunc& func);
 // Vectorized loops -> vector expressions, or serial loops with a note.
 ir::PrimFunc vectorize_loops(const ir::PrimFunc& func, std::vector<std::string>* notes);
-// Unrolled loops of constant extent <= kMaxUnrollExtent -> copies of the body.
+// Unrolled loops of constant extent <= kMaxUnrollExtent -> copies of the body; under a loop
+// annotated pragma_auto_unroll_max_step = N (explicit), serial loops of at most N steps too
+// (see unroll.cc).
 ir::PrimFunc unroll_loops(const ir::PrimFunc& func, std::vector<std::string>* notes);
 // Nested parallel loops: only the outermost runs in parallel (inner ones become serial, noted).
 ir::PrimFunc serialize_nested_parallel(const ir::PrimFunc& func, std::vector<std::string>* notes);

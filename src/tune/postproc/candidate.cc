@@ -9,6 +9,7 @@ std::variant<schedule::Schedule, CandidateError> make_candidate(const TuneContex
   schedule::Schedule sch(context.func, schedule::ScheduleOptions{.seed = seed});
   if (auto st = trace.apply_to(sch, replay); !st.ok()) return CandidateError{"replay", st.error().reason()};
   for (const PostprocPtr& p : postprocs) {
+    p->initialize(context);  // cheap: postprocessors only read the target
     if (auto st = p->apply(sch); !st.ok()) return CandidateError{p->name(), st.error().reason()};
   }
   return sch;

@@ -18,7 +18,7 @@ struct CandidateError {
   std::string message;   // one line
 };
 
-// The schedule, or why the candidate is invalid. The returned schedule's trace holds the
+// The schedule, or why the candidate is invalid. Initializes the postprocessors with `context`. The returned schedule's trace holds the
 // replayed instructions and then the postprocessors'.
 std::variant<schedule::Schedule, CandidateError> make_candidate(const TuneContext& context, const schedule::Trace& trace,
                                                                  const schedule::ReplayOptions& replay,

@@ -28,14 +28,18 @@ PostprocPtr disallow_dynamic_loop();
 // long as the fused extent stays within the limit) and parallelizes the result; fuses and
 // vectorizes the innermost spatial loops within the vectorize limit; puts the unroll limit on the
 // outermost loop as pragma_auto_unroll_max_step (lowering unrolls what fits). Removes the
-// annotations.
+// annotations. Exact eligibility rules (which MutateParallel mirrors) are in
+// rewrite_parallel_vectorize_unroll.cc; implicit unroll (pragma_unroll_explicit = 0) leaves the
+// loops to the back-end compiler.
 PostprocPtr rewrite_parallel_vectorize_unroll();
 // decompose_reduction of every reduction block with an init at its outermost loop that drives a
-// reduction iterator (so the init runs once, outside the reduction loops).
+// reduction iterator (so the init runs once, outside the reduction loops). A block with no such
+// loop, or whose reduction is bound to threads (cross-thread), keeps its init.
 PostprocPtr rewrite_reduction_block();
 // GPU: refuses a program whose thread blocks exceed the target's threads per block, shared
 // memory, or local memory, binds a thread axis twice on one path, or vectorizes wider than the
-// widest vector access.
+// widest vector access. Buffer sizes are what one thread block (shared) or thread (local) touches
+// of each buffer, as buffer compaction would allocate it. Reads the target in initialize().
 PostprocPtr verify_gpu_code();
 
 // TVM's lists: llvm: DisallowDynamicLoop, RewriteParallelVectorizeUnroll, RewriteReductionBlock.

@@ -1,6 +1,7 @@
 // AutoBind (GPU): every kernel needs its outer loops bound to blocks and threads. A block in the
 // root scope none of whose loops is bound gets its leading spatial loops fused and split by a
-// sampled thread count; the outer part becomes blockIdx.x, the inner threadIdx.x.
+// sampled thread count; the outer part becomes blockIdx.x, the inner threadIdx.x. A block whose
+// reduction is already bound to threadIdx (CrossThreadReduction) gets only blockIdx.x.
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
 
@@ -36,19 +37,27 @@ class AutoBind : public ScheduleRule {
     auto loops = sch.get_loops(block);
     if (!loops.ok()) return;
     const schedule::SRef block_sref = sch.block_sref(block).value();
-    std::vector<LoopRV> leading;
+    bool has_block_idx = false, has_thread_idx = false;
     for (const LoopRV& l : loops.value()) {
       const ir::ForNode* f = sch.loop_sref(l).value()->as_for();
-      if (f->for_kind == ir::ForKind::kThreadBinding) return;  // already bound
-      if (!leading.empty() && sch.loop_sref(leading.back()).value()->as_for()->body.get() != f) break;  // not nested perfectly
-      if (f->for_kind != ir::ForKind::kSerial || loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(l).value().get()) != LoopIterType::kSpatial)
+      if (f->for_kind != ir::ForKind::kThreadBinding) continue;
+      has_block_idx |= f->thread_tag.starts_with("blockIdx");
+      has_thread_idx |= f->thread_tag.starts_with("threadIdx");
+    }
+    if (has_block_idx) return;  // already a kernel
+    std::vector<LoopRV> leading;  // outer spatial loops, perfectly nested
+    for (const LoopRV& l : loops.value()) {
+      const ir::ForNode* f = sch.loop_sref(l).value()->as_for();
+      if (!leading.empty() && sch.loop_sref(leading.back()).value()->as_for()->body.get() != f) break;
+      if (f->for_kind != ir::ForKind::kSerial ||
+          loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(l).value().get()) != LoopIterType::kSpatial)
         break;
       leading.push_back(l);
     }
     Schedule trial = sch.copy();
     LoopRV outer;
     if (leading.empty()) {
-      auto unit = trial.add_unit_loop(block);  // a pure reduction: one thread block of one thread row
+      auto unit = trial.add_unit_loop(block);  // a pure reduction: a single thread block
       if (!unit.ok()) return;
       outer = unit.value();
     } else if (leading.size() == 1) {
@@ -58,11 +67,17 @@ class AutoBind : public ScheduleRule {
       if (!fused.ok()) return;
       outer = fused.value();
     }
-    auto threads = trial.sample_categorical(extents_, uniform_probs(extents_.size()));
-    if (!threads.ok()) return;
-    auto parts = trial.split(outer, {std::nullopt, threads.value()});
-    if (!parts.ok() || !trial.bind(parts.value()[0], "blockIdx.x").ok() || !trial.bind(parts.value()[1], "threadIdx.x").ok())
-      return;
+    if (has_thread_idx) {
+      // Threads already share the work (CrossThreadReduction): the spatial loops become blocks.
+      if (!trial.bind(outer, "blockIdx.x").ok()) return;
+    } else {
+      auto threads = trial.sample_categorical(extents_, uniform_probs(extents_.size()));
+      if (!threads.ok()) return;
+      auto parts = trial.split(outer, {std::nullopt, threads.value()});
+      if (!parts.ok() || !trial.bind(parts.value()[0], "blockIdx.x").ok() ||
+          !trial.bind(parts.value()[1], "threadIdx.x").ok())
+        return;
+    }
     sch = std::move(trial);
   }
 
