@@ -2,6 +2,7 @@
 // loop is bound to threadIdx (the threads per block AutoBind chose).
 #include <set>
 
+#include "tune/mutator/categorical.h"
 #include "tune/mutator/mutator.h"
 
 namespace tyche::tune {
@@ -9,21 +10,6 @@ namespace tyche::tune {
 namespace {
 
 using schedule::Value;
-
-// Another index of a categorical, drawn by the remaining probabilities (TVM's rule); nullopt
-// when no other candidate has a positive probability.
-std::optional<int64_t> other_index(const schedule::Instruction& inst, int64_t current, RandomEngine& rng) {
-  std::vector<double> weights;
-  bool any = false;
-  for (size_t k = 0; k < inst.args[1].list.size(); ++k) {
-    const Value& p = inst.args[1].list[k];
-    double w = static_cast<int64_t>(k) == current ? 0 : (p.kind == Value::Kind::kFloat ? p.f : static_cast<double>(p.i));
-    weights.push_back(w > 0 ? w : 0);
-    any = any || w > 0;
-  }
-  if (!any) return std::nullopt;
-  return rng.weighted_index(weights);
-}
 
 class MutateThreadBinding : public Mutator {
  public:
@@ -42,19 +28,7 @@ class MutateThreadBinding : public Mutator {
       for (const Value& f : inst.args[1].list)
         if (f.kind == Value::Kind::kExprRV) factors.insert(f.i);
     }
-    std::vector<size_t> candidates;
-    for (size_t i = 0; i < insts.size(); ++i)
-      if (insts[i].kind->name == "sample_categorical" && trace.decisions().count(i) && !insts[i].outputs.empty() &&
-          factors.count(insts[i].outputs[0].i))
-        candidates.push_back(i);
-    // Try them in a random order: one whose other outcomes all have probability 0 cannot change.
-    while (!candidates.empty()) {
-      size_t k = static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(candidates.size())));
-      size_t i = candidates[k];
-      if (auto d = other_index(insts[i], trace.decisions().at(i).i, rng)) return trace.with_decision(i, Value::integer(*d));
-      candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(k));
-    }
-    return std::nullopt;
+    return redraw_categorical(trace, factors, rng);
   }
 };
 
