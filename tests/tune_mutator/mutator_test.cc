@@ -7,7 +7,9 @@
 #include <set>
 
 #include "../schedule/schedule_test_util.h"
+#include "ir/printer.h"
 #include "tune/mutator/mutator.h"
+#include "tune/postproc/postproc.h"
 #include "tune/space/annotations.h"
 
 namespace tyche::tune {
@@ -279,6 +281,46 @@ TEST(MutateParallel, SeveralBlocksAndNothingToChange) {
   RandomEngine rng(0);
   EXPECT_FALSE(m1->mutate(*s1.trace(), rng));
   EXPECT_FALSE(m->mutate(gmm_trace(small("GMM-1"), 0, std::nullopt, false), rng));
+}
+
+// Against the real postprocessor: the limits MutateParallel picks give pairwise different
+// programs, none the current one, and every other limit up to `max_limit` gives one of those or
+// the current one.
+void expect_one_limit_per_program(const workloads::Workload& w, const Trace& trace, int64_t max_limit) {
+  auto m = make(mutate_parallel(), w);
+  size_t index = 0;
+  for (size_t i = 0; i < trace.size(); ++i)
+    if (trace.instructions()[i].kind->name == "annotate" && trace.instructions()[i].args[1].s == ann::kParallel) index = i;
+  auto program = [&](int64_t limit) {
+    Schedule s(w.func, ScheduleOptions{.seed = 0});
+    EXPECT_TRUE(trace.with_argument(index, 2, Value::integer(limit)).apply_to(s).ok());
+    EXPECT_TRUE(rewrite_parallel_vectorize_unroll()->apply(s).ok());
+    return ir::to_string(s.func());
+  };
+  std::set<int64_t> picked;
+  for (int seed = 0; seed < kTries; ++seed) {
+    RandomEngine rng(seed);
+    if (auto out = m->mutate(trace, rng)) picked.insert(parallel_limit(*out));
+  }
+  std::set<std::string> programs = {program(trace.instructions()[index].args[2].i)};
+  for (int64_t limit : picked) EXPECT_TRUE(programs.insert(program(limit)).second) << "limit " << limit;
+  for (int64_t limit = 1; limit <= max_limit; ++limit) EXPECT_TRUE(programs.count(program(limit))) << "limit " << limit;
+}
+
+TEST(MutateParallel, PicksOneLimitPerPostprocessedProgram) {
+  // GMM: b, i and j fuse to at most 1 * 32 * 32.
+  auto w = small("GMM-1");
+  expect_one_limit_per_program(w, gmm_trace(w, 0, Tiles{{1, 1, 1, 1}, {2, 4, 2, 2}, {4, 2, 2, 2}, {2, 2, 2, 4}}), 1025);
+  for (int64_t seed : {1, 2, 3}) expect_one_limit_per_program(w, gmm_trace(w, seed), 1025);
+  // A reduction computed under a loop it ignores (S under W's j): parallelizing j would re-run it
+  // concurrently, so only i may fuse and no limit changes the program.
+  auto rs = workloads::from_index_notation("S[i] += X[i,k]; W[i,j] = S[i] * Y[i,j]", "i=16,j=16,k=8");
+  Schedule sch(rs.func, ScheduleOptions{.seed = 0});
+  ASSERT_TRUE(sch.compute_at(sch.get_block("S").value(), sch.get_loops(sch.get_block("W").value()).value()[1]).ok());
+  ASSERT_TRUE(sch.annotate(sch.get_block("root").value(), ann::kParallel, int64_t{32}).ok());
+  expect_one_limit_per_program(rs, *sch.trace(), 257);
+  RandomEngine rng(0);
+  EXPECT_FALSE(make(mutate_parallel(), rs)->mutate(*sch.trace(), rng));
 }
 
 // ---- MutateComputeLocation ----

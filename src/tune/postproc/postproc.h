@@ -28,8 +28,8 @@ PostprocPtr disallow_dynamic_loop();
 // long as the fused extent stays within the limit) and parallelizes the result; fuses and
 // vectorizes the innermost spatial loops within the vectorize limit; puts the unroll limit on the
 // outermost loop as pragma_auto_unroll_max_step (lowering unrolls what fits). Removes the
-// annotations. Exact eligibility rules (which MutateParallel mirrors) are in
-// rewrite_parallel_vectorize_unroll.cc; implicit unroll (pragma_unroll_explicit = 0) leaves the
+// annotations. Which loops may join the parallel loop (shared with MutateParallel) is in
+// tune/space/parallel_plan.h; implicit unroll (pragma_unroll_explicit = 0) leaves the
 // loops to the back-end compiler.
 PostprocPtr rewrite_parallel_vectorize_unroll();
 // decompose_reduction of every reduction block with an init at its outermost loop that drives a

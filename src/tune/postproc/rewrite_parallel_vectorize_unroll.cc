@@ -5,10 +5,10 @@
 // For each block directly under the root (get_child_blocks(root)), in order:
 // - parallel (limit L > 0): the block's loops from the outermost while each is serial, of
 //   constant extent >= 1, unannotated, the only statement of the previous taken loop's body,
-//   with a range independent of the taken loops, and safe to run in parallel (ParallelSafety:
-//   only spatial iterators depend on it, and no reduction under it ignores it); taken while the
-//   product of extents stays <= L, but the first eligible loop always. Several are fused; the
-//   result is parallel().
+//   with a range independent of the taken loops, and safe to run in parallel (only spatial
+//   iterators depend on it, and no reduction under it ignores it); taken while the product of
+//   extents stays <= L, but the first eligible loop always (tune/space/parallel_plan.h, shared
+//   with MutateParallel). Several are fused; the result is parallel().
 // - vectorize (limit V > 0): for every leaf block at or under it, the block's loops from the
 //   innermost outwards while each is serial, of constant extent, unannotated, has as body
 //   exactly the block realize / the next taken loop, binds only spatial iterators (and binds
@@ -30,6 +30,7 @@
 #include "schedule/block_scope.h"
 #include "tune/postproc/postproc.h"
 #include "tune/space/annotations.h"
+#include "tune/space/parallel_plan.h"
 
 namespace tyche::tune {
 
@@ -43,10 +44,6 @@ using schedule::ScheduleError;
 using schedule::Status;
 using VarSet = std::unordered_set<const ir::VarNode*>;
 
-bool uses_any(const ir::Expr& e, const VarSet& vars) {
-  return e.defined() && arith::uses_var(e, [&](const ir::VarNode* v) { return vars.count(v) > 0; });
-}
-
 // An integer annotation of the root; nullopt when absent.
 schedule::Result<std::optional<int64_t>> read_int(const ir::Annotations& ann, const char* key) {
   auto it = ann.find(key);
@@ -54,60 +51,6 @@ schedule::Result<std::optional<int64_t>> read_int(const ir::Annotations& ann, co
   if (const auto* i = std::get_if<int64_t>(&it->second)) return std::optional<int64_t>(*i);
   return ScheduleError(ErrorCode::kInvalidAnnotation, fmt::format("root annotation '{}' is not an integer", key));
 }
-
-// Whether the iterations of a loop may run concurrently: walking down from the loop, a variable
-// depends on it when it is the loop's own or an inner loop's whose range uses a dependent one.
-// Every block under it must bind dependent variables to spatial iterators only; and a block
-// with reduce iterators or an init must bind one at all, or every iteration would re-run the
-// whole reduction (init included) on the same elements. Nested blocks are governed by their
-// enclosing block's bindings, so block bodies are not entered.
-class ParallelSafety {
- public:
-  static bool check(const ir::ForNode* loop) {
-    ParallelSafety p;
-    VarSet dep = {loop->loop_var.get()};
-    p.walk(loop->body, dep);
-    return p.safe_;
-  }
-
- private:
-  void walk(const ir::Stmt& s, VarSet& dep) {
-    if (!safe_ || !s.defined()) return;
-    switch (s.kind()) {
-      case ir::StmtKind::kFor: {
-        const auto* f = s.as<ir::ForNode>();
-        bool added = (uses_any(f->min, dep) || uses_any(f->extent, dep)) && dep.insert(f->loop_var.get()).second;
-        walk(f->body, dep);
-        if (added) dep.erase(f->loop_var.get());
-        return;
-      }
-      case ir::StmtKind::kSeqStmt:
-        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c, dep);
-        return;
-      case ir::StmtKind::kIfThenElse:
-        walk(s.as<ir::IfThenElseNode>()->then_case, dep);
-        walk(s.as<ir::IfThenElseNode>()->else_case, dep);
-        return;
-      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body, dep); return;
-      case ir::StmtKind::kBlockRealize: {
-        const auto* r = s.as<ir::BlockRealizeNode>();
-        const ir::BlockNode* b = r->block.get();
-        bool used = false, reduces = b->init.defined();
-        for (size_t i = 0; i < b->iter_vars.size(); ++i) {
-          reduces |= b->iter_vars[i].kind != ir::IterKind::kSpatial;
-          if (!uses_any(r->iter_values[i], dep)) continue;
-          used = true;
-          if (b->iter_vars[i].kind != ir::IterKind::kSpatial) safe_ = false;
-        }
-        if (reduces && !used) safe_ = false;
-        return;
-      }
-      default: return;
-    }
-  }
-
-  bool safe_ = true;
-};
 
 // Serial, unannotated, with a constant extent of at least 1.
 bool plain_serial(const ir::ForNode* f) {
@@ -125,25 +68,12 @@ Status fuse_and(Schedule& sch, const std::vector<LoopRV>& loops, Status (Schedul
 }
 
 Status parallelize(Schedule& sch, const BlockRV& block, int64_t limit) {
+  TYCHE_TRY_ASSIGN(sref, sch.block_sref(block));
+  size_t n = parallel_plan(parallel_prefix(sch.state(), sref), limit);
   TYCHE_TRY_ASSIGN(loops, sch.get_loops(block));
-  std::vector<LoopRV> taken;
-  const ir::ForNode* prev = nullptr;
-  int64_t product = 1;
-  VarSet taken_vars;
-  for (const LoopRV& rv : loops) {
-    TYCHE_TRY_ASSIGN(sref, sch.loop_sref(rv));
-    const ir::ForNode* f = sref->as_for();
-    if (!plain_serial(f) || (prev && prev->body.get() != f) || uses_any(f->min, taken_vars)) break;
-    if (!ParallelSafety::check(f)) break;
-    int64_t extent = *ir::as_const_int(f->extent);
-    if (prev && arith::sat_mul(product, extent) > limit) break;
-    product *= extent;
-    taken.push_back(rv);
-    taken_vars.insert(f->loop_var.get());
-    prev = f;
-  }
-  if (taken.empty()) return schedule::ok_status();
-  return fuse_and(sch, taken, &Schedule::parallel);
+  if (n == 0) return schedule::ok_status();
+  loops.resize(n);
+  return fuse_and(sch, loops, &Schedule::parallel);
 }
 
 Status vectorize_leaf(Schedule& sch, const BlockRV& block, int64_t limit) {
