@@ -2,6 +2,8 @@
 // the draw is recorded as the instruction's decision so a trace can be replayed or mutated.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include <limits>
 
 #include "ir/op.h"
@@ -134,15 +136,20 @@ ComputeLocations compute_locations(const ScheduleState& state, const SRef& block
   const SRefNode* scope = scope_block(block.get());
   if (!scope) return out;
   std::vector<SRefNode*> ancestors_of_block = ancestors(block.get());
+  std::optional<ScheduleState> scratch;
   for (const ir::ForNode* loop : loops_under(scope->as_block()->body)) {
     SRef loop_ref = state.get_sref(loop);
     if (!loop_ref || std::find(ancestors_of_block.begin(), ancestors_of_block.end(), loop_ref.get()) != ancestors_of_block.end())
       continue;
-    ScheduleState scratch(state.func());
-    if (compute_at(scratch, scratch.get_sref(block->stmt), scratch.get_sref(loop), false)) out.loops.push_back(loop_ref);
+    // A refused compute_at leaves the state unchanged, so one scratch state serves until a try succeeds.
+    if (!scratch) scratch.emplace(state.func());
+    if (compute_at(*scratch, scratch->get_sref(block->stmt), scratch->get_sref(loop), false)) {
+      out.loops.push_back(loop_ref);
+      scratch.reset();
+    }
   }
-  ScheduleState scratch(state.func());
-  out.can_inline = compute_inline(scratch, scratch.get_sref(block->stmt)).ok();
+  if (!scratch) scratch.emplace(state.func());
+  out.can_inline = compute_inline(*scratch, scratch->get_sref(block->stmt)).ok();
   return out;
 }
 

@@ -197,3 +197,42 @@ TEST(CliRun, BadInputsExitTwoWithOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliSpace, PrintsSpacesSamplesAndWritesJson) {
+  std::string json = testing::TempDir() + "/tyche_space_" + std::to_string(getpid()) + ".json";
+  Result r = run("space GMM-4 --samples 20 --seed 3 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, testing::HasSubstr("# design space 2\n"));
+  EXPECT_THAT(r.out, testing::HasSubstr("sch.sample_perfect_tile(loop="));
+  EXPECT_THAT(r.out, testing::HasSubstr("3 design spaces; 20 samples, 20 valid (100.0%), 20 of 20 correct (interpreter)"));
+  FILE* f = fopen(json.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string text(4096, '\0');
+  text.resize(fread(text.data(), 1, text.size(), f));
+  fclose(f);
+  std::remove(json.c_str());
+  for (const char* key : {"\"workload\"", "\"spaces\": 3", "\"samples\": 20", "\"valid\": 20", "\"correct\": 20", "\"invalid_reasons\": {}"})
+    EXPECT_THAT(text, testing::HasSubstr(key));
+  // The same seed gives the same spaces; the GPU target gives its own.
+  EXPECT_EQ(run("space GMM-4 --samples 0 --seed 3").out, run("space GMM-4 --samples 0 --seed 3").out);
+  Result gpu = run("space SFM-1 --samples 10 --target cuda");
+  ASSERT_EQ(gpu.code, 0) << gpu.err;
+  EXPECT_THAT(gpu.out, testing::HasSubstr("threadIdx.x"));
+  Result compiled = run("space 'C[i,j] += A[i,k] * B[k,j]' --extents i=50,j=49,k=7 --samples 3 --compile");
+  ASSERT_EQ(compiled.code, 0) << compiled.err;
+  EXPECT_THAT(compiled.out, testing::HasSubstr("3 of 3 correct (compiled)"));
+}
+
+TEST(CliSpace, BadInputsExitTwoWithOneLine) {
+  expect_usage_error("space NOPE-1", "NOPE-1");
+  expect_usage_error("space GMM-1 --target opencl", "unknown kind 'opencl'");
+  expect_usage_error("space GMM-1 --target 'llvm -num-cores x'", "positive integer");
+  expect_usage_error("space GMM-1 --target cuda --compile", "--compile needs a CPU target");
+  expect_usage_error("space GMM-1 --samples -3", "--samples");
+  expect_usage_error("space GMM-1 --json /nonexistent/dir/out.json", "cannot write");
+  expect_usage_error("space", "workload");
+}
+
+}  // namespace
