@@ -192,8 +192,9 @@ int cmd_space(const Options& o) {
   if (!o.json_file.empty()) {
     nlohmann::json reasons_json = nlohmann::json::object();
     for (const auto& [k, n] : r.invalid_reasons) reasons_json[k] = n;
-    nlohmann::json j = {{"workload", w.name},   {"spaces", r.spaces.size()}, {"samples", r.samples},
-                        {"valid", r.valid},     {"correct", r.correct},      {"invalid_reasons", reasons_json}};
+    nlohmann::json j = {{"workload", w.name}, {"target", target.str()},         {"spaces", r.spaces.size()},
+                        {"samples", r.samples}, {"valid", r.valid},   {"correct", r.correct},
+                        {"invalid_reasons", reasons_json}};
     if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
   }
   return r.correct == r.checked ? 0 : kExitMismatch;

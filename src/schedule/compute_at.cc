@@ -99,6 +99,15 @@ bool uses_vars(const ir::Expr& e, const arith::VarRangeMap& vars) {
   });
 }
 
+// Whether a buffer of storage `scope` is shared by all values of the thread axis `tag` (TVM's
+// CanRelaxStorageUnderThread): shared memory by threadIdx and vthread, warp memory by
+// threadIdx.x; global and local memory by none that matters here.
+bool relaxed_under_thread(const std::string& scope, const std::string& tag) {
+  if (scope == "warp") return tag == "threadIdx.x";
+  if (scope == "shared" || scope == "shared.dyn") return tag.starts_with("threadIdx") || tag.starts_with("vthread");
+  return false;
+}
+
 // Inclusive per-dimension bounds of `region`, accessed by the block at `block`, with its iter vars
 // replaced by its bindings and the loops between `loop` (exclusive) and the block relaxed. Ends
 // may refer to `loop` and the loops above it. nullopt when some end is unbounded.
@@ -121,6 +130,14 @@ std::optional<std::vector<IntervalSet>> relaxed_access(const ScheduleState& stat
     if (!p) return std::nullopt;
     if (auto* f = p->as_for()) dom[f->loop_var] = ir::Range(f->min, f->extent);
   }
+  // A buffer shared by the threads of a thread block (or a warp) serves all of them: thread
+  // loops at or above `loop` whose threads share it are relaxed too, so the moved block computes
+  // the whole thread block's region, not one thread's (TVM's LoopDomainOfSRefTreePath with the
+  // buffer's storage scope).
+  for (const SRefNode* p = loop; p; p = p->parent)
+    if (auto* f = p->as_for(); f && f->for_kind == ir::ForKind::kThreadBinding &&
+                               relaxed_under_thread(region.buffer->scope, f->thread_tag))
+      dom[f->loop_var] = ir::Range(f->min, f->extent);
   std::vector<IntervalSet> out;
   for (const ir::Range& r : region.region) {
     ir::Expr mn = bind(r.min);

@@ -8,6 +8,7 @@
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "schedule/block_scope.h"
 #include "schedule/primitive.h"
 #include "schedule/instruction_impl.h"
 
@@ -15,12 +16,17 @@ namespace tyche::schedule {
 
 namespace {
 
-// A block iterator of reduce kind bound to the loop: iterations would update one element concurrently.
-const ir::BlockRealizeNode* reduction_bound_to(const ir::ForNode* loop) {
+// A block with a non-spatial iterator bound to the loop: iterations would update one element
+// concurrently. With `cross_thread`, reduce iterators of a proper reduction block are allowed.
+const ir::BlockRealizeNode* reduction_bound_to(const ScheduleState& state, const ir::ForNode* loop, bool cross_thread) {
   for (const ir::BlockRealizeNode* r : realizes_under(loop->body)) {
     for (size_t i = 0; i < r->iter_values.size(); ++i) {
-      if (r->block->iter_vars[i].kind == ir::IterKind::kSpatial) continue;
-      if (arith::uses_var(r->iter_values[i], [&](const ir::VarNode* v) { return v == loop->loop_var.get(); })) return r;
+      ir::IterKind kind = r->block->iter_vars[i].kind;
+      if (kind == ir::IterKind::kSpatial) continue;
+      if (!arith::uses_var(r->iter_values[i], [&](const ir::VarNode* v) { return v == loop->loop_var.get(); })) continue;
+      if (!cross_thread || kind == ir::IterKind::kOpaque) return r;
+      SRef block = state.get_sref(r->block.get());
+      if (!block || !check_reduction_block(state, block.get()).ok()) return r;
     }
   }
   return nullptr;
@@ -29,11 +35,11 @@ const ir::BlockRealizeNode* reduction_bound_to(const ir::ForNode* loop) {
 Status set_kind(ScheduleState& state, const SRef& sref, ir::ForKind kind, const std::string& tag) {
   const ir::ForNode* loop = sref->as_for();
   const char* what = kind == ir::ForKind::kParallel ? "parallel" : kind == ir::ForKind::kVectorized ? "vectorize" : "bind";
-  // A reduction may be bound to threadIdx: the GPU back end lowers it to a cross-thread
-  // reduction (what CrossThreadReduction schedules).
+  // A reduction may be bound to threadIdx: a GPU back end lowers it to a cross-thread reduction
+  // (as TVM's does; what CrossThreadReduction schedules); on the CPU it runs as a serial loop.
   bool cross_thread = kind == ir::ForKind::kThreadBinding && tag.starts_with("threadIdx");
-  if (kind != ir::ForKind::kUnrolled && !cross_thread) {
-    if (const ir::BlockRealizeNode* r = reduction_bound_to(loop))
+  if (kind != ir::ForKind::kUnrolled) {
+    if (const ir::BlockRealizeNode* r = reduction_bound_to(state, loop, cross_thread))
       return ScheduleError(ErrorCode::kInvalidLoopKind,
                            fmt::format("{}: loop '{}' drives a reduction or opaque iterator of block '{}'", what,
                                        loop->loop_var.name(), r->block->name),

@@ -91,8 +91,9 @@ class Schedule {
   // index among the legal loops in pre-order, or one of the two constants.
   Result<LoopRV> sample_compute_location(const BlockRV& block, std::optional<int64_t> decision = std::nullopt);
 
-  // How many places sample_compute_location could choose for `block` now: the legal loops,
-  // plus "stay", plus "inline" when legal (what MutateComputeLocation needs).
+  // The decisions sample_compute_location could take for `block` now: kComputeLocationRoot,
+  // kComputeLocationInline when legal, and the index of each legal loop (MutateComputeLocation
+  // draws another one).
   Result<std::vector<int64_t>> compute_location_choices(const BlockRV& block) const;
 
   // ---- lookup ----

@@ -34,6 +34,27 @@ TEST(ComputeAt, C2dPadUnderSplitConvLoop) {
   EXPECT_EQ(sch.get_loops(pad).value().size(), 5u);  // n, h_0 and three new loops
 }
 
+TEST(ComputeAt, SharedCacheUnderThreadLoopServesTheWholeThreadBlock) {
+  // Rows of Z split 4 x 8, the 8 bound to threadIdx.x. A "shared" copy of X placed under that
+  // loop must hold the rows of all 8 threads (they share it); a "local" one only its thread's row.
+  auto w = small("GMM-1");  // 32 x 32 x 32
+  for (const char* scope : {"shared", "local"}) {
+    Schedule sch(w.func, true);
+    BlockRV z = sch.get_block("Z").value();
+    auto rows = sch.split(loop_of(sch, "Z", 1), {4, 8}).value();
+    ASSERT_TRUE(sch.bind(rows[1], "threadIdx.x").ok());
+    BlockRV copy = sch.cache_read(z, 0, scope).value();
+    ASSERT_TRUE(sch.compute_at(copy, rows[1]).ok());
+    int64_t rows_copied = 1;
+    for (const LoopRV& l : sch.get_loops(copy).value()) {
+      const ir::ForNode* f = sch.loop_sref(l).value()->as_for();
+      if (f->for_kind != ir::ForKind::kThreadBinding && f->loop_var.name().starts_with("ax1")) rows_copied = *ir::as_const_int(f->extent);
+    }
+    EXPECT_EQ(rows_copied, std::string(scope) == "shared" ? 8 : 1) << scope << "\n" << ir::to_string(sch.func());
+    EXPECT_TRUE(computes_reference(w, sch.func())) << scope;
+  }
+}
+
 TEST(ComputeAt, C2dPreserveUnitLoops) {
   auto w = small("C2D-1");
   Schedule sch(w.func, true);

@@ -41,6 +41,26 @@ TEST(SampleSpace, OddMatmulCompiledAtFullSize) {
   expect_space_valid(w, cpu(), 8, /*compile=*/true);
 }
 
+TEST(SampleSpace, FullShapesPassThePostprocessors) {
+  // Spaces depend on the extents (999 = 27 x 37, 97 is prime); validity at the real shapes.
+  for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"}) {
+    SampleSpaceReport r = sample_space(workloads::get_preset(name), cpu(), {.samples = 100, .seed = 4, .check = false});
+    EXPECT_GE(r.valid, 99) << name;
+  }
+  auto mm = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=1000,j=999,k=97");
+  EXPECT_EQ(sample_space(mm, cpu(), {.samples = 200, .seed = 4, .check = false}).valid, 200);
+}
+
+TEST(SampleSpace, SameSeedSameReport) {
+  auto w = small("CBR-2");
+  SampleSpaceReport a = sample_space(w, cpu(), {.samples = 30, .seed = 8});
+  SampleSpaceReport b = sample_space(w, cpu(), {.samples = 30, .seed = 8});
+  EXPECT_EQ(a.spaces, b.spaces);
+  EXPECT_EQ(a.valid, b.valid);
+  EXPECT_EQ(a.correct, b.correct);
+  EXPECT_NE(sample_space(w, cpu(), {.samples = 0, .seed = 9}).spaces, a.spaces);
+}
+
 TEST(SampleSpace, GpuSpacesValidateOnTheIrLevel) {
   Target gpu = Target::parse("cuda");
   for (const char* name : {"GMM-1", "SFM-1", "NRM-1"}) expect_space_valid(small(name), gpu, 30);
@@ -58,10 +78,10 @@ void expect_mutator_rate(const MutatorPtr& mutator, const workloads::Workload& w
   int good = 0;
   for (int i = 0; i < tries; ++i) {
     const schedule::Trace& space = *designs[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(designs.size())))].trace();
-    // A sampled candidate's trace (decisions filled), as search holds them.
-    schedule::Schedule sample(w.func, schedule::ScheduleOptions{.seed = 1000 + i});
-    ASSERT_TRUE(space.apply_to(sample, {.fresh_decisions = true}).ok());
-    const schedule::Trace& trace = *sample.trace();
+    // A sampled candidate's trace before its postprocessors, as search holds them.
+    schedule::Trace trace;
+    auto sampled = make_candidate(context, space, {.fresh_decisions = true}, postprocs, 1000 + i, &trace);
+    ASSERT_TRUE(std::holds_alternative<schedule::Schedule>(sampled));
     auto mutated = mutator->mutate(trace, rng);
     if (!mutated || mutated->to_json() == trace.to_json()) continue;
     auto candidate = make_candidate(context, *mutated, {}, postprocs, 1);

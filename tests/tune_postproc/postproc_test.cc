@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "arith/linear.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/functor.h"
@@ -146,9 +147,10 @@ TEST(Postproc, GmmSsrsrsParallelVectorizeUnrollDecompose) {
   annotate_root(sch, 4, 4, 64);
   ASSERT_TRUE(run_all(sch, default_postprocs(Target{})).ok());
 
-  // b0 i0 j0 b1 (1*2*2*1 = 4 <= 4; i1 would make 8) fused and parallel, with the unroll pragma.
+  // b0 i0 j0 (1*2*2 = 4: the next loop joins only while the product is below 4) fused and
+  // parallel, with the unroll pragma.
   auto z = loops_of(sch, "Z");
-  ASSERT_EQ(z.size(), 11u);
+  ASSERT_EQ(z.size(), 12u);
   EXPECT_EQ(z[0]->for_kind, ir::ForKind::kParallel);
   EXPECT_EQ(ir::as_const_int(z[0]->extent), 4);
   EXPECT_EQ(std::get<int64_t>(z[0]->annotations.at(ann::kAutoUnrollMaxStep)), 64);
@@ -417,13 +419,53 @@ TEST(Postproc, VerifyGPUCodeThreadsPerBlock) {
 }
 
 TEST(Postproc, VerifyGPUCodeAxisBoundTwice) {
+  // Equal extents, but Z uses both indices: as one thread index they would cover the diagonal.
   Schedule sch(small("GMM-1").func, schedule::ScheduleOptions{.seed = 1});
   auto l = sch.get_loops(sch.get_block("Z").value()).value();
   sch.bind(l[1], "threadIdx.x").value();
   sch.bind(l[2], "threadIdx.x").value();
   auto st = verify(sch, cuda());
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("threadIdx.x is bound twice on one path"));
+  EXPECT_THAT(st.error().reason(),
+              HasSubstr("threadIdx.x is bound on nested loops 'i' and 'j' and the inner nest uses 'i' (both loops become "
+                        "one thread index)"));
+}
+
+TEST(Postproc, VerifyGPUCodeNestedAxisWithDifferentExtents) {
+  Schedule sch(small("GMM-1").func, schedule::ScheduleOptions{.seed = 1});
+  auto l = sch.get_loops(sch.get_block("Z").value()).value();
+  sch.bind(l[1], "threadIdx.x").value();
+  auto j = sch.split(l[2], {4, std::nullopt}).value();
+  sch.bind(j[0], "threadIdx.x").value();
+  auto st = verify(sch, cuda());
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().reason(), HasSubstr("threadIdx.x is bound on nested loops with different extents ('i' 32, 'j_0' 4)"));
+  EXPECT_EQ(st.error().code(), schedule::ErrorCode::kInvalidLoopKind);
+}
+
+TEST(Postproc, VerifyGPUCodeRefusesBlocksOutsideTheKernels) {
+  // X's shared copy stays a top-level nest of its own, outside every blockIdx/threadIdx loop.
+  Schedule sch = gpu_gmm(32);
+  BlockRV xs = sch.cache_read(sch.get_block("Z").value(), 0, "shared").value();
+  auto st = verify(sch, cuda());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().reason(), "block 'X_shared' is not bound to GPU threads");
+  EXPECT_TRUE(verify(sch, Target{}).ok());  // llvm: the host runs it
+  // A virtual thread is no kernel launch.
+  sch.bind(sch.get_loops(xs).value()[1], "vthread.x").value();
+  st = verify(sch, cuda());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().reason(), "block 'X_shared' is not bound to GPU threads");
+  // Bound to blockIdx (a kernel of its own), it may run.
+  Schedule bound = gpu_gmm(32);
+  BlockRV ys = bound.cache_read(bound.get_block("Z").value(), 1, "shared").value();
+  bound.bind(bound.get_loops(ys).value()[1], "blockIdx.x").value();
+  EXPECT_TRUE(verify(bound, cuda()).ok());
+  // Nothing bound at all: the first block found is named.
+  Schedule none(small("GMM-1").func, schedule::ScheduleOptions{.seed = 1});
+  st = verify(none, cuda());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().reason(), "block 'Z' is not bound to GPU threads");
 }
 
 TEST(Postproc, VerifyGPUCodeSharedMemoryCountsOneBlocksTile) {
@@ -470,12 +512,166 @@ TEST(Postproc, VerifyGPUCodeVectorWidth) {
   EXPECT_THAT(st.error().reason(), HasSubstr("max_vector_bytes 16"));
 }
 
+// ---- RewriteCooperativeFetch ----
+
+// GMM on a GPU by hand: b, i0 (blockIdx.x 4), j0 (threadIdx.x 8) [, j0' (threadIdx.y)], k0 (4),
+// i1, j1, k1; X's shared copy under k0 (8 rows x 8 columns of the thread block's tile, the
+// same for every thread) annotated with `vector_len`.
+Schedule coop_gmm(int64_t vector_len, bool thread_y = false) {
+  Schedule sch(small("GMM-1").func, schedule::ScheduleOptions{.seed = 1});
+  BlockRV z = sch.get_block("Z").value();
+  auto l = sch.get_loops(z).value();
+  auto i = sch.split(l[1], {4, 8}).value();
+  auto j = thread_y ? sch.split(l[2], {4, 2, 4}).value() : sch.split(l[2], {8, 4}).value();
+  auto k = sch.split(l[3], {4, 8}).value();
+  std::vector<LoopRV> order = {i[0]};
+  order.insert(order.end(), j.begin(), j.end() - 1);
+  order.insert(order.end(), {k[0], i[1], j.back(), k[1]});
+  sch.reorder(order).value();
+  sch.bind(i[0], "blockIdx.x").value();
+  if (thread_y) sch.bind(j[0], "threadIdx.y").value();
+  sch.bind(j[thread_y ? 1 : 0], "threadIdx.x").value();
+  BlockRV xs = sch.cache_read(z, 0, "shared").value();
+  sch.compute_at(xs, k[0], true).value();
+  sch.annotate(xs, ann::kCooperativeFetch, vector_len).value();
+  return sch;
+}
+
+schedule::Status cooperative_fetch(Schedule& sch) {
+  PostprocPtr p = rewrite_cooperative_fetch();
+  p->initialize(TuneContext{sch.func(), cuda()});
+  return p->apply(sch);
+}
+
+TEST(Postproc, CooperativeFetchSpreadsTheCopyOverTheThreads) {
+  auto w = small("GMM-1");
+  Schedule sch = coop_gmm(4);
+  ASSERT_TRUE(cooperative_fetch(sch).ok());
+  EXPECT_TRUE(find_block(sch.func(), "X_shared")->annotations.empty());
+  // b, i0, j0, k0, then the 64-element copy as 2 x threadIdx.x 8 x vector 4.
+  auto x = loops_of(sch, "X_shared");
+  ASSERT_EQ(x.size(), 7u) << ir::to_string(sch.func());
+  EXPECT_EQ(x[2]->thread_tag, "threadIdx.x");
+  EXPECT_EQ(ir::as_const_int(x[4]->extent), 2);
+  EXPECT_EQ(x[4]->for_kind, ir::ForKind::kSerial);
+  EXPECT_EQ(x[5]->thread_tag, "threadIdx.x");
+  EXPECT_EQ(ir::as_const_int(x[5]->extent), ir::as_const_int(x[2]->extent));
+  EXPECT_EQ(x[6]->for_kind, ir::ForKind::kVectorized);
+  EXPECT_EQ(ir::as_const_int(x[6]->extent), 4);
+  EXPECT_TRUE(verify(sch, cuda()).ok()) << verify(sch, cuda()).error().reason();
+  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_THAT(sch.trace()->to_text(), HasSubstr("sch.unannotate(block_or_loop="));
+  expect_replays(sch, w.func);
+
+  // A length that does not divide the copy falls back to 1: 8 x threadIdx.x 8.
+  Schedule odd = coop_gmm(3);
+  ASSERT_TRUE(cooperative_fetch(odd).ok());
+  auto o = loops_of(odd, "X_shared");
+  ASSERT_EQ(o.size(), 6u);
+  EXPECT_EQ(ir::as_const_int(o[4]->extent), 8);
+  EXPECT_EQ(o[5]->thread_tag, "threadIdx.x");
+  EXPECT_EQ(ir::as_const_int(o[5]->extent), 8);
+  EXPECT_TRUE(verify(odd, cuda()).ok());
+  EXPECT_TRUE(interp_matches(w, odd.func()));
+
+  // threadIdx.y and threadIdx.x: 64 = 4 x threadIdx.y 4 x threadIdx.x 2 x vector 2.
+  Schedule xy = coop_gmm(2, true);
+  ASSERT_TRUE(cooperative_fetch(xy).ok());
+  auto t = loops_of(xy, "X_shared");
+  ASSERT_EQ(t.size(), 9u) << ir::to_string(xy.func());
+  EXPECT_EQ(ir::as_const_int(t[5]->extent), 4);
+  EXPECT_EQ(t[6]->thread_tag, "threadIdx.y");
+  EXPECT_EQ(ir::as_const_int(t[6]->extent), 4);
+  EXPECT_EQ(t[7]->thread_tag, "threadIdx.x");
+  EXPECT_EQ(ir::as_const_int(t[7]->extent), 2);
+  EXPECT_EQ(t[8]->for_kind, ir::ForKind::kVectorized);
+  EXPECT_TRUE(verify(xy, cuda()).ok());
+  EXPECT_TRUE(interp_matches(w, xy.func()));
+}
+
+TEST(Postproc, CooperativeFetchImperfectSplitAddsAPredicate) {
+  // 3 threads (j split imperfectly) share X's 8 x 4 = 32-element copy: 11 x 3 with a predicate.
+  auto w = small("GMM-1");
+  Schedule sch(w.func, schedule::ScheduleOptions{.seed = 1});
+  BlockRV z = sch.get_block("Z").value();
+  auto l = sch.get_loops(z).value();
+  auto i = sch.split(l[1], {4, 8}).value();
+  auto j = sch.split(l[2], {3, std::nullopt}).value();
+  auto k = sch.split(l[3], {8, 4}).value();
+  sch.reorder({i[0], j[0], k[0], i[1], j[1], k[1]}).value();
+  sch.bind(i[0], "blockIdx.x").value();
+  sch.bind(j[0], "threadIdx.x").value();
+  BlockRV xs = sch.cache_read(z, 0, "shared").value();
+  sch.compute_at(xs, k[0], true).value();
+  sch.annotate(xs, ann::kCooperativeFetch, int64_t{4}).value();  // 32 / 4 = 8 vectors over 3 threads
+  ASSERT_TRUE(cooperative_fetch(sch).ok());
+  auto x = loops_of(sch, "X_shared");
+  ASSERT_EQ(x.size(), 7u) << ir::to_string(sch.func());
+  EXPECT_EQ(ir::as_const_int(x[4]->extent), 3);
+  EXPECT_EQ(x[5]->thread_tag, "threadIdx.x");
+  EXPECT_EQ(ir::as_const_int(x[5]->extent), 3);
+  EXPECT_EQ(x[6]->for_kind, ir::ForKind::kVectorized);
+  schedule::SRef copy = sch.block_sref(sch.get_block("X_shared").value()).value();
+  EXPECT_FALSE(ir::is_const_int(sch.state().realize_of(copy.get())->predicate, 1));
+  EXPECT_TRUE(verify(sch, cuda()).ok());
+  EXPECT_TRUE(interp_matches(w, sch.func()));
+}
+
+TEST(Postproc, CooperativeFetchLeavesOneThreadsCopySerial) {
+  // A copy whose region depends on the thread index (here a local copy of Y's columns of one
+  // thread) is that thread's: shared out, each thread would copy only part of its own region.
+  auto w = small("GMM-1");
+  Schedule sch = coop_gmm(1);
+  auto zl = sch.get_loops(sch.get_block("Z").value()).value();
+  BlockRV yl = sch.cache_read(sch.get_block("Z").value(), 1, "local").value();
+  sch.compute_at(yl, zl[3], true).value();  // under k0
+  sch.annotate(yl, ann::kCooperativeFetch, int64_t{2}).value();
+  std::string before = ir::to_string(sch.func());
+  ASSERT_TRUE(cooperative_fetch(sch).ok());
+  EXPECT_TRUE(find_block(sch.func(), "Y_local")->annotations.empty());
+  for (const ir::ForNode* f : loops_of(sch, "Y_local")) {
+    if (f->thread_tag == "threadIdx.x") {
+      EXPECT_EQ(f->loop_var.name(), "j_0");
+    }
+    EXPECT_NE(f->for_kind, ir::ForKind::kVectorized);
+  }
+  EXPECT_EQ(loops_of(sch, "X_shared")[5]->thread_tag, "threadIdx.x");  // X's copy is still shared out
+  EXPECT_TRUE(verify(sch, cuda()).ok());
+  EXPECT_TRUE(interp_matches(w, sch.func()));
+
+  // No enclosing threadIdx.x loop: only the annotation goes.
+  Schedule cpu(w.func, schedule::ScheduleOptions{.seed = 1});
+  BlockRV z = cpu.get_block("Z").value();
+  BlockRV xs = cpu.cache_read(z, 0, "shared").value();
+  cpu.compute_at(xs, cpu.get_loops(z).value()[1], true).value();
+  cpu.annotate(xs, ann::kCooperativeFetch, int64_t{4}).value();
+  ASSERT_TRUE(cooperative_fetch(cpu).ok());
+  EXPECT_TRUE(find_block(cpu.func(), "X_shared")->annotations.empty());
+  for (const ir::ForNode* f : loops_of(cpu, "X_shared")) EXPECT_EQ(f->for_kind, ir::ForKind::kSerial);
+
+  // A value that is no vector length is refused.
+  Schedule bad = coop_gmm(1);
+  bad.annotate(bad.get_block("X_shared").value(), ann::kCooperativeFetch, std::string("wide")).value();
+  auto st = cooperative_fetch(bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().reason(), HasSubstr("block 'X_shared': meta_schedule.cooperative_fetch must be an integer"));
+}
+
 TEST(Postproc, Names) {
   EXPECT_EQ(rewrite_parallel_vectorize_unroll()->name(), "RewriteParallelVectorizeUnroll");
   EXPECT_EQ(rewrite_reduction_block()->name(), "RewriteReductionBlock");
+  EXPECT_EQ(rewrite_cooperative_fetch()->name(), "RewriteCooperativeFetch");
   EXPECT_EQ(verify_gpu_code()->name(), "VerifyGPUCode");
-  EXPECT_EQ(default_postprocs(Target{}).size(), 3u);
-  EXPECT_EQ(default_postprocs(cuda()).size(), 4u);
+  auto names = [](const std::vector<PostprocPtr>& ps) {
+    std::vector<std::string> out;
+    for (const PostprocPtr& p : ps) out.push_back(p->name());
+    return out;
+  };
+  EXPECT_THAT(names(default_postprocs(Target{})),
+              ::testing::ElementsAre("DisallowDynamicLoop", "RewriteParallelVectorizeUnroll", "RewriteReductionBlock"));
+  EXPECT_THAT(names(default_postprocs(cuda())),
+              ::testing::ElementsAre("DisallowDynamicLoop", "RewriteCooperativeFetch", "RewriteParallelVectorizeUnroll",
+                                     "RewriteReductionBlock", "VerifyGPUCode"));
 }
 
 // ---- end to end with the schedule rules ----
@@ -540,6 +736,56 @@ TEST(PostprocEndToEnd, GpuRuleDesignsAreVerified) {
     }
     EXPECT_GT(valid, 0);
   }
+}
+
+// MultiLevelTiling's GPU designs on GMM: after the cuda postprocs, every shared copy is spread
+// over the thread block's threads -- its own threadIdx.x loop has the extent of the tile's -- or
+// (when its region depends on the thread index, so that it is one thread's copy) stays serial;
+// VerifyGPUCode accepts the candidates, which compute the reference.
+TEST(PostprocEndToEnd, GpuTilingSharedCopiesAreCooperative) {
+  Target target = Target::parse("cuda");
+  auto w = small("GMM-1");
+  TuneContext ctx{w.func, target};
+  auto space = post_order_apply(default_rules(target));
+  space->initialize(ctx);
+  auto postprocs = default_postprocs(target);
+  for (const PostprocPtr& p : postprocs) p->initialize(ctx);
+  auto designs = space->generate(ctx, 1);
+  ASSERT_EQ(designs.size(), 1u);
+  int shared_out = 0, serial = 0;
+  for (int64_t seed = 1; seed <= 24; ++seed) {
+    SCOPED_TRACE(seed);
+    auto out = make_candidate(ctx, *designs[0].trace(), {.fresh_decisions = true}, postprocs, seed);
+    if (auto* e = std::get_if<CandidateError>(&out)) {
+      ADD_FAILURE() << e->category << ": " << e->message;
+      continue;
+    }
+    Schedule& sch = std::get<Schedule>(out);
+    for (const char* copy : {"X_shared", "Y_shared"}) {
+      const ir::BlockNode* b = find_block(sch.func(), copy);
+      ASSERT_NE(b, nullptr);
+      EXPECT_FALSE(b->annotations.count(ann::kCooperativeFetch));
+      std::vector<const ir::ForNode*> threads;
+      for (const ir::ForNode* f : loops_of(sch, copy))
+        if (f->thread_tag == "threadIdx.x") threads.push_back(f);
+      ASSERT_FALSE(threads.empty());  // the tile's
+      if (threads.size() == 2) {
+        ++shared_out;
+        EXPECT_EQ(ir::as_const_int(threads[1]->extent), ir::as_const_int(threads[0]->extent)) << ir::to_string(sch.func());
+        continue;
+      }
+      ++serial;
+      schedule::SRef sref = sch.block_sref(sch.get_block(copy).value()).value();
+      bool depends = false;
+      for (const ir::Expr& v : sch.state().realize_of(sref.get())->iter_values)
+        depends |= arith::uses_var(v, [&](const ir::VarNode* u) { return u == threads[0]->loop_var.get(); });
+      EXPECT_TRUE(depends) << copy << " left serial\n" << ir::to_string(sch.func());
+    }
+    EXPECT_TRUE(interp_matches(w, sch.func()));
+  }
+  EXPECT_GT(shared_out, 0);
+  RecordProperty("shared_out", shared_out);
+  RecordProperty("serial", serial);
 }
 
 }  // namespace

@@ -35,16 +35,19 @@ class MutateParallel : public Mutator {
     schedule::Schedule sch(context_.func, schedule::ScheduleOptions{.seed = 0, .trace = false});
     if (!trace.apply_to(sch).ok()) return std::nullopt;
     const schedule::ScheduleState& state = sch.state();
-    // A block's plan changes only where a limit reaches a product of its leading extents; 1 stands
-    // for the limits below all of them.
+    // A block's plan changes only where a limit passes a product of its leading extents (the
+    // plan takes the next loop while the product so far is below the limit); 1 stands for the
+    // limits below all of them.
     std::vector<std::vector<int64_t>> prefixes;
     std::set<int64_t> limits = {1};  // ordered, so the draw is deterministic
     for (const SRef& block : schedule::get_child_blocks(state, state.root())) {
       prefixes.push_back(parallel_prefix(state, block));
       int64_t product = 1;
       for (int64_t e : prefixes.back()) {
-        if (product > std::numeric_limits<int64_t>::max() / e) break;
-        limits.insert(product *= e);
+        if (product > (std::numeric_limits<int64_t>::max() - 1) / e) break;
+        product *= e;
+        limits.insert(product);
+        limits.insert(product + 1);
       }
     }
     auto plans = [&](int64_t limit) {

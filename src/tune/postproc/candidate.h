@@ -18,11 +18,15 @@ struct CandidateError {
   std::string message;   // one line
 };
 
-// The schedule, or why the candidate is invalid. Initializes the postprocessors with `context`. The returned schedule's trace holds the
-// replayed instructions and then the postprocessors'.
+// The schedule, or why the candidate is invalid. The postprocessors must have been initialized
+// with `context` (once per task: make_candidate only reads them, so threads may share them).
+// The returned schedule's trace holds the replayed instructions and then the postprocessors';
+// `replayed`, when given, receives the trace before the postprocessors, with its decisions:
+// what search keeps, mutates and replays (the postprocessors run again on every replay, as in
+// TVM, where the trace is cut at EnterPostproc).
 std::variant<schedule::Schedule, CandidateError> make_candidate(const TuneContext& context, const schedule::Trace& trace,
                                                                  const schedule::ReplayOptions& replay,
-                                                                 const std::vector<PostprocPtr>& postprocs,
-                                                                 int64_t seed);
+                                                                 const std::vector<PostprocPtr>& postprocs, int64_t seed,
+                                                                 schedule::Trace* replayed = nullptr);
 
 }  // namespace tyche::tune

@@ -23,6 +23,11 @@ using PostprocPtr = std::shared_ptr<Postproc>;
 
 // Refuses a program with a loop whose extent is not a constant.
 PostprocPtr disallow_dynamic_loop();
+// GPU: spreads the copy of each shared-memory cache block annotated meta_schedule.cooperative_fetch
+// (by MultiLevelTiling) over the threads of its thread block: fuses the copy's own loops, splits
+// off parts with the extents of the enclosing threadIdx.y/x loops and binds them, vectorizes an
+// innermost part of the annotated length when it divides the copy. Removes the annotation.
+PostprocPtr rewrite_cooperative_fetch();
 // Turns the root block's meta_schedule.parallel / vectorize / unroll_* annotations into loop
 // kinds: per block nest, fuses the outer loops that are spatial for every block under them (as
 // long as the fused extent stays within the limit) and parallelizes the result; fuses and
@@ -36,14 +41,19 @@ PostprocPtr rewrite_parallel_vectorize_unroll();
 // reduction iterator (so the init runs once, outside the reduction loops). A block with no such
 // loop, or whose reduction is bound to threads (cross-thread), keeps its init.
 PostprocPtr rewrite_reduction_block();
-// GPU: refuses a program whose thread blocks exceed the target's threads per block, shared
-// memory, or local memory, binds a thread axis twice on one path, or vectorizes wider than the
-// widest vector access. Buffer sizes are what one thread block (shared) or thread (local) touches
-// of each buffer, as buffer compaction would allocate it. Reads the target in initialize().
+// GPU: refuses a program with a block outside every blockIdx/threadIdx loop (it could not run
+// as a kernel), whose thread blocks exceed the target's threads per block, shared memory, or
+// local memory, that binds a thread axis on nested loops with different extents (or where the
+// inner nest uses the outer index, which both become), or vectorizes wider than the widest
+// vector access. Buffer sizes are what one thread block (shared) or thread (local) touches of
+// each buffer, as buffer compaction would allocate it. Reads the target in initialize().
 PostprocPtr verify_gpu_code();
 
-// TVM's lists: llvm: DisallowDynamicLoop, RewriteParallelVectorizeUnroll, RewriteReductionBlock.
-// cuda: DisallowDynamicLoop, RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyGPUCode.
+// TVM's lists (Postproc::DefaultLLVM / DefaultCUDA), less what has no counterpart here:
+// llvm: DisallowDynamicLoop, RewriteParallelVectorizeUnroll, RewriteReductionBlock (TVM adds
+// RewriteLayout). cuda: DisallowDynamicLoop, RewriteCooperativeFetch,
+// RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyGPUCode (TVM has
+// RewriteUnboundBlock after RewriteCooperativeFetch; here VerifyGPUCode refuses unbound blocks).
 std::vector<PostprocPtr> default_postprocs(const Target& target);
 
 }  // namespace tyche::tune

@@ -6,9 +6,9 @@
 // - parallel (limit L > 0): the block's loops from the outermost while each is serial, of
 //   constant extent >= 1, unannotated, the only statement of the previous taken loop's body,
 //   with a range independent of the taken loops, and safe to run in parallel (only spatial
-//   iterators depend on it, and no reduction under it ignores it); taken while the product of
-//   extents stays <= L, but the first eligible loop always (tune/space/parallel_plan.h, shared
-//   with MutateParallel). Several are fused; the result is parallel().
+//   iterators depend on it, and no reduction under it ignores it); the first always, then the
+//   next while the product of those taken is below L (tune/space/parallel_plan.h, shared with
+//   MutateParallel). Several are fused; the result is parallel().
 // - vectorize (limit V > 0): for every leaf block at or under it, the block's loops from the
 //   innermost outwards while each is serial, of constant extent, unannotated, has as body
 //   exactly the block realize / the next taken loop, binds only spatial iterators (and binds

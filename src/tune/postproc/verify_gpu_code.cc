@@ -1,9 +1,17 @@
 // VerifyGPUCode: refuses GPU programs that could not launch or would not compile. Only for
 // cuda targets (read in initialize()); on llvm it accepts everything.
 //
+// Every block must lie inside a loop bound to blockIdx.* or threadIdx.* (or contain such loops,
+// like a block wrapping a kernel): a nest without one could not run as a kernel (TVM's
+// RewriteUnboundBlock would bind it; here the candidate is refused).
+//
 // A kernel is a top-level statement of the root block with a loop bound to a thread axis. Per
 // kernel:
-// - one thread axis bound twice on one path (threadIdx.x inside threadIdx.x) is refused;
+// - one thread axis bound on nested loops (threadIdx.x inside threadIdx.x) is legal only when the
+//   extents are equal and the inner nest does not use the outer loop's variable: a GPU back end
+//   makes both loops one thread index (TVM's UnifyThreadBinding, which refuses different
+//   extents), so the inner nest must not depend on the two differing -- RewriteCooperativeFetch's
+//   copy, whose region is the thread block's, is the intended case;
 // - threads per block = the product over threadIdx.x/y/z of the largest extent bound to each
 //   (sibling loops on one axis share the threads) <= max_threads_per_block;
 // - shared memory: the "shared" buffers the kernel accesses, each sized as TVM's buffer
@@ -22,7 +30,9 @@
 #include <unordered_map>
 
 #include "arith/analyzer.h"
+#include "arith/const_int_bound.h"
 #include "arith/int_set.h"
+#include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "tune/postproc/postproc.h"
@@ -87,15 +97,6 @@ class KernelScan {
   void walk_for(const ir::ForNode* f) {
     auto extent = ir::as_const_int(f->extent);
     if (f->for_kind == ir::ForKind::kThreadBinding) {
-      for (const ir::ForNode* outer : path_) {
-        if (outer->for_kind == ir::ForKind::kThreadBinding && outer->thread_tag == f->thread_tag) {
-          error = ScheduleError(ErrorCode::kInvalidLoopKind,
-                                fmt::format("kernel {}: {} is bound twice on one path (loops '{}' and '{}')", kernel_,
-                                            f->thread_tag, outer->loop_var.name(), f->loop_var.name()),
-                                f);
-          return;
-        }
-      }
       if (!extent) {
         error = ScheduleError(ErrorCode::kNonConstantExtent,
                               fmt::format("kernel {}: loop '{}' bound to {} has a non-constant extent", kernel_,
@@ -103,12 +104,33 @@ class KernelScan {
                               f);
         return;
       }
+      for (const ir::ForNode* outer : path_) {
+        if (outer->for_kind != ir::ForKind::kThreadBinding || outer->thread_tag != f->thread_tag) continue;
+        std::optional<int64_t> outer_extent = ir::as_const_int(outer->extent);
+        if (outer_extent != extent) {
+          error = ScheduleError(ErrorCode::kInvalidLoopKind,
+                                fmt::format("kernel {}: {} is bound on nested loops with different extents ('{}' {}, '{}' {})",
+                                            kernel_, f->thread_tag, outer->loop_var.name(),
+                                            outer_extent ? std::to_string(*outer_extent) : "?", f->loop_var.name(), *extent),
+                                f);
+          return;
+        }
+        if (uses_outer(f->body, outer->loop_var.get())) {
+          error = ScheduleError(ErrorCode::kInvalidLoopKind,
+                                fmt::format("kernel {}: {} is bound on nested loops '{}' and '{}' and the inner nest uses '{}' "
+                                            "(both loops become one thread index)",
+                                            kernel_, f->thread_tag, outer->loop_var.name(), f->loop_var.name(),
+                                            outer->loop_var.name()),
+                                f);
+          return;
+        }
+      }
       if (f->thread_tag.starts_with("threadIdx")) threads[f->thread_tag] = std::max(threads[f->thread_tag], *extent);
     }
     if (f->for_kind == ir::ForKind::kVectorized && extent) {
       ElementWidth w;
       w.visit_stmt(f->body);
-      if (*extent * w.bytes > target_.max_vector_bytes) {
+      if (arith::sat_mul(*extent, w.bytes) > target_.max_vector_bytes) {
         error = ScheduleError(ErrorCode::kInvalidLoopKind,
                               fmt::format("kernel {}: vectorized loop '{}' moves {} x {} bytes, more than max_vector_bytes {}",
                                           kernel_, f->loop_var.name(), *extent, w.bytes, target_.max_vector_bytes),
@@ -143,6 +165,30 @@ class KernelScan {
     walk(b->init);
     walk(b->body);
     for (const ir::IterVar& iv : b->iter_vars) bindings_.erase(iv.var.get());
+  }
+
+  // `stmt` reads `outer` directly or through the bindings of the blocks it is nested in.
+  bool uses_outer(const ir::Stmt& stmt, const ir::VarNode* outer) const {
+    class Uses : public ir::StmtExprVisitor {
+     public:
+      Uses(const KernelScan& scan, const ir::VarNode* v) : scan_(scan), v_(v) {}
+      bool found = false;
+
+     protected:
+      void visit_var(const ir::VarNode* v) override {
+        if (v == v_) found = true;
+        auto it = scan_.bindings_.find(v);
+        if (it != scan_.bindings_.end() && it->second.defined())
+          found = found || arith::uses_var(it->second, [&](const ir::VarNode* u) { return u == v_; });
+      }
+
+     private:
+      const KernelScan& scan_;
+      const ir::VarNode* v_;
+    };
+    Uses uses(*this, outer);
+    uses.visit_stmt(stmt);
+    return uses.found;
   }
 
   const Target& target_;
@@ -205,6 +251,8 @@ class VerifyGPUCode : public Postproc {
   Status apply(schedule::Schedule& sch) override {
     if (!target_.is_gpu()) return schedule::ok_status();
     const ir::BlockNode* root = sch.state().root()->as_block();
+    if (const ir::BlockNode* b = unbound_block(root->body, false))
+      return ScheduleError(ErrorCode::kInvalidLoopKind, fmt::format("block '{}' is not bound to GPU threads", b->name));
     std::vector<ir::Stmt> tops = {root->body};
     if (const auto* seq = root->body.as<ir::SeqStmtNode>()) tops = seq->seq;
     int index = 0;
@@ -218,13 +266,47 @@ class VerifyGPUCode : public Postproc {
   }
 
  private:
-  static bool has_thread_binding(const ir::Stmt& s) {
+  static bool has_thread_binding(const ir::Stmt& s, bool launch_only = false) {
     bool found = false;
     ir::post_order_visit(s, [&](const ir::Stmt& x) {
       const auto* f = x.as<ir::ForNode>();
-      found |= f && f->for_kind == ir::ForKind::kThreadBinding;
+      found |= f && f->for_kind == ir::ForKind::kThreadBinding && (!launch_only || is_launch_axis(f));
     });
     return found;
+  }
+  // blockIdx and threadIdx make a kernel launch; vthread alone does not.
+  static bool is_launch_axis(const ir::ForNode* f) {
+    return f->thread_tag.starts_with("blockIdx") || f->thread_tag.starts_with("threadIdx");
+  }
+
+  // The first block that no blockIdx/threadIdx loop encloses and that contains none either.
+  static const ir::BlockNode* unbound_block(const ir::Stmt& s, bool bound) {
+    if (!s.defined()) return nullptr;
+    switch (s.kind()) {
+      case ir::StmtKind::kFor: {
+        const auto* f = s.as<ir::ForNode>();
+        return unbound_block(f->body, bound || (f->for_kind == ir::ForKind::kThreadBinding && is_launch_axis(f)));
+      }
+      case ir::StmtKind::kSeqStmt:
+        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq)
+          if (const ir::BlockNode* b = unbound_block(c, bound)) return b;
+        return nullptr;
+      case ir::StmtKind::kIfThenElse: {
+        const auto* i = s.as<ir::IfThenElseNode>();
+        const ir::BlockNode* b = unbound_block(i->then_case, bound);
+        return b ? b : unbound_block(i->else_case, bound);
+      }
+      case ir::StmtKind::kAllocate: return unbound_block(s.as<ir::AllocateNode>()->body, bound);
+      case ir::StmtKind::kBlockRealize: {
+        const ir::BlockNode* b = s.as<ir::BlockRealizeNode>()->block.get();
+        if (bound) return nullptr;
+        // A block that wraps bound loops (e.g. blockize above the kernel) is checked inside.
+        if (!has_thread_binding(b->body, true)) return b;
+        const ir::BlockNode* inner = unbound_block(b->init, false);
+        return inner ? inner : unbound_block(b->body, false);
+      }
+      default: return nullptr;
+    }
   }
 
   Status check_kernel(const ir::Stmt& top, const std::string& kernel) const {

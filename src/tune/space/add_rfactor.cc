@@ -2,6 +2,7 @@
 // short matrix) has nothing to parallelize; rfactor turns part of the reduction into a spatial
 // axis. The fused reduction loop is split by a sampled factor and either part factored out,
 // besides the design that leaves the block alone.
+#include "tune/space/annotations.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
 
@@ -18,15 +19,15 @@ class AddRFactor : public ScheduleRule {
       : max_jobs_per_core_(max_jobs_per_core), max_innermost_factor_(max_innermost_factor) {}
   std::string name() const override { return "AddRFactor"; }
   void initialize(const TuneContext& context) override {
-    max_parallel_extent_ = max_jobs_per_core_ * std::max(1, context.target.num_cores);
+    num_cores_ = std::max(1, context.target.num_cores);
+    max_parallel_extent_ = max_jobs_per_core_ * num_cores_;
   }
 
   std::vector<Schedule> apply(Schedule sch, const BlockRV& block) override {
     std::vector<Schedule> out;
     std::optional<ReductionLoops> loops;
     if (max_jobs_per_core_ > 0 && !is_root_block(sch, block)) loops = reduction_loops(sch, block);
-    if (!loops || !(loops->spatial_extent < loops->reduce_extent && loops->spatial_extent <= max_parallel_extent_) ||
-        loops->reduce_extent <= 1) {
+    if (!loops || !worth_it(sch, block, *loops)) {
       out.push_back(std::move(sch));
       return out;
     }
@@ -38,15 +39,28 @@ class AddRFactor : public ScheduleRule {
     if (!factors.ok()) return out;
     auto parts = split_sch.split(*fused, {factors.value()[0], factors.value()[1]});
     if (!parts.ok()) return out;
+    // The new axis goes last in the partial-result buffer (TVM's choice); RandomComputeLocation
+    // then places the rfactor block, the producer of the annotated block.
+    int factor_axis = static_cast<int>(loops->spatial.size());
     for (const schedule::LoopRV& part : parts.value()) {
       Schedule rf = split_sch.copy();
-      if (rf.rfactor(part, 0).ok()) out.push_back(std::move(rf));
+      if (rf.rfactor(part, factor_axis).ok() && rf.annotate(block, ann::kRandomComputeProducer, int64_t{1}).ok())
+        out.push_back(std::move(rf));
     }
     return out;
   }
 
  private:
+  // TVM's condition: a block MultiLevelTiling will tile only when its spatial loops cannot keep
+  // the cores busy; any other reduction when it is longer than the core count.
+  bool worth_it(const Schedule& sch, const BlockRV& block, const ReductionLoops& loops) const {
+    if (needs_multi_level_tiling(sch, block))
+      return loops.spatial_extent < loops.reduce_extent && loops.spatial_extent <= max_parallel_extent_;
+    return loops.reduce_extent > num_cores_;
+  }
+
   int64_t max_jobs_per_core_, max_innermost_factor_;
+  int64_t num_cores_ = 1;
   int64_t max_parallel_extent_ = 16;
 };
 

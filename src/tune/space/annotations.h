@@ -13,10 +13,13 @@ inline constexpr const char* kUnrollExplicit = "meta_schedule.unroll_explicit";
 inline constexpr const char* kUnrollImplicit = "meta_schedule.unroll_implicit";
 // On a block MultiLevelTiling has tiled: its structure string.
 inline constexpr const char* kTilingStructure = "meta_schedule.tiling_structure";
+// On a shared-memory read cache block inside a threadIdx-bound loop (MultiLevelTiling, GPU): the
+// vector length (int) RewriteCooperativeFetch copies with, spreading the copy over the threads.
+inline constexpr const char* kCooperativeFetch = "meta_schedule.cooperative_fetch";
 // On a loop: unroll the loops under it whose total unrolled size is at most this (lowering).
 inline constexpr const char* kAutoUnrollMaxStep = "pragma_auto_unroll_max_step";
 inline constexpr const char* kUnrollExplicitPragma = "pragma_unroll_explicit";
-// On a block AutoBind or CrossThreadReduction must leave alone.
-inline constexpr const char* kThreadBound = "meta_schedule.thread_bound";
+// On a block whose producers (the rfactor block AddRFactor made) RandomComputeLocation places.
+inline constexpr const char* kRandomComputeProducer = "meta_schedule.random_compute_producer";
 
 }  // namespace tyche::tune::ann

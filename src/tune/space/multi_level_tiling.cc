@@ -4,10 +4,13 @@
 // loop into as many as it has R (sizes from sample_perfect_tile), and the tiles are reordered
 // level by level. Caches give data reuse: a write cache placed under a tile level (the block
 // accumulates into a copy that goes back per tile) and read caches of the inputs.
+//
+// GPU (tile_binds): the first levels' loops are fused and bound to the given thread axes. A
+// "shared" read cache placed inside the threadIdx-bound level would be copied whole by every
+// thread; as in TVM, it is annotated meta_schedule.cooperative_fetch with a sampled vector length
+// and RewriteCooperativeFetch (a postprocessor) spreads the copy over the thread block's threads.
 #include <fmt/format.h>
 
-#include "arith/linear.h"
-#include "schedule/block_scope.h"
 #include "support/error.h"
 #include "tune/space/annotations.h"
 #include "tune/space/rule_util.h"
@@ -20,36 +23,6 @@ using schedule::LoopRV;
 using schedule::Schedule;
 
 namespace {
-
-// TVM's condition: a block that is not purely spatial, writes one buffer, binds its iterators
-// affinely, and has an input that does not depend on some spatial iterator (so a tile of the
-// output reuses it).
-bool needs_tiling(const Schedule& sch, const BlockRV& block) {
-  const ir::BlockNode* b = block_node(sch, block);
-  if (!b || b->annotations.count(ann::kTilingStructure) || b->writes.size() != 1 || b->reads.empty()) return false;
-  bool has_reduce = false;
-  for (const ir::IterVar& iv : b->iter_vars) {
-    if (iv.kind == ir::IterKind::kOpaque) return false;
-    has_reduce |= iv.kind == ir::IterKind::kReduce;
-  }
-  if (!has_reduce) return false;
-  const schedule::SRef sref = sch.block_sref(block).value();
-  if (!schedule::has_affine_bindings(sch.state(), sref.get())) return false;
-  const ir::BufferNode* written = b->writes[0].buffer.get();
-  int unused = 0;
-  for (const ir::BufferRegion& r : b->reads) {
-    if (r.buffer.get() == written) continue;
-    for (const ir::IterVar& iv : b->iter_vars) {
-      auto ext = ir::as_const_int(iv.dom.extent);
-      if (iv.kind != ir::IterKind::kSpatial || (ext && *ext == 1)) continue;
-      bool used = false;
-      for (const ir::Range& range : r.region)
-        used |= arith::uses_var(range.min, [&](const ir::VarNode* v) { return v == iv.var.get(); });
-      unused += !used;
-    }
-  }
-  return unused >= 1;
-}
 
 class MultiLevelTiling : public ScheduleRule {
  public:
@@ -67,14 +40,28 @@ class MultiLevelTiling : public ScheduleRule {
     };
     check_levels(config_.reuse_read, "read reuse");
     check_levels(config_.reuse_write, "write reuse");
+    // Read reuse is "no" or "must" at one level, as TVM refuses "may" for reads: every input
+    // gets its cache under the innermost loop of that level (a second level or a branch without
+    // caches would have no meaning here).
+    const ReuseConfig& r = config_.reuse_read;
+    if (r.req == ReuseConfig::Kind::kMay)
+      throw InputError("MultiLevelTiling: read reuse must be \"no\" or \"must\", not \"may\"");
+    if (r.levels.size() > 1 || (r.req == ReuseConfig::Kind::kMust && r.levels.empty()))
+      throw InputError(fmt::format("MultiLevelTiling: read reuse takes one level, not {}", r.levels.size()));
     if (config_.tile_binds.size() > levels_)
       throw InputError("MultiLevelTiling: more tile bindings than tile levels");
+    // Cooperative fetch when the shared read cache lies inside the threadIdx-bound loop: the
+    // cache goes under the innermost loop of (1-based) level r, so the bound level's 0-based
+    // index must be < r.
+    if (r.req == ReuseConfig::Kind::kMust && r.scope == "shared")
+      for (size_t i = 0; i < config_.tile_binds.size(); ++i)
+        cooperative_fetch_ |= config_.tile_binds[i].starts_with("threadIdx") && static_cast<int>(i) < r.levels[0];
   }
   std::string name() const override { return "MultiLevelTiling"; }
 
   std::vector<Schedule> apply(Schedule sch, const BlockRV& block) override {
     std::vector<Schedule> out;
-    if (!needs_tiling(sch, block)) {
+    if (!needs_multi_level_tiling(sch, block)) {
       out.push_back(std::move(sch));
       return out;
     }
@@ -141,15 +128,22 @@ class MultiLevelTiling : public ScheduleRule {
       return std::nullopt;
     };
     const ReuseConfig& r = config_.reuse_read;
-    if (r.req != ReuseConfig::Kind::kNo && !r.levels.empty()) {
+    if (r.req == ReuseConfig::Kind::kMust) {
       auto at = anchor(r.levels[0]);
+      if (!at) return std::nullopt;
       size_t n_reads = block_node(sch, block)->reads.size();
       const ir::BufferNode* written = block_node(sch, block)->writes[0].buffer.get();
-      for (size_t i = 0; at && i < n_reads; ++i) {
+      for (size_t i = 0; i < n_reads; ++i) {
         if (block_node(sch, block)->reads[i].buffer.get() == written) continue;
         auto c = sch.cache_read(block, static_cast<int>(i), r.scope);
-        if (!c.ok() || !sch.compute_at(c.value(), *at, true).ok()) {
-          if (r.req == ReuseConfig::Kind::kMust) return std::nullopt;
+        if (!c.ok() || !sch.compute_at(c.value(), *at, true).ok()) return std::nullopt;
+        if (cooperative_fetch_) {
+          // TVM samples from vector_load_lens {1, 2, 3, 4, 8, 16}; {1, 2, 4} keep 32-bit
+          // elements within one 16-byte access and divide most tiles (RewriteCooperativeFetch
+          // falls back to 1 when the length does not divide the copy; VerifyGPUCode refuses
+          // wider-than-16-byte vectors).
+          auto len = sch.sample_categorical({1, 2, 4}, uniform_probs(3));
+          if (!len.ok() || !sch.annotate(c.value(), ann::kCooperativeFetch, len.value()).ok()) return std::nullopt;
         }
       }
     }
@@ -161,6 +155,7 @@ class MultiLevelTiling : public ScheduleRule {
   }
 
   MultiLevelTilingConfig config_;
+  bool cooperative_fetch_ = false;  // annotate the shared read caches for RewriteCooperativeFetch
   size_t levels_ = 0;
   std::vector<int> s_levels_, r_levels_;
 };

@@ -17,8 +17,9 @@ namespace tyche::tune {
 // on it, and every block under it with a reduction (or an init) depends on it.
 std::vector<int64_t> parallel_prefix(const schedule::ScheduleState& state, const schedule::SRef& block);
 
-// How many of the prefix's loops a limit takes: while the product of extents stays <= limit, but
-// the first always. None if the prefix is empty or the limit is not positive (no parallel loop).
+// How many of the prefix's loops a limit takes: the first, then each next one while the product
+// of the loops taken so far is below the limit (TVM's rule). None if the prefix is empty or the
+// limit is not positive (no parallel loop).
 size_t parallel_plan(const std::vector<int64_t>& extents, int64_t limit);
 
 }  // namespace tyche::tune

@@ -24,7 +24,8 @@ class ParallelVectorizeUnroll : public ScheduleRule {
       if (config_.max_jobs_per_core > 0)
         (void)sch.annotate(block, ann::kParallel, config_.max_jobs_per_core * std::max(1, num_cores_));
       if (config_.max_vectorize_extent > 0) (void)sch.annotate(block, ann::kVectorize, config_.max_vectorize_extent);
-      if (!config_.unroll_max_steps.empty()) {
+      // A purely spatial function has no reduction to unroll (TVM skips it too).
+      if (!config_.unroll_max_steps.empty() && has_reduction_block(sch.func())) {
         auto step = sch.sample_categorical(config_.unroll_max_steps, uniform_probs(config_.unroll_max_steps.size()));
         if (step.ok())
           (void)sch.annotate(block, config_.unroll_explicit ? ann::kUnrollExplicit : ann::kUnrollImplicit, step.value());

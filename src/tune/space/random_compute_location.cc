@@ -1,6 +1,7 @@
 // RandomComputeLocation: a block that is not an output, not tiled, and sits directly in the root scope is
 // moved to a sampled loop of its consumers' nests (or left, or inlined), the choice a search
 // mutates: fusion of producers into consumer tiles without a hand-written rule per operator.
+#include "schedule/primitive.h"
 #include "tune/space/annotations.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
@@ -17,23 +18,42 @@ class RandomComputeLocation : public ScheduleRule {
   std::string name() const override { return "RandomComputeLocation"; }
 
   std::vector<Schedule> apply(Schedule sch, const BlockRV& block) override {
-    // A block MultiLevelTiling tiled keeps its tiles as the outer nest.
+    if (applies(sch, block)) place(sch, block);
+    // AddRFactor asks for the rfactor block it made (a producer of this block) to be placed.
     const ir::BlockNode* b = block_node(sch, block);
-    bool applies = b && !b->annotations.count(ann::kTilingStructure) && !is_root_block(sch, block) &&
-                   is_subroot_block(sch, block) && !writes_output(sch, block);
-    if (applies) {
-      auto loops = sch.get_loops(block);
-      auto consumers = sch.get_consumers(block);
-      applies = loops.ok() && !loops.value().empty() && consumers.ok() && !consumers.value().empty();
-    }
-    if (applies) {
-      // The sampled location is legal by construction; compute_at of the marks means stay/inline.
-      auto at = sch.sample_compute_location(block);
-      if (at.ok()) (void)sch.compute_at(block, at.value(), false);
+    if (b && b->annotations.count(ann::kRandomComputeProducer)) {
+      (void)sch.unannotate(block, ann::kRandomComputeProducer);
+      // By name: a traced get_producers would record how many there are now, which a replay
+      // with other decisions need not reproduce.
+      std::vector<std::string> names;
+      for (const schedule::SRef& p : schedule::get_producers(sch.state(), sch.block_sref(block).value()))
+        names.push_back(p->as_block()->name);
+      for (const std::string& name : names) {
+        auto p = sch.get_block(name);
+        if (p.ok() && applies(sch, p.value())) place(sch, p.value());
+      }
     }
     std::vector<Schedule> out;
     out.push_back(std::move(sch));
     return out;
+  }
+
+ private:
+  // A block MultiLevelTiling tiled keeps its tiles as the outer nest. The state is queried
+  // directly: these facts decide whether the rule applies and must not enter the trace.
+  static bool applies(Schedule& sch, const BlockRV& block) {
+    const ir::BlockNode* b = block_node(sch, block);
+    if (!b || b->annotations.count(ann::kTilingStructure) || is_root_block(sch, block) || !is_subroot_block(sch, block) ||
+        writes_output(sch, block))
+      return false;
+    const schedule::SRef sref = sch.block_sref(block).value();
+    return !schedule::get_loops(sch.state(), sref).empty() && !schedule::get_consumers(sch.state(), sref).empty();
+  }
+
+  // The sampled location is legal by construction; compute_at of the marks means stay/inline.
+  static void place(Schedule& sch, const BlockRV& block) {
+    auto at = sch.sample_compute_location(block);
+    if (at.ok()) (void)sch.compute_at(block, at.value(), false);
   }
 };
 

@@ -3,6 +3,7 @@
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "schedule/block_scope.h"
+#include "tune/space/annotations.h"
 
 namespace tyche::tune {
 
@@ -61,6 +62,15 @@ class IfFinder : public ir::StmtExprVisitor {
 };
 }  // namespace
 
+bool has_reduction_block(const ir::PrimFunc& func) {
+  bool found = false;
+  ir::post_order_visit(func->body, [&](const ir::Stmt& s) {
+    if (const auto* b = s.as<ir::BlockNode>())
+      for (const ir::IterVar& iv : b->iter_vars) found |= iv.kind != ir::IterKind::kSpatial;
+  });
+  return found;
+}
+
 bool has_if_then_else(const ir::BlockNode* block) {
   IfFinder finder;
   finder.visit_stmt(block->body);
@@ -83,6 +93,36 @@ std::optional<std::vector<int64_t>> const_extents(const Schedule& sch, const std
 const ir::BlockNode* block_node(const Schedule& sch, const schedule::BlockRV& block) {
   auto sref = sch.block_sref(block);
   return sref.ok() ? sref.value()->as_block() : nullptr;
+}
+
+// TVM's condition: a block that is not purely spatial, writes one buffer, binds its iterators
+// affinely, and has an input that does not depend on some spatial iterator (so a tile of the
+// output reuses it).
+bool needs_multi_level_tiling(const Schedule& sch, const schedule::BlockRV& block) {
+  const ir::BlockNode* b = block_node(sch, block);
+  if (!b || b->annotations.count(ann::kTilingStructure) || b->writes.size() != 1 || b->reads.empty()) return false;
+  bool has_reduce = false;
+  for (const ir::IterVar& iv : b->iter_vars) {
+    if (iv.kind == ir::IterKind::kOpaque) return false;
+    has_reduce |= iv.kind == ir::IterKind::kReduce;
+  }
+  if (!has_reduce) return false;
+  const schedule::SRef sref = sch.block_sref(block).value();
+  if (!schedule::has_affine_bindings(sch.state(), sref.get())) return false;
+  const ir::BufferNode* written = b->writes[0].buffer.get();
+  int unused = 0;
+  for (const ir::BufferRegion& r : b->reads) {
+    if (r.buffer.get() == written) continue;
+    for (const ir::IterVar& iv : b->iter_vars) {
+      auto ext = ir::as_const_int(iv.dom.extent);
+      if (iv.kind != ir::IterKind::kSpatial || (ext && *ext == 1)) continue;
+      bool used = false;
+      for (const ir::Range& range : r.region)
+        used |= arith::uses_var(range.min, [&](const ir::VarNode* v) { return v == iv.var.get(); });
+      unused += !used;
+    }
+  }
+  return unused >= 1;
 }
 
 std::optional<ReductionLoops> reduction_loops(Schedule& sch, const schedule::BlockRV& block) {

@@ -27,6 +27,13 @@ bool has_if_then_else(const ir::BlockNode* block);
 std::optional<std::vector<int64_t>> const_extents(const schedule::Schedule& sch, const std::vector<schedule::LoopRV>& loops);
 // The block of a valid handle (nullptr if stale).
 const ir::BlockNode* block_node(const schedule::Schedule& sch, const schedule::BlockRV& block);
+// TVM's condition for MultiLevelTiling: a block not yet tiled that is not purely spatial, writes
+// one buffer, binds its iterators affinely, and has an input that does not depend on some
+// spatial iterator (so a tile of the output reuses it).
+bool needs_multi_level_tiling(const schedule::Schedule& sch, const schedule::BlockRV& block);
+// Some block of the function has a reduce (or opaque) iterator.
+bool has_reduction_block(const ir::PrimFunc& func);
+
 // A reduction block's loops split by kind, for the rules that restructure reductions.
 struct ReductionLoops {
   std::vector<schedule::LoopRV> spatial, reduce;  // in nest order

@@ -24,7 +24,7 @@ ScheduleRulePtr make_rule(std::string name, RuleFunction apply) {
 std::vector<ScheduleRulePtr> default_rules(const Target& target) {
   if (!target.is_gpu()) {
     return {
-        auto_inline(),
+        auto_inline({.disallow_op = {"exp"}}),  // an exp inlined into two consumers runs twice
         add_rfactor(16, 64),
         multi_level_tiling({.structure = "SSRSRS",
                             .max_innermost_factor = 64,

@@ -83,7 +83,7 @@ ScheduleRulePtr cross_thread_reduction(std::vector<int64_t> thread_extents = {4,
 // sampled thread count, and bound to blockIdx.x / threadIdx.x.
 ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents = {32, 64, 128, 256, 512, 1024});
 
-// TVM's defaults for the target: llvm: AutoInline, AddRFactor, MultiLevelTiling "SSRSRS"
+// TVM's defaults for the target: llvm: AutoInline (not exp), AddRFactor, MultiLevelTiling "SSRSRS"
 // (max innermost 64, write reuse "may" at levels 1 and 2), ParallelVectorizeUnroll (16 jobs per
 // core, vectorize 64, unroll {0, 16, 64, 512}), RandomComputeLocation. cuda: MultiLevelTiling
 // "SSSRRSRS" bound to blockIdx.x/vthread.x/threadIdx.x with shared read and local write caches,

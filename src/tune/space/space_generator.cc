@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "ir/functor.h"
 #include "support/error.h"
 
@@ -37,33 +39,38 @@ class PostOrderApply : public SpaceGenerator {
 
   std::vector<Schedule> generate(const TuneContext& context, int64_t seed) override {
     initialize(context);
+    Schedule first(context.func, schedule::ScheduleOptions{.seed = seed});
+    // Handles for every block up front (copies keep them): later blocks (consumers) first,
+    // nested blocks before the block holding them, the root last.
     std::vector<std::string> names = block_names(context.func);
-    // Reversed pre-order: later blocks (consumers) first, nested blocks before their parent.
     std::reverse(names.begin(), names.end());
-    std::vector<Schedule> current;
-    current.emplace_back(context.func, schedule::ScheduleOptions{.seed = seed});
+    std::vector<schedule::BlockRV> blocks;
     for (const std::string& name : names) {
+      auto block = first.get_block(name);
+      if (!block.ok()) throw InputError(fmt::format("PostOrderApply: {}", block.error().reason()));  // ambiguous name
+      blocks.push_back(block.value());
+    }
+    std::vector<Schedule> current;
+    current.push_back(std::move(first));
+    // Rule by rule (TVM's order): a rule sees every block as the earlier rules left it, e.g. the
+    // GPU epilogue inlines into the write cache MultiLevelTiling made.
+    for (const ScheduleRulePtr& rule : rules_) {
       std::vector<Schedule> next;
       for (Schedule& sch : current) {
-        auto block = sch.get_block(name);
-        if (!block.ok()) {  // removed by an earlier rule (inlined)
-          next.push_back(std::move(sch));
-          continue;
-        }
-        std::vector<Schedule> designs;
-        designs.push_back(std::move(sch));
-        for (const ScheduleRulePtr& rule : rules_) {
-          std::vector<Schedule> out;
-          for (Schedule& d : designs) {
-            if (!d.block_sref(block.value()).ok()) {  // an earlier rule removed it
-              out.push_back(std::move(d));
+        std::vector<Schedule> states;
+        states.push_back(std::move(sch));
+        for (const schedule::BlockRV& block : blocks) {
+          std::vector<Schedule> applied;
+          for (Schedule& s : states) {
+            if (!s.block_sref(block).ok()) {  // removed by an earlier rule (inlined)
+              applied.push_back(std::move(s));
               continue;
             }
-            for (Schedule& r : rule->apply(std::move(d), block.value())) out.push_back(std::move(r));
+            for (Schedule& r : rule->apply(std::move(s), block)) applied.push_back(std::move(r));
           }
-          designs = std::move(out);
+          states = std::move(applied);
         }
-        for (Schedule& d : designs) next.push_back(std::move(d));
+        for (Schedule& s : states) next.push_back(std::move(s));
       }
       current = std::move(next);
     }
@@ -105,7 +112,9 @@ class Union : public SpaceGenerator {
   std::vector<Schedule> generate(const TuneContext& context, int64_t seed) override {
     std::vector<Schedule> out;
     for (size_t i = 0; i < gens_.size(); ++i)
-      for (Schedule& s : gens_[i]->generate(context, seed < 0 ? seed : seed + static_cast<int64_t>(i)))
+      // Seeds stay non-negative (a negative one means nondeterministic) and never overflow.
+      for (Schedule& s : gens_[i]->generate(
+               context, seed < 0 ? seed : static_cast<int64_t>((static_cast<uint64_t>(seed) + i) & INT64_MAX)))
         out.push_back(std::move(s));
     return out;
   }

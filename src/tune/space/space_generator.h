@@ -21,9 +21,10 @@ class SpaceGenerator {
 };
 using SpaceGeneratorPtr = std::shared_ptr<SpaceGenerator>;
 
-// Applies the rules, in order, to every block: consumers before producers (reverse program
-// order, inner blocks before the block that holds them, the root last), each rule to each
-// schedule the previous rules produced. Blocks a rule removed (inlined) are skipped.
+// Applies each rule in turn to every block of every schedule the previous rules produced (TVM's
+// order): blocks as the function had them, consumers before producers (reverse program order,
+// inner blocks before the block holding them, the root last). Blocks a rule removed (inlined)
+// are skipped; an ambiguous block name is an InputError.
 SpaceGeneratorPtr post_order_apply(std::vector<ScheduleRulePtr> rules);
 // One design space from a user's schedule function; its samplings make it a template.
 SpaceGeneratorPtr schedule_fn(std::function<schedule::Status(schedule::Schedule&)> fn);

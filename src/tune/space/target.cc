@@ -42,10 +42,12 @@ Target Target::parse(const std::string& text) {
     } catch (const std::exception&) {
       throw InputError(fmt::format("target: option '{}' needs a positive integer, got '{}'", key, words[i + 1]));
     }
-    if (key == "-num-cores" && t.kind == "llvm") t.num_cores = static_cast<int>(value);
+    if (key == "-num-cores" && t.kind == "llvm") {
+      if (value > 4096) throw InputError(fmt::format("target: -num-cores {} is more than 4096", value));
+      t.num_cores = static_cast<int>(value);
+    }
     else if (key == "-max-threads-per-block" && t.is_gpu()) t.max_threads_per_block = value;
     else if (key == "-max-shared-memory-per-block" && t.is_gpu()) t.max_shared_memory_per_block = value;
-    else if (key == "-thread-warp-size" && t.is_gpu()) t.thread_warp_size = value;
     else throw InputError(fmt::format("target: unknown option '{}' for {}", key, t.kind));
   }
   return t;

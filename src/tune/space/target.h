@@ -12,16 +12,15 @@ namespace tyche::tune {
 struct Target {
   std::string kind = "llvm";  // "llvm" (the host CPU) or "cuda"
   int num_cores = 1;          // llvm: threads that run parallel loops
-  // cuda limits (VerifyGPUCode, AutoBind, CrossThreadReduction, MultiLevelTiling's binds)
+  // cuda limits: VerifyGPUCode checks them all; AutoBind and CrossThreadReduction draw thread
+  // counts up to max_threads_per_block.
   int64_t max_threads_per_block = 1024;
   int64_t max_shared_memory_per_block = 49152;  // bytes
   int64_t max_local_memory_per_block = 2147483647;
-  int64_t thread_warp_size = 32;
   int64_t max_vector_bytes = 16;  // widest vector load/store
-  int64_t max_threadblocks = 256;  // AutoBind: cap on blocks per kernel before it loops
 
   bool is_gpu() const { return kind == "cuda"; }
-  // "llvm" (cores = the host's), "llvm -num-cores N", "cuda" (an H100/H200-class part), "cuda
+  // "llvm" (cores = the host's), "llvm -num-cores N" (at most 4096), "cuda", "cuda
   // -max-threads-per-block N -max-shared-memory-per-block B". Throws InputError otherwise.
   static Target parse(const std::string& text);
   static Target host();
