@@ -6,7 +6,7 @@
 // its minimum" -- still correct):
 // - a block with no loop driving a reduce iterator (every reduce extent is 1, or no loops);
 // - a block whose reduce iterator is driven by a thread-bound loop (a cross-thread reduction,
-//   which the GPU back end lowers itself; TVM skips these too).
+//   which a GPU back end lowers as a whole, as TVM's does; TVM skips these too).
 // A decompose_reduction that refuses fails the postproc with its reason.
 #include <string>
 #include <unordered_set>
