@@ -401,7 +401,15 @@ Result<std::vector<IntervalSet>> united_access(const ScheduleState& state, const
   return hull.value_or(std::vector<IntervalSet>{});
 }
 
-Status move_block(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops, bool is_compute_at) {
+// The rewritten scope that moving `block` under `loop` gives, or why it is refused; the state
+// is not touched, so legality can be asked of many loops cheaply (sample_compute_location).
+struct MovePlan {
+  const SRefNode* scope = nullptr;
+  ir::Block new_scope;
+};
+
+Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops,
+                           bool is_compute_at) {
   const char* prim = prim_name(is_compute_at);
   if (auto s = check_placement(state, block.get(), loop.get(), is_compute_at); !s) return s.error();
   const ir::BlockNode* b = block->as_block();
@@ -531,9 +539,13 @@ Status move_block(ScheduleState& state, const SRef& block, const SRef& loop, boo
   if (!rw.removed || !rw.inserted)
     return ScheduleError(ErrorCode::kInvalidArgument,
                          fmt::format("{}: block '{}' sits under a statement it cannot be moved out of", prim, b->name), b);
-  ir::Block new_scope = ir::make_block(sb->name, sb->iter_vars, sb->reads, sb->writes, sb->init, body, sb->alloc_buffers,
-                                       sb->annotations);
-  state.replace(state.get_sref(scope->stmt), new_scope, {{new_scope.get(), sb}});
+  return MovePlan{scope, ir::make_block(sb->name, sb->iter_vars, sb->reads, sb->writes, sb->init, body,
+                                        sb->alloc_buffers, sb->annotations)};
+}
+
+Status move_block(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops, bool is_compute_at) {
+  TYCHE_TRY_ASSIGN(plan, plan_move(state, block, loop, preserve_unit_loops, is_compute_at));
+  state.replace(state.get_sref(plan.scope->stmt), plan.new_scope, {{plan.new_scope.get(), plan.scope->as_block()}});
   return ok_status();
 }
 
@@ -541,6 +553,12 @@ Status move_block(ScheduleState& state, const SRef& block, const SRef& loop, boo
 
 Status compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops) {
   return move_block(state, block, loop, preserve_unit_loops, true);
+}
+
+Status check_compute_at(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops) {
+  auto plan = plan_move(state, block, loop, preserve_unit_loops, true);
+  if (!plan) return plan.error();
+  return ok_status();
 }
 
 Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops) {

@@ -42,6 +42,8 @@ Status unannotate(ScheduleState& state, const SRef& sref, const std::string& key
 
 // ---- compute location (compute_at.cc, compute_inline.cc) ----
 Status compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops);
+// Whether compute_at would succeed, without changing the state.
+Status check_compute_at(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops);
 Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops);
 Status compute_inline(ScheduleState& state, const SRef& block);
 Status reverse_compute_inline(ScheduleState& state, const SRef& block);

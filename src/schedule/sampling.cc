@@ -129,27 +129,21 @@ struct ComputeLocations {
   bool can_inline = false;
 };
 
-// Tries each candidate on a scratch state over the same (immutable) IR, so legality is exactly
-// what compute_at and compute_inline decide.
+// Legality is exactly what compute_at and compute_inline decide: compute_at is planned without
+// applying it, compute_inline tried on a scratch state over the same (immutable) IR.
 ComputeLocations compute_locations(const ScheduleState& state, const SRef& block) {
   ComputeLocations out;
   const SRefNode* scope = scope_block(block.get());
   if (!scope) return out;
   std::vector<SRefNode*> ancestors_of_block = ancestors(block.get());
-  std::optional<ScheduleState> scratch;
   for (const ir::ForNode* loop : loops_under(scope->as_block()->body)) {
     SRef loop_ref = state.get_sref(loop);
     if (!loop_ref || std::find(ancestors_of_block.begin(), ancestors_of_block.end(), loop_ref.get()) != ancestors_of_block.end())
       continue;
-    // A refused compute_at leaves the state unchanged, so one scratch state serves until a try succeeds.
-    if (!scratch) scratch.emplace(state.func());
-    if (compute_at(*scratch, scratch->get_sref(block->stmt), scratch->get_sref(loop), false)) {
-      out.loops.push_back(loop_ref);
-      scratch.reset();
-    }
+    if (check_compute_at(state, block, loop_ref, false)) out.loops.push_back(loop_ref);
   }
-  if (!scratch) scratch.emplace(state.func());
-  out.can_inline = compute_inline(*scratch, scratch->get_sref(block->stmt)).ok();
+  ScheduleState scratch(state.func());
+  out.can_inline = compute_inline(scratch, scratch.get_sref(block->stmt)).ok();
   return out;
 }
 

@@ -55,6 +55,29 @@ TEST(ComputeAt, SharedCacheUnderThreadLoopServesTheWholeThreadBlock) {
   }
 }
 
+TEST(ComputeAt, CheckAgreesWithComputeAtAndChangesNothing) {
+  auto w = small("CBR-1");
+  Schedule sch(w.func, true);
+  auto conv = sch.get_loops(sch.get_block("conv2d").value()).value();
+  (void)sch.split(conv[1], {std::nullopt, 2}).value();
+  const ir::PrimFunc before = sch.func();
+  SRef pad = sch.block_sref(sch.get_block("pad").value()).value();
+  int legal = 0, loops = 0;
+  for (const ir::ForNode* f : loops_under(sch.state().root()->as_block()->body)) {
+    SRef loop = sch.state().get_sref(f);
+    if (!loop) continue;
+    ++loops;
+    bool checked = check_compute_at(sch.state(), pad, loop, false).ok();
+    ScheduleState fresh(before);
+    bool applied = compute_at(fresh, fresh.get_sref(pad->stmt), fresh.get_sref(f), false).ok();
+    EXPECT_EQ(checked, applied) << f->loop_var.name();
+    legal += checked;
+  }
+  EXPECT_TRUE(sch.func().same_as(before));
+  EXPECT_GT(legal, 2);
+  EXPECT_LT(legal, loops);
+}
+
 TEST(ComputeAt, C2dPreserveUnitLoops) {
   auto w = small("C2D-1");
   Schedule sch(w.func, true);
