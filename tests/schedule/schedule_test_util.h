@@ -17,9 +17,9 @@ namespace tyche::schedule::testing {
 
 inline workloads::Workload small(const std::string& preset) { return workloads::scaled_down(workloads::get_preset(preset)); }
 
-// Compares `text` with tests/golden/schedule/<name>.txt; TYCHE_UPDATE_GOLDEN=1 rewrites it.
-inline void expect_golden(const std::string& name, const std::string& text) {
-  std::string path = std::string(TYCHE_SOURCE_DIR) + "/tests/golden/schedule/" + name + ".txt";
+// Compares `text` with tests/golden/<folder>/<name>.txt; TYCHE_UPDATE_GOLDEN=1 rewrites it.
+inline void expect_golden(const std::string& name, const std::string& text, const std::string& folder = "schedule") {
+  std::string path = std::string(TYCHE_SOURCE_DIR) + "/tests/golden/" + folder + "/" + name + ".txt";
   if (std::getenv("TYCHE_UPDATE_GOLDEN")) {
     std::ofstream(path) << text;
     return;

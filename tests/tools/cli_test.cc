@@ -38,6 +38,18 @@ Result run(const std::string& args) {
   return r;
 }
 
+// The file's text (empty if it cannot be read); the file is removed.
+std::string take_file(const std::string& path) {
+  std::string text;
+  if (FILE* f = fopen(path.c_str(), "r")) {
+    std::array<char, 4096> buf;
+    for (size_t n; (n = fread(buf.data(), 1, buf.size(), f)) > 0;) text.append(buf.data(), n);
+    fclose(f);
+  }
+  std::remove(path.c_str());
+  return text;
+}
+
 int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 void expect_usage_error(const std::string& args, const std::string& needle) {
@@ -161,12 +173,8 @@ TEST(CliRun, CompilesChecksTimesAndWritesJson) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, testing::HasSubstr("GFLOP/s"));
   EXPECT_THAT(r.out, testing::HasSubstr("correct"));
-  FILE* f = fopen(json.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string text(4096, '\0');
-  text.resize(fread(text.data(), 1, text.size(), f));
-  fclose(f);
-  std::remove(json.c_str());
+  std::string text = take_file(json);
+  ASSERT_FALSE(text.empty()) << json;
   for (const char* key : {"\"workload\": \"GMM-1 (scaled down)\"", "\"gflop\"", "\"latency_s\"", "\"gflops\"", "\"correct\": true"})
     EXPECT_THAT(text, testing::HasSubstr(key));
 }
@@ -207,12 +215,8 @@ TEST(CliSpace, PrintsSpacesSamplesAndWritesJson) {
   EXPECT_THAT(r.out, testing::HasSubstr("# design space 2\n"));
   EXPECT_THAT(r.out, testing::HasSubstr("sch.sample_perfect_tile(loop="));
   EXPECT_THAT(r.out, testing::HasSubstr("3 design spaces; 20 samples, 20 valid (100.0%), 20 of 20 correct (interpreter)"));
-  FILE* f = fopen(json.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string text(4096, '\0');
-  text.resize(fread(text.data(), 1, text.size(), f));
-  fclose(f);
-  std::remove(json.c_str());
+  std::string text = take_file(json);
+  ASSERT_FALSE(text.empty()) << json;
   for (const char* key : {"\"workload\"", "\"spaces\": 3", "\"samples\": 20", "\"valid\": 20", "\"correct\": 20", "\"invalid_reasons\": {}"})
     EXPECT_THAT(text, testing::HasSubstr(key));
   // The same seed gives the same spaces; the GPU target gives its own.

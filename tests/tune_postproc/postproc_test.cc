@@ -3,9 +3,6 @@
 // LLVM-compiled), refusals as one-line errors, and traces that replay to the same program.
 #include <gmock/gmock.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "arith/linear.h"
 #include "codegen/llvm_codegen.h"
@@ -17,6 +14,8 @@
 #include "lower/lower.h"
 #include "schedule/schedule.h"
 #include "te/tensor.h"
+#include "../schedule/schedule_test_util.h"
+#include "tune/explore/sample_space.h"
 #include "tune/postproc/candidate.h"
 #include "tune/postproc/postproc.h"
 #include "tune/space/space_generator.h"
@@ -31,56 +30,21 @@ using schedule::BlockRV;
 using schedule::LoopRV;
 using schedule::Schedule;
 
-workloads::Workload small(const std::string& preset) { return workloads::scaled_down(workloads::get_preset(preset)); }
-
-::testing::AssertionResult interp_matches(const workloads::Workload& w, const ir::PrimFunc& f) {
-  auto inputs = workloads::make_inputs(w.func, 5);
-  auto expected = w.reference(inputs);
-  std::vector<runtime::NDArray> actual;
-  try {
-    actual = interp::run_on_inputs(f, inputs);
-  } catch (const Error& e) {
-    return ::testing::AssertionFailure() << "interpreter: " << e.what() << "\n" << ir::to_string(f);
-  }
-  for (size_t i = 0; i < expected.size(); ++i) {
-    interp::Comparison c = interp::compare(actual[i], expected[i]);
-    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(f);
-  }
-  return ::testing::AssertionSuccess();
-}
+using schedule::testing::computes_reference;
+using schedule::testing::expect_golden;
+using schedule::testing::small;
 
 // Lowers, compiles with LLVM and runs; compares with the reference.
 ::testing::AssertionResult compiled_matches(const workloads::Workload& w, const ir::PrimFunc& f) {
-  lower::Lowered l = lower::lower(f);
-  std::unique_ptr<codegen::CompiledKernel> k;
-  try {
-    k = codegen::compile(l.func);
-  } catch (const Error& e) {
-    return ::testing::AssertionFailure() << e.what() << "\n" << ir::to_string(l.func);
-  }
   auto inputs = workloads::make_inputs(w.func, 7);
-  auto expected = w.reference(inputs);
-  std::vector<runtime::NDArray> args = inputs;
-  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
-  k->run(args);
-  for (size_t i = 0; i < expected.size(); ++i) {
-    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
-    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(l.func);
+  std::string why;
+  try {
+    why = check_outputs(f, inputs, w.reference(inputs), /*compile=*/true);
+  } catch (const Error& e) {
+    why = e.what();
   }
-  return ::testing::AssertionSuccess();
-}
-
-void expect_golden(const std::string& name, const std::string& text) {
-  std::string path = std::string(TYCHE_SOURCE_DIR) + "/tests/golden/tune/" + name + ".txt";
-  if (std::getenv("TYCHE_UPDATE_GOLDEN")) {
-    std::ofstream(path) << text;
-    return;
-  }
-  std::ifstream in(path);
-  ASSERT_TRUE(in.good()) << "missing golden file " << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(text, ss.str()) << "golden mismatch for " << name;
+  if (why.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << why << "\n" << ir::to_string(lower::lower(f).func);
 }
 
 const ir::BlockNode* find_block(const ir::PrimFunc& f, const std::string& name) {
@@ -165,10 +129,10 @@ TEST(Postproc, GmmSsrsrsParallelVectorizeUnrollDecompose) {
   EXPECT_EQ(init.back()->for_kind, ir::ForKind::kVectorized);
   EXPECT_TRUE(find_block(sch.func(), "root")->annotations.empty());
 
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
   EXPECT_TRUE(compiled_matches(w, sch.func()));
   expect_replays(sch, w.func);
-  expect_golden("gmm_ssrsrs_postprocs", ir::to_string(sch.func()));
+  expect_golden("gmm_ssrsrs_postprocs", ir::to_string(sch.func()), "tune");
 }
 
 TEST(Postproc, ParallelTakesTheFirstLoopEvenOverTheLimitAndVectorizeOneNonUnitLoop) {
@@ -187,7 +151,7 @@ TEST(Postproc, ParallelTakesTheFirstLoopEvenOverTheLimitAndVectorizeOneNonUnitLo
   EXPECT_EQ(z[z.size() - 2]->for_kind, ir::ForKind::kSerial);
   EXPECT_TRUE(z.back()->annotations.empty());
   for (const ir::ForNode* l : z) EXPECT_FALSE(l->annotations.count(ann::kAutoUnrollMaxStep));
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
   EXPECT_TRUE(compiled_matches(w, sch.func()));
 }
 
@@ -219,7 +183,7 @@ TEST(Postproc, WriteCacheUnderTheTileIsVectorizedAndStopsTheParallelFusion) {
   EXPECT_EQ(cl.front(), zl.front());
   EXPECT_EQ(cl.back()->for_kind, ir::ForKind::kVectorized);
   EXPECT_EQ(zl.back()->for_kind, ir::ForKind::kVectorized);
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
   EXPECT_TRUE(compiled_matches(w, sch.func()));
   expect_replays(sch, w.func);
 }
@@ -239,7 +203,7 @@ TEST(Postproc, ImplicitUnrollMarksZeroAndEveryNestGetsItsPragma) {
     EXPECT_EQ(std::get<int64_t>(f->annotations.at(ann::kUnrollExplicitPragma)), 0);
     EXPECT_EQ(f->for_kind, ir::ForKind::kParallel);
   }
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
   EXPECT_TRUE(compiled_matches(w, sch.func()));
 }
 
@@ -264,7 +228,7 @@ TEST(Postproc, ParallelStopsAtALoopThatRepeatsAReduction) {
   EXPECT_EQ(loops[0]->for_kind, ir::ForKind::kParallel);
   EXPECT_EQ(ir::as_const_int(loops[0]->extent), 8);
   EXPECT_EQ(loops[1]->for_kind, ir::ForKind::kSerial);
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
   EXPECT_TRUE(compiled_matches(w, sch.func()));
 }
 
@@ -288,7 +252,7 @@ TEST(Postproc, PresetsStayCorrectThroughTheDefaultPostprocs) {
         EXPECT_FALSE(b->init.defined() && reduces) << b->name;
       }
     });
-    EXPECT_TRUE(interp_matches(w, sch.func()));
+    EXPECT_TRUE(computes_reference(w, sch.func()));
     EXPECT_TRUE(compiled_matches(w, sch.func()));
     expect_replays(sch, w.func);
   }
@@ -336,7 +300,7 @@ TEST(Postproc, ReductionWithUnitReduceExtentKeepsItsInit) {
   workloads::Workload w;
   w.func = f;
   w.reference = [&](const std::vector<runtime::NDArray>& in) { return interp::run_on_inputs(f, in); };
-  EXPECT_TRUE(interp_matches(w, fused.func()));
+  EXPECT_TRUE(computes_reference(w, fused.func()));
   EXPECT_TRUE(compiled_matches(w, fused.func()));
 }
 
@@ -353,7 +317,7 @@ TEST(Postproc, RFactorBlocksAreDecomposed) {
       EXPECT_FALSE(b->init.defined()) << b->name;
     }
   });
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
   EXPECT_TRUE(compiled_matches(w, sch.func()));
 }
 
@@ -559,7 +523,7 @@ TEST(Postproc, CooperativeFetchSpreadsTheCopyOverTheThreads) {
   EXPECT_EQ(x[6]->for_kind, ir::ForKind::kVectorized);
   EXPECT_EQ(ir::as_const_int(x[6]->extent), 4);
   EXPECT_TRUE(verify(sch, cuda()).ok()) << verify(sch, cuda()).error().reason();
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
   EXPECT_THAT(sch.trace()->to_text(), HasSubstr("sch.unannotate(block_or_loop="));
   expect_replays(sch, w.func);
 
@@ -572,7 +536,7 @@ TEST(Postproc, CooperativeFetchSpreadsTheCopyOverTheThreads) {
   EXPECT_EQ(o[5]->thread_tag, "threadIdx.x");
   EXPECT_EQ(ir::as_const_int(o[5]->extent), 8);
   EXPECT_TRUE(verify(odd, cuda()).ok());
-  EXPECT_TRUE(interp_matches(w, odd.func()));
+  EXPECT_TRUE(computes_reference(w, odd.func()));
 
   // threadIdx.y and threadIdx.x: 64 = 4 x threadIdx.y 4 x threadIdx.x 2 x vector 2.
   Schedule xy = coop_gmm(2, true);
@@ -586,7 +550,7 @@ TEST(Postproc, CooperativeFetchSpreadsTheCopyOverTheThreads) {
   EXPECT_EQ(ir::as_const_int(t[7]->extent), 2);
   EXPECT_EQ(t[8]->for_kind, ir::ForKind::kVectorized);
   EXPECT_TRUE(verify(xy, cuda()).ok());
-  EXPECT_TRUE(interp_matches(w, xy.func()));
+  EXPECT_TRUE(computes_reference(w, xy.func()));
 }
 
 TEST(Postproc, CooperativeFetchImperfectSplitAddsAPredicate) {
@@ -614,7 +578,7 @@ TEST(Postproc, CooperativeFetchImperfectSplitAddsAPredicate) {
   schedule::SRef copy = sch.block_sref(sch.get_block("X_shared").value()).value();
   EXPECT_FALSE(ir::is_const_int(sch.state().realize_of(copy.get())->predicate, 1));
   EXPECT_TRUE(verify(sch, cuda()).ok());
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
 }
 
 TEST(Postproc, CooperativeFetchLeavesOneThreadsCopySerial) {
@@ -637,7 +601,7 @@ TEST(Postproc, CooperativeFetchLeavesOneThreadsCopySerial) {
   }
   EXPECT_EQ(loops_of(sch, "X_shared")[5]->thread_tag, "threadIdx.x");  // X's copy is still shared out
   EXPECT_TRUE(verify(sch, cuda()).ok());
-  EXPECT_TRUE(interp_matches(w, sch.func()));
+  EXPECT_TRUE(computes_reference(w, sch.func()));
 
   // No enclosing threadIdx.x loop: only the annotation goes.
   Schedule cpu(w.func, schedule::ScheduleOptions{.seed = 1});
@@ -697,7 +661,7 @@ TEST(PostprocEndToEnd, RuleDesignsBecomeCorrectPrograms) {
           continue;
         }
         Schedule& sch = std::get<Schedule>(out);
-        EXPECT_TRUE(interp_matches(w, sch.func())) << sch.trace()->to_text();
+        EXPECT_TRUE(computes_reference(w, sch.func())) << sch.trace()->to_text();
         // LLVM takes seconds on GMM's unrolled 32-lane gathers: compile one candidate per
         // preset (GMM's compiled path is covered by the hand-schedule tests above).
         if (valid++ == 0 && w.op != "GMM") {
@@ -731,7 +695,7 @@ TEST(PostprocEndToEnd, GpuRuleDesignsAreVerified) {
           continue;
         }
         ++valid;
-        EXPECT_TRUE(interp_matches(w, std::get<Schedule>(out).func()));
+        EXPECT_TRUE(computes_reference(w, std::get<Schedule>(out).func()));
       }
     }
     EXPECT_GT(valid, 0);
@@ -781,7 +745,7 @@ TEST(PostprocEndToEnd, GpuTilingSharedCopiesAreCooperative) {
         depends |= arith::uses_var(v, [&](const ir::VarNode* u) { return u == threads[0]->loop_var.get(); });
       EXPECT_TRUE(depends) << copy << " left serial\n" << ir::to_string(sch.func());
     }
-    EXPECT_TRUE(interp_matches(w, sch.func()));
+    EXPECT_TRUE(computes_reference(w, sch.func()));
   }
   EXPECT_GT(shared_out, 0);
   RecordProperty("shared_out", shared_out);

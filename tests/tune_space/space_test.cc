@@ -38,7 +38,7 @@ TEST(PostOrderApply, GmmHasThreeCpuDesigns) {
   auto w = small("GMM-1");
   auto designs = spaces(w, cpu());
   ASSERT_EQ(designs.size(), 3u);  // write cache: none, under level 1, under level 2
-  expect_golden("../tune/gmm_cpu_spaces", all_traces(designs));
+  expect_golden("gmm_cpu_spaces", all_traces(designs), "tune");
   for (const Schedule& d : designs) {
     std::string text = ir::to_string(d.func());
     EXPECT_THAT(text, ::testing::HasSubstr("meta_schedule.parallel"));

@@ -13,12 +13,11 @@
 namespace tyche::tune {
 
 namespace {
-
 constexpr size_t kMaxFailures = 5;
+}  // namespace
 
-// Runs the candidate on the inputs; empty if it matches the expected outputs, else why not.
-std::string check(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
-                  const std::vector<runtime::NDArray>& expected, bool compile) {
+std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
+                          const std::vector<runtime::NDArray>& expected, bool compile) {
   std::vector<runtime::NDArray> actual;
   if (compile) {
     auto kernel = codegen::compile(lower::lower(func).func);
@@ -36,8 +35,6 @@ std::string check(const ir::PrimFunc& func, const std::vector<runtime::NDArray>&
   }
   return {};
 }
-
-}  // namespace
 
 SampleSpaceReport sample_space(const workloads::Workload& w, const Target& target, const SampleSpaceOptions& options,
                                SpaceGeneratorPtr generator, std::vector<PostprocPtr> postprocs) {
@@ -77,7 +74,7 @@ SampleSpaceReport sample_space(const workloads::Workload& w, const Target& targe
     const schedule::Schedule& sch = std::get<schedule::Schedule>(candidate);
     std::string why;
     try {
-      why = check(sch.func(), inputs, expected, options.compile);
+      why = check_outputs(sch.func(), inputs, expected, options.compile);
     } catch (const std::exception& e) {
       why = e.what();
     }

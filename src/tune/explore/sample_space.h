@@ -29,6 +29,11 @@ struct SampleSpaceReport {
   double median_candidate_seconds = 0;         // sample + replay + postprocess, per candidate
 };
 
+// Runs `func` on `inputs` (interpreted, or lowered and LLVM-compiled) and compares its outputs
+// with `expected`: empty if they match, else why not. Compile and run errors throw.
+std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
+                          const std::vector<runtime::NDArray>& expected, bool compile);
+
 // Uses the target's default rules and postprocessors unless given.
 SampleSpaceReport sample_space(const workloads::Workload& w, const Target& target, const SampleSpaceOptions& options,
                                SpaceGeneratorPtr generator = nullptr, std::vector<PostprocPtr> postprocs = {});
