@@ -1,9 +1,11 @@
 // Intermediate buffers are declared at the root with their full shape; after compute_at or
 // cache_write + reverse_compute_at only a tile of them is live at a time. This pass moves each
-// allocation down the loops that contain all of its accesses, as long as distinct iterations
-// touch disjoint elements, and shrinks it to the region one iteration touches (TVM's
-// buffer-allocation planning and compaction). A small tile inside a loop nest is what lets the backend keep it in
-// registers; an allocation inside a parallel loop becomes per-thread.
+// allocation down the loops that contain all of its accesses, as long as no value flows from one
+// iteration to another (distinct iterations touch disjoint elements, or each iteration writes
+// everything it reads before reading it), and shrinks it to the region one iteration touches
+// (TVM's buffer-allocation planning and compaction). A small tile inside a loop nest is what lets
+// the backend keep it in registers; an allocation inside a parallel loop becomes per-thread.
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 
@@ -19,6 +21,8 @@ namespace {
 struct Access {
   std::vector<const ir::ForNode*> loops;  // enclosing loops inside the allocation, outermost first
   std::vector<ir::Expr> indices;
+  bool store = false;
+  bool conditional = false;  // under an if: it may not run
 };
 
 // Every load and store of one buffer under a statement, with its enclosing loops.
@@ -37,14 +41,21 @@ class AccessCollector : public ir::StmtExprVisitor {
     if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices});
     StmtExprVisitor::visit_buffer_load(n);
   }
+  // In program order: a store's own loads (an accumulation) happen before it.
   void visit_buffer_store(const ir::BufferStoreNode* n) override {
-    if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices});
     StmtExprVisitor::visit_buffer_store(n);
+    if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices, true, ifs_ > 0});
+  }
+  void visit_if(const ir::IfThenElseNode* n) override {
+    ++ifs_;
+    StmtExprVisitor::visit_if(n);
+    --ifs_;
   }
 
  private:
   const ir::BufferNode* buffer_;
   std::vector<const ir::ForNode*> stack_;
+  int ifs_ = 0;
 };
 
 // Rewrites accesses of `from` to `to` at indices minus `offsets`, and puts the allocation of
@@ -114,10 +125,11 @@ class Compactor : public ir::StmtExprMutator {
     // iterations wrote) keeps the allocation above it.
     size_t depth = 0;
     std::optional<Region> region = region_at(collector, lca, 0);
+    bool self_contained = written_before_read(collector, lca);
     if (!region) return rebuild(n, self, body);
     while (depth < lca.size()) {
       std::optional<Region> inner = region_at(collector, lca, depth + 1);
-      if (!inner || !iterations_disjoint(*inner, lca[depth])) break;
+      if (!inner || !(iterations_disjoint(*inner, lca[depth]) || self_contained)) break;
       region = inner;
       ++depth;
     }
@@ -149,19 +161,9 @@ class Compactor : public ir::StmtExprMutator {
   // loops lca[0, depth) fixed. Nothing if some dimension is unbounded or not of constant size.
   static std::optional<Region> region_at(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, size_t depth) {
     arith::Analyzer analyzer;
-    for (size_t k = 0; k < depth; ++k) analyzer.bind(lca[k]->loop_var, ir::Range(lca[k]->min, lca[k]->extent));
-    size_t ndim = c.accesses[0].indices.size();
-    std::vector<arith::IntervalSet> sets(ndim);
-    bool first = true;
-    for (const Access& a : c.accesses) {
-      arith::VarRangeMap dom;
-      for (size_t k = depth; k < a.loops.size(); ++k) dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
-      for (size_t d = 0; d < ndim; ++d) {
-        arith::IntervalSet s = arith::eval_interval(a.indices[d], dom, &analyzer);
-        sets[d] = first ? s : arith::union_interval(sets[d], s, &analyzer);
-      }
-      first = false;
-    }
+    bind_outer_loops(&analyzer, lca, depth);
+    std::vector<arith::IntervalSet> sets = touched(c.accesses, depth, &analyzer);
+    size_t ndim = sets.size();
     Region r;
     for (size_t d = 0; d < ndim; ++d) {
       if (!sets[d].is_bounded()) return std::nullopt;
@@ -177,6 +179,56 @@ class Compactor : public ir::StmtExprMutator {
       r.extent.push_back(*e);
     }
     return r;
+  }
+
+  static void bind_outer_loops(arith::Analyzer* analyzer, const std::vector<const ir::ForNode*>& lca, size_t depth) {
+    for (size_t k = 0; k < depth; ++k) analyzer->bind(lca[k]->loop_var, ir::Range(lca[k]->min, lca[k]->extent));
+  }
+
+  // Per dimension, the interval the accesses touch, their loops from `depth` on relaxed.
+  static std::vector<arith::IntervalSet> touched(const std::vector<Access>& accesses, size_t depth, arith::Analyzer* analyzer) {
+    size_t ndim = accesses[0].indices.size();
+    std::vector<arith::IntervalSet> sets(ndim);
+    bool first = true;
+    for (const Access& a : accesses) {
+      arith::VarRangeMap dom;
+      for (size_t k = depth; k < a.loops.size(); ++k) dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
+      for (size_t d = 0; d < ndim; ++d) {
+        arith::IntervalSet s = arith::eval_interval(a.indices[d], dom, analyzer);
+        sets[d] = first ? s : arith::union_interval(sets[d], s, analyzer);
+      }
+      first = false;
+    }
+    return sets;
+  }
+
+  // Whether, in one iteration of the innermost common loop (then of every common loop), every
+  // element read was written earlier in the same iteration: the loop nests that run before the
+  // first read (they share no loop with it below the common ones, so they finish first) store,
+  // unconditionally, a region that covers every read. A cache_read under compute_at is such a
+  // buffer even when other iterations copy the same elements.
+  static bool written_before_read(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca) {
+    size_t depth = lca.size();
+    auto first_load = std::find_if(c.accesses.begin(), c.accesses.end(), [](const Access& a) { return !a.store; });
+    if (first_load == c.accesses.end()) return true;  // written only
+    std::vector<Access> stores, loads;
+    for (auto it = c.accesses.begin(); it != first_load; ++it) {
+      bool shares_inner_loop = it->loops.size() > depth && first_load->loops.size() > depth && it->loops[depth] == first_load->loops[depth];
+      if (!shares_inner_loop && !it->conditional) stores.push_back(*it);
+    }
+    for (const Access& a : c.accesses)
+      if (!a.store) loads.push_back(a);
+    if (stores.empty()) return false;
+    arith::Analyzer analyzer;
+    bind_outer_loops(&analyzer, lca, depth);
+    std::vector<arith::IntervalSet> written = touched(stores, depth, &analyzer);
+    std::vector<arith::IntervalSet> read = touched(loads, depth, &analyzer);
+    for (size_t d = 0; d < written.size(); ++d) {
+      if (!written[d].is_bounded() || !read[d].is_bounded()) return false;
+      if (!analyzer.can_prove(written[d].min_value <= read[d].min_value) || !analyzer.can_prove(read[d].max_value <= written[d].max_value))
+        return false;
+    }
+    return true;
   }
 
   // Whether consecutive iterations of `loop` touch disjoint parts of a region (given relative

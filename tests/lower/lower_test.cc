@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 
 #include <cstring>
+#include <functional>
 
 #include "interp/interpreter.h"
 #include "ir/functor.h"
+#include "ir/op.h"
 #include "ir/printer.h"
 #include "lower/lower.h"
 #include "schedule/schedule.h"
@@ -169,6 +171,83 @@ TEST(Lower, LongVectorsAreStripMinedAndNestedParallelSerialized) {
   expect_every_pass_correct(w, sch2.func(), &lowered);
   ASSERT_EQ(lowered.notes.size(), 1u);
   EXPECT_THAT(lowered.notes[0], HasSubstr("inside another parallel loop"));
+}
+
+// The size of the allocation of `name` and the loop variables around it, outermost first.
+std::pair<int64_t, std::vector<std::string>> allocation_of(const ir::Stmt& s, const std::string& name) {
+  std::pair<int64_t, std::vector<std::string>> found{-1, {}};
+  std::vector<std::string> loops;
+  std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& x) {
+    if (auto* f = x.as<ir::ForNode>()) {
+      loops.push_back(f->loop_var->name);
+      walk(f->body);
+      loops.pop_back();
+    } else if (auto* a = x.as<ir::AllocateNode>()) {
+      if (a->buffer->name == name) found = {*ir::as_const_int(a->buffer->shape[0]), loops};
+      walk(a->body);
+    } else if (auto* q = x.as<ir::SeqStmtNode>()) {
+      for (const ir::Stmt& c : q->seq) walk(c);
+    } else if (auto* i = x.as<ir::IfThenElseNode>()) {
+      walk(i->then_case);
+      if (i->else_case.defined()) walk(i->else_case);
+    }
+  };
+  walk(s);
+  return found;
+}
+
+TEST(Lower, ACacheReadUnderAParallelLoopIsPerIterationEvenWhenIterationsCopyTheSameElements) {
+  // X's rows of an i-tile are copied under i0, inside the parallel j0 loop: every j0 iteration
+  // copies the same elements, but writes them all before reading them, so the copy belongs to
+  // one iteration of i0 (one thread), shrunk to the tile, not to a buffer the threads share.
+  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=16,j=32,k=8");
+  schedule::Schedule sch(w.func);
+  auto c = sch.get_block("C").value();
+  auto cached = sch.cache_read(c, 0, "global").value();
+  auto l = sch.get_loops(c).value();  // i, j, k
+  auto i = sch.split(l[0], {std::nullopt, 4}).value();
+  auto j = sch.split(l[1], {std::nullopt, 8}).value();
+  sch.reorder({j[0], i[0], i[1], j[1]}).value();
+  sch.compute_at(cached, i[0]).value();
+  sch.parallel(j[0]).value();
+  Lowered lowered;
+  expect_every_pass_correct(w, sch.func(), &lowered);
+  auto [size, loops] = allocation_of(lowered.func->body, "A_global");
+  EXPECT_EQ(size, 4 * 8) << ir::to_string(lowered.func);
+  EXPECT_THAT(loops, ::testing::ElementsAre("j_0", "i_0"));
+}
+
+// Loops only (as after lower_blocks): T[4] at the root; per iteration of i, `fill` stores to T
+// and `use` reads it into C.
+ir::PrimFunc staged(const ir::Var& i, const ir::Stmt& fill, const ir::Stmt& use, const ir::Buffer& t, const ir::Buffer& a,
+                    const ir::Buffer& c) {
+  return ir::PrimFunc("f", {a, c}, 1, ir::allocate(t, ir::for_loop(i, ir::make_int(0), ir::make_int(4), ir::ForKind::kParallel,
+                                                                    ir::seq({fill, use}))));
+}
+
+TEST(Lower, AnAllocationStaysAboveALoopWhoseIterationsReadWhatOthersWrote) {
+  ir::Buffer t = ir::make_buffer("T", kFloat32, {ir::make_int(4)}), a = ir::make_buffer("A", kFloat32, {ir::make_int(16)});
+  ir::Buffer c = ir::make_buffer("C", kFloat32, {ir::make_int(16)});
+  ir::Var i("i"), j("j"), k("k");
+  auto loop = [](const ir::Var& v, int64_t n, ir::Stmt body) {
+    return ir::for_loop(v, ir::make_int(0), ir::make_int(n), ir::ForKind::kSerial, std::move(body));
+  };
+  ir::Stmt use = loop(k, 4, ir::buffer_store(c, ir::buffer_load(t, {k}), {i * 4 + k}));
+  // Covering copies: the allocation moves into the parallel loop.
+  ir::Stmt full = loop(j, 4, ir::buffer_store(t, ir::buffer_load(a, {i * 4 + j}), {j}));
+  EXPECT_EQ(allocation_of(compact_buffers(staged(i, full, use, t, a, c))->body, "T").second, std::vector<std::string>{"i"});
+  // Iteration i writes T[0, 2) only; T[2, 4) is what an earlier iteration left.
+  ir::Stmt half = loop(j, 2, ir::buffer_store(t, ir::buffer_load(a, {i * 4 + j}), {j}));
+  EXPECT_TRUE(allocation_of(compact_buffers(staged(i, half, use, t, a, c))->body, "T").second.empty());
+  // A copy that may not run (under an if) covers nothing.
+  ir::Stmt maybe = ir::if_then_else(i < 2, full);
+  EXPECT_TRUE(allocation_of(compact_buffers(staged(i, maybe, use, t, a, c))->body, "T").second.empty());
+  // Stores in the same loop as the reads: iteration k = 0 reads T[3] before it is written.
+  ir::Stmt interleaved = loop(k, 4, ir::seq({ir::buffer_store(t, ir::buffer_load(a, {i * 4 + k}), {k}),
+                                             ir::buffer_store(c, ir::buffer_load(t, {ir::make_int(3) - k}), {i * 4 + k})}));
+  ir::PrimFunc f("f", {a, c}, 1,
+                 ir::allocate(t, ir::for_loop(i, ir::make_int(0), ir::make_int(4), ir::ForKind::kParallel, interleaved)));
+  EXPECT_TRUE(allocation_of(compact_buffers(f)->body, "T").second.empty());
 }
 
 }  // namespace
