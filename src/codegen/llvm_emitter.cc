@@ -270,6 +270,24 @@ class Emitter {
     return b_.CreateInBoundsGEP(elem, buffer_base(buf), index);
   }
 
+  // Distinct buffers never overlap (parameters are noalias, allocations distinct), so each gets a
+  // type of its own for LLVM's type-based alias analysis (as TVM does). Without it, pointers a
+  // parallel body loads from its environment may alias one another, and an accumulator tile in
+  // an output buffer cannot be kept in registers across a loop that reads other buffers.
+  llvm::MDNode* alias_tag(const ir::BufferNode* buf) {
+    auto it = alias_tags_.find(buf);
+    if (it != alias_tags_.end()) return it->second;
+    llvm::MDBuilder md(ctx_);
+    if (!alias_root_) alias_root_ = md.createTBAARoot("tyche buffers");
+    llvm::MDNode* type = md.createTBAAScalarTypeNode(fmt::format("{}#{}", buf->name, alias_tags_.size()), alias_root_);
+    return alias_tags_[buf] = md.createTBAAStructTagNode(type, type, 0);
+  }
+  template <typename Inst>
+  Inst* tagged(Inst* inst, const ir::Buffer& buf) {
+    inst->setMetadata(llvm::LLVMContext::MD_tbaa, alias_tag(buf.get()));
+    return inst;
+  }
+
   static const ir::RampNode* unit_ramp(const ir::Expr& index) {
     auto* r = index.as<ir::RampNode>();
     return r && ir::is_const_int(r->stride, 1) ? r : nullptr;
@@ -292,9 +310,9 @@ class Emitter {
     llvm::Type* elem = memory_type(elem_t);
     llvm::Align align(elem_t.bytes());
     const ir::Expr& index = n->indices.at(0);
-    if (t.lanes() == 1) return to_value(b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align), t);
+    if (t.lanes() == 1) return to_value(tagged(b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align), n->buffer), t);
     if (const ir::RampNode* r = unit_ramp(index))
-      return to_value(b_.CreateAlignedLoad(memory_type(t), address(n->buffer, elem, emit(r->base)), align), t);
+      return to_value(tagged(b_.CreateAlignedLoad(memory_type(t), address(n->buffer, elem, emit(r->base)), align), n->buffer), t);
     llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
     llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx);
     return to_value(b_.CreateMaskedGather(memory_type(t), ptrs, align), t);
@@ -308,9 +326,9 @@ class Emitter {
     llvm::Value* value = to_memory(emit(n->value), t);
     const ir::Expr& index = n->indices.at(0);
     if (t.lanes() == 1) {
-      b_.CreateAlignedStore(value, address(n->buffer, elem, emit(index)), align);
+      tagged(b_.CreateAlignedStore(value, address(n->buffer, elem, emit(index)), align), n->buffer);
     } else if (const ir::RampNode* r = unit_ramp(index)) {
-      b_.CreateAlignedStore(value, address(n->buffer, elem, emit(r->base)), align);
+      tagged(b_.CreateAlignedStore(value, address(n->buffer, elem, emit(r->base)), align), n->buffer);
     } else {
       llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
       b_.CreateMaskedScatter(value, b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx), align);
@@ -541,6 +559,8 @@ class Emitter {
   llvm::BasicBlock* entry_ = nullptr;
   std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
+  std::unordered_map<const ir::BufferNode*, llvm::MDNode*> alias_tags_;
+  llvm::MDNode* alias_root_ = nullptr;
   int parallel_count_ = 0;
 };
 

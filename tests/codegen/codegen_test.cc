@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
@@ -220,6 +221,52 @@ TEST(Codegen, AssemblyUsesFullWidthFmaAndObjectsAreElf) {
   EXPECT_LT(k->compile_seconds(), 5.0);
   auto plain = build(sch.func());
   EXPECT_THROW(plain->assembly(), Error);
+}
+
+// The basic blocks of an LLVM IR text that contain `needle`.
+std::vector<std::string> blocks_with(const std::string& ir_text, const std::string& needle) {
+  std::vector<std::string> out;
+  std::string block;
+  std::istringstream in(ir_text);
+  for (std::string line; std::getline(in, line);) {
+    bool label = !line.empty() && line[0] != ' ' && line.find(':') != std::string::npos && line.back() != '{';
+    if (label || line == "}") {
+      if (block.find(needle) != std::string::npos) out.push_back(block);
+      block.clear();
+    }
+    block += line + "\n";
+  }
+  return out;
+}
+
+TEST(Codegen, DistinctBuffersDoNotAliasInsideParallelBodies) {
+  // Y is packed per k-block into an intermediate; the rows are parallel. The output tile is
+  // accumulated straight into Z: only if LLVM knows that Z, X and the packed Y (all pointers the
+  // parallel body loads from its environment) do not overlap can it keep the tile in registers
+  // across the k loop instead of storing it every step.
+  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=64,j=64,k=64");
+  schedule::Schedule sch(w.func);
+  auto c = sch.get_block("C").value();
+  auto packed = sch.cache_read(c, 1, "global").value();
+  auto l = sch.get_loops(c).value();
+  auto i = sch.split(l[0], {std::nullopt, 4}).value();
+  auto j = sch.split(l[1], {std::nullopt, 16}).value();
+  auto k = sch.split(l[2], {std::nullopt, 32}).value();
+  sch.reorder({k[0], i[0], j[0], k[1], i[1], j[1]}).value();
+  sch.compute_at(packed, k[0]).value();
+  sch.decompose_reduction(c, k[0]).value();
+  sch.parallel(i[0]).value();
+  sch.unroll(i[1]).value();
+  sch.vectorize(j[1]).value();
+  EXPECT_TRUE(matches_reference(w, sch.func()));
+  CompileOptions o;
+  o.keep_module = true;
+  std::string text = build(sch.func(), o)->llvm_ir();
+  EXPECT_THAT(text, HasSubstr("!tbaa"));
+  std::vector<std::string> fma_blocks = blocks_with(text, "fmul contract <16 x float>");
+  ASSERT_FALSE(fma_blocks.empty()) << text;
+  bool register_tile = std::any_of(fma_blocks.begin(), fma_blocks.end(), [](const std::string& b) { return b.find("store") == std::string::npos; });
+  EXPECT_TRUE(register_tile) << "every block with the FMAs stores:\n" << fma_blocks[0];
 }
 
 TEST(Codegen, ModulesLookUpKernelsByName) {
