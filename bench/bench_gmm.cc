@@ -147,13 +147,13 @@ int main() {
   // One thread: the kernel alone on a core.
   pool.set_num_threads(1);
   runtime::TimeResult single_t = runtime::time_function([&] { kernel->run(ptrs.data()); },
-                                                        {.warmup = 3, .number = 1, .repeat = rounds, .min_repeat_ms = 300});
+                                                        {.warmup = 3, .number = 1, .repeat = rounds, .min_repeat_ms = 300, .flush_cache = false, .flush_ranges = {}});
   pool.set_num_threads(2);
 
   // The unscheduled GMM-4 also compiles and runs.
   auto plain = codegen::compile(lower::lower(w.func).func);
   std::vector<runtime::NDArray> plain_args = {inputs[0], inputs[1], runtime::NDArray(expected[0].shape(), kFloat32)};
-  runtime::TimeResult plain_t = runtime::time_function([&] { plain->run(plain_args); }, {.warmup = 0, .number = 1, .repeat = 1});
+  runtime::TimeResult plain_t = runtime::time_function([&] { plain->run(plain_args); }, {.warmup = 0, .number = 1, .repeat = 1, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}});
   bool plain_correct = interp::compare(plain_args[2], expected[0]).ok;
 
   double gflop = w.flop / 1e9;

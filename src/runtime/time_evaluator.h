@@ -1,10 +1,14 @@
 // Times a function the way TVM's time_evaluator does: warm-up runs, then `repeat` measurements,
 // each the mean of `number` calls, where `number` grows until one measurement lasts at least
 // min_repeat_ms. Optionally evicts the caches before each measurement so every repeat starts
-// cold. Reports every measurement with its median, min, mean and coefficient of variation.
+// cold: the given memory ranges (the kernel's arguments, as TVM does) line by line, or else
+// everything, by touching a buffer larger than the last-level cache. Reports every measurement
+// with its median, min, mean and coefficient of variation.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace tyche::runtime {
@@ -15,6 +19,7 @@ struct TimeOptions {
   int repeat = 5;
   int min_repeat_ms = 0;
   bool flush_cache = false;
+  std::vector<std::pair<const void*, size_t>> flush_ranges;  // with flush_cache: evict only these
 };
 
 struct TimeResult {
@@ -25,7 +30,11 @@ struct TimeResult {
 
 TimeResult time_function(const std::function<void()>& f, const TimeOptions& options = {});
 
-// Evicts the last-level cache by touching a buffer larger than it.
+// Evicts the last-level cache by touching a buffer larger than it (its size read from sysfs).
 void flush_cpu_cache();
+// Writes back and evicts the cache lines of [data, data + bytes) from every level.
+void flush_cpu_cache(const void* data, size_t bytes);
+// The size of the largest cache sysfs reports for CPU 0; `fallback` if it reports none.
+size_t last_level_cache_bytes(size_t fallback);
 
 }  // namespace tyche::runtime

@@ -68,13 +68,33 @@ TEST(TimeEvaluator, RepeatsGrowToMinRepeatTimeAndReportStatistics) {
     ++calls;
     auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
     while (std::chrono::steady_clock::now() < until) {}
-  }, TimeOptions{.warmup = 2, .number = 1, .repeat = 4, .min_repeat_ms = 5, .flush_cache = true});
+  }, TimeOptions{.warmup = 2, .number = 1, .repeat = 4, .min_repeat_ms = 5, .flush_cache = true, .flush_ranges = {}});
   EXPECT_EQ(r.seconds.size(), 4u);
   EXPECT_GE(r.number, 50);  // 5 ms of 50 us calls
   EXPECT_GE(r.min, 45e-6);
   EXPECT_LE(r.min, r.median);
   EXPECT_GE(r.cv, 0.0);
   EXPECT_GE(calls, 2 + 4 * r.number);
+}
+
+TEST(TimeEvaluator, FlushingTheArgumentsMakesEveryRepeatCold) {
+  // 1 MiB stays in L2 between warm calls; flushed, every repeat reads it from memory.
+  std::vector<float> data(1 << 18, 1.0f);
+  volatile float sink = 0;
+  auto sum = [&] {
+    float s = 0;
+    for (size_t i = 0; i < data.size(); i += 16) s += data[i];
+    sink = s;
+  };
+  TimeOptions options;
+  options.warmup = 2;
+  options.repeat = 9;
+  TimeResult warm = time_function(sum, options);
+  options.flush_cache = true;
+  options.flush_ranges = {{data.data(), data.size() * sizeof(float)}};
+  TimeResult cold = time_function(sum, options);
+  EXPECT_GT(cold.min, 2 * warm.min) << "cold " << cold.min * 1e6 << " us, warm " << warm.min * 1e6 << " us";
+  EXPECT_GE(last_level_cache_bytes(1), size_t{1} << 20);  // these machines report their caches
 }
 
 void add_one(void* const* args) { *static_cast<int*>(args[0]) += 1; }

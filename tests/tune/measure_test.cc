@@ -104,7 +104,7 @@ TEST(Runner, CrashesAndHangsAreCandidateFailuresAndTheNextCandidateRuns) {
   auto built = builder.build({oob, good, hang, good});
   for (const BuildResult& b : built) ASSERT_TRUE(b.ok()) << b.error;
   Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 2,
-                              .time = {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 0, .flush_cache = false}});
+                              .time = {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}}});
   std::vector<RunInput> inputs = {input_for(built[0], oob, nullptr), input_for(built[1], good, &w),
                                   input_for(built[2], hang, nullptr), input_for(built[3], good, &w)};
   auto results = runner.run(inputs);

@@ -38,8 +38,13 @@ json handle(const json& req) {
       out.write(static_cast<const char*>(args[i].data()), static_cast<std::streamsize>(args[i].nbytes()));
     if (!out) throw Error(fmt::format("cannot write '{}'", outputs_file));
   }
-  runtime::TimeOptions t{.warmup = req.value("warmup", 1), .number = req.value("number", 1), .repeat = req.value("repeat", 5),
-                         .min_repeat_ms = req.value("min_repeat_ms", 0), .flush_cache = req.value("flush_cache", false)};
+  runtime::TimeOptions t;
+  t.warmup = req.value("warmup", 1);
+  t.number = req.value("number", 1);
+  t.repeat = req.value("repeat", 5);
+  t.min_repeat_ms = req.value("min_repeat_ms", 0);
+  t.flush_cache = req.value("flush_cache", false);
+  for (const auto& a : args) t.flush_ranges.emplace_back(a.data(), a.nbytes());  // each repeat starts with cold arguments
   runtime::TimeResult r = runtime::time_function([&] { kernel->run(ptrs.data()); }, t);
   return {{"ok", true}, {"seconds", r.seconds}, {"number", r.number}, {"median", r.median},
           {"min", r.min},  {"mean", r.mean},       {"cv", r.cv}};
