@@ -3,7 +3,7 @@
 // gathers), the rest stays scalar and is broadcast where it meets a vector. When the body cannot
 // be expressed per lane -- a store every lane makes to one element, a lane-dependent if or
 // if_then_else, a loop whose range depends on the variable, an allocation -- the loop stays a
-// serial loop and the reason is noted. Loops longer than kMaxVectorLanes are strip-mined when
+// serial loop and the reason is noted, as is a loop around another vectorized loop. Loops longer than kMaxVectorLanes are strip-mined when
 // their extent is a multiple of 16.
 #include <fmt/format.h>
 
@@ -117,6 +117,20 @@ class LaneRewriter : public ir::StmtExprMutator {
   ir::Expr ramp_;
 };
 
+// Whether a statement already computes on vectors (an inner loop was vectorized).
+bool has_vectors(const ir::Stmt& s) {
+  struct Finder : ir::StmtExprVisitor {
+    bool found = false;
+    void visit_expr(const ir::Expr& e) override {
+      if (found) return;
+      if (e.dtype().lanes() > 1) found = true;
+      else ir::StmtExprVisitor::visit_expr(e);
+    }
+  } f;
+  f.visit_stmt(s);
+  return f.found;
+}
+
 class Vectorizer : public ir::StmtExprMutator {
  public:
   explicit Vectorizer(std::vector<std::string>* notes) : notes_(notes) {}
@@ -132,6 +146,7 @@ class Vectorizer : public ir::StmtExprMutator {
     auto ext = ir::as_const_int(n->extent);
     if (!ext) return serial("its extent is not a constant");
     if (*ext == 1) return ir::substitute(body, [&](const ir::Var& v) { return v.same_as(n->loop_var) ? n->min : ir::Expr(); });
+    if (has_vectors(body)) return serial("it contains a vectorized loop (one vector dimension per loop nest)");
     int lanes = static_cast<int>(*ext);
     ir::Var outer;
     ir::Expr base = n->min;

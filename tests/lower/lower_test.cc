@@ -122,6 +122,19 @@ TEST(Lower, UnvectorizableLoopsBecomeScalarWithANote) {
   EXPECT_TRUE(lowered.notes.empty());
 }
 
+TEST(Lower, AVectorizedLoopAroundAnotherRunsAsAScalarLoop) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  schedule::Schedule sch(w.func);
+  auto l = sch.get_loops(sch.get_block("Z").value()).value();  // b, i, j, k
+  sch.vectorize(l[1]).value();
+  sch.vectorize(l[2]).value();
+  Lowered lowered;
+  expect_every_pass_correct(w, sch.func(), &lowered);
+  ASSERT_EQ(lowered.notes.size(), 1u);
+  EXPECT_THAT(lowered.notes[0], HasSubstr("vectorized loop 'i' runs as a scalar loop: it contains a vectorized loop"));
+  EXPECT_THAT(ir::to_string(lowered.func), HasSubstr("ramp("));  // j still is
+}
+
 TEST(Lower, ImperfectSplitsAndNonDivisibleVectors) {
   auto w = workloads::from_index_notation("C[i,j] = A[i,j] * 2.0 + B[j,i]", "i=10,j=30");
   schedule::Schedule sch(w.func);
