@@ -270,24 +270,6 @@ class Emitter {
     return b_.CreateInBoundsGEP(elem, buffer_base(buf), index);
   }
 
-  // Distinct buffers never overlap (parameters are noalias, allocations distinct), so each gets a
-  // type of its own for LLVM's type-based alias analysis (as TVM does). Without it, pointers a
-  // parallel body loads from its environment may alias one another, and an accumulator tile in
-  // an output buffer cannot be kept in registers across a loop that reads other buffers.
-  llvm::MDNode* alias_tag(const ir::BufferNode* buf) {
-    auto it = alias_tags_.find(buf);
-    if (it != alias_tags_.end()) return it->second;
-    llvm::MDBuilder md(ctx_);
-    if (!alias_root_) alias_root_ = md.createTBAARoot("tyche buffers");
-    llvm::MDNode* type = md.createTBAAScalarTypeNode(fmt::format("{}#{}", buf->name, alias_tags_.size()), alias_root_);
-    return alias_tags_[buf] = md.createTBAAStructTagNode(type, type, 0);
-  }
-  template <typename Inst>
-  Inst* tagged(Inst* inst, const ir::Buffer& buf) {
-    inst->setMetadata(llvm::LLVMContext::MD_tbaa, alias_tag(buf.get()));
-    return inst;
-  }
-
   static const ir::RampNode* unit_ramp(const ir::Expr& index) {
     auto* r = index.as<ir::RampNode>();
     return r && ir::is_const_int(r->stride, 1) ? r : nullptr;
@@ -310,9 +292,9 @@ class Emitter {
     llvm::Type* elem = memory_type(elem_t);
     llvm::Align align(elem_t.bytes());
     const ir::Expr& index = n->indices.at(0);
-    if (t.lanes() == 1) return to_value(tagged(b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align), n->buffer), t);
+    if (t.lanes() == 1) return to_value(b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align), t);
     if (const ir::RampNode* r = unit_ramp(index))
-      return to_value(tagged(b_.CreateAlignedLoad(memory_type(t), address(n->buffer, elem, emit(r->base)), align), n->buffer), t);
+      return to_value(b_.CreateAlignedLoad(memory_type(t), address(n->buffer, elem, emit(r->base)), align), t);
     llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
     llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx);
     return to_value(b_.CreateMaskedGather(memory_type(t), ptrs, align), t);
@@ -326,9 +308,9 @@ class Emitter {
     llvm::Value* value = to_memory(emit(n->value), t);
     const ir::Expr& index = n->indices.at(0);
     if (t.lanes() == 1) {
-      tagged(b_.CreateAlignedStore(value, address(n->buffer, elem, emit(index)), align), n->buffer);
+      b_.CreateAlignedStore(value, address(n->buffer, elem, emit(index)), align);
     } else if (const ir::RampNode* r = unit_ramp(index)) {
-      tagged(b_.CreateAlignedStore(value, address(n->buffer, elem, emit(r->base)), align), n->buffer);
+      b_.CreateAlignedStore(value, address(n->buffer, elem, emit(r->base)), align);
     } else {
       llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
       b_.CreateMaskedScatter(value, b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx), align);
@@ -471,6 +453,8 @@ class Emitter {
       emit_stmt(n->body);
     } else {
       llvm::FunctionCallee alloc = mod_->getOrInsertFunction("tyche_alloc", ptr_type(), b_.getInt64Ty());
+      // Fresh memory, like malloc's: it overlaps no other buffer.
+      if (auto* decl = llvm::dyn_cast<llvm::Function>(alloc.getCallee())) decl->addRetAttr(llvm::Attribute::NoAlias);
       llvm::FunctionCallee release = mod_->getOrInsertFunction("tyche_free", b_.getVoidTy(), ptr_type());
       llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(static_cast<uint64_t>(bytes))});
       buffers_[buf.get()] = p;
@@ -511,23 +495,49 @@ class Emitter {
     llvm::BasicBlock* saved_entry = entry_;
     llvm::BasicBlock* saved_block = b_.GetInsertBlock();
 
+    // body_fn unpacks the environment and calls body_impl, which runs the iterations. body_impl
+    // takes the buffers as noalias parameters, as the kernel itself does: distinct buffers never
+    // overlap, and once body_impl is inlined LLVM keeps that as scoped alias information, so an
+    // accumulator tile in an output stays in registers across a loop that reads other buffers.
     begin_function(body_fn);
-    vars_.clear();
-    buffers_.clear();
-    field = 0;
     llvm::Value* env_arg = body_fn->getArg(2);
-    for (const ir::VarNode* v : free.vars)
-      vars_[v] = b_.CreateLoad(value_type(v->dtype), b_.CreateStructGEP(env_type, env_arg, field++), v->name);
+    std::vector<llvm::Value*> impl_args = {body_fn->getArg(0), body_fn->getArg(1)};
+    std::vector<llvm::Type*> impl_types = {b_.getInt64Ty(), b_.getInt64Ty()};
+    field = 0;
+    for (const ir::VarNode* v : free.vars) {
+      impl_args.push_back(b_.CreateLoad(value_type(v->dtype), b_.CreateStructGEP(env_type, env_arg, field++), v->name));
+      impl_types.push_back(value_type(v->dtype));
+    }
     for (const ir::BufferNode* buf : free.buffers) {
       llvm::LoadInst* p = b_.CreateLoad(ptr_type(), b_.CreateStructGEP(env_type, env_arg, field++), buf->name);
-      // The captured pointers keep what the parameters promised: distinct and 64-byte aligned.
+      // 64-byte aligned, as the kernel's parameters and allocations are (kept through inlining).
       p->setMetadata(llvm::LLVMContext::MD_align, llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(64))}));
+      impl_args.push_back(p);
+      impl_types.push_back(ptr_type());
+    }
+    auto* impl_fn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), impl_types, false), llvm::Function::InternalLinkage,
+                                           body_fn->getName() + "_impl", mod_);
+    set_attributes(impl_fn);
+    impl_fn->addFnAttr(llvm::Attribute::AlwaysInline);
+    b_.CreateCall(impl_fn, impl_args);
+    b_.CreateRetVoid();
+
+    begin_function(impl_fn);
+    vars_.clear();
+    buffers_.clear();
+    unsigned arg = 2;
+    for (const ir::VarNode* v : free.vars) vars_[v] = impl_fn->getArg(arg++);
+    for (const ir::BufferNode* buf : free.buffers) {
+      llvm::Argument* p = impl_fn->getArg(arg++);
+      p->setName(buf->name);
+      p->addAttr(llvm::Attribute::NoAlias);
+      p->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
       buffers_[buf] = p;
     }
     // Iterations [begin, end) of the loop: var = min + i.
     ir::Var index(loop->loop_var.name() + "_task", kInt64);
-    llvm::Value* begin = body_fn->getArg(0);
-    llvm::Value* end = body_fn->getArg(1);
+    llvm::Value* begin = impl_fn->getArg(0);
+    llvm::Value* end = impl_fn->getArg(1);
     llvm::Value* local_min = b_.CreateIntCast(emit(loop->min), value_type(loop->loop_var.dtype()), true);
     emit_loop(index, begin, b_.CreateSub(end, begin), [&] {
       llvm::Value* i = b_.CreateIntCast(vars_.at(index.get()), value_type(loop->loop_var.dtype()), true);
@@ -559,8 +569,6 @@ class Emitter {
   llvm::BasicBlock* entry_ = nullptr;
   std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
-  std::unordered_map<const ir::BufferNode*, llvm::MDNode*> alias_tags_;
-  llvm::MDNode* alias_root_ = nullptr;
   int parallel_count_ = 0;
 };
 
