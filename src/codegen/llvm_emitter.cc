@@ -453,8 +453,11 @@ class Emitter {
       emit_stmt(n->body);
     } else {
       llvm::FunctionCallee alloc = mod_->getOrInsertFunction("tyche_alloc", ptr_type(), b_.getInt64Ty());
-      // Fresh memory, like malloc's: it overlaps no other buffer.
-      if (auto* decl = llvm::dyn_cast<llvm::Function>(alloc.getCallee())) decl->addRetAttr(llvm::Attribute::NoAlias);
+      // Fresh memory, like malloc's: it overlaps no other buffer; 64-byte aligned.
+      if (auto* decl = llvm::dyn_cast<llvm::Function>(alloc.getCallee())) {
+        decl->addRetAttr(llvm::Attribute::NoAlias);
+        decl->addRetAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+      }
       llvm::FunctionCallee release = mod_->getOrInsertFunction("tyche_free", b_.getVoidTy(), ptr_type());
       llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(static_cast<uint64_t>(bytes))});
       buffers_[buf.get()] = p;
