@@ -171,8 +171,8 @@ int main() {
   std::printf("coefficient of variation of %d measurements: %.1f%% (target <= 5%%); in the same windows oneDNN %.1f%%, "
               "arithmetic canary %.1f%%, cache canary %.1f%%\n",
               rounds, ms[0].cv() * 100, ms[1].cv() * 100, ms[2].cv() * 100, ms[3].cv() * 100);
-  // Both GMMs slow down together when the host is busy: the ratio per window varies much less
-  // than either time, which is what comparing candidates measured side by side relies on.
+  // Both GMMs slow down together when the host is busy, so the ratio per window varies less
+  // than either time: the steadiness a comparison of candidates measured side by side can have.
   Measured ratio{"tyche / oneDNN per window", nullptr, 1, {}};
   for (int r = 0; r < rounds; ++r) ratio.seconds.push_back(ms[0].seconds[r] / ms[1].seconds[r]);
   std::printf("cv of the per-window time ratio tyche / oneDNN: %.1f%%\n", ratio.cv() * 100);
