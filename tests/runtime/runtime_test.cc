@@ -1,7 +1,11 @@
 #include <gmock/gmock.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <random>
 #include <thread>
 
 #include "runtime/module.h"
@@ -78,21 +82,28 @@ TEST(TimeEvaluator, RepeatsGrowToMinRepeatTimeAndReportStatistics) {
 }
 
 TEST(TimeEvaluator, FlushingTheArgumentsMakesEveryRepeatCold) {
-  // 1 MiB stays in L2 between warm calls; flushed, every repeat reads it from memory.
-  std::vector<float> data(1 << 18, 1.0f);
-  volatile float sink = 0;
-  auto sum = [&] {
-    float s = 0;
-    for (size_t i = 0; i < data.size(); i += 16) s += data[i];
-    sink = s;
+  // 1 MiB stays in L2 between warm calls; flushed, every repeat reads it from memory. The reads
+  // chase a random cycle through its cache lines, so each waits for the one before and the time
+  // is the memory's latency, whatever the build does to the loop around it.
+  constexpr size_t kLine = 16;  // 4-byte words per 64-byte line
+  std::vector<uint32_t> data(size_t{1} << 18);
+  std::vector<uint32_t> order(data.size() / kLine);
+  std::iota(order.begin(), order.end(), 0u);
+  std::shuffle(order.begin() + 1, order.end(), std::mt19937(7));
+  for (size_t i = 0; i < order.size(); ++i) data[order[i] * kLine] = order[(i + 1) % order.size()];
+  volatile uint32_t sink = 0;
+  auto chase = [&] {
+    uint32_t line = 0;
+    for (size_t i = 0; i < order.size(); ++i) line = data[line * kLine];
+    sink = line;
   };
   TimeOptions options;
   options.warmup = 2;
   options.repeat = 9;
-  TimeResult warm = time_function(sum, options);
+  TimeResult warm = time_function(chase, options);
   options.flush_cache = true;
-  options.flush_ranges = {{data.data(), data.size() * sizeof(float)}};
-  TimeResult cold = time_function(sum, options);
+  options.flush_ranges = {{data.data(), data.size() * sizeof(uint32_t)}};
+  TimeResult cold = time_function(chase, options);
   EXPECT_GT(cold.min, 2 * warm.min) << "cold " << cold.min * 1e6 << " us, warm " << warm.min * 1e6 << " us";
   EXPECT_GE(last_level_cache_bytes(1), size_t{1} << 20);  // these machines report their caches
 }
