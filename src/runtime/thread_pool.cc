@@ -81,8 +81,8 @@ struct ThreadPool::Impl {
       }
       if (g == seen) {
         std::unique_lock<std::mutex> lock(mu);
-        sleeping.fetch_add(1);
-        cv.wait(lock, [&] { return stop || generation.load(std::memory_order_acquire) != seen; });
+        sleeping.fetch_add(1, std::memory_order_seq_cst);
+        cv.wait(lock, [&] { return stop || generation.load(std::memory_order_seq_cst) != seen; });
         sleeping.fetch_sub(1);
         if (stop) return;
         g = generation.load(std::memory_order_acquire);
@@ -157,8 +157,12 @@ void ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
   p.next.store(0, std::memory_order_relaxed);
   p.remaining.store(parts - 1, std::memory_order_relaxed);
   uint64_t next = ((p.generation.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<uint64_t>(parts);
-  p.generation.store(next, std::memory_order_release);
-  if (p.sleeping.load() > 0) {
+  // Publishing the job and checking for sleepers must not be reordered (a store then a load, in
+  // a Dekker pattern with the worker's `sleeping` increment then generation check): a release
+  // store lets x86 read `sleeping` before the store is visible, miss a worker that is falling
+  // asleep, and wait forever for its part. Sequentially consistent on both sides.
+  p.generation.store(next, std::memory_order_seq_cst);
+  if (p.sleeping.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lock(p.mu);  // pairs with the sleepers' predicate check
     p.cv.notify_all();
   }

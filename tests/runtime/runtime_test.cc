@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -58,6 +59,38 @@ TEST(ThreadPool, NestedRegionsRunSeriallyAndConcurrentCallersAreSafe) {
     });
   for (auto& t : callers) t.join();
   for (auto& h : d.hits) EXPECT_EQ(h.load(), 400);
+}
+
+TEST(ThreadPool, RegionsStartedAsWorkersFallAsleepAreNotLost) {
+  // Between regions the caller waits about as long as a worker spins before it sleeps, so
+  // workers keep going to sleep just as the next region is published. A wake-up lost there
+  // leaves the caller waiting for a part nobody runs: the watchdog turns that hang into a failure.
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    int64_t last = -1;
+    for (int idle = 0; !finished.load(); std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+      int64_t now = done.load();
+      idle = now == last ? idle + 1 : 0;
+      last = now;
+      if (idle >= 50) {  // 5 s without a finished region
+        std::fprintf(stderr, "thread pool hung after %lld regions: a wake-up was lost\n", static_cast<long long>(now));
+        std::abort();
+      }
+    }
+  });
+  auto body = [](int64_t, int64_t, void* env) { static_cast<std::atomic<int64_t>*>(env)->fetch_add(0); };
+  std::mt19937 rng(3);
+  auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < 4000 && std::chrono::steady_clock::now() - start < std::chrono::seconds(8); ++r) {
+    ThreadPool::global().parallel_for(2, body, &done);
+    done.fetch_add(1);
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(std::uniform_int_distribution<int>(20, 1500)(rng));
+    while (std::chrono::steady_clock::now() < until) {}
+  }
+  finished = true;
+  watchdog.join();
+  EXPECT_GT(done.load(), 0);
 }
 
 TEST(ThreadPool, AlignedAllocation) {
