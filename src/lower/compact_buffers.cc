@@ -125,11 +125,15 @@ class Compactor : public ir::StmtExprMutator {
     // iterations wrote) keeps the allocation above it.
     size_t depth = 0;
     std::optional<Region> region = region_at(collector, lca, 0);
-    bool self_contained = written_before_read(collector, lca);
     if (!region) return rebuild(n, self, body);
+    std::optional<bool> self_contained;  // asked only when some loop's iterations overlap
     while (depth < lca.size()) {
       std::optional<Region> inner = region_at(collector, lca, depth + 1);
-      if (!inner || !(iterations_disjoint(*inner, lca[depth]) || self_contained)) break;
+      if (!inner) break;
+      if (!iterations_disjoint(*inner, lca[depth])) {
+        if (!self_contained) self_contained = written_before_read(collector, lca);
+        if (!*self_contained) break;
+      }
       region = inner;
       ++depth;
     }

@@ -2,9 +2,9 @@
 // expression that depends on it becomes a vector (loads at a Ramp index are contiguous, others
 // gathers), the rest stays scalar and is broadcast where it meets a vector. When the body cannot
 // be expressed per lane -- a store every lane makes to one element, a lane-dependent if or
-// if_then_else, a loop whose range depends on the variable, an allocation -- the loop stays a
-// serial loop and the reason is noted, as is a loop around another vectorized loop. Loops longer than kMaxVectorLanes are strip-mined when
-// their extent is a multiple of 16.
+// if_then_else, a loop whose range depends on the variable, an allocation, another vectorized
+// loop inside -- the loop stays a serial loop and the reason is noted. Loops longer than
+// kMaxVectorLanes are strip-mined when their extent is a multiple of 16.
 #include <fmt/format.h>
 
 #include "ir/functor.h"

@@ -74,9 +74,10 @@ TimeResult time_function(const std::function<void()>& f, const TimeOptions& o) {
     }
   }
   for (int rep = 0; rep < std::max(1, o.repeat); ++rep) {
-    if (o.flush_cache && o.flush_ranges.empty()) flush_cpu_cache();
-    if (o.flush_cache)
+    if (o.flush_cache) {
+      if (o.flush_ranges.empty()) flush_cpu_cache();
       for (const auto& [data, bytes] : o.flush_ranges) flush_cpu_cache(data, bytes);
+    }
     double t0 = now();
     for (int i = 0; i < r.number; ++i) f();
     r.seconds.push_back((now() - t0) / r.number);
