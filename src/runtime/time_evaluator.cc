@@ -1,10 +1,11 @@
 #include "runtime/time_evaluator.h"
 
+#include "runtime/host_info.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <numeric>
 #include <string>
 #if defined(__x86_64__) || defined(__i386__)
@@ -18,19 +19,6 @@ namespace {
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
-
-size_t last_level_cache_bytes(size_t fallback) {
-  size_t largest = 0;
-  for (int index = 0; index < 8; ++index) {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
-    std::string text;
-    if (!(in >> text) || text.empty()) continue;
-    size_t unit = text.back() == 'K' ? 1024 : text.back() == 'M' ? 1024 * 1024 : 1;
-    size_t value = std::strtoull(text.c_str(), nullptr, 10) * unit;
-    largest = std::max(largest, value);
-  }
-  return largest ? largest : fallback;
-}
 
 void flush_cpu_cache() {
   // A quarter more than the last-level cache (a 300 MiB one on the machines these run on; a

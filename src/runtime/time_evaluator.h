@@ -34,7 +34,5 @@ TimeResult time_function(const std::function<void()>& f, const TimeOptions& opti
 void flush_cpu_cache();
 // Writes back and evicts the cache lines of [data, data + bytes) from every level.
 void flush_cpu_cache(const void* data, size_t bytes);
-// The size of the largest cache sysfs reports for CPU 0; `fallback` if it reports none.
-size_t last_level_cache_bytes(size_t fallback);
 
 }  // namespace tyche::runtime
