@@ -12,10 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_codegen.h"
+#include "codegen/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "lower/lower.h"
+#include "runtime/host_info.h"
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
@@ -54,6 +56,7 @@ struct Options {
   int threads = 0;
   bool dump_ir = false;
   int repeat = 10;
+  std::string cpu;  // run, space, cpu: the CPU code is generated for ("" = default)
   // space
   int samples = 100;
   bool compile = false;
@@ -110,6 +113,35 @@ int cmd_check(const Options& o) {
   return ok ? 0 : kExitMismatch;
 }
 
+// "x86-64-v3 (256-bit vectors)", "host: sapphirerapids (512-bit vectors)".
+std::string describe(const codegen::Cpu& cpu) {
+  std::string name = cpu.name == cpu.llvm_cpu ? cpu.name : fmt::format("{}: {}", cpu.name, cpu.llvm_cpu);
+  return fmt::format("{} ({}-bit vectors)", name, cpu.vector_bits());
+}
+
+std::string bytes_text(size_t b) {
+  if (b >= (size_t{1} << 20) && b % (size_t{1} << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  return fmt::format("{} KiB", b >> 10);
+}
+
+// What code is generated for: the CPU (--cpu, TYCHE_CPU or the host), its vector width and
+// features, the levels this host runs, and the caches and cores it reports.
+int cmd_cpu(const Options& o) {
+  const codegen::Cpu& cpu = codegen::resolve_cpu(o.cpu);
+  std::vector<std::string> missing = codegen::missing_on_host(cpu);
+  fmt::print("cpu: {}\n", cpu.name);
+  fmt::print("llvm cpu: {}\n", cpu.llvm_cpu);
+  fmt::print("vector bits: {}\n", cpu.vector_bits());
+  fmt::print("runs here: {}\n", missing.empty() ? "yes" : fmt::format("no (lacks {})", fmt::join(missing, ", ")));
+  fmt::print("host levels: {}\n", fmt::join(codegen::host_levels(), " "));
+  std::vector<std::string> caches;
+  for (const runtime::CacheInfo& c : runtime::cpu_caches())
+    if (c.type != "Instruction") caches.push_back(fmt::format("L{} {}", c.level, bytes_text(c.bytes)));
+  fmt::print("host caches: {}\n", caches.empty() ? "not reported" : fmt::format("{}", fmt::join(caches, ", ")));
+  fmt::print("host threads: {}\n", runtime::ThreadPool::global().num_threads());
+  fmt::print("features: {}\n", fmt::join(cpu.features, " "));
+  return 0;
+}
 
 // Compiles with LLVM, checks against the reference, times, and reports latency and GFLOP/s.
 int cmd_run(const Options& o) {
@@ -125,7 +157,9 @@ int cmd_run(const Options& o) {
   lower::Lowered lowered = lower::lower(w.func, lo);
   for (const std::string& note : lowered.notes) fmt::print(stderr, "note: {}\n", note);
   codegen::CompileOptions co;
+  co.cpu = o.cpu;
   co.keep_module = o.emit == "llvm" || o.emit == "asm";
+  const codegen::Cpu& cpu = codegen::resolve_cpu(o.cpu);
   auto kernel = codegen::compile(lowered.func, co);
   if (o.emit == "ir") fmt::print("{}", ir::to_string(lowered.func));
   if (o.emit == "c") fmt::print("{}", codegen::emit_c(lowered.func));
@@ -153,11 +187,13 @@ int cmd_run(const Options& o) {
   runtime::TimeResult t = runtime::time_function([&] { kernel->run(ptrs.data()); }, to);
   double gflops = w.flop / t.median / 1e9;
   fmt::print("{} [{}]: {:.4f} ms median ({:.4f} min, cv {:.1f}%, {} repeats x {}), {:.1f} GFLOP/s, {} threads, "
-             "compile {:.0f} ms, {} (max abs error {:.3g})\n",
+             "cpu {}, compile {:.0f} ms, {} (max abs error {:.3g})\n",
              w.name, w.shape, t.median * 1e3, t.min * 1e3, t.cv * 100, t.seconds.size(), t.number, gflops,
-             runtime::ThreadPool::global().num_threads(), kernel->compile_seconds() * 1e3, correct ? "correct" : "WRONG", max_abs);
+             runtime::ThreadPool::global().num_threads(), describe(cpu), kernel->compile_seconds() * 1e3,
+             correct ? "correct" : "WRONG", max_abs);
   if (!o.json_file.empty()) {
-    nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", t.median}, {"gflops", gflops}, {"correct", correct}};
+    nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", t.median}, {"gflops", gflops},
+                        {"correct", correct},   {"cpu", cpu.name},      {"llvm_cpu", cpu.llvm_cpu}};
     if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
   }
   return correct ? 0 : kExitMismatch;
@@ -172,6 +208,16 @@ int cmd_space(const Options& o) {
     if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
   }
   tune::Target target = tune::Target::parse(o.target);
+  if (!o.cpu.empty()) {
+    if (target.is_gpu()) throw Error("--cpu is for the llvm target");
+    if (!target.cpu.empty() && target.cpu != o.cpu)
+      throw Error(fmt::format("--cpu {} contradicts the target's -mcpu {}", o.cpu, target.cpu));
+    target.cpu = o.cpu;
+  }
+  if (!target.is_gpu()) {
+    const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);  // an unknown name fails here
+    if (o.compile) codegen::check_runs_on_host(cpu);
+  }
   if (o.compile && target.is_gpu())
     throw Error("--compile needs a CPU target: CUDA code generation is not available yet (check in the interpreter instead)");
   workloads::Workload w = workloads::resolve(o.workload, o.extents);
@@ -212,9 +258,14 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "run a workload in the interpreter against its reference");
   auto* run = app.add_subcommand("run", "compile with LLVM, check against the reference, and time");
   auto* space = app.add_subcommand("space", "print the design spaces, sample and validate programs, check them");
+  auto* cpu = app.add_subcommand("cpu", "describe the CPU code is generated for and what this host runs");
+  for (auto* sub : {run, space, cpu})
+    sub->add_option("--cpu", opts.cpu,
+                    "generate code for: host (default; TYCHE_CPU overrides), x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU "
+                    "name (znver3)");
   space->add_option("--samples", opts.samples, "programs to sample (default 100)")->check(CLI::NonNegativeNumber);
   space->add_flag("--compile", opts.compile, "check at full size with LLVM-compiled code (default: interpreter, scaled down)");
-  space->add_option("--target", opts.target, "llvm (default), 'llvm -num-cores N', or cuda");
+  space->add_option("--target", opts.target, "llvm (default), 'llvm -num-cores N -mcpu NAME', or cuda");
   space->add_option("--json", opts.json_file, "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
   space->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")->required();
   space->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
@@ -237,7 +288,7 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space)\n", cmd);
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu)\n", cmd);
       return kExitUsage;
     }
   }
@@ -260,6 +311,7 @@ int main(int argc, char** argv) {
     if (check->parsed()) return cmd_check(opts);
     if (run->parsed()) return cmd_run(opts);
     if (space->parsed()) return cmd_space(opts);
+    if (cpu->parsed()) return cmd_cpu(opts);
   } catch (const tyche::Error& e) {
     fmt::print(stderr, "tyche: error: {}\n", e.what());
     return kExitUsage;

@@ -1,8 +1,9 @@
-// The LLVM backend: a lowered PrimFunc (lower::lower) -> machine code for this CPU, JIT-compiled
-// in-process with ORC. The target comes from the host's CPU name *and* its feature list (on these
-// machines LLVM calls the CPU rocketlake while AVX-512 with BF16/FP16/VNNI and AMX are usable),
-// and 512-bit vectors are kept whole when AVX-512 is present. The module is optimized with the
-// O3 pipeline before code generation; assembly and object files can be emitted from it.
+// The LLVM backend: a lowered PrimFunc (lower::lower) -> machine code, JIT-compiled in-process
+// with ORC, for the host or another x86-64 CPU or level (cpu.h; code JIT-compiled here must run
+// here). 512-bit vectors are kept whole when the CPU has AVX-512. The module is optimized with
+// the O3 pipeline before code generation; assembly and object files can be emitted from it.
+// Generated code needs no compiler-rt helpers, so objects link and load on any x86-64 CPU
+// they were made for.
 //
 // Calling convention: the kernel takes one data pointer per parameter buffer, in order
 // (inputs, then outputs); buffers must not overlap. Parallel loops are outlined into functions
@@ -21,6 +22,8 @@
 namespace tyche::codegen {
 
 struct CompileOptions {
+  // The CPU to generate code for (cpu.h): "" is the default (TYCHE_CPU, else the host).
+  std::string cpu;
   // Keep a copy of the optimized module so llvm_ir()/assembly()/save_object() work.
   bool keep_module = false;
   // Allocations up to this many bytes go on the stack.
@@ -53,12 +56,13 @@ class CompiledKernel {
   std::vector<DataType> param_dtypes_;
 };
 
-// Compiles a lowered function. Throws tyche::Error if the function is not lowered (blocks left)
-// or uses something the backend cannot emit.
+// Compiles a lowered function. Throws tyche::Error if the function is not lowered (blocks left),
+// uses something the backend cannot emit, or options.cpu is unknown or cannot run here.
 std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const CompileOptions& options = {});
 
-// Lowers nothing: compiles a lowered function straight to a relocatable object file for this
-// CPU (what the isolated runner loads), without JIT-compiling it here.
+// Lowers nothing: compiles a lowered function straight to a relocatable object file for
+// options.cpu (what the isolated runner loads), without JIT-compiling it here; the CPU need not
+// be one this host can run.
 void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, const CompileOptions& options = {});
 
 // Loads an object file made by compile_to_object (or save_object) and returns its kernel
@@ -67,8 +71,5 @@ std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::
 
 // Compiles several lowered functions into one runtime module, each under its function name.
 runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered, const CompileOptions& options = {});
-
-// "cpu-name +feature,+feature,..." as used for this machine.
-std::string host_target();
 
 }  // namespace tyche::codegen

@@ -1,8 +1,10 @@
 // Lowered IR -> LLVM IR. Values of float16/bfloat16 are computed in float (as the interpreter
-// computes in wider precision) and rounded when stored or cast; bools are i1 in registers and
-// one byte in memory. Integer arithmetic on signed types carries nsw, which lets LLVM reason
+// computes in wider precision) and rounded when stored or cast, by integer IR unless the CPU
+// converts half natively (llvm_float16.h); bools are i1 in registers and one byte in memory. Integer arithmetic on signed types carries nsw, which lets LLVM reason
 // about index expressions; float arithmetic allows contraction into FMAs.
 #include "codegen/llvm_emitter.h"
+
+#include "codegen/llvm_float16.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
@@ -117,8 +119,8 @@ class Emitter {
   llvm::Type* memory_type(DataType t) {
     llvm::Type* e;
     if (t.is_bool()) e = b_.getInt8Ty();
-    else if (t.is_bfloat16()) e = b_.getBFloatTy();
-    else if (t.is_float() && t.bits() == 16) e = b_.getHalfTy();
+    else if (t.is_bfloat16()) e = b_.getInt16Ty();  // its bits; see llvm_float16.h
+    else if (t.is_float() && t.bits() == 16) e = opts_.native_f16 ? b_.getHalfTy() : b_.getInt16Ty();
     else e = value_type(t.element_of());
     return t.lanes() > 1 ? llvm::FixedVectorType::get(e, t.lanes()) : e;
   }
@@ -128,7 +130,7 @@ class Emitter {
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     if (!opts_.cpu.empty()) fn->addFnAttr("target-cpu", opts_.cpu);
     if (!opts_.features.empty()) fn->addFnAttr("target-features", opts_.features);
-    if (opts_.avx512) {
+    if (opts_.vector_bits >= 512) {
       fn->addFnAttr("prefer-vector-width", "512");
       fn->addFnAttr("min-legal-vector-width", "512");
     }
@@ -243,13 +245,16 @@ class Emitter {
     if (to.is_bool()) {
       llvm::Value* zero = llvm::Constant::getNullValue(v->getType());
       out = from.is_float() ? b_.CreateFCmpUNE(v, zero) : b_.CreateICmpNE(v, zero);
+    } else if (narrow_float(to) && !(from.is_float() && from.bits() <= 32)) {
+      // Round once, as from the exact value: an integer goes to double (exact up to 2^53), a
+      // double to float rounded to odd, and that float to the narrow type.
+      llvm::Type* f64 = value_type(DataType::Float(64, to.lanes()));
+      llvm::Value* d = from.is_float() ? v : from.is_int() ? b_.CreateSIToFP(v, f64) : b_.CreateUIToFP(v, f64);
+      out = to_value(to_memory(f64_to_f32_round_to_odd(b_, d), to), to);
     } else if (to.is_float()) {
       if (from.is_float()) out = b_.CreateFPCast(v, target);
       else out = from.is_int() ? b_.CreateSIToFP(v, target) : b_.CreateUIToFP(v, target);
-      if (narrow_float(to)) {  // round to the narrow type, keep computing in float
-        llvm::Type* narrow = memory_type(to);
-        out = b_.CreateFPExt(b_.CreateFPTrunc(out, narrow), target);
-      }
+      if (narrow_float(to)) out = to_value(to_memory(out, to), to);  // round, keep computing in float
     } else if (from.is_float()) {
       out = to.is_int() ? b_.CreateFPToSI(v, target) : b_.CreateFPToUI(v, target);
     } else {
@@ -277,12 +282,14 @@ class Emitter {
 
   llvm::Value* to_value(llvm::Value* mem, DataType t) {
     if (t.is_bool()) return b_.CreateICmpNE(mem, llvm::Constant::getNullValue(mem->getType()));
-    if (narrow_float(t)) return b_.CreateFPExt(mem, value_type(t));
+    if (t.is_bfloat16()) return bf16_bits_to_f32(b_, mem);
+    if (narrow_float(t)) return opts_.native_f16 ? b_.CreateFPExt(mem, value_type(t)) : f16_bits_to_f32(b_, mem);
     return mem;
   }
   llvm::Value* to_memory(llvm::Value* v, DataType t) {
     if (t.is_bool()) return b_.CreateZExt(v, memory_type(t));
-    if (narrow_float(t)) return b_.CreateFPTrunc(v, memory_type(t));
+    if (t.is_bfloat16()) return f32_to_bf16_bits(b_, v);
+    if (narrow_float(t)) return opts_.native_f16 ? b_.CreateFPTrunc(v, memory_type(t)) : f32_to_f16_bits(b_, v);
     return v;
   }
 

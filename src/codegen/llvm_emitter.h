@@ -13,8 +13,9 @@ namespace tyche::codegen::detail {
 
 struct EmitOptions {
   int64_t max_stack_bytes = 64 * 1024;
-  bool avx512 = false;  // keep 512-bit vectors whole
-  std::string cpu, features;
+  std::string cpu, features;  // LLVM's CPU name and feature string
+  int vector_bits = 128;      // 512: keep 512-bit vectors whole
+  bool native_f16 = false;    // F16C: half <-> float in hardware (else integer IR)
 };
 
 // Emits `<name>(ptr, ...)` and the packed entry `<name>_packed(ptr args)` that the host calls.

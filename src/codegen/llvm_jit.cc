@@ -19,6 +19,8 @@
 #include <mutex>
 
 #include "codegen/llvm_codegen.h"
+
+#include "codegen/cpu.h"
 #include "codegen/llvm_emitter.h"
 #include "ir/op.h"
 #include "runtime/thread_pool.h"
@@ -28,41 +30,20 @@ namespace tyche::codegen {
 
 namespace {
 
-struct HostTarget {
-  std::string triple, cpu, features;
-  bool avx512 = false;
-};
-
-const HostTarget& host() {
-  static const HostTarget h = [] {
+void initialize_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     llvm::InitializeNativeTargetAsmParser();
-    HostTarget t;
-    t.triple = llvm::sys::getProcessTriple();
-    t.cpu = llvm::sys::getHostCPUName().str();
-    std::vector<std::string> features;
-    for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-      std::string feature(f.second ? "+" : "-");
-      feature.append(f.first().data(), f.first().size());
-      features.push_back(std::move(feature));
-      if (f.first() == "avx512f" && f.second) t.avx512 = true;
-    }
-    std::sort(features.begin(), features.end());
-    for (const std::string& f : features) {
-      if (!t.features.empty()) t.features += ',';
-      t.features += f;
-    }
-    return t;
-  }();
-  return h;
+  });
 }
 
-llvm::orc::JITTargetMachineBuilder target_builder() {
-  const HostTarget& h = host();
-  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(h.triple)};
-  jtmb.setCPU(h.cpu);
-  llvm::SubtargetFeatures features(h.features);
+llvm::orc::JITTargetMachineBuilder target_builder(const Cpu& cpu) {
+  initialize_llvm();
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(llvm::sys::getProcessTriple())};
+  jtmb.setCPU(cpu.llvm_cpu);
+  llvm::SubtargetFeatures features(cpu.feature_string);
   jtmb.addFeatures(features.getFeatures());
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   return jtmb;
@@ -93,8 +74,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
 }
 
 // Code generation consumes the module it runs on.
-std::string emit_file(llvm::Module& m, llvm::CodeGenFileType type) {
-  auto tm = unwrap(target_builder().createTargetMachine(), "target machine");
+std::string emit_file(llvm::Module& m, const Cpu& cpu, llvm::CodeGenFileType type) {
+  auto tm = unwrap(target_builder(cpu).createTargetMachine(), "target machine");
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
@@ -104,19 +85,23 @@ std::string emit_file(llvm::Module& m, llvm::CodeGenFileType type) {
 }
 
 // The same from a module that must stay as it is (the kept copy).
-std::string emit_file_from_copy(const llvm::Module& m, llvm::CodeGenFileType type) {
+std::string emit_file_from_copy(const llvm::Module& m, const Cpu& cpu, llvm::CodeGenFileType type) {
   std::unique_ptr<llvm::Module> clone = llvm::CloneModule(m);
-  return emit_file(*clone, type);
+  return emit_file(*clone, cpu, type);
 }
 
-// Emits, verifies and optimizes the module for the host.
-std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const CompileOptions& options) {
-  const HostTarget& h = host();
-  detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes, .avx512 = h.avx512, .cpu = h.cpu, .features = h.features};
+// Emits, verifies and optimizes the module for `cpu`.
+std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const Cpu& cpu,
+                                               const CompileOptions& options) {
+  detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes,
+                         .cpu = cpu.llvm_cpu,
+                         .features = cpu.feature_string,
+                         .vector_bits = cpu.vector_bits(),
+                         .native_f16 = cpu.has("f16c")};
   std::unique_ptr<llvm::Module> mod = detail::emit_module(lowered, ctx, eo);
-  auto tm = unwrap(target_builder().createTargetMachine(), "target machine");
+  auto tm = unwrap(target_builder(cpu).createTargetMachine(), "target machine");
   mod->setDataLayout(tm->createDataLayout());
-  mod->setTargetTriple(h.triple);
+  mod->setTargetTriple(llvm::sys::getProcessTriple());
   std::string verify_errors;
   llvm::raw_string_ostream verify_os(verify_errors);
   if (llvm::verifyModule(*mod, &verify_os)) throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
@@ -124,9 +109,10 @@ std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm
   return mod;
 }
 
-// A JIT with the runtime's symbols and the process's (libm) available.
-std::unique_ptr<llvm::orc::LLJIT> make_jit() {
-  auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target_builder()).create(), "creating the JIT");
+// A JIT with the runtime's symbols and the process's (libc, libm, libgcc_s) available. Generated
+// code calls nothing else: no compiler-rt helpers (codegen tests check every CPU level).
+std::unique_ptr<llvm::orc::LLJIT> make_jit(const Cpu& cpu) {
+  auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target_builder(cpu)).create(), "creating the JIT");
   llvm::orc::JITDylib& jd = jit->getMainJITDylib();
   llvm::orc::SymbolMap runtime_symbols;
   auto add = [&](const char* name, void* fn) {
@@ -157,17 +143,18 @@ std::vector<int64_t> elems_of(const ir::PrimFunc& f) {
 
 class LLVMKernel : public CompiledKernel {
  public:
-  LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options) {
+  LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options) : cpu_(&resolve_cpu(options.cpu)) {
     auto start = std::chrono::steady_clock::now();
+    check_runs_on_host(*cpu_);
     name_ = lowered->name;
     has_signature_ = true;
     param_elems_ = elems_of(lowered);
     for (const ir::Buffer& p : lowered->params) param_dtypes_.push_back(p->dtype);
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    std::unique_ptr<llvm::Module> mod = optimized_module(lowered, *ctx, options);
+    std::unique_ptr<llvm::Module> mod = optimized_module(lowered, *ctx, *cpu_, options);
     if (options.keep_module) kept_ = llvm::CloneModule(*mod);
     tsc_ = llvm::orc::ThreadSafeContext(std::move(ctx));
-    jit_ = make_jit();
+    jit_ = make_jit(*cpu_);
     check(jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), tsc_)), "adding the module");
     auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
     entry_ = addr.toPtr<void (*)(void* const*)>();
@@ -175,13 +162,12 @@ class LLVMKernel : public CompiledKernel {
   }
 
   // A kernel loaded from an object file.
-  LLVMKernel(const std::string& object_path, const std::string& name) {
+  LLVMKernel(const std::string& object_path, const std::string& name) : cpu_(&resolve_cpu("host")) {
     auto start = std::chrono::steady_clock::now();
     name_ = name;
-    host();
     auto buffer = llvm::MemoryBuffer::getFile(object_path);
     if (!buffer) throw Error(fmt::format("cannot read object file '{}': {}", object_path, buffer.getError().message()));
-    jit_ = make_jit();
+    jit_ = make_jit(*cpu_);
     check(jit_->addObjectFile(std::move(*buffer)), "loading the object file");
     auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
     entry_ = addr.toPtr<void (*)(void* const*)>();
@@ -199,9 +185,9 @@ class LLVMKernel : public CompiledKernel {
     kept().print(os, nullptr);
     return os.str();
   }
-  std::string assembly() const override { return emit_file_from_copy(kept(), llvm::CodeGenFileType::AssemblyFile); }
+  std::string assembly() const override { return emit_file_from_copy(kept(), *cpu_, llvm::CodeGenFileType::AssemblyFile); }
   void save_object(const std::string& path) const override {
-    std::string obj = emit_file_from_copy(kept(), llvm::CodeGenFileType::ObjectFile);
+    std::string obj = emit_file_from_copy(kept(), *cpu_, llvm::CodeGenFileType::ObjectFile);
     std::ofstream out(path, std::ios::binary);
     if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size()))) throw Error(fmt::format("cannot write '{}'", path));
   }
@@ -212,6 +198,7 @@ class LLVMKernel : public CompiledKernel {
     return *kept_;
   }
 
+  const Cpu* cpu_;
   llvm::orc::ThreadSafeContext tsc_;
   std::unique_ptr<llvm::Module> kept_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
@@ -243,9 +230,10 @@ std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const Compi
 }
 
 void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, const CompileOptions& options) {
+  const Cpu& cpu = resolve_cpu(options.cpu);
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> mod = optimized_module(lowered, ctx, options);
-  std::string obj = emit_file(*mod, llvm::CodeGenFileType::ObjectFile);
+  std::unique_ptr<llvm::Module> mod = optimized_module(lowered, ctx, cpu, options);
+  std::string obj = emit_file(*mod, cpu, llvm::CodeGenFileType::ObjectFile);
   std::ofstream out(path, std::ios::binary);
   if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size()))) throw Error(fmt::format("cannot write '{}'", path));
 }
@@ -263,6 +251,5 @@ runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered, const Com
   return m;
 }
 
-std::string host_target() { return host().cpu + " " + host().features; }
 
 }  // namespace tyche::codegen

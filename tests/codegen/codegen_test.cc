@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "codegen/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
@@ -18,6 +19,7 @@ namespace tyche::codegen {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::unique_ptr<CompiledKernel> build(const ir::PrimFunc& f, CompileOptions o = {}) {
   return compile(lower::lower(f).func, o);
@@ -206,9 +208,16 @@ TEST(Codegen, AssemblyUsesFullWidthFmaAndObjectsAreElf) {
   o.keep_module = true;
   auto k = build(sch.func(), o);
   std::string asm_text = k->assembly();
-  EXPECT_THAT(asm_text, HasSubstr("vfmadd"));
-  if (host_target().find("+avx512f") != std::string::npos) {
-    EXPECT_THAT(asm_text, HasSubstr("zmm"));
+  // What the CPU (TYCHE_CPU, else the host) offers is used: FMA, and the widest registers.
+  const Cpu& cpu = resolve_cpu("");
+  EXPECT_THAT(asm_text, HasSubstr(cpu.has("fma") ? "vfmadd" : "mulps"));
+  const char* widest = cpu.vector_bits() == 512 ? "zmm" : cpu.vector_bits() == 256 ? "ymm" : "xmm";
+  EXPECT_THAT(asm_text, HasSubstr(widest));
+  if (cpu.vector_bits() < 512) {
+    EXPECT_THAT(asm_text, Not(HasSubstr("zmm")));
+  }
+  if (cpu.vector_bits() < 256) {
+    EXPECT_THAT(asm_text, Not(HasSubstr("ymm")));
   }
   EXPECT_THAT(k->llvm_ir(), HasSubstr("<16 x float>"));
   std::string path = ::testing::TempDir() + "/tyche_gmm.o";

@@ -16,8 +16,9 @@ struct Result {
   std::string out, err;
 };
 
-Result run(const std::string& args) {
-  std::string bin = std::string(TYCHE_BINARY_DIR) + "/tools/tyche";
+// Runs `tyche args`, with `env` ("NAME=value") in its environment when given.
+Result run(const std::string& args, const std::string& env = "") {
+  std::string bin = (env.empty() ? "" : "env " + env + " ") + std::string(TYCHE_BINARY_DIR) + "/tools/tyche";
   // One file per call and process: ctest runs the tests of this binary in parallel.
   static int calls = 0;
   std::string err_file = testing::TempDir() + "/tyche_cli_stderr_" + std::to_string(getpid()) + "_" +
@@ -182,7 +183,8 @@ TEST(CliRun, CompilesChecksTimesAndWritesJson) {
 TEST(CliRun, EmitsEveryForm) {
   Result a = run("run GMM-1 --repeat 1 --trace " + gmm_trace() + " --emit asm");
   EXPECT_EQ(a.code, 0) << a.err;
-  EXPECT_THAT(a.out, testing::HasSubstr("vfmadd231ps"));
+  Result cpu = run("cpu");
+  EXPECT_THAT(a.out, testing::HasSubstr(cpu.out.find(" fma ") != std::string::npos ? "vfmadd231ps" : "mulps"));
   Result c = run("run GMM-1 --scale-down --repeat 1 --emit c");
   EXPECT_THAT(c.out, testing::HasSubstr("void GMM("));
   Result l = run("run GMM-1 --scale-down --repeat 1 --emit llvm");
@@ -194,6 +196,44 @@ TEST(CliRun, EmitsEveryForm) {
       "b0 = sch.get_block(name=\"pad\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.vectorize(loop=l3)\n"));
   EXPECT_EQ(note.code, 0);
   EXPECT_THAT(note.err, testing::HasSubstr("note: vectorized loop"));
+}
+
+TEST(CliRun, GeneratesCodeForTheCpuAsked) {
+  // x86-64-v2 (SSE4.2) runs on every x86-64 CPU in use: 4-wide vectors, no FMA, no AVX.
+  Result a = run("run GMM-1 --repeat 1 --trace " + gmm_trace() + " --emit asm --cpu x86-64-v2");
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_THAT(a.out, testing::HasSubstr("mulps"));
+  EXPECT_THAT(a.out, testing::Not(testing::HasSubstr("ymm")));
+  EXPECT_THAT(a.out, testing::HasSubstr("cpu x86-64-v2 (128-bit vectors)"));
+  Result env = run("run GMM-1 --scale-down --repeat 1", "TYCHE_CPU=x86-64-v2");
+  EXPECT_THAT(env.out, testing::HasSubstr("cpu x86-64-v2 (128-bit vectors)"));
+  Result c = run("cpu --cpu x86-64-v3");
+  EXPECT_EQ(c.code, 0);
+  EXPECT_THAT(c.out, testing::HasSubstr("vector bits: 256\n"));
+  EXPECT_THAT(c.out, testing::HasSubstr("host levels: x86-64 x86-64-v2"));
+  Result s = run("space GMM-1 --samples 2 --compile --cpu x86-64-v2");
+  EXPECT_EQ(s.code, 0) << s.err;
+  EXPECT_THAT(s.out, testing::HasSubstr("on llvm -num-cores"));
+  EXPECT_THAT(s.out, testing::HasSubstr("-mcpu x86-64-v2"));
+}
+
+TEST(CliRun, CpusThatAreUnknownOrCannotRunHereAreOneLineErrors) {
+  expect_usage_error("run GMM-1 --cpu pentium-9000", "unknown CPU 'pentium-9000'");
+  expect_usage_error("cpu --cpu pentium-9000", "unknown CPU 'pentium-9000'");
+  expect_usage_error("space GMM-1 --cpu pentium-9000", "unknown CPU 'pentium-9000'");
+  expect_usage_error("space GMM-1 --target 'llvm -mcpu x86-64-v3' --cpu x86-64-v2", "contradicts");
+  expect_usage_error("space GMM-1 --target cuda --cpu x86-64-v2", "--cpu is for the llvm target");
+  Result env = run("run GMM-1", "TYCHE_CPU=pentium-9000");
+  EXPECT_EQ(env.code, 2);
+  EXPECT_THAT(env.err, testing::HasSubstr("TYCHE_CPU: unknown CPU"));
+  // No host has both AMD's sse4a and Intel's AMX: one of these two cannot run here.
+  Result zen = run("run GMM-1 --scale-down --cpu znver3");
+  Result spr = run("run GMM-1 --scale-down --cpu sapphirerapids");
+  const Result& refused = zen.code != 0 ? zen : spr;
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_EQ(count_lines(refused.err), 1) << refused.err;
+  EXPECT_THAT(refused.err, testing::HasSubstr("on this host"));
+  EXPECT_EQ(refused.out, "");
 }
 
 TEST(CliRun, BadInputsExitTwoWithOneLine) {

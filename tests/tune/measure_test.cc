@@ -85,6 +85,30 @@ TEST(Builder, BuildsABatchConcurrentlyAndKeepsEachFailure) {
   EXPECT_TRUE(interp::compare(args.back(), expected[0]).ok);
 }
 
+TEST(Builder, BuildsForTheCpuAskedAndRefusesOnesThatCannotRunHere) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  std::string dir = temp_dir("objects_v2");
+  Builder v2(BuilderOptions{.max_workers = 1, .object_dir = dir, .cpu = "x86-64-v2"});
+  auto built = v2.build({tiled_gmm(w, 8)});
+  ASSERT_TRUE(built[0].ok()) << built[0].error;
+  Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 60,
+                              .time = {.warmup = 0, .number = 1, .repeat = 1, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}}});
+  RunResult r = runner.run(input_for(built[0], tiled_gmm(w, 8), &w));
+  EXPECT_TRUE(r.ok() && r.correct) << r.error << r.mismatch;
+  std::filesystem::remove_all(dir);
+  EXPECT_THAT([] { Builder(BuilderOptions{.cpu = "pentium-9000"}); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown CPU")));
+  // No host has both AMD's sse4a and Intel's AMX.
+  auto refuses = [](const char* cpu) {
+    try {
+      Builder b(BuilderOptions{.cpu = cpu});
+      return false;
+    } catch (const Error& e) {
+      return std::string(e.what()).find("cannot run code for CPU") != std::string::npos;
+    }
+  };
+  EXPECT_TRUE(refuses("znver3") || refuses("sapphirerapids"));
+}
+
 TEST(Builder, TimeoutIsThatCandidatesFailure) {
   auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
   Builder builder(BuilderOptions{.max_workers = 1, .timeout_s = 0.0001});
@@ -129,7 +153,9 @@ TEST(Runner, WrongResultsAndBadObjectsAreReported) {
   Builder builder(BuilderOptions{.object_dir = dir});
   auto built = builder.build({good});
   ASSERT_TRUE(built[0].ok());
-  Runner runner(RunnerOptions{.worker_path = worker_path()});
+  // Correctness only: a few quick timings, and a timeout far from what a loaded host needs.
+  Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 60,
+                              .time = {.warmup = 1, .number = 1, .repeat = 2, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}}});
   RunInput wrong = input_for(built[0], good, &w);
   wrong.seed = 7;  // inputs differ from those the expected outputs came from
   RunResult r = runner.run(wrong);

@@ -221,12 +221,17 @@ TEST(ScheduleFn, TemplatesAndUnion) {
 
 TEST(Target, ParsesAndRefuses) {
   EXPECT_EQ(Target::parse("llvm -num-cores 3").num_cores, 3);
+  Target v3 = Target::parse("llvm -mcpu x86-64-v3 -num-cores 2");
+  EXPECT_EQ(v3.cpu, "x86-64-v3");
+  EXPECT_EQ(v3.str(), "llvm -num-cores 2 -mcpu x86-64-v3");
+  EXPECT_EQ(Target::parse(v3.str()).str(), v3.str());
+  EXPECT_EQ(Target::parse("llvm").cpu, "");  // the default CPU
   Target gpu = Target::parse("cuda -max-threads-per-block 256 -max-shared-memory-per-block 1024");
   EXPECT_TRUE(gpu.is_gpu());
   EXPECT_EQ(gpu.max_threads_per_block, 256);
   EXPECT_EQ(gpu.max_shared_memory_per_block, 1024);
   for (const char* bad : {"", "opencl", "llvm -num-cores", "llvm -num-cores x", "llvm -num-cores 0", "cuda -num-cores 2",
-                          "llvm -max-threads-per-block 4"})
+                          "llvm -max-threads-per-block 4", "llvm -mcpu", "cuda -mcpu x86-64-v3"})
     EXPECT_THROW(Target::parse(bad), InputError) << bad;
 }
 

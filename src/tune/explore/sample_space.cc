@@ -17,10 +17,10 @@ constexpr size_t kMaxFailures = 5;
 }  // namespace
 
 std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
-                          const std::vector<runtime::NDArray>& expected, bool compile) {
+                          const std::vector<runtime::NDArray>& expected, bool compile, const std::string& cpu) {
   std::vector<runtime::NDArray> actual;
   if (compile) {
-    auto kernel = codegen::compile(lower::lower(func).func);
+    auto kernel = codegen::compile(lower::lower(func).func, codegen::CompileOptions{.cpu = cpu});
     std::vector<runtime::NDArray> args = inputs;
     for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
     kernel->run(args);
@@ -74,7 +74,7 @@ SampleSpaceReport sample_space(const workloads::Workload& w, const Target& targe
     const schedule::Schedule& sch = std::get<schedule::Schedule>(candidate);
     std::string why;
     try {
-      why = check_outputs(sch.func(), inputs, expected, options.compile);
+      why = check_outputs(sch.func(), inputs, expected, options.compile, target.cpu);
     } catch (const std::exception& e) {
       why = e.what();
     }

@@ -29,12 +29,13 @@ struct SampleSpaceReport {
   double median_candidate_seconds = 0;         // sample + replay + postprocess, per candidate
 };
 
-// Runs `func` on `inputs` (interpreted, or lowered and LLVM-compiled) and compares its outputs
-// with `expected`: empty if they match, else why not. Compile and run errors throw.
+// Runs `func` on `inputs` (interpreted, or lowered and LLVM-compiled for `cpu`, "" the default)
+// and compares its outputs with `expected`: empty if they match, else why not. Compile and run
+// errors throw.
 std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
-                          const std::vector<runtime::NDArray>& expected, bool compile);
+                          const std::vector<runtime::NDArray>& expected, bool compile, const std::string& cpu = {});
 
-// Uses the target's default rules and postprocessors unless given.
+// Uses the target's default rules (compiled checks generate code for target.cpu) and postprocessors unless given.
 SampleSpaceReport sample_space(const workloads::Workload& w, const Target& target, const SampleSpaceOptions& options,
                                SpaceGeneratorPtr generator = nullptr, std::vector<PostprocPtr> postprocs = {});
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "codegen/cpu.h"
 #include "lower/lower.h"
 #include "support/error.h"
 
@@ -31,16 +32,17 @@ struct Batch {
   bool resolved(size_t i) const { return done[i] || timed_out[i]; }
 };
 
-BuildResult build_one(const ir::PrimFunc& func, const std::string& object_path) {
+BuildResult build_one(const ir::PrimFunc& func, const std::string& object_path, const std::string& cpu) {
   BuildResult r;
   r.name = func->name;
   auto start = std::chrono::steady_clock::now();
   try {
     ir::PrimFunc lowered = lower::lower(func).func;
+    codegen::CompileOptions options{.cpu = cpu};
     if (object_path.empty()) {
-      r.kernel = codegen::compile(lowered);
+      r.kernel = codegen::compile(lowered, options);
     } else {
-      codegen::compile_to_object(lowered, object_path);
+      codegen::compile_to_object(lowered, object_path, options);
       r.object_path = object_path;
     }
   } catch (const std::exception& e) {
@@ -53,6 +55,7 @@ BuildResult build_one(const ir::PrimFunc& func, const std::string& object_path) 
 }  // namespace
 
 Builder::Builder(BuilderOptions options) : options_(std::move(options)) {
+  codegen::check_runs_on_host(codegen::resolve_cpu(options_.cpu));
   if (options_.max_workers <= 0) options_.max_workers = std::max(1u, std::thread::hardware_concurrency());
   if (!options_.object_dir.empty()) std::filesystem::create_directories(options_.object_dir);
 }
@@ -88,7 +91,7 @@ std::vector<BuildResult> Builder::build(const std::vector<ir::PrimFunc>& candida
         std::lock_guard<std::mutex> lock(batch->mu);
         batch->started[i] = Clock::now();
       }
-      BuildResult r = build_one(batch->funcs[i], batch->paths[i]);
+      BuildResult r = build_one(batch->funcs[i], batch->paths[i], options.cpu);
       if (r.seconds > options.timeout_s) {  // finished, but past its deadline: still a timeout
         r = BuildResult{};
         r.name = batch->funcs[i]->name;

@@ -18,6 +18,7 @@ struct BuilderOptions {
   int max_workers = 0;         // 0: one per hardware thread
   double timeout_s = 30;       // per candidate
   std::string object_dir = {};  // non-empty: write object files here for the isolated runner
+  std::string cpu = {};         // code for this CPU (codegen/cpu.h; "" = default); must run here
 };
 
 struct BuildResult {
@@ -31,6 +32,7 @@ struct BuildResult {
 
 class Builder {
  public:
+  // Throws tyche::Error if options.cpu is unknown or this host cannot run its code.
   explicit Builder(BuilderOptions options = {});
   // Waits for compiles that outlived their deadline (they cannot be interrupted).
   ~Builder();

@@ -34,6 +34,13 @@ Target Target::parse(const std::string& text) {
   for (size_t i = 1; i < words.size(); i += 2) {
     const std::string& key = words[i];
     if (i + 1 >= words.size()) throw InputError(fmt::format("target: option '{}' has no value", key));
+    bool known = t.is_gpu() ? key == "-max-threads-per-block" || key == "-max-shared-memory-per-block"
+                            : key == "-num-cores" || key == "-mcpu";
+    if (!known) throw InputError(fmt::format("target: unknown option '{}' for {}", key, t.kind));
+    if (key == "-mcpu") {
+      t.cpu = words[i + 1];
+      continue;
+    }
     int64_t value = 0;
     try {
       size_t used = 0;
@@ -42,19 +49,20 @@ Target Target::parse(const std::string& text) {
     } catch (const std::exception&) {
       throw InputError(fmt::format("target: option '{}' needs a positive integer, got '{}'", key, words[i + 1]));
     }
-    if (key == "-num-cores" && t.kind == "llvm") {
+    if (key == "-num-cores") {
       if (value > 4096) throw InputError(fmt::format("target: -num-cores {} is more than 4096", value));
       t.num_cores = static_cast<int>(value);
+    } else if (key == "-max-threads-per-block") {
+      t.max_threads_per_block = value;
+    } else {
+      t.max_shared_memory_per_block = value;
     }
-    else if (key == "-max-threads-per-block" && t.is_gpu()) t.max_threads_per_block = value;
-    else if (key == "-max-shared-memory-per-block" && t.is_gpu()) t.max_shared_memory_per_block = value;
-    else throw InputError(fmt::format("target: unknown option '{}' for {}", key, t.kind));
   }
   return t;
 }
 
 std::string Target::str() const {
-  if (!is_gpu()) return fmt::format("llvm -num-cores {}", num_cores);
+  if (!is_gpu()) return fmt::format("llvm -num-cores {}{}", num_cores, cpu.empty() ? "" : " -mcpu " + cpu);
   return fmt::format("cuda -max-threads-per-block {} -max-shared-memory-per-block {}", max_threads_per_block,
                      max_shared_memory_per_block);
 }
