@@ -1,6 +1,8 @@
-// GMM-4 (1024^3 float32, all threads): Tyche's hand-written trace (examples/traces/gmm_1024.py)
-// against oneDNN's sgemm, plus the kernel's compile time (median of 10 compiles) and the
-// coefficient of variation (CV) of its repeated measurements.
+// GMM-4 (1024^3 float32, all threads): Tyche's hand-written trace for the CPU's vector width
+// (examples/traces/gmm_1024.py for AVX-512, gmm_1024_avx2.py otherwise) against oneDNN's sgemm,
+// plus the kernel's compile time (median of 10 compiles) and the coefficient of variation (CV)
+// of its repeated measurements. The CPU is the host, or TYCHE_CPU: with TYCHE_CPU=x86-64-v3 an
+// AVX-512 host measures the AVX2 code, and oneDNN is held to AVX2 too (ONEDNN_MAX_CPU_ISA).
 //
 // Timing on this shared host varies with other tenants, so the kernels are measured interleaved:
 // round after round, each runs for one window of >= 300 ms, so all of them see the same periods
@@ -13,11 +15,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <sstream>
 
+#include "codegen/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "lower/lower.h"
@@ -50,6 +54,25 @@ __attribute__((target("avx512f"))) void fma_body(int64_t begin, int64_t end, voi
   *static_cast<float*>(env) += lane_sum(s);
 }
 
+__attribute__((target("avx2,fma"))) float lane_sum(__m256 v) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  float s = 0;
+  for (float x : lanes) s += x;
+  return s;
+}
+
+__attribute__((target("avx2,fma"))) void fma_body_avx2(int64_t begin, int64_t end, void* env) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  __m256 a = _mm256_set1_ps(0.9999f), b = _mm256_set1_ps(1e-6f);
+  for (int64_t t = begin * 200000; t < end * 200000; ++t)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  *static_cast<float*>(env) += lane_sum(s);
+}
+
 // 16 MiB, read in 64-byte lines: above both L2s together, well inside the last-level cache.
 struct Stream {
   std::vector<float> data = std::vector<float>(4 << 20, 1.0f);
@@ -61,6 +84,14 @@ __attribute__((target("avx512f"))) void stream_body(int64_t begin, int64_t end, 
   __m512 acc = _mm512_setzero_ps();
   for (int rep = 0; rep < 4; ++rep)
     for (int64_t i = begin * part; i < end * part; i += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(&s->data[i]));
+  s->sum += lane_sum(acc);
+}
+__attribute__((target("avx2,fma"))) void stream_body_avx2(int64_t begin, int64_t end, void* env) {
+  auto* s = static_cast<Stream*>(env);
+  int64_t part = static_cast<int64_t>(s->data.size()) / 16;
+  __m256 acc = _mm256_setzero_ps();
+  for (int rep = 0; rep < 4; ++rep)
+    for (int64_t i = begin * part; i < end * part; i += 16) acc = _mm256_add_ps(acc, _mm256_loadu_ps(&s->data[i]));
   s->sum += lane_sum(acc);
 }
 
@@ -103,8 +134,22 @@ void measure_interleaved(std::vector<Measured>& ms, int rounds, double window_s)
 }  // namespace
 
 int main() {
+  const codegen::Cpu& cpu = codegen::resolve_cpu("");
+  codegen::check_runs_on_host(cpu);
+  bool avx512 = cpu.vector_bits() == 512;
+  std::string trace = avx512 ? "examples/traces/gmm_1024.py" : "examples/traces/gmm_1024_avx2.py";
+  // oneDNN gets the same instruction set (it reads this on first use).
+  if (!cpu.has("avx512f")) setenv("ONEDNN_MAX_CPU_ISA", cpu.has("avx2") ? "AVX2" : cpu.has("avx") ? "AVX" : "SSE41", 0);
+  const codegen::Cpu& host = codegen::resolve_cpu("host");
+  bool host_avx512 = host.has("avx512f");
+  if (!host.has("avx2") || !host.has("fma")) {
+    std::printf("bench_gmm: the canaries need AVX2 and FMA, which this host (%s) lacks\n", host.llvm_cpu.c_str());
+    return 1;
+  }
+  std::printf("cpu %s (%s, %d-bit vectors), trace %s%s\n", cpu.name.c_str(), cpu.llvm_cpu.c_str(), cpu.vector_bits(),
+              trace.c_str(), avx512 ? "" : ", oneDNN limited to the same ISA");
   auto w = workloads::get_preset("GMM-4");
-  std::ifstream in(std::string(TYCHE_SOURCE_DIR) + "/examples/traces/gmm_1024.py");
+  std::ifstream in(std::string(TYCHE_SOURCE_DIR) + "/" + trace);
   std::stringstream text;
   text << in.rdbuf();
   schedule::Schedule sch(w.func);
@@ -114,7 +159,7 @@ int main() {
   std::vector<double> compile_s;
   std::unique_ptr<codegen::CompiledKernel> kernel;
   for (int i = 0; i < 10; ++i) {
-    kernel = codegen::compile(lowered);
+    kernel = codegen::compile(lowered, {.cpu = cpu.name});
     compile_s.push_back(kernel->compile_seconds());
   }
   std::sort(compile_s.begin(), compile_s.end());
@@ -136,10 +181,10 @@ int main() {
   float fma_sink = 0;
   Stream stream;
   std::vector<Measured> ms = {
-      {"tyche (examples/traces/gmm_1024.py)", [&] { kernel->run(ptrs.data()); }, 1, {}},
+      {"tyche (the example trace)", [&] { kernel->run(ptrs.data()); }, 1, {}},
       {"oneDNN sgemm", [&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, a, n, b, n, 0.0f, cp, n); }, 1, {}},
-      {"canary: FMAs in registers", [&] { pool.parallel_for(16, fma_body, &fma_sink); }, 1, {}},
-      {"canary: last-level-cache stream", [&] { pool.parallel_for(16, stream_body, &stream); }, 1, {}},
+      {"canary: FMAs in registers", [&] { pool.parallel_for(16, host_avx512 ? fma_body : fma_body_avx2, &fma_sink); }, 1, {}},
+      {"canary: last-level-cache stream", [&] { pool.parallel_for(16, host_avx512 ? stream_body : stream_body_avx2, &stream); }, 1, {}},
   };
   const int rounds = 20;
   measure_interleaved(ms, rounds, 0.3);
@@ -151,7 +196,7 @@ int main() {
   pool.set_num_threads(2);
 
   // The unscheduled GMM-4 also compiles and runs.
-  auto plain = codegen::compile(lower::lower(w.func).func);
+  auto plain = codegen::compile(lower::lower(w.func).func, {.cpu = cpu.name});
   std::vector<runtime::NDArray> plain_args = {inputs[0], inputs[1], runtime::NDArray(expected[0].shape(), kFloat32)};
   runtime::TimeResult plain_t = runtime::time_function([&] { plain->run(plain_args); }, {.warmup = 0, .number = 1, .repeat = 1, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}});
   bool plain_correct = interp::compare(plain_args[2], expected[0]).ok;

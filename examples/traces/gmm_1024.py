@@ -1,4 +1,5 @@
-# A hand-written schedule for GMM-4 (1024 x 1024 x 1024 float32) on an AVX-512 CPU.
+# A hand-written schedule for GMM-4 (1024 x 1024 x 1024 float32) on an AVX-512 CPU (32 zmm
+# registers of 16 floats); gmm_1024_avx2.py is the one for AVX2 CPUs.
 #  - An 8 x 32 tile of Z accumulates in registers: cache_write to a local tile that is written
 #    back after the k loop; each k step is 8 broadcasts of X times two 16-wide vectors of Y,
 #    i.e. 16 FMAs on 16 zmm accumulators.

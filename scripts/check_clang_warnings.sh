@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The second compiler's warning check: every translation unit (sources, tools, tests) through
+# clang++-14's front end with warnings as errors, without code generation, since clang's warnings
+# come from its front end. CI runs it after the test command; scripts/test.sh builds with g++.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extra=(clang-14)
+command -v python3 >/dev/null || extra+=(python3)
+bash scripts/install_deps.sh "${extra[@]}"
+cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_WERROR=ON -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON >/dev/null
+python3 - "$(nproc)" <<'PY'
+import json, shlex, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
+
+def check(entry):
+    args = shlex.split(entry["command"])
+    out = args.index("-o")
+    args = args[:out] + args[out + 2:] + ["-fsyntax-only"]
+    r = subprocess.run(args, cwd=entry["directory"], capture_output=True, text=True)
+    return entry["file"], r.returncode, r.stderr
+
+entries = json.load(open("build-clang/compile_commands.json"))
+failed = 0
+with ThreadPoolExecutor(int(sys.argv[1])) as pool:
+    for file, code, err in pool.map(check, entries):
+        if code != 0:
+            failed += 1
+            print(err, end="")
+print(f"clang++-14 warning check: {len(entries)} files, {failed} with warnings or errors")
+sys.exit(1 if failed else 0)
+PY
