@@ -1,10 +1,9 @@
 // Lowered IR -> LLVM IR. Values of float16/bfloat16 are computed in float (as the interpreter
 // computes in wider precision) and rounded when stored or cast, by integer IR unless the CPU
-// converts half natively (llvm_float16.h); bools are i1 in registers and one byte in memory. Integer arithmetic on signed types carries nsw, which lets LLVM reason
-// about index expressions; float arithmetic allows contraction into FMAs.
+// converts half natively (llvm_float16.h); bools are i1 in registers and one byte in memory.
+// Integer arithmetic on signed types carries nsw, which lets LLVM reason about index
+// expressions; float arithmetic allows contraction into FMAs.
 #include "codegen/llvm_emitter.h"
-
-#include "codegen/llvm_float16.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/IRBuilder.h>
@@ -14,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/llvm_float16.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "support/error.h"

@@ -18,9 +18,8 @@
 #include <fstream>
 #include <mutex>
 
-#include "codegen/llvm_codegen.h"
-
 #include "codegen/cpu.h"
+#include "codegen/llvm_codegen.h"
 #include "codegen/llvm_emitter.h"
 #include "ir/op.h"
 #include "runtime/thread_pool.h"
