@@ -40,6 +40,7 @@ TEST(BackendProperty, RandomSchedulesLowerAndCompileCorrectly) {
       schedule::Schedule sch(w.func, schedule::ScheduleOptions{.seed = seq, .trace = true});
       schedule::testing::RandomScheduler random(sch, rng);
       for (int s = 0; s < 4; ++s) random.step();
+      if (!interpret && !compiled_here(seq)) continue;  // drawn all the same: the same programs
       std::string trace = sch.trace()->to_text();
       lower::Lowered lowered;
       ASSERT_NO_THROW(lowered = lower::lower(sch.func())) << op << "\n" << trace;
