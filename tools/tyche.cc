@@ -22,6 +22,7 @@
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
 #include "tune/explore/sample_space.h"
+#include "tune/feature/per_store_feature.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
 
@@ -61,6 +62,8 @@ struct Options {
   int samples = 100;
   bool compile = false;
   std::string target = "llvm";
+  // features
+  bool postprocess = false;
 };
 
 // The workload, scaled down on request, with the trace file (text or JSON) applied. Sampling
@@ -199,6 +202,48 @@ int cmd_run(const Options& o) {
   return correct ? 0 : kExitMismatch;
 }
 
+// The per-store features of the (scheduled) workload: one column per store, one line per feature.
+int cmd_features(const Options& o) {
+  std::ofstream json_out;
+  if (!o.json_file.empty()) {
+    json_out.open(o.json_file);
+    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  workloads::Workload w = load(o);
+  tune::Target target = tune::Target::parse(o.target);
+  ir::PrimFunc func = w.func;
+  if (o.postprocess) {
+    tune::TuneContext context{w.func, target};
+    auto postprocs = tune::default_postprocs(target);
+    for (const auto& p : postprocs) p->initialize(context);
+    schedule::Schedule sch(w.func, schedule::ScheduleOptions{.seed = o.seed, .trace = true});
+    for (const auto& p : postprocs) {
+      auto st = p->apply(sch);
+      if (!st.ok()) throw Error(fmt::format("postprocessor {}: {}", p->name(), st.error().reason()));
+    }
+    func = sch.func();
+  }
+  tune::FeatureRows f = tune::per_store_features(func, {.is_gpu = target.is_gpu()});
+  fmt::print("{} [{}]: {} stores x {} features (layout version {})\n", w.name, w.shape, f.rows, tune::feature_count(),
+             tune::kFeatureLayoutVersion);
+  fmt::print("{:<36}", "feature");
+  for (int r = 0; r < f.rows; ++r) fmt::print(" {:>12}", fmt::format("{}:{}", r, f.stores[static_cast<size_t>(r)]).substr(0, 12));
+  fmt::print("\n");
+  for (int i = 0; i < tune::feature_count(); ++i) {
+    fmt::print("{:<36}", tune::feature_names()[static_cast<size_t>(i)]);
+    for (int r = 0; r < f.rows; ++r) fmt::print(" {:>12.4g}", f.row(r)[i]);
+    fmt::print("\n");
+  }
+  if (!o.json_file.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (int r = 0; r < f.rows; ++r)
+      rows.push_back({{"store", f.stores[static_cast<size_t>(r)]}, {"values", std::vector<float>(f.row(r), f.row(r) + tune::feature_count())}});
+    nlohmann::json j = {{"workload", w.name}, {"layout_version", tune::kFeatureLayoutVersion}, {"names", tune::feature_names()}, {"rows", rows}};
+    if (!(json_out << j.dump() << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  return 0;
+}
+
 // Prints the design spaces of a workload, samples programs from them, validates them with the
 // postprocessors and checks the valid ones against the reference.
 int cmd_space(const Options& o) {
@@ -259,6 +304,10 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "compile with LLVM, check against the reference, and time");
   auto* space = app.add_subcommand("space", "print the design spaces, sample and validate programs, check them");
   auto* cpu = app.add_subcommand("cpu", "describe the CPU code is generated for and what this host runs");
+  auto* features = app.add_subcommand("features", "print the per-store features the cost model sees");
+  features->add_option("--target", opts.target, "llvm (default) or cuda: which postprocessors, GPU features");
+  features->add_flag("--postprocess", opts.postprocess, "run the target's postprocessors after the trace (a design-space sample)");
+  features->add_option("--json", opts.json_file, "write {workload, layout_version, names, rows} here");
   for (auto* sub : {run, space, cpu})
     sub->add_option("--cpu", opts.cpu,
                     "generate code for: host (default; TYCHE_CPU overrides), x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU "
@@ -275,7 +324,7 @@ int main(int argc, char** argv) {
   run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
   run->add_flag("--dump-ir", opts.dump_ir, "print the IR after every lowering pass");
   run->add_option("--repeat", opts.repeat, "timed repeats (default 10)")->check(CLI::PositiveNumber);
-  for (auto* sub : {show, check, run}) {
+  for (auto* sub : {show, check, run, features}) {
     sub->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
         ->required();
     sub->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
@@ -288,7 +337,7 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu)\n", cmd);
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features)\n", cmd);
       return kExitUsage;
     }
   }
@@ -312,6 +361,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return cmd_run(opts);
     if (space->parsed()) return cmd_space(opts);
     if (cpu->parsed()) return cmd_cpu(opts);
+    if (features->parsed()) return cmd_features(opts);
   } catch (const tyche::Error& e) {
     fmt::print(stderr, "tyche: error: {}\n", e.what());
     return kExitUsage;

@@ -36,8 +36,9 @@ struct Lowered {
 Lowered lower(const ir::PrimFunc& func, const LowerOptions& options = {});
 
 // ---- the passes, in pipeline order ----
-// Blocks -> loops; thread bindings become serial loops on the CPU (noted).
-ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes);
+// Blocks -> loops; thread bindings become serial loops on the CPU (noted), unless kept (the
+// features of a GPU program read them).
+ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes, bool keep_thread_bindings = false);
 // Moves each Allocate down the loops containing all its accesses while their iterations touch
 // disjoint elements, and shrinks it to the region one iteration touches (buffers with explicit
 // strides keep their layout).

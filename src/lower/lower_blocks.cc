@@ -17,7 +17,8 @@ bool is_true(const ir::Expr& e) { return !e.defined() || ir::is_const_int(e, 1);
 
 class BlockLowerer : public ir::StmtExprMutator {
  public:
-  explicit BlockLowerer(std::vector<std::string>* notes) : notes_(notes) {}
+  BlockLowerer(std::vector<std::string>* notes, bool keep_thread_bindings)
+      : notes_(notes), keep_thread_bindings_(keep_thread_bindings) {}
 
  protected:
   ir::Stmt mutate_block_realize(const ir::BlockRealizeNode* n, const ir::Stmt&) override {
@@ -46,19 +47,20 @@ class BlockLowerer : public ir::StmtExprMutator {
   }
 
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
-    if (n->for_kind != ir::ForKind::kThreadBinding) return StmtExprMutator::mutate_for(n, self);
+    if (n->for_kind != ir::ForKind::kThreadBinding || keep_thread_bindings_) return StmtExprMutator::mutate_for(n, self);
     notes_->push_back(fmt::format("loop '{}' bound to {} runs as a serial loop on the CPU", n->loop_var.name(), n->thread_tag));
     return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial, mutate_stmt(n->body), {}, n->annotations);
   }
 
  private:
   std::vector<std::string>* notes_;
+  bool keep_thread_bindings_;
 };
 
 }  // namespace
 
-ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes) {
-  return func.with_body(BlockLowerer(notes).mutate_stmt(func->body));
+ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes, bool keep_thread_bindings) {
+  return func.with_body(BlockLowerer(notes, keep_thread_bindings).mutate_stmt(func->body));
 }
 
 }  // namespace tyche::lower

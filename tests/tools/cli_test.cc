@@ -236,6 +236,20 @@ TEST(CliRun, CpusThatAreUnknownOrCannotRunHereAreOneLineErrors) {
   EXPECT_EQ(refused.out, "");
 }
 
+TEST(CliFeatures, PrintsATableAndJson) {
+  std::string json = testing::TempDir() + "/tyche_features_" + std::to_string(getpid()) + ".json";
+  Result r = run("features GMM-1 --trace " + gmm_trace() + " --json " + json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, testing::HasSubstr("4 stores x 151 features (layout version 1)"));
+  EXPECT_THAT(r.out, testing::HasSubstr("\nbuf0.reuse_count "));
+  EXPECT_THAT(take_file(json), testing::HasSubstr("\"names\":[\"arith.float_addsub\""));
+  Result p = run("features SFM-1 --postprocess");
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_THAT(p.out, testing::HasSubstr("loop.parallel_num"));
+  expect_usage_error("features NOPE", "unknown workload 'NOPE'");
+  expect_usage_error("features GMM-1 --target opencl", "unknown kind 'opencl'");
+}
+
 TEST(CliRun, BadInputsExitTwoWithOneLine) {
   expect_usage_error("run NOPE", "unknown workload 'NOPE'");
   expect_usage_error("run GMM-1 --emit bogus", "--emit");
