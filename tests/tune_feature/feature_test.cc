@@ -25,7 +25,7 @@ int update_row(const FeatureRows& f) {
 
 TEST(Features, LayoutIsNamedAndVersioned) {
   EXPECT_EQ(feature_count(), static_cast<int>(feature_names().size()));
-  EXPECT_EQ(feature_count(), 15 + 3 * 7 + 8 + kFeatureBuffers * 18 + kIntensityPoints + 4 + 3);
+  EXPECT_EQ(feature_count(), 15 + 3 * 7 + 8 + kFeatureBuffers * 22 + kIntensityPoints + 4 + 3);
   EXPECT_EQ(feature_names()[static_cast<size_t>(feature_index("buf2.stride"))], "buf2.stride");
   EXPECT_THROW(feature_index("buf9.bytes"), Error);
   EXPECT_NE(feature_layout_hash(), 0u);
@@ -79,6 +79,12 @@ TEST(Features, TiledMatmulByHand) {
   EXPECT_FLOAT_EQ(f.at(r, "buf0.reuse_distance_iters"), lg(16));
   EXPECT_FLOAT_EQ(f.at(r, "buf0.reuse_distance_bytes"), lg((16 + 1 + 16) * 4));
   EXPECT_FLOAT_EQ(f.at(r, "buf0.bytes_per_reuse"), lg(2 * iters * 4 / 32));
+  // What the innermost 1, 2, 3, 4 loops touch: a 16-float run (j1), the same across k, a row (j0),
+  // everything (i).
+  EXPECT_FLOAT_EQ(f.at(r, "buf0.footprint_1"), lg(16 * 4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf0.footprint_2"), lg(16 * 4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf0.footprint_3"), lg(64 * 4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf0.footprint_4"), lg(64 * 64 * 4));
   // B[k, j]: 32 x 64 floats, one line per (i, j0, k); reused across i (64 times) with 4 x 32 x 16
   // iterations between, in which C's row, A's row and all of B are touched.
   EXPECT_FLOAT_EQ(f.at(r, "buf1.access_read"), 1);
@@ -87,6 +93,9 @@ TEST(Features, TiledMatmulByHand) {
   EXPECT_FLOAT_EQ(f.at(r, "buf1.reuse_count"), lg(64));
   EXPECT_FLOAT_EQ(f.at(r, "buf1.reuse_distance_iters"), lg(4 * 32 * 16));
   EXPECT_FLOAT_EQ(f.at(r, "buf1.reuse_distance_bytes"), lg((64 + 32 + 32 * 64) * 4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf1.footprint_1"), lg(16 * 4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf1.footprint_2"), lg(32 * 16 * 4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf1.footprint_3"), lg(32 * 64 * 4));
   // A[i, k]: the same float for all 16 lanes of j1 (reused 16 times, at once); along k, 32 floats
   // are 2 lines per (i, j0).
   EXPECT_FLOAT_EQ(f.at(r, "buf2.access_read"), 1);
@@ -96,6 +105,9 @@ TEST(Features, TiledMatmulByHand) {
   EXPECT_FLOAT_EQ(f.at(r, "buf2.reuse_count"), lg(16));
   EXPECT_FLOAT_EQ(f.at(r, "buf2.reuse_distance_iters"), lg(1));
   EXPECT_FLOAT_EQ(f.at(r, "buf2.reuse_distance_bytes"), lg(3 * 4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf2.footprint_1"), lg(4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf2.footprint_2"), lg(32 * 4));
+  EXPECT_FLOAT_EQ(f.at(r, "buf2.footprint_4"), lg(64 * 32 * 4));
   EXPECT_FLOAT_EQ(f.at(r, "buf3.bytes"), 0);  // only three buffers
   // Intensity, innermost level: 7 operations x 16 lanes over C's 16 + A's 1 + B's 16 floats.
   EXPECT_FLOAT_EQ(f.at(r, "intensity.0"), lg(7.0 * 16 / ((16 + 1 + 16) * 4)));

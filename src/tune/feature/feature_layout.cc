@@ -25,7 +25,7 @@ std::vector<std::string> make_names() {
     for (const char* f : {"access_read", "access_write", "access_read_write", "bytes", "unique_bytes", "lines", "unique_lines",
                           "reuse_loop", "reuse_serial", "reuse_none", "reuse_distance_iters", "reuse_distance_bytes",
                           "reuse_count", "bytes_per_reuse", "unique_bytes_per_reuse", "lines_per_reuse",
-                          "unique_lines_per_reuse", "stride"})
+                          "unique_lines_per_reuse", "stride", "footprint_1", "footprint_2", "footprint_3", "footprint_4"})
       n.push_back(fmt::format("buf{}.{}", b, f));
   for (int i = 0; i < kIntensityPoints; ++i) n.push_back(fmt::format("intensity.{}", i));
   for (const char* a : {"bytes", "total_elements", "outer_prod", "inner_prod"}) n.push_back(fmt::format("alloc.{}", a));

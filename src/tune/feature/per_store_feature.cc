@@ -10,6 +10,7 @@
 //   lines         cache lines fetched when consecutive steps of that loop share lines:
 //                 m x (outer iterations) x ceil(extent x min(stride x size, 64) / 64);
 //   unique lines  lines of the bounding box (rows x ceil(row bytes / 64));
+//   footprint k   unique bytes with only the innermost k loops running;
 //   reuse         "loop": the innermost loop whose variable no access uses re-reads the same
 //                 data (count = its extent, distance = the iterations and the bytes of all
 //                 buffers inside it); "serial": read and written by the same store
@@ -187,7 +188,8 @@ struct BufferStats {
   int reuse_type = 2;  // 0 loop, 1 serial, 2 none
   double reuse_iters = 0, reuse_bytes = 0, reuse_count = 0;
   double stride = 0;
-  std::vector<float> encoded;  // the 18 entries
+  std::array<double, 4> footprint{};  // bytes the innermost 1..4 loops touch
+  std::vector<float> encoded;  // the kBufferFieldCount entries
 };
 
 class Extractor : public ir::StmtExprVisitor {
@@ -356,7 +358,7 @@ class Extractor : public ir::StmtExprVisitor {
     out[col++] = log_feature(static_cast<double>(unroll));
   }
 
-  static constexpr size_t kBufferFieldCount = 18;
+  static constexpr size_t kBufferFieldCount = 22;
 
   std::vector<BufferUse> buffer_uses(const ir::BufferStoreNode* store) const {
     std::vector<BufferUse> uses;
@@ -449,6 +451,7 @@ class Extractor : public ir::StmtExprVisitor {
     const double m = static_cast<double>(u.accesses.size());
     s.bytes = m * outer * elem;
     s.unique_bytes = unique[0] * elem;
+    for (int k = 1; k <= 4; ++k) s.footprint[static_cast<size_t>(k - 1)] = unique[static_cast<size_t>(std::max(0, n - k))] * elem;
     // unique lines: rows of the bounding box times the lines of a row
     std::vector<int64_t> box = spans(u, 0);
     double rows = 1;
@@ -516,7 +519,11 @@ class Extractor : public ir::StmtExprVisitor {
                  log_feature(s.unique_bytes / per),
                  log_feature(s.lines / per),
                  log_feature(s.unique_lines / per),
-                 log_feature(s.stride)};
+                 log_feature(s.stride),
+                 log_feature(s.footprint[0]),
+                 log_feature(s.footprint[1]),
+                 log_feature(s.footprint[2]),
+                 log_feature(s.footprint[3])};
   }
 
   FeatureOptions options_;

@@ -8,7 +8,8 @@
 //                extent, where the innermost sits), GPU block and thread extents;
 //   bufN.*       up to five buffers it reads or writes (largest first): access type, bytes and
 //                unique bytes, cache lines and unique lines, reuse (type, distance in iterations
-//                and bytes, count), the stride of the innermost loop that moves the access;
+//                and bytes, count), the stride of the innermost loop that moves the access,
+//                the bytes the innermost 1, 2, 3 and 4 loops touch (register and cache tiles);
 //   intensity.*  operations per unique byte touched inside each loop level, resampled to ten
 //                points from the innermost loop outward;
 //   alloc.*      for a store into an intermediate: its size and how often it is allocated;

@@ -1,0 +1,75 @@
+// Tuning records: one measured candidate a line (JSON lines), the format the dataset, pre-training
+// and the tuning database share.
+//
+//   {"format": "tyche.record", "version": 1,
+//    "workload": {"name": "GMM-4", "extents": "", "hash": "<16 hex digits>", "shape": "B=1,...", "flop": 2.1e9},
+//    "trace": {...},               // the design-space trace with its decisions (Trace::to_json),
+//                                  // before the postprocessors, which run again on replay
+//    "target": {"kind": "llvm", "num_cores": 2, "cpu": "host", "llvm_cpu": "sapphirerapids",
+//               "cpu_model": "Intel(R) Xeon(R) ...", "features": "+adx,+aes,..."},
+//    "seconds": [0.0123, 0.0121, 0.0125],   // every timed repeat (empty on error)
+//    "error": null,                         // or why it was not measured (build, run, wrong result)
+//    "measured_at": "2026-12-01T07:00:00Z"}
+//
+// The workload is what workloads::resolve(name, extents) rebuilds; its structural hash says the
+// rebuilt function is the one that was measured. Appends write whole lines; a reader skips a
+// line it cannot parse (a torn last line after a crash, a corrupt file) with a warning and counts
+// it, never failing on it. Files ending in .gz are read through zlib.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tyche::tune {
+
+inline constexpr int kRecordVersion = 1;
+
+struct RecordWorkload {
+  std::string name, extents;  // workloads::resolve's arguments
+  uint64_t hash = 0;          // ir::structural_hash of the unscheduled function
+  std::string shape;
+  double flop = 0;
+};
+
+struct RecordTarget {
+  std::string kind = "llvm";
+  int num_cores = 1;
+  std::string cpu = "host";  // what code was generated for (codegen/cpu.h)
+  std::string llvm_cpu, cpu_model, features;
+};
+
+struct TuningRecord {
+  RecordWorkload workload;
+  std::string trace_json;        // Trace::to_json()
+  RecordTarget target;
+  std::vector<double> seconds;   // every timed repeat
+  std::string error;             // empty when measured
+  std::string measured_at;       // ISO 8601, UTC
+
+  bool ok() const { return error.empty() && !seconds.empty(); }
+  double mean_seconds() const;   // +inf unless ok()
+};
+
+// One line, without the newline. Throws tyche::Error if trace_json is not JSON.
+std::string to_json_line(const TuningRecord& record);
+// Throws tyche::Error (one line saying what is wrong) for a line that is not a record.
+TuningRecord parse_record(const std::string& line);
+
+struct RecordFile {
+  std::vector<TuningRecord> records;
+  int skipped = 0;                     // lines that were not records
+  std::vector<std::string> warnings;   // "FILE:LINE: why", one per skipped line (the first 20)
+};
+
+// Reads every record of `path` (plain or .gz). Throws tyche::Error only if the file cannot be
+// opened; bad lines are skipped and counted.
+RecordFile read_records(const std::string& path);
+// Appends whole lines and syncs them to disk: a crash loses at most what this call was writing.
+// Throws tyche::Error if the file cannot be written (a .gz file cannot be appended to).
+void append_records(const std::string& path, const std::vector<TuningRecord>& records);
+
+// The current time as "YYYY-MM-DDTHH:MM:SSZ".
+std::string utc_now();
+
+}  // namespace tyche::tune
