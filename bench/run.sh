@@ -11,7 +11,8 @@ if ! dpkg-query -W -f='${Status}' libdnnl-dev 2>/dev/null | grep -q "install ok 
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq libdnnl-dev >/dev/null
 fi
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_BUILD_TESTS=OFF -DTYCHE_BUILD_BENCH=ON >/dev/null
-cmake --build build-bench --target bench_fork_join bench_gmm bench_space -j "$(nproc)"
+cmake --build build-bench --target bench_fork_join bench_gmm bench_space bench_cost_model -j "$(nproc)"
 ./build-bench/bench/bench_fork_join
 ./build-bench/bench/bench_gmm
 ./build-bench/bench/bench_space
+./build-bench/bench/bench_cost_model

@@ -21,6 +21,10 @@
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
+#include "tune/cost_model/cost_model.h"
+#include "tune/cost_model/metrics.h"
+#include "tune/explore/dataset.h"
+#include "tune/explore/sample_measure.h"
 #include "tune/explore/sample_space.h"
 #include "tune/feature/per_store_feature.h"
 #include "workloads/reference.h"
@@ -64,6 +68,12 @@ struct Options {
   std::string target = "llvm";
   // features
   bool postprocess = false;
+  // sample-measure, model
+  std::vector<std::string> records;
+  int batch = 32;
+  double timeout = 10;
+  std::string model, output;
+  int top_k = 32;
 };
 
 // The workload, scaled down on request, with the trace file (text or JSON) applied. Sampling
@@ -244,6 +254,96 @@ int cmd_features(const Options& o) {
   return 0;
 }
 
+// The directory of this program: tyche-worker sits beside it.
+std::string program_dir() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : self.parent_path().string();
+}
+
+// Samples, builds, times and records candidates of a workload's design space.
+int cmd_sample_measure(const Options& o) {
+  workloads::Workload w = workloads::resolve(o.workload, o.extents);
+  tune::Target target = tune::Target::parse(o.target);
+  if (!o.cpu.empty()) target.cpu = o.cpu;
+  tune::SampleMeasureOptions so;
+  so.samples = o.samples;
+  so.seed = o.seed;
+  so.batch = o.batch;
+  so.records_path = o.records.empty() ? "" : o.records[0];
+  so.extents = o.extents;
+  so.runner.worker_path = program_dir() + "/tyche-worker";
+  so.runner.timeout_s = o.timeout;
+  so.runner.time = {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 20, .flush_cache = false, .flush_ranges = {}};
+  so.progress = [](const std::string& line) { fmt::print("{}\n", line); std::fflush(stdout); };
+  tune::SampleMeasureReport r = tune::sample_measure(w, target, so);
+  fmt::print("{} [{}] on {}: {} records appended to {} ({} measured, {} failed); {} drawn, {} invalid, {} already measured; "
+             "best {:.4f} ms ({:.1f} GFLOP/s)\n",
+             w.name, w.shape, target.str(), r.measured + r.failed, so.records_path, r.measured, r.failed, r.sampled, r.invalid,
+             r.duplicates, r.best_seconds * 1e3, r.best_seconds > 0 ? w.flop / r.best_seconds / 1e9 : 0.0);
+  return 0;
+}
+
+// Loads the records (warning about what was skipped) for model training and evaluation.
+tune::Dataset load_records(const Options& o) {
+  if (o.records.empty()) throw Error("no --records file");
+  tune::Dataset d = tune::load_dataset(o.records, o.threads);
+  for (const std::string& w : d.warnings) fmt::print(stderr, "warning: {}\n", w);
+  if (d.skipped > static_cast<int>(d.warnings.size()))
+    fmt::print(stderr, "warning: {} more skipped\n", d.skipped - static_cast<int>(d.warnings.size()));
+  if (d.size() == 0) throw Error("the records hold no usable measurement");
+  return d;
+}
+
+// tyche model train: an XGBoost model on every record given, saved for later searches.
+int cmd_model_train(const Options& o) {
+  auto start = std::chrono::steady_clock::now();
+  tune::Dataset d = load_records(o);
+  auto model = tune::make_xgboost_model({.min_measured = 0, .threads = o.threads, .seed = static_cast<uint64_t>(o.seed)});
+  model->update_features(d.inputs, d.seconds);
+  model->save(o.output);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("trained {} on {} records of {} workloads ({} skipped) in {:.1f} s: {}\n", model->name(), d.size(),
+             d.workloads().size(), d.skipped, seconds, o.output);
+  return 0;
+}
+
+// tyche model eval: how well a saved model ranks the measured candidates of each workload.
+int cmd_model_eval(const Options& o) {
+  std::ofstream json_out;
+  if (!o.json_file.empty()) {
+    json_out.open(o.json_file);
+    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  auto model = tune::load_cost_model(o.model, {.threads = o.threads});
+  tune::Dataset all = load_records(o);
+  fmt::print("{:<14} {:>8} {:>9} {:>16} {:>8} {:>9}\n", "workload", "records", "pairwise",
+             fmt::format("top-{} recall", o.top_k), "random", "spearman");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& name : all.workloads()) {
+    tune::Dataset d = all.subset(name);
+    std::vector<size_t> measured;
+    for (size_t i = 0; i < d.size(); ++i)
+      if (std::isfinite(d.seconds[i])) measured.push_back(i);
+    tune::Dataset m = d.pick(measured);
+    if (m.size() < 2) continue;
+    std::vector<double> truth;
+    for (double s : m.seconds) truth.push_back(1 / s);
+    std::vector<double> scores = model->predict_features(m.inputs);
+    double pairwise = tune::pairwise_accuracy(scores, truth), recall = tune::top_k_recall(scores, truth, o.top_k);
+    double random = std::min(1.0, static_cast<double>(o.top_k) / static_cast<double>(m.size()));
+    double rho = tune::spearman(scores, truth);
+    fmt::print("{:<14} {:>8} {:>9.3f} {:>16.3f} {:>8.3f} {:>9.3f}\n", name, m.size(), pairwise, recall, random, rho);
+    rows.push_back({{"workload", name}, {"records", m.size()}, {"pairwise_accuracy", pairwise}, {"top_k", o.top_k},
+                    {"top_k_recall", recall}, {"random_top_k_recall", random}, {"spearman", rho}});
+  }
+  if (!o.json_file.empty()) {
+    nlohmann::json j = {{"model", o.model}, {"kind", model->name()}, {"workloads", rows}};
+    if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  return 0;
+}
+
 // Prints the design spaces of a workload, samples programs from them, validates them with the
 // postprocessors and checks the valid ones against the reference.
 int cmd_space(const Options& o) {
@@ -305,6 +405,29 @@ int main(int argc, char** argv) {
   auto* space = app.add_subcommand("space", "print the design spaces, sample and validate programs, check them");
   auto* cpu = app.add_subcommand("cpu", "describe the CPU code is generated for and what this host runs");
   auto* features = app.add_subcommand("features", "print the per-store features the cost model sees");
+  auto* sample_measure = app.add_subcommand("sample-measure", "sample design-space candidates, time them in the isolated runner, append records");
+  sample_measure->add_option("workload", opts.workload, "preset name (GMM-4) or index notation")->required();
+  sample_measure->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
+  sample_measure->add_option("--samples", opts.samples, "candidates to measure (default 100)")->check(CLI::PositiveNumber);
+  sample_measure->add_option("--records", opts.records, "the records file to append to (JSON lines)")->required()->expected(1);
+  sample_measure->add_option("--seed", opts.seed, "seed of the spaces and the samples (default 0)");
+  sample_measure->add_option("--target", opts.target, "llvm (default) or 'llvm -num-cores N -mcpu NAME'");
+  sample_measure->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
+  sample_measure->add_option("--batch", opts.batch, "candidates built together before they are measured (default 32)")->check(CLI::PositiveNumber);
+  sample_measure->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
+  auto* model = app.add_subcommand("model", "train a cost model on tuning records, or evaluate one");
+  model->require_subcommand(1);
+  auto* model_train = model->add_subcommand("train", "train an XGBoost cost model on records and save it");
+  model_train->add_option("--records", opts.records, "record files (JSON lines, .gz too)")->required();
+  model_train->add_option("-o,--output", opts.output, "where to save the model (JSON)")->required();
+  model_train->add_option("--seed", opts.seed, "seed of the held-out split and of XGBoost (default 0)");
+  auto* model_eval = model->add_subcommand("eval", "rank each workload's measured candidates with a saved model");
+  model_eval->add_option("--model", opts.model, "a model saved by 'tyche model train'")->required();
+  model_eval->add_option("--records", opts.records, "record files (JSON lines, .gz too)")->required();
+  model_eval->add_option("--top-k", opts.top_k, "k of the top-k recall (default 32)")->check(CLI::PositiveNumber);
+  model_eval->add_option("--json", opts.json_file, "write the metrics per workload here");
+  for (auto* sub : {model_train, model_eval})
+    sub->add_option("--threads", opts.threads, "threads for features, training and prediction (default: all)")->check(CLI::PositiveNumber);
   features->add_option("--target", opts.target, "llvm (default) or cuda: which postprocessors, GPU features");
   features->add_flag("--postprocess", opts.postprocess, "run the target's postprocessors after the trace (a design-space sample)");
   features->add_option("--json", opts.json_file, "write {workload, layout_version, names, rows} here");
@@ -337,7 +460,7 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features)\n", cmd);
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features, sample-measure, model)\n", cmd);
       return kExitUsage;
     }
   }
@@ -362,6 +485,9 @@ int main(int argc, char** argv) {
     if (space->parsed()) return cmd_space(opts);
     if (cpu->parsed()) return cmd_cpu(opts);
     if (features->parsed()) return cmd_features(opts);
+    if (sample_measure->parsed()) return cmd_sample_measure(opts);
+    if (model_train->parsed()) return cmd_model_train(opts);
+    if (model_eval->parsed()) return cmd_model_eval(opts);
   } catch (const tyche::Error& e) {
     fmt::print(stderr, "tyche: error: {}\n", e.what());
     return kExitUsage;

@@ -21,5 +21,7 @@ std::vector<CacheInfo> cpu_caches();
 size_t data_cache_bytes(int level, size_t fallback);
 // The largest cache sysfs reports for CPU 0; `fallback` if it reports none.
 size_t last_level_cache_bytes(size_t fallback);
+// The CPU's model name as /proc/cpuinfo gives it ("Intel(R) Xeon(R) Processor"); "" if unknown.
+std::string cpu_model_name();
 
 }  // namespace tyche::runtime

@@ -240,7 +240,7 @@ TEST(CliFeatures, PrintsATableAndJson) {
   std::string json = testing::TempDir() + "/tyche_features_" + std::to_string(getpid()) + ".json";
   Result r = run("features GMM-1 --trace " + gmm_trace() + " --json " + json);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, testing::HasSubstr("4 stores x 151 features (layout version 1)"));
+  EXPECT_THAT(r.out, testing::HasSubstr("4 stores x 171 features (layout version 1)"));
   EXPECT_THAT(r.out, testing::HasSubstr("\nbuf0.reuse_count "));
   EXPECT_THAT(take_file(json), testing::HasSubstr("\"names\":[\"arith.float_addsub\""));
   Result p = run("features SFM-1 --postprocess");
@@ -248,6 +248,44 @@ TEST(CliFeatures, PrintsATableAndJson) {
   EXPECT_THAT(p.out, testing::HasSubstr("loop.parallel_num"));
   expect_usage_error("features NOPE", "unknown workload 'NOPE'");
   expect_usage_error("features GMM-1 --target opencl", "unknown kind 'opencl'");
+}
+
+TEST(CliModel, SampleMeasureTrainAndEvaluate) {
+  std::string dir = testing::TempDir() + "/tyche_cli_model_" + std::to_string(getpid());
+  std::string records = dir + "_records.jsonl", model = dir + "_model.json";
+  std::remove(records.c_str());
+  Result m = run("sample-measure GMM-1 --samples 6 --batch 3 --records " + records + " --timeout 20");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_THAT(m.out, testing::HasSubstr("batch 2: "));
+  EXPECT_THAT(m.out, testing::HasSubstr("6 records appended"));
+  // Measured programs are not measured again.
+  Result again = run("sample-measure GMM-1 --samples 2 --records " + records + " --timeout 20");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_THAT(again.out, testing::HasSubstr("2 records appended"));
+  EXPECT_THAT(again.out, testing::HasSubstr("6 already measured"));
+  {  // a torn line and a foreign one are skipped with a warning, not fatal
+    FILE* f = fopen(records.c_str(), "a");
+    fputs("{\"format\": \"tyche.record\", \"vers\n", f);
+    fclose(f);
+  }
+  Result t = run("model train --records " + records + " -o " + model);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_THAT(t.out, testing::HasSubstr("trained xgboost on 8 records of 1 workloads (1 skipped)"));
+  EXPECT_THAT(t.err, testing::HasSubstr("skipped: not JSON"));
+  std::string json = dir + "_eval.json";
+  Result e = run("model eval --model " + model + " --records " + records + " --top-k 3 --json " + json);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_THAT(e.out, testing::HasSubstr("top-3 recall"));
+  EXPECT_THAT(e.out, testing::HasSubstr("GMM-1"));
+  EXPECT_THAT(take_file(json), testing::HasSubstr("\"pairwise_accuracy\""));
+  expect_usage_error("model eval --model /nonexistent.json --records " + records, "cannot read model file");
+  expect_usage_error("model eval --model " + records + " --records " + records, "is not JSON");
+  expect_usage_error("model train --records /nonexistent.jsonl -o " + model, "cannot read records file");
+  expect_usage_error("sample-measure GMM-1 --samples 1 --records /nonexistent/dir/r.jsonl", "cannot write records file");
+  expect_usage_error("sample-measure GMM-1 --samples 1 --records " + records + " --target cuda", "CUDA kernels cannot be run");
+  expect_usage_error("model", "A subcommand is required");
+  std::remove(records.c_str());
+  std::remove(model.c_str());
 }
 
 TEST(CliRun, BadInputsExitTwoWithOneLine) {
