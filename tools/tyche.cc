@@ -2,12 +2,16 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +20,7 @@
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
+#include "ir/structural.h"
 #include "lower/lower.h"
 #include "runtime/host_info.h"
 #include "runtime/thread_pool.h"
@@ -26,6 +31,10 @@
 #include "tune/explore/dataset.h"
 #include "tune/explore/sample_measure.h"
 #include "tune/explore/sample_space.h"
+#include "tune/database/database.h"
+#include "tune/postproc/candidate.h"
+#include "tune/search/records.h"
+#include "tune/task/tune.h"
 #include "tune/feature/per_store_feature.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
@@ -70,16 +79,49 @@ struct Options {
   bool postprocess = false;
   // sample-measure, model
   std::vector<std::string> records;
-  int batch = 32;
+  int batch = 0;  // 0: the command's default (sample-measure 32, tune 64)
   double timeout = 10;
   std::string model, output;
   int top_k = 32;
+  // tune
+  std::vector<std::string> workload_list;
+  int trials = 1000;
+  std::string db, strategy = "evolutionary", acceptance = "eps-greedy", cost_model = "xgb", scheduler = "gradient";
 };
+
+// The best program of `w` that the database at o.db measured for this target (llvm, this host's
+// cores, --cpu): its trace replayed and postprocessed.
+ir::PrimFunc best_in_database(const workloads::Workload& w, const Options& o) {
+  if (!std::filesystem::is_directory(o.db)) throw Error(fmt::format("no tuning database at '{}'", o.db));
+  tune::Database db(o.db);
+  tune::Target target = tune::Target::host();
+  target.cpu = o.cpu;
+  uint64_t hash = ir::structural_hash(w.func);
+  auto best = db.best(hash, tune::target_key(tune::record_target(target)), 1);
+  if (best.empty()) {
+    bool other = std::any_of(db.records().begin(), db.records().end(), [&](const tune::TuningRecord& r) { return r.workload.hash == hash && r.ok(); });
+    throw Error(fmt::format("the database at '{}' has no measured {} for {}{}", o.db, w.name, target.str(),
+                            other ? " (only for other targets: another CPU or core count)" : ""));
+  }
+  tune::TuneContext context{w.func, target};
+  auto postprocs = tune::default_postprocs(target);
+  for (const auto& p : postprocs) p->initialize(context);
+  auto c = tune::make_candidate(context, schedule::Trace::from_json(best[0]->trace_json), {}, postprocs, o.seed);
+  if (auto* e = std::get_if<tune::CandidateError>(&c))
+    throw Error(fmt::format("the best record of {} no longer replays ({}: {})", w.name, e->category, e->message));
+  return std::get<schedule::Schedule>(c).func();
+}
 
 // The workload, scaled down on request, with the trace file (text or JSON) applied. Sampling
 // instructions without a recorded decision draw from --seed.
 workloads::Workload load(const Options& o) {
   workloads::Workload w = workloads::resolve(o.workload, o.extents);
+  if (!o.db.empty()) {
+    if (!o.trace_file.empty()) throw Error("--db and --trace both give a schedule: use one");
+    if (o.scale_down) throw Error("--db applies a record of the full-size workload: drop --scale-down");
+    w.func = best_in_database(w, o);
+    return w;
+  }
   if (o.scale_down) w = workloads::scaled_down(w);
   if (o.trace_file.empty()) return w;
   std::ifstream in(o.trace_file);
@@ -269,12 +311,12 @@ int cmd_sample_measure(const Options& o) {
   tune::SampleMeasureOptions so;
   so.samples = o.samples;
   so.seed = o.seed;
-  so.batch = o.batch;
+  so.batch = o.batch > 0 ? o.batch : 32;
   so.records_path = o.records.empty() ? "" : o.records[0];
   so.extents = o.extents;
   so.runner.worker_path = program_dir() + "/tyche-worker";
   so.runner.timeout_s = o.timeout;
-  so.runner.time = {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 20, .flush_cache = false, .flush_ranges = {}};
+  so.runner.time = {.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 20, .flush_cache = false, .flush_ranges = {}};
   so.progress = [](const std::string& line) { fmt::print("{}\n", line); std::fflush(stdout); };
   tune::SampleMeasureReport r = tune::sample_measure(w, target, so);
   fmt::print("{} [{}] on {}: {} records appended to {} ({} measured, {} failed); {} drawn, {} invalid, {} already measured; "
@@ -340,6 +382,102 @@ int cmd_model_eval(const Options& o) {
   if (!o.json_file.empty()) {
     nlohmann::json j = {{"model", o.model}, {"kind", model->name()}, {"workloads", rows}};
     if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  return 0;
+}
+
+std::atomic<bool> interrupted{false};
+void on_interrupt(int) { interrupted = true; }
+
+std::string duration_text(double s) {
+  int t = static_cast<int>(std::lround(s));
+  return t >= 60 ? fmt::format("{}m{:02d}s", t / 60, t % 60) : fmt::format("{}s", t);
+}
+
+// tyche tune: search each workload's design space, measuring up to --trials candidates in all.
+int cmd_tune(const Options& o) {
+  std::ofstream json_out;
+  if (!o.json_file.empty()) {
+    json_out.open(o.json_file);
+    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  std::vector<tune::TuneTask> tasks;
+  for (const std::string& name : o.workload_list) {
+    bool formula = name.find_first_of("[=") != std::string::npos;
+    tasks.push_back({workloads::resolve(name, formula ? o.extents : ""), formula ? o.extents : "", 1.0});
+  }
+  tune::Target target = tune::Target::parse(o.target);
+  if (!o.cpu.empty()) target.cpu = o.cpu;
+  tune::TuneOptions to;
+  to.trials = o.trials;
+  to.batch = o.batch > 0 ? o.batch : 64;
+  to.strategy = o.strategy;
+  to.acceptance = o.acceptance;
+  to.cost_model = o.cost_model;
+  to.model_path = o.model;
+  to.scheduler = o.scheduler;
+  to.seed = o.seed;
+  to.threads = o.threads;
+  to.runner.worker_path = program_dir() + "/tyche-worker";
+  to.runner.timeout_s = o.timeout;
+  // The worker runs each kernel once (and checks it) before timing: that is the warm-up.
+  to.runner.time = {.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 20, .flush_cache = false, .flush_ranges = {}};
+  to.stop = &interrupted;
+  to.db_dir = o.db;
+  bool temporary_db = to.db_dir.empty();
+  if (temporary_db) {
+    char dir[] = "/tmp/tyche_tune_XXXXXX";
+    if (!::mkdtemp(dir)) throw Error("cannot create a temporary database directory");
+    to.db_dir = dir;
+  }
+  bool live = ::isatty(1);
+  std::signal(SIGINT, on_interrupt);
+  auto report = [&](const tune::TuneProgress& p) {
+    const tune::TaskResult& t = *p.task;
+    double eta = p.trials > 0 ? p.elapsed_s * (p.budget - p.trials) / p.trials : 0;
+    std::string best = t.best_seconds > 0 ? fmt::format("{:.4f} ms ({:.1f} GFLOP/s)", t.best_seconds * 1e3, t.flop / t.best_seconds / 1e9) : "none yet";
+    std::string line = fmt::format("[{}/{}] {}: best {}, {} failed, elapsed {}, ETA {}", p.trials, p.budget, t.name, best, t.failed,
+                                   duration_text(p.elapsed_s), duration_text(eta));
+    if (live) fmt::print("\r\x1b[2K{}", line);
+    else fmt::print("{}\n", line);
+    std::fflush(stdout);
+  };
+  tune::TuneResult r = tune::tune(tasks, target, to, report);
+  std::signal(SIGINT, SIG_DFL);
+  if (live) fmt::print("\n");
+  for (const std::string& w : r.warnings) fmt::print(stderr, "warning: {}\n", w);
+  nlohmann::json tasks_json = nlohmann::json::array();
+  for (const tune::TaskResult& t : r.tasks) {
+    fmt::print("{} [{}]: {} trials ({} failed)", t.name, t.shape, t.trials, t.failed);
+    if (t.best_seconds > 0) {
+      fmt::print(", best {:.4f} ms, {:.1f} GFLOP/s; its trace:\n{}", t.best_seconds * 1e3, t.flop / t.best_seconds / 1e9, t.best_trace_text);
+    } else {
+      fmt::print(", nothing ran correctly\n");
+    }
+    nlohmann::json history = nlohmann::json::array();
+    for (const tune::TunePoint& h : t.history)
+      history.push_back({{"trials", h.trials}, {"best_gflops", h.best_seconds > 0 ? t.flop / h.best_seconds / 1e9 : 0.0}, {"elapsed_s", h.elapsed_s}});
+    tasks_json.push_back({{"workload", t.name}, {"trials", t.trials}, {"failed", t.failed},
+                          {"best_latency_s", t.best_seconds > 0 ? nlohmann::json(t.best_seconds) : nlohmann::json(nullptr)},
+                          {"best_gflops", t.best_seconds > 0 ? t.flop / t.best_seconds / 1e9 : 0.0}, {"wall_s", r.times.total},
+                          {"history", history}, {"best_trace", t.best_trace_text}});
+  }
+  const tune::TuneTimes& tm = r.times;
+  double outside = tm.search + tm.model + tm.database;
+  fmt::print("time {}: build {:.1f} s, run {:.1f} s, search {:.1f} s, model {:.1f} s, database {:.1f} s ({:.1f}% outside build and run)\n",
+             duration_text(tm.total), tm.build, tm.run, tm.search, tm.model, tm.database, tm.total > 0 ? 100 * outside / tm.total : 0.0);
+  fmt::print("records: {}{}{}\n", to.db_dir, temporary_db ? " (a temporary database: pass --db DIR to keep and resume)" : "",
+             r.resumed_records ? fmt::format("; resumed from {} records", r.resumed_records) : "");
+  if (!o.json_file.empty()) {
+    nlohmann::json j = tasks_json.size() == 1 ? tasks_json[0] : nlohmann::json{{"tasks", tasks_json}, {"wall_s", tm.total}};
+    j["times"] = {{"build_s", tm.build}, {"run_s", tm.run}, {"search_s", tm.search}, {"model_s", tm.model}, {"database_s", tm.database}, {"total_s", tm.total}};
+    j["interrupted"] = r.interrupted;
+    j["db"] = to.db_dir;
+    if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  if (r.interrupted) {
+    fmt::print(stderr, "interrupted: what was measured is saved in {}\n", to.db_dir);
+    return 130;
   }
   return 0;
 }
@@ -415,6 +553,24 @@ int main(int argc, char** argv) {
   sample_measure->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
   sample_measure->add_option("--batch", opts.batch, "candidates built together before they are measured (default 32)")->check(CLI::PositiveNumber);
   sample_measure->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
+  auto* tune_cmd = app.add_subcommand("tune", "search for the fastest program of workloads, measuring up to --trials candidates");
+  tune_cmd->add_option("workloads", opts.workload_list, "preset names (GMM-4) or index-notation formulas")->required();
+  tune_cmd->add_option("--extents", opts.extents, "index extents for the formulas, e.g. i=64,j=64,k=64");
+  tune_cmd->add_option("--trials", opts.trials, "candidates to measure, all workloads together (default 1000)")->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--db", opts.db, "the tuning database directory: records kept, resumed (default: a temporary one)");
+  tune_cmd->add_option("--strategy", opts.strategy, "evolutionary (default) or replay-trace")->check(CLI::IsMember({"evolutionary", "replay-trace"}));
+  tune_cmd->add_option("--acceptance", opts.acceptance, "eps-greedy (default) or annealing")->check(CLI::IsMember({"eps-greedy", "annealing"}));
+  tune_cmd->add_option("--cost-model", opts.cost_model, "xgb (default) or random")->check(CLI::IsMember({"xgb", "random"}));
+  tune_cmd->add_option("--model", opts.model, "a cost model saved by 'tyche model train' to start from");
+  tune_cmd->add_option("--scheduler", opts.scheduler, "gradient (default) or round-robin: which workload gets the next round")
+      ->check(CLI::IsMember({"gradient", "round-robin"}));
+  tune_cmd->add_option("--seed", opts.seed, "seed of the spaces and the search (default 0)");
+  tune_cmd->add_option("--threads", opts.threads, "threads for search and the cost model (default: all)")->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--batch", opts.batch, "candidates measured per round (default 64)")->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
+  tune_cmd->add_option("--target", opts.target, "llvm (default) or 'llvm -num-cores N -mcpu NAME'");
+  tune_cmd->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
+  tune_cmd->add_option("--json", opts.json_file, "write {workload, trials, best_latency_s, best_gflops, wall_s, history, best_trace} here");
   auto* model = app.add_subcommand("model", "train a cost model on tuning records, or evaluate one");
   model->require_subcommand(1);
   auto* model_train = model->add_subcommand("train", "train an XGBoost cost model on records and save it");
@@ -447,6 +603,7 @@ int main(int argc, char** argv) {
   run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
   run->add_flag("--dump-ir", opts.dump_ir, "print the IR after every lowering pass");
   run->add_option("--repeat", opts.repeat, "timed repeats (default 10)")->check(CLI::PositiveNumber);
+  for (auto* sub : {show, run}) sub->add_option("--db", opts.db, "apply the best record of this workload in a tuning database");
   for (auto* sub : {show, check, run, features}) {
     sub->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
         ->required();
@@ -460,7 +617,7 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features, sample-measure, model)\n", cmd);
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features, sample-measure, model, tune)\n", cmd);
       return kExitUsage;
     }
   }
@@ -486,6 +643,7 @@ int main(int argc, char** argv) {
     if (cpu->parsed()) return cmd_cpu(opts);
     if (features->parsed()) return cmd_features(opts);
     if (sample_measure->parsed()) return cmd_sample_measure(opts);
+    if (tune_cmd->parsed()) return cmd_tune(opts);
     if (model_train->parsed()) return cmd_model_train(opts);
     if (model_eval->parsed()) return cmd_model_eval(opts);
   } catch (const tyche::Error& e) {

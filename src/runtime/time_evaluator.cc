@@ -51,17 +51,20 @@ TimeResult time_function(const std::function<void()>& f, const TimeOptions& o) {
   TimeResult r;
   r.number = std::max(1, o.number);
   if (o.min_repeat_ms > 0) {
-    // Grow `number` until one measurement lasts min_repeat_ms.
-    while (true) {
+    // Grow `number` until one measurement lasts min_repeat_ms. When the first one already does
+    // (and caches need not be cold), it is the first repeat: a slow kernel is not run twice
+    // for nothing.
+    for (bool first = true;; first = false) {
       double t0 = now();
       for (int i = 0; i < r.number; ++i) f();
       double elapsed = now() - t0;
+      if (first && elapsed * 1000 >= o.min_repeat_ms && !o.flush_cache) r.seconds.push_back(elapsed / r.number);
       if (elapsed * 1000 >= o.min_repeat_ms || r.number >= (1 << 24)) break;
       double scale = elapsed > 0 ? o.min_repeat_ms / (elapsed * 1000) * 1.2 : 10;
       r.number = static_cast<int>(std::min<double>(1 << 24, std::max(r.number * 2.0, r.number * scale)));
     }
   }
-  for (int rep = 0; rep < std::max(1, o.repeat); ++rep) {
+  for (int rep = static_cast<int>(r.seconds.size()); rep < std::max(1, o.repeat); ++rep) {
     if (o.flush_cache) {
       if (o.flush_ranges.empty()) flush_cpu_cache();
       for (const auto& [data, bytes] : o.flush_ranges) flush_cpu_cache(data, bytes);

@@ -115,6 +115,24 @@ TEST(TimeEvaluator, RepeatsGrowToMinRepeatTimeAndReportStatistics) {
   EXPECT_GE(calls, 2 + 4 * r.number);
 }
 
+TEST(TimeEvaluator, ASlowFirstCallIsTheFirstRepeat) {
+  int calls = 0;
+  auto slow = [&] {
+    ++calls;
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3);
+    while (std::chrono::steady_clock::now() < until) {}
+  };
+  TimeResult r = time_function(slow, TimeOptions{.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 2, .flush_cache = false, .flush_ranges = {}});
+  EXPECT_EQ(r.number, 1);
+  EXPECT_EQ(r.seconds.size(), 3u);
+  EXPECT_EQ(calls, 3);  // not a calibration call and then three
+  for (double s : r.seconds) EXPECT_GE(s, 3e-3);
+  calls = 0;  // with cold caches every repeat flushes first, so the calibration call is not one
+  r = time_function(slow, TimeOptions{.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 2, .flush_cache = true,
+                                      .flush_ranges = {{&calls, sizeof(calls)}}});
+  EXPECT_EQ(calls, 4);
+}
+
 TEST(TimeEvaluator, FlushingTheArgumentsMakesEveryRepeatCold) {
   // A walk over half of this host's L2 (as sysfs reports it) stays in L2 between warm calls;
   // flushed, every repeat reads it from memory. The reads chase a random cycle through its cache

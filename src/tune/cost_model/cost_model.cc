@@ -94,11 +94,10 @@ class RandomModel : public CostModel {
   explicit RandomModel(uint64_t seed) : seed_(seed), rng_(static_cast<int64_t>(seed & 0x7fffffffffffffffULL)) {}
   std::string name() const override { return "random"; }
   void update_features(const std::vector<ModelInput>&, const std::vector<double>&) override {}
-  std::vector<double> predict_features(const std::vector<ModelInput>& inputs) override {
-    std::vector<double> s(inputs.size());
-    for (double& x : s) x = rng_.uniform_real();
-    return s;
-  }
+  void update(const std::vector<ModelCandidate>&, const std::vector<double>&) override {}
+  std::vector<double> predict_features(const std::vector<ModelInput>& inputs) override { return draw(inputs.size()); }
+  // Needs no features.
+  std::vector<double> predict(const std::vector<ModelCandidate>& candidates) override { return draw(candidates.size()); }
   void save(const std::string& path) const override {
     json m = detail::model_envelope("random");
     m["seed"] = seed_;
@@ -106,6 +105,12 @@ class RandomModel : public CostModel {
   }
 
  private:
+  std::vector<double> draw(size_t n) {
+    std::vector<double> s(n);
+    for (double& x : s) x = rng_.uniform_real();
+    return s;
+  }
+
   uint64_t seed_;
   RandomEngine rng_;
 };

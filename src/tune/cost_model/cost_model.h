@@ -41,9 +41,9 @@ class CostModel {
   virtual std::string name() const = 0;
   // Learns from measured candidates: seconds[i] is the mean run time of candidate i, or not a
   // positive finite number if it failed (build or run error, wrong result, timeout).
-  void update(const std::vector<ModelCandidate>& candidates, const std::vector<double>& seconds);
+  virtual void update(const std::vector<ModelCandidate>& candidates, const std::vector<double>& seconds);
   // One score per candidate; higher is faster.
-  std::vector<double> predict(const std::vector<ModelCandidate>& candidates);
+  virtual std::vector<double> predict(const std::vector<ModelCandidate>& candidates);
   virtual void update_features(const std::vector<ModelInput>& inputs, const std::vector<double>& seconds) = 0;
   virtual std::vector<double> predict_features(const std::vector<ModelInput>& inputs) = 0;
   // Throws tyche::Error if the file cannot be written.

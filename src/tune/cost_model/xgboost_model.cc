@@ -162,6 +162,11 @@ class XGBoostModel : public CostModel {
     if (static_cast<int>(data_.size()) >= options_.min_measured) train();
   }
 
+  std::vector<double> predict(const std::vector<ModelCandidate>& candidates) override {
+    if (!booster_) return fallback_->predict(candidates);  // random scores need no features
+    return CostModel::predict(candidates);
+  }
+
   std::vector<double> predict_features(const std::vector<ModelInput>& inputs) override {
     if (!booster_) return fallback_->predict_features(inputs);
     std::vector<const ModelInput*> ptrs;

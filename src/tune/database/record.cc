@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/error.h"
+#include "support/hash.h"
 
 namespace tyche::tune {
 
@@ -27,7 +28,7 @@ std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
 uint64_t parse_hex(const std::string& s) {
   if (s.empty() || s.size() > 16 || s.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-    throw Error(fmt::format("workload hash '{}' is not 16 hex digits", s));
+    throw Error(fmt::format("hash '{}' is not 16 hex digits", s));
   return std::stoull(s, nullptr, 16);
 }
 
@@ -104,6 +105,7 @@ std::string to_json_line(const TuningRecord& r) {
               {"llvm_cpu", r.target.llvm_cpu},
               {"cpu_model", r.target.cpu_model},
               {"features", r.target.features}}},
+            {"program", r.program ? json(hex(r.program)) : json(nullptr)},
             {"seconds", r.seconds},
             {"error", r.error.empty() ? json(nullptr) : json(r.error)},
             {"measured_at", r.measured_at}};
@@ -137,6 +139,7 @@ TuningRecord parse_record(const std::string& line) {
   r.target.llvm_cpu = t.value("llvm_cpu", "");
   r.target.cpu_model = t.value("cpu_model", "");
   r.target.features = t.value("features", "");
+  if (j.contains("program") && !j["program"].is_null()) r.program = parse_hex(field<std::string>(j, "program", "record"));
   r.seconds = field<std::vector<double>>(j, "seconds", "record");
   for (double s : r.seconds)
     if (!(s > 0) || !std::isfinite(s)) throw Error("record: a measured time is not a positive number");
@@ -188,6 +191,10 @@ void append_records(const std::string& path, const std::vector<TuningRecord>& re
   }
   ::fsync(fd);
   ::close(fd);
+}
+
+std::string target_key(const RecordTarget& t) {
+  return fmt::format("{}|{}|{}|{}|{:016x}", t.kind, t.num_cores, t.cpu, t.llvm_cpu, hash_string(t.features));
 }
 
 std::string utc_now() {

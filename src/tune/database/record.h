@@ -7,6 +7,7 @@
 //                                  // before the postprocessors, which run again on replay
 //    "target": {"kind": "llvm", "num_cores": 2, "cpu": "host", "llvm_cpu": "sapphirerapids",
 //               "cpu_model": "Intel(R) Xeon(R) ...", "features": "+adx,+aes,..."},
+//    "program": "<16 hex digits>",          // structural hash of the program measured (optional)
 //    "seconds": [0.0123, 0.0121, 0.0125],   // every timed repeat (empty on error)
 //    "error": null,                         // or why it was not measured (build, run, wrong result)
 //    "measured_at": "2026-12-01T07:00:00Z"}
@@ -43,6 +44,7 @@ struct TuningRecord {
   RecordWorkload workload;
   std::string trace_json;        // Trace::to_json()
   RecordTarget target;
+  uint64_t program = 0;          // structural hash of the postprocessed program; 0: not recorded
   std::vector<double> seconds;   // every timed repeat
   std::string error;             // empty when measured
   std::string measured_at;       // ISO 8601, UTC
@@ -68,6 +70,10 @@ RecordFile read_records(const std::string& path);
 // Appends whole lines and syncs them to disk: a crash loses at most what this call was writing.
 // Throws tyche::Error if the file cannot be written (a .gz file cannot be appended to).
 void append_records(const std::string& path, const std::vector<TuningRecord>& records);
+
+// What records are compared by: the kind, cores, CPU and its features (records of one machine
+// and code generation setting share it).
+std::string target_key(const RecordTarget& target);
 
 // The current time as "YYYY-MM-DDTHH:MM:SSZ".
 std::string utc_now();

@@ -11,36 +11,15 @@
 
 #include "codegen/cpu.h"
 #include "ir/structural.h"
-#include "runtime/host_info.h"
 #include "support/error.h"
 #include "support/random.h"
 #include "tune/database/record.h"
 #include "tune/measure/builder.h"
 #include "tune/postproc/candidate.h"
+#include "tune/search/records.h"
 #include "tune/space/space_generator.h"
 
 namespace tyche::tune {
-
-namespace {
-
-// The programs the records already hold for this workload, as structural hashes.
-std::unordered_set<uint64_t> recorded_programs(const std::string& path, uint64_t workload, const TuneContext& context,
-                                               const std::vector<PostprocPtr>& postprocs) {
-  std::unordered_set<uint64_t> seen;
-  if (!std::filesystem::exists(path)) return seen;
-  for (const TuningRecord& r : read_records(path).records) {
-    if (r.workload.hash != workload) continue;
-    try {
-      auto c = make_candidate(context, schedule::Trace::from_json(r.trace_json), {}, postprocs, 0);
-      if (auto* sch = std::get_if<schedule::Schedule>(&c)) seen.insert(ir::structural_hash(sch->func()));
-    } catch (const Error&) {
-      // a record of another version of the rules: it cannot be a duplicate of this run's programs
-    }
-  }
-  return seen;
-}
-
-}  // namespace
 
 SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
   if (target.is_gpu()) throw Error("sample-measure: CUDA kernels cannot be run yet (measure an llvm target)");
@@ -61,9 +40,16 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
   if (spaces.empty()) throw Error(fmt::format("sample-measure: {} has no design space", w.name));
 
   const uint64_t workload_hash = ir::structural_hash(w.func);
-  std::unordered_set<uint64_t> seen = recorded_programs(options.records_path, workload_hash, context, postprocs);
+  std::unordered_set<uint64_t> seen;
+  if (std::filesystem::exists(options.records_path)) {
+    RecordFile existing = read_records(options.records_path);
+    std::vector<const TuningRecord*> mine;
+    for (const TuningRecord& r : existing.records)
+      if (r.workload.hash == workload_hash) mine.push_back(&r);
+    seen = measured_programs(mine, context, postprocs);
+  }
   RecordWorkload rw{w.name, options.extents, workload_hash, w.shape, w.flop};
-  RecordTarget rt{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, runtime::cpu_model_name(), cpu.feature_string};
+  RecordTarget rt = record_target(target);
 
   std::vector<runtime::NDArray> expected = w.reference(workloads::make_inputs(w.func, 42));
   std::string object_dir =
@@ -81,6 +67,7 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
   while (report.measured + report.failed < options.samples && report.sampled < max_draws) {
     std::vector<schedule::Trace> traces;
     std::vector<ir::PrimFunc> funcs;
+    std::vector<uint64_t> hashes;
     while (static_cast<int>(funcs.size()) < options.batch &&
            report.measured + report.failed + static_cast<int>(funcs.size()) < options.samples && report.sampled < max_draws) {
       const schedule::Trace& space = spaces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(spaces.size())))];
@@ -92,10 +79,12 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
         ++report.invalid;
         continue;
       }
-      if (!seen.insert(ir::structural_hash(sch->func())).second) {
+      uint64_t hash = ir::structural_hash(sch->func());
+      if (!seen.insert(hash).second) {
         ++report.duplicates;
         continue;
       }
+      hashes.push_back(hash);
       traces.push_back(replayed);
       funcs.push_back(sch->func());
     }
@@ -103,7 +92,7 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
     std::vector<BuildResult> built = builder.build(funcs);
     std::vector<TuningRecord> records;
     for (size_t i = 0; i < funcs.size(); ++i) {
-      TuningRecord r{rw, traces[i].to_json(), rt, {}, {}, utc_now()};
+      TuningRecord r{rw, traces[i].to_json(), rt, hashes[i], {}, {}, utc_now()};
       if (!built[i].ok()) {
         r.error = "build: " + built[i].error;
       } else {

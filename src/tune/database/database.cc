@@ -1,0 +1,127 @@
+#include "tune/database/database.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/error.h"
+
+namespace tyche::tune {
+
+using json = nlohmann::json;
+
+namespace {
+
+void append_line(const std::string& path, const std::string& line) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+  std::string text = line + "\n";
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::fsync(fd);
+  ::close(fd);
+  if (!ok) throw Error(fmt::format("cannot write '{}'", path));
+}
+
+json workload_json(const RecordWorkload& w) {
+  return {{"format", "tyche.workload"}, {"name", w.name},   {"extents", w.extents}, {"hash", fmt::format("{:016x}", w.hash)},
+          {"shape", w.shape},          {"flop", w.flop}};
+}
+
+RecordWorkload parse_workload(const std::string& line) {
+  json j = json::parse(line);  // throws on a torn or corrupt line
+  if (!j.is_object() || j.value("format", "") != "tyche.workload") throw Error("not a tyche.workload line");
+  RecordWorkload w;
+  w.name = j.at("name").get<std::string>();
+  w.extents = j.at("extents").get<std::string>();
+  std::string hash = j.at("hash").get<std::string>();
+  if (hash.size() != 16 || hash.find_first_not_of("0123456789abcdef") != std::string::npos) throw Error("bad hash");
+  w.hash = std::stoull(hash, nullptr, 16);
+  w.shape = j.value("shape", "");
+  w.flop = j.value("flop", 0.0);
+  return w;
+}
+
+}  // namespace
+
+Database::Database(std::string dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec || !std::filesystem::is_directory(dir_)) throw Error(fmt::format("cannot create database directory '{}'", dir_));
+  workloads_path_ = (std::filesystem::path(dir_) / "workloads.jsonl").string();
+  records_path_ = (std::filesystem::path(dir_) / "records.jsonl").string();
+  for (const std::string& p : {workloads_path_, records_path_}) {
+    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(fmt::format("cannot write database file '{}': {}", p, std::strerror(errno)));
+    ::close(fd);
+  }
+  // Workloads: a torn last line is what a crash leaves; anything else bad is a corrupt file.
+  std::ifstream in(workloads_path_);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      RecordWorkload w = parse_workload(lines[i]);
+      if (!has_workload(w.hash)) workloads_.push_back(w);
+    } catch (const std::exception&) {
+      if (i + 1 == lines.size()) {
+        warnings_.push_back(fmt::format("{}:{}: skipped a truncated last line", workloads_path_, i + 1));
+        continue;
+      }
+      throw Error(fmt::format("database workloads file '{}' is corrupt at line {}", workloads_path_, i + 1));
+    }
+  }
+  RecordFile f = read_records(records_path_);
+  records_ = std::move(f.records);
+  skipped_ = f.skipped;
+  for (std::string& w : f.warnings) warnings_.push_back(std::move(w));
+}
+
+bool Database::has_workload(uint64_t hash) const {
+  return std::any_of(workloads_.begin(), workloads_.end(), [&](const RecordWorkload& w) { return w.hash == hash; });
+}
+
+void Database::add_workload(const RecordWorkload& workload) {
+  if (has_workload(workload.hash)) return;
+  // A torn last line gets its newline first, so this line stays whole.
+  std::ifstream in(workloads_path_, std::ios::binary | std::ios::ate);
+  if (in && in.tellg() > 0) {
+    in.seekg(-1, std::ios::end);
+    char last = '\n';
+    in.get(last);
+    if (last != '\n') append_line(workloads_path_, "");
+  }
+  append_line(workloads_path_, workload_json(workload).dump());
+  workloads_.push_back(workload);
+}
+
+void Database::add_records(const std::vector<TuningRecord>& records) {
+  if (records.empty()) return;
+  append_records(records_path_, records);
+  records_.insert(records_.end(), records.begin(), records.end());
+}
+
+std::vector<const TuningRecord*> Database::records_of(uint64_t workload, const std::string& target) const {
+  std::vector<const TuningRecord*> out;
+  for (const TuningRecord& r : records_)
+    if (r.workload.hash == workload && target_key(r.target) == target) out.push_back(&r);
+  return out;
+}
+
+std::vector<const TuningRecord*> Database::best(uint64_t workload, const std::string& target, int k) const {
+  std::vector<const TuningRecord*> out;
+  for (const TuningRecord* r : records_of(workload, target))
+    if (r->ok()) out.push_back(r);
+  std::stable_sort(out.begin(), out.end(), [](const TuningRecord* a, const TuningRecord* b) { return a->mean_seconds() < b->mean_seconds(); });
+  if (k >= 0 && out.size() > static_cast<size_t>(k)) out.resize(static_cast<size_t>(k));
+  return out;
+}
+
+}  // namespace tyche::tune

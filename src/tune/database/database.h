@@ -1,0 +1,52 @@
+// The tuning database: a directory of two JSON-lines files,
+//   workloads.jsonl  one line per workload tuned (name, extents, structural hash, shape, FLOP);
+//   records.jsonl    one tuning record per measured candidate (record.h).
+// Records are keyed by their workload's structural hash and their target (target_key). Appends
+// are whole lines, flushed and synced once per measured batch, so a crash or kill -9 loses at
+// most the batch being measured; a truncated last line is skipped with a warning. A workloads file
+// with any other bad line is refused: it names what the records belong to.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tune/database/record.h"
+
+namespace tyche::tune {
+
+class Database {
+ public:
+  // Opens DIR, creating it and its files if missing. Throws tyche::Error if it cannot be created
+  // or written, or if its workloads file is corrupt.
+  explicit Database(std::string dir);
+
+  const std::string& dir() const { return dir_; }
+  const std::string& records_path() const { return records_path_; }
+  // Lines of the records file that were skipped, with the first few reasons.
+  int skipped() const { return skipped_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // Records the workload once (by hash).
+  void add_workload(const RecordWorkload& workload);
+  bool has_workload(uint64_t hash) const;
+  const std::vector<RecordWorkload>& workloads() const { return workloads_; }
+  // Appends and syncs a batch.
+  void add_records(const std::vector<TuningRecord>& records);
+
+  const std::vector<TuningRecord>& records() const { return records_; }
+  // The records of a workload on a target, in the order measured.
+  std::vector<const TuningRecord*> records_of(uint64_t workload, const std::string& target) const;
+  // The k fastest measured records of a workload on a target, fastest first.
+  std::vector<const TuningRecord*> best(uint64_t workload, const std::string& target, int k) const;
+
+ private:
+  std::string dir_, workloads_path_, records_path_;
+  std::vector<RecordWorkload> workloads_;
+  std::vector<TuningRecord> records_;
+  int skipped_ = 0;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace tyche::tune

@@ -1,0 +1,177 @@
+// Evolutionary search with the cost model, as in MetaSchedule. Each batch:
+//  1. the population: the best measured programs (a fifth of it at most), replayed, plus fresh
+//     samples of the design spaces (at least 50);
+//  2. a few generations: parents drawn in proportion to their model score, each child mutated
+//     (with probability 0.85, by a mutator drawn by its weight) and validated by replaying it
+//     through the postprocessors; every scored program not measured yet is remembered;
+//  3. the batch: the best-scored remembered programs, except a fraction epsilon drawn from the
+//     fresh samples, none measured before and none twice.
+// Annealing acceptance keeps a parent instead of its child when the child scores lower, unless
+// a draw below exp(gain / T) says otherwise; T falls to zero over the generations.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "support/random.h"
+#include "tune/search/search_strategy.h"
+
+namespace tyche::tune {
+
+namespace {
+
+constexpr int kMutationTries = 3;
+
+class Evolutionary : public SearchStrategy {
+ public:
+  explicit Evolutionary(const EvolutionaryOptions& options) : options_(options) {}
+  std::string name() const override { return "evolutionary"; }
+
+  void initialize(SearchTask* task, int64_t seed) override {
+    task_ = task;
+    rng_ = RandomEngine(seed);
+    std::vector<double> weights;
+    for (const auto& [m, w] : task_->mutators) weights.push_back(w);
+    mutator_weights_ = weights;
+  }
+
+  std::vector<SearchCandidate> generate(int count) override {
+    scores_.clear();
+    std::vector<SearchCandidate> population, fresh;
+    initial_population(population, fresh);
+    if (population.empty()) return {};
+    // Remembered: scored and not measured yet, by program.
+    std::unordered_map<uint64_t, std::pair<double, SearchCandidate>> seen;
+    double temperature0 = 0;
+    for (int gen = 0; gen < options_.generations; ++gen) {
+      std::vector<double> s = score(population);
+      if (gen == 0) temperature0 = spread(s);
+      for (size_t i = 0; i < population.size(); ++i)
+        if (!task_->measured.count(population[i].program_hash)) seen.emplace(population[i].program_hash, std::pair{s[i], population[i]});
+      if (gen + 1 == options_.generations) break;
+      double temperature = temperature0 * (1.0 - static_cast<double>(gen + 1) / (options_.generations - 1));
+      population = next_generation(population, s, temperature);
+    }
+    return pick(count, seen, fresh);
+  }
+
+ private:
+  void initial_population(std::vector<SearchCandidate>& population, std::vector<SearchCandidate>& fresh) {
+    std::vector<std::pair<double, schedule::Trace>> best = task_->measured_traces;
+    std::stable_sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    size_t n_best = std::min(best.size(), static_cast<size_t>(options_.population * options_.init_measured_ratio));
+    for (size_t i = 0; i < n_best; ++i)
+      if (auto c = task_->replay(best[i].second, rng_.fork().seed())) population.push_back(std::move(*c));
+    int n_fresh = std::max(options_.population - static_cast<int>(population.size()), options_.init_min_unmeasured);
+    std::unordered_set<uint64_t> fresh_seen;
+    for (int drawn = 0, got = 0; got < n_fresh && drawn < n_fresh * 4; ++drawn) {
+      std::optional<SearchCandidate> c = task_->sample(rng_);
+      if (!c) continue;
+      ++got;
+      if (!task_->measured.count(c->program_hash) && fresh_seen.insert(c->program_hash).second) fresh.push_back(*c);
+      population.push_back(std::move(*c));
+    }
+  }
+
+  // Model scores, each program scored once per batch (the model does not change meanwhile).
+  std::vector<double> score(const std::vector<SearchCandidate>& cs) {
+    std::vector<ModelCandidate> todo;
+    std::vector<uint64_t> todo_hash;
+    std::unordered_set<uint64_t> queued;
+    for (const SearchCandidate& c : cs)
+      if (!scores_.count(c.program_hash) && queued.insert(c.program_hash).second) {
+        todo.push_back({task_->workload, c.program, task_->context.target.is_gpu()});
+        todo_hash.push_back(c.program_hash);
+      }
+    if (!todo.empty()) {
+      std::vector<double> s = task_->model->predict(todo);
+      for (size_t i = 0; i < s.size(); ++i) scores_[todo_hash[i]] = s[i];
+    }
+    std::vector<double> out;
+    for (const SearchCandidate& c : cs) out.push_back(scores_.at(c.program_hash));
+    return out;
+  }
+
+  static double spread(const std::vector<double>& s) {
+    if (s.size() < 2) return 0;
+    double mean = std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size()), var = 0;
+    for (double x : s) var += (x - mean) * (x - mean);
+    return std::sqrt(var / static_cast<double>(s.size()));
+  }
+
+  // A mutated, valid child of `parent`, or nullopt.
+  std::optional<SearchCandidate> mutate(const SearchCandidate& parent) {
+    if (task_->mutators.empty()) return std::nullopt;
+    for (int t = 0; t < kMutationTries; ++t) {
+      const MutatorPtr& m = task_->mutators[static_cast<size_t>(rng_.weighted_index(mutator_weights_))].first;
+      std::optional<schedule::Trace> trace = m->mutate(parent.trace, rng_);
+      if (!trace) continue;
+      if (auto child = task_->replay(*trace, rng_.fork().seed())) return child;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<SearchCandidate> next_generation(const std::vector<SearchCandidate>& population, const std::vector<double>& s,
+                                               double temperature) {
+    // Parents in proportion to their score (shifted to be positive).
+    double lo = *std::min_element(s.begin(), s.end());
+    std::vector<double> w;
+    for (double x : s) w.push_back(x - lo + 1e-6);
+    std::vector<SearchCandidate> next;
+    std::vector<size_t> parents;
+    for (size_t i = 0; i < population.size(); ++i) {
+      size_t p = static_cast<size_t>(rng_.weighted_index(w));
+      std::optional<SearchCandidate> child;
+      if (rng_.uniform_real() < options_.mutation_probability) child = mutate(population[p]);
+      next.push_back(child ? std::move(*child) : population[p]);
+      parents.push_back(p);
+    }
+    if (options_.acceptance != "annealing") return next;
+    std::vector<double> child_scores = score(next);
+    for (size_t i = 0; i < next.size(); ++i) {
+      double gain = child_scores[i] - s[parents[i]];
+      bool accept = gain >= 0 || (temperature > 0 && rng_.uniform_real() < std::exp(gain / temperature));
+      if (!accept) next[i] = population[parents[i]];
+    }
+    return next;
+  }
+
+  std::vector<SearchCandidate> pick(int count, std::unordered_map<uint64_t, std::pair<double, SearchCandidate>>& seen,
+                                    std::vector<SearchCandidate>& fresh) {
+    std::vector<std::pair<double, SearchCandidate>*> ranked;
+    for (auto& [h, e] : seen) ranked.push_back(&e);
+    std::sort(ranked.begin(), ranked.end(), [](const auto* a, const auto* b) {
+      if (a->first != b->first) return a->first > b->first;
+      return a->second.program_hash < b->second.program_hash;  // a stable order whatever the map's
+    });
+    int n_random = static_cast<int>(std::lround(count * options_.epsilon));
+    std::vector<SearchCandidate> out;
+    std::unordered_set<uint64_t> taken;
+    auto take = [&](const SearchCandidate& c) {
+      if (static_cast<int>(out.size()) >= count || task_->measured.count(c.program_hash) || !taken.insert(c.program_hash).second) return;
+      out.push_back(c);
+    };
+    for (size_t i = 0; i < ranked.size() && static_cast<int>(out.size()) < count - n_random; ++i) take(ranked[i]->second);
+    // Epsilon: random fresh samples, then whatever ranks next if the fresh ones ran out.
+    for (size_t i = 0; i < fresh.size() && static_cast<int>(out.size()) < count; ++i) {
+      size_t j = i + static_cast<size_t>(rng_.uniform_int(0, static_cast<int64_t>(fresh.size() - i)));
+      std::swap(fresh[i], fresh[j]);
+      take(fresh[i]);
+    }
+    for (size_t i = 0; i < ranked.size() && static_cast<int>(out.size()) < count; ++i) take(ranked[i]->second);
+    return out;
+  }
+
+  EvolutionaryOptions options_;
+  SearchTask* task_ = nullptr;
+  RandomEngine rng_{0};
+  std::vector<double> mutator_weights_;
+  std::unordered_map<uint64_t, double> scores_;
+};
+
+}  // namespace
+
+SearchStrategyPtr make_evolutionary(const EvolutionaryOptions& options) { return std::make_unique<Evolutionary>(options); }
+
+}  // namespace tyche::tune

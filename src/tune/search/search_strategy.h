@@ -1,0 +1,81 @@
+// Search strategies: what to measure next. A strategy generates candidates (programs not measured
+// before) and is told how they ran; the tuner (tune/task) builds and measures in between. Each
+// strategy is one file; a new one (Bayesian optimization, RL) implements this interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "schedule/trace.h"
+#include "tune/cost_model/cost_model.h"
+#include "tune/mutator/mutator.h"
+#include "tune/postproc/postproc.h"
+
+namespace tyche::tune {
+
+struct SearchCandidate {
+  schedule::Trace trace;   // the design-space trace with its decisions: what is recorded and mutated
+  ir::PrimFunc program;    // after the postprocessors: what is built and measured
+  uint64_t program_hash = 0;
+};
+
+// One tuning task as strategies see it; the tuner sets it up and keeps `measured` and
+// `measured_traces` up to date (from the database at the start, then after every batch).
+struct SearchTask {
+  TuneContext context;
+  std::vector<schedule::Trace> spaces;                  // the design spaces, simplified
+  std::vector<PostprocPtr> postprocs;                   // initialized with context
+  std::vector<std::pair<MutatorPtr, double>> mutators;  // initialized with context, with weights
+  CostModel* model = nullptr;
+  std::unordered_set<uint64_t> measured;                // program hashes, failures included
+  std::vector<std::pair<double, schedule::Trace>> measured_traces;  // (seconds, trace) of those that ran
+  uint64_t workload = 0;
+
+  // The candidate `trace` replays to with its recorded decisions, or nullopt when the
+  // postprocessors refuse it.
+  std::optional<SearchCandidate> replay(const schedule::Trace& trace, int64_t seed) const;
+  // A fresh sample of a random design space, or nullopt (invalid).
+  std::optional<SearchCandidate> sample(RandomEngine& rng) const;
+};
+
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+  virtual std::string name() const = 0;
+  virtual void initialize(SearchTask* task, int64_t seed) = 0;
+  // Up to `count` programs not measured before (none twice); fewer, or none, when the space
+  // runs dry.
+  virtual std::vector<SearchCandidate> generate(int count) = 0;
+  // How the candidates generate() returned ran: mean seconds, or not positive-finite if failed.
+  virtual void notify(const std::vector<SearchCandidate>& candidates, const std::vector<double>& seconds) {
+    (void)candidates;
+    (void)seconds;
+  }
+};
+using SearchStrategyPtr = std::unique_ptr<SearchStrategy>;
+
+// Fresh random decisions on the design spaces: the baseline.
+SearchStrategyPtr make_replay_trace();
+
+struct EvolutionaryOptions {
+  int population = 512;
+  double init_measured_ratio = 0.2;  // of the population, from the best measured
+  int init_min_unmeasured = 50;      // fresh samples at least
+  int generations = 4;
+  double mutation_probability = 0.85;
+  double epsilon = 0.05;             // of each batch, picked at random from fresh samples
+  // "eps-greedy" (MetaSchedule: children replace their parents, the batch is the best scored
+  // plus epsilon random) or "annealing" (a child replaces its parent if it scores higher, or
+  // with probability exp(gain / T), T falling over the generations).
+  std::string acceptance = "eps-greedy";
+};
+SearchStrategyPtr make_evolutionary(const EvolutionaryOptions& options = {});
+
+// "evolutionary" or "replay-trace"; throws tyche::Error for another name or acceptance.
+SearchStrategyPtr make_search_strategy(const std::string& name, const EvolutionaryOptions& options = {});
+
+}  // namespace tyche::tune

@@ -1,0 +1,232 @@
+#include "tune/task/tune.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "codegen/cpu.h"
+#include "ir/structural.h"
+#include "support/error.h"
+#include "tune/database/database.h"
+#include "tune/measure/builder.h"
+#include "tune/postproc/candidate.h"
+#include "tune/search/records.h"
+#include "tune/search/search_strategy.h"
+#include "tune/space/space_generator.h"
+#include "tune/task/task_scheduler.h"
+
+namespace tyche::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct TaskState {
+  TuneTask task;
+  SearchTask search;
+  SearchStrategyPtr strategy;
+  RecordWorkload workload;
+  std::vector<runtime::NDArray> expected;  // reference outputs of the inputs of seed 42
+  TaskResult result;
+  std::string best_trace_json;
+};
+
+std::unique_ptr<CostModel> make_model(const TuneOptions& o) {
+  XGBoostOptions xo;
+  xo.threads = o.threads;
+  xo.seed = static_cast<uint64_t>(o.seed);
+  if (o.cost_model == "random") {
+    if (!o.model_path.empty()) throw Error("--model needs the xgb cost model");
+    return make_random_model(static_cast<uint64_t>(o.seed));
+  }
+  if (o.cost_model != "xgb") throw Error(fmt::format("unknown cost model '{}' (expected xgb or random)", o.cost_model));
+  return o.model_path.empty() ? make_xgboost_model(xo) : load_cost_model(o.model_path, xo);
+}
+
+// The full trace (postprocessors included) of a recorded design-space trace, text form.
+std::string full_trace_text(const SearchTask& s, const std::string& trace_json) {
+  auto c = make_candidate(s.context, schedule::Trace::from_json(trace_json), {}, s.postprocs, 0);
+  if (auto* sch = std::get_if<schedule::Schedule>(&c)) return sch->trace()->to_text();
+  return schedule::Trace::from_json(trace_json).to_text();
+}
+
+void note_result(TaskState& st, double seconds, const std::string& trace_json) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) return;
+  if (st.result.best_seconds == 0 || seconds < st.result.best_seconds) {
+    st.result.best_seconds = seconds;
+    st.best_trace_json = trace_json;
+  }
+}
+
+}  // namespace
+
+TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const TuneOptions& options,
+                const std::function<void(const TuneProgress&)>& progress) {
+  auto start = Clock::now();
+  if (target.is_gpu()) throw Error("tune: CUDA kernels cannot be run yet (tune an llvm target)");
+  if (tasks.empty()) throw Error("tune: no workload to tune");
+  if (options.trials <= 0 || options.batch <= 0) throw Error("tune: --trials and the batch must be positive");
+  const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);
+  codegen::check_runs_on_host(cpu);
+  EvolutionaryOptions evo;
+  evo.acceptance = options.acceptance;
+  make_search_strategy(options.strategy, evo);  // refuses an unknown name before any work
+  std::unique_ptr<TaskScheduler> scheduler = make_task_scheduler(options.scheduler);
+  std::unique_ptr<CostModel> model = make_model(options);
+  Database db(options.db_dir);
+  TuneResult out;
+  const RecordTarget rt = record_target(target);
+  const std::string key = target_key(rt);
+
+  // Tasks: spaces, postprocessors, mutators, strategy; what the database already holds.
+  std::vector<std::unique_ptr<TaskState>> states;
+  std::vector<ModelCandidate> seen_candidates;
+  std::vector<double> seen_seconds;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    auto st = std::make_unique<TaskState>();
+    st->task = tasks[i];
+    const workloads::Workload& w = st->task.workload;
+    SearchTask& s = st->search;
+    s.context = TuneContext{w.func, target};
+    for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(s.context, options.seed))
+      s.spaces.push_back(d.trace()->simplified());
+    s.postprocs = default_postprocs(target);
+    for (const PostprocPtr& p : s.postprocs) p->initialize(s.context);
+    s.mutators = default_mutators(target);
+    for (auto& [m, weight] : s.mutators) m->initialize(s.context);
+    s.model = model.get();
+    s.workload = ir::structural_hash(w.func);
+    st->workload = RecordWorkload{w.name, st->task.extents, s.workload, w.shape, w.flop};
+    db.add_workload(st->workload);
+    std::vector<const TuningRecord*> records = db.records_of(s.workload, key);
+    s.measured = measured_programs(records, s.context, s.postprocs);
+    for (const TuningRecord* r : records) {
+      ++out.resumed_records;
+      if (!r->ok()) continue;
+      try {
+        schedule::Trace trace = schedule::Trace::from_json(r->trace_json);
+        std::optional<SearchCandidate> c = s.replay(trace, 0);
+        if (!c) continue;
+        s.measured_traces.emplace_back(r->mean_seconds(), trace);
+        seen_candidates.push_back({s.workload, c->program, false});
+        seen_seconds.push_back(r->mean_seconds());
+        note_result(*st, r->mean_seconds(), r->trace_json);
+      } catch (const Error&) {
+        // a record of other rules: it cannot seed this search
+      }
+    }
+    st->strategy = make_search_strategy(options.strategy, evo);
+    st->strategy->initialize(&s, options.seed + static_cast<int64_t>(i));
+    st->expected = w.reference(workloads::make_inputs(w.func, 42));
+    st->result.name = w.name;
+    st->result.shape = w.shape;
+    st->result.flop = w.flop;
+    states.push_back(std::move(st));
+  }
+  for (const std::string& w : db.warnings()) out.warnings.push_back(w);
+  if (!seen_candidates.empty()) {
+    auto t = Clock::now();
+    model->update(seen_candidates, seen_seconds);
+    out.times.model += since(t);
+  }
+
+  std::string object_dir = (std::filesystem::temp_directory_path() / fmt::format("tyche_tune_{}", ::getpid())).string();
+  Builder builder(BuilderOptions{.object_dir = object_dir, .cpu = cpu.name});
+  RunnerOptions runner_options = options.runner;
+  if (runner_options.threads <= 0) runner_options.threads = target.num_cores;
+  Runner runner(runner_options);
+
+  std::vector<TaskProgress> progress_state(states.size());
+  for (size_t i = 0; i < states.size(); ++i) progress_state[i].weight = states[i]->task.weight;
+  int done = 0;
+  auto stopped = [&] { return options.stop && options.stop->load(); };
+  while (done < options.trials && !stopped()) {
+    int i = scheduler->next(progress_state);
+    if (i < 0) break;
+    TaskState& st = *states[static_cast<size_t>(i)];
+    auto t = Clock::now();
+    std::vector<SearchCandidate> batch = st.strategy->generate(std::min(options.batch, options.trials - done));
+    out.times.search += since(t);
+    if (batch.empty()) {  // nothing left to measure in this design space
+      progress_state[static_cast<size_t>(i)].done = true;
+      continue;
+    }
+    std::vector<ir::PrimFunc> funcs;
+    for (const SearchCandidate& c : batch) funcs.push_back(c.program);
+    t = Clock::now();
+    std::vector<BuildResult> built = builder.build(funcs);
+    out.times.build += since(t);
+    std::vector<TuningRecord> records;
+    std::vector<double> seconds;
+    t = Clock::now();
+    for (size_t k = 0; k < batch.size() && !stopped(); ++k) {
+      TuningRecord r{st.workload, batch[k].trace.to_json(), rt, batch[k].program_hash, {}, {}, utc_now()};
+      if (!built[k].ok()) {
+        r.error = "build: " + built[k].error;
+      } else {
+        RunInput in;
+        in.object_path = built[k].object_path;
+        in.name = built[k].name;
+        for (const ir::Buffer& p : funcs[k]->params) in.params.push_back({ir::const_shape(p), p->dtype});
+        in.num_inputs = funcs[k]->params.size() - static_cast<size_t>(funcs[k]->num_outputs);
+        in.seed = 42;
+        in.expected = st.expected;
+        RunResult res = runner.run(in);
+        if (!res.ok()) r.error = "run: " + res.error;
+        else if (!res.correct) r.error = "wrong result: " + res.mismatch;
+        else r.seconds = res.time.seconds;
+      }
+      seconds.push_back(r.ok() ? r.mean_seconds() : std::numeric_limits<double>::quiet_NaN());
+      records.push_back(std::move(r));
+    }
+    out.times.run += since(t);
+    for (const BuildResult& b : built)
+      if (!b.object_path.empty()) std::remove(b.object_path.c_str());
+    batch.resize(records.size());  // an interrupted batch keeps what was measured
+    t = Clock::now();
+    db.add_records(records);
+    out.times.database += since(t);
+
+    std::vector<ModelCandidate> measured;
+    for (size_t k = 0; k < records.size(); ++k) {
+      st.search.measured.insert(batch[k].program_hash);
+      measured.push_back({st.search.workload, batch[k].program, false});
+      if (records[k].ok()) {
+        st.search.measured_traces.emplace_back(seconds[k], batch[k].trace);
+        note_result(st, seconds[k], records[k].trace_json);
+      } else {
+        ++st.result.failed;
+      }
+    }
+    t = Clock::now();
+    model->update(measured, seconds);
+    out.times.model += since(t);
+    t = Clock::now();
+    st.strategy->notify(batch, seconds);
+    out.times.search += since(t);
+
+    done += static_cast<int>(records.size());
+    st.result.trials += static_cast<int>(records.size());
+    TaskProgress& p = progress_state[static_cast<size_t>(i)];
+    p.trials.push_back(st.result.trials);
+    p.best_seconds.push_back(st.result.best_seconds > 0 ? st.result.best_seconds : std::numeric_limits<double>::infinity());
+    st.result.history.push_back({st.result.trials, st.result.best_seconds, since(start)});
+    if (progress) progress(TuneProgress{done, options.trials, &st.result, since(start)});
+  }
+  out.interrupted = stopped();
+  std::filesystem::remove_all(object_dir);
+  for (auto& st : states) {
+    if (!st->best_trace_json.empty()) st->result.best_trace_text = full_trace_text(st->search, st->best_trace_json);
+    out.tasks.push_back(std::move(st->result));
+  }
+  out.times.total = since(start);
+  return out;
+}
+
+}  // namespace tyche::tune

@@ -1,0 +1,88 @@
+// tune(): the tuning loop. For every task (a workload) it generates the design spaces, then,
+// round after round, lets the task scheduler pick a task, asks its search strategy for a batch
+// of programs not measured before, builds them concurrently, times them in the isolated runner
+// (checking their outputs), appends the records to the database (synced once per batch), feeds
+// the measurements to the cost model and tells the strategy. A candidate that fails to build,
+// crashes, hangs or computes a wrong result is a failed record; the tune goes on.
+//
+// The database makes a run resumable: its records of these workloads on this target seed the
+// cost model and the search, and no program in it is measured again.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tune/measure/runner.h"
+#include "tune/space/target.h"
+#include "workloads/workloads.h"
+
+namespace tyche::tune {
+
+struct TuneTask {
+  workloads::Workload workload;
+  std::string extents;  // for index notation: what rebuilds it (workloads::resolve)
+  double weight = 1;
+};
+
+struct TuneOptions {
+  int trials = 1000;                        // measured candidates, all tasks together
+  int batch = 64;                           // candidates per round
+  std::string db_dir;                       // the database directory (created if missing)
+  std::string strategy = "evolutionary";    // or "replay-trace"
+  std::string acceptance = "eps-greedy";    // or "annealing" (evolutionary)
+  std::string cost_model = "xgb";           // or "random"
+  std::string model_path;                   // a saved model to start from (xgb)
+  std::string scheduler = "gradient";       // or "round-robin"
+  int64_t seed = 0;
+  int threads = 0;                          // for search, features and the model; 0: all
+  RunnerOptions runner;                     // worker path, timeout, timing
+  const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): stop after saving what was measured
+};
+
+// Where the time went, in seconds.
+struct TuneTimes {
+  double search = 0;  // sampling, mutation, validation, features and prediction
+  double build = 0;
+  double run = 0;
+  double model = 0;   // training
+  double database = 0;
+  double total = 0;
+};
+
+struct TunePoint {
+  int trials = 0;  // of this task
+  double best_seconds = 0;
+  double elapsed_s = 0;
+};
+
+struct TaskResult {
+  std::string name, shape;
+  double flop = 0;
+  int trials = 0, failed = 0;
+  double best_seconds = 0;          // 0: nothing ran
+  std::string best_trace_text;      // the best program's trace, text form (design space + decisions)
+  std::vector<TunePoint> history;   // after every round of this task
+};
+
+struct TuneResult {
+  std::vector<TaskResult> tasks;
+  TuneTimes times;
+  int resumed_records = 0;            // records of these tasks the database already held
+  bool interrupted = false;
+  std::vector<std::string> warnings;  // lines of the database that were skipped
+};
+
+struct TuneProgress {
+  int trials = 0, budget = 0;  // all tasks
+  const TaskResult* task = nullptr;  // the task of the round just measured
+  double elapsed_s = 0;
+};
+
+// Throws tyche::Error for bad options (unknown strategy, model file, a GPU target), never for a
+// candidate.
+TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const TuneOptions& options,
+                const std::function<void(const TuneProgress&)>& progress = {});
+
+}  // namespace tyche::tune
