@@ -21,6 +21,7 @@
 #include <functional>
 #include <sstream>
 
+#include "bench/interleaved.h"
 #include "codegen/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
@@ -31,6 +32,9 @@
 #include "workloads/workloads.h"
 
 using namespace tyche;
+using bench::Measured;
+using bench::measure_interleaved;
+using bench::now;
 
 namespace {
 
@@ -93,42 +97,6 @@ __attribute__((target("avx2,fma"))) void stream_body_avx2(int64_t begin, int64_t
   for (int rep = 0; rep < 4; ++rep)
     for (int64_t i = begin * part; i < end * part; i += 16) acc = _mm256_add_ps(acc, _mm256_loadu_ps(&s->data[i]));
   s->sum += lane_sum(acc);
-}
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-struct Measured {
-  const char* name;
-  std::function<void()> run;
-  int calls = 1;                 // per window, calibrated once
-  std::vector<double> seconds;   // per call, one entry per window
-  double median() const {
-    auto s = seconds;
-    std::sort(s.begin(), s.end());
-    return s[s.size() / 2];
-  }
-  double cv() const {
-    double m = 0, v = 0;
-    for (double x : seconds) m += x;
-    m /= static_cast<double>(seconds.size());
-    for (double x : seconds) v += (x - m) * (x - m);
-    return std::sqrt(v / static_cast<double>(seconds.size() - 1)) / m;
-  }
-};
-
-void measure_interleaved(std::vector<Measured>& ms, int rounds, double window_s) {
-  for (auto& m : ms) {
-    m.run();  // warm-up
-    double t0 = now();
-    m.run();
-    m.calls = std::max(1, static_cast<int>(window_s / std::max(now() - t0, 1e-6)));
-  }
-  for (int r = 0; r < rounds; ++r)
-    for (auto& m : ms) {
-      double t0 = now();
-      for (int c = 0; c < m.calls; ++c) m.run();
-      m.seconds.push_back((now() - t0) / m.calls);
-    }
 }
 
 }  // namespace
@@ -205,7 +173,7 @@ int main() {
   std::printf("%d interleaved rounds of >= 300 ms windows, %d threads:\n", rounds, pool.num_threads());
   for (const Measured& m : ms) {
     bool gmm = &m - ms.data() < 2;
-    std::printf("  %-38s median %7.3f ms", m.name, m.median() * 1e3);
+    std::printf("  %-38s median %7.3f ms", m.name.c_str(), m.median() * 1e3);
     if (gmm) std::printf(", %6.1f GFLOP/s", gflop / m.median());
     std::printf(", cv %5.1f%%\n", m.cv() * 100);
   }

@@ -412,7 +412,7 @@ int cmd_tune(const Options& o) {
   to.trials = o.trials;
   to.batch = o.batch > 0 ? o.batch : 64;
   to.strategy = o.strategy;
-  to.acceptance = o.acceptance;
+  to.evolutionary.acceptance = o.acceptance;
   to.cost_model = o.cost_model;
   to.model_path = o.model;
   to.scheduler = o.scheduler;

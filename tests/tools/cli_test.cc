@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <array>
 #include <cstdio>
 #include <string>
@@ -286,6 +288,66 @@ TEST(CliModel, SampleMeasureTrainAndEvaluate) {
   expect_usage_error("model", "A subcommand is required");
   std::remove(records.c_str());
   std::remove(model.c_str());
+}
+
+TEST(CliTune, JsonProgressResumeAndTheBestRecord) {
+  std::string db = testing::TempDir() + "/tyche_cli_tune_" + std::to_string(getpid());
+  std::string json = db + ".json";
+  std::filesystem::remove_all(db);
+  Result t = run("tune GMM-1 --trials 16 --batch 8 --strategy replay-trace --db " + db + " --json " + json);
+  ASSERT_EQ(t.code, 0) << t.err;
+  // Not a terminal: one progress line per round.
+  EXPECT_THAT(t.out, testing::HasSubstr("[8/16] GMM-1: best "));
+  EXPECT_THAT(t.out, testing::HasSubstr("[16/16] GMM-1: best "));
+  EXPECT_THAT(t.out, testing::HasSubstr("16 trials (0 failed), best "));
+  EXPECT_THAT(t.out, testing::HasSubstr("sch.get_block(name=\"Z\")"));
+  EXPECT_THAT(t.out, testing::HasSubstr("outside build and run"));
+  std::string j = take_file(json);
+  for (const char* key : {"\"workload\": \"GMM-1\"", "\"trials\": 16", "\"best_latency_s\"", "\"best_gflops\"", "\"wall_s\"",
+                          "\"history\"", "\"elapsed_s\"", "\"best_trace\""})
+    EXPECT_THAT(j, testing::HasSubstr(key));
+  Result again = run("tune GMM-1 --trials 8 --batch 8 --db " + db);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_THAT(again.out, testing::HasSubstr("resumed from 16 records"));
+  // The best record, applied.
+  Result r = run("run GMM-1 --repeat 1 --db " + db);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, testing::HasSubstr("correct"));
+  Result s = run("show GMM-1 --db " + db);
+  EXPECT_EQ(s.code, 0) << s.err;
+  EXPECT_THAT(s.out, testing::HasSubstr("parallel"));
+  expect_usage_error("run GMM-2 --db " + db, "has no measured GMM-2");
+  expect_usage_error("run GMM-1 --db /nonexistent/db", "no tuning database at '/nonexistent/db'");
+  expect_usage_error("run GMM-1 --db " + db + " --trace " + gmm_trace(), "--db and --trace both give a schedule");
+  expect_usage_error("tune GMM-1 --trials 8 --model /nonexistent/model.json", "cannot read model file");
+  expect_usage_error("tune GMM-1 --trials 8 --strategy bayes", "--strategy");
+  expect_usage_error("tune NOPE-1 --trials 8", "unknown workload 'NOPE-1'");
+  {  // a corrupt workloads file is refused
+    FILE* f = fopen((db + "/workloads.jsonl").c_str(), "a");
+    fputs("garbage\n{}\n", f);
+    fclose(f);
+  }
+  expect_usage_error("tune GMM-1 --trials 8 --db " + db, "is corrupt at line");
+  std::filesystem::remove_all(db);
+}
+
+TEST(CliTune, CtrlCStopsAfterSavingAndExits130) {
+  std::string db = testing::TempDir() + "/tyche_cli_interrupt_" + std::to_string(getpid());
+  std::filesystem::remove_all(db);
+  std::string bin = std::string(TYCHE_BINARY_DIR) + "/tools/tyche";
+  std::string cmd = "timeout --preserve-status -s INT 4 " + bin + " tune GMM-1 --trials 100000 --batch 4 --db " + db + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  int status = pclose(p);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 130) << out;
+  EXPECT_THAT(out, testing::HasSubstr("interrupted: what was measured is saved in " + db));
+  std::ifstream records(db + "/records.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(records, line);) ++lines;
+  EXPECT_GT(lines, 0) << out;
+  std::filesystem::remove_all(db);
 }
 
 TEST(CliRun, BadInputsExitTwoWithOneLine) {

@@ -61,18 +61,22 @@ Database::Database(std::string dir) : dir_(std::move(dir)) {
     if (fd < 0) throw Error(fmt::format("cannot write database file '{}': {}", p, std::strerror(errno)));
     ::close(fd);
   }
-  // Workloads: a torn last line is what a crash leaves; anything else bad is a corrupt file.
+  // Workloads: a torn last line is what a crash leaves (it is cut off, so the next line written
+  // is whole); anything else bad is a corrupt file.
   std::ifstream in(workloads_path_);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  for (size_t i = 0; i < lines.size(); ++i) {
+  in.close();
+  uintmax_t offset = 0;
+  for (size_t i = 0; i < lines.size(); offset += lines[i].size() + 1, ++i) {
     if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       RecordWorkload w = parse_workload(lines[i]);
       if (!has_workload(w.hash)) workloads_.push_back(w);
     } catch (const std::exception&) {
       if (i + 1 == lines.size()) {
-        warnings_.push_back(fmt::format("{}:{}: skipped a truncated last line", workloads_path_, i + 1));
+        warnings_.push_back(fmt::format("{}:{}: removed a truncated last line", workloads_path_, i + 1));
+        std::filesystem::resize_file(workloads_path_, offset, ec);
         continue;
       }
       throw Error(fmt::format("database workloads file '{}' is corrupt at line {}", workloads_path_, i + 1));
@@ -90,14 +94,6 @@ bool Database::has_workload(uint64_t hash) const {
 
 void Database::add_workload(const RecordWorkload& workload) {
   if (has_workload(workload.hash)) return;
-  // A torn last line gets its newline first, so this line stays whole.
-  std::ifstream in(workloads_path_, std::ios::binary | std::ios::ate);
-  if (in && in.tellg() > 0) {
-    in.seekg(-1, std::ios::end);
-    char last = '\n';
-    in.get(last);
-    if (last != '\n') append_line(workloads_path_, "");
-  }
   append_line(workloads_path_, workload_json(workload).dump());
   workloads_.push_back(workload);
 }

@@ -37,18 +37,19 @@ class Gradient : public TaskScheduler {
     // Every task gets a first round, and one with no success yet goes first.
     for (size_t i = 0; i < tasks.size(); ++i)
       if (!tasks[i].done && (tasks[i].trials.empty() || !std::isfinite(tasks[i].best_seconds.back()))) return static_cast<int>(i);
+    // Per round: backward, the best latency's fall over the last `window` rounds; forward, the
+    // best latency over the rounds so far.
     int best = -1;
     double best_gain = -1;
     for (size_t i = 0; i < tasks.size(); ++i) {
       const TaskProgress& t = tasks[i];
       if (t.done) continue;
-      size_t n = t.trials.size();
+      size_t n = t.best_seconds.size();
       double now = t.best_seconds.back();
-      size_t back = n > static_cast<size_t>(window_) ? n - 1 - static_cast<size_t>(window_) : 0;
-      double before = t.best_seconds[back];
-      int span = t.trials.back() - (back == n - 1 ? 0 : t.trials[back]);
-      double backward = std::isfinite(before) && span > 0 ? (before - now) / span : 0;
-      double forward = now / std::max(1, t.trials.back());
+      double backward = n > static_cast<size_t>(window_) && std::isfinite(t.best_seconds[n - 1 - static_cast<size_t>(window_)])
+                            ? (t.best_seconds[n - 1 - static_cast<size_t>(window_)] - now) / window_
+                            : 0;
+      double forward = now / static_cast<double>(n);
       double gain = t.weight * (alpha_ * backward + (1 - alpha_) * forward);
       if (gain > best_gain) {
         best_gain = gain;

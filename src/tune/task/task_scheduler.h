@@ -1,9 +1,9 @@
 // Which task gets the next batch of trials when several workloads are tuned in one run.
 //   round-robin  each task in turn;
 //   gradient     MetaSchedule's: after one round each, the task whose weighted latency is
-//                expected to drop the most per trial: a mix of how fast its best latency fell
-//                over its last rounds (backward) and an optimistic guess that it can fall as much
-//                again as it has per trial so far (forward).
+//                expected to drop the most in its next round: a mix (alpha) of how fast its best
+//                latency fell over its last `window` rounds (backward) and its best latency over
+//                its rounds so far (forward: a slow task has more to gain).
 #pragma once
 
 #include <memory>

@@ -74,9 +74,8 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
   if (options.trials <= 0 || options.batch <= 0) throw Error("tune: --trials and the batch must be positive");
   const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);
   codegen::check_runs_on_host(cpu);
-  EvolutionaryOptions evo;
-  evo.acceptance = options.acceptance;
-  make_search_strategy(options.strategy, evo);  // refuses an unknown name before any work
+  const EvolutionaryOptions& evo = options.evolutionary;
+  if (!options.make_strategy) make_search_strategy(options.strategy, evo);  // refuses an unknown name before any work
   std::unique_ptr<TaskScheduler> scheduler = make_task_scheduler(options.scheduler);
   std::unique_ptr<CostModel> model = make_model(options);
   Database db(options.db_dir);
@@ -121,7 +120,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
         // a record of other rules: it cannot seed this search
       }
     }
-    st->strategy = make_search_strategy(options.strategy, evo);
+    st->strategy = options.make_strategy ? options.make_strategy() : make_search_strategy(options.strategy, evo);
     st->strategy->initialize(&s, options.seed + static_cast<int64_t>(i));
     st->expected = w.reference(workloads::make_inputs(w.func, 42));
     st->result.name = w.name;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tune/measure/runner.h"
+#include "tune/search/search_strategy.h"
 #include "tune/space/target.h"
 #include "workloads/workloads.h"
 
@@ -31,7 +32,9 @@ struct TuneOptions {
   int batch = 64;                           // candidates per round
   std::string db_dir;                       // the database directory (created if missing)
   std::string strategy = "evolutionary";    // or "replay-trace"
-  std::string acceptance = "eps-greedy";    // or "annealing" (evolutionary)
+  // A strategy of one's own (one per task), instead of the named one.
+  std::function<std::unique_ptr<SearchStrategy>()> make_strategy;
+  EvolutionaryOptions evolutionary;         // population, generations, acceptance, ...
   std::string cost_model = "xgb";           // or "random"
   std::string model_path;                   // a saved model to start from (xgb)
   std::string scheduler = "gradient";       // or "round-robin"

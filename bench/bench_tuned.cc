@@ -1,0 +1,169 @@
+// The best programs a tuning database holds, against oneDNN on the same shapes, measured
+// interleaved in one run: matmul (GMM, batch 1) against dnnl_sgemm, conv2d (C2D, NHWC) against
+// oneDNN's convolution with NHWC activations and the weights in the layout oneDNN prefers
+// (reordered once, outside the timing, as an inference would).
+//   bench_tuned --db DIR GMM-4 C2D-3
+#include <dnnl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/interleaved.h"
+#include "codegen/cpu.h"
+#include "codegen/llvm_codegen.h"
+#include "interp/interpreter.h"
+#include "ir/structural.h"
+#include "lower/lower.h"
+#include "runtime/host_info.h"
+#include "tune/database/database.h"
+#include "tune/postproc/candidate.h"
+#include "tune/search/records.h"
+#include "workloads/workloads.h"
+
+using namespace tyche;
+
+namespace {
+
+void dnnl_check(dnnl_status_t s, const char* what) {
+  if (s != dnnl_success) throw Error(std::string("oneDNN: ") + what + " failed");
+}
+
+// oneDNN's conv2d for the C2D preset's parameters (N, H, W, CI, CO, K, stride, pad).
+class DnnlConv {
+ public:
+  DnnlConv(const std::vector<int64_t>& p, const float* src, const float* hwio_weights, float* dst) {
+    int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], stride = p[6], pad = p[7];
+    int64_t oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+    dnnl_check(dnnl_engine_create(&engine_, dnnl_cpu, 0), "engine");
+    dnnl_check(dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags), "stream");
+    dnnl_dims_t src_dims = {n, ci, h, w}, wei_dims = {co, ci, k, k}, dst_dims = {n, co, oh, ow};
+    dnnl_dims_t strides = {stride, stride}, padding = {pad, pad};
+    dnnl_memory_desc_t src_md, wei_any, wei_user, dst_md;
+    dnnl_check(dnnl_memory_desc_init_by_tag(&src_md, 4, src_dims, dnnl_f32, dnnl_nhwc), "src");
+    dnnl_check(dnnl_memory_desc_init_by_tag(&wei_any, 4, wei_dims, dnnl_f32, dnnl_format_tag_any), "weights");
+    dnnl_check(dnnl_memory_desc_init_by_tag(&wei_user, 4, wei_dims, dnnl_f32, dnnl_hwio), "weights");
+    dnnl_check(dnnl_memory_desc_init_by_tag(&dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), "dst");
+    dnnl_convolution_desc_t cd;
+    dnnl_check(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src_md, &wei_any, nullptr,
+                                                  &dst_md, strides, padding, padding),
+               "convolution");
+    dnnl_primitive_desc_t pd;
+    dnnl_check(dnnl_primitive_desc_create(&pd, &cd, nullptr, engine_, nullptr), "primitive descriptor");
+    const dnnl_memory_desc_t* wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_check(dnnl_primitive_create(&conv_, pd), "primitive");
+    dnnl_check(dnnl_memory_create(&src_, &src_md, engine_, const_cast<float*>(src)), "src memory");
+    dnnl_check(dnnl_memory_create(&dst_, &dst_md, engine_, dst), "dst memory");
+    dnnl_memory_t user;
+    dnnl_check(dnnl_memory_create(&user, &wei_user, engine_, const_cast<float*>(hwio_weights)), "weights memory");
+    dnnl_check(dnnl_memory_create(&wei_, wei_md, engine_, DNNL_MEMORY_ALLOCATE), "weights memory");
+    dnnl_primitive_desc_t rpd;
+    dnnl_check(dnnl_reorder_primitive_desc_create(&rpd, &wei_user, engine_, wei_md, engine_, nullptr), "reorder");
+    dnnl_primitive_t reorder;
+    dnnl_check(dnnl_primitive_create(&reorder, rpd), "reorder");
+    dnnl_exec_arg_t rargs[2] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, wei_}};
+    dnnl_check(dnnl_primitive_execute(reorder, stream_, 2, rargs), "reorder");
+    dnnl_check(dnnl_stream_wait(stream_), "wait");
+    dnnl_primitive_destroy(reorder);
+    dnnl_primitive_desc_destroy(rpd);
+    dnnl_memory_destroy(user);
+    dnnl_primitive_desc_destroy(pd);
+  }
+  ~DnnlConv() {
+    dnnl_primitive_destroy(conv_);
+    dnnl_memory_destroy(src_);
+    dnnl_memory_destroy(wei_);
+    dnnl_memory_destroy(dst_);
+    dnnl_stream_destroy(stream_);
+    dnnl_engine_destroy(engine_);
+  }
+  void run() {
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}};
+    dnnl_check(dnnl_primitive_execute(conv_, stream_, 3, args), "convolution");
+    dnnl_check(dnnl_stream_wait(stream_), "wait");
+  }
+
+ private:
+  dnnl_engine_t engine_ = nullptr;
+  dnnl_stream_t stream_ = nullptr;
+  dnnl_primitive_t conv_ = nullptr;
+  dnnl_memory_t src_ = nullptr, wei_ = nullptr, dst_ = nullptr;
+};
+
+// The best program of `w` in the database, for this host's target.
+ir::PrimFunc best_program(const tune::Database& db, const workloads::Workload& w, const tune::Target& target) {
+  auto best = db.best(ir::structural_hash(w.func), tune::target_key(tune::record_target(target)), 1);
+  if (best.empty()) throw Error("no measured record of " + w.name + " in " + db.dir());
+  tune::TuneContext context{w.func, target};
+  auto postprocs = tune::default_postprocs(target);
+  for (auto& p : postprocs) p->initialize(context);
+  auto c = tune::make_candidate(context, schedule::Trace::from_json(best[0]->trace_json), {}, postprocs, 0);
+  if (!std::holds_alternative<schedule::Schedule>(c)) throw Error("the best record of " + w.name + " no longer replays");
+  return std::get<schedule::Schedule>(c).func();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string db_dir;
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--db") == 0 && i + 1 < argc) db_dir = argv[++i];
+    else names.push_back(argv[i]);
+  }
+  if (db_dir.empty() || names.empty()) {
+    std::fprintf(stderr, "usage: bench_tuned --db DIR WORKLOAD...\n");
+    return 2;
+  }
+  try {
+    tune::Database db(db_dir);
+    tune::Target target = tune::Target::host();
+    std::printf("cpu: %s (%s), %d threads; interleaved rounds of >= 300 ms windows\n", runtime::cpu_model_name().c_str(),
+                codegen::resolve_cpu("").llvm_cpu.c_str(), target.num_cores);
+    bool all_correct = true;
+    for (const std::string& name : names) {
+      workloads::Workload w = workloads::get_preset(name);
+      ir::PrimFunc program = best_program(db, w, target);
+      auto kernel = codegen::compile(lower::lower(program).func);
+      auto inputs = workloads::make_inputs(w.func);
+      auto expected = w.reference(inputs);
+      std::vector<runtime::NDArray> args = inputs;
+      for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
+      kernel->run(args);
+      bool correct = interp::compare(args[inputs.size()], expected[0]).ok;
+      all_correct = all_correct && correct;
+      std::vector<void*> ptrs;
+      for (auto& a : args) ptrs.push_back(a.data());
+      std::vector<bench::Measured> ms = {{"tyche (best record)", [&] { kernel->run(ptrs.data()); }, 1, {}}};
+      runtime::NDArray out(expected[0].shape(), kFloat32);
+      std::unique_ptr<DnnlConv> conv;
+      if (w.op == "GMM" && w.params[0] == 1) {
+        int n = static_cast<int>(w.params[1]), m = static_cast<int>(w.params[2]), k = static_cast<int>(w.params[3]);
+        const float* a = inputs[0].data_as<float>();
+        const float* b = inputs[1].data_as<float>();
+        float* c = out.data_as<float>();
+        ms.push_back({"oneDNN sgemm", [=] { dnnl_sgemm('N', 'N', n, m, k, 1.0f, a, k, b, m, 0.0f, c, m); }, 1, {}});
+      } else if (w.op == "C2D") {
+        conv = std::make_unique<DnnlConv>(w.params, inputs[0].data_as<float>(), inputs[1].data_as<float>(), out.data_as<float>());
+        ms.push_back({"oneDNN convolution (NHWC)", [&] { conv->run(); }, 1, {}});
+      }
+      bench::measure_interleaved(ms, 10, 0.3);
+      if (ms.size() > 1) {
+        bool same = interp::compare(out, expected[0]).ok;
+        all_correct = all_correct && same;
+        if (!same) std::printf("  (the oneDNN output differs from the reference)\n");
+      }
+      std::printf("%s [%s]: %s\n", w.name.c_str(), w.shape.c_str(), correct ? "correct" : "WRONG");
+      for (const bench::Measured& m : ms)
+        std::printf("  %-28s median %8.3f ms, %7.1f GFLOP/s, cv %4.1f%%\n", m.name.c_str(), m.median() * 1e3, w.flop / m.median() / 1e9,
+                    m.cv() * 100);
+      if (ms.size() > 1) std::printf("  ratio tyche / oneDNN (throughput): %.2fx\n", ms[1].median() / ms[0].median());
+    }
+    return all_correct ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_tuned: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,99 @@
+// The tuning database: round trip, resume after a kill, refusal of a corrupt workloads file.
+#include <gmock/gmock.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/error.h"
+#include "tune/database/database.h"
+
+namespace tyche::tune {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string fresh_dir(const std::string& name) {
+  std::string d = ::testing::TempDir() + "/tyche_db_" + name;
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+RecordWorkload gmm() { return {"GMM-1", "", 0xabcULL, "B=1,N=128,M=128,K=128", 4194304.0}; }
+
+TuningRecord record(double seconds, uint64_t program, const std::string& cpu = "host") {
+  TuningRecord r;
+  r.workload = gmm();
+  r.trace_json = R"({"format":"tyche.trace","version":1,"instructions":[]})";
+  r.target = {"llvm", 2, cpu, "sapphirerapids", "Intel", "+avx2"};
+  r.program = program;
+  if (seconds > 0) r.seconds = {seconds};
+  else r.error = "run: timed out";
+  r.measured_at = utc_now();
+  return r;
+}
+
+TEST(Database, RoundTripAndQueries) {
+  std::string dir = fresh_dir("roundtrip");
+  {
+    Database db(dir);
+    db.add_workload(gmm());
+    db.add_workload(gmm());  // once
+    db.add_records({record(3e-3, 1), record(1e-3, 2), record(-1, 3), record(2e-3, 4), record(0.5e-3, 5, "x86-64-v3")});
+  }
+  Database db(dir);
+  ASSERT_EQ(db.workloads().size(), 1u);
+  EXPECT_EQ(db.workloads()[0].name, "GMM-1");
+  EXPECT_EQ(db.records().size(), 5u);
+  EXPECT_EQ(db.records()[3].program, 4u);
+  std::string host = target_key(record(1, 1).target);
+  EXPECT_EQ(db.records_of(0xabc, host).size(), 4u);  // the x86-64-v3 record is another target
+  auto best = db.best(0xabc, host, 2);
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[0]->program, 2u);
+  EXPECT_EQ(best[1]->program, 4u);
+  EXPECT_EQ(db.best(0xabc, host, -1).size(), 3u);  // the failure is not among the measured
+  EXPECT_TRUE(db.best(0xdef, host, 5).empty());
+}
+
+TEST(Database, ResumesAfterAKillMidLine) {
+  std::string dir = fresh_dir("killed");
+  {
+    Database db(dir);
+    db.add_workload(gmm());
+    db.add_records({record(1e-3, 1), record(2e-3, 2)});
+  }
+  {  // killed while writing the next batch: half a line
+    std::string line = to_json_line(record(3e-3, 3));
+    std::ofstream(dir + "/records.jsonl", std::ios::app) << line.substr(0, line.size() / 2);
+    std::ofstream(dir + "/workloads.jsonl", std::ios::app) << R"({"format":"tyche.work)";
+  }
+  Database db(dir);
+  EXPECT_EQ(db.records().size(), 2u);
+  EXPECT_EQ(db.skipped(), 1);
+  ASSERT_EQ(db.warnings().size(), 2u);
+  EXPECT_THAT(db.warnings()[0], HasSubstr("removed a truncated last line"));
+  EXPECT_THAT(db.warnings()[1], HasSubstr("skipped: not JSON"));
+  db.add_records({record(0.7e-3, 4)});
+  db.add_workload({"GMM-2", "", 0xdefULL, "", 1.0});
+  Database again(dir);
+  EXPECT_EQ(again.records().size(), 3u);
+  EXPECT_EQ(again.workloads().size(), 2u);
+  EXPECT_EQ(again.best(0xabc, target_key(record(1, 1).target), 1)[0]->program, 4u);
+}
+
+TEST(Database, RefusesACorruptWorkloadsFileAndUnwritableDirectories) {
+  std::string dir = fresh_dir("corrupt");
+  {
+    Database db(dir);
+    db.add_workload(gmm());
+  }
+  {
+    std::ofstream out(dir + "/workloads.jsonl", std::ios::app);
+    out << "garbage in the middle\n" << R"({"format":"tyche.workload","name":"GMM-2","extents":"","hash":"0000000000000def"})" << "\n";
+  }
+  EXPECT_THAT([&] { Database db(dir); }, ::testing::ThrowsMessage<Error>(HasSubstr("workloads.jsonl' is corrupt at line 2")));
+  EXPECT_THAT([] { Database db("/proc/tyche_no_such_db"); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot create database directory")));
+}
+
+}  // namespace
+}  // namespace tyche::tune

@@ -1,0 +1,196 @@
+// The task schedulers, and tune() end to end: each strategy beats the unscheduled program and
+// never measures a program twice; a rerun resumes; failing candidates are recorded and the tune
+// goes on.
+#include <gmock/gmock.h>
+
+#include <filesystem>
+#include <unordered_set>
+
+#include "codegen/llvm_codegen.h"
+#include "ir/op.h"
+#include "lower/lower.h"
+#include "runtime/time_evaluator.h"
+#include "tune/database/database.h"
+#include "tune/task/task_scheduler.h"
+#include "tune/task/tune.h"
+
+namespace tyche::tune {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Feeds a scheduler rounds of two tasks: one at 8 ms that falls by 10 % in every round it gets, one
+// at 2 ms that barely improves (1 %). The first has more to gain and must get most of the rounds.
+TEST(TaskScheduler, GradientGivesMoreTrialsToTheTaskThatGainsMore) {
+  auto scheduler = make_gradient_scheduler();
+  std::vector<TaskProgress> tasks(2);
+  std::vector<double> latency = {8.0, 2.0}, factor = {0.9, 0.99};
+  std::vector<int> rounds = {0, 0};
+  for (int r = 0; r < 16; ++r) {
+    int i = scheduler->next(tasks);
+    ASSERT_GE(i, 0);
+    size_t k = static_cast<size_t>(i);
+    ++rounds[k];
+    latency[k] *= factor[k];
+    tasks[k].trials.push_back(64 * rounds[k]);
+    tasks[k].best_seconds.push_back(latency[k]);
+  }
+  EXPECT_GT(rounds[0], rounds[1]);
+  EXPECT_GE(rounds[1], 1);  // every task gets a first round
+  // Of two tasks alike but for the weight, the heavier is worth more.
+  std::vector<TaskProgress> weighted(2);
+  weighted[0].weight = 1;
+  weighted[1].weight = 10;
+  for (auto& t : weighted) {
+    t.trials = {64, 128};
+    t.best_seconds = {2.0, 1.0};
+  }
+  EXPECT_EQ(scheduler->next(weighted), 1);
+  for (auto& t : weighted) t.done = true;
+  EXPECT_EQ(scheduler->next(weighted), -1);
+}
+
+TEST(TaskScheduler, RoundRobinTakesTurnsAndSkipsFinishedTasks) {
+  auto rr = make_task_scheduler("round-robin");
+  std::vector<TaskProgress> tasks(3);
+  EXPECT_EQ(rr->next(tasks), 0);
+  EXPECT_EQ(rr->next(tasks), 1);
+  tasks[2].done = true;
+  EXPECT_EQ(rr->next(tasks), 0);
+  EXPECT_THROW(make_task_scheduler("lottery"), Error);
+}
+
+std::string worker() { return std::string(TYCHE_BINARY_DIR) + "/tools/tyche-worker"; }
+
+std::string fresh_dir(const std::string& name) {
+  std::string d = ::testing::TempDir() + "/tyche_tune_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+TuneOptions quick(const std::string& db, const std::string& strategy, int trials) {
+  TuneOptions o;
+  o.trials = trials;
+  o.batch = 8;
+  o.db_dir = db;
+  o.strategy = strategy;
+  o.evolutionary.population = 64;
+  o.evolutionary.init_min_unmeasured = 16;
+  o.threads = 2;
+  o.runner.worker_path = worker();
+  o.runner.timeout_s = 20;
+  o.runner.time = {.warmup = 0, .number = 1, .repeat = 2, .min_repeat_ms = 2, .flush_cache = false, .flush_ranges = {}};
+  return o;
+}
+
+Target two_cores() {
+  Target t;
+  t.num_cores = 2;
+  return t;
+}
+
+double unscheduled_seconds(const workloads::Workload& w) {
+  auto k = codegen::compile(lower::lower(w.func).func);
+  auto inputs = workloads::make_inputs(w.func);
+  auto expected = w.reference(inputs);
+  std::vector<runtime::NDArray> args = inputs;
+  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
+  return runtime::time_function([&] { k->run(args); }, {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 5, .flush_cache = false, .flush_ranges = {}}).median;
+}
+
+TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
+  auto w = workloads::get_preset("GMM-1");
+  double plain = unscheduled_seconds(w);
+  for (const std::string strategy : {"replay-trace", "evolutionary"}) {
+    SCOPED_TRACE(strategy);
+    std::string db = fresh_dir(strategy);
+    int rounds = 0;
+    TuneResult r = tune({{w, "", 1.0}}, two_cores(), quick(db, strategy, 16), [&](const TuneProgress& p) {
+      ++rounds;
+      EXPECT_EQ(p.budget, 16);
+      EXPECT_EQ(p.task->name, "GMM-1");
+    });
+    ASSERT_EQ(r.tasks.size(), 1u);
+    EXPECT_EQ(r.tasks[0].trials, 16);
+    EXPECT_EQ(rounds, 2);
+    EXPECT_GT(r.tasks[0].best_seconds, 0);
+    EXPECT_LT(r.tasks[0].best_seconds, plain) << "unscheduled " << plain;
+    EXPECT_THAT(r.tasks[0].best_trace_text, HasSubstr("sch.get_block"));
+    EXPECT_EQ(r.resumed_records, 0);
+    // Again on the same database: it resumes, and measures only new programs.
+    TuneResult again = tune({{w, "", 1.0}}, two_cores(), quick(db, strategy, 8));
+    EXPECT_EQ(again.resumed_records, 16);
+    EXPECT_LE(again.tasks[0].best_seconds, r.tasks[0].best_seconds);
+    Database d(db);
+    ASSERT_EQ(d.records().size(), 24u);
+    std::unordered_set<uint64_t> programs;
+    for (const TuningRecord& rec : d.records()) EXPECT_TRUE(programs.insert(rec.program).second) << "measured twice";
+    std::filesystem::remove_all(db);
+  }
+}
+
+// A strategy that proposes a crash, a hang, a wrong result and a correct program.
+class Saboteur : public SearchStrategy {
+ public:
+  std::string name() const override { return "saboteur"; }
+  void initialize(SearchTask* task, int64_t) override { task_ = task; }
+  std::vector<SearchCandidate> generate(int) override {
+    if (done_) return {};
+    done_ = true;
+    const ir::PrimFunc& f = task_->context.func;  // C[i] = A[i] + 1 over 64
+    ir::Buffer a = f->params[0], c = f->params[1];
+    ir::Var i("i", kInt64);
+    ir::Expr zero = ir::make_int(0, kInt64);
+    auto loop = [&](int64_t n, ir::Stmt body) { return ir::for_loop(i, zero, ir::make_int(n, kInt64), ir::ForKind::kSerial, body); };
+    std::vector<ir::Stmt> bodies = {
+        loop(1000000000, ir::buffer_store(c, ir::make_float(1.0), {i * ir::make_int(1 << 20, kInt64)})),         // crash
+        loop(1000000000000000000LL, ir::buffer_store(c, ir::buffer_load(c, {zero}) * ir::make_float(1.0000001) + ir::make_float(1.0), {zero})),  // hang
+        loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}), {i})),                                             // wrong
+        loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}) + ir::make_float(1.0), {i}))};                      // right
+    std::vector<SearchCandidate> out;
+    uint64_t h = 1;
+    for (const ir::Stmt& b : bodies) out.push_back({schedule::Trace(), ir::PrimFunc("C", f->params, 1, b), h++});
+    return out;
+  }
+
+ private:
+  SearchTask* task_ = nullptr;
+  bool done_ = false;
+};
+
+TEST(Tune, CrashesHangsAndWrongResultsAreFailedRecordsAndTheTuneGoesOn) {
+  auto w = workloads::from_index_notation("C[i] = A[i] + 1.0", "i=64");
+  std::string db = fresh_dir("saboteur");
+  TuneOptions o = quick(db, "replay-trace", 10);
+  o.runner.timeout_s = 1;
+  o.make_strategy = [] { return std::make_unique<Saboteur>(); };
+  TuneResult r = tune({{w, "i=64", 1.0}}, two_cores(), o);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  EXPECT_EQ(r.tasks[0].trials, 4);  // then the strategy ran dry
+  EXPECT_EQ(r.tasks[0].failed, 3);
+  EXPECT_GT(r.tasks[0].best_seconds, 0);
+  Database d(db);
+  ASSERT_EQ(d.records().size(), 4u);
+  EXPECT_THAT(d.records()[0].error, HasSubstr("crashed the worker"));
+  EXPECT_THAT(d.records()[1].error, HasSubstr("timed out"));
+  EXPECT_THAT(d.records()[2].error, HasSubstr("wrong result"));
+  EXPECT_TRUE(d.records()[3].ok());
+  std::filesystem::remove_all(db);
+}
+
+TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
+  auto w = workloads::get_preset("GMM-1");
+  std::string db = fresh_dir("refusals");
+  TuneOptions o = quick(db, "bayesian", 8);
+  EXPECT_THAT([&] { tune({{w, "", 1.0}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown search strategy")));
+  o = quick(db, "evolutionary", 8);
+  o.cost_model = "random";
+  o.model_path = "/tmp/model.json";
+  EXPECT_THAT([&] { tune({{w, "", 1.0}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("--model needs the xgb")));
+  o = quick(db, "evolutionary", 8);
+  EXPECT_THAT([&] { tune({{w, "", 1.0}}, Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("CUDA")));
+  std::filesystem::remove_all(db);
+}
+
+}  // namespace
+}  // namespace tyche::tune
