@@ -28,6 +28,7 @@ struct Fixture {
     for (auto& [m, weight] : task.mutators) m->initialize(task.context);
     task.model = model.get();
     task.workload = ir::structural_hash(w.func);
+    task.threads = 2;  // sampling and mutation in parallel
   }
   // Marks a batch measured, as the tuner does.
   void measure(const std::vector<SearchCandidate>& batch, double seconds) {
@@ -97,6 +98,20 @@ class Favourite : public CostModel {
  private:
   uint64_t hash_;
 };
+
+TEST(Search, TheSameSeedGivesTheSameBatchWhateverTheThreads) {
+  std::vector<std::vector<uint64_t>> batches;
+  for (int threads : {1, 2}) {
+    Fixture f(workloads::get_preset("GMM-1"));
+    f.task.threads = threads;
+    SearchStrategyPtr s = make_evolutionary({.population = 48, .init_min_unmeasured = 16});
+    s->initialize(&f.task, 11);
+    std::vector<uint64_t> hashes;
+    for (const SearchCandidate& c : s->generate(10)) hashes.push_back(c.program_hash);
+    batches.push_back(hashes);
+  }
+  EXPECT_EQ(batches[0], batches[1]);
+}
 
 TEST(Search, EvolutionPicksWhatTheModelScoresBest) {
   for (const std::string acceptance : {"eps-greedy", "annealing"}) {

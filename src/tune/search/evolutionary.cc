@@ -9,8 +9,11 @@
 // Annealing acceptance keeps a parent instead of its child when the child scores lower, unless
 // a draw below exp(gain / T) says otherwise; T falls to zero over the generations.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -22,6 +25,19 @@ namespace tyche::tune {
 namespace {
 
 constexpr int kMutationTries = 3;
+
+// Runs f(0..n-1) on `threads` threads. Each index gets its own random engine, forked before, so
+// the result does not depend on the number of threads.
+void parallel_indices(size_t n, int threads, const std::function<void(size_t)>& f) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) f(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(threads, static_cast<int>(n)); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
 
 class Evolutionary : public SearchStrategy {
  public:
@@ -65,12 +81,18 @@ class Evolutionary : public SearchStrategy {
       if (auto c = task_->replay(best[i].second, rng_.fork().seed())) population.push_back(std::move(*c));
     int n_fresh = std::max(options_.population - static_cast<int>(population.size()), options_.init_min_unmeasured);
     std::unordered_set<uint64_t> fresh_seen;
-    for (int drawn = 0, got = 0; got < n_fresh && drawn < n_fresh * 4; ++drawn) {
-      std::optional<SearchCandidate> c = task_->sample(rng_);
-      if (!c) continue;
-      ++got;
-      if (!task_->measured.count(c->program_hash) && fresh_seen.insert(c->program_hash).second) fresh.push_back(*c);
-      population.push_back(std::move(*c));
+    // Draws in parallel, a few rounds in case some samples are invalid.
+    for (int round = 0, got = 0; round < 4 && got < n_fresh; ++round) {
+      size_t want = static_cast<size_t>(n_fresh - got);
+      std::vector<RandomEngine> rngs = rng_.fork(static_cast<int>(want));
+      std::vector<std::optional<SearchCandidate>> drawn(want);
+      parallel_indices(want, task_->threads, [&](size_t i) { drawn[i] = task_->sample(rngs[i]); });
+      for (auto& c : drawn) {
+        if (!c) continue;
+        ++got;
+        if (!task_->measured.count(c->program_hash) && fresh_seen.insert(c->program_hash).second) fresh.push_back(*c);
+        population.push_back(std::move(*c));
+      }
     }
   }
 
@@ -101,13 +123,13 @@ class Evolutionary : public SearchStrategy {
   }
 
   // A mutated, valid child of `parent`, or nullopt.
-  std::optional<SearchCandidate> mutate(const SearchCandidate& parent) {
+  std::optional<SearchCandidate> mutate(const SearchCandidate& parent, RandomEngine& rng) const {
     if (task_->mutators.empty()) return std::nullopt;
     for (int t = 0; t < kMutationTries; ++t) {
-      const MutatorPtr& m = task_->mutators[static_cast<size_t>(rng_.weighted_index(mutator_weights_))].first;
-      std::optional<schedule::Trace> trace = m->mutate(parent.trace, rng_);
+      const MutatorPtr& m = task_->mutators[static_cast<size_t>(rng.weighted_index(mutator_weights_))].first;
+      std::optional<schedule::Trace> trace = m->mutate(parent.trace, rng);
       if (!trace) continue;
-      if (auto child = task_->replay(*trace, rng_.fork().seed())) return child;
+      if (auto child = task_->replay(*trace, rng.fork().seed())) return child;
     }
     return std::nullopt;
   }
@@ -118,15 +140,20 @@ class Evolutionary : public SearchStrategy {
     double lo = *std::min_element(s.begin(), s.end());
     std::vector<double> w;
     for (double x : s) w.push_back(x - lo + 1e-6);
-    std::vector<SearchCandidate> next;
+    // Parents and whether to mutate are drawn in order; the mutations run in parallel.
     std::vector<size_t> parents;
+    std::vector<bool> mutated;
     for (size_t i = 0; i < population.size(); ++i) {
-      size_t p = static_cast<size_t>(rng_.weighted_index(w));
-      std::optional<SearchCandidate> child;
-      if (rng_.uniform_real() < options_.mutation_probability) child = mutate(population[p]);
-      next.push_back(child ? std::move(*child) : population[p]);
-      parents.push_back(p);
+      parents.push_back(static_cast<size_t>(rng_.weighted_index(w)));
+      mutated.push_back(rng_.uniform_real() < options_.mutation_probability);
     }
+    std::vector<RandomEngine> rngs = rng_.fork(static_cast<int>(population.size()));
+    std::vector<std::optional<SearchCandidate>> children(population.size());
+    parallel_indices(population.size(), task_->threads, [&](size_t i) {
+      if (mutated[i]) children[i] = mutate(population[parents[i]], rngs[i]);
+    });
+    std::vector<SearchCandidate> next;
+    for (size_t i = 0; i < population.size(); ++i) next.push_back(children[i] ? std::move(*children[i]) : population[parents[i]]);
     if (options_.acceptance != "annealing") return next;
     std::vector<double> child_scores = score(next);
     for (size_t i = 0; i < next.size(); ++i) {

@@ -34,6 +34,7 @@ struct SearchTask {
   std::unordered_set<uint64_t> measured;                // program hashes, failures included
   std::vector<std::pair<double, schedule::Trace>> measured_traces;  // (seconds, trace) of those that ran
   uint64_t workload = 0;
+  int threads = 1;  // for sampling, mutation and validation
 
   // The candidate `trace` replays to with its recorded decisions, or nullopt when the
   // postprocessors refuse it.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <thread>
 
 #include "codegen/cpu.h"
 #include "ir/structural.h"
@@ -101,6 +102,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     for (auto& [m, weight] : s.mutators) m->initialize(s.context);
     s.model = model.get();
     s.workload = ir::structural_hash(w.func);
+    s.threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     st->workload = RecordWorkload{w.name, st->task.extents, s.workload, w.shape, w.flop};
     db.add_workload(st->workload);
     std::vector<const TuningRecord*> records = db.records_of(s.workload, key);
