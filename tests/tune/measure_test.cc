@@ -1,6 +1,7 @@
 // Builder and isolated Runner: failures stay with their candidate and the batch goes on.
 #include <gmock/gmock.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "interp/interpreter.h"
@@ -143,6 +144,40 @@ TEST(Runner, CrashesAndHangsAreCandidateFailuresAndTheNextCandidateRuns) {
   EXPECT_TRUE(results[3].ok()) << results[3].error;
   EXPECT_TRUE(results[3].correct);
   EXPECT_EQ(runner.worker_starts(), 3);  // first, after the crash, after the kill
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Runner, ASlowCandidateIsTimedByItsCheckingRunAndMayHaveItsOwnTimeout) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  ir::PrimFunc good = tiled_gmm(w, 16);
+  ir::PrimFunc hang = endless();
+  std::string dir = temp_dir("objects3");
+  Builder builder(BuilderOptions{.object_dir = dir});
+  auto built = builder.build({good, hang});
+  for (const BuildResult& b : built) ASSERT_TRUE(b.ok()) << b.error;
+  Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 60,
+                              .time = {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}}});
+  RunInput all = input_for(built[0], good, &w);
+  RunResult r = runner.run(all);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.time.seconds.size(), 3u);
+  RunInput slow = all;
+  slow.single_run_after_s = 1e-9;  // every run lasts longer: the checking run is the measurement
+  r = runner.run(slow);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(r.checked && r.correct);
+  ASSERT_EQ(r.time.seconds.size(), 1u);
+  EXPECT_GT(r.time.seconds[0], 0);
+  EXPECT_EQ(r.time.median, r.time.seconds[0]);
+  slow.single_run_after_s = 1e9;  // no run lasts that long: all repeats
+  r = runner.run(slow);
+  EXPECT_EQ(r.time.seconds.size(), 3u);
+  RunInput hung = input_for(built[1], hang, nullptr);
+  hung.timeout_s = 0.5;
+  auto t0 = std::chrono::steady_clock::now();
+  r = runner.run(hung);
+  EXPECT_THAT(r.error, HasSubstr("timed out after 0.5 s"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
   std::filesystem::remove_all(dir);
 }
 

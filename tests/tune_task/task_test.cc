@@ -3,6 +3,7 @@
 // goes on.
 #include <gmock/gmock.h>
 
+#include <chrono>
 #include <filesystem>
 #include <unordered_set>
 
@@ -129,9 +130,11 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
   }
 }
 
-// A strategy that proposes a crash, a hang, a wrong result and a correct program.
+// A strategy that proposes a crash, a hang, a wrong result and a correct program (or, with
+// `right_first`, a correct program, those four, in that order).
 class Saboteur : public SearchStrategy {
  public:
+  explicit Saboteur(bool right_first = false) : right_first_(right_first) {}
   std::string name() const override { return "saboteur"; }
   void initialize(SearchTask* task, int64_t) override { task_ = task; }
   std::vector<SearchCandidate> generate(int) override {
@@ -147,6 +150,7 @@ class Saboteur : public SearchStrategy {
         loop(1000000000000000000LL, ir::buffer_store(c, ir::buffer_load(c, {zero}) * ir::make_float(1.0000001) + ir::make_float(1.0), {zero})),  // hang
         loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}), {i})),                                             // wrong
         loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}) + ir::make_float(1.0), {i}))};                      // right
+    if (right_first_) bodies.insert(bodies.begin(), bodies.back());
     std::vector<SearchCandidate> out;
     uint64_t h = 1;
     for (const ir::Stmt& b : bodies) out.push_back({schedule::Trace(), ir::PrimFunc("C", f->params, 1, b), h++});
@@ -156,6 +160,7 @@ class Saboteur : public SearchStrategy {
  private:
   SearchTask* task_ = nullptr;
   bool done_ = false;
+  bool right_first_;
 };
 
 TEST(Tune, CrashesHangsAndWrongResultsAreFailedRecordsAndTheTuneGoesOn) {
@@ -175,6 +180,27 @@ TEST(Tune, CrashesHangsAndWrongResultsAreFailedRecordsAndTheTuneGoesOn) {
   EXPECT_THAT(d.records()[1].error, HasSubstr("timed out"));
   EXPECT_THAT(d.records()[2].error, HasSubstr("wrong result"));
   EXPECT_TRUE(d.records()[3].ok());
+  std::filesystem::remove_all(db);
+}
+
+TEST(Tune, CandidatesSlowerThanTheBestAreTimedOnceAndStoppedEarly) {
+  auto w = workloads::from_index_notation("C[i] = A[i] + 1.0", "i=64");
+  std::string db = fresh_dir("slow");
+  TuneOptions o = quick(db, "replay-trace", 10);
+  o.runner.timeout_s = 20;
+  o.single_run_slowdown = 1e-9;  // every candidate is "slower" than the first correct one
+  o.timeout_slowdown = 1e-9;     // so the hang is stopped after the floor of one second
+  o.make_strategy = [] { return std::make_unique<Saboteur>(true); };
+  auto t0 = std::chrono::steady_clock::now();
+  TuneResult r = tune({{w, "i=64", 1.0}}, two_cores(), o);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15);
+  EXPECT_EQ(r.tasks[0].trials, 5);
+  Database d(db);
+  ASSERT_EQ(d.records().size(), 5u);
+  EXPECT_EQ(d.records()[0].seconds.size(), 2u);  // no best yet: every repeat
+  EXPECT_THAT(d.records()[2].error, HasSubstr("timed out after 1 s"));
+  ASSERT_TRUE(d.records()[4].ok());
+  EXPECT_EQ(d.records()[4].seconds.size(), 1u);  // its checking run only
   std::filesystem::remove_all(db);
 }
 

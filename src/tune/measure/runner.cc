@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -101,13 +102,15 @@ RunResult Runner::run(const RunInput& input) {
   json request = {{"object", input.object_path}, {"name", input.name}, {"params", params},
                   {"num_inputs", input.num_inputs}, {"seed", input.seed}, {"outputs_file", outputs_file},
                   {"warmup", t.warmup}, {"number", t.number}, {"repeat", t.repeat},
-                  {"min_repeat_ms", t.min_repeat_ms}, {"flush_cache", t.flush_cache}};
+                  {"min_repeat_ms", t.min_repeat_ms}, {"flush_cache", t.flush_cache},
+                  {"single_run_after_s", input.single_run_after_s}};
   if (!write_all(to_worker_, request.dump() + "\n")) {
     result.error = reap_worker();
     return result;
   }
   // Wait for one response line, up to the timeout.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
+  double timeout_s = input.timeout_s > 0 ? std::min(input.timeout_s, options_.timeout_s) : options_.timeout_s;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   std::string line;
   while (true) {
     size_t nl = pending_.find('\n');
@@ -119,7 +122,7 @@ RunResult Runner::run(const RunInput& input) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       stop_worker(true);
-      result.error = fmt::format("timed out after {:g} s (the worker was killed)", options_.timeout_s);
+      result.error = fmt::format("timed out after {:.3g} s (the worker was killed)", timeout_s);
       std::remove(outputs_file.c_str());
       return result;
     }

@@ -35,6 +35,11 @@ struct RunInput {
   uint64_t seed = 42;
   // Non-empty: the expected outputs (of the inputs `seed` makes), compared after one run.
   std::vector<runtime::NDArray> expected;
+  // > 0: when the first (checking) run lasts at least this long, it is the only measurement. A
+  // candidate many times slower than the best one teaches the model as much from one run as
+  // from several, and the tuner need not wait for its repeats.
+  double single_run_after_s = 0;
+  double timeout_s = 0;  // > 0: this candidate's timeout, below RunnerOptions::timeout_s
 };
 
 struct RunResult {

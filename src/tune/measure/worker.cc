@@ -4,6 +4,7 @@
 // a hang) the Runner sees from outside.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -30,7 +31,9 @@ json handle(const json& req) {
   }
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
+  auto t0 = std::chrono::steady_clock::now();
   kernel->run(ptrs.data());
+  double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string outputs_file = req.value("outputs_file", std::string());
   if (!outputs_file.empty()) {
     std::ofstream out(outputs_file, std::ios::binary);
@@ -38,6 +41,9 @@ json handle(const json& req) {
       out.write(static_cast<const char*>(args[i].data()), static_cast<std::streamsize>(args[i].nbytes()));
     if (!out) throw Error(fmt::format("cannot write '{}'", outputs_file));
   }
+  double single_run_after_s = req.value("single_run_after_s", 0.0);
+  if (single_run_after_s > 0 && first_s >= single_run_after_s)
+    return {{"ok", true}, {"seconds", {first_s}}, {"number", 1}, {"median", first_s}, {"min", first_s}, {"mean", first_s}, {"cv", 0.0}};
   runtime::TimeOptions t;
   t.warmup = req.value("warmup", 1);
   t.number = req.value("number", 1);

@@ -166,6 +166,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     std::vector<TuningRecord> records;
     std::vector<double> seconds;
     t = Clock::now();
+    double batch_best = st.result.best_seconds;
     for (size_t k = 0; k < batch.size() && !stopped(); ++k) {
       TuningRecord r{st.workload, batch[k].trace.to_json(), rt, batch[k].program_hash, {}, {}, utc_now()};
       if (!built[k].ok()) {
@@ -178,12 +179,15 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
         in.num_inputs = funcs[k]->params.size() - static_cast<size_t>(funcs[k]->num_outputs);
         in.seed = 42;
         in.expected = st.expected;
+        if (options.single_run_slowdown > 0 && batch_best > 0) in.single_run_after_s = options.single_run_slowdown * batch_best;
+        if (options.timeout_slowdown > 0 && batch_best > 0) in.timeout_s = std::max(1.0, options.timeout_slowdown * batch_best);
         RunResult res = runner.run(in);
         if (!res.ok()) r.error = "run: " + res.error;
         else if (!res.correct) r.error = "wrong result: " + res.mismatch;
         else r.seconds = res.time.seconds;
       }
       seconds.push_back(r.ok() ? r.mean_seconds() : std::numeric_limits<double>::quiet_NaN());
+      if (r.ok() && (batch_best == 0 || seconds.back() < batch_best)) batch_best = seconds.back();
       records.push_back(std::move(r));
     }
     out.times.run += since(t);

@@ -41,6 +41,12 @@ struct TuneOptions {
   int64_t seed = 0;
   int threads = 0;                          // for search, features and the model; 0: all
   RunnerOptions runner;                     // worker path, timeout, timing
+  // A candidate whose checking run is this many times slower than the task's best is timed by
+  // that run alone (0: every candidate gets all its repeats).
+  double single_run_slowdown = 4;
+  // A candidate still running after this many times the task's best (at least a second) is
+  // stopped and recorded as timed out (0: only RunnerOptions::timeout_s stops candidates).
+  double timeout_slowdown = 100;
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): stop after saving what was measured
 };
 
