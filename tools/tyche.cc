@@ -90,26 +90,12 @@ struct Options {
 };
 
 // The best program of `w` that the database at o.db measured for this target (llvm, this host's
-// cores, --cpu): its trace replayed and postprocessed.
+// cores, --cpu).
 ir::PrimFunc best_in_database(const workloads::Workload& w, const Options& o) {
   if (!std::filesystem::is_directory(o.db)) throw Error(fmt::format("no tuning database at '{}'", o.db));
-  tune::Database db(o.db);
   tune::Target target = tune::Target::host();
   target.cpu = o.cpu;
-  uint64_t hash = ir::structural_hash(w.func);
-  auto best = db.best(hash, tune::target_key(tune::record_target(target)), 1);
-  if (best.empty()) {
-    bool other = std::any_of(db.records().begin(), db.records().end(), [&](const tune::TuningRecord& r) { return r.workload.hash == hash && r.ok(); });
-    throw Error(fmt::format("the database at '{}' has no measured {} for {}{}", o.db, w.name, target.str(),
-                            other ? " (only for other targets: another CPU or core count)" : ""));
-  }
-  tune::TuneContext context{w.func, target};
-  auto postprocs = tune::default_postprocs(target);
-  for (const auto& p : postprocs) p->initialize(context);
-  auto c = tune::make_candidate(context, schedule::Trace::from_json(best[0]->trace_json), {}, postprocs, o.seed);
-  if (auto* e = std::get_if<tune::CandidateError>(&c))
-    throw Error(fmt::format("the best record of {} no longer replays ({}: {})", w.name, e->category, e->message));
-  return std::get<schedule::Schedule>(c).func();
+  return tune::best_program(tune::Database(o.db), w.name, w.func, target, o.seed);
 }
 
 // The workload, scaled down on request, with the trace file (text or JSON) applied. Sampling

@@ -149,12 +149,14 @@ class LLVMKernel : public CompiledKernel {
     has_signature_ = true;
     param_elems_ = elems_of(lowered);
     for (const ir::Buffer& p : lowered->params) param_dtypes_.push_back(p->dtype);
-    auto ctx = std::make_unique<llvm::LLVMContext>();
-    std::unique_ptr<llvm::Module> mod = optimized_module(lowered, *ctx, *cpu_, options);
+    ctx_ = std::make_unique<llvm::LLVMContext>();
+    std::unique_ptr<llvm::Module> mod = optimized_module(lowered, *ctx_, *cpu_, options);
     if (options.keep_module) kept_ = llvm::CloneModule(*mod);
-    tsc_ = llvm::orc::ThreadSafeContext(std::move(ctx));
+    // Through an object file, as the tuner's worker and exported code get it: the machine code
+    // timed in tuning is the code that runs here.
+    std::string obj = emit_file(*mod, *cpu_, llvm::CodeGenFileType::ObjectFile);
     jit_ = make_jit(*cpu_);
-    check(jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), tsc_)), "adding the module");
+    check(jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(obj, name_ + ".o")), "loading the object");
     auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
     entry_ = addr.toPtr<void (*)(void* const*)>();
     compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -198,7 +200,7 @@ class LLVMKernel : public CompiledKernel {
   }
 
   const Cpu* cpu_;
-  llvm::orc::ThreadSafeContext tsc_;
+  std::unique_ptr<llvm::LLVMContext> ctx_;  // of the kept module
   std::unique_ptr<llvm::Module> kept_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
 };

@@ -1,17 +1,21 @@
 // The task schedulers, and tune() end to end: each strategy beats the unscheduled program and
 // never measures a program twice; a rerun resumes; failing candidates are recorded and the tune
 // goes on.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <unordered_set>
 
 #include "codegen/llvm_codegen.h"
 #include "ir/op.h"
+#include "ir/structural.h"
 #include "lower/lower.h"
 #include "runtime/time_evaluator.h"
 #include "tune/database/database.h"
+#include "tune/search/records.h"
 #include "tune/task/task_scheduler.h"
 #include "tune/task/tune.h"
 
@@ -126,6 +130,22 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
     ASSERT_EQ(d.records().size(), 24u);
     std::unordered_set<uint64_t> programs;
     for (const TuningRecord& rec : d.records()) EXPECT_TRUE(programs.insert(rec.program).second) << "measured twice";
+    // The best records replay to the programs measured, fastest first.
+    std::vector<ir::PrimFunc> top = best_programs(d, "GMM-1", w.func, two_cores(), 3);
+    auto best = d.best(ir::structural_hash(w.func), target_key(record_target(two_cores())), 3);
+    ASSERT_EQ(top.size(), 3u);
+    for (size_t k = 0; k < top.size(); ++k) EXPECT_EQ(ir::structural_hash(top[k]), best[k]->program);
+    if (strategy == "evolutionary") {  // a record whose program is not what its trace gives is refused
+      std::string path = db + "/records.jsonl";
+      std::ifstream in(path);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::string hex = fmt::format("{:016x}", best[0]->program);
+      ASSERT_NE(text.find(hex), std::string::npos);
+      text.replace(text.find(hex), hex.size(), "0123456789abcdef");
+      std::ofstream(path) << text;
+      EXPECT_THAT([&] { best_program(Database(db), "GMM-1", w.func, two_cores()); },
+                  ::testing::ThrowsMessage<Error>(HasSubstr("replays to another program than the one measured")));
+    }
     std::filesystem::remove_all(db);
   }
 }

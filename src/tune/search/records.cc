@@ -1,5 +1,9 @@
 #include "tune/search/records.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "codegen/cpu.h"
 #include "ir/structural.h"
 #include "runtime/host_info.h"
@@ -30,6 +34,39 @@ RecordTarget record_target(const Target& target) {
   if (target.is_gpu()) return RecordTarget{"cuda", 1, "", "", "", ""};
   const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);
   return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, runtime::cpu_model_name(), cpu.feature_string};
+}
+
+std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,
+                                        const Target& target, int k, int64_t seed) {
+  uint64_t hash = ir::structural_hash(func);
+  auto best = db.best(hash, target_key(record_target(target)), k);
+  if (best.empty()) {
+    bool other = std::any_of(db.records().begin(), db.records().end(), [&](const TuningRecord& r) { return r.workload.hash == hash && r.ok(); });
+    throw Error(fmt::format("the database at '{}' has no measured {} for {}{}", db.dir(), name, target.str(),
+                            other ? " (only for other targets: another CPU or core count)" : ""));
+  }
+  TuneContext context{func, target};
+  auto postprocs = default_postprocs(target);
+  for (const auto& p : postprocs) p->initialize(context);
+  std::vector<ir::PrimFunc> out;
+  for (size_t i = 0; i < best.size(); ++i) {
+    std::string which = i == 0 ? "best record" : fmt::format("record ranked {}", i + 1);
+    auto c = make_candidate(context, schedule::Trace::from_json(best[i]->trace_json), {}, postprocs, seed);
+    if (auto* e = std::get_if<CandidateError>(&c))
+      throw Error(fmt::format("the {} of {} no longer replays ({}: {})", which, name, e->category, e->message));
+    ir::PrimFunc program = std::get<schedule::Schedule>(c).func();
+    if (best[i]->program && ir::structural_hash(program) != best[i]->program)
+      throw Error(fmt::format("the {} of {} replays to another program than the one measured (program {:016x}, "
+                              "measured {:016x}): the rules or postprocessors changed since",
+                              which, name, ir::structural_hash(program), best[i]->program));
+    out.push_back(program);
+  }
+  return out;
+}
+
+ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
+                          int64_t seed) {
+  return best_programs(db, name, func, target, 1, seed)[0];
 }
 
 }  // namespace tyche::tune

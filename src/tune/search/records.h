@@ -6,6 +6,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/function.h"
+#include "tune/database/database.h"
 #include "tune/database/record.h"
 #include "tune/postproc/postproc.h"
 
@@ -19,5 +21,15 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
 // How a record names code generated for `target` on this machine: its CPU (codegen/cpu.h), the
 // LLVM name, the model name /proc/cpuinfo gives and the feature list.
 RecordTarget record_target(const Target& target);
+
+// The best program `db` measured of the workload `func` (named `name` in messages) for `target`:
+// its trace replayed and postprocessed, sampling without a recorded decision drawing from `seed`.
+// Throws when there is no such record, when its trace no longer replays, or when it replays to
+// another program than the one measured.
+ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
+                          int64_t seed = 0);
+// The same for the best `k` (fewer when fewer were measured), fastest first.
+std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,
+                                        const Target& target, int k, int64_t seed = 0);
 
 }  // namespace tyche::tune
