@@ -110,7 +110,8 @@ TEST(GpuMultiLevelTiling, ReadReuseRefusals) {
   };
   MultiLevelTilingConfig may = gpu_mlt();
   may.reuse_read.req = ReuseConfig::Kind::kMay;
-  EXPECT_THAT(refused(may), HasSubstr("read reuse must be \"no\" or \"must\", not \"may\""));
+  may.reuse_read.levels = {};
+  EXPECT_THAT(refused(may), HasSubstr("read reuse takes one level, not 0"));
   MultiLevelTilingConfig two = gpu_mlt();
   two.reuse_read.levels = {4, 5};
   EXPECT_THAT(refused(two), HasSubstr("read reuse takes one level, not 2"));

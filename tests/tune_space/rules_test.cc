@@ -91,6 +91,38 @@ TEST(MultiLevelTiling, MustReuseAndGpuBindings) {
   EXPECT_TRUE(computes_reference(w, gpu[0].func()));
 }
 
+// Packing on a CPU: read reuse "may" gives a design without caches and one that caches, under
+// the second spatial tile level, only the operand the output's rows run along (B of a matmul,
+// the weights of a convolution), for each write-reuse choice.
+TEST(MultiLevelTiling, MayPackTheOperandAlongTheOutputRows) {
+  auto w = small("GMM-1");  // Z[b, i, j] += X[b, i, k] * Y[b, k, j]
+  auto designs = generate(w, {multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMay, .levels = {2}, .only_along_output_row = true},
+                                                  .reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {1, 2}}})});
+  ASSERT_EQ(designs.size(), 6u);
+  int packed = 0;
+  for (const Schedule& d : designs) {
+    std::string text = d.trace()->to_text();
+    EXPECT_THAT(text, Not(HasSubstr("read_buffer_index=0")));
+    if (text.find("cache_read(block=b0, read_buffer_index=1") != std::string::npos) {
+      ++packed;
+      EXPECT_THAT(ir_of(d), HasSubstr("Y_global"));
+    }
+    EXPECT_TRUE(computes_reference(w, d.func()));
+  }
+  EXPECT_EQ(packed, 3);
+  auto conv = small("C2D-1");  // conv2d[n, h, w, co] += pad[n, h*2+rh, w*2+rw, ci] * W[rh, rw, ci, co]
+  auto conv_designs = generate(conv, {auto_inline({.disallow_op = {"exp"}}),
+                                      multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMust, .levels = {2}, .only_along_output_row = true}})});
+  ASSERT_FALSE(conv_designs.empty());
+  for (const Schedule& d : conv_designs) {
+    std::string ir = ir_of(d);
+    EXPECT_THAT(ir, HasSubstr("W_global"));  // "must": every design
+    EXPECT_THAT(ir, Not(HasSubstr("I_global")));
+    EXPECT_THAT(ir, Not(HasSubstr("pad_global")));
+    EXPECT_TRUE(computes_reference(conv, d.func()));
+  }
+}
+
 TEST(MultiLevelTiling, LeavesBlocksWithoutReuseAlone) {
   auto w = small("SFM-1");  // reductions whose input uses every spatial iterator
   auto designs = generate(w, {multi_level_tiling()});

@@ -24,6 +24,17 @@ using schedule::Schedule;
 
 namespace {
 
+// Read `i` of the block has the output's last index as its own last index: the operand the
+// vector lanes run along.
+bool along_output_row(const Schedule& sch, const BlockRV& block, size_t i) {
+  const ir::BlockNode* b = block_node(sch, block);
+  const std::vector<ir::Range>& out = b->writes[0].region;
+  const std::vector<ir::Range>& in = b->reads[i].region;
+  if (out.empty() || in.empty()) return false;
+  const auto* v = out.back().min.as<ir::VarNode>();
+  return v && in.back().min.as<ir::VarNode>() == v;
+}
+
 class MultiLevelTiling : public ScheduleRule {
  public:
   explicit MultiLevelTiling(MultiLevelTilingConfig config) : config_(std::move(config)) {
@@ -40,13 +51,10 @@ class MultiLevelTiling : public ScheduleRule {
     };
     check_levels(config_.reuse_read, "read reuse");
     check_levels(config_.reuse_write, "write reuse");
-    // Read reuse is "no" or "must" at one level, as TVM refuses "may" for reads: every input
-    // gets its cache under the innermost loop of that level (a second level or a branch without
-    // caches would have no meaning here).
+    // Read reuse is at one level: every input (or the one along the output's rows) gets its
+    // cache under the innermost loop of that level; "may" adds the design without caches.
     const ReuseConfig& r = config_.reuse_read;
-    if (r.req == ReuseConfig::Kind::kMay)
-      throw InputError("MultiLevelTiling: read reuse must be \"no\" or \"must\", not \"may\"");
-    if (r.levels.size() > 1 || (r.req == ReuseConfig::Kind::kMust && r.levels.empty()))
+    if (r.levels.size() > 1 || (r.req != ReuseConfig::Kind::kNo && r.levels.empty()))
       throw InputError(fmt::format("MultiLevelTiling: read reuse takes one level, not {}", r.levels.size()));
     if (config_.tile_binds.size() > levels_)
       throw InputError("MultiLevelTiling: more tile bindings than tile levels");
@@ -67,19 +75,24 @@ class MultiLevelTiling : public ScheduleRule {
     }
     (void)sch.annotate(block, ann::kTilingStructure, config_.structure);
     // Write reuse: one design without a cache ("may") and one per level with it.
-    std::vector<std::pair<Schedule, int>> designs;  // schedule, write-cache level (0: none)
+    // Read reuse: without caches ("no", "may") and with them ("may", "must").
+    std::vector<int> write_levels;  // 0: no write cache
     const ReuseConfig& w = config_.reuse_write;
-    if (w.req != ReuseConfig::Kind::kMust || w.levels.empty()) designs.emplace_back(sch.copy(), 0);
-    if (w.req != ReuseConfig::Kind::kNo)
-      for (int level : w.levels) designs.emplace_back(sch.copy(), level);
-    for (auto& [d, level] : designs)
-      if (auto done = tile(std::move(d), block, level)) out.push_back(std::move(*done));
+    if (w.req != ReuseConfig::Kind::kMust || w.levels.empty()) write_levels.push_back(0);
+    if (w.req != ReuseConfig::Kind::kNo) write_levels.insert(write_levels.end(), w.levels.begin(), w.levels.end());
+    std::vector<bool> read_caches;
+    const ReuseConfig& r = config_.reuse_read;
+    if (r.req != ReuseConfig::Kind::kMust) read_caches.push_back(false);
+    if (r.req != ReuseConfig::Kind::kNo) read_caches.push_back(true);
+    for (bool read_cache : read_caches)
+      for (int level : write_levels)
+        if (auto done = tile(sch.copy(), block, level, read_cache)) out.push_back(std::move(*done));
     if (out.empty()) out.push_back(std::move(sch));  // every design refused: leave the block as it is
     return out;
   }
 
  private:
-  std::optional<Schedule> tile(Schedule sch, const BlockRV& block, int write_level) {
+  std::optional<Schedule> tile(Schedule sch, const BlockRV& block, int write_level, bool read_cache) {
     std::optional<BlockRV> write_cache;
     if (write_level > 0) {
       auto c = sch.cache_write(block, 0, config_.reuse_write.scope);
@@ -128,13 +141,18 @@ class MultiLevelTiling : public ScheduleRule {
       return std::nullopt;
     };
     const ReuseConfig& r = config_.reuse_read;
-    if (r.req == ReuseConfig::Kind::kMust) {
+    if (read_cache) {
       auto at = anchor(r.levels[0]);
       if (!at) return std::nullopt;
       size_t n_reads = block_node(sch, block)->reads.size();
       const ir::BufferNode* written = block_node(sch, block)->writes[0].buffer.get();
-      for (size_t i = 0; i < n_reads; ++i) {
-        if (block_node(sch, block)->reads[i].buffer.get() == written) continue;
+      std::vector<size_t> cached;
+      for (size_t i = 0; i < n_reads; ++i)
+        if (block_node(sch, block)->reads[i].buffer.get() != written && (!r.only_along_output_row || along_output_row(sch, block, i)))
+          cached.push_back(i);
+      if (cached.empty()) return std::nullopt;  // the design without caches covers it
+      // Each cache_read adds its block but keeps the reads' order: indices stay valid.
+      for (size_t i : cached) {
         auto c = sch.cache_read(block, static_cast<int>(i), r.scope);
         if (!c.ok() || !sch.compute_at(c.value(), *at, true).ok()) return std::nullopt;
         if (cooperative_fetch_) {

@@ -52,6 +52,10 @@ struct ReuseConfig {
   Kind req = Kind::kNo;
   std::vector<int> levels = {};
   std::string scope = "global";
+  // Reads only: cache just the inputs whose last index is the output's last one (the operand
+  // the vector lanes run along: B in C[i,j] += A[i,k] * B[k,j], a convolution's weights), so a
+  // CPU tile packs the panel it walks with a large stride and leaves the rows it reads in order.
+  bool only_along_output_row = false;
 };
 struct MultiLevelTilingConfig {
   std::string structure = "SSRSRS";        // S: a spatial tile level, R: a reduction tile level
