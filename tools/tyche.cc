@@ -184,13 +184,19 @@ int cmd_cpu(const Options& o) {
   return 0;
 }
 
+// The --json file, opened before any work so that an unwritable path fails first (closed when
+// there is no --json).
+std::ofstream open_json_output(const Options& o) {
+  std::ofstream out;
+  if (o.json_file.empty()) return out;
+  out.open(o.json_file);
+  if (!out) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  return out;
+}
+
 // Compiles with LLVM, checks against the reference, times, and reports latency and GFLOP/s.
 int cmd_run(const Options& o) {
-  std::ofstream json_out;
-  if (!o.json_file.empty()) {  // fail before any output if it cannot be written
-    json_out.open(o.json_file);
-    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
-  }
+  std::ofstream json_out = open_json_output(o);
   workloads::Workload w = load(o);
   if (o.threads > 0) runtime::ThreadPool::global().set_num_threads(o.threads);
   lower::LowerOptions lo;
@@ -242,11 +248,7 @@ int cmd_run(const Options& o) {
 
 // The per-store features of the (scheduled) workload: one column per store, one line per feature.
 int cmd_features(const Options& o) {
-  std::ofstream json_out;
-  if (!o.json_file.empty()) {
-    json_out.open(o.json_file);
-    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
-  }
+  std::ofstream json_out = open_json_output(o);
   workloads::Workload w = load(o);
   tune::Target target = tune::Target::parse(o.target);
   ir::PrimFunc func = w.func;
@@ -338,11 +340,7 @@ int cmd_model_train(const Options& o) {
 
 // tyche model eval: how well a saved model ranks the measured candidates of each workload.
 int cmd_model_eval(const Options& o) {
-  std::ofstream json_out;
-  if (!o.json_file.empty()) {
-    json_out.open(o.json_file);
-    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
-  }
+  std::ofstream json_out = open_json_output(o);
   auto model = tune::load_cost_model(o.model, {.threads = o.threads});
   tune::Dataset all = load_records(o);
   fmt::print("{:<14} {:>8} {:>9} {:>16} {:>8} {:>9}\n", "workload", "records", "pairwise",
@@ -382,11 +380,7 @@ std::string duration_text(double s) {
 
 // tyche tune: search each workload's design space, measuring up to --trials candidates in all.
 int cmd_tune(const Options& o) {
-  std::ofstream json_out;
-  if (!o.json_file.empty()) {
-    json_out.open(o.json_file);
-    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
-  }
+  std::ofstream json_out = open_json_output(o);
   std::vector<tune::TuneTask> tasks;
   for (const std::string& name : o.workload_list) {
     bool formula = name.find_first_of("[=") != std::string::npos;
@@ -471,11 +465,7 @@ int cmd_tune(const Options& o) {
 // Prints the design spaces of a workload, samples programs from them, validates them with the
 // postprocessors and checks the valid ones against the reference.
 int cmd_space(const Options& o) {
-  std::ofstream json_out;
-  if (!o.json_file.empty()) {
-    json_out.open(o.json_file);
-    if (!json_out) throw Error(fmt::format("cannot write '{}'", o.json_file));
-  }
+  std::ofstream json_out = open_json_output(o);
   tune::Target target = tune::Target::parse(o.target);
   if (!o.cpu.empty()) {
     if (target.is_gpu()) throw Error("--cpu is for the llvm target");

@@ -54,16 +54,7 @@ ir::PrimFunc endless() {
 }
 
 RunInput input_for(const BuildResult& b, const ir::PrimFunc& f, const workloads::Workload* w) {
-  RunInput in;
-  in.object_path = b.object_path;
-  in.name = b.name;
-  for (const ir::Buffer& p : f->params) in.params.push_back({ir::const_shape(p), p->dtype});
-  in.num_inputs = f->params.size() - static_cast<size_t>(f->num_outputs);
-  if (w) {
-    in.seed = 42;
-    in.expected = w->reference(workloads::make_inputs(w->func, 42));
-  }
-  return in;
+  return run_input_for(b.object_path, b.name, f, w ? w->reference(workloads::make_inputs(w->func, 42)) : std::vector<runtime::NDArray>{});
 }
 
 TEST(Builder, BuildsABatchConcurrentlyAndKeepsEachFailure) {

@@ -96,14 +96,7 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
       if (!built[i].ok()) {
         r.error = "build: " + built[i].error;
       } else {
-        RunInput in;
-        in.object_path = built[i].object_path;
-        in.name = built[i].name;
-        for (const ir::Buffer& p : funcs[i]->params) in.params.push_back({ir::const_shape(p), p->dtype});
-        in.num_inputs = funcs[i]->params.size() - static_cast<size_t>(funcs[i]->num_outputs);
-        in.seed = 42;
-        in.expected = expected;
-        RunResult res = runner.run(in);
+        RunResult res = runner.run(run_input_for(built[i].object_path, built[i].name, funcs[i], expected));
         if (!res.ok()) r.error = "run: " + res.error;
         else if (!res.correct) r.error = "wrong result: " + res.mismatch;
         else r.seconds = res.time.seconds;

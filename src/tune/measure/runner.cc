@@ -90,6 +90,18 @@ std::string Runner::reap_worker() {
   return "the worker stopped";
 }
 
+RunInput run_input_for(const std::string& object_path, const std::string& name, const ir::PrimFunc& func,
+                       std::vector<runtime::NDArray> expected) {
+  RunInput in;
+  in.object_path = object_path;
+  in.name = name;
+  for (const ir::Buffer& p : func->params) in.params.push_back({ir::const_shape(p), p->dtype});
+  in.num_inputs = func->params.size() - static_cast<size_t>(func->num_outputs);
+  in.seed = 42;
+  in.expected = std::move(expected);
+  return in;
+}
+
 RunResult Runner::run(const RunInput& input) {
   RunResult result;
   if (pid_ < 0) start_worker();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/function.h"
 #include "runtime/ndarray.h"
 #include "runtime/time_evaluator.h"
 
@@ -41,6 +42,12 @@ struct RunInput {
   double single_run_after_s = 0;
   double timeout_s = 0;  // > 0: this candidate's timeout, below RunnerOptions::timeout_s
 };
+
+// The request for running `func` compiled into `object_path` under `name`: its parameters'
+// shapes and types, inputs filled as make_inputs does (seed 42), outputs checked against
+// `expected` when it is not empty.
+RunInput run_input_for(const std::string& object_path, const std::string& name, const ir::PrimFunc& func,
+                       std::vector<runtime::NDArray> expected = {});
 
 struct RunResult {
   std::string error;  // empty on success: a crash, a hang, a load failure

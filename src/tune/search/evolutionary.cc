@@ -98,17 +98,17 @@ class Evolutionary : public SearchStrategy {
 
   // Model scores, each program scored once per batch (the model does not change meanwhile).
   std::vector<double> score(const std::vector<SearchCandidate>& cs) {
-    std::vector<ModelCandidate> todo;
-    std::vector<uint64_t> todo_hash;
+    std::vector<ModelCandidate> unscored;
+    std::vector<uint64_t> unscored_hash;
     std::unordered_set<uint64_t> queued;
     for (const SearchCandidate& c : cs)
       if (!scores_.count(c.program_hash) && queued.insert(c.program_hash).second) {
-        todo.push_back({task_->workload, c.program, task_->context.target.is_gpu()});
-        todo_hash.push_back(c.program_hash);
+        unscored.push_back({task_->workload, c.program, task_->context.target.is_gpu()});
+        unscored_hash.push_back(c.program_hash);
       }
-    if (!todo.empty()) {
-      std::vector<double> s = task_->model->predict(todo);
-      for (size_t i = 0; i < s.size(); ++i) scores_[todo_hash[i]] = s[i];
+    if (!unscored.empty()) {
+      std::vector<double> s = task_->model->predict(unscored);
+      for (size_t i = 0; i < s.size(); ++i) scores_[unscored_hash[i]] = s[i];
     }
     std::vector<double> out;
     for (const SearchCandidate& c : cs) out.push_back(scores_.at(c.program_hash));

@@ -172,13 +172,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
       if (!built[k].ok()) {
         r.error = "build: " + built[k].error;
       } else {
-        RunInput in;
-        in.object_path = built[k].object_path;
-        in.name = built[k].name;
-        for (const ir::Buffer& p : funcs[k]->params) in.params.push_back({ir::const_shape(p), p->dtype});
-        in.num_inputs = funcs[k]->params.size() - static_cast<size_t>(funcs[k]->num_outputs);
-        in.seed = 42;
-        in.expected = st.expected;
+        RunInput in = run_input_for(built[k].object_path, built[k].name, funcs[k], st.expected);
         if (options.single_run_slowdown > 0 && batch_best > 0) in.single_run_after_s = options.single_run_slowdown * batch_best;
         if (options.timeout_slowdown > 0 && batch_best > 0) in.timeout_s = std::max(1.0, options.timeout_slowdown * batch_best);
         RunResult res = runner.run(in);
