@@ -209,7 +209,8 @@ TEST(Tune, CandidatesSlowerThanTheBestAreTimedOnceAndStoppedEarly) {
   TuneOptions o = quick(db, "replay-trace", 10);
   o.runner.timeout_s = 20;
   o.single_run_slowdown = 1e-9;  // every candidate is "slower" than the first correct one
-  o.timeout_slowdown = 1e-9;     // so the hang is stopped after the floor of one second
+  o.timeout_slowdown = 1e-9;     // so the hang is stopped after the floor
+  o.timeout_floor_s = 1;
   o.make_strategy = [] { return std::make_unique<Saboteur>(true); };
   auto t0 = std::chrono::steady_clock::now();
   TuneResult r = tune({{w, "i=64", 1.0}}, two_cores(), o);

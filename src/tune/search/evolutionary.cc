@@ -77,8 +77,12 @@ class Evolutionary : public SearchStrategy {
     std::vector<std::pair<double, schedule::Trace>> best = task_->measured_traces;
     std::stable_sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     size_t n_best = std::min(best.size(), static_cast<size_t>(options_.population * options_.init_measured_ratio));
-    for (size_t i = 0; i < n_best; ++i)
-      if (auto c = task_->replay(best[i].second, rng_.fork().seed())) population.push_back(std::move(*c));
+    std::vector<int64_t> seeds;
+    for (size_t i = 0; i < n_best; ++i) seeds.push_back(rng_.fork().seed());
+    std::vector<std::optional<SearchCandidate>> replayed(n_best);
+    parallel_indices(n_best, task_->threads, [&](size_t i) { replayed[i] = task_->replay(best[i].second, seeds[i]); });
+    for (auto& c : replayed)
+      if (c) population.push_back(std::move(*c));
     int n_fresh = std::max(options_.population - static_cast<int>(population.size()), options_.init_min_unmeasured);
     std::unordered_set<uint64_t> fresh_seen;
     // Draws in parallel, a few rounds in case some samples are invalid.

@@ -174,7 +174,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
       } else {
         RunInput in = run_input_for(built[k].object_path, built[k].name, funcs[k], st.expected);
         if (options.single_run_slowdown > 0 && batch_best > 0) in.single_run_after_s = options.single_run_slowdown * batch_best;
-        if (options.timeout_slowdown > 0 && batch_best > 0) in.timeout_s = std::max(1.0, options.timeout_slowdown * batch_best);
+        if (options.timeout_slowdown > 0 && batch_best > 0) in.timeout_s = std::max(options.timeout_floor_s, options.timeout_slowdown * batch_best);
         RunResult res = runner.run(in);
         if (!res.ok()) r.error = "run: " + res.error;
         else if (!res.correct) r.error = "wrong result: " + res.mismatch;

@@ -44,9 +44,11 @@ struct TuneOptions {
   // A candidate whose checking run is this many times slower than the task's best is timed by
   // that run alone (0: every candidate gets all its repeats).
   double single_run_slowdown = 4;
-  // A candidate still running after this many times the task's best (at least a second) is
-  // stopped and recorded as timed out (0: only RunnerOptions::timeout_s stops candidates).
+  // A candidate still running after this many times the task's best (at least timeout_floor_s,
+  // which covers loading the object on a loaded host) is stopped and recorded as timed out
+  // (0: only RunnerOptions::timeout_s stops candidates).
   double timeout_slowdown = 100;
+  double timeout_floor_s = 5;
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): stop after saving what was measured
 };
 
