@@ -3,11 +3,15 @@
 // oneDNN's convolution with NHWC activations and the weights in the layout oneDNN prefers
 // (reordered once, outside the timing, as an inference would).
 //   bench_tuned --db DIR GMM-4 C2D-3
+//   bench_tuned [--db DIR] --trace a.py --trace b.py GMM-4   (hand schedules too, by file name)
 #include <dnnl.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +23,7 @@
 #include "ir/structural.h"
 #include "lower/lower.h"
 #include "runtime/host_info.h"
+#include "schedule/trace.h"
 #include "tune/database/database.h"
 #include "tune/search/records.h"
 #include "workloads/workloads.h"
@@ -92,21 +97,33 @@ class DnnlConv {
   dnnl_memory_t src_ = nullptr, wei_ = nullptr, dst_ = nullptr;
 };
 
+// The workload's function with a trace file (text form or JSON) applied.
+ir::PrimFunc apply_trace_file(const ir::PrimFunc& func, const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw Error("cannot read trace file '" + file + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  schedule::Schedule sch(func, schedule::ScheduleOptions{.seed = 0, .trace = false});
+  auto st = schedule::Trace::parse(text.str()).apply_to(sch);
+  if (!st.ok()) throw Error(file + ": " + st.error().reason());
+  return sch.func();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string db_dir;
-  std::vector<std::string> names;
+  std::vector<std::string> names, trace_files;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--db") == 0 && i + 1 < argc) db_dir = argv[++i];
+    else if (std::strcmp(argv[i], "--trace") == 0 && i + 1 < argc) trace_files.push_back(argv[++i]);
     else names.push_back(argv[i]);
   }
-  if (db_dir.empty() || names.empty()) {
-    std::fprintf(stderr, "usage: bench_tuned --db DIR WORKLOAD...\n");
+  if ((db_dir.empty() && trace_files.empty()) || names.empty()) {
+    std::fprintf(stderr, "usage: bench_tuned [--db DIR] [--trace FILE]... WORKLOAD...\n");
     return 2;
   }
   try {
-    tune::Database db(db_dir);
     tune::Target target = tune::Target::host();
     std::printf("cpu: %s (%s), %d threads; interleaved rounds of >= 300 ms windows\n", runtime::cpu_model_name().c_str(),
                 codegen::resolve_cpu("").llvm_cpu.c_str(), target.num_cores);
@@ -115,7 +132,17 @@ int main(int argc, char** argv) {
       workloads::Workload w = workloads::get_preset(name);
       // The three best records: the best of a thousand noisy measurements is partly the luckiest,
       // so its runners-up are measured too and the fastest here is the one compared.
-      std::vector<ir::PrimFunc> programs = tune::best_programs(db, w.name, w.func, target, 3);
+      std::vector<ir::PrimFunc> programs;
+      std::vector<std::string> labels;
+      if (!db_dir.empty()) {
+        programs = tune::best_programs(tune::Database(db_dir), w.name, w.func, target, 3);
+        for (size_t i = 0; i < programs.size(); ++i)
+          labels.push_back(i == 0 ? std::string("tyche (best record)") : "tyche (record " + std::to_string(i + 1) + ")");
+      }
+      for (const std::string& file : trace_files) {
+        programs.push_back(apply_trace_file(w.func, file));
+        labels.push_back("tyche " + std::filesystem::path(file).filename().string());
+      }
       auto inputs = workloads::make_inputs(w.func);
       auto expected = w.reference(inputs);
       std::vector<std::unique_ptr<codegen::CompiledKernel>> kernels;
@@ -138,8 +165,7 @@ int main(int argc, char** argv) {
       }
       std::vector<bench::Measured> ms;
       for (size_t i = 0; i < kernels.size(); ++i)
-        ms.push_back({i == 0 ? std::string("tyche (best record)") : "tyche (record " + std::to_string(i + 1) + ")",
-                      [&, i] { kernels[i]->run(ptrs[i].data()); }, 1, {}});
+        ms.push_back({labels[i], [&, i] { kernels[i]->run(ptrs[i].data()); }, 1, {}});
       if (std::getenv("TYCHE_BENCH_OBJECT")) {  // the best record as the tuner's worker runs it: an object file
         std::string obj = "/tmp/bench_tuned_best.o";
         codegen::compile_to_object(lower::lower(programs[0]).func, obj);

@@ -22,7 +22,7 @@ struct Access {
   std::vector<const ir::ForNode*> loops;  // enclosing loops inside the allocation, outermost first
   std::vector<ir::Expr> indices;
   bool store = false;
-  bool conditional = false;  // under an if: it may not run
+  std::vector<ir::Expr> conditions;  // of the ifs it is under: it may not run
 };
 
 // Every load and store of one buffer under a statement, with its enclosing loops.
@@ -38,25 +38,43 @@ class AccessCollector : public ir::StmtExprVisitor {
     stack_.pop_back();
   }
   void visit_buffer_load(const ir::BufferLoadNode* n) override {
-    if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices});
+    if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices, false, conditions_});
     StmtExprVisitor::visit_buffer_load(n);
   }
   // In program order: a store's own loads (an accumulation) happen before it.
   void visit_buffer_store(const ir::BufferStoreNode* n) override {
     StmtExprVisitor::visit_buffer_store(n);
-    if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices, true, ifs_ > 0});
+    if (n->buffer.get() == buffer_) accesses.push_back({stack_, n->indices, true, conditions_});
   }
   void visit_if(const ir::IfThenElseNode* n) override {
-    ++ifs_;
-    StmtExprVisitor::visit_if(n);
-    --ifs_;
+    visit_expr(n->condition);
+    conditions_.push_back(n->condition);
+    visit_stmt(n->then_case);
+    conditions_.back() = !n->condition;
+    if (n->else_case.defined()) visit_stmt(n->else_case);
+    conditions_.pop_back();
   }
 
  private:
   const ir::BufferNode* buffer_;
   std::vector<const ir::ForNode*> stack_;
-  int ifs_ = 0;
+  std::vector<ir::Expr> conditions_;
 };
+
+// Whether `cond` says exactly "index < extent" for one dimension of an access: the guard a tile
+// that does not divide its loop puts on the padding rows, which never touch an element of the
+// buffer. Such a store stores every element of its region that exists.
+bool is_bounds_guard(const ir::Expr& cond, const std::vector<ir::Expr>& indices, const std::vector<ir::Expr>& shape) {
+  if (cond.kind() != ir::ExprKind::kLT) return false;
+  const auto* lt = static_cast<const ir::BinaryNode*>(cond.get());
+  if (lt->a.dtype().lanes() != 1) return false;
+  arith::Analyzer analyzer;
+  for (size_t d = 0; d < indices.size() && d < shape.size(); ++d) {
+    if (indices[d].dtype().lanes() != 1) continue;
+    if (analyzer.can_prove_equal(lt->a - lt->b, indices[d] - shape[d])) return true;
+  }
+  return false;
+}
 
 // Rewrites accesses of `from` to `to` at indices minus `offsets`, and puts the allocation of
 // `to` around the body of loop `at` (or around everything if `at` is null).
@@ -131,7 +149,7 @@ class Compactor : public ir::StmtExprMutator {
       std::optional<Region> inner = region_at(collector, lca, depth + 1);
       if (!inner) break;
       if (!iterations_disjoint(*inner, lca[depth])) {
-        if (!self_contained) self_contained = written_before_read(collector, lca);
+        if (!self_contained) self_contained = written_before_read(collector, lca, buf.get());
         if (!*self_contained) break;
       }
       region = inner;
@@ -211,14 +229,17 @@ class Compactor : public ir::StmtExprMutator {
   // first read (they share no loop with it below the common ones, so they finish first) store,
   // unconditionally, a region that covers every read. A cache_read under compute_at is such a
   // buffer even when other iterations copy the same elements.
-  static bool written_before_read(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca) {
+  static bool written_before_read(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, const ir::BufferNode* buf) {
     size_t depth = lca.size();
     auto first_load = std::find_if(c.accesses.begin(), c.accesses.end(), [](const Access& a) { return !a.store; });
     if (first_load == c.accesses.end()) return true;  // written only
     std::vector<Access> stores, loads;
     for (auto it = c.accesses.begin(); it != first_load; ++it) {
       bool shares_inner_loop = it->loops.size() > depth && first_load->loops.size() > depth && it->loops[depth] == first_load->loops[depth];
-      if (!shares_inner_loop && !it->conditional) stores.push_back(*it);
+      // Reads touch existing elements only, so a store guarded by "in bounds" covers them.
+      bool unconditional = std::all_of(it->conditions.begin(), it->conditions.end(),
+                                       [&](const ir::Expr& cond) { return is_bounds_guard(cond, it->indices, buf->shape); });
+      if (!shares_inner_loop && unconditional) stores.push_back(*it);
     }
     for (const Access& a : c.accesses)
       if (!a.store) loads.push_back(a);

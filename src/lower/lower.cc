@@ -18,6 +18,7 @@ Lowered lower(const ir::PrimFunc& func, const LowerOptions& options) {
   run("unroll_loops", [&](const ir::PrimFunc& f) { return unroll_loops(f, notes); });
   run("serialize_nested_parallel", [&](const ir::PrimFunc& f) { return serialize_nested_parallel(f, notes); });
   run("simplify", [&](const ir::PrimFunc& f) { return simplify(f); });
+  run("unswitch_invariant_ifs", [&](const ir::PrimFunc& f) { return unswitch_invariant_ifs(f); });
   return out;
 }
 

@@ -55,5 +55,8 @@ ir::PrimFunc vectorize_loops(const ir::PrimFunc& func, std::vector<std::string>*
 ir::PrimFunc unroll_loops(const ir::PrimFunc& func, std::vector<std::string>* notes);
 // Nested parallel loops: only the outermost runs in parallel (inner ones become serial, noted).
 ir::PrimFunc serialize_nested_parallel(const ir::PrimFunc& func, std::vector<std::string>* notes);
+// A serial loop whose body has ifs with conditions invariant in it (no loads, no variable bound
+// inside) is copied: if (all of them) { the loop without those ifs } else { the loop }.
+ir::PrimFunc unswitch_invariant_ifs(const ir::PrimFunc& func);
 
 }  // namespace tyche::lower

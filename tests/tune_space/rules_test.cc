@@ -20,9 +20,11 @@ using schedule::testing::small;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// AVX-512 named, so default_rules gives TVM's CPU list on any host (AVX2 adds designs).
 Target cpu() {
   Target t;
   t.num_cores = 2;
+  t.cpu = "x86-64-v4";
   return t;
 }
 
@@ -121,6 +123,48 @@ TEST(MultiLevelTiling, MayPackTheOperandAlongTheOutputRows) {
     EXPECT_THAT(ir, Not(HasSubstr("pad_global")));
     EXPECT_TRUE(computes_reference(conv, d.func()));
   }
+}
+
+// Padded rows: one more design, whose rows loop (the spatial loop outside the vectorized one)
+// has a fixed innermost tile that need not divide it; only where it does not divide, the extent
+// is over it, and the padding is within 1/8 of the extent.
+TEST(MultiLevelTiling, PaddedRowsAddADesignWhoseRegisterTileNeedNotDivideItsLoop) {
+  auto designs_for = [](const std::string& extents) {
+    auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", extents);
+    auto designs = generate(w, {multi_level_tiling({.padded_rows = {6}})});
+    for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(w, d.func())) << extents;
+    return designs;
+  };
+  auto designs = designs_for("i=50,j=32,k=16");  // 50 rows: 9 tiles of 6, 4 padding rows
+  ASSERT_EQ(designs.size(), 2u);
+  EXPECT_THAT(designs[0].trace()->to_text(), Not(HasSubstr("None, 6")));
+  std::string padded = designs[1].trace()->to_text();
+  EXPECT_THAT(padded, HasSubstr("l5, l6 = sch.split(loop=l2, factors=[None, 6])"));
+  EXPECT_THAT(padded, HasSubstr("sample_perfect_tile(loop=l5, n=3"));  // the 9 row tiles, at the outer levels
+  EXPECT_EQ(designs_for("i=48,j=32,k=16").size(), 1u);  // 6 divides 48: the perfect tiles reach it
+  EXPECT_EQ(designs_for("i=14,j=32,k=16").size(), 1u);  // 4 padding rows of 14: too many
+  EXPECT_EQ(designs_for("i=5,j=32,k=16").size(), 1u);   // fewer rows than the tile
+}
+
+// A CPU with 16 vector registers (AVX2) gets padded rows and packing in its default rules; one
+// with AVX-512's 32 does not (power-of-two tiles already hold 16 accumulators there).
+TEST(MultiLevelTiling, DefaultRulesPadAndPackOnSixteenRegisterCpusOnly) {
+  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=50,j=32,k=16");
+  auto texts = [&](const std::string& cpu) {
+    Target t = Target::parse("llvm -num-cores 2 -mcpu " + cpu);
+    std::vector<std::string> out;
+    for (const Schedule& d : generate(w, default_rules(t), t)) out.push_back(d.trace()->to_text());
+    return out;
+  };
+  auto count = [](const std::vector<std::string>& v, const char* s) {
+    return std::count_if(v.begin(), v.end(), [&](const std::string& t) { return t.find(s) != std::string::npos; });
+  };
+  auto avx2 = texts("x86-64-v3"), avx512 = texts("x86-64-v4");
+  EXPECT_EQ(avx2.size(), 4 * avx512.size());  // x (padded or not) x (packed or not)
+  EXPECT_EQ(count(avx2, "factors=[None, 6]"), static_cast<long>(avx2.size() / 2));
+  EXPECT_EQ(count(avx2, "cache_read"), static_cast<long>(avx2.size() / 2));
+  EXPECT_EQ(count(avx512, "factors=[None, 6]"), 0);
+  EXPECT_EQ(count(avx512, "cache_read"), 0);
 }
 
 TEST(MultiLevelTiling, LeavesBlocksWithoutReuseAlone) {

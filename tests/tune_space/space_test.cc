@@ -18,9 +18,12 @@ using schedule::testing::computes_reference;
 using schedule::testing::expect_golden;
 using schedule::testing::small;
 
-Target cpu(int cores = 2) {
+// The CPU is named: the default spaces depend on its vector registers (16 with AVX2, 32 with
+// AVX-512), and a test must not depend on the host it runs on.
+Target cpu(const std::string& name = "x86-64-v4", int cores = 2) {
   Target t;
   t.num_cores = cores;
+  t.cpu = name;
   return t;
 }
 
@@ -36,7 +39,7 @@ std::string all_traces(const std::vector<Schedule>& designs) {
 
 TEST(PostOrderApply, GmmHasThreeCpuDesigns) {
   auto w = small("GMM-1");
-  auto designs = spaces(w, cpu());
+  auto designs = spaces(w, cpu());  // AVX-512: TVM's spaces
   ASSERT_EQ(designs.size(), 3u);  // write cache: none, under level 1, under level 2
   expect_golden("gmm_cpu_spaces", all_traces(designs), "tune");
   for (const Schedule& d : designs) {
@@ -65,9 +68,29 @@ void expect_samples_correct(const workloads::Workload& w, const Target& target, 
   EXPECT_EQ(replayed, n_samples);
 }
 
+// With AVX2's 16 registers: x 2 packed or not, x 2 with a padded 6-row register tile or not
+// (GMM-1 scaled down has 32 rows: 6 x 6 = 36, 4 rows of padding).
+TEST(PostOrderApply, GmmHasTwelveDesignsOnAnAvx2Cpu) {
+  auto w = small("GMM-1");
+  auto designs = spaces(w, cpu("x86-64-v3"));
+  ASSERT_EQ(designs.size(), 12u);
+  int padded = 0, packed = 0;
+  for (const Schedule& d : designs) {
+    std::string text = d.trace()->to_text();
+    padded += text.find("factors=[None, 6]") != std::string::npos;
+    packed += text.find("cache_read") != std::string::npos;
+    EXPECT_TRUE(computes_reference(w, d.func()));
+  }
+  EXPECT_EQ(padded, 6);
+  EXPECT_EQ(packed, 6);
+}
+
 TEST(PostOrderApply, AcceptanceWorkloadsSampleCorrectly) {
-  for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"}) expect_samples_correct(small(name), cpu(), 40);
-  expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=20,j=19,k=7"), cpu(), 40);
+  for (const std::string cpu_name : {"x86-64-v4", "x86-64-v3"}) {
+    for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"}) expect_samples_correct(small(name), cpu(cpu_name), 40);
+    expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=20,j=19,k=7"), cpu(cpu_name), 40);
+    expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=50,j=32,k=16"), cpu(cpu_name), 40);
+  }
 }
 
 TEST(PostOrderApply, GpuSpacesSampleCorrectly) {

@@ -84,15 +84,36 @@ class MultiLevelTiling : public ScheduleRule {
     const ReuseConfig& r = config_.reuse_read;
     if (r.req != ReuseConfig::Kind::kMust) read_caches.push_back(false);
     if (r.req != ReuseConfig::Kind::kNo) read_caches.push_back(true);
-    for (bool read_cache : read_caches)
-      for (int level : write_levels)
-        if (auto done = tile(sch.copy(), block, level, read_cache)) out.push_back(std::move(*done));
+    std::vector<int64_t> rows = {0};  // 0: every tile divides its loop
+    rows.insert(rows.end(), config_.padded_rows.begin(), config_.padded_rows.end());
+    for (int64_t padded : rows)
+      for (bool read_cache : read_caches)
+        for (int level : write_levels)
+          if (auto done = tile(sch.copy(), block, level, read_cache, padded)) out.push_back(std::move(*done));
     if (out.empty()) out.push_back(std::move(sch));  // every design refused: leave the block as it is
     return out;
   }
 
  private:
-  std::optional<Schedule> tile(Schedule sch, const BlockRV& block, int write_level, bool read_cache) {
+  // The loop a padded register tile splits: the spatial one just outside the innermost spatial
+  // loop, when `rows` does not divide its extent, which is over `rows`, and the padding is at most
+  // 1/8 of it. Nullopt otherwise (the design is not made).
+  std::optional<size_t> padded_loop(const Schedule& sch, const schedule::SRef& block_sref, const std::vector<LoopRV>& loops,
+                                    int64_t rows) const {
+    std::vector<size_t> spatial;
+    for (size_t i = 0; i < loops.size(); ++i)
+      if (loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loops[i]).value().get()) == LoopIterType::kSpatial)
+        spatial.push_back(i);
+    if (spatial.size() < 2 || s_levels_.size() < 2) return std::nullopt;
+    size_t i = spatial[spatial.size() - 2];
+    auto extent = ir::as_const_int(sch.loop_sref(loops[i]).value()->as_for()->extent);
+    if (!extent || *extent <= rows || *extent % rows == 0) return std::nullopt;
+    int64_t padding = (*extent + rows - 1) / rows * rows - *extent;
+    if (padding * 8 > *extent) return std::nullopt;
+    return i;
+  }
+
+  std::optional<Schedule> tile(Schedule sch, const BlockRV& block, int write_level, bool read_cache, int64_t padded_rows) {
     std::optional<BlockRV> write_cache;
     if (write_level > 0) {
       auto c = sch.cache_write(block, 0, config_.reuse_write.scope);
@@ -102,8 +123,14 @@ class MultiLevelTiling : public ScheduleRule {
     auto loops = sch.get_loops(block);
     if (!loops.ok()) return std::nullopt;
     const schedule::SRef block_sref = sch.block_sref(block).value();
+    std::optional<size_t> padded;
+    if (padded_rows > 0) {
+      padded = padded_loop(sch, block_sref, loops.value(), padded_rows);
+      if (!padded) return std::nullopt;
+    }
     std::vector<std::vector<LoopRV>> tiles(levels_);
-    for (const LoopRV& loop : loops.value()) {
+    for (size_t li = 0; li < loops.value().size(); ++li) {
+      const LoopRV& loop = loops.value()[li];
       LoopIterType type = loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get());
       if (type == LoopIterType::kMixed) return std::nullopt;
       const std::vector<int>& idx = type == LoopIterType::kSpatial ? s_levels_ : r_levels_;
@@ -112,13 +139,25 @@ class MultiLevelTiling : public ScheduleRule {
         tiles[idx[0]].push_back(loop);
         continue;
       }
-      auto factors = sch.sample_perfect_tile(loop, static_cast<int>(idx.size()), config_.max_innermost_factor);
+      LoopRV outer = loop;
+      size_t n = idx.size();
+      if (padded && li == *padded) {  // the rows: a fixed innermost tile, the rest sampled
+        auto rows = sch.split(loop, {std::nullopt, schedule::ExprArg(padded_rows)});
+        if (!rows.ok()) return std::nullopt;
+        outer = rows.value()[0];
+        tiles[idx.back()].push_back(rows.value()[1]);
+        if (--n == 1) {
+          tiles[idx[0]].push_back(outer);
+          continue;
+        }
+      }
+      auto factors = sch.sample_perfect_tile(outer, static_cast<int>(n), config_.max_innermost_factor);
       if (!factors.ok()) return std::nullopt;
       std::vector<std::optional<schedule::ExprArg>> fs;
       for (const schedule::ExprRV& f : factors.value()) fs.emplace_back(f);
-      auto parts = sch.split(loop, fs);
+      auto parts = sch.split(outer, fs);
       if (!parts.ok()) return std::nullopt;
-      for (size_t i = 0; i < idx.size(); ++i) tiles[idx[i]].push_back(parts.value()[i]);
+      for (size_t i = 0; i < n; ++i) tiles[idx[i]].push_back(parts.value()[i]);
     }
     std::vector<LoopRV> order;
     for (const auto& t : tiles) order.insert(order.end(), t.begin(), t.end());

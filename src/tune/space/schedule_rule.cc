@@ -1,5 +1,7 @@
 #include "tune/space/schedule_rule.h"
 
+#include "codegen/cpu.h"
+
 namespace tyche::tune {
 
 namespace {
@@ -23,12 +25,19 @@ ScheduleRulePtr make_rule(std::string name, RuleFunction apply) {
 
 std::vector<ScheduleRulePtr> default_rules(const Target& target) {
   if (!target.is_gpu()) {
+    // 16 vector registers (SSE, AVX2) against AVX-512's 32: see MultiLevelTilingConfig::padded_rows.
+    bool sixteen_registers = codegen::resolve_cpu(target.cpu).vector_bits() < 512;
+    MultiLevelTilingConfig tiling{.structure = "SSRSRS",
+                                  .max_innermost_factor = 64,
+                                  .reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {1, 2}, .scope = "global"}};
+    if (sixteen_registers) {
+      tiling.padded_rows = {6};
+      tiling.reuse_read = {.req = ReuseConfig::Kind::kMay, .levels = {3}, .scope = "global", .only_along_output_row = true};
+    }
     return {
         auto_inline({.disallow_op = {"exp"}}),  // an exp inlined into two consumers runs twice
         add_rfactor(16, 64),
-        multi_level_tiling({.structure = "SSRSRS",
-                            .max_innermost_factor = 64,
-                            .reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {1, 2}, .scope = "global"}}),
+        multi_level_tiling(tiling),
         parallel_vectorize_unroll(),
         random_compute_location(),
     };

@@ -63,6 +63,14 @@ struct MultiLevelTilingConfig {
   int64_t max_innermost_factor = 64;
   ReuseConfig reuse_read = {};
   ReuseConfig reuse_write = {};
+  // CPU register tiles whose rows need not divide their loop: for each r, a design of its own in
+  // which the spatial loop just outside the innermost one (the rows of the tile the vector lanes
+  // run along) gets r as its innermost tile, by a split that does not divide the loop (the
+  // remainder rows are guarded; lowering unswitches the guard), and the rest is tiled as usual.
+  // Only where r does not divide the extent, which is over r, and the padding stays within 1/8
+  // of it. An AVX2 core's 16 registers hold a 6 x 2-vector tile (12 accumulators, enough to
+  // hide the FMA latency) but no power-of-two tile with more than 8.
+  std::vector<int64_t> padded_rows = {};
 };
 ScheduleRulePtr multi_level_tiling(MultiLevelTilingConfig config = {});
 
@@ -88,7 +96,9 @@ ScheduleRulePtr cross_thread_reduction(std::vector<int64_t> thread_extents = {4,
 ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents = {32, 64, 128, 256, 512, 1024});
 
 // TVM's defaults for the target: llvm: AutoInline (not exp), AddRFactor, MultiLevelTiling "SSRSRS"
-// (max innermost 64, write reuse "may" at levels 1 and 2), ParallelVectorizeUnroll (16 jobs per
+// (max innermost 64, write reuse "may" at levels 1 and 2; with 16 vector registers also padded
+// rows {6}, and read reuse "may" of the operand along the output rows at level 3, packing
+// the panel that register tile streams), ParallelVectorizeUnroll (16 jobs per
 // core, vectorize 64, unroll {0, 16, 64, 512}), RandomComputeLocation. cuda: MultiLevelTiling
 // "SSSRRSRS" bound to blockIdx.x/vthread.x/threadIdx.x with shared read and local write caches,
 // AutoInline, CrossThreadReduction, ParallelVectorizeUnroll (unroll only), AutoBind.
