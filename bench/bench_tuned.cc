@@ -4,6 +4,7 @@
 // (reordered once, outside the timing, as an inference would).
 //   bench_tuned --db DIR GMM-4 C2D-3
 //   bench_tuned [--db DIR] --trace a.py --trace b.py GMM-4   (hand schedules too, by file name)
+//   bench_tuned --rounds 40 ...   (more windows than the default 10: a steadier median on a noisy host)
 #include <dnnl.h>
 
 #include <cstdio>
@@ -114,19 +115,21 @@ ir::PrimFunc apply_trace_file(const ir::PrimFunc& func, const std::string& file)
 int main(int argc, char** argv) {
   std::string db_dir;
   std::vector<std::string> names, trace_files;
+  int rounds = 10;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--db") == 0 && i + 1 < argc) db_dir = argv[++i];
     else if (std::strcmp(argv[i], "--trace") == 0 && i + 1 < argc) trace_files.push_back(argv[++i]);
+    else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else names.push_back(argv[i]);
   }
   if ((db_dir.empty() && trace_files.empty()) || names.empty()) {
-    std::fprintf(stderr, "usage: bench_tuned [--db DIR] [--trace FILE]... WORKLOAD...\n");
+    std::fprintf(stderr, "usage: bench_tuned [--db DIR] [--trace FILE]... [--rounds N] WORKLOAD...\n");
     return 2;
   }
   try {
     tune::Target target = tune::Target::host();
-    std::printf("cpu: %s (%s), %d threads; interleaved rounds of >= 300 ms windows\n", runtime::cpu_model_name().c_str(),
-                codegen::resolve_cpu("").llvm_cpu.c_str(), target.num_cores);
+    std::printf("cpu: %s (%s), %d threads; %d interleaved rounds of >= 300 ms windows\n", runtime::cpu_model_name().c_str(),
+                codegen::resolve_cpu("").llvm_cpu.c_str(), target.num_cores, rounds);
     bool all_correct = true;
     for (const std::string& name : names) {
       workloads::Workload w = workloads::get_preset(name);
@@ -188,7 +191,7 @@ int main(int argc, char** argv) {
       }
       size_t n_tyche = kernels.size();
       bool has_baseline = ms.size() > n_tyche;
-      bench::measure_interleaved(ms, 10, 0.3);
+      bench::measure_interleaved(ms, rounds, 0.3);
       if (has_baseline) {
         bool same = interp::compare(out, expected[0]).ok;
         all_correct = all_correct && same;

@@ -269,5 +269,37 @@ TEST(Lower, AnAllocationStaysAboveALoopWhoseIterationsReadWhatOthersWrote) {
   EXPECT_TRUE(allocation_of(compact_buffers(f)->body, "T").second.empty());
 }
 
+// A padded register tile (rows split by a non-divisor): the k loop comes once without guards
+// (the full tiles) and once with them (the last), and the accumulator is one tile, the guarded
+// stores of its padding rows notwithstanding.
+TEST(Lower, APaddedRegisterTileLowersToAnUnguardedKernelAndACompactAccumulator) {
+  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=20,j=16,k=8");  // 20 rows in tiles of 6
+  schedule::Schedule sch(w.func);
+  auto c = sch.get_block("C").value();
+  auto acc = sch.cache_write(c, 0, "global").value();
+  auto l = sch.get_loops(c).value();
+  auto i = sch.split(l[0], {std::nullopt, 6}).value();
+  auto j = sch.split(l[1], {std::nullopt, 8}).value();
+  sch.reorder({i[0], j[0], l[2], i[1], j[1]}).value();
+  sch.reverse_compute_at(acc, j[0]).value();
+  sch.decompose_reduction(c, l[2]).value();
+  sch.unroll(i[1]).value();
+  sch.vectorize(j[1]).value();
+  Lowered lowered;
+  expect_every_pass_correct(w, sch.func(), &lowered);
+  int unguarded_k = 0, guarded_k = 0;
+  ir::post_order_visit(lowered.func->body, [&](const ir::Stmt& x) {
+    auto* f = x.as<ir::ForNode>();
+    if (!f || f->loop_var->name != "k") return;
+    bool guarded = false;
+    ir::post_order_visit(f->body, [&](const ir::Stmt& y) { guarded = guarded || y.kind() == ir::StmtKind::kIfThenElse; });
+    (guarded ? guarded_k : unguarded_k)++;
+  });
+  EXPECT_EQ(unguarded_k, 1) << ir::to_string(lowered.func);
+  EXPECT_EQ(guarded_k, 1);
+  EXPECT_EQ(allocation_of(lowered.func->body, "C_global"), std::make_pair(int64_t{6 * 8}, std::vector<std::string>{"i_0", "j_0"}))
+      << ir::to_string(lowered.func);
+}
+
 }  // namespace
 }  // namespace tyche::lower

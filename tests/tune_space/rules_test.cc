@@ -165,6 +165,19 @@ TEST(MultiLevelTiling, DefaultRulesPadAndPackOnSixteenRegisterCpusOnly) {
   EXPECT_EQ(count(avx2, "cache_read"), static_cast<long>(avx2.size() / 2));
   EXPECT_EQ(count(avx512, "factors=[None, 6]"), 0);
   EXPECT_EQ(count(avx512, "cache_read"), 0);
+  // The reduction tile may reach 256 there (k here is 16: the limit is recorded, not reached).
+  EXPECT_EQ(count(avx2, "n=2, max_innermost_factor=256"), static_cast<long>(avx2.size()));
+  EXPECT_EQ(count(avx512, "max_innermost_factor=256"), 0);
+}
+
+TEST(MultiLevelTiling, TheReductionTileMayHaveItsOwnLimit) {
+  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=32,j=32,k=64");
+  auto designs = generate(w, {multi_level_tiling({.max_innermost_factor = 16, .max_innermost_reduction_factor = 4})});
+  ASSERT_EQ(designs.size(), 1u);
+  std::string text = designs[0].trace()->to_text();
+  EXPECT_THAT(text, HasSubstr("sample_perfect_tile(loop=l4, n=2, max_innermost_factor=4"));  // k
+  EXPECT_THAT(text, HasSubstr("sample_perfect_tile(loop=l2, n=4, max_innermost_factor=16"));  // i
+  EXPECT_TRUE(computes_reference(w, designs[0].func()));
 }
 
 TEST(MultiLevelTiling, LeavesBlocksWithoutReuseAlone) {

@@ -151,7 +151,10 @@ class MultiLevelTiling : public ScheduleRule {
           continue;
         }
       }
-      auto factors = sch.sample_perfect_tile(outer, static_cast<int>(n), config_.max_innermost_factor);
+      int64_t limit = type == LoopIterType::kReduce && config_.max_innermost_reduction_factor > 0
+                          ? config_.max_innermost_reduction_factor
+                          : config_.max_innermost_factor;
+      auto factors = sch.sample_perfect_tile(outer, static_cast<int>(n), limit);
       if (!factors.ok()) return std::nullopt;
       std::vector<std::optional<schedule::ExprArg>> fs;
       for (const schedule::ExprRV& f : factors.value()) fs.emplace_back(f);

@@ -61,6 +61,9 @@ struct MultiLevelTilingConfig {
   std::string structure = "SSRSRS";        // S: a spatial tile level, R: a reduction tile level
   std::vector<std::string> tile_binds = {};  // GPU: fuse the first levels' loops and bind them
   int64_t max_innermost_factor = 64;
+  // The innermost reduction tile's limit, when not max_innermost_factor (0): the k steps a
+  // register tile accumulates before its accumulators go back to memory.
+  int64_t max_innermost_reduction_factor = 0;
   ReuseConfig reuse_read = {};
   ReuseConfig reuse_write = {};
   // CPU register tiles whose rows need not divide their loop: for each r, a design of its own in
@@ -97,8 +100,8 @@ ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents = {32, 64, 128, 25
 
 // TVM's defaults for the target: llvm: AutoInline (not exp), AddRFactor, MultiLevelTiling "SSRSRS"
 // (max innermost 64, write reuse "may" at levels 1 and 2; with 16 vector registers also padded
-// rows {6}, and read reuse "may" of the operand along the output rows at level 3, packing
-// the panel that register tile streams), ParallelVectorizeUnroll (16 jobs per
+// rows {6}, read reuse "may" of the operand along the output rows at level 3, packing the panel
+// that register tile streams, and reduction tiles up to 256), ParallelVectorizeUnroll (16 jobs per
 // core, vectorize 64, unroll {0, 16, 64, 512}), RandomComputeLocation. cuda: MultiLevelTiling
 // "SSSRRSRS" bound to blockIdx.x/vthread.x/threadIdx.x with shared read and local write caches,
 // AutoInline, CrossThreadReduction, ParallelVectorizeUnroll (unroll only), AutoBind.
