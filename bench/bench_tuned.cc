@@ -11,8 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,18 +96,6 @@ class DnnlConv {
   dnnl_memory_t src_ = nullptr, wei_ = nullptr, dst_ = nullptr;
 };
 
-// The workload's function with a trace file (text form or JSON) applied.
-ir::PrimFunc apply_trace_file(const ir::PrimFunc& func, const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw Error("cannot read trace file '" + file + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  schedule::Schedule sch(func, schedule::ScheduleOptions{.seed = 0, .trace = false});
-  auto st = schedule::Trace::parse(text.str()).apply_to(sch);
-  if (!st.ok()) throw Error(file + ": " + st.error().reason());
-  return sch.func();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,7 +129,7 @@ int main(int argc, char** argv) {
           labels.push_back(i == 0 ? std::string("tyche (best record)") : "tyche (record " + std::to_string(i + 1) + ")");
       }
       for (const std::string& file : trace_files) {
-        programs.push_back(apply_trace_file(w.func, file));
+        programs.push_back(schedule::apply_trace_file(w.func, file));
         labels.push_back("tyche " + std::filesystem::path(file).filename().string());
       }
       auto inputs = workloads::make_inputs(w.func);

@@ -110,20 +110,7 @@ workloads::Workload load(const Options& o) {
   }
   if (o.scale_down) w = workloads::scaled_down(w);
   if (o.trace_file.empty()) return w;
-  std::ifstream in(o.trace_file);
-  if (!in || !std::filesystem::is_regular_file(o.trace_file)) throw Error(fmt::format("cannot read trace file '{}'", o.trace_file));
-  std::stringstream text;
-  text << in.rdbuf();
-  schedule::Trace trace;
-  try {
-    trace = schedule::Trace::parse(text.str());
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", o.trace_file, e.what()));
-  }
-  schedule::Schedule sch(w.func, schedule::ScheduleOptions{.seed = o.seed, .trace = false});
-  auto st = trace.apply_to(sch);
-  if (!st.ok()) throw Error(fmt::format("{}: {}", o.trace_file, st.error().reason()));
-  w.func = sch.func();
+  w.func = schedule::apply_trace_file(w.func, o.trace_file, o.seed);
   return w;
 }
 

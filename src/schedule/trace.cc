@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <set>
 #include <unordered_map>
 
@@ -286,6 +289,23 @@ Trace Trace::parse(std::string_view text) {
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') return from_json(text);
   return parse_text(text);
+}
+
+ir::PrimFunc apply_trace_file(const ir::PrimFunc& func, const std::string& path, int64_t seed) {
+  std::ifstream in(path);
+  if (!in || !std::filesystem::is_regular_file(path)) throw Error(fmt::format("cannot read trace file '{}'", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  Trace trace;
+  try {
+    trace = Trace::parse(text.str());
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", path, e.what()));
+  }
+  Schedule sch(func, ScheduleOptions{.seed = seed, .trace = false});
+  auto st = trace.apply_to(sch);
+  if (!st.ok()) throw Error(fmt::format("{}: {}", path, st.error().reason()));
+  return sch.func();
 }
 
 }  // namespace tyche::schedule

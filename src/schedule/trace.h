@@ -79,4 +79,9 @@ class Trace {
   std::map<size_t, Value> decisions_;
 };
 
+// `func` with the trace in file `path` (text form or JSON) applied; sampling instructions that
+// carry no decision draw from `seed`. Throws tyche::Error naming the file when it cannot be read,
+// does not parse, or a primitive refuses.
+ir::PrimFunc apply_trace_file(const ir::PrimFunc& func, const std::string& path, int64_t seed = 0);
+
 }  // namespace tyche::schedule

@@ -98,12 +98,11 @@ class MultiLevelTiling : public ScheduleRule {
   // The loop a padded register tile splits: the spatial one just outside the innermost spatial
   // loop, when `rows` does not divide its extent, which is over `rows`, and the padding is at most
   // 1/8 of it. Nullopt otherwise (the design is not made).
-  std::optional<size_t> padded_loop(const Schedule& sch, const schedule::SRef& block_sref, const std::vector<LoopRV>& loops,
+  std::optional<size_t> padded_loop(const Schedule& sch, const std::vector<LoopRV>& loops, const std::vector<LoopIterType>& types,
                                     int64_t rows) const {
     std::vector<size_t> spatial;
     for (size_t i = 0; i < loops.size(); ++i)
-      if (loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loops[i]).value().get()) == LoopIterType::kSpatial)
-        spatial.push_back(i);
+      if (types[i] == LoopIterType::kSpatial) spatial.push_back(i);
     if (spatial.size() < 2 || s_levels_.size() < 2) return std::nullopt;
     size_t i = spatial[spatial.size() - 2];
     auto extent = ir::as_const_int(sch.loop_sref(loops[i]).value()->as_for()->extent);
@@ -123,16 +122,20 @@ class MultiLevelTiling : public ScheduleRule {
     auto loops = sch.get_loops(block);
     if (!loops.ok()) return std::nullopt;
     const schedule::SRef block_sref = sch.block_sref(block).value();
+    std::vector<LoopIterType> types;
+    for (const LoopRV& loop : loops.value()) {
+      types.push_back(loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get()));
+      if (types.back() == LoopIterType::kMixed) return std::nullopt;
+    }
     std::optional<size_t> padded;
     if (padded_rows > 0) {
-      padded = padded_loop(sch, block_sref, loops.value(), padded_rows);
+      padded = padded_loop(sch, loops.value(), types, padded_rows);
       if (!padded) return std::nullopt;
     }
     std::vector<std::vector<LoopRV>> tiles(levels_);
     for (size_t li = 0; li < loops.value().size(); ++li) {
       const LoopRV& loop = loops.value()[li];
-      LoopIterType type = loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get());
-      if (type == LoopIterType::kMixed) return std::nullopt;
+      LoopIterType type = types[li];
       const std::vector<int>& idx = type == LoopIterType::kSpatial ? s_levels_ : r_levels_;
       if (idx.empty()) return std::nullopt;  // a reduction loop but no R level
       if (idx.size() == 1) {
