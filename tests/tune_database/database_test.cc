@@ -55,6 +55,34 @@ TEST(Database, RoundTripAndQueries) {
   EXPECT_TRUE(db.best(0xdef, host, 5).empty());
 }
 
+TEST(Database, AProgramMeasuredAgainCountsByItsLatestRecord) {
+  Database db(fresh_dir("remeasured"));
+  db.add_workload(gmm());
+  // Program 2 looked fastest once (a quiet moment of the host); measured again it is not. Program
+  // 3 failed when measured again (a flaky crash): it is no longer among the measured.
+  db.add_records({record(3e-3, 1), record(1e-3, 2), record(2e-3, 3), record(4e-3, 0), record(5e-3, 0)});
+  std::vector<TuningRecord> again = {record(2.5e-3, 2), record(-1, 3), record(2.8e-3, 1)};
+  for (TuningRecord& r : again) r.confirmed = true;
+  db.add_records(again);
+  db.add_records({record(0.9e-3, 6)});  // found later, measured once: ranks after the confirmed
+  std::string host = target_key(record(1, 1).target);
+  auto latest = db.latest_of(0xabc, host);
+  ASSERT_EQ(latest.size(), 6u);  // two records without a program hash are two programs
+  EXPECT_EQ(latest[0]->program, 1u);
+  EXPECT_DOUBLE_EQ(latest[0]->mean_seconds(), 2.8e-3);  // in the slot where 1 was first measured
+  EXPECT_DOUBLE_EQ(latest[1]->mean_seconds(), 2.5e-3);
+  EXPECT_FALSE(latest[2]->ok());
+  auto best = db.best(0xabc, host, -1);
+  ASSERT_EQ(best.size(), 5u);
+  EXPECT_EQ(best[0]->program, 2u);
+  EXPECT_DOUBLE_EQ(best[0]->mean_seconds(), 2.5e-3);
+  EXPECT_EQ(best[1]->program, 1u);
+  EXPECT_EQ(best[2]->program, 6u);
+  EXPECT_EQ(db.records_of(0xabc, host).size(), 9u);  // every measurement is kept
+  Database reopened(db.dir());  // the mark survives the file
+  EXPECT_EQ(reopened.best(0xabc, host, 1)[0]->program, 2u);
+}
+
 TEST(Database, ResumesAfterAKillMidLine) {
   std::string dir = fresh_dir("killed");
   {

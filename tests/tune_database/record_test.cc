@@ -42,6 +42,10 @@ TEST(Records, RoundTrip) {
   EXPECT_EQ(back.seconds, r.seconds);
   EXPECT_TRUE(back.ok());
   EXPECT_NEAR(back.mean_seconds(), 0.01, 1e-12);
+  EXPECT_FALSE(back.confirmed);
+  EXPECT_EQ(to_json_line(r).find("confirmed"), std::string::npos);  // written only when set
+  r.confirmed = true;
+  EXPECT_TRUE(parse_record(to_json_line(r)).confirmed);
   TuningRecord failed = sample(0.01);
   failed.seconds.clear();
   failed.error = "the kernel crashed the worker: signal 11";
@@ -59,23 +63,27 @@ TEST(Records, BadLinesAreSkippedCountedAndWarnedAbout) {
   nlohmann::json j = nlohmann::json::parse(good);
   j["version"] = 7;
   std::string wrong_version = j.dump();
+  j["version"] = 1;
+  j["confirmed"] = "yes";
+  std::string bad_mark = j.dump();
   {
     std::ofstream out(path, std::ios::app);
-    out << "not json at all\n" << wrong_version << "\n" << R"({"format":"tyche.record","version":1})" << "\n\n";
+    out << "not json at all\n" << wrong_version << "\n" << R"({"format":"tyche.record","version":1})" << "\n" << bad_mark << "\n\n";
     out << good.substr(0, good.size() / 2);  // torn by a crash, no newline
   }
   RecordFile f = read_records(path);
   EXPECT_EQ(f.records.size(), 2u);
-  EXPECT_EQ(f.skipped, 4);
-  ASSERT_EQ(f.warnings.size(), 4u);
+  EXPECT_EQ(f.skipped, 5);
+  ASSERT_EQ(f.warnings.size(), 5u);
   EXPECT_THAT(f.warnings[0], HasSubstr(":3: skipped: not JSON"));
   EXPECT_THAT(f.warnings[1], HasSubstr("record version 7"));
   EXPECT_THAT(f.warnings[2], HasSubstr("no \"workload\""));
+  EXPECT_THAT(f.warnings[3], HasSubstr("\"confirmed\" has the wrong type"));
   // Appending after the torn line starts a new line: the new record is whole.
   append_records(path, {sample(0.04)});
   RecordFile again = read_records(path);
   EXPECT_EQ(again.records.size(), 3u);
-  EXPECT_EQ(again.skipped, 4);
+  EXPECT_EQ(again.skipped, 5);
   EXPECT_NEAR(again.records.back().mean_seconds(), 0.04, 1e-12);
   std::remove(path.c_str());
 }

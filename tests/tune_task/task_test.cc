@@ -85,6 +85,7 @@ TuneOptions quick(const std::string& db, const std::string& strategy, int trials
   o.runner.worker_path = worker();
   o.runner.timeout_s = 20;
   o.runner.time = {.warmup = 0, .number = 1, .repeat = 2, .min_repeat_ms = 2, .flush_cache = false, .flush_ranges = {}};
+  o.confirm_top = 0;  // Tune.TheLeadersAreTimedAgain tests it
   return o;
 }
 
@@ -148,6 +149,58 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
     }
     std::filesystem::remove_all(db);
   }
+}
+
+TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
+  auto w = workloads::get_preset("GMM-1");
+  std::string db = fresh_dir("confirm");
+  TuneOptions o = quick(db, "replay-trace", 16);
+  o.confirm_top = 4;
+  o.confirm_rounds = 3;
+  TuneResult r = tune({{w, "", 1.0}}, two_cores(), o);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  const TaskResult& t = r.tasks[0];
+  EXPECT_EQ(t.trials, 16);  // the confirmation is not part of the trial budget
+  EXPECT_EQ(t.confirmed, 4);
+  EXPECT_GT(r.times.confirm, 0);
+  Database d(db);
+  ASSERT_EQ(d.records().size(), 20u);
+  std::vector<const TuningRecord*> searched;
+  for (size_t k = 0; k < 16; ++k) {
+    EXPECT_FALSE(d.records()[k].confirmed);
+    if (d.records()[k].ok()) searched.push_back(&d.records()[k]);
+  }
+  std::sort(searched.begin(), searched.end(), [](auto* a, auto* b) { return a->mean_seconds() < b->mean_seconds(); });
+  ASSERT_GE(searched.size(), 4u);
+  EXPECT_DOUBLE_EQ(t.search_best_seconds, searched[0]->mean_seconds());
+  double fastest_confirmed = std::numeric_limits<double>::infinity();
+  for (size_t k = 16; k < 20; ++k) {
+    const TuningRecord& c = d.records()[k];
+    EXPECT_TRUE(c.confirmed);
+    EXPECT_EQ(c.program, searched[k - 16]->program) << "the leaders in order";
+    EXPECT_EQ(c.trace_json, searched[k - 16]->trace_json);
+    ASSERT_TRUE(c.ok()) << c.error;
+    EXPECT_EQ(c.seconds.size(), 6u);  // 3 rounds of 2 repeats
+    fastest_confirmed = std::min(fastest_confirmed, c.mean_seconds());
+  }
+  EXPECT_DOUBLE_EQ(t.best_seconds, fastest_confirmed);
+  std::string key = target_key(record_target(two_cores()));
+  auto best = d.best(ir::structural_hash(w.func), key, 5);
+  ASSERT_EQ(best.size(), 5u);
+  for (size_t k = 0; k < 4; ++k) EXPECT_TRUE(best[k]->confirmed);
+  EXPECT_DOUBLE_EQ(best[0]->mean_seconds(), t.best_seconds);
+  EXPECT_FALSE(best[4]->confirmed);
+  // A rerun resumes from the latest record of each program and measures only new ones.
+  TuneResult again = tune({{w, "", 1.0}}, two_cores(), quick(db, "replay-trace", 8));
+  EXPECT_EQ(again.resumed_records, 20);
+  EXPECT_EQ(again.tasks[0].confirmed, 0);
+  Database after(db);
+  std::unordered_set<uint64_t> programs;
+  for (const TuningRecord& rec : after.records())
+    if (!rec.confirmed) {
+      EXPECT_TRUE(programs.insert(rec.program).second) << "measured twice while searching";
+    }
+  std::filesystem::remove_all(db);
 }
 
 // A strategy that proposes a crash, a hang, a wrong result and a correct program (or, with

@@ -111,11 +111,31 @@ std::vector<const TuningRecord*> Database::records_of(uint64_t workload, const s
   return out;
 }
 
+std::vector<const TuningRecord*> Database::latest_of(uint64_t workload, const std::string& target) const {
+  std::vector<const TuningRecord*> out = records_of(workload, target);
+  std::unordered_map<uint64_t, size_t> first;  // program -> its slot in out
+  size_t n = 0;
+  for (const TuningRecord* r : out) {
+    if (r->program == 0) {  // not recorded: every such record is a program of its own
+      out[n++] = r;
+      continue;
+    }
+    auto [it, inserted] = first.try_emplace(r->program, n);
+    if (inserted) out[n++] = r;
+    else out[it->second] = r;
+  }
+  out.resize(n);
+  return out;
+}
+
 std::vector<const TuningRecord*> Database::best(uint64_t workload, const std::string& target, int k) const {
   std::vector<const TuningRecord*> out;
-  for (const TuningRecord* r : records_of(workload, target))
+  for (const TuningRecord* r : latest_of(workload, target))
     if (r->ok()) out.push_back(r);
-  std::stable_sort(out.begin(), out.end(), [](const TuningRecord* a, const TuningRecord* b) { return a->mean_seconds() < b->mean_seconds(); });
+  std::stable_sort(out.begin(), out.end(), [](const TuningRecord* a, const TuningRecord* b) {
+    if (a->confirmed != b->confirmed) return a->confirmed;
+    return a->mean_seconds() < b->mean_seconds();
+  });
   if (k >= 0 && out.size() > static_cast<size_t>(k)) out.resize(static_cast<size_t>(k));
   return out;
 }

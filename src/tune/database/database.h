@@ -38,7 +38,12 @@ class Database {
   const std::vector<TuningRecord>& records() const { return records_; }
   // The records of a workload on a target, in the order measured.
   std::vector<const TuningRecord*> records_of(uint64_t workload, const std::string& target) const;
-  // The k fastest measured records of a workload on a target, fastest first.
+  // The same, a program measured more than once (a tune measures its leaders again at the end)
+  // counting by its latest record only, which stands where the program was first measured.
+  std::vector<const TuningRecord*> latest_of(uint64_t workload, const std::string& target) const;
+  // The k fastest measured programs of a workload on a target (by their latest records), fastest
+  // first; confirmed ones (measured again at the end of a tune, interleaved: record.h) rank ahead
+  // of the rest, whose single measurement may have fallen on a quiet moment of a shared host.
   std::vector<const TuningRecord*> best(uint64_t workload, const std::string& target, int k) const;
 
  private:

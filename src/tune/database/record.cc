@@ -109,6 +109,7 @@ std::string to_json_line(const TuningRecord& r) {
             {"seconds", r.seconds},
             {"error", r.error.empty() ? json(nullptr) : json(r.error)},
             {"measured_at", r.measured_at}};
+  if (r.confirmed) j["confirmed"] = true;
   return j.dump();
 }
 
@@ -146,6 +147,7 @@ TuningRecord parse_record(const std::string& line) {
   if (j.contains("error") && !j["error"].is_null()) r.error = field<std::string>(j, "error", "record");
   if (r.error.empty() && r.seconds.empty()) throw Error("record: neither times nor an error");
   r.measured_at = j.value("measured_at", "");
+  if (j.contains("confirmed")) r.confirmed = field<bool>(j, "confirmed", "record");
   return r;
 }
 

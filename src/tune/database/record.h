@@ -10,7 +10,9 @@
 //    "program": "<16 hex digits>",          // structural hash of the program measured (optional)
 //    "seconds": [0.0123, 0.0121, 0.0125],   // every timed repeat (empty on error)
 //    "error": null,                         // or why it was not measured (build, run, wrong result)
-//    "measured_at": "2026-12-01T07:00:00Z"}
+//    "measured_at": "2026-12-01T07:00:00Z",
+//    "confirmed": true}                     // optional: one of a tune's leaders, measured again
+//                                           // at its end, interleaved with the others
 //
 // The workload is what workloads::resolve(name, extents) rebuilds; its structural hash says the
 // rebuilt function is the one that was measured. Appends write whole lines; a reader skips a
@@ -48,6 +50,7 @@ struct TuningRecord {
   std::vector<double> seconds;   // every timed repeat
   std::string error;             // empty when measured
   std::string measured_at;       // ISO 8601, UTC
+  bool confirmed = false;        // measured again among a tune's leaders (database.h)
 
   bool ok() const { return error.empty() && !seconds.empty(); }
   double mean_seconds() const;   // +inf unless ok()

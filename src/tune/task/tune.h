@@ -49,6 +49,12 @@ struct TuneOptions {
   // (0: only RunnerOptions::timeout_s stops candidates).
   double timeout_slowdown = 100;
   double timeout_floor_s = 5;
+  // At the end each task's confirm_top fastest programs are built and timed again, confirm_rounds
+  // rounds interleaved, and recorded as confirmed (record.h): a search times each candidate once,
+  // at whatever moment the host allowed, so on a shared machine its fastest record is partly its
+  // luckiest. The task's best is then the fastest confirmed program (0: no confirmation).
+  int confirm_top = 8;
+  int confirm_rounds = 5;
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): stop after saving what was measured
 };
 
@@ -59,6 +65,7 @@ struct TuneTimes {
   double run = 0;
   double model = 0;   // training
   double database = 0;
+  double confirm = 0;  // building and timing the leaders again
   double total = 0;
 };
 
@@ -72,7 +79,9 @@ struct TaskResult {
   std::string name, shape;
   double flop = 0;
   int trials = 0, failed = 0;
-  double best_seconds = 0;          // 0: nothing ran
+  double best_seconds = 0;          // 0: nothing ran; after a confirmation, its fastest program
+  double search_best_seconds = 0;   // the fastest single measurement while searching
+  int confirmed = 0;                // programs timed again at the end
   std::string best_trace_text;      // the best program's trace, text form (design space + decisions)
   std::vector<TunePoint> history;   // after every round of this task
 };
