@@ -325,6 +325,7 @@ TEST(CliTune, JsonProgressResumeAndTheBestRecord) {
   expect_usage_error("run GMM-1 --db " + db + " --trace " + gmm_trace(), "--db and --trace both give a schedule");
   expect_usage_error("tune GMM-1 --trials 8 --model /nonexistent/model.json", "cannot read model file");
   expect_usage_error("tune GMM-1 --trials 8 --strategy bayes", "--strategy");
+  expect_usage_error("tune GMM-1 --trials 8 --confirm -1", "--confirm");
   expect_usage_error("tune NOPE-1 --trials 8", "unknown workload 'NOPE-1'");
   {  // a corrupt workloads file is refused
     FILE* f = fopen((db + "/workloads.jsonl").c_str(), "a");
