@@ -7,6 +7,7 @@
 // kMaxVectorLanes are strip-mined when their extent is a multiple of 16.
 #include <fmt/format.h>
 
+#include "arith/analyzer.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "lower/lower.h"
@@ -40,7 +41,23 @@ class LaneRewriter : public ir::StmtExprMutator {
     if (n->kind == ir::ExprKind::kAdd && ra && rb) return ir::ramp(ra->base + rb->base, ra->stride + rb->stride, ra->lanes);
     if (n->kind == ir::ExprKind::kMul && ra && ir::as_const_int(b)) return ir::ramp(ra->base * b, ra->stride * b, ra->lanes);
     if (n->kind == ir::ExprKind::kMul && rb && ir::as_const_int(a)) return ir::ramp(a * rb->base, a * rb->stride, rb->lanes);
+    if ((n->kind == ir::ExprKind::kFloorDiv || n->kind == ir::ExprKind::kFloorMod) && ra && lanes_of(b) == 1)
+      if (ir::Expr v = divide_ramp(n->kind, *ra, b); v.defined()) return v;
     return ir::make_binary(n->kind, a, b);  // broadcasts the scalar side
+  }
+
+  // A ramp whose lanes fall in one block of a constant c (a packed layout's index, j // 16 and
+  // j % 16): the quotient is the same in every lane and the remainder is a ramp again.
+  static ir::Expr divide_ramp(ir::ExprKind kind, const ir::RampNode& r, const ir::Expr& c) {
+    auto divisor = ir::as_const_int(c);
+    auto stride = ir::as_const_int(r.stride);
+    if (!divisor || *divisor <= 0 || !stride || *stride < 0) return {};
+    arith::Analyzer analyzer;
+    ir::Expr rem = analyzer.simplify(ir::floormod(r.base, c));
+    arith::ConstIntBound b = analyzer.const_int_bound(rem);
+    if (b.min_value < 0 || b.max_value > *divisor - 1 - *stride * (r.lanes - 1)) return {};
+    if (kind == ir::ExprKind::kFloorMod) return ir::ramp(rem, r.stride, r.lanes);
+    return analyzer.simplify(ir::floordiv(r.base, c));
   }
 
   ir::Expr mutate_select(const ir::SelectNode* n, const ir::Expr& self) override {

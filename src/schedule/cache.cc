@@ -1,7 +1,7 @@
-// cache_read, cache_write, set_scope and storage_align: primitives that introduce or re-declare
-// buffers. The cache primitives add a copy stage at the top level of the block's scope (before or
-// after the loop nest that holds the block) and redirect the block's accesses; set_scope and
-// storage_align replace an intermediate buffer by a re-declared one in every use.
+// cache_read, cache_write, set_scope, storage_align and transform_layout: primitives that
+// introduce or re-declare buffers. The cache primitives add a copy stage at the top level of the
+// block's scope (before or after the loop nest that holds the block) and redirect the block's
+// accesses; the others replace an intermediate buffer by a re-declared one in every use.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/block_scope.h"
+#include "schedule/index_map.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/instruction_impl.h"
@@ -38,27 +39,32 @@ std::optional<ScheduleError> check_scope(const char* primitive, const std::strin
 }
 
 // Replaces one buffer by another (by identity) in loads, stores, access regions, alloc_buffers and
-// allocations, and records each rebuilt block so its sref continues.
+// allocations, and records each rebuilt block so its sref continues. With a layout, the indices
+// and regions of the old buffer are mapped into the new one's.
 class BufferReplacer : public ir::StmtExprMutator {
  public:
-  BufferReplacer(ir::Buffer from, ir::Buffer to) : from_(std::move(from)), to_(std::move(to)) {}
+  BufferReplacer(ir::Buffer from, ir::Buffer to, const IndexMap* layout = nullptr)
+      : from_(std::move(from)), to_(std::move(to)), layout_(layout) {}
   BlockReuse reuse;
 
  protected:
   const ir::Buffer& sub(const ir::Buffer& b) const { return b.same_as(from_) ? to_ : b; }
+  std::vector<ir::Expr> indices(const ir::Buffer& b, std::vector<ir::Expr> idx) const {
+    return layout_ && b.same_as(from_) ? layout_->map_indices(idx) : idx;
+  }
 
   ir::Expr mutate_buffer_load(const ir::BufferLoadNode* n, const ir::Expr& self) override {
     std::vector<ir::Expr> idx;
     bool changed = mutate_exprs(n->indices, &idx);
     if (!changed && !n->buffer.same_as(from_)) return self;
-    return ir::Expr(std::make_shared<ir::BufferLoadNode>(n->dtype, sub(n->buffer), std::move(idx)));
+    return ir::Expr(std::make_shared<ir::BufferLoadNode>(n->dtype, sub(n->buffer), indices(n->buffer, std::move(idx))));
   }
   ir::Stmt mutate_buffer_store(const ir::BufferStoreNode* n, const ir::Stmt& self) override {
     ir::Expr v = mutate_expr(n->value);
     std::vector<ir::Expr> idx;
     bool changed = mutate_exprs(n->indices, &idx) || !v.same_as(n->value);
     if (!changed && !n->buffer.same_as(from_)) return self;
-    return ir::Stmt(std::make_shared<ir::BufferStoreNode>(sub(n->buffer), v, std::move(idx)));
+    return ir::Stmt(std::make_shared<ir::BufferStoreNode>(sub(n->buffer), v, indices(n->buffer, std::move(idx))));
   }
   ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt& self) override {
     ir::Stmt body = mutate_stmt(n->body);
@@ -79,7 +85,8 @@ class BufferReplacer : public ir::StmtExprMutator {
     }
     auto regions = [&](const std::vector<ir::BufferRegion>& rs) {
       std::vector<ir::BufferRegion> out;
-      for (const ir::BufferRegion& r : rs) out.emplace_back(sub(r.buffer), r.region);
+      for (const ir::BufferRegion& r : rs)
+        out.emplace_back(sub(r.buffer), layout_ && r.buffer.same_as(from_) ? layout_->map_region(r.region) : r.region);
       return out;
     };
     std::vector<ir::Buffer> allocs;
@@ -92,6 +99,7 @@ class BufferReplacer : public ir::StmtExprMutator {
 
  private:
   ir::Buffer from_, to_;
+  const IndexMap* layout_;
 };
 
 // Replaces one statement (by identity) by another inside a loop nest, without entering blocks.
@@ -355,9 +363,10 @@ Result<ir::Buffer> intermediate_target(const ScheduleState& state, const char* p
   return buffer;
 }
 
-// Substitutes `to` for `from` in the whole function.
-void replace_buffer_everywhere(ScheduleState& state, const ir::Buffer& from, const ir::Buffer& to) {
-  BufferReplacer replacer(from, to);
+// Substitutes `to` for `from` in the whole function (mapping its indices by `layout`, if given).
+void replace_buffer_everywhere(ScheduleState& state, const ir::Buffer& from, const ir::Buffer& to,
+                               const IndexMap* layout = nullptr) {
+  BufferReplacer replacer(from, to, layout);
   ir::Stmt body = replacer.mutate_stmt(state.func()->body);
   state.replace_root(body, replacer.reuse);
 }
@@ -484,6 +493,37 @@ Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_in
   return ok_status();
 }
 
+Status transform_layout(ScheduleState& state, const SRef& block_sref, int buffer_index, const std::string& index_map) {
+  const ir::BlockNode* block = block_sref->as_block();
+  TYCHE_TRY_ASSIGN(buffer, intermediate_target(state, "transform_layout", "layout", block_sref.get(), buffer_index));
+  auto parsed = IndexMap::parse(index_map);
+  if (auto* why = std::get_if<std::string>(&parsed))
+    return ScheduleError(ErrorCode::kInvalidArgument, "transform_layout: " + *why, block);
+  const IndexMap& map = std::get<IndexMap>(parsed);
+  if (!buffer->strides.empty())
+    return ScheduleError(ErrorCode::kInvalidArgument,
+                         fmt::format("transform_layout: buffer '{}' has strides from storage_align; transform its "
+                                     "layout before aligning it",
+                                     buffer->name),
+                         block);
+  std::vector<int64_t> shape;
+  for (const ir::Expr& d : buffer->shape) {
+    auto v = ir::as_const_int(d);
+    if (!v)
+      return ScheduleError(ErrorCode::kInvalidArgument,
+                           fmt::format("transform_layout: buffer '{}' has a non-constant shape", buffer->name), block);
+    shape.push_back(*v);
+  }
+  if (std::string why = map.check_shape(shape); !why.empty())
+    return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("transform_layout: buffer '{}': {}", buffer->name, why),
+                         block);
+  std::vector<ir::Expr> new_shape;
+  for (int64_t d : map.map_shape(shape)) new_shape.push_back(ir::make_int(d, buffer->shape[0].dtype()));
+  ir::Buffer laid_out = ir::make_buffer(buffer->name, buffer->dtype, new_shape, buffer->scope);
+  replace_buffer_everywhere(state, buffer, laid_out, &map);
+  return ok_status();
+}
+
 // ---- Schedule forwarding ----
 
 // ---- instructions ----
@@ -544,6 +584,17 @@ const InstructionKind& kind_storage_align() {
   return k;
 }
 
+const InstructionKind& kind_transform_layout() {
+  static const InstructionKind k{
+      .name = "transform_layout",
+      .params = {{"block", ParamType::kBlock}, {"buffer_index", ParamType::kInt}, {"index_map", ParamType::kString}},
+      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
+        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
+        TYCHE_APPLY_STATUS(transform_layout(sch.mutable_state(), block, static_cast<int>(a[1].i), a[2].s));
+      }};
+  return k;
+}
+
 Result<BlockRV> Schedule::cache_read(const BlockRV& block, int read_buffer_index, const std::string& storage_scope) {
   return forward<BlockRV>(*this, kind_cache_read(), block, read_buffer_index, storage_scope);
 }
@@ -555,6 +606,10 @@ Status Schedule::set_scope(const BlockRV& block, int buffer_index, const std::st
 }
 Status Schedule::storage_align(const BlockRV& block, int buffer_index, int axis, int factor, int offset) {
   return forward<Unit>(*this, kind_storage_align(), block, buffer_index, axis, factor, offset);
+}
+
+Status Schedule::transform_layout(const BlockRV& block, int buffer_index, const std::string& index_map) {
+  return forward<Unit>(*this, kind_transform_layout(), block, buffer_index, index_map);
 }
 
 }  // namespace tyche::schedule

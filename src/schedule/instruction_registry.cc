@@ -14,7 +14,7 @@
   /* compute location (compute_at.cc, compute_inline.cc) */                                       \
   X(compute_at) X(reverse_compute_at) X(compute_inline) X(reverse_compute_inline)                 \
   /* caches (cache.cc) */                                                                         \
-  X(cache_read) X(cache_write) X(set_scope) X(storage_align)                                      \
+  X(cache_read) X(cache_write) X(set_scope) X(storage_align) X(transform_layout)                   \
   /* reductions (reduction.cc) */                                                                 \
   X(decompose_reduction) X(rfactor)                                                               \
   /* blocks (blockize_tensorize.cc) */                                                            \

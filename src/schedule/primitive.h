@@ -53,6 +53,7 @@ Result<SRef> cache_read(ScheduleState& state, const SRef& block, int read_buffer
 Result<SRef> cache_write(ScheduleState& state, const SRef& block, int write_buffer_index, const std::string& storage_scope);
 Status set_scope(ScheduleState& state, const SRef& block, int buffer_index, const std::string& storage_scope);
 Status storage_align(ScheduleState& state, const SRef& block, int buffer_index, int axis, int factor, int offset);
+Status transform_layout(ScheduleState& state, const SRef& block, int buffer_index, const std::string& index_map);
 
 // ---- reductions (reduction.cc) ----
 Result<SRef> decompose_reduction(ScheduleState& state, const SRef& block, const SRef& loop);

@@ -149,6 +149,10 @@ class Schedule {
   // Pads the stride of `axis` of the block's buffer_index-th written buffer so that
   // stride % factor == offset (bank-conflict avoidance); only intermediate buffers.
   Status storage_align(const BlockRV& block, int buffer_index, int axis, int factor, int offset);
+  // Re-lays out the block's buffer_index-th written buffer (an intermediate one) by an index map
+  // in TVM's notation, `lambda k, j: (j // 16, k, j % 16)`: dimensions split by constant factors
+  // and permuted, every access rewritten (packing a panel so a register tile reads it in order).
+  Status transform_layout(const BlockRV& block, int buffer_index, const std::string& index_map);
 
   // ---- reductions (reduction.cc) ----
   // Splits the reduction's init into its own block placed before `loop`; returns the init block.

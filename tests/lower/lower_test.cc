@@ -17,6 +17,7 @@ namespace tyche::lower {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 runtime::NDArray flat_copy(const runtime::NDArray& a, int64_t size) {
   runtime::NDArray out({size}, a.dtype());
@@ -154,6 +155,36 @@ TEST(Lower, ImperfectSplitsAndNonDivisibleVectors) {
   expect_every_pass_correct(w, sch2.func(), &lowered);
   ASSERT_EQ(lowered.notes.size(), 1u);
   EXPECT_THAT(lowered.notes[0], HasSubstr("an if whose condition differs between lanes"));
+}
+
+// A panel layout (Y_global[b, k, j] -> [j // 8, b, k, j % 8]) read and written by vectors of 8
+// lanes: every lane lies in one panel, so the indices stay ramps (contiguous), with no vector
+// division left; 16 lanes cross panels and are gathered, still exact.
+TEST(Lower, APackedPanelIsAccessedByRamps) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  for (int lanes : {8, 16}) {
+    schedule::Schedule sch(w.func);
+    auto z = sch.get_block("Z").value();
+    auto yc = sch.cache_read(z, 1, "global").value();
+    sch.transform_layout(yc, 0, "lambda b, k, j: (j // 8, b, k, j % 8)").value();
+    auto cl = sch.get_loops(yc).value();  // b, k, j
+    sch.vectorize(sch.split(cl[2], {std::nullopt, lanes}).value()[1]).value();
+    auto l = sch.get_loops(z).value();  // b, i, j, k
+    auto j = sch.split(l[2], {std::nullopt, lanes}).value();
+    sch.reorder({l[3], j[1]}).value();
+    sch.vectorize(j[1]).value();
+    Lowered lowered;
+    expect_every_pass_correct(w, sch.func(), &lowered);
+    EXPECT_TRUE(lowered.notes.empty()) << lowered.notes[0];
+    std::string text = ir::to_string(lowered.func);
+    if (lanes == 8) {
+      EXPECT_THAT(text, HasSubstr("Y_global[ramp("));
+      EXPECT_THAT(text, Not(HasSubstr("// broadcast(")));
+      EXPECT_THAT(text, Not(HasSubstr("% broadcast(")));
+    } else {
+      EXPECT_THAT(text, HasSubstr("% broadcast(8, 16)"));
+    }
+  }
 }
 
 TEST(Lower, StorageAlignStridesAndIntermediateAllocations) {

@@ -1,4 +1,5 @@
-// cache_read, cache_write, set_scope and storage_align: golden IR, numerics against the reference,
+// cache_read, cache_write, set_scope, storage_align and transform_layout: golden IR, numerics
+// against the reference,
 // the refusals, and a seeded random mix of them.
 #include <gmock/gmock.h>
 
@@ -355,6 +356,78 @@ TEST(StorageAlign, Refusals) {
   EXPECT_EQ(sch.storage_align(pad, 1, 1, 8, 0).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(sch.storage_align(BlockRV{4242}, 0, 1, 8, 0).error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// transform_layout
+
+// GMM-1 scaled down with Y packed per 8-column panel: Y_global[b, k, j] -> [j // 8, b, k, j % 8].
+TEST(TransformLayout, PacksACachedPanel) {
+  auto w = small("GMM-1");
+  Schedule sch(w.func, true);
+  BlockRV z = sch.get_block("Z").value();
+  BlockRV yc = sch.cache_read(z, 1, "global").value();
+  auto loops = sch.get_loops(z).value();
+  ASSERT_TRUE(sch.compute_at(yc, loops[1], true).ok());  // per row of Z: the whole of Y
+  ASSERT_TRUE(sch.transform_layout(yc, 0, "lambda b, k, j: (j // 8, b, k, j % 8)").ok());
+  std::string text = ir::to_string(sch.func());
+  const ir::BufferNode* y = sch.block_sref(yc).value()->as_block()->writes[0].buffer.get();
+  int64_t k = *ir::as_const_int(y->shape[2]);
+  ASSERT_EQ(y->shape.size(), 4u);
+  EXPECT_EQ(*ir::as_const_int(y->shape[0]) * 8, *ir::as_const_int(w.func->params[1]->shape[2]));
+  EXPECT_EQ(*ir::as_const_int(y->shape[3]), 8);
+  EXPECT_GT(k, 1);
+  EXPECT_THAT(text, HasSubstr("// 8"));
+  expect_golden("transform_layout_gmm", text);
+  EXPECT_TRUE(computes_reference(w, sch.func()));
+  EXPECT_TRUE(sch.get_loops(yc).ok());  // handles continue
+  // A permutation of an intermediate buffer, then an alignment of the new layout.
+  auto c = small("CBR-1");
+  Schedule s2(c.func, true);
+  BlockRV pad = s2.get_block("pad").value();
+  ASSERT_TRUE(s2.transform_layout(pad, 0, "lambda n, h, w, ci: (n, ci, w // 2, h, w % 2,)").ok());
+  EXPECT_THAT(ir::to_string(s2.func()), HasSubstr("pad = alloc_buffer((1, 3, 9, 18, 2), \"float32\")"));
+  ASSERT_TRUE(s2.storage_align(pad, 0, 2, 8, 1).ok());
+  EXPECT_TRUE(computes_reference(c, s2.func()));
+}
+
+TEST(TransformLayout, Refusals) {
+  auto w = small("CBR-1");  // pad is (1, 18, 18, 3)
+  Schedule sch(w.func, true);
+  BlockRV pad = sch.get_block("pad").value();
+  std::string before = ir::to_string(sch.func());
+  auto reason = [&](const std::string& map) {
+    auto st = sch.transform_layout(pad, 0, map);
+    EXPECT_FALSE(st.ok()) << map;
+    if (st.ok()) return std::string();
+    EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument) << map;
+    return st.error().reason();
+  };
+  EXPECT_THAT(reason("n, h, w, c: (n, h, w, c)"), HasSubstr("expected 'lambda'"));
+  EXPECT_THAT(reason("lambda n, h, w: (n, h, w)"), HasSubstr("takes 3 indices but the buffer has 4"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, x)"), HasSubstr("'x' is not an input"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w)"), HasSubstr("'c' must appear once"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c, c)"), HasSubstr("'c' must appear once"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 2, w % 3, c)"), HasSubstr("'w' must appear once"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 2, w, c)"), HasSubstr("'w' must appear once"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 0, w % 0, c)"), HasSubstr("factor 0 is not positive"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // k, w % k, c)"), HasSubstr("expected an integer factor"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 4, w % 4, c)"), HasSubstr("factor 4 does not divide extent 18 of 'w'"));
+  EXPECT_THAT(reason("lambda n, n, w, c: (n, w, c)"), HasSubstr("input 'n' is named twice"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c"), HasSubstr("expected ')'"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c) + 1"), HasSubstr("unexpected '+ 1'"));
+  EXPECT_THAT(reason("lambda n, h, w, c (n, h, w, c)"), HasSubstr("expected ':'"));
+  EXPECT_THAT(reason(""), HasSubstr("expected 'lambda'"));
+  auto param = sch.transform_layout(sch.get_block("relu").value(), 0, "lambda n, h, w, c: (n, h, w, c)");
+  ASSERT_FALSE(param.ok());
+  EXPECT_THAT(param.error().reason(), HasSubstr("function parameter 'relu'"));
+  EXPECT_EQ(sch.transform_layout(pad, 1, "lambda n, h, w, c: (c, n, h, w)").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.transform_layout(BlockRV{4242}, 0, "lambda n, h, w, c: (c, n, h, w)").error().code(), ErrorCode::kStaleHandle);
+  EXPECT_EQ(ir::to_string(sch.func()), before);
+  ASSERT_TRUE(sch.storage_align(pad, 0, 2, 8, 1).ok());
+  std::string aligned = ir::to_string(sch.func());
+  EXPECT_THAT(reason("lambda n, h, w, c: (c, n, h, w)"), HasSubstr("has strides from storage_align"));
+  EXPECT_EQ(ir::to_string(sch.func()), aligned);
 }
 
 // ---------------------------------------------------------------------------------------------

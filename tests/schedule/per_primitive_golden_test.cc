@@ -73,6 +73,17 @@ const std::vector<std::pair<std::string, Step>>& steps() {
       {"storage_align", [](Schedule& s, const Roles& r) {
          return reason(s.storage_align(block(s, r.spatial.empty() ? r.reduction : r.spatial), 0, 0, 8, 1));
        }},
+      {"transform_layout", [](Schedule& s, const Roles& r) {
+         // The written buffer's dimensions reversed: a permutation fits any rank.
+         BlockRV b = block(s, r.spatial.empty() ? r.reduction : r.spatial);
+         size_t rank = s.block_sref(b).value()->as_block()->writes[0].buffer->shape.size();
+         std::string in, out;
+         for (size_t d = 0; d < rank; ++d) {
+           in += (d ? ", a" : "a") + std::to_string(d);
+           out += (d ? ", a" : "a") + std::to_string(rank - 1 - d);
+         }
+         return reason(s.transform_layout(b, 0, "lambda " + in + ": (" + out + ",)"));
+       }},
       {"decompose_reduction", [](Schedule& s, const Roles& r) {
          return reason(s.decompose_reduction(block(s, r.reduction), loops(s, r.reduction)[0]));
        }},

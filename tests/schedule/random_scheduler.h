@@ -46,7 +46,7 @@ class RandomScheduler {
     if (blocks.empty()) return false;
     BlockRV block = pick(blocks);
     std::vector<LoopRV> loops = sch_.get_loops(block).value();
-    choice = uniform(0, 25);
+    choice = uniform(0, 26);
     // Primitives that need one of the block's own loops fall back to those that do not.
     static constexpr int kNoLoopChoices[] = {9, 12, 13, 14, 15};
     if (loops.empty() && (choice < 9 || choice == 10 || choice == 11 || (choice >= 16 && choice <= 19) || choice >= 24))
@@ -109,6 +109,16 @@ class RandomScheduler {
       case 23: return sch_.storage_align(block, 0, uniform(0, 3), uniform(1, 8), uniform(0, 3)).ok();
       case 24: return sch_.decompose_reduction(block, pick(loops)).ok();
       case 25: return sch_.rfactor(pick(loops), uniform(-2, 2)).ok();
+      case 26: {
+        // The written buffer's last dimension split by 1..4 and its outer part moved first.
+        auto b = sch_.block_sref(block);
+        if (!b.ok() || b.value()->as_block()->writes.empty()) return false;
+        size_t rank = b.value()->as_block()->writes[0].buffer->shape.size();
+        std::string in, out, last = "a" + std::to_string(rank - 1), f = std::to_string(uniform(1, 4));
+        for (size_t d = 0; d < rank; ++d) in += (d ? ", a" : "a") + std::to_string(d);
+        for (size_t d = 0; d + 1 < rank; ++d) out += ", a" + std::to_string(d);
+        return sch_.transform_layout(block, 0, "lambda " + in + ": (" + last + " // " + f + out + ", " + last + " % " + f + ")").ok();
+      }
       default: {
         // Tile by 4 so that tensorize and blockize sometimes find their patterns.
         LoopRV loop = pick(loops);

@@ -165,6 +165,7 @@ std::vector<RoundTripCase> round_trip_cases() {
          sch.cache_read(conv, 1, "local").value();
          sch.cache_write(conv, 0, "local").value();
          sch.set_scope(pad, 0, "shared").value();
+         sch.transform_layout(pad, 0, "lambda n, h, w, c: (w // 2, n, h, w % 2, c)").value();
          sch.storage_align(pad, 0, 2, 8, 1).value();
        }},
       {"reductions", "GMM-1",

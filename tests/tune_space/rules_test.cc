@@ -163,11 +163,48 @@ TEST(MultiLevelTiling, DefaultRulesPadAndPackOnSixteenRegisterCpusOnly) {
   EXPECT_EQ(avx2.size(), 4 * avx512.size());  // x (padded or not) x (packed or not)
   EXPECT_EQ(count(avx2, "factors=[None, 6]"), static_cast<long>(avx2.size() / 2));
   EXPECT_EQ(count(avx2, "cache_read"), static_cast<long>(avx2.size() / 2));
+  // Padded and packed: 2-vector panels (16 float32 lanes), the cache laid out by panel.
+  EXPECT_EQ(count(avx2, "factors=[None, 16]"), static_cast<long>(avx2.size() / 4));
+  EXPECT_EQ(count(avx2, "index_map=\"lambda a0, a1: (a1 // 16, a0, a1 % 16)\""), static_cast<long>(avx2.size() / 4));
+  EXPECT_EQ(count(avx512, "transform_layout"), 0);
   EXPECT_EQ(count(avx512, "factors=[None, 6]"), 0);
   EXPECT_EQ(count(avx512, "cache_read"), 0);
   // The reduction tile may reach 256 there (k here is 16: the limit is recorded, not reached).
   EXPECT_EQ(count(avx2, "n=2, max_innermost_factor=256"), static_cast<long>(avx2.size()));
   EXPECT_EQ(count(avx512, "max_innermost_factor=256"), 0);
+}
+
+// Panels: in the padded-rows design with a read cache, the vectorized loop's innermost tile is
+// fixed at the panel width and the cache is laid out panel by panel; only where the width
+// divides that loop and is below it.
+TEST(MultiLevelTiling, PackedPanelsFixTheColumnsAndLayOutTheCache) {
+  auto designs_for = [](const std::string& extents) {
+    auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", extents);
+    auto designs = generate(w, {multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMay, .levels = {2}, .only_along_output_row = true},
+                                                    .padded_rows = {6},
+                                                    .panel_width = 8})});
+    std::vector<std::string> texts;
+    for (const Schedule& d : designs) {
+      EXPECT_TRUE(computes_reference(w, d.func())) << extents << "\n" << d.trace()->to_text();
+      texts.push_back(d.trace()->to_text());
+    }
+    return texts;
+  };
+  auto texts = designs_for("i=50,j=32,k=16");
+  ASSERT_EQ(texts.size(), 4u);  // (padded or not) x (packed or not)
+  int panels = 0;
+  for (const std::string& t : texts) {
+    bool padded = t.find("factors=[None, 6]") != std::string::npos, packed = t.find("cache_read") != std::string::npos;
+    bool panel = t.find("transform_layout(block=b") != std::string::npos;
+    EXPECT_EQ(panel, padded && packed) << t;
+    if (!panel) continue;
+    ++panels;
+    EXPECT_THAT(t, HasSubstr("factors=[None, 8]"));
+    EXPECT_THAT(t, HasSubstr("index_map=\"lambda a0, a1: (a1 // 8, a0, a1 % 8)\""));
+  }
+  EXPECT_EQ(panels, 1);
+  for (const char* extents : {"i=50,j=36,k=16", "i=50,j=8,k=16"})  // 8 does not divide 36; 8 columns only
+    for (const std::string& t : designs_for(extents)) EXPECT_THAT(t, Not(HasSubstr("transform_layout"))) << extents;
 }
 
 TEST(MultiLevelTiling, TheReductionTileMayHaveItsOwnLimit) {

@@ -112,6 +112,29 @@ class MultiLevelTiling : public ScheduleRule {
     return i;
   }
 
+  // The innermost spatial loop (the one the vector lanes run along) when the panel width divides
+  // its extent and is below it; nullopt otherwise (its tiles are sampled and no layout changes).
+  std::optional<size_t> panel_loop(const Schedule& sch, const std::vector<LoopRV>& loops,
+                                   const std::vector<LoopIterType>& types) const {
+    if (config_.panel_width <= 0 || s_levels_.size() < 2) return std::nullopt;
+    for (size_t i = loops.size(); i-- > 0;) {
+      if (types[i] != LoopIterType::kSpatial) continue;
+      auto extent = ir::as_const_int(sch.loop_sref(loops[i]).value()->as_for()->extent);
+      if (!extent || *extent <= config_.panel_width || *extent % config_.panel_width != 0) return std::nullopt;
+      return i;
+    }
+    return std::nullopt;
+  }
+  // [.., j] -> [j // w, .., j % w]: the panel of w columns becomes one contiguous run per row.
+  std::string panel_layout(size_t rank) const {
+    std::string in, out;
+    for (size_t d = 0; d < rank; ++d) in += fmt::format("{}a{}", d ? ", " : "", d);
+    out = fmt::format("a{} // {}", rank - 1, config_.panel_width);
+    for (size_t d = 0; d + 1 < rank; ++d) out += fmt::format(", a{}", d);
+    out += fmt::format(", a{} % {}", rank - 1, config_.panel_width);
+    return fmt::format("lambda {}: ({})", in, out);
+  }
+
   std::optional<Schedule> tile(Schedule sch, const BlockRV& block, int write_level, bool read_cache, int64_t padded_rows) {
     std::optional<BlockRV> write_cache;
     if (write_level > 0) {
@@ -127,10 +150,11 @@ class MultiLevelTiling : public ScheduleRule {
       types.push_back(loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get()));
       if (types.back() == LoopIterType::kMixed) return std::nullopt;
     }
-    std::optional<size_t> padded;
+    std::optional<size_t> padded, panel;
     if (padded_rows > 0) {
       padded = padded_loop(sch, loops.value(), types, padded_rows);
       if (!padded) return std::nullopt;
+      if (read_cache) panel = panel_loop(sch, loops.value(), types);
     }
     std::vector<std::vector<LoopRV>> tiles(levels_);
     for (size_t li = 0; li < loops.value().size(); ++li) {
@@ -144,11 +168,13 @@ class MultiLevelTiling : public ScheduleRule {
       }
       LoopRV outer = loop;
       size_t n = idx.size();
-      if (padded && li == *padded) {  // the rows: a fixed innermost tile, the rest sampled
-        auto rows = sch.split(loop, {std::nullopt, schedule::ExprArg(padded_rows)});
-        if (!rows.ok()) return std::nullopt;
-        outer = rows.value()[0];
-        tiles[idx.back()].push_back(rows.value()[1]);
+      // The rows, and the panel's columns: a fixed innermost tile, the rest sampled.
+      if ((padded && li == *padded) || (panel && li == *panel)) {
+        int64_t fixed = padded && li == *padded ? padded_rows : config_.panel_width;
+        auto parts = sch.split(loop, {std::nullopt, schedule::ExprArg(fixed)});
+        if (!parts.ok()) return std::nullopt;
+        outer = parts.value()[0];
+        tiles[idx.back()].push_back(parts.value()[1]);
         if (--n == 1) {
           tiles[idx[0]].push_back(outer);
           continue;
@@ -200,6 +226,9 @@ class MultiLevelTiling : public ScheduleRule {
       for (size_t i : cached) {
         auto c = sch.cache_read(block, static_cast<int>(i), r.scope);
         if (!c.ok() || !sch.compute_at(c.value(), *at, true).ok()) return std::nullopt;
+        if (panel && along_output_row(sch, block, i) &&
+            !sch.transform_layout(c.value(), 0, panel_layout(block_node(sch, block)->reads[i].region.size())).ok())
+          return std::nullopt;
         if (cooperative_fetch_) {
           // TVM samples from vector_load_lens {1, 2, 3, 4, 8, 16}; {1, 2, 4} keep 32-bit
           // elements within one 16-byte access and divide most tiles (RewriteCooperativeFetch

@@ -36,6 +36,7 @@ std::vector<ScheduleRulePtr> default_rules(const Target& target) {
       // and epilogue (GMM-4, 6 x 16 tile: 128 steps ran 5 % faster, one thread, AMD EPYC).
       tiling.max_innermost_reduction_factor = 256;
       tiling.reuse_read = {.req = ReuseConfig::Kind::kMay, .levels = {3}, .scope = "global", .only_along_output_row = true};
+      tiling.panel_width = 2 * codegen::resolve_cpu(target.cpu).vector_bits() / 32;  // float32 lanes
     }
     return {
         auto_inline({.disallow_op = {"exp"}}),  // an exp inlined into two consumers runs twice

@@ -74,6 +74,11 @@ struct MultiLevelTilingConfig {
   // of it. An AVX2 core's 16 registers hold a 6 x 2-vector tile (12 accumulators, enough to
   // hide the FMA latency) but no power-of-two tile with more than 8.
   std::vector<int64_t> padded_rows = {};
+  // In a padded-rows design with read caches: the innermost tile of the output's last loop is
+  // fixed at this many elements (two vectors: BLIS's nr) where it divides that loop, and each
+  // cache gets the panel layout [j // w, ..., j % w] (transform_layout), so the register tile
+  // reads its w columns for every k step from one contiguous stream. 0: off.
+  int64_t panel_width = 0;
 };
 ScheduleRulePtr multi_level_tiling(MultiLevelTilingConfig config = {});
 
