@@ -19,6 +19,11 @@ namespace {
 struct NotVectorizable {
   std::string why;
 };
+// The lanes cross blocks of `lanes` in a floordiv/floormod (a packed layout's j // 16 over 64
+// lanes): vectors of that many lanes, each within one block, keep every access contiguous.
+struct FewerLanes {
+  int lanes;
+};
 
 int lanes_of(const ir::Expr& e) { return e.dtype().lanes(); }
 
@@ -55,7 +60,11 @@ class LaneRewriter : public ir::StmtExprMutator {
     arith::Analyzer analyzer;
     ir::Expr rem = analyzer.simplify(ir::floormod(r.base, c));
     arith::ConstIntBound b = analyzer.const_int_bound(rem);
-    if (b.min_value < 0 || b.max_value > *divisor - 1 - *stride * (r.lanes - 1)) return {};
+    if (b.min_value < 0 || b.max_value > *divisor - 1 - *stride * (r.lanes - 1)) {
+      if (ir::is_const_int(rem, 0) && *stride == 1 && *divisor < r.lanes && r.lanes % *divisor == 0)
+        throw FewerLanes{static_cast<int>(*divisor)};
+      return {};
+    }
     if (kind == ir::ExprKind::kFloorMod) return ir::ramp(rem, r.stride, r.lanes);
     return analyzer.simplify(ir::floordiv(r.base, c));
   }
@@ -164,21 +173,28 @@ class Vectorizer : public ir::StmtExprMutator {
     if (!ext) return serial("its extent is not a constant");
     if (*ext == 1) return ir::substitute(body, [&](const ir::Var& v) { return v.same_as(n->loop_var) ? n->min : ir::Expr(); });
     if (has_vectors(body)) return serial("it contains a vectorized loop (one vector dimension per loop nest)");
+    // Long loops are strip-mined: a serial loop over vectors of `lanes`.
+    auto strip_mined = [&](int lanes) {
+      if (lanes == *ext) return LaneRewriter(n->loop_var, n->min, lanes).mutate_stmt(body);
+      ir::Var outer(n->loop_var.name() + "_vo", n->loop_var.dtype());
+      ir::Stmt vec = LaneRewriter(n->loop_var, n->min + outer * lanes, lanes).mutate_stmt(body);
+      return ir::for_loop(outer, ir::make_int(0, outer.dtype()), ir::make_int(*ext / lanes, outer.dtype()), ir::ForKind::kSerial, vec);
+    };
     int lanes = static_cast<int>(*ext);
-    ir::Var outer;
-    ir::Expr base = n->min;
     if (*ext > kMaxVectorLanes) {
       if (*ext % 16 != 0) return serial(fmt::format("extent {} is above {} and not a multiple of 16", *ext, kMaxVectorLanes));
       lanes = 16;
-      outer = ir::Var(n->loop_var.name() + "_vo", n->loop_var.dtype());
-      base = n->min + outer * 16;
     }
     try {
-      ir::Stmt vec = LaneRewriter(n->loop_var, base, lanes).mutate_stmt(body);
-      if (outer.defined()) return ir::for_loop(outer, ir::make_int(0, outer.dtype()), ir::make_int(*ext / 16, outer.dtype()), ir::ForKind::kSerial, vec);
-      return vec;
+      try {
+        return strip_mined(lanes);
+      } catch (const FewerLanes& f) {
+        return strip_mined(f.lanes);  // f.lanes divides lanes, which divides the extent
+      }
     } catch (const NotVectorizable& e) {
       return serial(e.why);
+    } catch (const FewerLanes&) {
+      return serial("its lanes cross the blocks of a division twice over");
     }
   }
 

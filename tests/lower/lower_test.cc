@@ -157,12 +157,13 @@ TEST(Lower, ImperfectSplitsAndNonDivisibleVectors) {
   EXPECT_THAT(lowered.notes[0], HasSubstr("an if whose condition differs between lanes"));
 }
 
-// A panel layout (Y_global[b, k, j] -> [j // 8, b, k, j % 8]) read and written by vectors of 8
-// lanes: every lane lies in one panel, so the indices stay ramps (contiguous), with no vector
-// division left; 16 lanes cross panels and are gathered, still exact.
+// A panel layout (Y_global[b, k, j] -> [j // 8, b, k, j % 8]) read and written by vectors: 8
+// lanes lie in one panel, so the indices stay ramps (contiguous) with no vector division left;
+// 16 or 32 lanes cross panels, and the loop is strip-mined into vectors of 8 that do not.
 TEST(Lower, APackedPanelIsAccessedByRamps) {
-  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
-  for (int lanes : {8, 16}) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));  // 32 x 32 x 32
+  for (int lanes : {8, 16, 32}) {
+    SCOPED_TRACE(lanes);
     schedule::Schedule sch(w.func);
     auto z = sch.get_block("Z").value();
     auto yc = sch.cache_read(z, 1, "global").value();
@@ -177,14 +178,26 @@ TEST(Lower, APackedPanelIsAccessedByRamps) {
     expect_every_pass_correct(w, sch.func(), &lowered);
     EXPECT_TRUE(lowered.notes.empty()) << lowered.notes[0];
     std::string text = ir::to_string(lowered.func);
-    if (lanes == 8) {
-      EXPECT_THAT(text, HasSubstr("Y_global[ramp("));
-      EXPECT_THAT(text, Not(HasSubstr("// broadcast(")));
-      EXPECT_THAT(text, Not(HasSubstr("% broadcast(")));
-    } else {
-      EXPECT_THAT(text, HasSubstr("% broadcast(8, 16)"));
-    }
+    EXPECT_THAT(text, HasSubstr("Y_global[ramp("));
+    EXPECT_THAT(text, HasSubstr(", 1, 8)]"));
+    EXPECT_THAT(text, Not(HasSubstr("// broadcast(")));
+    EXPECT_THAT(text, Not(HasSubstr("% broadcast(")));
+    EXPECT_EQ(text.find("_vo") != std::string::npos, lanes > 8);
   }
+  // Blocks of 6 under vectors of 8: the lanes straddle blocks at varying offsets; gathered, exact.
+  auto f = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=4,j=24,k=4");
+  schedule::Schedule sch(f.func);
+  auto c = sch.get_block("C").value();
+  auto bc = sch.cache_read(c, 1, "global").value();
+  sch.transform_layout(bc, 0, "lambda k, j: (j // 6, k, j % 6)").value();
+  auto l = sch.get_loops(c).value();  // i, j, k
+  auto j = sch.split(l[1], {std::nullopt, 8}).value();
+  sch.reorder({l[2], j[1]}).value();
+  sch.vectorize(j[1]).value();
+  Lowered lowered;
+  expect_every_pass_correct(f, sch.func(), &lowered);
+  EXPECT_TRUE(lowered.notes.empty()) << lowered.notes[0];
+  EXPECT_THAT(ir::to_string(lowered.func), HasSubstr("% broadcast(6, 8)"));
 }
 
 TEST(Lower, StorageAlignStridesAndIntermediateAllocations) {
