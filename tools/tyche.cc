@@ -86,7 +86,7 @@ struct Options {
   // tune
   std::vector<std::string> workload_list;
   int trials = 1000;
-  int confirm = 8;  // tune: leaders timed again at the end
+  int confirm = 16;  // tune: leaders timed again at the end
   std::string db, strategy = "evolutionary", acceptance = "eps-greedy", cost_model = "xgb", scheduler = "gradient";
 };
 
@@ -419,8 +419,8 @@ int cmd_tune(const Options& o) {
   for (const tune::TaskResult& t : r.tasks) {
     fmt::print("{} [{}]: {} trials ({} failed)", t.name, t.shape, t.trials, t.failed);
     if (t.best_seconds > 0) {
-      std::string confirmed = t.confirmed ? fmt::format(" (the fastest of the {} best timed again, {} rounds; the fastest single "
-                                                        "measurement while searching: {:.4f} ms)",
+      std::string confirmed = t.confirmed ? fmt::format(" (the fastest of the {} best timed again, {} rounds; the fastest while "
+                                                        "searching, corrected for the host's drift: {:.4f} ms)",
                                                         t.confirmed, to.confirm_rounds, t.search_best_seconds * 1e3)
                                           : "";
       fmt::print(", best {:.4f} ms, {:.1f} GFLOP/s{}; its trace:\n{}", t.best_seconds * 1e3, t.flop / t.best_seconds / 1e9, confirmed,
@@ -540,7 +540,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--seed", opts.seed, "seed of the spaces and the search (default 0)");
   tune_cmd->add_option("--threads", opts.threads, "threads for search and the cost model (default: all)")->check(CLI::PositiveNumber);
   tune_cmd->add_option("--batch", opts.batch, "candidates measured per round (default 64)")->check(CLI::PositiveNumber);
-  tune_cmd->add_option("--confirm", opts.confirm, "at the end, time the N fastest again, interleaved, and keep the fastest (default 8; 0: off)")
+  tune_cmd->add_option("--confirm", opts.confirm, "at the end, time the N fastest again, interleaved, and keep the fastest (default 16; 0: off)")
       ->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
   tune_cmd->add_option("--target", opts.target, "llvm (default) or 'llvm -num-cores N -mcpu NAME'");

@@ -302,16 +302,16 @@ TEST(CliTune, JsonProgressResumeAndTheBestRecord) {
   EXPECT_THAT(t.out, testing::HasSubstr("16 trials (0 failed), best "));
   EXPECT_THAT(t.out, testing::HasSubstr("sch.get_block(name=\"Z\")"));
   EXPECT_THAT(t.out, testing::HasSubstr("outside building and running"));
-  EXPECT_THAT(t.out, testing::HasSubstr("(the fastest of the 8 best timed again, 5 rounds;"));
+  EXPECT_THAT(t.out, testing::HasSubstr("(the fastest of the 16 best timed again, 5 rounds;"));
   EXPECT_THAT(t.out, testing::HasSubstr("leaders timed again"));
   std::string j = take_file(json);
   for (const char* key : {"\"workload\": \"GMM-1\"", "\"trials\": 16", "\"best_latency_s\"", "\"best_gflops\"", "\"wall_s\"",
-                          "\"history\"", "\"elapsed_s\"", "\"best_trace\"", "\"confirmed\": 8", "\"search_best_latency_s\"",
+                          "\"history\"", "\"elapsed_s\"", "\"best_trace\"", "\"confirmed\": 16", "\"search_best_latency_s\"",
                           "\"confirm_s\""})
     EXPECT_THAT(j, testing::HasSubstr(key));
   Result again = run("tune GMM-1 --trials 8 --batch 8 --confirm 0 --db " + db);
   ASSERT_EQ(again.code, 0) << again.err;
-  EXPECT_THAT(again.out, testing::HasSubstr("resumed from 24 records"));  // 16 and the 8 timed again
+  EXPECT_THAT(again.out, testing::HasSubstr("resumed from 32 records"));  // 16 and the 16 timed again
   EXPECT_THAT(again.out, testing::Not(testing::HasSubstr("timed again,")));
   // The best record, applied.
   Result r = run("run GMM-1 --repeat 1 --db " + db);

@@ -86,6 +86,7 @@ TuneOptions quick(const std::string& db, const std::string& strategy, int trials
   o.runner.timeout_s = 20;
   o.runner.time = {.warmup = 0, .number = 1, .repeat = 2, .min_repeat_ms = 2, .flush_cache = false, .flush_ranges = {}};
   o.confirm_top = 0;  // Tune.TheLeadersAreTimedAgain tests it
+  o.drift_correction = false;  // Tune.EachRoundIsScaledByTheYardstick tests it
   return o;
 }
 
@@ -200,6 +201,50 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
     if (!rec.confirmed) {
       EXPECT_TRUE(programs.insert(rec.program).second) << "measured twice while searching";
     }
+  std::filesystem::remove_all(db);
+}
+
+// Drift correction: the first round's fastest program is timed before and after each later round,
+// and the round's times are scaled by its speed then (interpolated over the round) against its
+// first time; the records keep the raw times, the best and the leaders follow the scaled ones.
+TEST(Tune, EachRoundIsScaledByTheYardstick) {
+  auto w = workloads::get_preset("GMM-1");
+  std::string db = fresh_dir("drift");
+  TuneOptions o = quick(db, "replay-trace", 24);
+  o.drift_correction = true;
+  o.confirm_top = 4;
+  o.confirm_rounds = 1;
+  TuneResult r = tune({{w, "", 1.0}}, two_cores(), o);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  const TaskResult& t = r.tasks[0];
+  ASSERT_EQ(t.history.size(), 3u);
+  EXPECT_EQ(t.history[0].yardstick_before, 0);  // the first round chooses the yardstick
+  EXPECT_EQ(t.history[0].yardstick_after, 0);
+  ASSERT_GT(t.yardstick_seconds, 0);
+  Database d(db);
+  ASSERT_EQ(d.records().size(), 28u);
+  std::vector<std::pair<double, uint64_t>> corrected;  // (scaled time, program) of every ok record
+  double first_round_best = std::numeric_limits<double>::infinity();
+  for (size_t round = 0; round < 3; ++round) {
+    double y0 = t.history[round].yardstick_before, y1 = t.history[round].yardstick_after;
+    if (round > 0) {
+      EXPECT_GT(y0, 0);
+      EXPECT_GT(y1, 0);
+    }
+    for (size_t k = 0; k < 8; ++k) {
+      const TuningRecord& rec = d.records()[round * 8 + k];
+      if (!rec.ok()) continue;
+      double s = rec.mean_seconds();
+      if (round == 0) first_round_best = std::min(first_round_best, s);
+      else s *= t.yardstick_seconds / (y0 + (y1 - y0) * (static_cast<double>(k) + 0.5) / 8);
+      corrected.emplace_back(s, rec.program);
+    }
+  }
+  EXPECT_DOUBLE_EQ(t.yardstick_seconds, first_round_best);
+  std::sort(corrected.begin(), corrected.end());
+  EXPECT_NEAR(t.search_best_seconds, corrected[0].first, 1e-12);
+  for (size_t k = 0; k < 4; ++k)  // the leaders, in the order of their scaled times
+    EXPECT_EQ(d.records()[24 + k].program, corrected[k].second) << k;
   std::filesystem::remove_all(db);
 }
 

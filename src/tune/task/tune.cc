@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <thread>
+#include <unordered_map>
 
 #include "codegen/cpu.h"
 #include "ir/structural.h"
@@ -37,6 +38,11 @@ struct TaskState {
   std::vector<runtime::NDArray> expected;  // reference outputs of the inputs of seed 42
   TaskResult result;
   std::string best_trace_json;
+  // Drift correction (TuneOptions::drift_correction): the yardstick, built once, and the
+  // corrected time of each program measured in this run.
+  ir::PrimFunc yardstick;
+  BuildResult yardstick_build;
+  std::unordered_map<uint64_t, double> corrected;
 };
 
 std::unique_ptr<CostModel> make_model(const TuneOptions& o) {
@@ -73,6 +79,28 @@ std::string run_failure(const RunResult& res) {
   return "";
 }
 
+// One timing of the task's yardstick, 0 when it failed.
+double time_yardstick(TaskState& st, Runner& runner) {
+  RunResult res = runner.run(run_input_for(st.yardstick_build.object_path, st.yardstick_build.name, st.yardstick, st.expected));
+  if (!run_failure(res).empty() || res.time.seconds.empty()) return 0;
+  double sum = 0;
+  for (double s : res.time.seconds) sum += s;
+  return sum / static_cast<double>(res.time.seconds.size());
+}
+
+// The yardstick of drift correction: the fastest program of the task's first measured round.
+void choose_yardstick(TaskState& st, Builder& builder, const std::vector<ir::PrimFunc>& funcs, const std::vector<double>& seconds) {
+  size_t best = seconds.size();
+  for (size_t k = 0; k < seconds.size(); ++k)
+    if (seconds[k] > 0 && (best == seconds.size() || seconds[k] < seconds[best])) best = k;
+  if (best == seconds.size()) return;  // nothing ran: the next round chooses
+  BuildResult b = builder.build({funcs[best]})[0];
+  if (!b.ok()) return;
+  st.yardstick = funcs[best];
+  st.yardstick_build = std::move(b);
+  st.result.yardstick_seconds = seconds[best];
+}
+
 // Times the leaders of a task again (TuneOptions::confirm_top), in rounds interleaved so that a
 // slow or quiet spell of the host falls on all of them alike, and records them as confirmed; the
 // task's best becomes the fastest of them.
@@ -80,7 +108,11 @@ void confirm_leaders(TaskState& st, Database& db, const RecordTarget& rt, Builde
   std::vector<const TuningRecord*> latest;
   for (const TuningRecord* r : db.latest_of(st.search.workload, target_key(rt)))
     if (r->ok()) latest.push_back(r);
-  std::stable_sort(latest.begin(), latest.end(), [](const TuningRecord* a, const TuningRecord* b) { return a->mean_seconds() < b->mean_seconds(); });
+  auto seconds = [&](const TuningRecord* r) {
+    auto it = st.corrected.find(r->program);
+    return it != st.corrected.end() ? it->second : r->mean_seconds();
+  };
+  std::stable_sort(latest.begin(), latest.end(), [&](const TuningRecord* a, const TuningRecord* b) { return seconds(a) < seconds(b); });
   std::vector<TuningRecord> records;
   std::vector<ir::PrimFunc> funcs;
   for (const TuningRecord* r : latest) {
@@ -225,6 +257,8 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     std::vector<TuningRecord> records;
     std::vector<double> seconds;
     t = Clock::now();
+    bool correct_drift = options.drift_correction && st.yardstick.defined();
+    double yard_before = correct_drift ? time_yardstick(st, runner) : 0;
     double batch_best = st.result.best_seconds;
     for (size_t k = 0; k < batch.size() && !stopped(); ++k) {
       TuningRecord r{st.workload, batch[k].trace.to_json(), rt, batch[k].program_hash, {}, {}, utc_now()};
@@ -242,19 +276,34 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
       if (r.ok() && (batch_best == 0 || seconds.back() < batch_best)) batch_best = seconds.back();
       records.push_back(std::move(r));
     }
+    double yard_after = correct_drift && !stopped() ? time_yardstick(st, runner) : 0;
     out.times.run += since(t);
+    if (yard_before > 0 || yard_after > 0) {
+      // The yardstick's time at candidate k, interpolated between the round's two timings.
+      double y0 = yard_before > 0 ? yard_before : yard_after, y1 = yard_after > 0 ? yard_after : yard_before;
+      for (size_t k = 0; k < seconds.size(); ++k) {
+        double y = y0 + (y1 - y0) * (static_cast<double>(k) + 0.5) / static_cast<double>(seconds.size());
+        seconds[k] *= st.result.yardstick_seconds / y;
+      }
+    }
     for (const BuildResult& b : built)
       if (!b.object_path.empty()) std::remove(b.object_path.c_str());
     batch.resize(records.size());  // an interrupted batch keeps what was measured
     t = Clock::now();
     db.add_records(records);
     out.times.database += since(t);
+    if (options.drift_correction && !st.yardstick.defined() && !stopped()) {
+      t = Clock::now();
+      choose_yardstick(st, builder, funcs, seconds);
+      out.times.build += since(t);
+    }
 
     std::vector<ModelCandidate> measured;
     for (size_t k = 0; k < records.size(); ++k) {
       st.search.measured.insert(batch[k].program_hash);
       measured.push_back({st.search.workload, batch[k].program, false});
       if (records[k].ok()) {
+        st.corrected[batch[k].program_hash] = seconds[k];
         st.search.measured_traces.emplace_back(seconds[k], batch[k].trace);
         note_result(st, seconds[k], records[k].trace_json);
       } else {
@@ -273,7 +322,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     TaskProgress& p = progress_state[static_cast<size_t>(i)];
     p.trials.push_back(st.result.trials);
     p.best_seconds.push_back(st.result.best_seconds > 0 ? st.result.best_seconds : std::numeric_limits<double>::infinity());
-    st.result.history.push_back({st.result.trials, st.result.best_seconds, since(start)});
+    st.result.history.push_back({st.result.trials, st.result.best_seconds, since(start), yard_before, yard_after});
     if (progress) progress(TuneProgress{done, options.trials, &st.result, since(start)});
   }
   for (auto& st : states) {

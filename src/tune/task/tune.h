@@ -53,8 +53,14 @@ struct TuneOptions {
   // rounds interleaved, and recorded as confirmed (record.h): a search times each candidate once,
   // at whatever moment the host allowed, so on a shared machine its fastest record is partly its
   // luckiest. The task's best is then the fastest confirmed program (0: no confirmation).
-  int confirm_top = 8;
+  int confirm_top = 16;
   int confirm_rounds = 5;
+  // The host's speed drifts over minutes on a shared machine, and a round measured in a quiet
+  // spell would otherwise hold every leader. A yardstick (the task's fastest program of its first
+  // round) is timed before and after each later round, and the round's times are scaled by its
+  // speed then against its first timing (interpolated over the round). Records keep the raw
+  // times; the cost model, the search, the best and the choice of leaders use the scaled ones.
+  bool drift_correction = true;
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): stop after saving what was measured
 };
 
@@ -73,6 +79,8 @@ struct TunePoint {
   int trials = 0;  // of this task
   double best_seconds = 0;
   double elapsed_s = 0;
+  // The yardstick's times before and after this round (0: not timed; see drift_correction).
+  double yardstick_before = 0, yardstick_after = 0;
 };
 
 struct TaskResult {
@@ -80,7 +88,8 @@ struct TaskResult {
   double flop = 0;
   int trials = 0, failed = 0;
   double best_seconds = 0;          // 0: nothing ran; after a confirmation, its fastest program
-  double search_best_seconds = 0;   // the fastest single measurement while searching
+  double search_best_seconds = 0;   // the fastest single measurement while searching (drift-corrected)
+  double yardstick_seconds = 0;     // the yardstick's first time, the scale of the corrected ones
   int confirmed = 0;                // programs timed again at the end
   std::string best_trace_text;      // the best program's trace, text form (design space + decisions)
   std::vector<TunePoint> history;   // after every round of this task
