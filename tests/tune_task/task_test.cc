@@ -205,8 +205,9 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
 }
 
 // Drift correction: the first round's fastest program is timed before and after each later round,
-// and the round's times are scaled by its speed then (interpolated over the round) against its
-// first time; the records keep the raw times, the best and the leaders follow the scaled ones.
+// and the round's times are scaled by its typical time (the median of its timings so far) over
+// its time then (interpolated over the round, held within [1/2, 2]); the records keep the raw
+// times, the best and the leaders follow the scaled ones.
 TEST(Tune, EachRoundIsScaledByTheYardstick) {
   auto w = workloads::get_preset("GMM-1");
   std::string db = fresh_dir("drift");
@@ -219,28 +220,38 @@ TEST(Tune, EachRoundIsScaledByTheYardstick) {
   const TaskResult& t = r.tasks[0];
   ASSERT_EQ(t.history.size(), 3u);
   EXPECT_EQ(t.history[0].yardstick_before, 0);  // the first round chooses the yardstick
-  EXPECT_EQ(t.history[0].yardstick_after, 0);
-  ASSERT_GT(t.yardstick_seconds, 0);
+  EXPECT_EQ(t.history[0].yardstick_typical, 0);
   Database d(db);
   ASSERT_EQ(d.records().size(), 28u);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
   std::vector<std::pair<double, uint64_t>> corrected;  // (scaled time, program) of every ok record
-  double first_round_best = std::numeric_limits<double>::infinity();
+  std::vector<double> yardstick;                       // its timings, as the tune saw them
   for (size_t round = 0; round < 3; ++round) {
-    double y0 = t.history[round].yardstick_before, y1 = t.history[round].yardstick_after;
+    const TunePoint& h = t.history[round];
     if (round > 0) {
-      EXPECT_GT(y0, 0);
-      EXPECT_GT(y1, 0);
+      ASSERT_GT(h.yardstick_before, 0);
+      ASSERT_GT(h.yardstick_after, 0);
+      yardstick.push_back(h.yardstick_before);
+      yardstick.push_back(h.yardstick_after);
+      EXPECT_DOUBLE_EQ(h.yardstick_typical, median(yardstick));
     }
+    double round_best = std::numeric_limits<double>::infinity();
     for (size_t k = 0; k < 8; ++k) {
       const TuningRecord& rec = d.records()[round * 8 + k];
       if (!rec.ok()) continue;
       double s = rec.mean_seconds();
-      if (round == 0) first_round_best = std::min(first_round_best, s);
-      else s *= t.yardstick_seconds / (y0 + (y1 - y0) * (static_cast<double>(k) + 0.5) / 8);
+      round_best = std::min(round_best, s);
+      if (round > 0) {
+        double y = h.yardstick_before + (h.yardstick_after - h.yardstick_before) * (static_cast<double>(k) + 0.5) / 8;
+        s *= std::clamp(h.yardstick_typical / y, 0.5, 2.0);
+      }
       corrected.emplace_back(s, rec.program);
     }
+    if (round == 0) yardstick.push_back(round_best);  // its first time: the first round's fastest
   }
-  EXPECT_DOUBLE_EQ(t.yardstick_seconds, first_round_best);
   std::sort(corrected.begin(), corrected.end());
   EXPECT_NEAR(t.search_best_seconds, corrected[0].first, 1e-12);
   for (size_t k = 0; k < 4; ++k)  // the leaders, in the order of their scaled times

@@ -42,6 +42,7 @@ struct TaskState {
   // corrected time of each program measured in this run.
   ir::PrimFunc yardstick;
   BuildResult yardstick_build;
+  std::vector<double> yardstick_times;  // every timing of it, the first round's included
   std::unordered_map<uint64_t, double> corrected;
 };
 
@@ -79,13 +80,35 @@ std::string run_failure(const RunResult& res) {
   return "";
 }
 
-// One timing of the task's yardstick, 0 when it failed.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// One timing of the task's yardstick (the median of its repeats, which one hiccup does not
+// move), 0 when it failed.
 double time_yardstick(TaskState& st, Runner& runner) {
   RunResult res = runner.run(run_input_for(st.yardstick_build.object_path, st.yardstick_build.name, st.yardstick, st.expected));
   if (!run_failure(res).empty() || res.time.seconds.empty()) return 0;
-  double sum = 0;
-  for (double s : res.time.seconds) sum += s;
-  return sum / static_cast<double>(res.time.seconds.size());
+  double y = median(res.time.seconds);
+  st.yardstick_times.push_back(y);
+  return y;
+}
+
+// Scales a round's times (`seconds`, in the order measured) by the yardstick: its typical time
+// (the median of all its timings so far) over its time at each candidate, interpolated between
+// the timings before and after the round. The factor is held within [1/2, 2]: the host's drift
+// stays well inside it, and a timing that caught a hiccup cannot rank a round first.
+double scale_round(TaskState& st, std::vector<double>& seconds, double before, double after) {
+  if (before <= 0 && after <= 0) return 0;
+  double y0 = before > 0 ? before : after, y1 = after > 0 ? after : before;
+  double typical = median(st.yardstick_times);
+  for (size_t k = 0; k < seconds.size(); ++k) {
+    double y = y0 + (y1 - y0) * (static_cast<double>(k) + 0.5) / static_cast<double>(seconds.size());
+    seconds[k] *= std::clamp(typical / y, 0.5, 2.0);
+  }
+  return typical;
 }
 
 // The yardstick of drift correction: the fastest program of the task's first measured round.
@@ -98,7 +121,7 @@ void choose_yardstick(TaskState& st, Builder& builder, const std::vector<ir::Pri
   if (!b.ok()) return;
   st.yardstick = funcs[best];
   st.yardstick_build = std::move(b);
-  st.result.yardstick_seconds = seconds[best];
+  st.yardstick_times = {seconds[best]};
 }
 
 // Times the leaders of a task again (TuneOptions::confirm_top), in rounds interleaved so that a
@@ -278,14 +301,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     }
     double yard_after = correct_drift && !stopped() ? time_yardstick(st, runner) : 0;
     out.times.run += since(t);
-    if (yard_before > 0 || yard_after > 0) {
-      // The yardstick's time at candidate k, interpolated between the round's two timings.
-      double y0 = yard_before > 0 ? yard_before : yard_after, y1 = yard_after > 0 ? yard_after : yard_before;
-      for (size_t k = 0; k < seconds.size(); ++k) {
-        double y = y0 + (y1 - y0) * (static_cast<double>(k) + 0.5) / static_cast<double>(seconds.size());
-        seconds[k] *= st.result.yardstick_seconds / y;
-      }
-    }
+    double yard_typical = scale_round(st, seconds, yard_before, yard_after);
     for (const BuildResult& b : built)
       if (!b.object_path.empty()) std::remove(b.object_path.c_str());
     batch.resize(records.size());  // an interrupted batch keeps what was measured
@@ -322,7 +338,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     TaskProgress& p = progress_state[static_cast<size_t>(i)];
     p.trials.push_back(st.result.trials);
     p.best_seconds.push_back(st.result.best_seconds > 0 ? st.result.best_seconds : std::numeric_limits<double>::infinity());
-    st.result.history.push_back({st.result.trials, st.result.best_seconds, since(start), yard_before, yard_after});
+    st.result.history.push_back({st.result.trials, st.result.best_seconds, since(start), yard_before, yard_after, yard_typical});
     if (progress) progress(TuneProgress{done, options.trials, &st.result, since(start)});
   }
   for (auto& st : states) {

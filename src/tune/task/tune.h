@@ -58,8 +58,9 @@ struct TuneOptions {
   // The host's speed drifts over minutes on a shared machine, and a round measured in a quiet
   // spell would otherwise hold every leader. A yardstick (the task's fastest program of its first
   // round) is timed before and after each later round, and the round's times are scaled by its
-  // speed then against its first timing (interpolated over the round). Records keep the raw
-  // times; the cost model, the search, the best and the choice of leaders use the scaled ones.
+  // typical time (the median of its timings so far) over its time then, interpolated over the
+  // round and held within [1/2, 2]. Records keep the raw times; the cost model, the search, the
+  // best and the choice of leaders use the scaled ones.
   bool drift_correction = true;
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): stop after saving what was measured
 };
@@ -79,8 +80,9 @@ struct TunePoint {
   int trials = 0;  // of this task
   double best_seconds = 0;
   double elapsed_s = 0;
-  // The yardstick's times before and after this round (0: not timed; see drift_correction).
-  double yardstick_before = 0, yardstick_after = 0;
+  // The yardstick's times before and after this round and its typical time then, the median of
+  // all its timings so far (0: not timed; see drift_correction).
+  double yardstick_before = 0, yardstick_after = 0, yardstick_typical = 0;
 };
 
 struct TaskResult {
@@ -89,7 +91,6 @@ struct TaskResult {
   int trials = 0, failed = 0;
   double best_seconds = 0;          // 0: nothing ran; after a confirmation, its fastest program
   double search_best_seconds = 0;   // the fastest single measurement while searching (drift-corrected)
-  double yardstick_seconds = 0;     // the yardstick's first time, the scale of the corrected ones
   int confirmed = 0;                // programs timed again at the end
   std::string best_trace_text;      // the best program's trace, text form (design space + decisions)
   std::vector<TunePoint> history;   // after every round of this task
