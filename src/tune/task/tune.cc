@@ -320,6 +320,8 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
       measured.push_back({st.search.workload, batch[k].program, false});
       if (records[k].ok()) {
         st.corrected[batch[k].program_hash] = seconds[k];
+        double raw = records[k].mean_seconds();
+        if (st.result.search_best_seconds == 0 || raw < st.result.search_best_seconds) st.result.search_best_seconds = raw;
         st.search.measured_traces.emplace_back(seconds[k], batch[k].trace);
         note_result(st, seconds[k], records[k].trace_json);
       } else {
@@ -338,11 +340,11 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     TaskProgress& p = progress_state[static_cast<size_t>(i)];
     p.trials.push_back(st.result.trials);
     p.best_seconds.push_back(st.result.best_seconds > 0 ? st.result.best_seconds : std::numeric_limits<double>::infinity());
-    st.result.history.push_back({st.result.trials, st.result.best_seconds, since(start), yard_before, yard_after, yard_typical});
+    st.result.history.push_back(
+        {st.result.trials, st.result.best_seconds, since(start), st.result.search_best_seconds, yard_before, yard_after, yard_typical});
     if (progress) progress(TuneProgress{done, options.trials, &st.result, since(start)});
   }
   for (auto& st : states) {
-    st->result.search_best_seconds = st->result.best_seconds;
     if (stopped() || options.confirm_top <= 0 || options.confirm_rounds <= 0) continue;
     auto t = Clock::now();
     confirm_leaders(*st, db, rt, builder, runner, options);

@@ -78,8 +78,9 @@ struct TuneTimes {
 
 struct TunePoint {
   int trials = 0;  // of this task
-  double best_seconds = 0;
+  double best_seconds = 0;           // the fastest so far, drift-corrected (the search's ranking)
   double elapsed_s = 0;
+  double measured_best_seconds = 0;  // the fastest single measurement so far, as timed
   // The yardstick's times before and after this round and its typical time then, the median of
   // all its timings so far (0: not timed; see drift_correction).
   double yardstick_before = 0, yardstick_after = 0, yardstick_typical = 0;
@@ -90,7 +91,7 @@ struct TaskResult {
   double flop = 0;
   int trials = 0, failed = 0;
   double best_seconds = 0;          // 0: nothing ran; after a confirmation, its fastest program
-  double search_best_seconds = 0;   // the fastest single measurement while searching (drift-corrected)
+  double search_best_seconds = 0;   // the fastest single measurement while searching, as timed
   int confirmed = 0;                // programs timed again at the end
   std::string best_trace_text;      // the best program's trace, text form (design space + decisions)
   std::vector<TunePoint> history;   // after every round of this task
