@@ -363,6 +363,19 @@ Result<ir::Buffer> intermediate_target(const ScheduleState& state, const char* p
   return buffer;
 }
 
+// The buffer's extents, which re-declaring primitives need as constants.
+Result<std::vector<int64_t>> constant_shape(const char* primitive, const ir::Buffer& buffer, const ir::BlockNode* block) {
+  std::vector<int64_t> shape;
+  for (const ir::Expr& d : buffer->shape) {
+    auto v = ir::as_const_int(d);
+    if (!v)
+      return ScheduleError(ErrorCode::kInvalidArgument,
+                           fmt::format("{}: buffer '{}' has a non-constant shape", primitive, buffer->name), block);
+    shape.push_back(*v);
+  }
+  return shape;
+}
+
 // Substitutes `to` for `from` in the whole function (mapping its indices by `layout`, if given).
 void replace_buffer_everywhere(ScheduleState& state, const ir::Buffer& from, const ir::Buffer& to,
                                const IndexMap* layout = nullptr) {
@@ -460,14 +473,7 @@ Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_in
   if (offset < 0 || offset >= factor)
     return ScheduleError(ErrorCode::kInvalidArgument,
                          fmt::format("storage_align: offset {} is not in [0, factor {})", offset, factor), block);
-  std::vector<int64_t> shape;
-  for (const ir::Expr& d : buffer->shape) {
-    auto v = ir::as_const_int(d);
-    if (!v)
-      return ScheduleError(ErrorCode::kInvalidArgument,
-                           fmt::format("storage_align: buffer '{}' has a non-constant shape", buffer->name), block);
-    shape.push_back(*v);
-  }
+  TYCHE_TRY_ASSIGN(shape, constant_shape("storage_align", buffer, block));
   // Start from the current strides (an earlier storage_align) or the compact ones.
   std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
   for (int d = rank - 2; d >= 0; --d) strides[static_cast<size_t>(d)] = strides[static_cast<size_t>(d) + 1] * shape[static_cast<size_t>(d) + 1];
@@ -506,14 +512,7 @@ Status transform_layout(ScheduleState& state, const SRef& block_sref, int buffer
                                      "layout before aligning it",
                                      buffer->name),
                          block);
-  std::vector<int64_t> shape;
-  for (const ir::Expr& d : buffer->shape) {
-    auto v = ir::as_const_int(d);
-    if (!v)
-      return ScheduleError(ErrorCode::kInvalidArgument,
-                           fmt::format("transform_layout: buffer '{}' has a non-constant shape", buffer->name), block);
-    shape.push_back(*v);
-  }
+  TYCHE_TRY_ASSIGN(shape, constant_shape("transform_layout", buffer, block));
   if (std::string why = map.check_shape(shape); !why.empty())
     return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("transform_layout: buffer '{}': {}", buffer->name, why),
                          block);
