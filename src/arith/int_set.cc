@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "arith/linear.h"
+#include "ir/var_use.h"
 #include "ir/op.h"
 
 namespace tyche::arith {

@@ -18,26 +18,6 @@ bool exprs_equal(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   return true;
 }
 
-class VarFinder : public StmtExprVisitor {
- public:
-  VarFinder(const void* ctx, bool (*pred)(const void*, const VarNode*)) : ctx_(ctx), pred_(pred) {}
-  bool found = false;
-  void visit_expr(const Expr& e) override {
-    if (!found) StmtExprVisitor::visit_expr(e);
-  }
-
- protected:
-  void visit_var(const VarNode* v) override { found = found || pred_(ctx_, v); }
-  void visit_let(const LetNode* n) override {
-    visit_var(n->var.get());
-    StmtExprVisitor::visit_let(n);
-  }
-
- private:
-  const void* ctx_;
-  bool (*pred_)(const void*, const VarNode*);
-};
-
 }  // namespace
 
 bool expr_equal(const Expr& a, const Expr& b) {
@@ -89,13 +69,6 @@ bool expr_equal(const Expr& a, const Expr& b) {
   }
 }
 
-namespace detail {
-bool uses_var_impl(const Expr& e, const void* ctx, bool (*pred)(const void*, const VarNode*)) {
-  VarFinder f(ctx, pred);
-  f.visit_expr(e);
-  return f.found;
-}
-}  // namespace detail
 
 bool is_linear_type(DataType t) {
   return t.is_int() && t.is_scalar();

@@ -15,10 +15,6 @@ namespace tyche::arith {
 // ir::structural_equal, which is modulo renaming and so equates two different free variables).
 bool expr_equal(const ir::Expr& a, const ir::Expr& b);
 
-// True when `e` mentions a variable for which `pred` is true.
-template <typename Pred>
-bool uses_var(const ir::Expr& e, const Pred& pred);
-
 struct LinearTerm {
   ir::Expr atom;
   int64_t coeff;
@@ -60,19 +56,5 @@ inline int64_t wrap_mul(int64_t a, int64_t b) {
 int64_t floordiv_const(int64_t a, int64_t b);  // b != 0
 int64_t floormod_const(int64_t a, int64_t b);  // b != 0
 int64_t gcd_const(int64_t a, int64_t b);       // non-negative
-
-// ---------------------------------------------------------------------------------------------
-
-namespace detail {
-bool uses_var_impl(const ir::Expr& e, const void* ctx,
-                   bool (*pred)(const void*, const ir::VarNode*));
-}  // namespace detail
-
-template <typename Pred>
-bool uses_var(const ir::Expr& e, const Pred& pred) {
-  return detail::uses_var_impl(e, &pred, [](const void* ctx, const ir::VarNode* v) {
-    return (*static_cast<const Pred*>(ctx))(v);
-  });
-}
 
 }  // namespace tyche::arith

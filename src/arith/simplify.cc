@@ -7,6 +7,7 @@
 
 #include "arith/analyzer.h"
 #include "arith/linear.h"
+#include "ir/var_use.h"
 #include "ir/op.h"
 
 namespace tyche::arith {
@@ -494,7 +495,7 @@ class Simplifier {
       a_->vars_[key] = *saved;
     else
       a_->vars_.erase(key);
-    if (inline_value || !uses_var(body, [&](const VarNode* x) { return x == key; })) return body;
+    if (inline_value || !uses_var(body, key)) return body;
     if (v.same_as(n->value) && body.same_as(n->body)) return self;
     return let(n->var, v, body);
   }

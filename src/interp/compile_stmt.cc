@@ -273,7 +273,7 @@ ExecPtr Program::compile_stmt(const Stmt& s) {
       auto r = std::make_unique<BlockExec>();
       r->block = block;
       // Iter values, the predicate and the domains live in the enclosing scope.
-      if (realize && realize->predicate.defined() && !is_const_int(realize->predicate, 1))
+      if (realize && !is_true(realize->predicate))
         r->predicate = compile_int(realize->predicate);
       for (size_t k = 0; k < nvalues; ++k) {
         const IterVar& iv = block->iter_vars[k];

@@ -13,8 +13,6 @@ namespace tyche::lower {
 
 namespace {
 
-bool is_true(const ir::Expr& e) { return !e.defined() || ir::is_const_int(e, 1); }
-
 class BlockLowerer : public ir::StmtExprMutator {
  public:
   BlockLowerer(std::vector<std::string>* notes, bool keep_thread_bindings)
@@ -42,7 +40,7 @@ class BlockLowerer : public ir::StmtExprMutator {
       body = ir::seq({first.defined() ? ir::if_then_else(first, init) : init, body});
     }
     for (auto it = b->alloc_buffers.rbegin(); it != b->alloc_buffers.rend(); ++it) body = ir::allocate(*it, body);
-    if (!is_true(n->predicate)) body = ir::if_then_else(mutate_expr(n->predicate), body);
+    if (!ir::is_true(n->predicate)) body = ir::if_then_else(mutate_expr(n->predicate), body);
     return body;
   }
 

@@ -9,6 +9,7 @@
 // was. Bodies larger than kMaxStatements are not copied (their inner loops may be).
 #include <unordered_set>
 
+#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
@@ -74,7 +75,7 @@ class InvariantConditions : public ir::StmtExprVisitor {
   void visit_if(const ir::IfThenElseNode* n) override {
     const ir::Expr& c = n->condition;
     bool invariant = c.dtype().lanes() == 1 && !unsafe_to_hoist(c) &&
-                     !arith::uses_var(c, [&](const ir::VarNode* v) { return bound_.count(v) > 0; });
+                     !ir::uses_any(c, bound_);
     if (invariant && std::none_of(conditions.begin(), conditions.end(), [&](const ir::Expr& x) { return arith::expr_equal(x, c); }))
       conditions.push_back(c);
     StmtExprVisitor::visit_if(n);

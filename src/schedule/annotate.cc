@@ -45,48 +45,41 @@ Status unannotate(ScheduleState& state, const SRef& sref, const std::string& key
 
 // ---- instructions ----
 
-const InstructionKind& kind_annotate() {
-  static const InstructionKind k{
-      .name = "annotate",
-      .params = {{"block_or_loop", ParamType::kBlockOrLoop}, {"ann_key", ParamType::kString}, {"ann_val", ParamType::kAnnValue}},
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(sref, sch.block_or_loop_arg(a[0]));
-        ir::AnnotationValue value;
-        switch (a[2].kind) {
-          case Value::Kind::kFloat: value = a[2].f; break;
-          case Value::Kind::kString: value = a[2].s; break;
-          default: {
-            TYCHE_TRY_ASSIGN(x, sch.int_arg(a[2]));
-            value = x;
-          }
-        }
-        TYCHE_APPLY_STATUS(annotate(sch.mutable_state(), sref, a[1].s, value));
-      }};
-  return k;
+namespace {
+
+Status apply_annotate(InstructionContext& ctx, BlockOrLoopRV block_or_loop, std::string ann_key, AnnArg ann_val) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block_or_loop));
+  ir::AnnotationValue value;
+  if (const ExprRV* rv = std::get_if<ExprRV>(&ann_val)) {
+    TYCHE_TRY_ASSIGN(x, ctx.value(*rv));
+    value = x;
+  } else if (const double* f = std::get_if<double>(&ann_val)) {
+    value = *f;
+  } else if (const std::string* text = std::get_if<std::string>(&ann_val)) {
+    value = *text;
+  } else {
+    value = std::get<int64_t>(ann_val);
+  }
+  return annotate(ctx.state(), sref, ann_key, value);
 }
 
-const InstructionKind& kind_unannotate() {
-  static const InstructionKind k{
-      .name = "unannotate",
-      .params = {{"block_or_loop", ParamType::kBlockOrLoop}, {"ann_key", ParamType::kString}},
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(sref, sch.block_or_loop_arg(a[0]));
-        TYCHE_APPLY_STATUS(unannotate(sch.mutable_state(), sref, a[1].s));
-      }};
-  return k;
+Status apply_unannotate(InstructionContext& ctx, BlockOrLoopRV block_or_loop, std::string ann_key) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block_or_loop));
+  return unannotate(ctx.state(), sref, ann_key);
 }
+
+}  // namespace
+
+TYCHE_INSTRUCTION(annotate, apply_annotate, {{"block_or_loop"}, {"ann_key"}, {"ann_val"}})
+TYCHE_INSTRUCTION(unannotate, apply_unannotate, {{"block_or_loop"}, {"ann_key"}})
 
 Status Schedule::annotate(const LoopRV& loop, const std::string& key, const AnnArg& value) {
-  return forward<Unit>(*this, kind_annotate(), loop, key, value);
+  return annotate_kind()(*this, loop, key, value);
 }
 Status Schedule::annotate(const BlockRV& block, const std::string& key, const AnnArg& value) {
-  return forward<Unit>(*this, kind_annotate(), block, key, value);
+  return annotate_kind()(*this, block, key, value);
 }
-Status Schedule::unannotate(const LoopRV& loop, const std::string& key) {
-  return forward<Unit>(*this, kind_unannotate(), loop, key);
-}
-Status Schedule::unannotate(const BlockRV& block, const std::string& key) {
-  return forward<Unit>(*this, kind_unannotate(), block, key);
-}
+Status Schedule::unannotate(const LoopRV& loop, const std::string& key) { return unannotate_kind()(*this, loop, key); }
+Status Schedule::unannotate(const BlockRV& block, const std::string& key) { return unannotate_kind()(*this, block, key); }
 
 }  // namespace tyche::schedule

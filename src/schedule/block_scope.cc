@@ -1,4 +1,4 @@
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 
 #include "schedule/primitive.h"
 
@@ -78,8 +78,6 @@ bool is_quasi_affine(const ir::Expr& e) {
 
 namespace {
 
-bool is_true(const ir::Expr& e) { return !e.defined() || ir::is_const_int(e, 1); }
-
 // Binds the ranges of all loops above `sref` and the domains of enclosing blocks' iter vars;
 // collects the loops between its scope block and it into `inner` when given.
 void bind_context(const SRefNode* sref, arith::Analyzer* a, arith::VarRangeMap* inner) {
@@ -111,7 +109,7 @@ arith::IterMapResult detect_block_iter_map(const ScheduleState& state, const SRe
   bind_context(block, &a, &loops);
   std::vector<ir::Range> doms;
   for (const ir::IterVar& iv : block->as_block()->iter_vars) doms.push_back(iv.dom);
-  return arith::detect_iter_map(r->iter_values, loops, doms, &a, !is_true(r->predicate), r->predicate);
+  return arith::detect_iter_map(r->iter_values, loops, doms, &a, !ir::is_true(r->predicate), r->predicate);
 }
 
 bool has_affine_bindings(const ScheduleState& state, const SRefNode* block) {
@@ -125,10 +123,6 @@ bool has_quasi_affine_bindings(const ScheduleState& state, const SRefNode* block
 }
 
 namespace {
-
-bool reads_buffer(const ir::BlockNode* b, const ir::BufferNode* buffer) {
-  return std::any_of(b->reads.begin(), b->reads.end(), [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
-}
 
 Status check_single_writer(const ScheduleState& state, const SRefNode* block) {
   const ir::BlockNode* b = block->as_block();
@@ -267,7 +261,7 @@ std::optional<std::vector<arith::IntervalSet>> exact_written_box(const ScheduleS
                                                                  const ir::BufferNode* buffer, arith::Analyzer* a) {
   const ir::BlockNode* b = producer->as_block();
   const ir::BlockRealizeNode* realize = state.realize_of(producer);
-  if (!is_true(realize->predicate) || !has_affine_bindings(state, producer)) return std::nullopt;
+  if (!ir::is_true(realize->predicate) || !has_affine_bindings(state, producer)) return std::nullopt;
   const SRefNode* scope = scope_block(producer);
   const ir::Stmt scope_body = scope->as_block()->body;
   if (under_condition(scope_body, b, false)) return std::nullopt;

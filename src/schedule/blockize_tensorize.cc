@@ -21,13 +21,14 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "ir/var_use.h"
 #include "arith/analyzer.h"
 #include "arith/linear.h"
 #include "arith/region.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/tensor_intrin.h"
@@ -40,8 +41,6 @@ namespace {
 using ir::Expr;
 using ir::Stmt;
 using ir::Var;
-
-bool is_true(const Expr& e) { return !e.defined() || ir::is_const_int(e, 1); }
 
 // Block names already used in the function, and fresh ones derived from a hint.
 class BlockNames {
@@ -107,17 +106,6 @@ struct BlockizePlan {
 
 std::string loop_name(const ir::ForNode* f) { return f->loop_var.name(); }
 
-bool stmt_uses_var(const Stmt& s, const ir::VarNode* var) {
-  struct Finder : ir::StmtExprVisitor {
-    const ir::VarNode* var = nullptr;
-    bool found = false;
-    void visit_var(const ir::VarNode* n) override { found |= n == var; }
-  } finder;
-  finder.var = var;
-  finder.visit_stmt(s);
-  return finder.found;
-}
-
 // Binds, outermost first, the loops and block iterators enclosing `sref`.
 void bind_ancestors(const SRefNode* sref, arith::Analyzer* a) {
   for (SRefNode* p : ancestors(sref)) {
@@ -167,8 +155,8 @@ class DivisionSeparator : public ir::StmtExprMutator {
     arith::LinearSum sum = arith::to_linear(a_->simplify(b->a));
     arith::LinearSum in(sum.dtype), out(sum.dtype, sum.constant);
     for (const arith::LinearTerm& t : sum.terms) {
-      bool uses_in = arith::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_.count(v) > 0; });
-      bool uses_out = arith::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_.count(v) == 0; });
+      bool uses_in = ir::uses_any(t.atom, inner_);
+      bool uses_out = ir::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_.count(v) == 0; });
       if (uses_in && uses_out) return e;
       (uses_in ? in : out).add_term(t.atom, t.coeff);
     }
@@ -206,8 +194,8 @@ Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding, cons
   arith::LinearSum sum = arith::to_linear(e);
   arith::LinearSum in(sum.dtype), out(sum.dtype, sum.constant);
   for (const arith::LinearTerm& t : sum.terms) {
-    bool uses_in = arith::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_loops.count(v) > 0; });
-    bool uses_out = arith::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_loops.count(v) == 0; });
+    bool uses_in = ir::uses_any(t.atom, inner_loops);
+    bool uses_out = ir::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_loops.count(v) == 0; });
     if (uses_in && uses_out)
       return ScheduleError(ErrorCode::kInvalidArgument,
                            fmt::format("{}: the binding {} of iterator '{}' of block '{}' mixes loops inside and outside loop '{}'",
@@ -310,7 +298,7 @@ Result<Stmt> make_outer_init(const std::vector<IterSplit>& splits, const Blockiz
   std::vector<Var> loop_vars;
   std::vector<Expr> values;
   for (const IterSplit& s : splits) {
-    if (s.old.kind == ir::IterKind::kReduce || !stmt_uses_var(block->init, s.old.var.get())) continue;
+    if (s.old.kind == ir::IterKind::kReduce || !ir::stmt_uses_var(block->init, s.old.var.get())) continue;
     if (!s.has_inner) {
       vmap[s.old.var.get()] = s.replacement;
       continue;
@@ -354,7 +342,7 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
     if (!ir::as_const_int(f->min) || !ir::as_const_int(f->extent))
       return ScheduleError(ErrorCode::kNonConstantExtent,
                            fmt::format("{}: loop '{}' under '{}' has a non-constant range", prim, loop_name(f), loop_name(loop)), f);
-  if (!is_true(realize->predicate))
+  if (!ir::is_true(realize->predicate))
     return ScheduleError(ErrorCode::kInvalidArgument,
                          fmt::format("{}: block '{}' has a predicate ({}); blockize of predicated blocks is not supported", prim,
                                      block->name, ir::to_string(realize->predicate)),
@@ -400,7 +388,7 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
   Stmt outer_init;
   if (block->init.defined() && outer_reduces) {
     for (const IterSplit& sp : plan.splits) {
-      if (sp.old.kind == ir::IterKind::kReduce && stmt_uses_var(block->init, sp.old.var.get()))
+      if (sp.old.kind == ir::IterKind::kReduce && ir::stmt_uses_var(block->init, sp.old.var.get()))
         return ScheduleError(ErrorCode::kInvalidArgument,
                              fmt::format("{}: the init of block '{}' uses reduce iterator '{}'", prim, block->name, sp.old.var.name()),
                              block);
@@ -504,7 +492,7 @@ class IntrinMatcher {
       vars_[d.var.get()] = p.var;
       a_.bind(p.var, p.dom);
     }
-    if (!is_true(drealize->predicate)) return "the intrinsic's block has a predicate";
+    if (!ir::is_true(drealize->predicate)) return "the intrinsic's block has a predicate";
     if (pb->init.defined() != db->init.defined())
       return pb->init.defined() ? fmt::format("block '{}' keeps its init inside the loop (the reduction does not extend outside "
                                               "it), the intrinsic's block has none",
@@ -816,33 +804,27 @@ Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intr
 
 // ---- instructions ----
 
-const InstructionKind& kind_blockize() {
-  static const InstructionKind k{
-      .name = "blockize",
-      .params = {{"loop", ParamType::kLoop}},
-      .output = OutputType::kBlock,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
-        TYCHE_TRY_ASSIGN(block, blockize(sch.mutable_state(), loop));
-        return issued_block(sch, block);
-      }};
-  return k;
+namespace {
+
+Result<BlockRV> apply_blockize(InstructionContext& ctx, LoopRV loop) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
+  TYCHE_TRY_ASSIGN(block, blockize(ctx.state(), sref));
+  return ctx.issue(block);
 }
 
-const InstructionKind& kind_tensorize() {
-  static const InstructionKind k{
-      .name = "tensorize",
-      .params = {{"loop", ParamType::kLoop}, {"tensor_intrin", ParamType::kString}},
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
-        TYCHE_APPLY_STATUS(tensorize(sch.mutable_state(), loop, a[1].s));
-      }};
-  return k;
+Status apply_tensorize(InstructionContext& ctx, LoopRV loop, std::string tensor_intrin) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
+  return tensorize(ctx.state(), sref, tensor_intrin);
 }
 
-Result<BlockRV> Schedule::blockize(const LoopRV& loop) { return forward<BlockRV>(*this, kind_blockize(), loop); }
+}  // namespace
+
+TYCHE_INSTRUCTION(blockize, apply_blockize, {{"loop"}})
+TYCHE_INSTRUCTION(tensorize, apply_tensorize, {{"loop"}, {"tensor_intrin"}})
+
+Result<BlockRV> Schedule::blockize(const LoopRV& loop) { return blockize_kind()(*this, loop); }
 Status Schedule::tensorize(const LoopRV& loop, const std::string& tensor_intrin) {
-  return forward<Unit>(*this, kind_tensorize(), loop, tensor_intrin);
+  return tensorize_kind()(*this, loop, tensor_intrin);
 }
 
 }  // namespace tyche::schedule

@@ -13,7 +13,7 @@
 #include "arith/region.h"
 #include "ir/functor.h"
 #include "ir/op.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "schedule/index_map.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
@@ -103,37 +103,11 @@ class BufferReplacer : public ir::StmtExprMutator {
 };
 
 // Replaces one statement (by identity) by another inside a loop nest, without entering blocks.
-class StmtReplacer : public ir::StmtExprMutator {
- public:
-  StmtReplacer(const ir::StmtNode* old_stmt, ir::Stmt new_stmt, bool enter_loops = true)
-      : old_(old_stmt), new_(std::move(new_stmt)), enter_loops_(enter_loops) {}
-  bool found = false;
-  ir::Stmt mutate_stmt(const ir::Stmt& s) override {
-    if (s.get() == old_) {
-      found = true;
-      return new_;
-    }
-    if (s.kind() == ir::StmtKind::kBlockRealize || s.kind() == ir::StmtKind::kBlock) return s;
-    if (s.kind() == ir::StmtKind::kFor && !enter_loops_) return s;
-    return StmtExprMutator::mutate_stmt(s);
-  }
-  ir::Expr mutate_expr(const ir::Expr& e) override { return e; }
-
- private:
-  const ir::StmtNode* old_;
-  ir::Stmt new_;
-  bool enter_loops_;
-};
-
 // The statement directly in `scope`'s body (a For or the block's BlockRealize) that holds `block`.
 SRefNode* top_level_sref(const SRefNode* block, const SRefNode* scope) {
   SRefNode* p = const_cast<SRefNode*>(block);
   while (p->parent != scope) p = p->parent;
   return p;
-}
-
-ir::Stmt outer_stmt(const ScheduleState& state, const SRefNode* sref) {
-  return sref->as_for() ? state.stmt_of(sref) : state.realize_stmt_of(sref);
 }
 
 // A name for the cache buffer and block not used by any block or buffer of the function.
@@ -269,15 +243,13 @@ Result<SRef> apply_scope_rewrite(ScheduleState& state, const SRef& block_sref, c
                                            ir::Block(std::static_pointer_cast<const ir::BlockNode>(new_block.ptr())));
   ir::Stmt new_top = new_realize;
   if (top.get() != realize) {
-    StmtReplacer r(realize, new_realize);
-    new_top = r.mutate_stmt(top);
-    TYCHE_CHECK(r.found, "block realize not found under its top-level loop");
+    new_top = replace_child(top, realize, new_realize, /*through_loops=*/true);
+    TYCHE_CHECK(new_top.defined(), "block realize not found under its top-level loop");
   }
   ir::Stmt pair = rw.stage_after ? ir::seq({new_top, rw.stage}) : ir::seq({rw.stage, new_top});
   // The top-level statement sits in the scope body, possibly inside a sequence or a condition.
-  StmtReplacer tr(top.get(), pair, /*enter_loops=*/false);
-  ir::Stmt body = tr.mutate_stmt(scope_block_node->body);
-  if (!tr.found)
+  ir::Stmt body = replace_child(scope_block_node->body, top.get(), pair);
+  if (!body.defined())
     return ScheduleError(ErrorCode::kInvalidArgument,
                          fmt::format("the loop nest of block '{}' is not in the body of its scope block '{}'",
                                      block_sref->as_block()->name, scope_block_node->name),
@@ -309,13 +281,6 @@ Result<ir::Buffer> cache_target(const char* primitive, const SRefNode* block_sre
   return regions[static_cast<size_t>(index)].buffer;
 }
 
-bool writes_buffer(const ir::BlockNode* b, const ir::Buffer& buffer) {
-  return std::any_of(b->writes.begin(), b->writes.end(), [&](const ir::BufferRegion& w) { return w.buffer.same_as(buffer); });
-}
-bool reads_buffer(const ir::BlockNode* b, const ir::Buffer& buffer) {
-  return std::any_of(b->reads.begin(), b->reads.end(), [&](const ir::BufferRegion& r) { return r.buffer.same_as(buffer); });
-}
-
 // True when `block` loads `buffer` outside every block (itself or nested) that has an init and
 // writes the buffer: such a load sees the buffer's earlier contents, which a fresh cache lacks.
 bool reads_before_init(const ir::Stmt& block, const ir::Buffer& buffer) {
@@ -330,7 +295,7 @@ bool reads_before_init(const ir::Stmt& block, const ir::Buffer& buffer) {
       StmtExprVisitor::visit_buffer_load(n);
     }
     void visit_block(const ir::BlockNode* n) override {
-      int covers = n->init.defined() && writes_buffer(n, b_) ? 1 : 0;
+      int covers = n->init.defined() && writes_buffer(n, b_.get()) ? 1 : 0;
       covering_ += covers;
       StmtExprVisitor::visit_block(n);
       covering_ -= covers;
@@ -389,7 +354,7 @@ void replace_buffer_everywhere(ScheduleState& state, const ir::Buffer& from, con
 Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_buffer_index, const std::string& storage_scope) {
   const ir::BlockNode* block = block_sref->as_block();
   TYCHE_TRY_ASSIGN(buffer, cache_target("cache_read", block_sref.get(), block->reads, "reads", read_buffer_index, storage_scope));
-  if (writes_buffer(block, buffer))
+  if (writes_buffer(block, buffer.get()))
     return ScheduleError(ErrorCode::kInvalidArgument,
                          fmt::format("cache_read: block '{}' also writes '{}', so a copy taken before it would be stale",
                                      block->name, buffer->name),
@@ -399,7 +364,7 @@ Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_b
   SRefNode* scope = scope_block(block_sref.get());
   ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope));
   for (const ir::BlockRealizeNode* r : realizes_under(top))
-    if (writes_buffer(r->block.get(), buffer))
+    if (writes_buffer(r->block.get(), buffer.get()))
       return ScheduleError(ErrorCode::kInvalidArgument,
                            fmt::format("cache_read: block '{}' writes '{}' inside the loop nest of block '{}'; the cache "
                                        "would be copied before it is produced",
@@ -439,7 +404,7 @@ Result<SRef> cache_write(ScheduleState& state, const SRef& block_sref, int write
   // The copy back runs after the block's top-level loop nest: nothing else there may use the buffer.
   ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope));
   for (const ir::BlockRealizeNode* r : realizes_under(top))
-    if (r->block.get() != block && (reads_buffer(r->block.get(), buffer) || writes_buffer(r->block.get(), buffer)))
+    if (r->block.get() != block && (reads_buffer(r->block.get(), buffer.get()) || writes_buffer(r->block.get(), buffer.get())))
       return ScheduleError(ErrorCode::kInvalidArgument,
                            fmt::format("cache_write: block '{}' uses '{}' inside the loop nest of block '{}', before the "
                                        "cache would be written back",
@@ -530,85 +495,49 @@ Status transform_layout(ScheduleState& state, const SRef& block_sref, int buffer
 namespace {
 
 template <Result<SRef> (*F)(ScheduleState&, const SRef&, int, const std::string&)>
-Result<Values> apply_cache(Schedule& sch, Args a, Value*) {
-  TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-  TYCHE_TRY_ASSIGN(stage, F(sch.mutable_state(), block, static_cast<int>(a[1].i), a[2].s));
-  return issued_block(sch, stage);
+Result<BlockRV> apply_cache(InstructionContext& ctx, BlockRV block, int buffer_index, std::string storage_scope) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
+  TYCHE_TRY_ASSIGN(stage, F(ctx.state(), sref, buffer_index, storage_scope));
+  return ctx.issue(stage);
+}
+
+Status apply_set_scope(InstructionContext& ctx, BlockRV block, int buffer_index, std::string storage_scope) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
+  return set_scope(ctx.state(), sref, buffer_index, storage_scope);
+}
+
+Status apply_storage_align(InstructionContext& ctx, BlockRV block, int buffer_index, int axis, int factor, int offset) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
+  return storage_align(ctx.state(), sref, buffer_index, axis, factor, offset);
+}
+
+Status apply_transform_layout(InstructionContext& ctx, BlockRV block, int buffer_index, std::string index_map) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
+  return transform_layout(ctx.state(), sref, buffer_index, index_map);
 }
 
 }  // namespace
 
-const InstructionKind& kind_cache_read() {
-  static const InstructionKind k{
-      .name = "cache_read",
-      .params = {{"block", ParamType::kBlock}, {"read_buffer_index", ParamType::kInt}, {"storage_scope", ParamType::kString}},
-      .output = OutputType::kBlock,
-      .apply = apply_cache<cache_read>};
-  return k;
-}
-
-const InstructionKind& kind_cache_write() {
-  static const InstructionKind k{
-      .name = "cache_write",
-      .params = {{"block", ParamType::kBlock}, {"write_buffer_index", ParamType::kInt}, {"storage_scope", ParamType::kString}},
-      .output = OutputType::kBlock,
-      .apply = apply_cache<cache_write>};
-  return k;
-}
-
-const InstructionKind& kind_set_scope() {
-  static const InstructionKind k{
-      .name = "set_scope",
-      .params = {{"block", ParamType::kBlock}, {"buffer_index", ParamType::kInt}, {"storage_scope", ParamType::kString}},
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-        TYCHE_APPLY_STATUS(set_scope(sch.mutable_state(), block, static_cast<int>(a[1].i), a[2].s));
-      }};
-  return k;
-}
-
-const InstructionKind& kind_storage_align() {
-  static const InstructionKind k{
-      .name = "storage_align",
-      .params = {{"block", ParamType::kBlock},
-                 {"buffer_index", ParamType::kInt},
-                 {"axis", ParamType::kInt},
-                 {"factor", ParamType::kInt},
-                 {"offset", ParamType::kInt}},
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-        TYCHE_APPLY_STATUS(storage_align(sch.mutable_state(), block, static_cast<int>(a[1].i), static_cast<int>(a[2].i),
-                                         static_cast<int>(a[3].i), static_cast<int>(a[4].i)));
-      }};
-  return k;
-}
-
-const InstructionKind& kind_transform_layout() {
-  static const InstructionKind k{
-      .name = "transform_layout",
-      .params = {{"block", ParamType::kBlock}, {"buffer_index", ParamType::kInt}, {"index_map", ParamType::kString}},
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-        TYCHE_APPLY_STATUS(transform_layout(sch.mutable_state(), block, static_cast<int>(a[1].i), a[2].s));
-      }};
-  return k;
-}
+TYCHE_INSTRUCTION(cache_read, apply_cache<cache_read>, {{"block"}, {"read_buffer_index"}, {"storage_scope"}})
+TYCHE_INSTRUCTION(cache_write, apply_cache<cache_write>, {{"block"}, {"write_buffer_index"}, {"storage_scope"}})
+TYCHE_INSTRUCTION(set_scope, apply_set_scope, {{"block"}, {"buffer_index"}, {"storage_scope"}})
+TYCHE_INSTRUCTION(storage_align, apply_storage_align, {{"block"}, {"buffer_index"}, {"axis"}, {"factor"}, {"offset"}})
+TYCHE_INSTRUCTION(transform_layout, apply_transform_layout, {{"block"}, {"buffer_index"}, {"index_map"}})
 
 Result<BlockRV> Schedule::cache_read(const BlockRV& block, int read_buffer_index, const std::string& storage_scope) {
-  return forward<BlockRV>(*this, kind_cache_read(), block, read_buffer_index, storage_scope);
+  return cache_read_kind()(*this, block, read_buffer_index, storage_scope);
 }
 Result<BlockRV> Schedule::cache_write(const BlockRV& block, int write_buffer_index, const std::string& storage_scope) {
-  return forward<BlockRV>(*this, kind_cache_write(), block, write_buffer_index, storage_scope);
+  return cache_write_kind()(*this, block, write_buffer_index, storage_scope);
 }
 Status Schedule::set_scope(const BlockRV& block, int buffer_index, const std::string& storage_scope) {
-  return forward<Unit>(*this, kind_set_scope(), block, buffer_index, storage_scope);
+  return set_scope_kind()(*this, block, buffer_index, storage_scope);
 }
 Status Schedule::storage_align(const BlockRV& block, int buffer_index, int axis, int factor, int offset) {
-  return forward<Unit>(*this, kind_storage_align(), block, buffer_index, axis, factor, offset);
+  return storage_align_kind()(*this, block, buffer_index, axis, factor, offset);
 }
-
 Status Schedule::transform_layout(const BlockRV& block, int buffer_index, const std::string& index_map) {
-  return forward<Unit>(*this, kind_transform_layout(), block, buffer_index, index_map);
+  return transform_layout_kind()(*this, block, buffer_index, index_map);
 }
 
 }  // namespace tyche::schedule

@@ -23,13 +23,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/var_use.h"
 #include "arith/analyzer.h"
 #include "arith/int_set.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/instruction_impl.h"
@@ -48,13 +49,6 @@ bool is_ancestor(const SRefNode* a, const SRefNode* b) {
   for (const SRefNode* p = b->parent; p; p = p->parent)
     if (p == a) return true;
   return false;
-}
-
-bool touches(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer) {
-  return std::any_of(regions.begin(), regions.end(), [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
-}
-bool touches_any(const std::vector<ir::BufferRegion>& regions, const std::vector<ir::BufferRegion>& of) {
-  return std::any_of(of.begin(), of.end(), [&](const ir::BufferRegion& r) { return touches(regions, r.buffer.get()); });
 }
 
 // Pre-order positions of the loops and blocks of a scope, and the last position inside each loop:
@@ -92,7 +86,7 @@ void bind_loops_from(arith::Analyzer* a, const SRefNode* innermost) {
 }
 
 bool uses_vars(const ir::Expr& e, const arith::VarRangeMap& vars) {
-  return arith::uses_var(e, [&](const ir::VarNode* v) {
+  return ir::uses_var(e, [&](const ir::VarNode* v) {
     for (const auto& [k, r] : vars)
       if (k.get() == v) return true;
     return false;
@@ -515,7 +509,7 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
     // window) cannot be restricted to what one iteration produces; TVM refuses it too.
     for (const Access& acc : accesses)
       for (const ir::Range& r : acc.region->region) {
-        bool spatial = arith::uses_var(r.min, [&](const ir::VarNode* v) {
+        bool spatial = ir::uses_var(r.min, [&](const ir::VarNode* v) {
           return std::any_of(b->iter_vars.begin(), b->iter_vars.end(), [&](const ir::IterVar& iv) {
             return iv.var.get() == v && iv.kind == ir::IterKind::kSpatial;
           });
@@ -569,50 +563,34 @@ Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& l
 
 namespace {
 
-// A location mark from sample_compute_location: stay, or inline (reverse-inline for consumers).
+// The loop may be a location mark from sample_compute_location: stay, or inline (reverse-inline
+// for consumers).
 template <bool kReverse>
-Result<Values> apply_compute_at(Schedule& sch, Args a, Value*) {
-  BlockRV block_rv{a[0].i};
-  TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-  if (auto mark = sch.location_mark(LoopRV{a[1].i})) {
-    if (*mark == kComputeLocationRoot) return Values{};
-    Status s = kReverse ? reverse_compute_inline(sch.mutable_state(), block) : compute_inline(sch.mutable_state(), block);
-    if (!s) return s.error();
-    sch.consume(block_rv);
-    return Values{};
+Status apply_compute_at(InstructionContext& ctx, BlockRV block, LoopRV loop, bool preserve_unit_loops) {
+  TYCHE_TRY_ASSIGN(block_sref, ctx.sref(block));
+  if (auto mark = ctx.location_mark(loop)) {
+    if (*mark == kComputeLocationRoot) return ok_status();
+    Status s = kReverse ? reverse_compute_inline(ctx.state(), block_sref) : compute_inline(ctx.state(), block_sref);
+    if (s) ctx.consume(block);
+    return s;
   }
-  TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[1]));
-  TYCHE_APPLY_STATUS(kReverse ? reverse_compute_at(sch.mutable_state(), block, loop, a[2].i != 0)
-                              : compute_at(sch.mutable_state(), block, loop, a[2].i != 0));
+  TYCHE_TRY_ASSIGN(loop_sref, ctx.sref(loop));
+  return kReverse ? reverse_compute_at(ctx.state(), block_sref, loop_sref, preserve_unit_loops)
+                  : compute_at(ctx.state(), block_sref, loop_sref, preserve_unit_loops);
 }
 
 }  // namespace
 
-const InstructionKind& kind_compute_at() {
-  static const InstructionKind k{
-      .name = "compute_at",
-      .params = {{"block", ParamType::kBlock},
-                 {"loop", ParamType::kLoop},
-                 {"preserve_unit_loops", ParamType::kBool, false, Value::boolean(false)}},
-      .apply = apply_compute_at<false>};
-  return k;
-}
-
-const InstructionKind& kind_reverse_compute_at() {
-  static const InstructionKind k{
-      .name = "reverse_compute_at",
-      .params = {{"block", ParamType::kBlock},
-                 {"loop", ParamType::kLoop},
-                 {"preserve_unit_loops", ParamType::kBool, false, Value::boolean(false)}},
-      .apply = apply_compute_at<true>};
-  return k;
-}
+TYCHE_INSTRUCTION(compute_at, apply_compute_at<false>,
+                  {{"block"}, {"loop"}, {"preserve_unit_loops", false, Value::boolean(false)}})
+TYCHE_INSTRUCTION(reverse_compute_at, apply_compute_at<true>,
+                  {{"block"}, {"loop"}, {"preserve_unit_loops", false, Value::boolean(false)}})
 
 Status Schedule::compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops) {
-  return forward<Unit>(*this, kind_compute_at(), block, loop, preserve_unit_loops);
+  return compute_at_kind()(*this, block, loop, preserve_unit_loops);
 }
 Status Schedule::reverse_compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops) {
-  return forward<Unit>(*this, kind_reverse_compute_at(), block, loop, preserve_unit_loops);
+  return reverse_compute_at_kind()(*this, block, loop, preserve_unit_loops);
 }
 
 }  // namespace tyche::schedule

@@ -11,7 +11,7 @@
 #include "arith/region.h"
 #include "ir/functor.h"
 #include "ir/op.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/instruction_impl.h"
@@ -122,8 +122,6 @@ SRefNode* alloc_site(const SRefNode* sref, const ir::BufferNode* buffer) {
 bool mentions(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer) {
   return std::any_of(regions.begin(), regions.end(), [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
 }
-
-bool is_true(const ir::Expr& e) { return !e.defined() || ir::is_const_int(e, 1); }
 
 // Rebuilds the subtree of the allocating block: deletes one realize (and the loops, branches and
 // sequences it leaves empty), optionally swaps another realize, rewrites loads of a buffer,
@@ -350,7 +348,7 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
   if (Status s = check_complete_block(state, block_sref.get()); !s) return s.error();
   if (consumer->writes.size() != 1 || consumer->writes[0].buffer.get() != store->buffer.get())
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer, fmt::format("it must write only '{}'", store->buffer->name));
-  if (!is_true(state.realize_of(block_sref.get())->predicate))
+  if (!ir::is_true(state.realize_of(block_sref.get())->predicate))
     return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer, "its realize has a predicate");
   ExprScan consumer_scan = scan(store);
   if (!uses_only(consumer_scan.free_vars, iter_var_set(consumer)))
@@ -450,7 +448,7 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
                                    fmt::format("it iterates '{}' beyond what producer '{}' computes", civ.var.name(), producer->name));
     const ir::Expr& bound = prealize->iter_values[(*ppos)[k]];
     ir::Expr in_range = bound >= civ.dom.min && bound < civ.dom.min + civ.dom.extent;
-    predicate = is_true(predicate) ? in_range : (predicate && in_range);
+    predicate = ir::is_true(predicate) ? in_range : (predicate && in_range);
   }
   if (!predicate.same_as(prealize->predicate)) {
     arith::Analyzer loops;  // the producer's loop ranges decide the trivial half of each bound
@@ -492,31 +490,19 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
 namespace {
 
 template <Status (*F)(ScheduleState&, const SRef&)>
-Result<Values> apply_inline(Schedule& sch, Args a, Value*) {
-  TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-  Status s = F(sch.mutable_state(), block);
-  if (!s) return s.error();
-  sch.consume(BlockRV{a[0].i});
-  return Values{};
+Status apply_inline(InstructionContext& ctx, BlockRV block) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
+  Status s = F(ctx.state(), sref);
+  if (s) ctx.consume(block);
+  return s;
 }
 
 }  // namespace
 
-const InstructionKind& kind_compute_inline() {
-  static const InstructionKind k{
-      .name = "compute_inline", .params = {{"block", ParamType::kBlock}}, .apply = apply_inline<compute_inline>};
-  return k;
-}
-const InstructionKind& kind_reverse_compute_inline() {
-  static const InstructionKind k{.name = "reverse_compute_inline",
-                                 .params = {{"block", ParamType::kBlock}},
-                                 .apply = apply_inline<reverse_compute_inline>};
-  return k;
-}
+TYCHE_INSTRUCTION(compute_inline, apply_inline<compute_inline>, {{"block"}})
+TYCHE_INSTRUCTION(reverse_compute_inline, apply_inline<reverse_compute_inline>, {{"block"}})
 
-Status Schedule::compute_inline(const BlockRV& block) { return forward<Unit>(*this, kind_compute_inline(), block); }
-Status Schedule::reverse_compute_inline(const BlockRV& block) {
-  return forward<Unit>(*this, kind_reverse_compute_inline(), block);
-}
+Status Schedule::compute_inline(const BlockRV& block) { return compute_inline_kind()(*this, block); }
+Status Schedule::reverse_compute_inline(const BlockRV& block) { return reverse_compute_inline_kind()(*this, block); }
 
 }  // namespace tyche::schedule

@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <array>
 
+#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "schedule/primitive.h"
 #include "schedule/instruction_impl.h"
 
@@ -23,7 +24,7 @@ const ir::BlockRealizeNode* reduction_bound_to(const ScheduleState& state, const
     for (size_t i = 0; i < r->iter_values.size(); ++i) {
       ir::IterKind kind = r->block->iter_vars[i].kind;
       if (kind == ir::IterKind::kSpatial) continue;
-      if (!arith::uses_var(r->iter_values[i], [&](const ir::VarNode* v) { return v == loop->loop_var.get(); })) continue;
+      if (!ir::uses_var(r->iter_values[i], loop->loop_var.get())) continue;
       if (!cross_thread || kind == ir::IterKind::kOpaque) return r;
       SRef block = state.get_sref(r->block.get());
       if (!block || !check_reduction_block(state, block.get()).ok()) return r;
@@ -74,41 +75,26 @@ Status bind(ScheduleState& state, const SRef& loop, const std::string& thread_ax
 namespace {
 
 template <Status (*F)(ScheduleState&, const SRef&)>
-Result<Values> apply_loop_kind(Schedule& sch, Args a, Value*) {
-  TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
-  TYCHE_APPLY_STATUS(F(sch.mutable_state(), loop));
+Status apply_loop_kind(InstructionContext& ctx, LoopRV loop) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
+  return F(ctx.state(), sref);
+}
+
+Status apply_bind(InstructionContext& ctx, LoopRV loop, std::string thread_axis) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
+  return schedule::bind(ctx.state(), sref, thread_axis);
 }
 
 }  // namespace
 
-const InstructionKind& kind_parallel() {
-  static const InstructionKind k{.name = "parallel", .params = {{"loop", ParamType::kLoop}}, .apply = apply_loop_kind<parallel>};
-  return k;
-}
-const InstructionKind& kind_vectorize() {
-  static const InstructionKind k{.name = "vectorize", .params = {{"loop", ParamType::kLoop}}, .apply = apply_loop_kind<vectorize>};
-  return k;
-}
-const InstructionKind& kind_unroll() {
-  static const InstructionKind k{.name = "unroll", .params = {{"loop", ParamType::kLoop}}, .apply = apply_loop_kind<unroll>};
-  return k;
-}
-const InstructionKind& kind_bind() {
-  static const InstructionKind k{
-      .name = "bind",
-      .params = {{"loop", ParamType::kLoop}, {"thread_axis", ParamType::kString}},
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
-        TYCHE_APPLY_STATUS(schedule::bind(sch.mutable_state(), loop, a[1].s));
-      }};
-  return k;
-}
+TYCHE_INSTRUCTION(parallel, apply_loop_kind<parallel>, {{"loop"}})
+TYCHE_INSTRUCTION(vectorize, apply_loop_kind<vectorize>, {{"loop"}})
+TYCHE_INSTRUCTION(unroll, apply_loop_kind<unroll>, {{"loop"}})
+TYCHE_INSTRUCTION(bind, apply_bind, {{"loop"}, {"thread_axis"}})
 
-Status Schedule::parallel(const LoopRV& loop) { return forward<Unit>(*this, kind_parallel(), loop); }
-Status Schedule::vectorize(const LoopRV& loop) { return forward<Unit>(*this, kind_vectorize(), loop); }
-Status Schedule::unroll(const LoopRV& loop) { return forward<Unit>(*this, kind_unroll(), loop); }
-Status Schedule::bind(const LoopRV& loop, const std::string& thread_axis) {
-  return forward<Unit>(*this, kind_bind(), loop, thread_axis);
-}
+Status Schedule::parallel(const LoopRV& loop) { return parallel_kind()(*this, loop); }
+Status Schedule::vectorize(const LoopRV& loop) { return vectorize_kind()(*this, loop); }
+Status Schedule::unroll(const LoopRV& loop) { return unroll_kind()(*this, loop); }
+Status Schedule::bind(const LoopRV& loop, const std::string& thread_axis) { return bind_kind()(*this, loop, thread_axis); }
 
 }  // namespace tyche::schedule

@@ -37,6 +37,12 @@ bool Value::operator==(const Value& o) const {
   }
 }
 
+std::optional<size_t> InstructionKind::param_index(std::string_view param) const {
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].name == param) return i;
+  return std::nullopt;
+}
+
 const char* value_kind_name(Value::Kind kind) {
   switch (kind) {
     case Value::Kind::kNone: return "None";

@@ -15,7 +15,7 @@
 
 namespace tyche::schedule {
 
-class Schedule;
+class InstructionContext;
 
 // A value an instruction takes or produces: a literal, a random-variable handle, or a list.
 // Handles are ids: the schedule's while it runs, trace-local inside a Trace.
@@ -81,9 +81,10 @@ enum class DecisionType : uint8_t { kNone, kInt, kIntList };
 
 struct InstructionKind {
   // `args` holds one Value per parameter, already checked against the parameter types and
-  // holding this schedule's handle ids. For a sampling kind, `decision` is in/out: a given
-  // decision (kind != kNone) is validated and used, otherwise one is drawn and stored there.
-  using ApplyFn = Result<std::vector<Value>> (*)(Schedule& sch, std::span<const Value> args, Value* decision);
+  // holding the schedule's handle ids; the context (private to src/schedule/, made only by
+  // Schedule::apply_instruction, which traces) carries the schedule and, for a sampling kind,
+  // its decision.
+  using ApplyFn = Result<std::vector<Value>> (*)(InstructionContext& ctx, std::span<const Value> args);
 
   std::string_view name;
   std::vector<Param> params;
@@ -95,7 +96,35 @@ struct InstructionKind {
   ApplyFn apply = nullptr;
 
   bool is_sampling() const { return decision != DecisionType::kNone; }
+  // The position of the parameter named `param`, or nullopt.
+  std::optional<size_t> param_index(std::string_view param) const;
 };
+
+// The kinds, in the registry's order (instruction_registry.cc), grouped by the file that
+// defines each.
+#define TYCHE_INSTRUCTION_KINDS(X)                                                                \
+  /* sampling (sampling.cc) */                                                                    \
+  X(sample_perfect_tile) X(sample_categorical) X(sample_compute_location)                         \
+  /* lookup (get_block_loop.cc) */                                                                \
+  X(get_block) X(get_loops) X(get_child_blocks) X(get_producers) X(get_consumers)                 \
+  /* loops (loop_transformation.cc, for_kind.cc) */                                               \
+  X(split) X(fuse) X(reorder) X(add_unit_loop) X(parallel) X(vectorize) X(unroll) X(bind)         \
+  /* annotations (annotate.cc) */                                                                 \
+  X(annotate) X(unannotate)                                                                       \
+  /* compute location (compute_at.cc, compute_inline.cc) */                                       \
+  X(compute_at) X(reverse_compute_at) X(compute_inline) X(reverse_compute_inline)                 \
+  /* caches (cache.cc) */                                                                         \
+  X(cache_read) X(cache_write) X(set_scope) X(storage_align) X(transform_layout)                  \
+  /* reductions (reduction.cc) */                                                                 \
+  X(decompose_reduction) X(rfactor)                                                               \
+  /* blocks (blockize_tensorize.cc) */                                                            \
+  X(blockize) X(tensorize)
+
+// Each kind's handle, kind_split() and so on: compare an instruction's kind with it
+// (inst.kind == &kind_split()) rather than by name.
+#define TYCHE_DECLARE_KIND(name) const InstructionKind& kind_##name();
+TYCHE_INSTRUCTION_KINDS(TYCHE_DECLARE_KIND)
+#undef TYCHE_DECLARE_KIND
 
 // Every kind, in the registry's order.
 const std::vector<const InstructionKind*>& instruction_kinds();

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "ir/var_use.h"
 #include "arith/analyzer.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
@@ -52,39 +53,11 @@ class BindingRewriter : public ir::StmtExprMutator {
   ir::Expr extra_;
 };
 
-// The statement whose srefs are `sref`: the For itself, or the BlockRealize of a block.
-ir::Stmt outer_stmt(const ScheduleState& state, const SRefNode* sref) {
-  return sref->as_for() ? state.stmt_of(sref) : state.realize_stmt_of(sref);
-}
-
-// Replaces `old_child` (by identity) inside the statement of `parent` without entering nested
-// loops or blocks.
-class ShallowReplacer : public ir::StmtExprMutator {
- public:
-  ShallowReplacer(const ir::StmtNode* root, const ir::StmtNode* old_child, ir::Stmt new_child)
-      : root_(root), old_(old_child), new_(std::move(new_child)) {}
-  ir::Stmt mutate_stmt(const ir::Stmt& s) override {
-    if (s.get() == old_) return new_;
-    if (s.get() != root_ && (s.kind() == ir::StmtKind::kFor || s.kind() == ir::StmtKind::kBlock)) return s;
-    return StmtExprMutator::mutate_stmt(s);
-  }
-  ir::Expr mutate_expr(const ir::Expr& e) override { return e; }
-
- private:
-  const ir::StmtNode* root_;
-  const ir::StmtNode* old_;
-  ir::Stmt new_;
-};
-
-bool uses_var(const ir::Expr& e, const ir::Var& var) {
-  return arith::uses_var(e, [&](const ir::VarNode* v) { return v == var.get(); });
-}
-
 std::optional<ScheduleError> check_blocks_not_opaque(const ir::Stmt& body, const ir::Var& loop_var) {
   for (const ir::BlockRealizeNode* r : realizes_under(body)) {
     for (size_t i = 0; i < r->iter_values.size(); ++i) {
       if (r->block->iter_vars[i].kind != ir::IterKind::kOpaque) continue;
-      if (uses_var(r->iter_values[i], loop_var))
+      if (ir::uses_var(r->iter_values[i], loop_var.get()))
         return ScheduleError(ErrorCode::kOpaqueBlock,
                              fmt::format("block '{}' binds opaque iterator '{}' to loop '{}'", r->block->name,
                                          r->block->iter_vars[i].var.name(), loop_var.name()),
@@ -102,16 +75,12 @@ bool is_mixed_loop(const ir::ForNode* loop) {
   for (const ir::BlockRealizeNode* r : realizes_under(loop->body)) {
     bool spatial = false, reduce = false;
     for (size_t i = 0; i < r->iter_values.size(); ++i) {
-      if (!uses_var(r->iter_values[i], loop->loop_var)) continue;
+      if (!ir::uses_var(r->iter_values[i], loop->loop_var.get())) continue;
       (r->block->iter_vars[i].kind == ir::IterKind::kSpatial ? spatial : reduce) = true;
     }
     if (spatial && reduce) return true;
   }
   return false;
-}
-
-bool uses_any(const ir::Expr& e, const std::unordered_set<const ir::VarNode*>& vars) {
-  return arith::uses_var(e, [&](const ir::VarNode* v) { return vars.count(v) > 0; });
 }
 
 }  // namespace
@@ -186,7 +155,7 @@ Result<SRef> fuse(ScheduleState& state, const std::vector<SRef>& loops) {
                            l);
     if (!ir::as_const_int(l->extent))
       return ScheduleError(ErrorCode::kNonConstantExtent, fmt::format("fuse: loop '{}' has a non-constant extent", l->loop_var.name()), l);
-    if (uses_any(l->min, vars) || uses_any(l->extent, vars))
+    if (ir::uses_any(l->min, vars) || ir::uses_any(l->extent, vars))
       return ScheduleError(ErrorCode::kDependentLoop, fmt::format("fuse: the range of '{}' depends on an outer fused loop", l->loop_var.name()), l);
     if (auto e = check_blocks_not_opaque(l->body, l->loop_var)) return *e;
     vars.insert(l->loop_var.get());
@@ -256,7 +225,7 @@ Status reorder(ScheduleState& state, const std::vector<SRef>& ordered) {
   for (const SRef& s : ordered) moving.insert(s->as_for()->loop_var.get());
   for (SRefNode* p : path) {
     const ir::ForNode* l = p->as_for();
-    if (uses_any(l->min, moving) || uses_any(l->extent, moving))
+    if (ir::uses_any(l->min, moving) || ir::uses_any(l->extent, moving))
       return ScheduleError(ErrorCode::kDependentLoop, fmt::format("reorder: the range of loop '{}' depends on a reordered loop", l->loop_var.name()), l);
     if (moving.count(l->loop_var.get()))
       if (auto e = check_blocks_not_opaque(l->body, l->loop_var)) return *e;
@@ -295,83 +264,62 @@ Result<SRef> add_unit_loop(ScheduleState& state, const SRef& sref) {
   if (!sref->parent) return ScheduleError(ErrorCode::kInvalidArgument, "add_unit_loop: the root block has no loop to add", sref->stmt);
   ir::Stmt realize = outer_stmt(state, sref.get());
   ir::Stmt loop = ir::for_loop(u, 0, 1, ir::ForKind::kSerial, realize);
-  ShallowReplacer r(sref->parent->stmt, realize.get(), loop);
   SRef parent = state.get_sref(sref->parent->stmt);
-  state.replace(parent, r.mutate_stmt(state.stmt_of(parent.get())));
+  state.replace(parent, replace_child(state.stmt_of(parent.get()), realize.get(), loop));
   return state.get_sref(loop.get());
 }
 
 // ---- instructions ----
 
-const InstructionKind& kind_split() {
-  static const InstructionKind k{
-      .name = "split",
-      .params = {{"loop", ParamType::kLoop}, {"factors", ParamType::kOptExprList}},
-      .output = OutputType::kLoops,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
-        std::vector<std::optional<int64_t>> factors;
-        for (const Value& f : a[1].list) {
-          if (f.kind == Value::Kind::kNone) {
-            factors.push_back(std::nullopt);
-            continue;
-          }
-          TYCHE_TRY_ASSIGN(x, sch.int_arg(f));
-          factors.push_back(x);
-        }
-        TYCHE_TRY_ASSIGN(loops, split(sch.mutable_state(), loop, factors));
-        sch.consume(LoopRV{a[0].i});
-        return issued_loops(sch, loops);
-      }};
-  return k;
+namespace {
+
+Result<std::vector<LoopRV>> apply_split(InstructionContext& ctx, LoopRV loop, std::vector<std::optional<ExprArg>> factors) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
+  std::vector<std::optional<int64_t>> values;
+  for (const std::optional<ExprArg>& f : factors) {
+    if (!f) {
+      values.push_back(std::nullopt);
+      continue;
+    }
+    TYCHE_TRY_ASSIGN(x, ctx.value(*f));
+    values.push_back(x);
+  }
+  TYCHE_TRY_ASSIGN(loops, split(ctx.state(), sref, values));
+  ctx.consume(loop);
+  return ctx.issue_loops(loops);
 }
 
-const InstructionKind& kind_fuse() {
-  static const InstructionKind k{
-      .name = "fuse",
-      .params = {{"loops", ParamType::kLoopList, true}},
-      .output = OutputType::kLoop,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(refs, loop_args(sch, a[0]));
-        TYCHE_TRY_ASSIGN(fused, fuse(sch.mutable_state(), refs));
-        for (const Value& l : a[0].list) sch.consume(LoopRV{l.i});
-        return issued_loop(sch, fused);
-      }};
-  return k;
+Result<LoopRV> apply_fuse(InstructionContext& ctx, std::vector<LoopRV> loops) {
+  TYCHE_TRY_ASSIGN(srefs, ctx.srefs(loops));
+  TYCHE_TRY_ASSIGN(fused, fuse(ctx.state(), srefs));
+  for (const LoopRV& l : loops) ctx.consume(l);
+  return ctx.issue_loop(fused);
 }
 
-const InstructionKind& kind_reorder() {
-  static const InstructionKind k{
-      .name = "reorder",
-      .params = {{"ordered_loops", ParamType::kLoopList, true}},
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(refs, loop_args(sch, a[0]));
-        TYCHE_APPLY_STATUS(reorder(sch.mutable_state(), refs));
-      }};
-  return k;
+Result<Unit> apply_reorder(InstructionContext& ctx, std::vector<LoopRV> ordered_loops) {
+  TYCHE_TRY_ASSIGN(srefs, ctx.srefs(ordered_loops));
+  return reorder(ctx.state(), srefs);
 }
 
-const InstructionKind& kind_add_unit_loop() {
-  static const InstructionKind k{
-      .name = "add_unit_loop",
-      .params = {{"block_or_loop", ParamType::kBlockOrLoop}},
-      .output = OutputType::kLoop,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(sref, sch.block_or_loop_arg(a[0]));
-        TYCHE_TRY_ASSIGN(loop, add_unit_loop(sch.mutable_state(), sref));
-        return issued_loop(sch, loop);
-      }};
-  return k;
+Result<LoopRV> apply_add_unit_loop(InstructionContext& ctx, BlockOrLoopRV block_or_loop) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block_or_loop));
+  TYCHE_TRY_ASSIGN(loop, add_unit_loop(ctx.state(), sref));
+  return ctx.issue_loop(loop);
 }
+
+}  // namespace
+
+TYCHE_INSTRUCTION(split, apply_split, {{"loop"}, {"factors"}})
+TYCHE_INSTRUCTION(fuse, apply_fuse, {{"loops", true}})
+TYCHE_INSTRUCTION(reorder, apply_reorder, {{"ordered_loops", true}})
+TYCHE_INSTRUCTION(add_unit_loop, apply_add_unit_loop, {{"block_or_loop"}})
 
 Result<std::vector<LoopRV>> Schedule::split(const LoopRV& loop, const std::vector<std::optional<ExprArg>>& factors) {
-  return forward<std::vector<LoopRV>>(*this, kind_split(), loop, factors);
+  return split_kind()(*this, loop, factors);
 }
-Result<LoopRV> Schedule::fuse(const std::vector<LoopRV>& loops) { return forward<LoopRV>(*this, kind_fuse(), loops); }
-Status Schedule::reorder(const std::vector<LoopRV>& ordered_loops) {
-  return forward<Unit>(*this, kind_reorder(), ordered_loops);
-}
-Result<LoopRV> Schedule::add_unit_loop(const BlockRV& block) { return forward<LoopRV>(*this, kind_add_unit_loop(), block); }
-Result<LoopRV> Schedule::add_unit_loop(const LoopRV& loop) { return forward<LoopRV>(*this, kind_add_unit_loop(), loop); }
+Result<LoopRV> Schedule::fuse(const std::vector<LoopRV>& loops) { return fuse_kind()(*this, loops); }
+Status Schedule::reorder(const std::vector<LoopRV>& ordered_loops) { return reorder_kind()(*this, ordered_loops); }
+Result<LoopRV> Schedule::add_unit_loop(const BlockRV& block) { return add_unit_loop_kind()(*this, block); }
+Result<LoopRV> Schedule::add_unit_loop(const LoopRV& loop) { return add_unit_loop_kind()(*this, loop); }
 
 }  // namespace tyche::schedule

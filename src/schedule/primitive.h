@@ -1,27 +1,24 @@
 // Schedule primitives as functions of the state and srefs; Schedule forwards its handles here.
 // Each either applies a semantics-preserving change through ScheduleState::replace or returns
 // the ScheduleError that explains why not, leaving the state untouched.
+//
+// Private to src/schedule/: a change made here would not be traced, so everything else reaches
+// the primitives through Schedule (schedule.h) and asks its questions through analysis.h.
 #pragma once
 
-#include <functional>
+#ifndef TYCHE_SCHEDULE_INTERNAL
+#error "schedule/primitive.h is private to src/schedule/: transform through Schedule (schedule/schedule.h), query through schedule/analysis.h"
+#endif
+
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "schedule/analysis.h"
 #include "schedule/error.h"
 #include "schedule/state.h"
 
 namespace tyche::schedule {
-
-// ---- lookup (get_block_loop.cc) ----
-Result<SRef> get_block(const ScheduleState& state, const std::string& name);
-std::vector<SRef> get_loops(const ScheduleState& state, const SRef& block);
-// Blocks directly under `sref` (a block or a loop), not inside another nested block, in order.
-std::vector<SRef> get_child_blocks(const ScheduleState& state, const SRef& sref);
-// Blocks of the same scope that write what `block` reads, before it (producers), or read what it
-// writes, after it (consumers).
-std::vector<SRef> get_producers(const ScheduleState& state, const SRef& block);
-std::vector<SRef> get_consumers(const ScheduleState& state, const SRef& block);
 
 // ---- loop transformations (loop_transformation.cc) ----
 Result<std::vector<SRef>> split(ScheduleState& state, const SRef& loop, const std::vector<std::optional<int64_t>>& factors);
@@ -63,20 +60,12 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop, int factor_axis);
 Result<SRef> blockize(ScheduleState& state, const SRef& loop);
 Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intrin_name);
 
-// ---- shared helpers (primitive_utils.cc) ----
-// Walks the loops and block realizes under `stmt` in program order without entering nested
-// blocks: on_loop(loop, true) before a loop's body and on_loop(loop, false) after it.
-struct ScopeVisitor {
-  std::function<void(const ir::ForNode*, bool entering)> on_loop;
-  std::function<void(const ir::BlockRealizeNode*)> on_realize;
-};
-void visit_scope(const ir::Stmt& stmt, const ScopeVisitor& visitor);
-// Every loop under `stmt`, in pre-order, not entering nested blocks.
-std::vector<const ir::ForNode*> loops_under(const ir::Stmt& stmt);
-// Every block realized under `stmt`, not entering nested blocks' bodies.
-std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt);
-// The For nodes on the path from `top` (inclusive) down to `bottom` (inclusive), or empty if
-// `bottom` is not under `top`.
-std::vector<SRefNode*> loop_path(const SRefNode* top, const SRefNode* bottom);
+// ---- rewriting (state.cc) ----
+// The statement whose srefs are `sref`: the For itself, or the BlockRealize of a block.
+ir::Stmt outer_stmt(const ScheduleState& state, const SRefNode* sref);
+// `stmt` with `old_child` (by identity) replaced by `new_child`, searching through sequences,
+// conditions and allocations (and loops when `through_loops`) but never into a nested block;
+// `stmt` itself is entered whatever it is. Undefined when `old_child` is not found.
+ir::Stmt replace_child(const ir::Stmt& stmt, const ir::StmtNode* old_child, ir::Stmt new_child, bool through_loops = false);
 
 }  // namespace tyche::schedule

@@ -12,9 +12,10 @@
 #include "arith/analyzer.h"
 #include "arith/region.h"
 #include "ir/functor.h"
+#include "ir/var_use.h"
 #include "ir/op.h"
 #include "ir/printer.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/instruction_impl.h"
@@ -23,7 +24,7 @@ namespace tyche::schedule {
 
 namespace {
 
-using VarSet = std::unordered_set<const ir::VarNode*>;
+using ir::VarSet;
 
 // Variables of `e` in order of first appearance (left to right).
 class VarCollector : public ir::StmtExprVisitor {
@@ -40,16 +41,6 @@ std::vector<const ir::VarNode*> vars_of(const ir::Expr& e) {
   VarCollector c;
   if (e.defined()) c.visit_expr(e);
   return c.vars;
-}
-
-bool uses_var(const ir::Expr& e, const ir::VarNode* v) {
-  auto vs = vars_of(e);
-  return std::find(vs.begin(), vs.end(), v) != vs.end();
-}
-
-bool uses_any(const ir::Expr& e, const VarSet& set) {
-  auto vs = vars_of(e);
-  return std::any_of(vs.begin(), vs.end(), [&](const ir::VarNode* v) { return set.count(v) > 0; });
 }
 
 // True when `e` loads from `buffer` anywhere.
@@ -176,7 +167,7 @@ LoopUse classify_loops(const std::vector<SRef>& loops, const ir::BlockNode* bloc
   for (size_t i = 0; i < loops.size(); ++i) {
     const ir::VarNode* v = loops[i]->as_for()->loop_var.get();
     for (size_t k = 0; k < block->iter_vars.size(); ++k) {
-      if (!uses_var(realize->iter_values[k], v)) continue;
+      if (!ir::uses_var(realize->iter_values[k], v)) continue;
       if (block->iter_vars[k].kind == ir::IterKind::kReduce) u.reduce[i] = true;
       else u.spatial[i] = true;
     }
@@ -350,9 +341,9 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   std::vector<SRef> users, reducing;
   for (const SRef& b : child_blocks(state, loop_sref.get())) {
     const ir::BlockRealizeNode* r = state.realize_of(b.get());
-    bool uses = uses_var(r->predicate, rf_var), reduces = false;
+    bool uses = ir::uses_var(r->predicate, rf_var), reduces = false;
     for (size_t k = 0; k < r->iter_values.size(); ++k) {
-      if (!uses_var(r->iter_values[k], rf_var)) continue;
+      if (!ir::uses_var(r->iter_values[k], rf_var)) continue;
       uses = true;
       reduces |= b->as_block()->iter_vars[k].kind == ir::IterKind::kReduce;
     }
@@ -403,7 +394,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   size_t axis = static_cast<size_t>(factor_axis < 0 ? factor_axis + ndim + 1 : factor_axis);
   for (const ir::Expr& idx : reducer.update->indices)
     for (const ir::IterVar& iv : block->iter_vars)
-      if (iv.kind == ir::IterKind::kReduce && uses_var(idx, iv.var.get()))
+      if (iv.kind == ir::IterKind::kReduce && ir::uses_var(idx, iv.var.get()))
         return ScheduleError(ErrorCode::kNotReduction,
                              fmt::format("rfactor: block '{}' stores at an index chosen by reduce iterator '{}'", block->name, iv.var.name()),
                              block);
@@ -437,7 +428,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   for (size_t k = 0; k < block->iter_vars.size(); ++k) {
     const ir::IterVar& iv = block->iter_vars[k];
     const ir::Expr& binding = realize->iter_values[k];
-    if (iv.kind == ir::IterKind::kSpatial || !uses_var(binding, rf_var)) {
+    if (iv.kind == ir::IterKind::kSpatial || !ir::uses_var(binding, rf_var)) {
       ir::Var nv(iv.var.name(), iv.var.dtype());
       iters.push_back(ir::IterVar{nv, iv.dom, iv.kind});
       values.push_back(binding);
@@ -479,7 +470,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
     std::vector<ir::Expr> conjuncts;
     split_conjuncts(realize->predicate, &conjuncts);
     for (const ir::Expr& c : conjuncts) {
-      if (!uses_any(c, reduce_side)) continue;
+      if (!ir::uses_any(c, reduce_side)) continue;
       if (!analyzer.can_prove(ir::substitute(c, var_map(at_min))))
         return ScheduleError(ErrorCode::kInvalidArgument,
                              fmt::format("rfactor: predicate '{}' of block '{}' may leave partial results of loop '{}' uninitialized",
@@ -552,38 +543,29 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
 
 // ---- instructions ----
 
-const InstructionKind& kind_decompose_reduction() {
-  static const InstructionKind k{
-      .name = "decompose_reduction",
-      .params = {{"block", ParamType::kBlock}, {"loop", ParamType::kLoop}},
-      .output = OutputType::kBlock,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[1]));
-        TYCHE_TRY_ASSIGN(init, decompose_reduction(sch.mutable_state(), block, loop));
-        return issued_block(sch, init);
-      }};
-  return k;
+namespace {
+
+Result<BlockRV> apply_decompose_reduction(InstructionContext& ctx, BlockRV block, LoopRV loop) {
+  TYCHE_TRY_ASSIGN(block_sref, ctx.sref(block));
+  TYCHE_TRY_ASSIGN(loop_sref, ctx.sref(loop));
+  TYCHE_TRY_ASSIGN(init, decompose_reduction(ctx.state(), block_sref, loop_sref));
+  return ctx.issue(init);
 }
 
-const InstructionKind& kind_rfactor() {
-  static const InstructionKind k{
-      .name = "rfactor",
-      .params = {{"loop", ParamType::kLoop}, {"factor_axis", ParamType::kInt}},
-      .output = OutputType::kBlock,
-      .apply = [](Schedule& sch, Args a, Value*) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
-        TYCHE_TRY_ASSIGN(rf_block, rfactor(sch.mutable_state(), loop, static_cast<int>(a[1].i)));
-        return issued_block(sch, rf_block);
-      }};
-  return k;
+Result<BlockRV> apply_rfactor(InstructionContext& ctx, LoopRV loop, int factor_axis) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
+  TYCHE_TRY_ASSIGN(rf_block, rfactor(ctx.state(), sref, factor_axis));
+  return ctx.issue(rf_block);
 }
+
+}  // namespace
+
+TYCHE_INSTRUCTION(decompose_reduction, apply_decompose_reduction, {{"block"}, {"loop"}})
+TYCHE_INSTRUCTION(rfactor, apply_rfactor, {{"loop"}, {"factor_axis"}})
 
 Result<BlockRV> Schedule::decompose_reduction(const BlockRV& block, const LoopRV& loop) {
-  return forward<BlockRV>(*this, kind_decompose_reduction(), block, loop);
+  return decompose_reduction_kind()(*this, block, loop);
 }
-Result<BlockRV> Schedule::rfactor(const LoopRV& loop, int factor_axis) {
-  return forward<BlockRV>(*this, kind_rfactor(), loop, factor_axis);
-}
+Result<BlockRV> Schedule::rfactor(const LoopRV& loop, int factor_axis) { return rfactor_kind()(*this, loop, factor_axis); }
 
 }  // namespace tyche::schedule

@@ -65,7 +65,7 @@ Result<int64_t> draw_weighted(RandomEngine& rng, const std::vector<int64_t>& opt
 
 std::string list_text(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
-Result<std::vector<int64_t>> perfect_tile(Schedule& sch, const SRef& loop, int64_t n, int64_t max_innermost,
+Result<std::vector<int64_t>> perfect_tile(RandomEngine& rng, const SRef& loop, int64_t n, int64_t max_innermost,
                                           const Value& decision) {
   const ir::ForNode* f = loop->as_for();
   auto extent = ir::as_const_int(f->extent);
@@ -111,12 +111,12 @@ Result<std::vector<int64_t>> perfect_tile(Schedule& sch, const SRef& loop, int64
     factors[0] = *extent;
     return factors;
   }
-  TYCHE_TRY_ASSIGN(inner, draw_weighted(sch.rng(), inner_options, [&](int64_t d) { return counter.count(*extent / d, static_cast<int>(n - 1)); }));
+  TYCHE_TRY_ASSIGN(inner, draw_weighted(rng, inner_options, [&](int64_t d) { return counter.count(*extent / d, static_cast<int>(n - 1)); }));
   factors[n - 1] = inner;
   int64_t rest = *extent / inner;
   for (int64_t i = 0; i + 1 < n - 1; ++i) {
     int remaining = static_cast<int>(n - 2 - i);
-    TYCHE_TRY_ASSIGN(d, draw_weighted(sch.rng(), divisors(rest), [&](int64_t x) { return counter.count(rest / x, remaining); }));
+    TYCHE_TRY_ASSIGN(d, draw_weighted(rng, divisors(rest), [&](int64_t x) { return counter.count(rest / x, remaining); }));
     factors[i] = d;
     rest /= d;
   }
@@ -149,120 +149,95 @@ ComputeLocations compute_locations(const ScheduleState& state, const SRef& block
 
 }  // namespace
 
-const InstructionKind& kind_sample_perfect_tile() {
-  static const InstructionKind k{
-      .name = "sample_perfect_tile",
-      .params = {{"loop", ParamType::kLoop}, {"n", ParamType::kInt}, {"max_innermost_factor", ParamType::kInt, false, Value::integer(16)}},
-      .output = OutputType::kExprs,
-      .decision = DecisionType::kIntList,
-      .pure = true,
-      .apply = [](Schedule& sch, Args a, Value* decision) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(loop, sch.loop_arg(a[0]));
-        TYCHE_TRY_ASSIGN(factors, perfect_tile(sch, loop, a[1].i, a[2].i, *decision));
-        std::vector<Value> d, out;
-        for (int64_t x : factors) {
-          d.push_back(Value::integer(x));
-          out.push_back(to_value(sch.issue_expr(x)));
-        }
-        *decision = Value::of_list(std::move(d));
-        return out;
-      }};
-  return k;
+namespace {
+
+Result<std::vector<ExprRV>> apply_sample_perfect_tile(InstructionContext& ctx, LoopRV loop, int64_t n,
+                                                      int64_t max_innermost_factor) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
+  TYCHE_TRY_ASSIGN(factors, perfect_tile(ctx.rng(), sref, n, max_innermost_factor, ctx.decision()));
+  std::vector<Value> d;
+  std::vector<ExprRV> out;
+  for (int64_t x : factors) {
+    d.push_back(Value::integer(x));
+    out.push_back(ctx.issue_expr(x));
+  }
+  ctx.decision() = Value::of_list(std::move(d));
+  return out;
 }
 
-const InstructionKind& kind_sample_categorical() {
-  static const InstructionKind k{
-      .name = "sample_categorical",
-      .params = {{"candidates", ParamType::kIntList}, {"probs", ParamType::kFloatList}},
-      .output = OutputType::kExpr,
-      .decision = DecisionType::kInt,
-      .pure = true,
-      .apply = [](Schedule& sch, Args a, Value* decision) -> Result<Values> {
-        const std::vector<Value>& cands = a[0].list;
-        std::vector<double> probs;
-        for (const Value& p : a[1].list) probs.push_back(p.kind == Value::Kind::kFloat ? p.f : static_cast<double>(p.i));
-        if (cands.empty() || cands.size() != probs.size())
-          return ScheduleError(ErrorCode::kInvalidArgument,
-                               fmt::format("sample_categorical: {} candidates but {} probabilities", cands.size(), probs.size()));
-        double total = 0;
-        for (double p : probs) {
-          if (!(p >= 0) || std::isinf(p))
-            return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("sample_categorical: invalid probability {}", p));
-          total += p;
-        }
-        if (!(total > 0)) return ScheduleError(ErrorCode::kInvalidArgument, "sample_categorical: the probabilities sum to 0");
-        int64_t index;
-        if (decision->kind != Value::Kind::kNone) {
-          index = decision->i;
-          if (index < 0 || index >= static_cast<int64_t>(cands.size()) || probs[index] <= 0)
-            return ScheduleError(ErrorCode::kInvalidArgument,
-                                 fmt::format("sample_categorical: decision {} is not legal: it must index one of the {} "
-                                             "candidates with a positive probability",
-                                             index, cands.size()));
-        } else {
-          index = sch.rng().weighted_index(probs);
-        }
-        *decision = Value::integer(index);
-        return Values{to_value(sch.issue_expr(cands[index].i))};
-      }};
-  return k;
+Result<ExprRV> apply_sample_categorical(InstructionContext& ctx, std::vector<int64_t> candidates, std::vector<double> probs) {
+  if (candidates.empty() || candidates.size() != probs.size())
+    return ScheduleError(ErrorCode::kInvalidArgument,
+                         fmt::format("sample_categorical: {} candidates but {} probabilities", candidates.size(), probs.size()));
+  double total = 0;
+  for (double p : probs) {
+    if (!(p >= 0) || std::isinf(p))
+      return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("sample_categorical: invalid probability {}", p));
+    total += p;
+  }
+  if (!(total > 0)) return ScheduleError(ErrorCode::kInvalidArgument, "sample_categorical: the probabilities sum to 0");
+  int64_t index;
+  if (ctx.decision().kind != Value::Kind::kNone) {
+    index = ctx.decision().i;
+    if (index < 0 || index >= static_cast<int64_t>(candidates.size()) || probs[index] <= 0)
+      return ScheduleError(ErrorCode::kInvalidArgument,
+                           fmt::format("sample_categorical: decision {} is not legal: it must index one of the {} "
+                                       "candidates with a positive probability",
+                                       index, candidates.size()));
+  } else {
+    index = ctx.rng().weighted_index(probs);
+  }
+  ctx.decision() = Value::integer(index);
+  return ctx.issue_expr(candidates[index]);
 }
 
-const InstructionKind& kind_sample_compute_location() {
-  static const InstructionKind k{
-      .name = "sample_compute_location",
-      .params = {{"block", ParamType::kBlock}},
-      .output = OutputType::kLoop,
-      .decision = DecisionType::kInt,
-      .pure = true,
-      .apply = [](Schedule& sch, Args a, Value* decision) -> Result<Values> {
-        TYCHE_TRY_ASSIGN(block, sch.block_arg(a[0]));
-        ComputeLocations locs = compute_locations(sch.state(), block);
-        int64_t n = static_cast<int64_t>(locs.loops.size());
-        int64_t choice;
-        if (decision->kind != Value::Kind::kNone) {
-          choice = decision->i;
-          bool legal = (choice >= 0 && choice < n) || choice == kComputeLocationRoot ||
-                       (choice == kComputeLocationInline && locs.can_inline);
-          if (!legal)
-            return ScheduleError(
-                ErrorCode::kInvalidArgument,
-                fmt::format("sample_compute_location: decision {} is not legal for block '{}': {} loops are legal locations{}",
-                            choice, block->as_block()->name, n, locs.can_inline ? " and inlining" : ", inlining is not"));
-        } else {
-          // Uniform over: stay, inline (when legal), and each legal loop.
-          int64_t options = n + 1 + (locs.can_inline ? 1 : 0);
-          int64_t x = sch.rng().uniform_int(0, options);
-          choice = x < n ? x : (x == n ? kComputeLocationRoot : kComputeLocationInline);
-        }
-        *decision = Value::integer(choice);
-        if (choice < 0) return Values{to_value(sch.issue_location_mark(choice))};
-        return issued_loop(sch, locs.loops[choice]);
-      }};
-  return k;
+Result<LoopRV> apply_sample_compute_location(InstructionContext& ctx, BlockRV block) {
+  TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
+  ComputeLocations locs = compute_locations(ctx.state(), sref);
+  int64_t n = static_cast<int64_t>(locs.loops.size());
+  int64_t choice;
+  if (ctx.decision().kind != Value::Kind::kNone) {
+    choice = ctx.decision().i;
+    bool legal = (choice >= 0 && choice < n) || choice == kComputeLocationRoot ||
+                 (choice == kComputeLocationInline && locs.can_inline);
+    if (!legal)
+      return ScheduleError(
+          ErrorCode::kInvalidArgument,
+          fmt::format("sample_compute_location: decision {} is not legal for block '{}': {} loops are legal locations{}",
+                      choice, sref->as_block()->name, n, locs.can_inline ? " and inlining" : ", inlining is not"));
+  } else {
+    // Uniform over: stay, inline (when legal), and each legal loop.
+    int64_t options = n + 1 + (locs.can_inline ? 1 : 0);
+    int64_t x = ctx.rng().uniform_int(0, options);
+    choice = x < n ? x : (x == n ? kComputeLocationRoot : kComputeLocationInline);
+  }
+  ctx.decision() = Value::integer(choice);
+  if (choice < 0) return ctx.issue_location_mark(choice);
+  return ctx.issue_loop(locs.loops[choice]);
 }
+
+}  // namespace
+
+TYCHE_INSTRUCTION(sample_perfect_tile, apply_sample_perfect_tile,
+                  {{"loop"}, {"n"}, {"max_innermost_factor", false, Value::integer(16)}},
+                  {.decision = DecisionType::kIntList, .pure = true})
+TYCHE_INSTRUCTION(sample_categorical, apply_sample_categorical, {{"candidates"}, {"probs"}},
+                  {.decision = DecisionType::kInt, .pure = true})
+TYCHE_INSTRUCTION(sample_compute_location, apply_sample_compute_location, {{"block"}},
+                  {.decision = DecisionType::kInt, .pure = true})
 
 Result<std::vector<ExprRV>> Schedule::sample_perfect_tile(const LoopRV& loop, int n, int64_t max_innermost_factor,
                                                           std::optional<std::vector<int64_t>> decision) {
-  auto out = apply_instruction(kind_sample_perfect_tile(), {to_value(loop), to_value(n), to_value(max_innermost_factor)},
-                               to_value(decision));
-  if (!out) return out.error();
-  std::vector<ExprRV> rvs;
-  for (const Value& v : out.value()) rvs.push_back(ExprRV{v.i});
-  return rvs;
+  return sample_perfect_tile_kind().sample(*this, to_value(decision), loop, n, max_innermost_factor);
 }
 
 Result<ExprRV> Schedule::sample_categorical(const std::vector<int64_t>& candidates, const std::vector<double>& probs,
                                             std::optional<int64_t> decision) {
-  auto out = apply_instruction(kind_sample_categorical(), {to_value(candidates), to_value(probs)}, to_value(decision));
-  if (!out) return out.error();
-  return ExprRV{out.value().at(0).i};
+  return sample_categorical_kind().sample(*this, to_value(decision), candidates, probs);
 }
 
 Result<LoopRV> Schedule::sample_compute_location(const BlockRV& block, std::optional<int64_t> decision) {
-  auto out = apply_instruction(kind_sample_compute_location(), {to_value(block)}, to_value(decision));
-  if (!out) return out.error();
-  return LoopRV{out.value().at(0).i};
+  return sample_compute_location_kind().sample(*this, to_value(decision), block);
 }
 
 Result<std::vector<int64_t>> Schedule::compute_location_choices(const BlockRV& block) const {

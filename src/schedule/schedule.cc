@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "schedule/primitive.h"
+#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -58,12 +58,6 @@ LoopRV Schedule::issue_location_mark(int64_t mark) {
   return rv;
 }
 
-std::optional<int64_t> Schedule::location_mark(const LoopRV& loop) const {
-  auto it = location_marks_.find(loop.id);
-  if (it == location_marks_.end()) return std::nullopt;
-  return it->second;
-}
-
 Result<int64_t> Schedule::get(const ExprRV& expr) const {
   auto it = exprs_.find(expr.id);
   if (it == exprs_.end())
@@ -91,13 +85,40 @@ Result<SRef> Schedule::loop_sref(const LoopRV& loop) const {
   return it->second;
 }
 
-Result<SRef> Schedule::block_or_loop_arg(const Value& v) const {
-  return v.kind == Value::Kind::kBlockRV ? block_sref(BlockRV{v.i}) : loop_sref(LoopRV{v.i});
+Result<SRef> InstructionContext::sref(const BlockOrLoopRV& rv) const {
+  return std::visit([&](const auto& x) { return sref(x); }, rv);
 }
 
-Result<int64_t> Schedule::int_arg(const Value& v) const {
-  if (v.kind == Value::Kind::kExprRV) return get(ExprRV{v.i});
-  return v.i;
+Result<std::vector<SRef>> InstructionContext::srefs(const std::vector<LoopRV>& loops) const {
+  std::vector<SRef> out;
+  for (const LoopRV& l : loops) {
+    TYCHE_TRY_ASSIGN(sref, sch_.loop_sref(l));
+    out.push_back(sref);
+  }
+  return out;
+}
+
+Result<int64_t> InstructionContext::value(const ExprArg& arg) const {
+  if (const ExprRV* rv = std::get_if<ExprRV>(&arg.v)) return sch_.get(*rv);
+  return std::get<int64_t>(arg.v);
+}
+
+std::optional<int64_t> InstructionContext::location_mark(const LoopRV& loop) const {
+  auto it = sch_.location_marks_.find(loop.id);
+  if (it == sch_.location_marks_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<BlockRV> InstructionContext::issue_blocks(const std::vector<SRef>& blocks) {
+  std::vector<BlockRV> out;
+  for (const SRef& b : blocks) out.push_back(sch_.issue_block(b));
+  return out;
+}
+
+std::vector<LoopRV> InstructionContext::issue_loops(const std::vector<SRef>& loops) {
+  std::vector<LoopRV> out;
+  for (const SRef& l : loops) out.push_back(sch_.issue_loop(l));
+  return out;
 }
 
 Result<std::vector<Value>> Schedule::apply_instruction(const InstructionKind& kind, std::vector<Value> args,
@@ -114,7 +135,8 @@ Result<std::vector<Value>> Schedule::apply_instruction(const InstructionKind& ki
     return ScheduleError(ErrorCode::kInvalidArgument,
                          kind.is_sampling() ? fmt::format("{}: the decision has the wrong form", kind.name)
                                             : fmt::format("{} takes no decision", kind.name));
-  auto out = kind.apply(*this, args, &decision);
+  InstructionContext context(*this, &decision);
+  auto out = kind.apply(context, args);
   if (!out) return out;
   if (trace_) trace_->append(Instruction{&kind, std::move(args), out.value()}, std::move(decision));
   return out;
@@ -126,6 +148,10 @@ Value to_value(const ExprArg& v) {
 }
 
 Value to_value(const AnnArg& v) {
+  return std::visit([](const auto& x) { return to_value(x); }, v);
+}
+
+Value to_value(const BlockOrLoopRV& v) {
   return std::visit([](const auto& x) { return to_value(x); }, v);
 }
 

@@ -4,8 +4,9 @@
 // of kind stale_handle, never undefined behaviour. Every primitive returns Result<T>: either its
 // outputs or the reason it refused, with the program unchanged.
 //
-// Each method is a one-line forward to its InstructionKind (instruction.h), which applies it and,
-// when tracing is on, records it in the schedule's Trace. Sampling instructions draw from the
+// Each method is a one-line forward to its InstructionKind (instruction.h, defined from the
+// primitive's typed function: instruction_impl.h), which applies it and, when tracing is on,
+// records it in the schedule's Trace. Sampling instructions draw from the
 // schedule's seeded engine; their outputs are ExprRVs (integers) or, for
 // sample_compute_location, a LoopRV that compute_at accepts.
 #pragma once
@@ -38,6 +39,8 @@ struct ExprRV {
   int64_t id = -1;
   bool operator==(const ExprRV&) const = default;
 };
+// Where either is accepted (get_child_blocks, annotate).
+using BlockOrLoopRV = std::variant<BlockRV, LoopRV>;
 // Where an ExprRV is accepted, so is an integer literal.
 struct ExprArg {
   template <std::integral I>
@@ -173,31 +176,21 @@ class Schedule {
   Result<SRef> block_sref(const BlockRV& block) const;
   Result<SRef> loop_sref(const LoopRV& loop) const;
 
-  // Applies one instruction (args in this schedule's handle ids) and records it when tracing.
+  // Applies one instruction (args in this schedule's handle ids) and records it when tracing:
+  // the one way anything outside src/schedule/ changes the IR.
   // Checks the arguments against the kind's parameters first, so a hand-written trace with a
   // wrong argument is refused, never misread.
   Result<std::vector<Value>> apply_instruction(const InstructionKind& kind, std::vector<Value> args,
                                                Value decision = Value::none());
 
-  // ---- for instruction implementations ----
-  ScheduleState& mutable_state() { return state_; }
+ private:
+  friend class InstructionContext;  // how instruction implementations change the schedule
   BlockRV issue_block(const SRef& sref);
   LoopRV issue_loop(const SRef& sref);
   ExprRV issue_expr(int64_t value);
   // A location mark (sample_compute_location's root/inline outcome) as a loop handle.
   LoopRV issue_location_mark(int64_t mark);
-  // kComputeLocationRoot/Inline if `loop` is a location mark.
-  std::optional<int64_t> location_mark(const LoopRV& loop) const;
-  // Marks a handle consumed (its sref is gone).
-  void consume(const LoopRV& loop) { loops_.erase(loop.id); }
-  void consume(const BlockRV& block) { blocks_.erase(block.id); }
-  // Argument readers for apply functions (the Value kinds are already checked).
-  Result<SRef> block_arg(const Value& v) const { return block_sref(BlockRV{v.i}); }
-  Result<SRef> loop_arg(const Value& v) const { return loop_sref(LoopRV{v.i}); }
-  Result<SRef> block_or_loop_arg(const Value& v) const;
-  Result<int64_t> int_arg(const Value& v) const;  // an integer literal or an ExprRV
 
- private:
   ScheduleState state_;
   RandomEngine rng_;
   std::optional<Trace> trace_;
@@ -217,6 +210,7 @@ inline Value to_value(bool v) { return Value::boolean(v); }
 inline Value to_value(const std::string& v) { return Value::string(v); }
 Value to_value(const ExprArg& v);
 Value to_value(const AnnArg& v);
+Value to_value(const BlockOrLoopRV& v);
 template <typename T>
 Value to_value(const std::vector<T>& v);
 template <typename T>
@@ -229,24 +223,6 @@ Value to_value(const std::vector<T>& v) {
   items.reserve(v.size());
   for (const T& x : v) items.push_back(to_value(x));
   return Value::of_list(std::move(items));
-}
-
-// Applies `kind` to typed arguments and converts its outputs to R (Unit, BlockRV, LoopRV,
-// ExprRV, or a vector of one of them).
-template <typename R, typename... Args>
-Result<R> forward(Schedule& sch, const InstructionKind& kind, const Args&... args) {
-  auto out = sch.apply_instruction(kind, {to_value(args)...});
-  if (!out) return out.error();
-  auto& values = out.value();
-  if constexpr (std::is_same_v<R, Unit>) {
-    return Unit{};
-  } else if constexpr (requires(R r) { r.size(); }) {
-    R rs;
-    for (const Value& v : values) rs.push_back(typename R::value_type{v.i});
-    return rs;
-  } else {
-    return R{values.at(0).i};
-  }
 }
 
 }  // namespace tyche::schedule

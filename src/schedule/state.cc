@@ -5,6 +5,7 @@
 
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "schedule/primitive.h"
 
 namespace tyche::schedule {
 
@@ -29,12 +30,10 @@ SRefNode* scope_block(const SRefNode* sref) {
 
 namespace {
 
-// Replaces one child statement (by identity) inside `parent`'s own body, without entering
-// nested loops or blocks, which have srefs of their own.
 class ChildReplacer : public ir::StmtExprMutator {
  public:
-  ChildReplacer(const ir::StmtNode* parent, const ir::StmtNode* old_child, ir::Stmt new_child)
-      : parent_(parent), old_(old_child), new_(std::move(new_child)) {}
+  ChildReplacer(const ir::StmtNode* root, const ir::StmtNode* old_child, ir::Stmt new_child, bool through_loops)
+      : root_(root), old_(old_child), new_(std::move(new_child)), through_loops_(through_loops) {}
   bool found = false;
 
   ir::Stmt mutate_stmt(const ir::Stmt& s) override {
@@ -42,18 +41,30 @@ class ChildReplacer : public ir::StmtExprMutator {
       found = true;
       return new_;
     }
-    if (s.get() != parent_ && (s.kind() == ir::StmtKind::kFor || s.kind() == ir::StmtKind::kBlock)) return s;
+    if (s.get() != root_ && (s.kind() == ir::StmtKind::kBlock || (s.kind() == ir::StmtKind::kFor && !through_loops_)))
+      return s;
     return StmtExprMutator::mutate_stmt(s);
   }
   ir::Expr mutate_expr(const ir::Expr& e) override { return e; }
 
  private:
-  const ir::StmtNode* parent_;
+  const ir::StmtNode* root_;
   const ir::StmtNode* old_;
   ir::Stmt new_;
+  bool through_loops_;
 };
 
 }  // namespace
+
+ir::Stmt outer_stmt(const ScheduleState& state, const SRefNode* sref) {
+  return sref->as_for() ? state.stmt_of(sref) : state.realize_stmt_of(sref);
+}
+
+ir::Stmt replace_child(const ir::Stmt& stmt, const ir::StmtNode* old_child, ir::Stmt new_child, bool through_loops) {
+  ChildReplacer r(stmt.get(), old_child, std::move(new_child), through_loops);
+  ir::Stmt out = r.mutate_stmt(stmt);
+  return r.found ? out : ir::Stmt();
+}
 
 ScheduleState::ScheduleState(ir::PrimFunc func, bool debug_verify)
     : func_(std::move(func)), debug_verify_(debug_verify) {
@@ -91,17 +102,15 @@ void ScheduleState::replace(const SRef& sref, const ir::Stmt& new_stmt, const Bl
   ir::Stmt child = new_stmt;
   const ir::StmtNode* old_child = sref->stmt;
   for (SRefNode* p = sref->parent; p; p = p->parent) {
-    ChildReplacer r(p->stmt, old_child, child);
-    ir::Stmt copy = r.mutate_stmt(stmt_of(p));
-    TYCHE_CHECK(r.found, "child not found under its parent sref");
+    ir::Stmt copy = replace_child(stmt_of(p), old_child, child);
+    TYCHE_CHECK(copy.defined(), "child not found under its parent sref");
     continues[copy.get()] = p->stmt;
     old_child = p->stmt;
     child = copy;
   }
   // `child` is now the new root block; put it back into the function's root realize.
-  ChildReplacer r(nullptr, old_child, child);
-  ir::Stmt body = r.mutate_stmt(func_->body);
-  TYCHE_CHECK(r.found, "root block not found in the function body");
+  ir::Stmt body = replace_child(func_->body, old_child, child);
+  TYCHE_CHECK(body.defined(), "root block not found in the function body");
   func_ = func_.with_body(body);
   rebuild(continues);
   if (debug_verify_) verify();

@@ -91,17 +91,23 @@ Trace Trace::with_decision(size_t index, Value decision) const {
   return out;
 }
 
-Trace Trace::with_argument(size_t index, size_t param, Value value) const {
+const Value& Instruction::arg(std::string_view param) const {
+  std::optional<size_t> i = kind->param_index(param);
+  TYCHE_CHECK(i && *i < args.size(), "{} has no parameter '{}'", kind->name, param);
+  return args[*i];
+}
+
+Trace Trace::with_argument(size_t index, std::string_view param, Value value) const {
   if (index >= insts_.size())
     throw InputError(fmt::format("with_argument: instruction {} does not exist (the trace has {})", index, insts_.size()));
   const InstructionKind& kind = *insts_[index].kind;
-  if (param >= kind.params.size())
-    throw InputError(fmt::format("with_argument: {} has no parameter {}", kind.name, param));
-  if (!value_matches(value, kind.params[param].type))
-    throw InputError(fmt::format("with_argument: '{}' of {} must be {}, got {}", kind.params[param].name, kind.name,
-                                 param_type_name(kind.params[param].type), value_kind_name(value.kind)));
+  std::optional<size_t> p = kind.param_index(param);
+  if (!p) throw InputError(fmt::format("with_argument: {} has no parameter '{}'", kind.name, param));
+  if (!value_matches(value, kind.params[*p].type))
+    throw InputError(fmt::format("with_argument: '{}' of {} must be {}, got {}", param, kind.name,
+                                 param_type_name(kind.params[*p].type), value_kind_name(value.kind)));
   Trace out = *this;
-  out.insts_[index].args[param] = std::move(value);
+  out.insts_[index].args[*p] = std::move(value);
   return out;
 }
 

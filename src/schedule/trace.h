@@ -21,6 +21,11 @@ struct Instruction {
   std::vector<Value> args;     // one per parameter of kind
   std::vector<Value> outputs;  // RV values (ids local to the trace)
   int line = 0;                // source line when parsed from text, else 0
+
+  bool is(const InstructionKind& k) const { return kind == &k; }
+  // The argument of the parameter named `param` (e.g. arg("factors") of a split); throws
+  // InternalError if the kind has no such parameter.
+  const Value& arg(std::string_view param) const;
 };
 
 struct ReplayOptions {
@@ -50,9 +55,10 @@ class Trace {
   // instruction does not sample or the decision has the wrong shape.
   Trace with_decision(size_t index, Value decision) const;
 
-  // The same trace with argument `param` of instruction `index` replaced (e.g. an annotation
-  // value); throws InputError if the index is out of range or the value does not fit the parameter.
-  Trace with_argument(size_t index, size_t param, Value value) const;
+  // The same trace with argument `param` of instruction `index` replaced (e.g. an annotation's
+  // ann_val); throws InputError if the index is out of range, the kind has no such parameter or
+  // the value does not fit it.
+  Trace with_argument(size_t index, std::string_view param, Value value) const;
 
   // Replays the trace onto `sch` (normally fresh). A failure names the instruction (and its
   // line when parsed from text) and why, e.g. a recorded decision no longer legal.

@@ -1,6 +1,6 @@
 // Block-scope analyses: affine bindings (iter-map detection), injective blocks, stage
 // pipelines and region cover, on presets and on small hand-built functions.
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

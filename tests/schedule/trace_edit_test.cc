@@ -18,15 +18,15 @@ TEST(TraceEdit, WithArgumentReplacesOneArgument) {
   Schedule sch(w.func, ScheduleOptions{.seed = 1});
   auto z = sch.get_block("Z").value();
   ASSERT_TRUE(sch.annotate(z, "meta_schedule.parallel", int64_t{32}).ok());
-  Trace edited = sch.trace()->with_argument(1, 2, Value::integer(8));
+  Trace edited = sch.trace()->with_argument(1, "ann_val", Value::integer(8));
   EXPECT_THAT(edited.to_text(), HasSubstr("ann_val=8"));
   EXPECT_THAT(sch.trace()->to_text(), HasSubstr("ann_val=32"));  // the original is untouched
   Schedule replay(w.func);
   ASSERT_TRUE(edited.apply_to(replay).ok());
   EXPECT_THAT(ir::to_string(replay.func()), HasSubstr("\"meta_schedule.parallel\": 8"));
-  EXPECT_THROW(sch.trace()->with_argument(5, 0, Value::integer(1)), InputError);
-  EXPECT_THROW(sch.trace()->with_argument(1, 3, Value::integer(1)), InputError);
-  EXPECT_THROW(sch.trace()->with_argument(1, 1, Value::integer(1)), InputError);  // the key is a string
+  EXPECT_THROW(sch.trace()->with_argument(5, "block_or_loop", Value::integer(1)), InputError);
+  EXPECT_THROW(sch.trace()->with_argument(1, "no_such_parameter", Value::integer(1)), InputError);
+  EXPECT_THROW(sch.trace()->with_argument(1, "ann_key", Value::integer(1)), InputError);  // the key is a string
 }
 
 TEST(TraceEdit, PrefixReplayMapsHandles) {

@@ -235,6 +235,55 @@ TEST(TraceRoundTrip, EveryInstructionKindThroughJsonAndText) {
   EXPECT_TRUE(missing.empty()) << "kinds without a round-trip case: " << fmt::format("{}", fmt::join(missing, ", "));
 }
 
+// Each kind's parameters and outputs come from its instruction's C++ signature: this table is
+// what the trace's JSON, the text form and the Python bindings see.
+TEST(InstructionKinds, SignaturesComeFromTheTypedFunctions) {
+  auto signature = [](const InstructionKind& k) {
+    std::vector<std::string> params;
+    for (const Param& p : k.params)
+      params.push_back(fmt::format("{}{}: {}{}", p.variadic ? "*" : "", p.name, param_type_name(p.type),
+                                   p.default_value ? " = default" : ""));
+    static const char* outputs[] = {"none", "block", "loop", "expr", "blocks", "loops", "exprs"};
+    return fmt::format("{}({}) -> {}{}{}", k.name, fmt::join(params, ", "), outputs[static_cast<int>(k.output)],
+                       k.is_sampling() ? ", sampling" : "", k.pure ? ", pure" : "");
+  };
+  EXPECT_EQ(signature(kind_split()), "split(loop: a loop, factors: a list of integers, expression variables or None) -> loops");
+  EXPECT_EQ(signature(kind_fuse()), "fuse(*loops: a list of loops) -> loop");
+  EXPECT_EQ(signature(kind_annotate()),
+            "annotate(block_or_loop: a block or a loop, ann_key: a string, ann_val: an integer, float, string or expression "
+            "variable) -> none");
+  EXPECT_EQ(signature(kind_sample_perfect_tile()),
+            "sample_perfect_tile(loop: a loop, n: an integer, max_innermost_factor: an integer = default) -> exprs, "
+            "sampling, pure");
+  EXPECT_EQ(signature(kind_compute_at()),
+            "compute_at(block: a block, loop: a loop, preserve_unit_loops: True or False = default) -> none");
+  EXPECT_EQ(signature(kind_storage_align()),
+            "storage_align(block: a block, buffer_index: an integer, axis: an integer, factor: an integer, offset: an "
+            "integer) -> none");
+  EXPECT_EQ(signature(kind_get_child_blocks()), "get_child_blocks(block_or_loop: a block or a loop) -> blocks, pure");
+  // Every handle is the registry's kind of that name.
+  for (const InstructionKind* k : instruction_kinds()) EXPECT_EQ(find_instruction_kind(k->name), k) << k->name;
+}
+
+TEST(InstructionKinds, InstructionsAreComparedByHandleAndReadByName) {
+  auto w = small("GMM-1");
+  Schedule sch(w.func, seeded(3));
+  auto loops = sch.get_loops(sch.get_block("Z").value()).value();
+  auto tiles = sch.sample_perfect_tile(loops[1], 2, 8).value();
+  ASSERT_TRUE(sch.split(loops[1], {tiles[0], tiles[1]}).ok());
+  const Instruction& sample = sch.trace()->instructions()[2];
+  const Instruction& split = sch.trace()->instructions()[3];
+  EXPECT_TRUE(sample.is(kind_sample_perfect_tile()));
+  EXPECT_TRUE(split.is(kind_split()));
+  EXPECT_FALSE(split.is(kind_fuse()));
+  EXPECT_EQ(sample.arg("n").i, 2);
+  EXPECT_EQ(sample.arg("max_innermost_factor").i, 8);
+  EXPECT_EQ(split.arg("loop").kind, Value::Kind::kLoopRV);
+  EXPECT_EQ(split.arg("factors").list.size(), 2u);
+  EXPECT_EQ(split.arg("factors").list[0].i, sample.outputs[0].i);
+  EXPECT_THROW((void)split.arg("extent"), InternalError);
+}
+
 TEST(TraceRoundTrip, JsonCarriesFormatAndVersion) {
   auto w = small("GMM-1");
   Schedule sch(w.func, seeded(1));

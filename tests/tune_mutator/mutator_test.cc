@@ -294,7 +294,7 @@ void expect_one_limit_per_program(const workloads::Workload& w, const Trace& tra
     if (trace.instructions()[i].kind->name == "annotate" && trace.instructions()[i].args[1].s == ann::kParallel) index = i;
   auto program = [&](int64_t limit) {
     Schedule s(w.func, ScheduleOptions{.seed = 0});
-    EXPECT_TRUE(trace.with_argument(index, 2, Value::integer(limit)).apply_to(s).ok());
+    EXPECT_TRUE(trace.with_argument(index, "ann_val", Value::integer(limit)).apply_to(s).ok());
     EXPECT_TRUE(rewrite_parallel_vectorize_unroll()->apply(s).ok());
     return ir::to_string(s.func());
   };

@@ -11,6 +11,7 @@
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
+#include "ir/var_use.h"
 #include "lower/lower.h"
 #include "schedule/schedule.h"
 #include "te/tensor.h"
@@ -742,7 +743,7 @@ TEST(PostprocEndToEnd, GpuTilingSharedCopiesAreCooperative) {
       schedule::SRef sref = sch.block_sref(sch.get_block(copy).value()).value();
       bool depends = false;
       for (const ir::Expr& v : sch.state().realize_of(sref.get())->iter_values)
-        depends |= arith::uses_var(v, [&](const ir::VarNode* u) { return u == threads[0]->loop_var.get(); });
+        depends |= ir::uses_var(v, threads[0]->loop_var.get());
       EXPECT_TRUE(depends) << copy << " left serial\n" << ir::to_string(sch.func());
     }
     EXPECT_TRUE(computes_reference(w, sch.func()));

@@ -21,6 +21,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
@@ -481,7 +482,7 @@ class Extractor : public ir::StmtExprVisitor {
       const ir::VarNode* v = loops_[i].var;
       bool used = std::any_of(u.accesses.begin(), u.accesses.end(), [&](const Access& a) {
         return std::any_of(a.indices->begin(), a.indices->end(), [&](const ir::Expr& e) {
-          return arith::uses_var(e, [&](const ir::VarNode* x) { return x == v; });
+          return ir::uses_var(e, v);
         });
       });
       if (!used && loops_[i].extent > 1) {

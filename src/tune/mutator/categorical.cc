@@ -11,8 +11,9 @@ namespace {
 std::optional<int64_t> other_index(const schedule::Instruction& inst, int64_t current, RandomEngine& rng) {
   std::vector<double> weights;
   bool any = false;
-  for (size_t k = 0; k < inst.args[1].list.size(); ++k) {
-    const Value& p = inst.args[1].list[k];
+  const std::vector<Value>& probs = inst.arg("probs").list;
+  for (size_t k = 0; k < probs.size(); ++k) {
+    const Value& p = probs[k];
     double w = static_cast<int64_t>(k) == current ? 0 : (p.kind == Value::Kind::kFloat ? p.f : static_cast<double>(p.i));
     weights.push_back(w > 0 ? w : 0);
     any = any || w > 0;
@@ -28,7 +29,7 @@ std::optional<schedule::Trace> redraw_categorical(const schedule::Trace& trace, 
   const auto& insts = trace.instructions();
   std::vector<size_t> candidates;
   for (size_t i = 0; i < insts.size(); ++i)
-    if (insts[i].kind->name == "sample_categorical" && trace.decisions().count(i) && !insts[i].outputs.empty() &&
+    if (insts[i].is(schedule::kind_sample_categorical()) && trace.decisions().count(i) && !insts[i].outputs.empty() &&
         outputs.count(insts[i].outputs[0].i))
       candidates.push_back(i);
   while (!candidates.empty()) {

@@ -18,7 +18,7 @@ class MutateComputeLocation : public Mutator {
   std::optional<schedule::Trace> mutate(const schedule::Trace& trace, RandomEngine& rng) override {
     std::vector<size_t> candidates;
     for (size_t i = 0; i < trace.size(); ++i)
-      if (trace.instructions()[i].kind->name == "sample_compute_location" && trace.decisions().count(i))
+      if (trace.instructions()[i].is(schedule::kind_sample_compute_location()) && trace.decisions().count(i))
         candidates.push_back(i);
     // In a random order, the first whose prefix replays and that has another legal outcome.
     while (!candidates.empty()) {
@@ -41,7 +41,7 @@ class MutateComputeLocation : public Mutator {
     schedule::Schedule sch(context_.func, schedule::ScheduleOptions{.seed = 0, .trace = false});
     std::unordered_map<int64_t, Value> handles;
     if (!trace.apply_to(sch, {.stop_before = index, .handles = &handles}).ok()) return {};
-    auto block = handles.find(trace.instructions()[index].args[0].i);
+    auto block = handles.find(trace.instructions()[index].arg("block").i);
     if (block == handles.end()) return {};
     auto choices = sch.compute_location_choices(schedule::BlockRV{block->second.i});
     if (!choices) return {};

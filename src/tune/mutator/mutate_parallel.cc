@@ -6,7 +6,7 @@
 #include <limits>
 #include <set>
 
-#include "schedule/primitive.h"
+#include "schedule/analysis.h"
 #include "schedule/schedule.h"
 #include "tune/mutator/mutator.h"
 #include "tune/space/annotations.h"
@@ -28,10 +28,12 @@ class MutateParallel : public Mutator {
     std::optional<size_t> index;
     for (size_t i = 0; i < trace.size(); ++i) {
       const schedule::Instruction& inst = trace.instructions()[i];
-      if (inst.kind->name == "annotate" && inst.args[1].s == ann::kParallel && inst.args[2].kind == Value::Kind::kInt) index = i;
+      if (inst.is(schedule::kind_annotate()) && inst.arg("ann_key").s == ann::kParallel &&
+          inst.arg("ann_val").kind == Value::Kind::kInt)
+        index = i;
     }
     if (!index) return std::nullopt;
-    int64_t current = trace.instructions()[*index].args[2].i;
+    int64_t current = trace.instructions()[*index].arg("ann_val").i;
     schedule::Schedule sch(context_.func, schedule::ScheduleOptions{.seed = 0, .trace = false});
     if (!trace.apply_to(sch).ok()) return std::nullopt;
     const schedule::ScheduleState& state = sch.state();
@@ -40,7 +42,7 @@ class MutateParallel : public Mutator {
     // limits below all of them.
     std::vector<std::vector<int64_t>> prefixes;
     std::set<int64_t> limits = {1};  // ordered, so the draw is deterministic
-    for (const SRef& block : schedule::get_child_blocks(state, state.root())) {
+    for (const SRef& block : schedule::child_blocks(state, state.root().get())) {
       prefixes.push_back(parallel_prefix(state, block));
       int64_t product = 1;
       for (int64_t e : prefixes.back()) {
@@ -62,7 +64,7 @@ class MutateParallel : public Mutator {
       if (seen.insert(plans(limit)).second) candidates.push_back(limit);
     if (candidates.empty()) return std::nullopt;
     int64_t chosen = candidates[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(candidates.size())))];
-    return trace.with_argument(*index, 2, Value::integer(chosen));
+    return trace.with_argument(*index, "ann_val", Value::integer(chosen));
   }
 };
 

@@ -19,13 +19,14 @@ class MutateThreadBinding : public Mutator {
     const auto& insts = trace.instructions();
     std::set<int64_t> thread_loops, factors;  // trace-local ids
     for (const schedule::Instruction& inst : insts)
-      if (inst.kind->name == "bind" && inst.args[1].s.starts_with("threadIdx")) thread_loops.insert(inst.args[0].i);
+      if (inst.is(schedule::kind_bind()) && inst.arg("thread_axis").s.starts_with("threadIdx"))
+        thread_loops.insert(inst.arg("loop").i);
     for (const schedule::Instruction& inst : insts) {
-      if (inst.kind->name != "split") continue;
+      if (!inst.is(schedule::kind_split())) continue;
       bool bound = false;
       for (const Value& o : inst.outputs) bound = bound || thread_loops.count(o.i);
       if (!bound) continue;
-      for (const Value& f : inst.args[1].list)
+      for (const Value& f : inst.arg("factors").list)
         if (f.kind == Value::Kind::kExprRV) factors.insert(f.i);
     }
     return redraw_categorical(trace, factors, rng);

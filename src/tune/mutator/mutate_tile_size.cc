@@ -63,8 +63,8 @@ class MutateTileSize : public Mutator {
     for (size_t i = 0; i < trace.size(); ++i) {
       const schedule::Instruction& inst = trace.instructions()[i];
       auto d = trace.decisions().find(i);
-      if (inst.kind->name != "sample_perfect_tile" || d == trace.decisions().end()) continue;
-      Tile t{i, {}, inst.args[2].i};
+      if (!inst.is(schedule::kind_sample_perfect_tile()) || d == trace.decisions().end()) continue;
+      Tile t{i, {}, inst.arg("max_innermost_factor").i};
       for (const Value& v : d->second.list) t.factors.push_back(v.i);
       if (!sources(t).empty()) tiles.push_back(std::move(t));
     }

@@ -19,10 +19,13 @@ class MutateUnroll : public Mutator {
   std::optional<schedule::Trace> mutate(const schedule::Trace& trace, RandomEngine& rng) override {
     const auto& insts = trace.instructions();
     std::set<int64_t> unroll_values;  // ExprRV ids annotated as unroll limits
-    for (const schedule::Instruction& inst : insts)
-      if (inst.kind->name == "annotate" && inst.args[2].kind == Value::Kind::kExprRV &&
-          (inst.args[1].s == ann::kUnrollExplicit || inst.args[1].s == ann::kUnrollImplicit))
-        unroll_values.insert(inst.args[2].i);
+    for (const schedule::Instruction& inst : insts) {
+      if (!inst.is(schedule::kind_annotate())) continue;
+      const std::string& key = inst.arg("ann_key").s;
+      const Value& value = inst.arg("ann_val");
+      if (value.kind == Value::Kind::kExprRV && (key == ann::kUnrollExplicit || key == ann::kUnrollImplicit))
+        unroll_values.insert(value.i);
+    }
     return redraw_categorical(trace, unroll_values, rng);
   }
 };

@@ -13,10 +13,11 @@
 // its share of its own region). Primitive refusals fail the postproc with their reason.
 #include <fmt/format.h>
 
+#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
-#include "schedule/primitive.h"
+#include "schedule/analysis.h"
 #include "tune/postproc/postproc.h"
 #include "tune/space/annotations.h"
 
@@ -81,7 +82,7 @@ class RewriteCooperativeFetch : public Postproc {
     for (const ir::ForNode* t : {tx, ty}) {
       if (!t) continue;
       auto uses = [&](const ir::Expr& e) {
-        return e.defined() && arith::uses_var(e, [&](const ir::VarNode* v) { return v == t->loop_var.get(); });
+        return ir::uses_var(e, t->loop_var.get());
       };
       bool dependent = uses(realize->predicate);
       for (const ir::Expr& v : realize->iter_values) dependent = dependent || uses(v);

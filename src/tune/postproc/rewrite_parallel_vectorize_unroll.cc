@@ -24,10 +24,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/var_use.h"
 #include "arith/const_int_bound.h"
 #include "arith/linear.h"
 #include "ir/op.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "tune/postproc/postproc.h"
 #include "tune/space/annotations.h"
 #include "tune/space/parallel_plan.h"
@@ -92,7 +93,7 @@ Status vectorize_leaf(Schedule& sch, const BlockRV& block, int64_t limit) {
     int64_t extent = *ir::as_const_int(f->extent);
     bool used = false, spatial_only = true;
     for (size_t k = 0; k < b->iter_vars.size(); ++k) {
-      if (!arith::uses_var(realize->iter_values[k], [&](const ir::VarNode* v) { return v == f->loop_var.get(); })) continue;
+      if (!ir::uses_var(realize->iter_values[k], f->loop_var.get())) continue;
       used = true;
       spatial_only &= b->iter_vars[k].kind == ir::IterKind::kSpatial;
     }
@@ -107,8 +108,8 @@ Status vectorize_leaf(Schedule& sch, const BlockRV& block, int64_t limit) {
       inner_range_vars.insert(v);
       return false;  // keep visiting
     };
-    (void)arith::uses_var(f->min, collect);
-    (void)arith::uses_var(f->extent, collect);
+    (void)ir::uses_var(f->min, collect);
+    (void)ir::uses_var(f->extent, collect);
     child = f;
   }
   if (product <= 1) return schedule::ok_status();

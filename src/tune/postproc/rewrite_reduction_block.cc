@@ -11,9 +11,10 @@
 #include <string>
 #include <unordered_set>
 
+#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
-#include "schedule/primitive.h"
+#include "schedule/analysis.h"
 #include "tune/postproc/postproc.h"
 
 namespace tyche::tune {
@@ -34,7 +35,7 @@ int64_t decompose_point(const Schedule& sch, const schedule::SRef& block_sref) {
     bool drives_reduce = false;
     for (size_t k = 0; k < b->iter_vars.size() && !drives_reduce; ++k) {
       if (b->iter_vars[k].kind == ir::IterKind::kSpatial) continue;
-      drives_reduce = arith::uses_var(realize->iter_values[k], [&](const ir::VarNode* v) { return v == f->loop_var.get(); });
+      drives_reduce = ir::uses_var(realize->iter_values[k], f->loop_var.get());
     }
     if (!drives_reduce) continue;
     if (f->for_kind == ir::ForKind::kThreadBinding) return -1;

@@ -29,6 +29,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "ir/var_use.h"
 #include "arith/analyzer.h"
 #include "arith/const_int_bound.h"
 #include "arith/int_set.h"
@@ -179,7 +180,7 @@ class KernelScan {
         if (v == v_) found = true;
         auto it = scan_.bindings_.find(v);
         if (it != scan_.bindings_.end() && it->second.defined())
-          found = found || arith::uses_var(it->second, [&](const ir::VarNode* u) { return u == v_; });
+          found = found || ir::uses_var(it->second, v_);
       }
 
      private:

@@ -1,9 +1,10 @@
 // AutoInline: removes element-wise and constant blocks by inlining them into their consumers
 // (compute_inline) or, optionally, an element-wise consumer into its single producer
 // (reverse_compute_inline), so later rules tile fewer, larger blocks.
+#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
 
@@ -38,7 +39,7 @@ bool reads_in_order(const ir::BlockNode* block) {
     for (const ir::Range& range : r.region) {
       for (size_t i = 0; i < block->iter_vars.size(); ++i) {
         const ir::VarNode* v = block->iter_vars[i].var.get();
-        if (!arith::uses_var(range.min, [&](const ir::VarNode* x) { return x == v; })) continue;
+        if (!ir::uses_var(range.min, v)) continue;
         if (static_cast<int>(i) < last) return false;
         last = static_cast<int>(i);
       }

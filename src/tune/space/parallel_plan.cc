@@ -1,3 +1,4 @@
+#include "ir/var_use.h"
 #include "tune/space/parallel_plan.h"
 
 #include <unordered_set>
@@ -5,17 +6,14 @@
 #include "arith/const_int_bound.h"
 #include "arith/linear.h"
 #include "ir/op.h"
-#include "schedule/primitive.h"
+#include "schedule/analysis.h"
 
 namespace tyche::tune {
 
 namespace {
 
-using VarSet = std::unordered_set<const ir::VarNode*>;
-
-bool uses_any(const ir::Expr& e, const VarSet& vars) {
-  return e.defined() && arith::uses_var(e, [&](const ir::VarNode* v) { return vars.count(v) > 0; });
-}
+using ir::uses_any;
+using ir::VarSet;
 
 // Whether the iterations of a loop may run concurrently: walking down from the loop, a variable
 // depends on it when it is the loop's own or an inner loop's whose range uses a dependent one.

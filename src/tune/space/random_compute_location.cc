@@ -1,7 +1,7 @@
 // RandomComputeLocation: a block that is not an output, not tiled, and sits directly in the root scope is
 // moved to a sampled loop of its consumers' nests (or left, or inlined), the choice a search
 // mutates: fusion of producers into consumer tiles without a hand-written rule per operator.
-#include "schedule/primitive.h"
+#include "schedule/analysis.h"
 #include "tune/space/annotations.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"

@@ -1,8 +1,9 @@
+#include "ir/var_use.h"
 #include "tune/space/rule_util.h"
 
 #include "arith/linear.h"
 #include "ir/functor.h"
-#include "schedule/block_scope.h"
+#include "schedule/analysis.h"
 #include "tune/space/annotations.h"
 
 namespace tyche::tune {
@@ -15,7 +16,7 @@ LoopIterType loop_iter_type(const schedule::ScheduleState& state, const schedule
   const ir::VarNode* var = loop->as_for()->loop_var.get();
   bool spatial = false, reduce = false;
   for (size_t i = 0; i < realize->iter_values.size(); ++i) {
-    if (!arith::uses_var(realize->iter_values[i], [&](const ir::VarNode* v) { return v == var; })) continue;
+    if (!ir::uses_var(realize->iter_values[i], var)) continue;
     ir::IterKind kind = realize->block->iter_vars[i].kind;
     if (kind == ir::IterKind::kSpatial) spatial = true;
     else if (kind == ir::IterKind::kReduce) reduce = true;
@@ -118,7 +119,7 @@ bool needs_multi_level_tiling(const Schedule& sch, const schedule::BlockRV& bloc
       if (iv.kind != ir::IterKind::kSpatial || (ext && *ext == 1)) continue;
       bool used = false;
       for (const ir::Range& range : r.region)
-        used |= arith::uses_var(range.min, [&](const ir::VarNode* v) { return v == iv.var.get(); });
+        used |= ir::uses_var(range.min, iv.var.get());
       unused += !used;
     }
   }

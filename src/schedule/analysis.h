@@ -1,8 +1,13 @@
-// Facts about blocks within their scope (the nearest enclosing block) that primitives check
-// before they move or rewrite a block: dependences, complete/reduction block properties,
-// whether a buffer is a function output, and whether bindings are quasi-affine.
+// The read-only questions about a schedule's IR that primitives, rules, postprocessors and
+// mutators ask: where blocks and loops are, who produces and consumes what, which properties a
+// block has in its scope. Nothing here changes the IR; the transformations themselves are
+// reached only through Schedule (schedule.h), which traces them. Questions about expressions
+// (does a binding use a loop variable, is a predicate trivially true) are the IR's: ir/var_use.h
+// and ir/op.h (is_true), since lowering asks them too.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "arith/iter_map.h"
@@ -11,8 +16,43 @@
 
 namespace tyche::schedule {
 
-// Blocks directly under `sref` (a block or loop), not nested in other blocks, in program order.
+// ---- where things are (get_block_loop.cc) ----
+Result<SRef> get_block(const ScheduleState& state, const std::string& name);
+// The loops above `block` up to its scope block, outermost first.
+std::vector<SRef> get_loops(const ScheduleState& state, const SRef& block);
+// Blocks directly under `sref` (a block or a loop), not nested in other blocks, in program order.
 std::vector<SRef> child_blocks(const ScheduleState& state, const SRefNode* sref);
+// Blocks of the same scope that write what `block` reads, before it (producers), or read what it
+// writes, after it (consumers).
+std::vector<SRef> get_producers(const ScheduleState& state, const SRef& block);
+std::vector<SRef> get_consumers(const ScheduleState& state, const SRef& block);
+
+// ---- walking a scope (analysis.cc) ----
+// Walks the loops and block realizes under `stmt` in program order without entering nested
+// blocks: on_loop(loop, true) before a loop's body and on_loop(loop, false) after it.
+struct ScopeVisitor {
+  std::function<void(const ir::ForNode*, bool entering)> on_loop;
+  std::function<void(const ir::BlockRealizeNode*)> on_realize;
+};
+void visit_scope(const ir::Stmt& stmt, const ScopeVisitor& visitor);
+// Every loop under `stmt`, in pre-order, not entering nested blocks.
+std::vector<const ir::ForNode*> loops_under(const ir::Stmt& stmt);
+// Every block realized under `stmt`, not entering nested blocks' bodies.
+std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt);
+// The For nodes on the path from `top` (inclusive) down to `bottom` (inclusive), or empty if
+// `bottom` is not under `top`.
+std::vector<SRefNode*> loop_path(const SRefNode* top, const SRefNode* bottom);
+
+// ---- what blocks access (analysis.cc) ----
+// Whether `regions` name `buffer`, or any buffer that `others` name.
+bool touches(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer);
+bool touches_any(const std::vector<ir::BufferRegion>& regions, const std::vector<ir::BufferRegion>& others);
+inline bool reads_buffer(const ir::BlockNode* block, const ir::BufferNode* buffer) { return touches(block->reads, buffer); }
+inline bool writes_buffer(const ir::BlockNode* block, const ir::BufferNode* buffer) { return touches(block->writes, buffer); }
+
+// ---- blocks in their scope (block_scope.cc) ----
+// Facts primitives check before they move or rewrite a block: dependences, complete/reduction
+// block properties, whether a buffer is a function output, whether bindings are quasi-affine.
 
 // True when `buffer` is one of the function's parameters that it writes (an output).
 bool is_output_buffer(const ScheduleState& state, const ir::BufferNode* buffer);

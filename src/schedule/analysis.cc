@@ -1,6 +1,7 @@
-#include <functional>
+#include "schedule/analysis.h"
 
-#include "schedule/primitive.h"
+#include <algorithm>
+#include <functional>
 
 namespace tyche::schedule {
 
@@ -52,6 +53,14 @@ std::vector<SRefNode*> loop_path(const SRefNode* top, const SRefNode* bottom) {
     if (p == top) return {path.rbegin(), path.rend()};
   }
   return {};
+}
+
+bool touches(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer) {
+  return std::any_of(regions.begin(), regions.end(), [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
+}
+
+bool touches_any(const std::vector<ir::BufferRegion>& regions, const std::vector<ir::BufferRegion>& others) {
+  return std::any_of(others.begin(), others.end(), [&](const ir::BufferRegion& r) { return touches(regions, r.buffer.get()); });
 }
 
 }  // namespace tyche::schedule
