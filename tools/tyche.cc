@@ -361,6 +361,16 @@ int cmd_model_eval(const Options& o) {
 std::atomic<bool> interrupted{false};
 void on_interrupt(int) { interrupted = true; }
 
+// Refusals by reason, the most frequent first: "replay: dependence_violated (41), ...".
+template <typename Count>
+std::string refusal_text(const std::map<std::string, Count>& counts) {
+  std::vector<std::pair<std::string, Count>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [reason, n] : sorted) parts.push_back(fmt::format("{} ({})", reason, n));
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
 std::string duration_text(double s) {
   int t = static_cast<int>(std::lround(s));
   return t >= 60 ? fmt::format("{}m{:02d}s", t / 60, t % 60) : fmt::format("{}s", t);
@@ -430,6 +440,7 @@ int cmd_tune(const Options& o) {
     } else {
       fmt::print(", nothing ran correctly\n");
     }
+    if (!t.refusals.empty()) fmt::print("candidates refused while searching: {}\n", refusal_text(t.refusals));
     nlohmann::json history = nlohmann::json::array();
     for (const tune::TunePoint& h : t.history)
       history.push_back({{"trials", h.trials},
@@ -440,7 +451,7 @@ int cmd_tune(const Options& o) {
                           {"best_latency_s", t.best_seconds > 0 ? nlohmann::json(t.best_seconds) : nlohmann::json(nullptr)},
                           {"best_gflops", t.best_seconds > 0 ? t.flop / t.best_seconds / 1e9 : 0.0}, {"confirmed", t.confirmed},
                           {"search_best_latency_s", t.search_best_seconds > 0 ? nlohmann::json(t.search_best_seconds) : nlohmann::json(nullptr)},
-                          {"wall_s", r.times.total},
+                          {"wall_s", r.times.total}, {"refusals", t.refusals},
                           {"history", history}, {"best_trace", t.best_trace_text}});
   }
   const tune::TuneTimes& tm = r.times;
@@ -488,13 +499,11 @@ int cmd_space(const Options& o) {
       tune::sample_space(w, target, {.samples = o.samples, .seed = o.seed, .compile = o.compile, .check = true});
   for (size_t i = 0; i < r.spaces.size(); ++i) fmt::print("# design space {}\n{}\n", i, r.spaces[i]);
   for (const std::string& f : r.failures) fmt::print(stderr, "{}\n", f);
-  std::vector<std::string> reasons;
-  for (const auto& [k, n] : r.invalid_reasons) reasons.push_back(fmt::format("{}: {}", k, n));
   double pct = r.samples ? 100.0 * r.valid / r.samples : 0.0;
   fmt::print("{} [{}] on {}: {} design spaces; {} samples, {} valid ({:.1f}%), {} of {} correct ({}); invalid: {}; "
              "median sample+replay+postprocess {:.3f} ms\n",
              w.name, w.shape, target.str(), r.spaces.size(), r.samples, r.valid, pct, r.correct, r.checked,
-             o.compile ? "compiled" : "interpreter", reasons.empty() ? "none" : fmt::format("{}", fmt::join(reasons, ", ")),
+             o.compile ? "compiled" : "interpreter", refusal_text(r.invalid_reasons),
              r.median_candidate_seconds * 1e3);
   if (!o.json_file.empty()) {
     nlohmann::json reasons_json = nlohmann::json::object();

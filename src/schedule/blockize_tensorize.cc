@@ -197,7 +197,7 @@ Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding, cons
     bool uses_in = ir::uses_any(t.atom, inner_loops);
     bool uses_out = ir::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_loops.count(v) == 0; });
     if (uses_in && uses_out)
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kNotSeparable,
                            fmt::format("{}: the binding {} of iterator '{}' of block '{}' mixes loops inside and outside loop '{}'",
                                        prim, ir::to_string(binding), iv.var.name(), block->name, loop_name(loop)),
                            loop);
@@ -213,7 +213,7 @@ Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding, cons
   }
   arith::ConstIntBound b = a->const_int_bound(arith::to_expr(in));
   if (b.min_value == arith::ConstIntBound::kNegInf || b.max_value == arith::ConstIntBound::kPosInf)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kNotSeparable,
                          fmt::format("{}: the part of binding {} of iterator '{}' inside loop '{}' is unbounded", prim,
                                      ir::to_string(binding), iv.var.name(), loop_name(loop)),
                          loop);
@@ -229,7 +229,7 @@ Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding, cons
     return s;
   }
   if (out.content() % s.extent != 0)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kNotSeparable,
                          fmt::format("{}: the binding {} of iterator '{}' of block '{}' does not divide into a part outside loop "
                                      "'{}' and a part of extent {} inside it",
                                      prim, ir::to_string(binding), iv.var.name(), block->name, loop_name(loop), s.extent),
@@ -239,7 +239,7 @@ Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding, cons
   Expr outer_value = a->simplify(arith::to_expr(q));
   arith::ConstIntBound ob = a->const_int_bound(outer_value);
   if (ob.min_value == arith::ConstIntBound::kNegInf || ob.max_value == arith::ConstIntBound::kPosInf)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kNotSeparable,
                          fmt::format("{}: the part of binding {} of iterator '{}' outside loop '{}' is unbounded", prim,
                                      ir::to_string(binding), iv.var.name(), loop_name(loop)),
                          loop);
@@ -272,7 +272,7 @@ Result<Stmt> make_outer_init(const std::vector<IterSplit>& splits, const Blockiz
                              const char* prim, const ir::ForNode* loop) {
   const ir::BlockNode* block = plan.old_inner;
   auto refuse = [&](const std::string& why) {
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kNotSeparable,
                          fmt::format("{}: cannot move the init of block '{}' out of loop '{}': {}", prim, block->name,
                                      loop_name(loop), why),
                          loop);
@@ -343,7 +343,7 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
       return ScheduleError(ErrorCode::kNonConstantExtent,
                            fmt::format("{}: loop '{}' under '{}' has a non-constant range", prim, loop_name(f), loop_name(loop)), f);
   if (!ir::is_true(realize->predicate))
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kUnsupported,
                          fmt::format("{}: block '{}' has a predicate ({}); blockize of predicated blocks is not supported", prim,
                                      block->name, ir::to_string(realize->predicate)),
                          block);
@@ -375,7 +375,7 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
       arith::ConstIntBound b = a.const_int_bound(realize->iter_values[k]);
       auto dmin = ir::as_const_int(iv.dom.min);
       if (!dmin || b.min_value != *dmin)
-        return ScheduleError(ErrorCode::kInvalidArgument,
+        return ScheduleError(ErrorCode::kNotSeparable,
                              fmt::format("{}: the binding of reduce iterator '{}' of block '{}' does not start at its domain minimum",
                                          prim, iv.var.name(), block->name),
                              block);
@@ -389,7 +389,7 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
   if (block->init.defined() && outer_reduces) {
     for (const IterSplit& sp : plan.splits) {
       if (sp.old.kind == ir::IterKind::kReduce && ir::stmt_uses_var(block->init, sp.old.var.get()))
-        return ScheduleError(ErrorCode::kInvalidArgument,
+        return ScheduleError(ErrorCode::kNotSeparable,
                              fmt::format("{}: the init of block '{}' uses reduce iterator '{}'", prim, block->name, sp.old.var.name()),
                              block);
     }
@@ -773,7 +773,7 @@ Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intr
   if (Status st = check_loop(loop, "tensorize"); !st) return st.error();
   const TensorIntrin* intrin = find_tensor_intrin(intrin_name);
   if (!intrin)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kUnknownName,
                          fmt::format("tensorize: unknown tensor intrinsic '{}' (known: {})", intrin_name,
                                      fmt::join(tensor_intrin_names(), ", ")),
                          loop->stmt);
@@ -781,7 +781,7 @@ Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intr
   IntrinMatcher matcher(plan);
   std::string why = matcher.match(intrin->desc);
   if (!why.empty())
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kIntrinsicMismatch,
                          fmt::format("tensorize: the computation under loop '{}' does not match intrinsic '{}': {}",
                                      loop->as_for()->loop_var.name(), intrin_name, why),
                          loop->stmt);

@@ -31,7 +31,7 @@ bool is_valid_scope(const std::string& scope) {
 
 std::optional<ScheduleError> check_scope(const char* primitive, const std::string& scope, const ir::StmtNode* where) {
   if (is_valid_scope(scope)) return std::nullopt;
-  return ScheduleError(ErrorCode::kInvalidArgument,
+  return ScheduleError(ErrorCode::kUnknownName,
                        fmt::format("{}: unknown storage scope '{}' (expected global, shared, shared.dyn, local, "
                                    "warp or wmma.matrix_a/matrix_b/accumulator)",
                                    primitive, scope),
@@ -250,7 +250,7 @@ Result<SRef> apply_scope_rewrite(ScheduleState& state, const SRef& block_sref, c
   // The top-level statement sits in the scope body, possibly inside a sequence or a condition.
   ir::Stmt body = replace_child(scope_block_node->body, top.get(), pair);
   if (!body.defined())
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kUnsupported,
                          fmt::format("the loop nest of block '{}' is not in the body of its scope block '{}'",
                                      block_sref->as_block()->name, scope_block_node->name),
                          block_sref->stmt);
@@ -271,9 +271,9 @@ Result<ir::Buffer> cache_target(const char* primitive, const SRefNode* block_sre
                                 const char* kind, int index, const std::string& storage_scope) {
   const ir::BlockNode* block = block_sref->as_block();
   if (!block_sref->parent)
-    return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("{}: the root block has no buffer to cache", primitive), block);
+    return ScheduleError(ErrorCode::kUnsupported, fmt::format("{}: the root block has no buffer to cache", primitive), block);
   if (index < 0 || static_cast<size_t>(index) >= regions.size())
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kOutOfRange,
                          fmt::format("{}: block '{}' {} {} buffer(s); index {} is out of range", primitive, block->name,
                                      kind, regions.size(), index),
                          block);
@@ -315,13 +315,13 @@ Result<ir::Buffer> intermediate_target(const ScheduleState& state, const char* p
                                        const SRefNode* block_sref, int index) {
   const ir::BlockNode* block = block_sref->as_block();
   if (index < 0 || static_cast<size_t>(index) >= block->writes.size())
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kOutOfRange,
                          fmt::format("{}: block '{}' writes {} buffer(s); index {} is out of range", primitive,
                                      block->name, block->writes.size(), index),
                          block);
   ir::Buffer buffer = block->writes[static_cast<size_t>(index)].buffer;
   if (is_param_buffer(state, buffer.get()))
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kParameterBuffer,
                          fmt::format("{}: cannot change the {} of function parameter '{}' (written by block '{}')",
                                      primitive, what, buffer->name, block->name),
                          block);
@@ -334,7 +334,7 @@ Result<std::vector<int64_t>> constant_shape(const char* primitive, const ir::Buf
   for (const ir::Expr& d : buffer->shape) {
     auto v = ir::as_const_int(d);
     if (!v)
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kNonConstantExtent,
                            fmt::format("{}: buffer '{}' has a non-constant shape", primitive, buffer->name), block);
     shape.push_back(*v);
   }
@@ -355,7 +355,7 @@ Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_b
   const ir::BlockNode* block = block_sref->as_block();
   TYCHE_TRY_ASSIGN(buffer, cache_target("cache_read", block_sref.get(), block->reads, "reads", read_buffer_index, storage_scope));
   if (writes_buffer(block, buffer.get()))
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kDependenceViolated,
                          fmt::format("cache_read: block '{}' also writes '{}', so a copy taken before it would be stale",
                                      block->name, buffer->name),
                          block);
@@ -365,7 +365,7 @@ Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_b
   ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope));
   for (const ir::BlockRealizeNode* r : realizes_under(top))
     if (writes_buffer(r->block.get(), buffer.get()))
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kDependenceViolated,
                            fmt::format("cache_read: block '{}' writes '{}' inside the loop nest of block '{}'; the cache "
                                        "would be copied before it is produced",
                                        r->block->name, buffer->name, block->name),
@@ -384,20 +384,20 @@ Result<SRef> cache_write(ScheduleState& state, const SRef& block_sref, int write
   // A scope block below the root runs many times and re-poisons the cache each time, so copying
   // back more than the block wrote could clobber earlier results: keep to the root scope.
   if (scope->parent)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kUnsupported,
                          fmt::format("cache_write: block '{}' is nested in block '{}'; only blocks of the root scope are "
                                      "supported",
                                      block->name, scope->as_block()->name),
                          block);
   auto others = other_writers(state, block_sref.get(), buffer.get());
   if (!others.empty())
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kDependenceViolated,
                          fmt::format("cache_write: block '{}' is not the only writer of '{}' (block '{}' writes it too)",
                                      block->name, buffer->name, others[0]->as_block()->name),
                          block);
   // The block may read back what it writes only as a reduction whose init fills the cache first.
   if (reads_before_init(state.stmt_of(block_sref.get()), buffer))
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kDependenceViolated,
                          fmt::format("cache_write: block '{}' reads '{}' before writing it (no init)", block->name,
                                      buffer->name),
                          block);
@@ -405,7 +405,7 @@ Result<SRef> cache_write(ScheduleState& state, const SRef& block_sref, int write
   ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope));
   for (const ir::BlockRealizeNode* r : realizes_under(top))
     if (r->block.get() != block && (reads_buffer(r->block.get(), buffer.get()) || writes_buffer(r->block.get(), buffer.get())))
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kDependenceViolated,
                            fmt::format("cache_write: block '{}' uses '{}' inside the loop nest of block '{}', before the "
                                        "cache would be written back",
                                        r->block->name, buffer->name, block->name),
@@ -430,13 +430,13 @@ Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_in
   TYCHE_TRY_ASSIGN(buffer, intermediate_target(state, "storage_align", "strides", block_sref.get(), buffer_index));
   const int rank = static_cast<int>(buffer->shape.size());
   if (axis < 0 || axis >= rank)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kOutOfRange,
                          fmt::format("storage_align: axis {} is out of range for the {}-d buffer '{}'", axis, rank, buffer->name),
                          block);
   if (factor <= 0)
-    return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("storage_align: factor {} is not positive", factor), block);
+    return ScheduleError(ErrorCode::kInvalidFactors, fmt::format("storage_align: factor {} is not positive", factor), block);
   if (offset < 0 || offset >= factor)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kInvalidFactors,
                          fmt::format("storage_align: offset {} is not in [0, factor {})", offset, factor), block);
   TYCHE_TRY_ASSIGN(shape, constant_shape("storage_align", buffer, block));
   // Start from the current strides (an earlier storage_align) or the compact ones.
@@ -454,7 +454,7 @@ Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_in
     int64_t compact = d == rank - 1 ? 1 : strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
     if (d == axis) compact += ((offset - compact % factor) % factor + factor) % factor;
     if (compact > kLimit)
-      return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("storage_align: strides of '{}' overflow", buffer->name), block);
+      return ScheduleError(ErrorCode::kInvalidFactors, fmt::format("storage_align: strides of '{}' overflow", buffer->name), block);
     strides[i] = compact;
   }
   auto node = std::make_shared<ir::BufferNode>(*buffer);
@@ -472,14 +472,14 @@ Status transform_layout(ScheduleState& state, const SRef& block_sref, int buffer
     return ScheduleError(ErrorCode::kInvalidArgument, "transform_layout: " + *why, block);
   const IndexMap& map = std::get<IndexMap>(parsed);
   if (!buffer->strides.empty())
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kUnsupported,
                          fmt::format("transform_layout: buffer '{}' has strides from storage_align; transform its "
                                      "layout before aligning it",
                                      buffer->name),
                          block);
   TYCHE_TRY_ASSIGN(shape, constant_shape("transform_layout", buffer, block));
   if (std::string why = map.check_shape(shape); !why.empty())
-    return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("transform_layout: buffer '{}': {}", buffer->name, why),
+    return ScheduleError(ErrorCode::kExtentMismatch, fmt::format("transform_layout: buffer '{}': {}", buffer->name, why),
                          block);
   std::vector<ir::Expr> new_shape;
   for (int64_t d : map.map_shape(shape)) new_shape.push_back(ir::make_int(d, buffer->shape[0].dtype()));

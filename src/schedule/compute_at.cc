@@ -355,15 +355,15 @@ const ir::StmtNode* removal_root(const ScheduleState& state, const SRefNode* blo
 Status check_placement(const ScheduleState& state, const SRefNode* block, const SRefNode* loop, bool is_compute_at) {
   const char* prim = prim_name(is_compute_at);
   if (!block->parent)
-    return ScheduleError(ErrorCode::kInvalidArgument, fmt::format("{}: the root block cannot be moved", prim), block->stmt);
+    return ScheduleError(ErrorCode::kUnsupported, fmt::format("{}: the root block cannot be moved", prim), block->stmt);
   const SRefNode* scope = scope_block(block);
   if (scope_block(loop) != scope)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kNotAncestor,
                          fmt::format("{}: loop '{}' is not in the scope of block '{}' (scope '{}')", prim, loop_name(loop),
                                      block_name(block), block_name(scope)),
                          loop->stmt);
   if (is_ancestor(loop, block))
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kNotAncestor,
                          fmt::format("{}: block '{}' is already under loop '{}'", prim, block_name(block), loop_name(loop)),
                          loop->stmt);
   return check_complete_or_reduction_block(state, block);
@@ -417,7 +417,7 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
   std::vector<SRef> others;
   if (is_compute_at) {
     if (block_pos > loop_pos)
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kDependenceViolated,
                            fmt::format("{}: block '{}' comes after loop '{}'; it must precede its consumers", prim, b->name, loop_name(loop.get())),
                            b);
     for (const ir::BufferRegion& w : b->writes)
@@ -438,14 +438,14 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
     for (const SRef& s : siblings) {
       int p = order.pos.at(s->stmt);
       if (s != block && p > block_pos && p <= loop_end && touches_any(b->reads, s->as_block()->writes))
-        return ScheduleError(ErrorCode::kInvalidArgument,
+        return ScheduleError(ErrorCode::kDependenceViolated,
                              fmt::format("{}: block '{}' writes what block '{}' reads, between its place and the end of loop '{}'",
                                          prim, block_name(s.get()), b->name, loop_name(loop.get())),
                              s->stmt);
     }
   } else {
     if (block_pos < loop_end)
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kDependenceViolated,
                            fmt::format("{}: block '{}' comes before loop '{}'; it must follow its producers", prim, b->name, loop_name(loop.get())),
                            b);
     for (const SRef& p : get_producers(state, block)) {
@@ -460,7 +460,7 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
     for (const SRef& s : siblings) {
       int p = order.pos.at(s->stmt);
       if (s != block && p >= loop_pos && p < block_pos && touches_any(b->writes, s->as_block()->reads))
-        return ScheduleError(ErrorCode::kInvalidArgument,
+        return ScheduleError(ErrorCode::kDependenceViolated,
                              fmt::format("{}: block '{}' reads what block '{}' writes, before its place", prim,
                                          block_name(s.get()), b->name),
                              s->stmt);
@@ -531,7 +531,7 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
   const ir::BlockNode* sb = scope->as_block();
   ir::Stmt body = rw.mutate_stmt(sb->body);
   if (!rw.removed || !rw.inserted)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kUnsupported,
                          fmt::format("{}: block '{}' sits under a statement it cannot be moved out of", prim, b->name), b);
   return MovePlan{scope, ir::make_block(sb->name, sb->iter_vars, sb->reads, sb->writes, sb->init, body,
                                         sb->alloc_buffers, sb->annotations)};

@@ -272,7 +272,7 @@ std::optional<ScheduleError> check_reads_covered(const ir::Stmt& stmt, const ir:
 Status compute_inline(ScheduleState& state, const SRef& block_sref) {
   const ir::BlockNode* producer = block_sref->as_block();
   if (!producer || !block_sref->parent)
-    return ScheduleError(ErrorCode::kInvalidArgument, "cannot inline the root block", block_sref->stmt);
+    return ScheduleError(ErrorCode::kUnsupported, "cannot inline the root block", block_sref->stmt);
   if (is_reduction_like(producer))
     return ScheduleError(ErrorCode::kIsReduction, fmt::format("cannot inline reduction block '{}'", producer->name), producer);
   auto* store = producer->body.as<ir::BufferStoreNode>();
@@ -283,19 +283,19 @@ Status compute_inline(ScheduleState& state, const SRef& block_sref) {
   if (is_output_buffer(state, buffer.get()))
     return not_inlinable(ErrorCode::kIsOutput, producer, fmt::format("it writes the output '{}'", buffer->name));
   if (is_param_buffer(state, buffer.get()))
-    return not_inlinable(ErrorCode::kInvalidArgument, producer, fmt::format("it writes the parameter '{}'", buffer->name));
+    return not_inlinable(ErrorCode::kParameterBuffer, producer, fmt::format("it writes the parameter '{}'", buffer->name));
   if (Status s = check_complete_block(state, block_sref.get()); !s) return s.error();
   auto pos = iter_var_positions(store->indices, producer);
   if (!pos)
-    return not_inlinable(ErrorCode::kInvalidArgument, producer,
+    return not_inlinable(ErrorCode::kNotInlinable, producer,
                          fmt::format("the indices of its store to '{}' are not its iterators, each once", buffer->name));
   ExprScan value_scan;
   value_scan.visit_expr(store->value);
   if (!uses_only(value_scan.free_vars, iter_var_set(producer)))
-    return not_inlinable(ErrorCode::kInvalidArgument, producer, "its value uses variables other than its iterators");
+    return not_inlinable(ErrorCode::kNotInlinable, producer, "its value uses variables other than its iterators");
   SRefNode* site = alloc_site(block_sref->parent, buffer.get());
   if (!site)
-    return not_inlinable(ErrorCode::kInvalidArgument, producer,
+    return not_inlinable(ErrorCode::kUnsupported, producer,
                          fmt::format("'{}' is not allocated by an enclosing block", buffer->name));
   ir::Stmt site_stmt = state.stmt_of(site);
 
@@ -314,7 +314,7 @@ Status compute_inline(ScheduleState& state, const SRef& block_sref) {
       hazard = not_inlinable(ErrorCode::kNotComplete, producer,
                              fmt::format("block '{}' also writes '{}'", b ? b->name : "root", buffer->name));
     else if (after && value_reads.count(buf))
-      hazard = not_inlinable(ErrorCode::kInvalidArgument, producer,
+      hazard = not_inlinable(ErrorCode::kDependenceViolated, producer,
                              fmt::format("block '{}' overwrites '{}', which it reads, after it", b ? b->name : "root", buf->name));
   });
   walker.visit_stmt(site_stmt);
@@ -342,17 +342,17 @@ Status compute_inline(ScheduleState& state, const SRef& block_sref) {
 Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
   const ir::BlockNode* consumer = block_sref->as_block();
   if (!consumer || !block_sref->parent)
-    return ScheduleError(ErrorCode::kInvalidArgument, "cannot reverse-inline the root block", block_sref->stmt);
+    return ScheduleError(ErrorCode::kUnsupported, "cannot reverse-inline the root block", block_sref->stmt);
   auto* store = consumer->body.as<ir::BufferStoreNode>();
   if (!store) return not_reverse_inlinable(ErrorCode::kNotComplete, consumer, "its body is not a single buffer store");
   if (Status s = check_complete_block(state, block_sref.get()); !s) return s.error();
   if (consumer->writes.size() != 1 || consumer->writes[0].buffer.get() != store->buffer.get())
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer, fmt::format("it must write only '{}'", store->buffer->name));
   if (!ir::is_true(state.realize_of(block_sref.get())->predicate))
-    return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer, "its realize has a predicate");
+    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, "its realize has a predicate");
   ExprScan consumer_scan = scan(store);
   if (!uses_only(consumer_scan.free_vars, iter_var_set(consumer)))
-    return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer, "its store uses variables other than its iterators");
+    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, "its store uses variables other than its iterators");
 
   // The one buffer it reads that is written in its scope is the intermediate.
   SRefNode* scope = scope_block(block_sref.get());
@@ -366,7 +366,7 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
         std::none_of(produced.begin(), produced.end(), [&](const ir::Buffer& b) { return b.same_as(l->buffer); }))
       produced.push_back(l->buffer);
   if (produced.empty())
-    return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer, "it reads no buffer produced in its scope");
+    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, "it reads no buffer produced in its scope");
   if (produced.size() > 1)
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
                                  fmt::format("it reads {} produced buffers ('{}' and '{}'); it needs exactly one producer",
@@ -375,7 +375,7 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
   if (is_output_buffer(state, buffer.get()))
     return not_reverse_inlinable(ErrorCode::kIsOutput, consumer, fmt::format("it reads the output '{}', which must stay written", buffer->name));
   if (is_param_buffer(state, buffer.get()))
-    return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer, fmt::format("it reads the parameter '{}'", buffer->name));
+    return not_reverse_inlinable(ErrorCode::kParameterBuffer, consumer, fmt::format("it reads the parameter '{}'", buffer->name));
   std::vector<SRef> writers = other_writers(state, block_sref.get(), buffer.get());
   if (writers.size() != 1)
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
@@ -394,11 +394,11 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
   auto ppos = iter_var_positions(pstore->indices, producer);
   ExprScan producer_scan = scan(pstore);
   if (!ppos || !uses_only(producer_scan.free_vars, iter_var_set(producer)))
-    return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer,
+    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
                                  fmt::format("its producer '{}' does not store to '{}' at its iterators", producer->name, buffer->name));
   for (const ir::BufferLoadNode* l : producer_scan.loads)
     if (l->buffer.get() == store->buffer.get())
-      return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer,
+      return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
                                    fmt::format("its producer '{}' reads '{}'", producer->name, store->buffer->name));
 
   // Every load of the intermediate uses the same indices: the consumer's iterators, each once.
@@ -410,22 +410,22 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
                 std::equal(l->indices.begin(), l->indices.end(), first->indices.begin(),
                            [](const ir::Expr& a, const ir::Expr& b) { return a.same_as(b); });
     if (!same)
-      return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer, fmt::format("it reads '{}' at different indices", buffer->name));
+      return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, fmt::format("it reads '{}' at different indices", buffer->name));
   }
   auto cpos = iter_var_positions(first->indices, consumer);
   if (!cpos)
-    return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer,
+    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
                                  fmt::format("it reads '{}' at indices that are not its iterators, each once", buffer->name));
 
   SRefNode* site = alloc_site(scope, buffer.get());
   if (!site)
-    return not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer,
+    return not_reverse_inlinable(ErrorCode::kUnsupported, consumer,
                                  fmt::format("'{}' is not allocated by an enclosing block", buffer->name));
   ir::Stmt site_stmt = state.stmt_of(site);
   std::optional<ScheduleError> other_reader;
   AccessWalker([&](const ir::BlockNode* b, const ir::BufferNode* buf, bool is_store) {
     if (!other_reader && !is_store && buf == buffer.get() && b != consumer)
-      other_reader = not_reverse_inlinable(ErrorCode::kInvalidArgument, consumer,
+      other_reader = not_reverse_inlinable(ErrorCode::kDependenceViolated, consumer,
                                            fmt::format("block '{}' also reads '{}'", b ? b->name : "root", buffer->name));
   }).visit_stmt(site_stmt);
   if (other_reader) return *other_reader;

@@ -27,6 +27,17 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kIsOutput: return "is_output";
     case ErrorCode::kNotReduction: return "not_reduction";
     case ErrorCode::kSpatialLoop: return "spatial_loop";
+    case ErrorCode::kDependenceViolated: return "dependence_violated";
+    case ErrorCode::kOutOfRange: return "out_of_range";
+    case ErrorCode::kUnknownName: return "unknown_name";
+    case ErrorCode::kParameterBuffer: return "parameter_buffer";
+    case ErrorCode::kNotSeparable: return "not_separable";
+    case ErrorCode::kIntrinsicMismatch: return "intrinsic_mismatch";
+    case ErrorCode::kNotInlinable: return "not_inlinable";
+    case ErrorCode::kExtentMismatch: return "extent_mismatch";
+    case ErrorCode::kIllegalDecision: return "illegal_decision";
+    case ErrorCode::kExceedsLimit: return "exceeds_limit";
+    case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kInvalidArgument: return "invalid_argument";
   }
   return "?";

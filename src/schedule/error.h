@@ -26,14 +26,25 @@ enum class ErrorCode : uint8_t {
   kNotSingleChild,     // a transformation needs a loop whose body is one statement
   kInvalidLoopKind,    // e.g. vectorize a reduction loop, parallelize a loop with a reduction
   kInvalidAnnotation,  // unannotate of a missing key
-  kNotAncestor,        // compute_at target is not an ancestor of the consumers
+  kNotAncestor,        // a loop that is no place for the block: another scope, above it, not above its consumers
   kNotCovered,         // a consumer would be left without its data
   kNotComplete,        // the block is not a complete (spatial, single-writer) block
   kIsReduction,        // compute_inline of a reduction block
   kIsOutput,           // compute_inline of a block that writes a function output
   kNotReduction,       // decompose_reduction/rfactor of a block that does not reduce
   kSpatialLoop,        // rfactor on a loop that is not a reduction loop
-  kInvalidArgument,    // any other ill-formed argument
+  kDependenceViolated, // would read data before it is written or after it is overwritten, or bypass a writer
+  kOutOfRange,         // a buffer index, axis or factor_axis beyond the block's buffers or the buffer's rank
+  kUnknownName,        // an unknown storage scope, thread axis or tensor intrinsic
+  kParameterBuffer,    // a function parameter the primitive may not change or remove
+  kNotSeparable,       // blockize: a binding does not split into parts outside and inside the loop
+  kIntrinsicMismatch,  // tensorize: the computation does not match the intrinsic's description
+  kNotInlinable,       // not a store at its iterators of a function of its iterators (or of one load)
+  kExtentMismatch,     // a layout factor that does not divide the extent, or the wrong rank
+  kIllegalDecision,    // a sampling decision that is not legal in the program as it is now
+  kExceedsLimit,       // over a target limit (threads or memory per GPU block)
+  kUnsupported,        // a request outside what the primitive handles (the root block, a nested scope, ...)
+  kInvalidArgument,    // an ill-formed argument (wrong count or type, a malformed index map, a bad probability)
 };
 const char* error_code_name(ErrorCode code);
 

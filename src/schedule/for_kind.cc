@@ -64,7 +64,7 @@ Status bind(ScheduleState& state, const SRef& loop, const std::string& thread_ax
   static constexpr std::array kAxes = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x", "threadIdx.y",
                                        "threadIdx.z", "vthread.x", "vthread.y",  "vthread.z"};
   if (std::find(kAxes.begin(), kAxes.end(), thread_axis) == kAxes.end())
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kUnknownName,
                          fmt::format("bind: unknown thread axis '{}' (blockIdx.x/y/z, threadIdx.x/y/z, vthread.x/y/z)", thread_axis),
                          loop->stmt);
   return set_kind(state, loop, ir::ForKind::kThreadBinding, thread_axis);

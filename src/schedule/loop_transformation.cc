@@ -261,7 +261,7 @@ Result<SRef> add_unit_loop(ScheduleState& state, const SRef& sref) {
     state.replace(sref, loop);
     return state.get_sref(loop.get());
   }
-  if (!sref->parent) return ScheduleError(ErrorCode::kInvalidArgument, "add_unit_loop: the root block has no loop to add", sref->stmt);
+  if (!sref->parent) return ScheduleError(ErrorCode::kUnsupported, "add_unit_loop: the root block has no loop to add", sref->stmt);
   ir::Stmt realize = outer_stmt(state, sref.get());
   ir::Stmt loop = ir::for_loop(u, 0, 1, ir::ForKind::kSerial, realize);
   SRef parent = state.get_sref(sref->parent->stmt);

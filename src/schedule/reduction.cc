@@ -182,7 +182,7 @@ std::optional<ScheduleError> check_no_unbound_loop(const std::vector<SRef>& loop
   for (size_t i = from; i < loops.size(); ++i) {
     const ir::ForNode* l = loops[i]->as_for();
     if (use.spatial[i] || use.reduce[i] || ir::is_const_int(l->extent, 1)) continue;
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kUnsupported,
                          fmt::format("{}: loop '{}' repeats block '{}' without binding any of its iterators", primitive,
                                      l->loop_var.name(), block->name),
                          l);
@@ -273,7 +273,7 @@ Result<SRef> decompose_reduction(ScheduleState& state, const SRef& block_sref, c
   // The init must run before every update: `loop` may not sit below a loop of the reduction.
   for (size_t i = 0; i < pos; ++i)
     if (use.reduce[i])
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kNotAncestor,
                            fmt::format("decompose_reduction: loop '{}' is below loop '{}', which binds a reduce iterator of block '{}'",
                                        loop->loop_var.name(), loops[i]->as_for()->loop_var.name(), block->name),
                            loop);
@@ -371,7 +371,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   if (use.spatial[rf]) return not_reduction_loop(" (it also binds a spatial iterator)");
   for (size_t i = 0; i < loops.size(); ++i)
     if (use.spatial[i] && use.reduce[i])
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kSpatialLoop,
                            fmt::format("rfactor: loop '{}' binds both spatial and reduce iterators of block '{}'",
                                        loops[i]->as_for()->loop_var.name(), block->name),
                            loops[i]->stmt);
@@ -387,7 +387,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   const ir::Buffer& buffer = reducer.update->buffer;
   int ndim = static_cast<int>(buffer->shape.size());
   if (factor_axis < -ndim - 1 || factor_axis > ndim)
-    return ScheduleError(ErrorCode::kInvalidArgument,
+    return ScheduleError(ErrorCode::kOutOfRange,
                          fmt::format("rfactor: factor_axis {} is out of range [{}, {}] for the {}-d buffer '{}'", factor_axis,
                                      -ndim - 1, ndim, ndim, buffer->name),
                          rf_loop);
@@ -408,7 +408,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
       return std::any_of(rs.begin(), rs.end(), [&](const ir::BufferRegion& r) { return r.buffer.same_as(buffer); });
     };
     if (touches(o->reads) || touches(o->writes))
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kDependenceViolated,
                            fmt::format("rfactor: block '{}' under loop '{}' accesses '{}' before the reduction completes", o->name,
                                        top->loop_var.name(), buffer->name),
                            o);
@@ -438,7 +438,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
     for (const ir::VarNode* v : vars_of(binding)) {
       auto li = loop_index.find(v);
       if (li == loop_index.end())
-        return ScheduleError(ErrorCode::kInvalidArgument,
+        return ScheduleError(ErrorCode::kUnsupported,
                              fmt::format("rfactor: the binding of '{}' uses '{}', which is not a loop of block '{}'", iv.var.name(),
                                          v->name, block->name),
                              block);
@@ -472,7 +472,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
     for (const ir::Expr& c : conjuncts) {
       if (!ir::uses_any(c, reduce_side)) continue;
       if (!analyzer.can_prove(ir::substitute(c, var_map(at_min))))
-        return ScheduleError(ErrorCode::kInvalidArgument,
+        return ScheduleError(ErrorCode::kUnsupported,
                              fmt::format("rfactor: predicate '{}' of block '{}' may leave partial results of loop '{}' uninitialized",
                                          ir::to_string(c), block->name, rf_name),
                              block);

@@ -52,7 +52,7 @@ Result<int64_t> draw_weighted(RandomEngine& rng, const std::vector<int64_t>& opt
   for (int64_t d : options) {
     w.push_back(weight(d));
     if (w.back() == std::numeric_limits<uint64_t>::max() || total + w.back() < total)
-      return ScheduleError(ErrorCode::kInvalidArgument, "sample_perfect_tile: too many factorizations to sample uniformly");
+      return ScheduleError(ErrorCode::kUnsupported, "sample_perfect_tile: too many factorizations to sample uniformly");
     total += w.back();
   }
   uint64_t x = rng.uniform_below(total);
@@ -91,7 +91,7 @@ Result<std::vector<int64_t>> perfect_tile(RandomEngine& rng, const SRef& loop, i
     else if (product != *extent) why = fmt::format("its product is not the extent {}", *extent);
     else if (d.back() > limit) why = fmt::format("the innermost factor exceeds max_innermost_factor {}", limit);
     if (!why.empty())
-      return ScheduleError(ErrorCode::kInvalidFactors,
+      return ScheduleError(ErrorCode::kIllegalDecision,
                            fmt::format("sample_perfect_tile: decision {} is not legal for loop '{}': {}", list_text(d),
                                        f->loop_var.name(), why),
                            f);
@@ -180,7 +180,7 @@ Result<ExprRV> apply_sample_categorical(InstructionContext& ctx, std::vector<int
   if (ctx.decision().kind != Value::Kind::kNone) {
     index = ctx.decision().i;
     if (index < 0 || index >= static_cast<int64_t>(candidates.size()) || probs[index] <= 0)
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kIllegalDecision,
                            fmt::format("sample_categorical: decision {} is not legal: it must index one of the {} "
                                        "candidates with a positive probability",
                                        index, candidates.size()));
@@ -202,7 +202,7 @@ Result<LoopRV> apply_sample_compute_location(InstructionContext& ctx, BlockRV bl
                  (choice == kComputeLocationInline && locs.can_inline);
     if (!legal)
       return ScheduleError(
-          ErrorCode::kInvalidArgument,
+          ErrorCode::kIllegalDecision,
           fmt::format("sample_compute_location: decision {} is not legal for block '{}': {} loops are legal locations{}",
                       choice, sref->as_block()->name, n, locs.can_inline ? " and inlining" : ", inlining is not"));
   } else {

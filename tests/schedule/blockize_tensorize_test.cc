@@ -164,7 +164,7 @@ TEST(Blockize, RefusesIndivisibleBindings) {
   std::string before = ir::to_string(sch.func());
   auto r = sch.blockize(i[0]);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().code(), ErrorCode::kNotSeparable);
   EXPECT_THAT(r.error().reason(), HasSubstr("does not divide"));
   EXPECT_THAT(r.error().reason(), HasSubstr("'vi'"));
   EXPECT_EQ(ir::to_string(sch.func()), before);
@@ -178,7 +178,7 @@ TEST(Blockize, RefusesPredicates) {
   std::string before = ir::to_string(sch.func());
   auto r = sch.blockize(j[1]);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnsupported);
   EXPECT_THAT(r.error().reason(), HasSubstr("predicate"));
   EXPECT_EQ(ir::to_string(sch.func()), before);
 }
@@ -243,7 +243,7 @@ TEST(Tensorize, RefusesNonMatchingLoops) {
   std::string before = ir::to_string(sch.func());
   auto st = sch.tensorize(loops[1], "dot_4x4x4_f32");  // extents 32, not 4
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(st.error().code(), ErrorCode::kIntrinsicMismatch);
   EXPECT_THAT(st.error().reason(),
               HasSubstr("tensorize: the computation under loop 'i' does not match intrinsic 'dot_4x4x4_f32': "));
   EXPECT_THAT(st.error().reason(), HasSubstr("range [0, 32)"));
@@ -285,7 +285,7 @@ TEST(Tensorize, RefusesUnknownIntrinsic) {
   std::string before = ir::to_string(sch.func());
   auto st = sch.tensorize(loops[1], "no_such_intrin");
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(st.error().code(), ErrorCode::kUnknownName);
   EXPECT_THAT(st.error().reason(), HasSubstr("unknown tensor intrinsic 'no_such_intrin'"));
   EXPECT_THAT(st.error().reason(), HasSubstr("dot_4x4x4_f32"));
   EXPECT_EQ(ir::to_string(sch.func()), before);

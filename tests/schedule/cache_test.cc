@@ -154,14 +154,14 @@ TEST(CacheRead, Refusals) {
   std::string before = ir::to_string(sch.func());
   auto bad = sch.cache_read(z, 2, "shared");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(bad.error().code(), ErrorCode::kOutOfRange);
   EXPECT_THAT(bad.error().reason(), HasSubstr("block 'Z' reads 2 buffer(s); index 2 is out of range"));
-  EXPECT_EQ(sch.cache_read(z, -1, "shared").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.cache_read(z, -1, "shared").error().code(), ErrorCode::kOutOfRange);
   auto scope = sch.cache_read(z, 0, "texture");
   ASSERT_FALSE(scope.ok());
-  EXPECT_EQ(scope.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(scope.error().code(), ErrorCode::kUnknownName);
   EXPECT_THAT(scope.error().reason(), HasSubstr("unknown storage scope 'texture'"));
-  EXPECT_EQ(sch.cache_read(sch.get_block("root").value(), 0, "shared").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.cache_read(sch.get_block("root").value(), 0, "shared").error().code(), ErrorCode::kUnsupported);
   EXPECT_EQ(sch.cache_read(BlockRV{9999}, 0, "shared").error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
   EXPECT_THAT(bad.error().render(sch.func()), HasSubstr("with block(\"Z\"):  # <-- here"));
@@ -171,7 +171,7 @@ TEST(CacheRead, RefusesAProducerInTheSameNest) {
   Schedule sch(shared_nest_func(), true);
   auto r = sch.cache_read(sch.get_block("Q").value(), 0, "local");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().code(), ErrorCode::kDependenceViolated);
   EXPECT_THAT(r.error().reason(), HasSubstr("block 'P' writes 'B' inside the loop nest of block 'Q'"));
   // Reading a function input is fine there.
   EXPECT_TRUE(sch.cache_read(sch.get_block("P").value(), 0, "local").ok());
@@ -258,10 +258,10 @@ TEST(CacheWrite, Refusals) {
   std::string before = ir::to_string(sch.func());
   auto bad = sch.cache_write(z, 1, "local");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(bad.error().code(), ErrorCode::kOutOfRange);
   EXPECT_THAT(bad.error().reason(), HasSubstr("block 'Z' writes 1 buffer(s); index 1 is out of range"));
-  EXPECT_EQ(sch.cache_write(z, 0, "registers").error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(sch.cache_write(sch.get_block("root").value(), 0, "local").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.cache_write(z, 0, "registers").error().code(), ErrorCode::kUnknownName);
+  EXPECT_EQ(sch.cache_write(sch.get_block("root").value(), 0, "local").error().code(), ErrorCode::kUnsupported);
   EXPECT_EQ(sch.cache_write(BlockRV{-3}, 0, "local").error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
 
@@ -301,10 +301,10 @@ TEST(SetScope, Refusals) {
   std::string before = ir::to_string(sch.func());
   auto param = sch.set_scope(sch.get_block("relu").value(), 0, "shared");
   ASSERT_FALSE(param.ok());
-  EXPECT_EQ(param.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(param.error().code(), ErrorCode::kParameterBuffer);
   EXPECT_THAT(param.error().reason(), HasSubstr("cannot change the scope of function parameter 'relu'"));
-  EXPECT_EQ(sch.set_scope(sch.get_block("pad").value(), 1, "shared").error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(sch.set_scope(sch.get_block("pad").value(), 0, "L2").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.set_scope(sch.get_block("pad").value(), 1, "shared").error().code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(sch.set_scope(sch.get_block("pad").value(), 0, "L2").error().code(), ErrorCode::kUnknownName);
   EXPECT_EQ(sch.set_scope(BlockRV{777}, 0, "shared").error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
 }
@@ -342,18 +342,18 @@ TEST(StorageAlign, Refusals) {
   BlockRV pad = sch.get_block("pad").value();
   std::string before = ir::to_string(sch.func());
   auto code = [&](int axis, int factor, int offset) { return sch.storage_align(pad, 0, axis, factor, offset).error().code(); };
-  EXPECT_EQ(code(4, 8, 0), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code(-1, 8, 0), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code(1, 0, 0), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code(1, -4, 0), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code(1, 8, 8), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code(1, 8, -1), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code(4, 8, 0), ErrorCode::kOutOfRange);
+  EXPECT_EQ(code(-1, 8, 0), ErrorCode::kOutOfRange);
+  EXPECT_EQ(code(1, 0, 0), ErrorCode::kInvalidFactors);
+  EXPECT_EQ(code(1, -4, 0), ErrorCode::kInvalidFactors);
+  EXPECT_EQ(code(1, 8, 8), ErrorCode::kInvalidFactors);
+  EXPECT_EQ(code(1, 8, -1), ErrorCode::kInvalidFactors);
   EXPECT_THAT(sch.storage_align(pad, 0, 4, 8, 0).error().reason(), HasSubstr("axis 4 is out of range for the 4-d buffer 'pad'"));
   EXPECT_THAT(sch.storage_align(pad, 0, 1, 8, 9).error().reason(), HasSubstr("offset 9 is not in [0, factor 8)"));
   auto param = sch.storage_align(sch.get_block("relu").value(), 0, 1, 8, 0);
   ASSERT_FALSE(param.ok());
   EXPECT_THAT(param.error().reason(), HasSubstr("function parameter 'relu'"));
-  EXPECT_EQ(sch.storage_align(pad, 1, 1, 8, 0).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.storage_align(pad, 1, 1, 8, 0).error().code(), ErrorCode::kOutOfRange);
   EXPECT_EQ(sch.storage_align(BlockRV{4242}, 0, 1, 8, 0).error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
 }
@@ -396,15 +396,16 @@ TEST(TransformLayout, Refusals) {
   Schedule sch(w.func, true);
   BlockRV pad = sch.get_block("pad").value();
   std::string before = ir::to_string(sch.func());
-  auto reason = [&](const std::string& map) {
+  // A malformed map is an invalid argument; one that does not fit the buffer, an extent mismatch.
+  auto reason = [&](const std::string& map, ErrorCode code = ErrorCode::kInvalidArgument) {
     auto st = sch.transform_layout(pad, 0, map);
     EXPECT_FALSE(st.ok()) << map;
     if (st.ok()) return std::string();
-    EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument) << map;
+    EXPECT_EQ(st.error().code(), code) << map;
     return st.error().reason();
   };
   EXPECT_THAT(reason("n, h, w, c: (n, h, w, c)"), HasSubstr("expected 'lambda'"));
-  EXPECT_THAT(reason("lambda n, h, w: (n, h, w)"), HasSubstr("takes 3 indices but the buffer has 4"));
+  EXPECT_THAT(reason("lambda n, h, w: (n, h, w)", ErrorCode::kExtentMismatch), HasSubstr("takes 3 indices but the buffer has 4"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, x)"), HasSubstr("'x' is not an input"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w)"), HasSubstr("'c' must appear once"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c, c)"), HasSubstr("'c' must appear once"));
@@ -412,7 +413,7 @@ TEST(TransformLayout, Refusals) {
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 2, w, c)"), HasSubstr("'w' must appear once"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 0, w % 0, c)"), HasSubstr("factor 0 is not positive"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // k, w % k, c)"), HasSubstr("expected an integer factor"));
-  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 4, w % 4, c)"), HasSubstr("factor 4 does not divide extent 18 of 'w'"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 4, w % 4, c)", ErrorCode::kExtentMismatch), HasSubstr("factor 4 does not divide extent 18 of 'w'"));
   EXPECT_THAT(reason("lambda n, n, w, c: (n, w, c)"), HasSubstr("input 'n' is named twice"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c"), HasSubstr("expected ')'"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c) + 1"), HasSubstr("unexpected '+ 1'"));
@@ -421,12 +422,12 @@ TEST(TransformLayout, Refusals) {
   auto param = sch.transform_layout(sch.get_block("relu").value(), 0, "lambda n, h, w, c: (n, h, w, c)");
   ASSERT_FALSE(param.ok());
   EXPECT_THAT(param.error().reason(), HasSubstr("function parameter 'relu'"));
-  EXPECT_EQ(sch.transform_layout(pad, 1, "lambda n, h, w, c: (c, n, h, w)").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.transform_layout(pad, 1, "lambda n, h, w, c: (c, n, h, w)").error().code(), ErrorCode::kOutOfRange);
   EXPECT_EQ(sch.transform_layout(BlockRV{4242}, 0, "lambda n, h, w, c: (c, n, h, w)").error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
   ASSERT_TRUE(sch.storage_align(pad, 0, 2, 8, 1).ok());
   std::string aligned = ir::to_string(sch.func());
-  EXPECT_THAT(reason("lambda n, h, w, c: (c, n, h, w)"), HasSubstr("has strides from storage_align"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (c, n, h, w)", ErrorCode::kUnsupported), HasSubstr("has strides from storage_align"));
   EXPECT_EQ(ir::to_string(sch.func()), aligned);
 }
 

@@ -205,7 +205,7 @@ TEST(ComputeAtErrors, RootBlockAndOwnLoop) {
   std::string before = ir::to_string(sch.func());
   auto root = sch.compute_at(sch.get_block("root").value(), loop_of(sch, "conv2d", 0));
   ASSERT_FALSE(root.ok());
-  EXPECT_EQ(root.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(root.error().code(), ErrorCode::kUnsupported);
   EXPECT_THAT(root.error().reason(), HasSubstr("root block"));
   auto own = sch.compute_at(sch.get_block("pad").value(), loop_of(sch, "pad", 1));
   ASSERT_FALSE(own.ok());
@@ -234,7 +234,7 @@ TEST(ComputeAtErrors, LoopOfAnotherScope) {
   Schedule sch(f, true);
   auto r = sch.compute_at(sch.get_block("row_sum").value(), loop_of(sch, "softmax", 0));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().code(), ErrorCode::kNotAncestor);
   EXPECT_THAT(r.error().reason(), HasSubstr("is not in the scope of block 'row_sum'"));
 }
 

@@ -158,7 +158,7 @@ TEST(LoopKinds, ParallelVectorizeUnrollBind) {
   EXPECT_TRUE(computes_reference(w, sch.func()));
   EXPECT_EQ(sch.parallel(loops[6]).error().code(), ErrorCode::kInvalidLoopKind);  // reduction loop
   EXPECT_EQ(sch.vectorize(loops[5]).error().code(), ErrorCode::kInvalidLoopKind);
-  EXPECT_EQ(sch.bind(loops[2], "threadIdx.w").error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.bind(loops[2], "threadIdx.w").error().code(), ErrorCode::kUnknownName);
   EXPECT_TRUE(sch.bind(loops[2], "threadIdx.x").ok());
 }
 

@@ -142,7 +142,7 @@ TEST(DecomposeReduction, RefusesLoopBelowAReductionLoop) {
   auto k = sch.split(sch.get_loops(z).value()[3], {4, 8}).value();
   std::string before = ir::to_string(sch.func());
   auto r = sch.decompose_reduction(z, k[1]);
-  expect_refused(sch, status_of(r), ErrorCode::kInvalidArgument, before);
+  expect_refused(sch, status_of(r), ErrorCode::kNotAncestor, before);
   EXPECT_THAT(r.error().reason(), HasSubstr("loop 'k_1' is below loop 'k_0'"));
 }
 
@@ -232,7 +232,7 @@ TEST(RFactor, RefusesPartialResultsThePredicateNeverInitializes) {
   auto k = sch.split(sch.get_loops(z).value()[3], {std::nullopt, 8, 8}).value();  // k_0 = 1: 64 slots for 32
   std::string before = ir::to_string(sch.func());
   auto r = sch.rfactor(k[1], 0);
-  expect_refused(sch, status_of(r), ErrorCode::kInvalidArgument, before);
+  expect_refused(sch, status_of(r), ErrorCode::kUnsupported, before);
   EXPECT_THAT(r.error().reason(), HasSubstr("uninitialized"));
   EXPECT_TRUE(sch.rfactor(k[2], 0).ok());  // k_2 = 0..7 all occur with k_1 = 0
   EXPECT_TRUE(computes_reference(w, sch.func()));
@@ -261,7 +261,7 @@ TEST(RFactor, RefusesInvalidFactorAxis) {
   std::string before = ir::to_string(sch.func());
   for (int axis : {3, -4, 100}) {
     auto r = sch.rfactor(loops[2], axis);
-    expect_refused(sch, status_of(r), ErrorCode::kInvalidArgument, before);
+    expect_refused(sch, status_of(r), ErrorCode::kOutOfRange, before);
     EXPECT_THAT(r.error().reason(), HasSubstr("factor_axis"));
   }
   EXPECT_TRUE(sch.rfactor(loops[2], -3).ok());  // -3 counts from the end: axis 0
@@ -293,7 +293,7 @@ TEST(RFactor, RefusesWhenAConsumerSharesTheNest) {
   ASSERT_TRUE(sch.reverse_compute_at(sch.get_block("C").value(), loops[1]).ok());
   std::string before = ir::to_string(sch.func());
   auto r = sch.rfactor(loops[2], 0);
-  expect_refused(sch, status_of(r), ErrorCode::kInvalidArgument, before);
+  expect_refused(sch, status_of(r), ErrorCode::kDependenceViolated, before);
   EXPECT_THAT(r.error().reason(), HasSubstr("block 'C' under loop 'i' accesses 'dense'"));
   // decompose_reduction has no such limit: the consumer still runs after the updates.
   sch.decompose_reduction(dense, loops[0]).value();

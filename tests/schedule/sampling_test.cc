@@ -79,7 +79,7 @@ TEST(SamplePerfectTile, Refusals) {
   EXPECT_THAT(sch.sample_perfect_tile(i, 1, 16).error().reason(), HasSubstr("exceeds max_innermost_factor 16"));
   EXPECT_THAT(sch.sample_perfect_tile(i, 2, 16, std::vector<int64_t>{7, 8}).error().reason(),
               HasSubstr("decision [7, 8] is not legal for loop 'i': its product is not the extent 60"));
-  EXPECT_EQ(sch.sample_perfect_tile(i, 2, 16, std::vector<int64_t>{0, 60}).error().code(), ErrorCode::kInvalidFactors);
+  EXPECT_EQ(sch.sample_perfect_tile(i, 2, 16, std::vector<int64_t>{0, 60}).error().code(), ErrorCode::kIllegalDecision);
   EXPECT_EQ(sch.sample_perfect_tile(LoopRV{999}, 2, 16).error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(sch.trace()->size(), 2u);  // get_block, get_loops: refusals are not recorded
 }
@@ -93,8 +93,8 @@ TEST(SampleCategorical, FollowsProbabilitiesAndChecksDecisions) {
   EXPECT_NEAR(counts[0], 10000, 400);
   EXPECT_NEAR(counts[64], 5000, 300);
   EXPECT_EQ(sch.get(sch.sample_categorical({7, 9}, {1, 1}, int64_t{1}).value()).value(), 9);
-  EXPECT_EQ(sch.sample_categorical({7, 9}, {1, 0}, int64_t{1}).error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(sch.sample_categorical({7, 9}, {1, 1}, int64_t{2}).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(sch.sample_categorical({7, 9}, {1, 0}, int64_t{1}).error().code(), ErrorCode::kIllegalDecision);
+  EXPECT_EQ(sch.sample_categorical({7, 9}, {1, 1}, int64_t{2}).error().code(), ErrorCode::kIllegalDecision);
   EXPECT_THAT(sch.sample_categorical({7, 9}, {1.0}).error().reason(), HasSubstr("2 candidates but 1 probabilities"));
   EXPECT_THAT(sch.sample_categorical({7}, {0.0}).error().reason(), HasSubstr("sum to 0"));
   EXPECT_THAT(sch.sample_categorical({7}, {-1.0}).error().reason(), HasSubstr("invalid probability"));

@@ -341,7 +341,7 @@ TEST(TraceReplay, IllegalDecisionIsAScheduleErrorNamingInstructionAndDecision) {
   Schedule s(w.func, seeded(0));
   auto st = bad.apply_to(s);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code(), ErrorCode::kInvalidFactors);
+  EXPECT_EQ(st.error().code(), ErrorCode::kIllegalDecision);
   EXPECT_THAT(st.error().reason(), HasSubstr("instruction 2 (sample_perfect_tile)"));
   EXPECT_THAT(st.error().reason(), HasSubstr("decision [3, 16] is not legal"));
   // Innermost above max_innermost_factor, and the wrong number of factors.

@@ -306,8 +306,8 @@ TEST(CliTune, JsonProgressResumeAndTheBestRecord) {
   EXPECT_THAT(t.out, testing::HasSubstr("leaders timed again"));
   std::string j = take_file(json);
   for (const char* key : {"\"workload\": \"GMM-1\"", "\"trials\": 16", "\"best_latency_s\"", "\"best_gflops\"", "\"wall_s\"",
-                          "\"history\"", "\"elapsed_s\"", "\"corrected_best_gflops\"", "\"best_trace\"", "\"confirmed\": 16", "\"search_best_latency_s\"",
-                          "\"confirm_s\""})
+                          "\"history\"", "\"elapsed_s\"", "\"corrected_best_gflops\"", "\"best_trace\"", "\"confirmed\": 16",
+                          "\"search_best_latency_s\"", "\"refusals\"", "\"confirm_s\""})
     EXPECT_THAT(j, testing::HasSubstr(key));
   Result again = run("tune GMM-1 --trials 8 --batch 8 --confirm 0 --db " + db);
   ASSERT_EQ(again.code, 0) << again.err;

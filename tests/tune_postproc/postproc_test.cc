@@ -383,6 +383,27 @@ TEST(Postproc, VerifyGPUCodeThreadsPerBlock) {
   EXPECT_TRUE(verify(big, Target::parse("cuda -max-threads-per-block 4096")).ok());
 }
 
+TEST(Postproc, RefusedCandidatesAreCountedByStageAndCode) {
+  TuneContext ctx{small("GMM-1").func, cuda()};
+  PostprocPtr v = verify_gpu_code();
+  v->initialize(ctx);
+  RefusalCounts counts;
+  // The replay refuses: a reduction loop cannot be vectorized.
+  schedule::Trace bad = schedule::Trace::parse_text("b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.vectorize(loop=l4)\n");
+  auto replay = make_candidate(ctx, bad, {}, {v}, 0);
+  ASSERT_TRUE(std::holds_alternative<CandidateError>(replay));
+  EXPECT_EQ(std::get<CandidateError>(replay).reason(), "replay: invalid_loop_kind");
+  counts.add(std::get<CandidateError>(replay));
+  // A postprocessor refuses: 2048 threads per block exceed the GPU's limit.
+  auto over = make_candidate(ctx, *gpu_gmm(2048).trace(), {}, {v}, 0);
+  ASSERT_TRUE(std::holds_alternative<CandidateError>(over));
+  EXPECT_EQ(std::get<CandidateError>(over).reason(), "VerifyGPUCode: exceeds_limit");
+  counts.add(std::get<CandidateError>(over));
+  counts.add(std::get<CandidateError>(over));
+  EXPECT_EQ(counts.counts(),
+            (std::map<std::string, int64_t>{{"VerifyGPUCode: exceeds_limit", 2}, {"replay: invalid_loop_kind", 1}}));
+}
+
 TEST(Postproc, VerifyGPUCodeAxisBoundTwice) {
   // Equal extents, but Z uses both indices: as one thread index they would cover the diagonal.
   Schedule sch(small("GMM-1").func, schedule::ScheduleOptions{.seed = 1});

@@ -99,6 +99,20 @@ class Favourite : public CostModel {
   uint64_t hash_;
 };
 
+TEST(Search, RefusedCandidatesAreCountedWhenTheTaskAsks) {
+  Fixture f(workloads::get_preset("GMM-1"));
+  RefusalCounts counts;
+  f.task.refusals = &counts;
+  schedule::Trace bad = schedule::Trace::parse_text(
+      "b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.vectorize(loop=l4)\n");
+  EXPECT_FALSE(f.task.replay(bad, 0).has_value());
+  EXPECT_FALSE(f.task.replay(bad, 1).has_value());
+  EXPECT_EQ(counts.counts(), (std::map<std::string, int64_t>{{"replay: invalid_loop_kind", 2}}));
+  RandomEngine rng(3);
+  for (int i = 0; i < 20; ++i) (void)f.task.sample(rng);  // valid samples count nothing
+  for (const auto& [reason, n] : counts.counts()) EXPECT_THAT(reason, ::testing::MatchesRegex("[A-Za-z]+: [a-z_]+")) << n;
+}
+
 TEST(Search, TheSameSeedGivesTheSameBatchWhateverTheThreads) {
   std::vector<std::vector<uint64_t>> batches;
   for (int threads : {1, 2}) {

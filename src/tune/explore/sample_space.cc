@@ -65,8 +65,8 @@ SampleSpaceReport sample_space(const workloads::Workload& w, const Target& targe
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     ++report.samples;
     if (const CandidateError* err = std::get_if<CandidateError>(&candidate)) {
-      ++report.invalid_reasons[err->category];
-      if (report.failures.size() < kMaxFailures) report.failures.push_back(fmt::format("invalid: {}: {}", err->category, err->message));
+      ++report.invalid_reasons[err->reason()];
+      if (report.failures.size() < kMaxFailures) report.failures.push_back(fmt::format("invalid: {}: {}", err->reason(), err->message));
       continue;
     }
     ++report.valid;

@@ -24,7 +24,7 @@ struct SampleSpaceOptions {
 struct SampleSpaceReport {
   std::vector<std::string> spaces;  // each design space's trace, text form
   int samples = 0, valid = 0, checked = 0, correct = 0;
-  std::map<std::string, int> invalid_reasons;  // category -> count
+  std::map<std::string, int> invalid_reasons;  // CandidateError::reason() -> count
   std::vector<std::string> failures;           // first few messages (invalid or wrong samples)
   double median_candidate_seconds = 0;         // sample + replay + postprocess, per candidate
 };

@@ -3,8 +3,9 @@
 #pragma once
 
 #include <map>
-#include <variant>
+#include <mutex>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "schedule/schedule.h"
@@ -14,8 +15,29 @@
 namespace tyche::tune {
 
 struct CandidateError {
-  std::string category;  // "replay" or the postprocessor's name: the key invalid reasons count under
+  std::string category;  // "replay" or the postprocessor's name
+  schedule::ErrorCode code = schedule::ErrorCode::kInvalidArgument;
   std::string message;   // one line
+
+  // What refusals are counted under: the stage and the code, "replay: dependence_violated".
+  std::string reason() const { return category + ": " + schedule::error_code_name(code); }
+};
+
+// Why candidates died, counted by CandidateError::reason(); threads may add at once.
+class RefusalCounts {
+ public:
+  void add(const CandidateError& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_[e.reason()];
+  }
+  std::map<std::string, int64_t> counts() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return counts_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, int64_t> counts_;
 };
 
 // The schedule, or why the candidate is invalid. The postprocessors must have been initialized

@@ -49,7 +49,7 @@ class RewriteCooperativeFetch : public Postproc {
       const ir::AnnotationValue& value = b->annotations.at(ann::kCooperativeFetch);
       if (!std::holds_alternative<int64_t>(value))
         return schedule::ScheduleError(
-            schedule::ErrorCode::kInvalidArgument,
+            schedule::ErrorCode::kInvalidAnnotation,
             fmt::format("block '{}': {} must be an integer vector length", b->name, ann::kCooperativeFetch));
       if (Status s = rewrite(sch, b->name, std::get<int64_t>(value)); !s) return s;
     }

@@ -321,7 +321,7 @@ class VerifyGPUCode : public Postproc {
       axes += fmt::format("{}{} {}", axes.empty() ? "" : ", ", tag, extent);
     }
     if (threads > target_.max_threads_per_block)
-      return ScheduleError(ErrorCode::kInvalidArgument,
+      return ScheduleError(ErrorCode::kExceedsLimit,
                            fmt::format("kernel {}: {} threads per block ({}) exceed max_threads_per_block {}", kernel,
                                        threads, axes, target_.max_threads_per_block));
     for (bool shared : {true, false}) {
@@ -343,7 +343,7 @@ class VerifyGPUCode : public Postproc {
       }
       int64_t limit = shared ? target_.max_shared_memory_per_block : target_.max_local_memory_per_block;
       if (total > limit)
-        return ScheduleError(ErrorCode::kInvalidArgument,
+        return ScheduleError(ErrorCode::kExceedsLimit,
                              fmt::format("kernel {}: {} bytes of {} memory exceed max_{}_memory_per_block {}", kernel, total,
                                          scope, scope, limit));
     }

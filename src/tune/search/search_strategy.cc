@@ -8,12 +8,24 @@
 
 namespace tyche::tune {
 
+namespace {
+
+std::optional<SearchCandidate> to_search_candidate(std::variant<schedule::Schedule, CandidateError> c, schedule::Trace replayed,
+                                                   RefusalCounts* refusals) {
+  if (auto* e = std::get_if<CandidateError>(&c)) {
+    if (refusals) refusals->add(*e);
+    return std::nullopt;
+  }
+  const ir::PrimFunc& func = std::get<schedule::Schedule>(c).func();
+  return SearchCandidate{std::move(replayed), func, ir::structural_hash(func)};
+}
+
+}  // namespace
+
 std::optional<SearchCandidate> SearchTask::replay(const schedule::Trace& trace, int64_t seed) const {
   schedule::Trace replayed;
   auto c = make_candidate(context, trace, {}, postprocs, seed, &replayed);
-  auto* sch = std::get_if<schedule::Schedule>(&c);
-  if (!sch) return std::nullopt;
-  return SearchCandidate{std::move(replayed), sch->func(), ir::structural_hash(sch->func())};
+  return to_search_candidate(std::move(c), std::move(replayed), refusals);
 }
 
 std::optional<SearchCandidate> SearchTask::sample(RandomEngine& rng) const {
@@ -21,9 +33,7 @@ std::optional<SearchCandidate> SearchTask::sample(RandomEngine& rng) const {
   const schedule::Trace& space = spaces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(spaces.size())))];
   schedule::Trace replayed;
   auto c = make_candidate(context, space, {.fresh_decisions = true}, postprocs, rng.fork().seed(), &replayed);
-  auto* sch = std::get_if<schedule::Schedule>(&c);
-  if (!sch) return std::nullopt;
-  return SearchCandidate{std::move(replayed), sch->func(), ir::structural_hash(sch->func())};
+  return to_search_candidate(std::move(c), std::move(replayed), refusals);
 }
 
 SearchStrategyPtr make_search_strategy(const std::string& name, const EvolutionaryOptions& options) {

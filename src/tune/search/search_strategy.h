@@ -13,6 +13,7 @@
 #include "schedule/trace.h"
 #include "tune/cost_model/cost_model.h"
 #include "tune/mutator/mutator.h"
+#include "tune/postproc/candidate.h"
 #include "tune/postproc/postproc.h"
 
 namespace tyche::tune {
@@ -35,6 +36,7 @@ struct SearchTask {
   std::vector<std::pair<double, schedule::Trace>> measured_traces;  // (seconds, trace) of those that ran
   uint64_t workload = 0;
   int threads = 1;  // for sampling, mutation and validation
+  RefusalCounts* refusals = nullptr;  // when set, counts why replays and samples were refused
 
   // The candidate `trace` replays to with its recorded decisions, or nullopt when the
   // postprocessors refuse it.

@@ -44,6 +44,7 @@ struct TaskState {
   BuildResult yardstick_build;
   std::vector<double> yardstick_times;  // every timing of it, the first round's included
   std::unordered_map<uint64_t, double> corrected;
+  RefusalCounts refusals;  // why the search's candidates died
 };
 
 std::unique_ptr<CostModel> make_model(const TuneOptions& o) {
@@ -215,6 +216,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     s.mutators = default_mutators(target);
     for (auto& [m, weight] : s.mutators) m->initialize(s.context);
     s.model = model.get();
+    s.refusals = &st->refusals;
     s.workload = ir::structural_hash(w.func);
     s.threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     st->workload = RecordWorkload{w.name, st->task.extents, s.workload, w.shape, w.flop};
@@ -354,6 +356,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
   std::filesystem::remove_all(object_dir);
   for (auto& st : states) {
     if (!st->best_trace_json.empty()) st->result.best_trace_text = full_trace_text(st->search, st->best_trace_json);
+    st->result.refusals = st->refusals.counts();
     out.tasks.push_back(std::move(st->result));
   }
   out.times.total = since(start);

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,9 @@ struct TaskResult {
   double search_best_seconds = 0;   // the fastest single measurement while searching, as timed
   int confirmed = 0;                // programs timed again at the end
   std::string best_trace_text;      // the best program's trace, text form (design space + decisions)
+  // Candidates the search drew or mutated that did not replay or that a postprocessor refused,
+  // by CandidateError::reason() ("replay: dependence_violated").
+  std::map<std::string, int64_t> refusals;
   std::vector<TunePoint> history;   // after every round of this task
 };
 
