@@ -30,6 +30,7 @@
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 using namespace tyche;
 using bench::Measured;
@@ -137,7 +138,7 @@ int main() {
   std::vector<runtime::NDArray> args = inputs;
   args.push_back(runtime::NDArray(expected[0].shape(), kFloat32));
   kernel->run(args);
-  bool correct = interp::compare(args[2], expected[0]).ok;
+  bool correct = runtime::compare(args[2], expected[0]).ok;
   std::vector<void*> ptrs = {args[0].data(), args[1].data(), args[2].data()};
 
   const int n = 1024;
@@ -167,7 +168,7 @@ int main() {
   auto plain = codegen::compile(lower::lower(w.func).func, {.cpu = cpu.name});
   std::vector<runtime::NDArray> plain_args = {inputs[0], inputs[1], runtime::NDArray(expected[0].shape(), kFloat32)};
   runtime::TimeResult plain_t = runtime::time_function([&] { plain->run(plain_args); }, {.warmup = 0, .number = 1, .repeat = 1, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}});
-  bool plain_correct = interp::compare(plain_args[2], expected[0]).ok;
+  bool plain_correct = runtime::compare(plain_args[2], expected[0]).ok;
 
   double gflop = w.flop / 1e9;
   std::printf("%d interleaved rounds of >= 300 ms windows, %d threads:\n", rounds, pool.num_threads());

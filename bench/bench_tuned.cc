@@ -26,6 +26,7 @@
 #include "tune/database/database.h"
 #include "tune/search/records.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 using namespace tyche;
 
@@ -143,7 +144,7 @@ int main(int argc, char** argv) {
         std::vector<runtime::NDArray> args = inputs;
         for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
         kernels.back()->run(args);
-        bool ok = interp::compare(args[inputs.size()], expected[0]).ok;
+        bool ok = runtime::compare(args[inputs.size()], expected[0]).ok;
         correct = correct && ok;
         all_correct = all_correct && ok;
         if (!ok) std::printf("  (record %zu computes a wrong result)\n", kernels.size());
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
       bool has_baseline = ms.size() > n_tyche;
       bench::measure_interleaved(ms, rounds, 0.3);
       if (has_baseline) {
-        bool same = interp::compare(out, expected[0]).ok;
+        bool same = runtime::compare(out, expected[0]).ok;
         all_correct = all_correct && same;
         if (!same) std::printf("  (the oneDNN output differs from the reference)\n");
       }

@@ -38,6 +38,7 @@
 #include "tune/feature/per_store_feature.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 namespace {
 
@@ -115,6 +116,12 @@ workloads::Workload load(const Options& o) {
   return w;
 }
 
+std::vector<std::string> output_names(const ir::PrimFunc& f) {
+  std::vector<std::string> names;
+  for (const ir::Buffer& b : f.outputs()) names.push_back(b->name);
+  return names;
+}
+
 int cmd_show(const Options& o) {
   fmt::print("{}", ir::to_string(load(o).func));
   return 0;
@@ -127,19 +134,11 @@ int cmd_check(const Options& o) {
   auto actual = interp::run_on_inputs(w.func, inputs);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto expected = w.reference(inputs);
-  if (actual.size() != expected.size())
-    throw Error(fmt::format("the program has {} outputs but the reference {}", actual.size(), expected.size()));
-  bool ok = true;
-  double max_abs = 0;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    interp::Comparison c = interp::compare(actual[i], expected[i]);
-    ok = ok && c.ok;
-    max_abs = std::max(max_abs, c.max_abs_error);
-    if (!c.ok) fmt::print("output {}: {}\n", w.func.outputs()[i]->name, c.message);
-  }
-  fmt::print("{} [{}]: max abs error {:.3g}, interpreter {:.3f} s: {}\n", w.name, w.shape, max_abs, seconds,
-             ok ? "OK" : "MISMATCH");
-  return ok ? 0 : kExitMismatch;
+  runtime::OutputsComparison c = runtime::compare_outputs(actual, expected, output_names(w.func));
+  if (!c.ok) fmt::print("{}\n", c.message);
+  fmt::print("{} [{}]: max abs error {:.3g}, interpreter {:.3f} s: {}\n", w.name, w.shape, c.max_abs_error, seconds,
+             c.ok ? "OK" : "MISMATCH");
+  return c.ok ? 0 : kExitMismatch;
 }
 
 // "x86-64-v3 (256-bit vectors)", "host: sapphirerapids (512-bit vectors)".
@@ -206,14 +205,11 @@ int cmd_run(const Options& o) {
   std::vector<runtime::NDArray> args = inputs;
   for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
   kernel->run(args);
-  bool correct = true;
-  double max_abs = 0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
-    correct = correct && c.ok;
-    max_abs = std::max(max_abs, c.max_abs_error);
-    if (!c.ok) fmt::print(stderr, "output {}: {}\n", w.func.outputs()[i]->name, c.message);
-  }
+  runtime::OutputsComparison check =
+      runtime::compare_outputs(std::span(args).subspan(inputs.size()), expected, output_names(w.func));
+  if (!check.ok) fmt::print(stderr, "{}\n", check.message);
+  bool correct = check.ok;
+  double max_abs = check.max_abs_error;
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
   runtime::TimeOptions to;

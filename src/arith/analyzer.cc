@@ -6,6 +6,7 @@
 
 #include "arith/linear.h"
 #include "ir/op.h"
+#include "support/int_division.h"
 
 namespace tyche::arith {
 
@@ -43,7 +44,7 @@ Bound unite(const Bound& a, const Bound& b) {
 // sign (times the sign of y).
 int64_t div_endpoint(int64_t x, int64_t y, bool floor) {
   if (is_inf(x)) return (x > 0) == (y > 0) ? kPosInf : kNegInf;
-  return floor ? floordiv_const(x, y) : x / y;
+  return floor ? tyche::floordiv(x, y) : x / y;
 }
 
 // Bounds of a / b when b's bound excludes zero and is finite: the quotient is monotone in each

@@ -9,6 +9,7 @@
 #include "arith/linear.h"
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "support/int_division.h"
 
 namespace tyche::arith {
 namespace {
@@ -135,18 +136,18 @@ class Rewriter {
   static std::vector<Split> reduce_mod_scales(std::vector<Split> splits, int64_t c) {
     std::vector<Split> rest;
     for (const Split& sp : splits)
-      if (floormod_const(sp.scale, c) != 0) rest.push_back(sp);
+      if (tyche::floormod(sp.scale, c) != 0) rest.push_back(sp);
     if (rest.size() < 2) return rest;
     std::sort(rest.begin(), rest.end(), [&](const Split& a, const Split& b) {
-      return floormod_const(a.scale, c) < floormod_const(b.scale, c);
+      return tyche::floormod(a.scale, c) < tyche::floormod(b.scale, c);
     });
     std::vector<Split> out{rest[0]};
-    out[0].scale = floormod_const(rest[0].scale, c);
+    out[0].scale = tyche::floormod(rest[0].scale, c);
     rest.erase(rest.begin());
     int64_t expected = out[0].scale * out[0].extent;
     while (!rest.empty()) {
       auto it = std::find_if(rest.begin(), rest.end(), [&](const Split& sp) {
-        return floormod_const(sp.scale - expected, c) == 0;
+        return tyche::floormod(sp.scale - expected, c) == 0;
       });
       if (it == rest.end()) return splits;
       out.push_back(*it);
@@ -197,7 +198,7 @@ class Rewriter {
     auto x = rewrite(b->a);
     if (!x) return std::nullopt;
     if (x->splits.empty()) {
-      if (!x->sym.defined()) return Sum{{}, is_div ? floordiv_const(x->base, c) : floormod_const(x->base, c), {}};
+      if (!x->sym.defined()) return Sum{{}, is_div ? tyche::floordiv(x->base, c) : tyche::floormod(x->base, c), {}};
       ir::Expr s = sym_expr(*x, e.dtype());
       return Sum{{}, 0, is_div ? ir::floordiv(s, b->b) : ir::floormod(s, b->b)};
     }

@@ -74,13 +74,6 @@ bool is_linear_type(DataType t) {
   return t.is_int() && t.is_scalar();
 }
 
-int64_t floordiv_const(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-int64_t floormod_const(int64_t a, int64_t b) {
-  return a - wrap_mul(floordiv_const(a, b), b);
-}
 int64_t gcd_const(int64_t a, int64_t b) {
   uint64_t x = a < 0 ? -static_cast<uint64_t>(a) : static_cast<uint64_t>(a);
   uint64_t y = b < 0 ? -static_cast<uint64_t>(b) : static_cast<uint64_t>(b);

@@ -9,6 +9,7 @@
 #include "arith/linear.h"
 #include "ir/var_use.h"
 #include "ir/op.h"
+#include "support/int_division.h"
 
 namespace tyche::arith {
 
@@ -279,7 +280,7 @@ class Simplifier {
   // floordiv(s, c), c > 0.
   Expr div_linear(LinearSum s, int64_t c) {
     s = fuse_divmod(std::move(s));
-    if (s.is_const()) return make_int(floordiv_const(s.constant, c), s.dtype);
+    if (s.is_const()) return make_int(tyche::floordiv(s.constant, c), s.dtype);
     if (int64_t g = gcd_const(s.content(), c); g > 1) {
       s = divide(s, g);
       c /= g;
@@ -294,8 +295,8 @@ class Simplifier {
         r.add_term(t.atom, t.coeff);
     }
     ConstIntBound rb = bound(r);
-    if (finite(rb) && floordiv_const(rb.min_value, c) == floordiv_const(rb.max_value, c)) {
-      q.constant = wrap_add(q.constant, floordiv_const(rb.min_value, c));
+    if (finite(rb) && tyche::floordiv(rb.min_value, c) == tyche::floordiv(rb.max_value, c)) {
+      q.constant = wrap_add(q.constant, tyche::floordiv(rb.min_value, c));
       return finish(std::move(q));
     }
     if (r.constant % c == 0) {
@@ -328,7 +329,7 @@ class Simplifier {
   Expr mod_linear(LinearSum s, int64_t c) {
     s = fuse_divmod(std::move(s));
     if (c == 1) return make_int(0, s.dtype);
-    if (s.is_const()) return make_int(floormod_const(s.constant, c), s.dtype);
+    if (s.is_const()) return make_int(tyche::floormod(s.constant, c), s.dtype);
     if (int64_t g = gcd_const(s.content(), c); g > 1) {
       // floormod(g*s, g*c) = g*floormod(s, c).
       LinearSum r = to_linear(mod_linear(divide(s, g), c / g));
@@ -336,15 +337,15 @@ class Simplifier {
       return finish(std::move(r));
     }
     // Multiples of c vanish; coefficients at least c reduce modulo c.
-    LinearSum r(s.dtype, floormod_const(s.constant, c));
+    LinearSum r(s.dtype, tyche::floormod(s.constant, c));
     for (const LinearTerm& t : s.terms) {
-      int64_t k = (t.coeff >= c || t.coeff <= -c) ? floormod_const(t.coeff, c) : t.coeff;
+      int64_t k = (t.coeff >= c || t.coeff <= -c) ? tyche::floormod(t.coeff, c) : t.coeff;
       r.add_term(t.atom, k);
     }
     if (r.is_const()) return make_int(r.constant, s.dtype);
     ConstIntBound rb = bound(r);
-    if (finite(rb) && floordiv_const(rb.min_value, c) == floordiv_const(rb.max_value, c)) {
-      r.constant = wrap_add(r.constant, wrap_mul(floordiv_const(rb.min_value, c), -c));
+    if (finite(rb) && tyche::floordiv(rb.min_value, c) == tyche::floordiv(rb.max_value, c)) {
+      r.constant = wrap_add(r.constant, wrap_mul(tyche::floordiv(rb.min_value, c), -c));
       return finish(std::move(r));
     }
     if (r.terms.size() == 1 && r.terms[0].coeff == 1) {

@@ -9,6 +9,7 @@
 
 #include "ir/op.h"
 #include "support/error.h"
+#include "support/int_division.h"
 
 namespace tyche::codegen {
 
@@ -22,8 +23,6 @@ const char* kPrelude = R"(#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static inline int64_t tyche_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static inline int64_t tyche_floormod(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 #define TYCHE_MINMAX(T, S) \
   static inline T tyche_min_##S(T a, T b) { return a < b ? a : b; } \
   static inline T tyche_max_##S(T a, T b) { return a < b ? b : a; }
@@ -48,7 +47,7 @@ class CEmitter {
   explicit CEmitter(int64_t max_stack_bytes) : max_stack_bytes_(max_stack_bytes) {}
 
   std::string emit(const ir::PrimFunc& f) {
-    out_ << kPrelude << "\n";
+    out_ << kPrelude << tyche::kIntDivisionCSource << "\n\n";
     std::vector<std::string> params;
     for (const ir::Buffer& p : f->params) params.push_back(fmt::format("{}* restrict {}", memory_type(p->dtype), buffer_name(p)));
     out_ << fmt::format("void {}({}) {{\n", f->name, fmt::join(params, ", "));

@@ -56,26 +56,4 @@ class CompiledFunc {
   std::unique_ptr<detail::Program> program_;
 };
 
-struct Comparison {
-  bool ok = true;
-  double max_abs_error = 0;
-  double max_rel_error = 0;  // over elements whose expected value is non-zero
-  int64_t mismatches = 0;
-  std::string message;  // one line: "ok" or what differs and where
-};
-
-// Default tolerances for an element type: float32 1e-4, float16/bfloat16 1e-2, float64 1e-9,
-// integers and bool 0 (exact).
-struct Tolerance {
-  double rtol = 0, atol = 0;
-};
-Tolerance default_tolerance(DataType dtype);
-
-// Element-wise check: integers/bool exact; floats |a - e| <= atol + rtol * |e| with the defaults
-// of `expected`'s dtype. NaN in `actual` where `expected` is not NaN is a mismatch (NaN matches
-// NaN); infinities must match exactly. A shape or dtype mismatch gives ok = false.
-Comparison compare(const runtime::NDArray& actual, const runtime::NDArray& expected);
-Comparison compare(const runtime::NDArray& actual, const runtime::NDArray& expected,
-                   Tolerance tolerance);
-
 }  // namespace tyche::interp

@@ -9,6 +9,7 @@
 
 #include "ir/expr.h"
 #include "support/error.h"
+#include "support/int_division.h"
 
 namespace tyche::interp::detail {
 
@@ -26,18 +27,10 @@ inline int64_t int_op(int64_t a, int64_t b) {
   if constexpr (K == ExprKind::kAdd) return static_cast<int64_t>(ua + ub);
   else if constexpr (K == ExprKind::kSub) return static_cast<int64_t>(ua - ub);
   else if constexpr (K == ExprKind::kMul) return static_cast<int64_t>(ua * ub);
-  else if constexpr (K == ExprKind::kDiv || K == ExprKind::kFloorDiv) {
-    if (b == -1) return static_cast<int64_t>(0 - ua);  // INT64_MIN / -1 wraps
-    int64_t q = a / b;
-    if constexpr (K == ExprKind::kFloorDiv) {
-      if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-    }
-    return q;
-  } else if constexpr (K == ExprKind::kFloorMod) {
-    if (b == -1) return 0;
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-  } else if constexpr (K == ExprKind::kMin) return std::min(a, b);
+  else if constexpr (K == ExprKind::kDiv) return b == -1 ? static_cast<int64_t>(0 - ua) : a / b;  // INT64_MIN / -1 wraps
+  else if constexpr (K == ExprKind::kFloorDiv) return floordiv(a, b);
+  else if constexpr (K == ExprKind::kFloorMod) return floormod(a, b);
+  else if constexpr (K == ExprKind::kMin) return std::min(a, b);
   else if constexpr (K == ExprKind::kMax) return std::max(a, b);
   else if constexpr (K == ExprKind::kEQ) return a == b;
   else if constexpr (K == ExprKind::kNE) return a != b;

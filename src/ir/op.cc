@@ -1,5 +1,7 @@
 #include "ir/op.h"
 
+#include "support/int_division.h"
+
 #include <cmath>
 #include <limits>
 
@@ -124,11 +126,6 @@ void reconcile(Expr& a, Expr& b) {
     throw_error("operand types {} and {} do not match", a.dtype().str(), b.dtype().str());
 }
 
-int64_t floordiv_int(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 // Two's complement negation without signed overflow.
 int64_t neg_wrap(int64_t x) { return static_cast<int64_t>(0ULL - static_cast<uint64_t>(x)); }
 
@@ -144,8 +141,8 @@ Expr fold(ExprKind k, const Expr& a, const Expr& b) {
       case ExprKind::kMul: return make_int(static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)), t);
       // Division by zero and INT64_MIN / -1 stay unfolded: they are errors at run time.
       case ExprKind::kDiv: return y && y != -1 ? make_int(x / y, t) : y == -1 ? make_int(neg_wrap(x), t) : Expr();
-      case ExprKind::kFloorDiv: return y && y != -1 ? make_int(floordiv_int(x, y), t) : y == -1 ? make_int(neg_wrap(x), t) : Expr();
-      case ExprKind::kFloorMod: return y && y != -1 ? make_int(x - floordiv_int(x, y) * y, t) : y == -1 ? make_int(0, t) : Expr();
+      case ExprKind::kFloorDiv: return y ? make_int(tyche::floordiv(x, y), t) : Expr();
+      case ExprKind::kFloorMod: return y ? make_int(tyche::floormod(x, y), t) : Expr();
       case ExprKind::kMin: return make_int(std::min(x, y), t);
       case ExprKind::kMax: return make_int(std::max(x, y), t);
       case ExprKind::kEQ: return make_bool(x == y);

@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "support/int_division.h"
 #include "arith/analyzer.h"
 #include "arith/int_set.h"
 #include "arith/linear.h"
@@ -50,9 +51,9 @@ int64_t eval(const Expr& e, const Env& env) {
     case ExprKind::kDiv:
       return a / b;
     case ExprKind::kFloorDiv:
-      return floordiv_const(a, b);
+      return tyche::floordiv(a, b);
     case ExprKind::kFloorMod:
-      return floormod_const(a, b);
+      return tyche::floormod(a, b);
     case ExprKind::kMin:
       return std::min(a, b);
     case ExprKind::kMax:

@@ -14,6 +14,7 @@
 #include "schedule/schedule.h"
 #include "te/tensor.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 namespace tyche::codegen {
 namespace {
@@ -39,7 +40,7 @@ std::unique_ptr<CompiledKernel> build(const ir::PrimFunc& f, CompileOptions o = 
   for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
   k->run(args);
   for (size_t i = 0; i < expected.size(); ++i) {
-    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
+    runtime::Comparison c = runtime::compare(args[inputs.size() + i], expected[i]);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(lower::lower(scheduled).func);
   }
   return ::testing::AssertionSuccess();
@@ -60,7 +61,7 @@ std::unique_ptr<CompiledKernel> build(const ir::PrimFunc& f, CompileOptions o = 
   for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
   k->run(args);
   for (size_t i = 0; i < expected.size(); ++i) {
-    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
+    runtime::Comparison c = runtime::compare(args[inputs.size() + i], expected[i]);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(lower::lower(f).func);
   }
   return ::testing::AssertionSuccess();
@@ -300,7 +301,7 @@ TEST(Codegen, APaddedCopyThroughAnIntermediateKeepsItsZeros) {
     args.push_back(runtime::NDArray(expected[0].shape(), expected[0].dtype()));
     dirty_stack();
     k->run(args);
-    interp::Comparison c = interp::compare(args.back(), expected[0]);
+    runtime::Comparison c = runtime::compare(args.back(), expected[0]);
     ASSERT_TRUE(c.ok) << c.message;
   }
 }
@@ -317,7 +318,7 @@ TEST(Codegen, ModulesLookUpKernelsByName) {
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
   m.get_function("GMM")(ptrs.data());
-  EXPECT_TRUE(interp::compare(args.back(), expected[0]).ok);
+  EXPECT_TRUE(runtime::compare(args.back(), expected[0]).ok);
   EXPECT_THROW(m.get_function("C2D"), Error);
 }
 

@@ -13,6 +13,7 @@
 #include "ir/printer.h"
 #include "lower/lower.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 namespace tyche::codegen {
 namespace {
@@ -53,7 +54,7 @@ TEST(BackendProperty, RandomSchedulesLowerAndCompileCorrectly) {
         }
         ASSERT_NO_THROW(interp::run(lowered.func, args)) << op << "\n" << trace << ir::to_string(lowered.func);
         for (size_t i = 0; i < expected.size(); ++i) {
-          interp::Comparison c = interp::compare(flat_copy(args[inputs.size() + i], expected[i].numel()),
+          runtime::Comparison c = runtime::compare(flat_copy(args[inputs.size() + i], expected[i].numel()),
                                                  flat_copy(expected[i], expected[i].numel()));
           ASSERT_TRUE(c.ok) << op << ": " << c.message << "\n" << trace << ir::to_string(lowered.func);
         }
@@ -67,7 +68,7 @@ TEST(BackendProperty, RandomSchedulesLowerAndCompileCorrectly) {
       for (const auto& e : expected) kargs.push_back(runtime::NDArray(e.shape(), e.dtype()));
       kernel->run(kargs);
       for (size_t i = 0; i < expected.size(); ++i) {
-        interp::Comparison c = interp::compare(kargs[inputs.size() + i], expected[i]);
+        runtime::Comparison c = runtime::compare(kargs[inputs.size() + i], expected[i]);
         ASSERT_TRUE(c.ok) << op << " (compiled): " << c.message << "\n" << trace << ir::to_string(lowered.func);
       }
       ++compiled;

@@ -8,10 +8,12 @@
 
 #include "codegen/c_codegen.h"
 #include "interp/interpreter.h"
+#include "ir/op.h"
 #include "lower/lower.h"
 #include "schedule/schedule.h"
 #include "te/tensor.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 namespace tyche::codegen {
 namespace {
@@ -62,7 +64,7 @@ class CLibrary {
   for (auto& a : args) ptrs.push_back(a.data());
   lib.entry(ptrs.data());
   for (size_t i = 0; i < expected.size(); ++i) {
-    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
+    runtime::Comparison c = runtime::compare(args[inputs.size() + i], expected[i]);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << source;
   }
   return ::testing::AssertionSuccess();
@@ -115,6 +117,36 @@ TEST(CBackend, DataTypesAndMath) {
   in.fill_uniform(8);
   auto expected = interp::run_on_inputs(g, {in});
   EXPECT_TRUE(c_matches(g, {in}, expected));
+}
+
+// Generated C, the interpreter and constant folding share one floordiv/floormod
+// (support/int_division.h): every sign of dividend and divisor, -1 and INT64_MIN included.
+TEST(CBackend, FloorDivisionAgreesWithTheInterpreterAndFoldingOnEverySign) {
+  using namespace te;
+  const std::vector<int64_t> dividends = {7, -7, 7, -7, 6, -6, 0, INT64_MIN, INT64_MIN, INT64_MAX, -1, 1};
+  const std::vector<int64_t> divisors = {2, 2, -2, -2, 3, -3, 5, -1, 2, -1, 4, -4};
+  const int64_t n = static_cast<int64_t>(dividends.size());
+  Tensor a = placeholder({n}, kInt64, "A");
+  Tensor d = placeholder({n}, kInt64, "D");
+  Tensor q = compute({n}, [&](Var i) { return ir::floordiv(a(i), d(i)); }, "Q");
+  Tensor r = compute({n}, [&](Var i) { return ir::floormod(a(i), d(i)); }, "R");
+  ir::PrimFunc f = create_prim_func({a, d, q, r});
+  runtime::NDArray in_a({n}, kInt64), in_d({n}, kInt64);
+  for (int64_t i = 0; i < n; ++i) {
+    static_cast<int64_t*>(in_a.data())[i] = dividends[i];
+    static_cast<int64_t*>(in_d.data())[i] = divisors[i];
+  }
+  auto expected = interp::run_on_inputs(f, {in_a, in_d});
+  for (int64_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(fmt::format("{} / {}", dividends[i], divisors[i]));
+    ir::Expr folded_q = ir::floordiv(ir::make_int(dividends[i], kInt64), ir::make_int(divisors[i], kInt64));
+    ir::Expr folded_r = ir::floormod(ir::make_int(dividends[i], kInt64), ir::make_int(divisors[i], kInt64));
+    EXPECT_EQ(ir::as_const_int(folded_q), static_cast<int64_t*>(expected[0].data())[i]);
+    EXPECT_EQ(ir::as_const_int(folded_r), static_cast<int64_t*>(expected[1].data())[i]);
+  }
+  EXPECT_EQ(static_cast<int64_t*>(expected[0].data())[1], -4);  // -7 // 2
+  EXPECT_EQ(static_cast<int64_t*>(expected[1].data())[2], -1);  // 7 % -2
+  EXPECT_TRUE(c_matches(f, {in_a, in_d}, expected));
 }
 
 TEST(CBackend, ParallelPragmaHeapBuffersAndRefusals) {

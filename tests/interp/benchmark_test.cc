@@ -10,6 +10,7 @@
 
 #include "builders.h"
 #include "ir/functor.h"
+#include "runtime/compare.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TYCHE_INTERP_SANITIZED 1
@@ -26,6 +27,9 @@ constexpr bool kAssertSpeed = false;
 
 namespace tyche::interp::testing {
 namespace {
+
+using runtime::Comparison;
+using runtime::compare;
 
 // Expression nodes (plus the store itself) one execution of `s` evaluates, loops excluded.
 class NodeCounter : public StmtExprVisitor {

@@ -5,9 +5,13 @@
 #include <cmath>
 
 #include "builders.h"
+#include "runtime/compare.h"
 
 namespace tyche::interp::testing {
 namespace {
+
+using runtime::Comparison;
+using runtime::compare;
 
 constexpr int kM = 24, kN = 20, kK = 32;
 

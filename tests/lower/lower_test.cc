@@ -12,6 +12,7 @@
 #include "lower/lower.h"
 #include "schedule/schedule.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 namespace tyche::lower {
 namespace {
@@ -42,7 +43,7 @@ runtime::NDArray flat_copy(const runtime::NDArray& a, int64_t size) {
   for (size_t i = 0; i < expected.size(); ++i) {
     runtime::NDArray got = flat_copy(args[inputs.size() + i], expected[i].numel());
     runtime::NDArray want = flat_copy(expected[i], expected[i].numel());
-    interp::Comparison c = interp::compare(got, want);
+    runtime::Comparison c = runtime::compare(got, want);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(lowered);
   }
   return ::testing::AssertionSuccess();

@@ -8,6 +8,7 @@
 #include "schedule/primitive.h"
 #include "schedule/tensor_intrin.h"
 #include "schedule_test_util.h"
+#include "runtime/compare.h"
 
 namespace tyche::schedule {
 namespace {
@@ -34,7 +35,7 @@ using testing::small;
   }
   auto expected = w.reference(inputs);
   for (size_t i = 0; i < expected.size(); ++i) {
-    interp::Comparison c = interp::compare(args[inputs.size() + i], expected[i]);
+    runtime::Comparison c = runtime::compare(args[inputs.size() + i], expected[i]);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(f);
   }
   return ::testing::AssertionSuccess();
@@ -328,7 +329,7 @@ TEST(TensorIntrin, BuiltinsDescribeTheirImplementations) {
     auto a = interp::run_on_inputs(t->desc, inputs);
     auto b = interp::run_on_inputs(t->impl, inputs);
     ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(interp::compare(b[i], a[i]).ok) << name;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(runtime::compare(b[i], a[i]).ok) << name;
   }
 }
 

@@ -8,6 +8,7 @@
 #include "ir/op.h"
 #include "schedule/primitive.h"
 #include "schedule_test_util.h"
+#include "runtime/compare.h"
 
 namespace tyche::schedule {
 namespace {
@@ -76,7 +77,7 @@ ir::PrimFunc nested_scope_func() {
     return ::testing::AssertionFailure() << "interpreter: " << e.what() << "\n" << ir::to_string(scheduled);
   }
   for (size_t i = 0; i < actual.size(); ++i) {
-    interp::Comparison c = interp::compare(actual[i], expected[i]);
+    runtime::Comparison c = runtime::compare(actual[i], expected[i]);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(scheduled);
   }
   return ::testing::AssertionSuccess();

@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "schedule/primitive.h"
 #include "schedule_test_util.h"
+#include "runtime/compare.h"
 
 namespace tyche::schedule {
 namespace {
@@ -223,7 +224,7 @@ ir::PrimFunc func(std::vector<ir::Buffer> params, int outputs, std::vector<ir::S
     return ::testing::AssertionFailure() << e.what() << "\n" << ir::to_string(after);
   }
   for (size_t i = 0; i < actual.size(); ++i) {
-    interp::Comparison c = interp::compare(actual[i], expected[i]);
+    runtime::Comparison c = runtime::compare(actual[i], expected[i]);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(after);
   }
   return ::testing::AssertionSuccess();

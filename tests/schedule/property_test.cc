@@ -10,6 +10,7 @@
 #include "schedule/schedule.h"
 #include "random_scheduler.h"
 #include "schedule_test_util.h"
+#include "runtime/compare.h"
 
 namespace tyche::schedule {
 namespace {
@@ -63,7 +64,7 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
       std::vector<runtime::NDArray> actual;
       ASSERT_NO_THROW(actual = interp::run_on_inputs(sch.func(), inputs)) << op << "\n" << ir::to_string(sch.func());
       for (size_t i = 0; i < actual.size(); ++i) {
-        interp::Comparison c = interp::compare(actual[i], expected[i]);
+        runtime::Comparison c = runtime::compare(actual[i], expected[i]);
         ASSERT_TRUE(c.ok) << op << ": " << c.message << "\n" << ir::to_string(sch.func());
       }
     }

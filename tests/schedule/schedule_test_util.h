@@ -12,6 +12,7 @@
 #include "ir/printer.h"
 #include "schedule/schedule.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 namespace tyche::schedule::testing {
 
@@ -43,7 +44,7 @@ inline ::testing::AssertionResult computes_reference(const workloads::Workload& 
   }
   auto expected = w.reference(inputs);
   for (size_t i = 0; i < actual.size(); ++i) {
-    interp::Comparison c = interp::compare(actual[i], expected[i]);
+    runtime::Comparison c = runtime::compare(actual[i], expected[i]);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(scheduled);
   }
   return ::testing::AssertionSuccess();

@@ -10,6 +10,7 @@
 #include "tune/measure/builder.h"
 #include "tune/measure/runner.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 namespace tyche::tune {
 namespace {
@@ -74,7 +75,7 @@ TEST(Builder, BuildsABatchConcurrentlyAndKeepsEachFailure) {
   std::vector<runtime::NDArray> args = inputs;
   args.push_back(runtime::NDArray(expected[0].shape(), kFloat32));
   results[2].kernel->run(args);
-  EXPECT_TRUE(interp::compare(args.back(), expected[0]).ok);
+  EXPECT_TRUE(runtime::compare(args.back(), expected[0]).ok);
 }
 
 TEST(Builder, BuildsForTheCpuAskedAndRefusesOnesThatCannotRunHere) {

@@ -10,6 +10,7 @@
 #include "ir/structural.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
+#include "runtime/compare.h"
 
 namespace tyche::workloads {
 namespace {
@@ -86,7 +87,7 @@ TEST(Interpreter, MatchesReferenceOnEveryPreset) {
     auto expected = w.reference(inputs);
     ASSERT_EQ(actual.size(), expected.size()) << name;
     for (size_t i = 0; i < actual.size(); ++i) {
-      interp::Comparison c = interp::compare(actual[i], expected[i]);
+      runtime::Comparison c = runtime::compare(actual[i], expected[i]);
       EXPECT_TRUE(c.ok) << name << ": " << c.message;
     }
   }
@@ -99,7 +100,7 @@ TEST(Interpreter, DetectsAWrongInput) {
   auto actual = interp::run_on_inputs(w.func, inputs);
   inputs[1].set_flat(5, inputs[1].get_flat(5) + 0.5);
   auto expected = w.reference(inputs);
-  EXPECT_FALSE(interp::compare(actual[0], expected[0]).ok);
+  EXPECT_FALSE(runtime::compare(actual[0], expected[0]).ok);
 }
 
 TEST(IndexNotation, InterpreterMatchesDirectEvaluation) {
@@ -115,7 +116,7 @@ TEST(IndexNotation, InterpreterMatchesDirectEvaluation) {
     auto expected = w.reference(inputs);
     ASSERT_EQ(actual.size(), expected.size()) << c.formula;
     for (size_t i = 0; i < actual.size(); ++i) {
-      interp::Comparison cmp = interp::compare(actual[i], expected[i]);
+      runtime::Comparison cmp = runtime::compare(actual[i], expected[i]);
       EXPECT_TRUE(cmp.ok) << c.formula << ": " << cmp.message;
     }
   }

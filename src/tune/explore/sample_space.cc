@@ -9,6 +9,7 @@
 #include "interp/interpreter.h"
 #include "lower/lower.h"
 #include "tune/postproc/candidate.h"
+#include "runtime/compare.h"
 
 namespace tyche::tune {
 
@@ -28,12 +29,7 @@ std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::N
   } else {
     actual = interp::run_on_inputs(func, inputs);
   }
-  if (actual.size() != expected.size()) return "wrong number of outputs";
-  for (size_t i = 0; i < actual.size(); ++i) {
-    interp::Comparison c = interp::compare(actual[i], expected[i]);
-    if (!c.ok) return c.message;
-  }
-  return {};
+  return runtime::compare_outputs(actual, expected).message;
 }
 
 SampleSpaceReport sample_space(const workloads::Workload& w, const Target& target, const SampleSpaceOptions& options,

@@ -27,6 +27,7 @@
 #include "ir/op.h"
 #include "lower/lower.h"
 #include "tune/feature/per_store_feature.h"
+#include "support/int_division.h"
 
 namespace tyche::tune {
 
@@ -42,8 +43,6 @@ struct Interval {
 
 // Intervals of the loop variables: relaxed ones over their range, the others at their minimum.
 using VarIntervals = std::unordered_map<const ir::VarNode*, Interval>;
-
-int64_t floordiv(int64_t a, int64_t b) { return arith::floordiv_const(a, b); }
 
 // The values an integer index expression takes; nullopt when it depends on data (a load) or
 // on something interval arithmetic does not follow.
@@ -88,7 +87,7 @@ std::optional<Interval> bound(const ir::Expr& e, const VarIntervals& vars) {
     case ExprKind::kFloorMod: {
       if (b->lo != b->hi || b->lo <= 0) return std::nullopt;
       int64_t c = b->lo;
-      if (floordiv(a->lo, c) == floordiv(a->hi, c)) return Interval{arith::floormod_const(a->lo, c), arith::floormod_const(a->hi, c)};
+      if (floordiv(a->lo, c) == floordiv(a->hi, c)) return Interval{tyche::floormod(a->lo, c), tyche::floormod(a->hi, c)};
       return Interval{0, c - 1};
     }
     default: return std::nullopt;

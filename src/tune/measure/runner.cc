@@ -16,6 +16,7 @@
 
 #include "interp/interpreter.h"
 #include "support/error.h"
+#include "runtime/compare.h"
 
 namespace tyche::tune {
 
@@ -170,25 +171,17 @@ RunResult Runner::run(const RunInput& input) {
   result.time.cv = response.value("cv", 0.0);
   if (!outputs_file.empty()) {
     result.checked = true;
-    result.correct = true;
     std::ifstream in(outputs_file, std::ios::binary);
-    for (size_t i = 0; i < input.expected.size(); ++i) {
-      const runtime::NDArray& want = input.expected[i];
-      runtime::NDArray got(want.shape(), want.dtype());
-      in.read(static_cast<char*>(got.data()), static_cast<std::streamsize>(got.nbytes()));
-      if (!in) {
-        result.correct = false;
-        result.mismatch = "the worker wrote fewer outputs than expected";
-        break;
-      }
-      interp::Comparison c = interp::compare(got, want);
-      if (!c.ok) {
-        result.correct = false;
-        result.mismatch = c.message;
-        break;
-      }
+    std::vector<runtime::NDArray> got;
+    bool complete = true;
+    for (const runtime::NDArray& want : input.expected) {
+      got.emplace_back(want.shape(), want.dtype());
+      complete = complete && in.read(static_cast<char*>(got.back().data()), static_cast<std::streamsize>(got.back().nbytes()));
     }
     in.close();
+    runtime::OutputsComparison c = runtime::compare_outputs(got, input.expected);
+    result.correct = complete && c.ok;
+    result.mismatch = complete ? c.message : "the worker wrote fewer outputs than expected";
     std::remove(outputs_file.c_str());
   }
   return result;

@@ -1,12 +1,12 @@
-// Element-wise comparison of a computed tensor against the oracle's.
+#include "runtime/compare.h"
+
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "interp/interpreter.h"
-
-namespace tyche::interp {
+namespace tyche::runtime {
 
 namespace {
 
@@ -22,7 +22,7 @@ std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape) 
 
 // Exact integer read. (NDArray::get_flat_int is not used: it returns negative int32 values as
 // their unsigned 32-bit pattern.)
-int64_t int_at(const runtime::NDArray& a, int64_t i) {
+int64_t int_at(const NDArray& a, int64_t i) {
   DataType t = a.dtype();
   if (t.is_bool()) return a.data_as<uint8_t>()[i] != 0;
   bool s = t.is_int();
@@ -45,11 +45,11 @@ Tolerance default_tolerance(DataType dtype) {
   return {1e-4, 1e-4};
 }
 
-Comparison compare(const runtime::NDArray& actual, const runtime::NDArray& expected) {
+Comparison compare(const NDArray& actual, const NDArray& expected) {
   return compare(actual, expected, default_tolerance(expected.dtype()));
 }
 
-Comparison compare(const runtime::NDArray& actual, const runtime::NDArray& expected, Tolerance tol) {
+Comparison compare(const NDArray& actual, const NDArray& expected, Tolerance tol) {
   Comparison r;
   if (!actual.defined() || !expected.defined()) {
     r.ok = false;
@@ -116,4 +116,23 @@ Comparison compare(const runtime::NDArray& actual, const runtime::NDArray& expec
   return r;
 }
 
-}  // namespace tyche::interp
+OutputsComparison compare_outputs(std::span<const NDArray> actual, std::span<const NDArray> expected,
+                                  std::span<const std::string> names) {
+  OutputsComparison out;
+  if (actual.size() != expected.size()) {
+    out.ok = false;
+    out.message = fmt::format("the program has {} outputs, the reference {}", actual.size(), expected.size());
+    return out;
+  }
+  for (size_t i = 0; i < actual.size(); ++i) {
+    Comparison c = compare(actual[i], expected[i]);
+    out.max_abs_error = std::max(out.max_abs_error, c.max_abs_error);
+    if (c.ok) continue;
+    out.ok = false;
+    std::string which = i < names.size() ? fmt::format("output {} ({})", i, names[i]) : fmt::format("output {}", i);
+    out.message += fmt::format("{}{}: {}", out.message.empty() ? "" : "\n", which, c.message);
+  }
+  return out;
+}
+
+}  // namespace tyche::runtime

@@ -4,12 +4,10 @@
 #include <cmath>
 #include <limits>
 
-#include "interp/interpreter.h"
+#include "runtime/compare.h"
 
-namespace tyche::interp {
+namespace tyche::runtime {
 namespace {
-
-using runtime::NDArray;
 
 NDArray filled(std::vector<int64_t> shape, DataType dtype, std::vector<double> values) {
   NDArray a(std::move(shape), dtype);
@@ -109,5 +107,22 @@ TEST(Compare, EmptyArraysMatch) {
   EXPECT_TRUE(compare(NDArray({0, 3}, kFloat32), NDArray({0, 3}, kFloat32)).ok);
 }
 
+TEST(CompareOutputs, NamesEachMismatchingOutputAndKeepsTheLargestError) {
+  std::vector<NDArray> expected = {filled({2}, kFloat32, {1, 2}), filled({2}, kFloat32, {3, 4}), filled({1}, kInt32, {5})};
+  std::vector<NDArray> actual = {filled({2}, kFloat32, {1, 2}), filled({2}, kFloat32, {3, 9}), filled({1}, kInt32, {6})};
+  std::vector<std::string> names = {"A", "B", "C"};
+  OutputsComparison c = compare_outputs(actual, expected, names);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.max_abs_error, 5);
+  EXPECT_NE(c.message.find("output 1 (B): "), std::string::npos) << c.message;
+  EXPECT_NE(c.message.find("\noutput 2 (C): "), std::string::npos) << c.message;
+  EXPECT_EQ(c.message.find("output 0"), std::string::npos) << c.message;
+  EXPECT_TRUE(compare_outputs(expected, expected).ok);
+  EXPECT_TRUE(compare_outputs(expected, expected).message.empty());
+  OutputsComparison fewer = compare_outputs(std::span(actual).first(2), expected);
+  EXPECT_FALSE(fewer.ok);
+  EXPECT_EQ(fewer.message, "the program has 2 outputs, the reference 3");
+}
+
 }  // namespace
-}  // namespace tyche::interp
+}  // namespace tyche::runtime
