@@ -7,6 +7,7 @@
 #include "ir/printer.h"
 #include "support/error.h"
 #include "tune/space/annotations.h"
+#include "tune/space/multi_level_tiling.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/space_generator.h"
 
@@ -215,6 +216,41 @@ TEST(MultiLevelTiling, TheReductionTileMayHaveItsOwnLimit) {
   EXPECT_THAT(text, HasSubstr("sample_perfect_tile(loop=l4, n=2, max_innermost_factor=4"));  // k
   EXPECT_THAT(text, HasSubstr("sample_perfect_tile(loop=l2, n=4, max_innermost_factor=16"));  // i
   EXPECT_TRUE(computes_reference(w, designs[0].func()));
+}
+
+// A variant plugs a step into the pipeline, as a tensor-intrinsic variant would: here, after
+// tiling, each design branches into one that unrolls its innermost tile and one that does not.
+class UnrollInnermostOrNot : public MultiLevelTiling {
+ public:
+  using MultiLevelTiling::MultiLevelTiling;
+
+ protected:
+  std::vector<Step> steps() const override {
+    std::vector<Step> s = MultiLevelTiling::steps();
+    s.insert(s.begin() + 2, [](TilingState st) {
+      std::vector<TilingState> out;
+      TilingState unrolled{st.sch.copy(), st.block, st.design, st.write_cache, st.tiles, st.panel};
+      if (unrolled.sch.unroll(unrolled.tiles.back().back()).ok()) out.push_back(std::move(unrolled));
+      out.push_back(std::move(st));
+      return out;
+    });
+    return s;
+  }
+};
+
+TEST(MultiLevelTiling, AVariantAddsAStepThatBranches) {
+  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=32,j=32,k=64");
+  MultiLevelTilingConfig config{.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {2}}};
+  auto plain = generate(w, {multi_level_tiling(config)});
+  auto variant = generate(w, {std::make_shared<UnrollInnermostOrNot>(config)});
+  ASSERT_EQ(plain.size(), 2u);  // without and with the write cache
+  ASSERT_EQ(variant.size(), 4u);
+  for (size_t i = 0; i < variant.size(); ++i) {
+    std::string text = variant[i].trace()->to_text();
+    EXPECT_EQ(text.find("sch.unroll(") != std::string::npos, i % 2 == 0) << text;
+    EXPECT_EQ(text.find("cache_write") != std::string::npos, i >= 2) << text;
+    EXPECT_TRUE(computes_reference(w, variant[i].func()));
+  }
 }
 
 TEST(MultiLevelTiling, LeavesBlocksWithoutReuseAlone) {
