@@ -3,8 +3,8 @@
 #include <unordered_set>
 
 #include "arith/linear.h"
-#include "ir/var_use.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
 
 namespace tyche::arith {
 

@@ -7,8 +7,8 @@
 
 #include "arith/analyzer.h"
 #include "arith/linear.h"
-#include "ir/var_use.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
 #include "support/int_division.h"
 
 namespace tyche::arith {

@@ -9,10 +9,10 @@
 // was. Bodies larger than kMaxStatements are not copied (their inner loops may be).
 #include <unordered_set>
 
-#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
 #include "lower/lower.h"
 
 namespace tyche::lower {

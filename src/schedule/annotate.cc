@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
 #include "ir/op.h"
-#include "schedule/primitive.h"
 #include "schedule/instruction_impl.h"
+#include "schedule/primitive.h"
 
 namespace tyche::schedule {
 

@@ -4,8 +4,8 @@
 #include <functional>
 
 #include "schedule/analysis.h"
-#include "schedule/primitive.h"
 #include "schedule/instruction_impl.h"
+#include "schedule/primitive.h"
 
 namespace tyche::schedule {
 

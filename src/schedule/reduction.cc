@@ -12,13 +12,13 @@
 #include "arith/analyzer.h"
 #include "arith/region.h"
 #include "ir/functor.h"
-#include "ir/var_use.h"
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "ir/var_use.h"
 #include "schedule/analysis.h"
+#include "schedule/instruction_impl.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
-#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 

@@ -24,10 +24,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ir/var_use.h"
 #include "arith/const_int_bound.h"
 #include "arith/linear.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
 #include "schedule/analysis.h"
 #include "tune/postproc/postproc.h"
 #include "tune/space/annotations.h"

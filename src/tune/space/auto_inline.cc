@@ -1,9 +1,9 @@
 // AutoInline: removes element-wise and constant blocks by inlining them into their consumers
 // (compute_inline) or, optionally, an element-wise consumer into its single producer
 // (reverse_compute_inline), so later rules tile fewer, larger blocks.
-#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
+#include "ir/var_use.h"
 #include "schedule/analysis.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"

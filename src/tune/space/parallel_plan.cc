@@ -1,4 +1,3 @@
-#include "ir/var_use.h"
 #include "tune/space/parallel_plan.h"
 
 #include <unordered_set>
@@ -6,6 +5,7 @@
 #include "arith/const_int_bound.h"
 #include "arith/linear.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
 #include "schedule/analysis.h"
 
 namespace tyche::tune {

@@ -1,8 +1,8 @@
-#include "ir/var_use.h"
 #include "tune/space/rule_util.h"
 
 #include "arith/linear.h"
 #include "ir/functor.h"
+#include "ir/var_use.h"
 #include "schedule/analysis.h"
 #include "tune/space/annotations.h"
 
