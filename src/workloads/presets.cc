@@ -1,10 +1,12 @@
-// TE definitions of the preset operators. Layouts and input names match reference.h, which
+// The operator families (families.h) and their TE definitions. Layouts and input names match reference.h, which
 // computes the same operators with plain loops.
 #include <fmt/format.h>
 
-#include <map>
+#include <algorithm>
+#include <cctype>
 
 #include "te/tensor.h"
+#include "workloads/families.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
 
@@ -64,21 +66,17 @@ Tensor conv2d_nhwc(const Tensor& padded, const Tensor& weight, int64_t oh, int64
       name, {"n", "h", "w", "co"});
 }
 
-struct Built {
-  std::vector<Tensor> args;
-};
-
-Built build_gmm(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_gmm(const std::vector<int64_t>& p) {
   const int64_t b = p[0], n = p[1], m = p[2], k = p[3];
   Tensor x = te::placeholder({b, n, k}, kFloat32, "X");
   Tensor y = te::placeholder({b, k, m}, kFloat32, "Y");
   auto rk = te::reduce_axis(k, "k");
   Tensor z = te::compute({b, n, m}, [&](Var bb, Var i, Var j) { return te::sum(x(bb, i, rk.var) * y(bb, rk.var, j), {rk}); },
                          "Z", {"b", "i", "j"});
-  return {{x, y, z}};
+  return {x, y, z};
 }
 
-Built build_c1d(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_c1d(const std::vector<int64_t>& p) {
   const int64_t n = p[0], l = p[1], ci = p[2], co = p[3], k = p[4], s = p[5], pad = p[6];
   Tensor in = te::placeholder({n, l, ci}, kFloat32, "I");
   Tensor w = te::placeholder({k, ci, co}, kFloat32, "W");
@@ -91,10 +89,10 @@ Built build_c1d(const std::vector<int64_t>& p) {
         return te::sum(padded(nn, x * static_cast<int>(s) + rl.var, rc.var) * w(rl.var, rc.var, c), {rl, rc});
       },
       "conv1d", {"n", "l", "co"});
-  return {{in, w, out}};
+  return {in, w, out};
 }
 
-Built build_c2d_like(const std::vector<int64_t>& p, int64_t dilation, int64_t groups, const std::string& name) {
+std::vector<Tensor> build_c2d_like(const std::vector<int64_t>& p, int64_t dilation, int64_t groups, const std::string& name) {
   const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
   if (ci % groups || co % groups) throw_error("channels {} and {} are not divisible by {} groups", ci, co, groups);
   Tensor in = te::placeholder({n, h, w, ci}, kFloat32, "I");
@@ -102,10 +100,10 @@ Built build_c2d_like(const std::vector<int64_t>& p, int64_t dilation, int64_t gr
   Tensor padded = pad_spatial(in, 2, pad);
   Tensor out = conv2d_nhwc(padded, wt, out_size(h, k, s, pad, dilation), out_size(w, k, s, pad, dilation), s,
                            dilation, groups, name);
-  return {{in, wt, out}};
+  return {in, wt, out};
 }
 
-Built build_c3d(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_c3d(const std::vector<int64_t>& p) {
   const int64_t n = p[0], d = p[1], h = p[2], w = p[3], ci = p[4], co = p[5], k = p[6], s = p[7], pad = p[8];
   Tensor in = te::placeholder({n, d, h, w, ci}, kFloat32, "I");
   Tensor wt = te::placeholder({k, k, k, ci, co}, kFloat32, "W");
@@ -121,10 +119,10 @@ Built build_c3d(const std::vector<int64_t>& p) {
                        {rd, rh, rw, rc});
       },
       "conv3d", {"n", "d", "h", "w", "co"});
-  return {{in, wt, out}};
+  return {in, wt, out};
 }
 
-Built build_dep(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_dep(const std::vector<int64_t>& p) {
   const int64_t n = p[0], h = p[1], w = p[2], c = p[3], k = p[4], s = p[5], pad = p[6];
   Tensor in = te::placeholder({n, h, w, c}, kFloat32, "I");
   Tensor wt = te::placeholder({1, k, k, c}, kFloat32, "W");
@@ -137,12 +135,12 @@ Built build_dep(const std::vector<int64_t>& p) {
         return te::sum(padded(nn, y * st + rh.var, x * st + rw.var, ch) * wt(0, rh.var, rw.var, ch), {rh, rw});
       },
       "depthwise_conv2d", {"n", "h", "w", "c"});
-  return {{in, wt, out}};
+  return {in, wt, out};
 }
 
 // Transposed conv2d in gather form: the input dilated by the stride and padded by K-1-pad (one
 // "pad" block), then a stride-1 convolution with the spatially flipped kernel.
-Built build_t2d(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_t2d(const std::vector<int64_t>& p) {
   const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
   if (pad > k - 1) throw_error("transposed conv padding {} exceeds kernel size - 1 = {}", pad, k - 1);
   Tensor in = te::placeholder({n, h, w, ci}, kFloat32, "I");
@@ -166,12 +164,12 @@ Built build_t2d(const std::vector<int64_t>& p) {
         return te::sum(padded(nn, y + rh.var, x + rw.var, rc.var) * wt(kk - rh.var, kk - rw.var, rc.var, c), {rh, rw, rc});
       },
       "conv2d_transpose", {"n", "h", "w", "co"});
-  return {{in, wt, out}};
+  return {in, wt, out};
 }
 
-Built build_cap(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_cap(const std::vector<int64_t>& p, int64_t capsule) {
   const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
-  constexpr int64_t kCap = 4;
+  const int64_t kCap = capsule;
   Tensor in = te::placeholder({n, h, w, kCap, kCap, ci}, kFloat32, "I");
   Tensor wt = te::placeholder({k, k, kCap, kCap, ci, co}, kFloat32, "W");
   Tensor padded = pad_spatial(in, 2, pad);
@@ -186,20 +184,20 @@ Built build_cap(const std::vector<int64_t>& p) {
                        {rh, rw, rk, rc});
       },
       "capsule_conv2d", {"n", "h", "w", "cap_i", "cap_j", "co"});
-  return {{in, wt, out}};
+  return {in, wt, out};
 }
 
-Built build_nrm(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_nrm(const std::vector<int64_t>& p) {
   const int64_t b = p[0], m = p[1], n = p[2];
   Tensor a = te::placeholder({b, m, n}, kFloat32, "A");
   auto ri = te::reduce_axis(m, "ri"), rj = te::reduce_axis(n, "rj");
   Tensor sq = te::compute({b}, [&](Var bb) { return te::sum(a(bb, ri.var, rj.var) * a(bb, ri.var, rj.var), {ri, rj}); },
                           "sum_sq", {"b"});
   Tensor d = te::compute({b}, [&](Var bb) { return te::sqrt(sq(bb)); }, "D", {"b"});
-  return {{a, d}};
+  return {a, d};
 }
 
-Built build_sfm(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_sfm(const std::vector<int64_t>& p) {
   const int64_t m = p[0], n = p[1];
   Tensor a = te::placeholder({m, n}, kFloat32, "A");
   auto rk = te::reduce_axis(n, "k"), rk2 = te::reduce_axis(n, "k");
@@ -207,12 +205,12 @@ Built build_sfm(const std::vector<int64_t>& p) {
   Tensor ex = te::compute({m, n}, [&](Var i, Var j) { return te::exp(a(i, j) - mx(i)); }, "row_exp", {"i", "j"});
   Tensor sm = te::compute({m}, [&](Var i) { return te::sum(ex(i, rk2.var), {rk2}); }, "row_sum", {"i"});
   Tensor out = te::compute({m, n}, [&](Var i, Var j) { return ex(i, j) / sm(i); }, "softmax", {"i", "j"});
-  return {{a, out}};
+  return {a, out};
 }
 
-Built build_cbr(const std::vector<int64_t>& p) {
-  Built conv = build_c2d_like(p, 1, 1, "conv2d");
-  Tensor c = conv.args[2];
+std::vector<Tensor> build_cbr(const std::vector<int64_t>& p) {
+  std::vector<Tensor> conv = build_c2d_like(p, 1, 1, "conv2d");
+  Tensor c = conv[2];
   auto shape = c.shape();
   int64_t co = shape[3];
   Tensor bias = te::placeholder({co}, kFloat32, "bias");
@@ -224,10 +222,10 @@ Built build_cbr(const std::vector<int64_t>& p) {
   Tensor shifted = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return scaled(n, h, w, k) + offset(k); }, "bn_add", names);
   Tensor relu = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return te::max(shifted(n, h, w, k), ir::make_float(0.0)); },
                             "relu", names);
-  return {{conv.args[0], conv.args[1], bias, scale, offset, relu}};
+  return {conv[0], conv[1], bias, scale, offset, relu};
 }
 
-Built build_tbg(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_tbg(const std::vector<int64_t>& p) {
   const int64_t b = p[0], l = p[1], h = p[2], d = p[3];
   Tensor q = te::placeholder({b, l, h, d}, kFloat32, "Q");
   Tensor k = te::placeholder({b, l, h, d}, kFloat32, "K");
@@ -240,10 +238,10 @@ Built build_tbg(const std::vector<int64_t>& p) {
       {b, h, l, l},
       [&](Var bb, Var hh, Var i, Var j) { return te::sum(qt(bb, hh, i, rd.var) * kt(bb, hh, j, rd.var), {rd}); }, "C",
       {"b", "h", "i", "j"});
-  return {{q, k, c}};
+  return {q, k, c};
 }
 
-Built build_dense_relu(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_dense_relu(const std::vector<int64_t>& p) {
   const int64_t n = p[0], m = p[1], k = p[2];
   Tensor a = te::placeholder({n, k}, kFloat32, "A");
   Tensor bm = te::placeholder({k, m}, kFloat32, "B");
@@ -251,76 +249,149 @@ Built build_dense_relu(const std::vector<int64_t>& p) {
   Tensor dense = te::compute({n, m}, [&](Var i, Var j) { return te::sum(a(i, rk.var) * bm(rk.var, j), {rk}); }, "dense",
                              {"i", "j"});
   Tensor relu = te::compute({n, m}, [&](Var i, Var j) { return te::max(dense(i, j), ir::make_float(0.0)); }, "C", {"i", "j"});
-  return {{a, bm, relu}};
+  return {a, bm, relu};
 }
 
-struct OpInfo {
-  std::vector<std::string> params;
-  std::vector<std::vector<int64_t>> presets;
-  Built (*build)(const std::vector<int64_t>&);
-};
+int64_t cap(int64_t v, int64_t limit) { return std::min(v, limit); }
 
-const std::map<std::string, OpInfo>& op_table() {
-  static const std::vector<std::string> kConv = {"N", "H", "W", "CI", "CO", "K", "stride", "pad"};
-  static const std::vector<std::vector<int64_t>> kConvShapes = {
-      {1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 64, 1, 1, 0}, {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}};
-  static const std::map<std::string, OpInfo> table = {
-      {"GMM", {{"B", "N", "M", "K"}, {{1, 128, 128, 128}, {1, 512, 32, 512}, {1, 512, 512, 512}, {1, 1024, 1024, 1024}}, build_gmm}},
-      {"C1D",
-       {{"N", "L", "CI", "CO", "K", "stride", "pad"},
-        {{1, 256, 64, 128, 3, 2, 1}, {1, 128, 128, 256, 1, 2, 0}, {1, 64, 256, 256, 5, 1, 2}, {1, 32, 512, 512, 3, 1, 1}},
-        build_c1d}},
-      {"C2D", {kConv, kConvShapes, [](const std::vector<int64_t>& p) { return build_c2d_like(p, 1, 1, "conv2d"); }}},
-      {"C3D",
-       {{"N", "D", "H", "W", "CI", "CO", "K", "stride", "pad"},
-        {{1, 16, 224, 224, 3, 64, 7, 2, 3}, {1, 16, 56, 56, 64, 64, 1, 1, 0}, {1, 16, 14, 14, 256, 256, 3, 1, 1},
-         {1, 16, 7, 7, 512, 512, 3, 1, 1}},
-        build_c3d}},
-      {"GRP",
-       {kConv,
-        {{1, 56, 56, 64, 128, 3, 2, 1}, {1, 56, 56, 64, 64, 1, 1, 0}, {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}},
-        [](const std::vector<int64_t>& p) { return build_c2d_like(p, 1, 4, "group_conv2d"); }}},
-      {"DIL", {kConv, kConvShapes, [](const std::vector<int64_t>& p) { return build_c2d_like(p, 2, 1, "dilated_conv2d"); }}},
-      {"DEP",
-       {{"N", "H", "W", "C", "K", "stride", "pad"},
-        {{1, 112, 112, 32, 3, 1, 1}, {1, 112, 112, 64, 3, 2, 1}, {1, 14, 14, 512, 3, 2, 1}, {1, 7, 7, 1024, 3, 1, 1}},
-        build_dep}},
-      {"T2D",
-       {kConv,
-        {{1, 4, 4, 512, 256, 4, 2, 1}, {1, 8, 8, 256, 128, 4, 2, 1}, {1, 16, 16, 128, 64, 4, 2, 1}, {1, 32, 32, 64, 3, 4, 2, 1}},
-        build_t2d}},
-      {"CAP",
-       {kConv,
-        {{1, 16, 16, 32, 32, 3, 2, 1}, {1, 8, 8, 32, 32, 3, 1, 1}, {1, 16, 16, 8, 16, 3, 2, 1}, {1, 8, 8, 16, 16, 3, 1, 1}},
-        build_cap}},
-      {"NRM", {{"B", "M", "N"}, {{1, 256, 256}, {1, 512, 512}, {1, 1024, 1024}, {1, 4096, 1024}}, build_nrm}},
-      {"SFM", {{"M", "N"}, {{256, 256}, {512, 512}, {1024, 1024}, {2048, 2048}}, build_sfm}},
-      {"CBR",
-       {kConv,
-        {{1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 128, 3, 2, 1}, {1, 28, 28, 128, 256, 1, 2, 0}, {1, 7, 7, 512, 512, 3, 1, 1}},
-        build_cbr}},
-      {"TBG", {{"B", "L", "H", "D"}, {{1, 128, 12, 64}, {1, 128, 16, 64}, {1, 64, 12, 128}, {1, 128, 12, 128}}, build_tbg}},
-      {"DENSE_RELU", {{"N", "M", "K"}, {{128, 128, 128}, {512, 512, 512}, {1024, 1024, 1024}, {1, 4096, 1024}}, build_dense_relu}},
+// Channels of grouped convolutions must stay divisible by the group count.
+int64_t cap_multiple(int64_t v, int64_t limit, int64_t multiple) {
+  int64_t c = std::min(v, limit);
+  return std::max(multiple, c / multiple * multiple);
+}
+
+// A spatial extent small enough to be cheap but large enough that the (dilated) kernel still
+// fits the padded input with at least two output positions.
+int64_t cap_spatial(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation, int64_t limit) {
+  int64_t needed = dilation * (k - 1) + 1 - 2 * pad + stride;
+  return std::min(in, std::max(limit, needed));
+}
+
+// The 2-d convolutions' tuple N, H, W, CI, CO, K, stride, pad: spatial extents to `limit` (T2D's
+// input, which it enlarges, to 4), channels to `channels` (a multiple of the groups).
+auto scale_conv2d(int64_t limit, int64_t channels) {
+  return [=](const Family& f, std::vector<int64_t> p) {
+    if (f.id == FamilyId::kT2d) p[1] = cap(p[1], 4), p[2] = cap(p[2], 4);
+    else p[1] = cap_spatial(p[1], p[5], p[6], p[7], f.dilation, limit), p[2] = cap_spatial(p[2], p[5], p[6], p[7], f.dilation, limit);
+    p[3] = cap_multiple(p[3], channels, f.groups), p[4] = cap_multiple(p[4], channels, f.groups);
+    return p;
   };
-  return table;
 }
 
-const OpInfo& op_info(const std::string& op) {
-  auto it = op_table().find(op);
-  if (it == op_table().end()) throw InputError(fmt::format("unknown operator '{}'", op));
-  return it->second;
+// A conv2d-like family's TE definition; `name` is its block's.
+auto conv2d_family(const char* name) {
+  return [name](const Family& f, const std::vector<int64_t>& p) { return build_c2d_like(p, f.dilation, f.groups, name); };
+}
+template <std::vector<Tensor> (*Build)(const std::vector<int64_t>&)>
+std::vector<Tensor> plain(const Family&, const std::vector<int64_t>& p) {
+  return Build(p);
+}
+
+std::vector<Family> make_families() {
+  const std::vector<std::string> conv = {"N", "H", "W", "CI", "CO", "K", "stride", "pad"};
+  const std::vector<std::vector<int64_t>> conv_shapes = {
+      {1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 64, 1, 1, 0}, {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}};
+  using P = std::vector<int64_t>;
+  std::vector<Family> t;
+  t.push_back({.id = FamilyId::kGmm, .name = "GMM", .params = {"B", "N", "M", "K"},
+               .presets = {{1, 128, 128, 128}, {1, 512, 32, 512}, {1, 512, 512, 512}, {1, 1024, 1024, 1024}},
+               .scale_down = [](const Family&, P p) { return P{p[0], cap(p[1], 32), cap(p[2], 32), cap(p[3], 32)}; },
+               .build = plain<build_gmm>});
+  t.push_back({.id = FamilyId::kC1d, .name = "C1D", .params = {"N", "L", "CI", "CO", "K", "stride", "pad"},
+               .presets = {{1, 256, 64, 128, 3, 2, 1}, {1, 128, 128, 256, 1, 2, 0}, {1, 64, 256, 256, 5, 1, 2}, {1, 32, 512, 512, 3, 1, 1}},
+               .last_is_pad = true,
+               .scale_down = [](const Family&, P p) {
+                 p[1] = cap_spatial(p[1], p[4], p[5], p[6], 1, 24), p[2] = cap(p[2], 16), p[3] = cap(p[3], 16);
+                 return p;
+               },
+               .build = plain<build_c1d>});
+  t.push_back({.id = FamilyId::kC2d, .name = "C2D", .params = conv, .presets = conv_shapes, .last_is_pad = true,
+               .scale_down = scale_conv2d(12, 8), .build = conv2d_family("conv2d")});
+  t.push_back({.id = FamilyId::kC3d, .name = "C3D", .params = {"N", "D", "H", "W", "CI", "CO", "K", "stride", "pad"},
+               .presets = {{1, 16, 224, 224, 3, 64, 7, 2, 3}, {1, 16, 56, 56, 64, 64, 1, 1, 0}, {1, 16, 14, 14, 256, 256, 3, 1, 1},
+                           {1, 16, 7, 7, 512, 512, 3, 1, 1}},
+               .last_is_pad = true,
+               .scale_down = [](const Family&, P p) {
+                 for (int d = 1; d <= 3; ++d) p[d] = cap_spatial(p[d], p[6], p[7], p[8], 1, 6);
+                 p[4] = cap(p[4], 4), p[5] = cap(p[5], 4);
+                 return p;
+               },
+               .build = plain<build_c3d>});
+  t.push_back({.id = FamilyId::kGrp, .name = "GRP", .params = conv,
+               .presets = {{1, 56, 56, 64, 128, 3, 2, 1}, {1, 56, 56, 64, 64, 1, 1, 0}, {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}},
+               .last_is_pad = true, .groups = 4, .scale_down = scale_conv2d(12, 8), .build = conv2d_family("group_conv2d")});
+  t.push_back({.id = FamilyId::kDil, .name = "DIL", .params = conv, .presets = conv_shapes, .last_is_pad = true, .dilation = 2,
+               .scale_down = scale_conv2d(12, 8), .build = conv2d_family("dilated_conv2d")});
+  t.push_back({.id = FamilyId::kDep, .name = "DEP", .params = {"N", "H", "W", "C", "K", "stride", "pad"},
+               .presets = {{1, 112, 112, 32, 3, 1, 1}, {1, 112, 112, 64, 3, 2, 1}, {1, 14, 14, 512, 3, 2, 1}, {1, 7, 7, 1024, 3, 1, 1}},
+               .last_is_pad = true,
+               .scale_down = [](const Family&, P p) {
+                 p[1] = cap_spatial(p[1], p[4], p[5], p[6], 1, 12), p[2] = cap_spatial(p[2], p[4], p[5], p[6], 1, 12);
+                 p[3] = cap(p[3], 16);
+                 return p;
+               },
+               .build = plain<build_dep>});
+  t.push_back({.id = FamilyId::kT2d, .name = "T2D", .params = conv,
+               .presets = {{1, 4, 4, 512, 256, 4, 2, 1}, {1, 8, 8, 256, 128, 4, 2, 1}, {1, 16, 16, 128, 64, 4, 2, 1}, {1, 32, 32, 64, 3, 4, 2, 1}},
+               .last_is_pad = true, .scale_down = scale_conv2d(6, 8), .build = plain<build_t2d>});
+  t.push_back({.id = FamilyId::kCap, .name = "CAP", .params = conv,
+               .presets = {{1, 16, 16, 32, 32, 3, 2, 1}, {1, 8, 8, 32, 32, 3, 1, 1}, {1, 16, 16, 8, 16, 3, 2, 1}, {1, 8, 8, 16, 16, 3, 1, 1}},
+               .last_is_pad = true, .capsule = 4, .scale_down = scale_conv2d(6, 4),
+               .build = [](const Family& f, const P& p) { return build_cap(p, f.capsule); }});
+  t.push_back({.id = FamilyId::kNrm, .name = "NRM", .params = {"B", "M", "N"},
+               .presets = {{1, 256, 256}, {1, 512, 512}, {1, 1024, 1024}, {1, 4096, 1024}},
+               .scale_down = [](const Family&, P p) { return P{p[0], cap(p[1], 64), cap(p[2], 64)}; },
+               .build = plain<build_nrm>});
+  t.push_back({.id = FamilyId::kSfm, .name = "SFM", .params = {"M", "N"},
+               .presets = {{256, 256}, {512, 512}, {1024, 1024}, {2048, 2048}},
+               .scale_down = [](const Family&, P p) { return P{cap(p[0], 32), cap(p[1], 64)}; },
+               .build = plain<build_sfm>});
+  t.push_back({.id = FamilyId::kCbr, .name = "CBR", .params = conv,
+               .presets = {{1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 128, 3, 2, 1}, {1, 28, 28, 128, 256, 1, 2, 0}, {1, 7, 7, 512, 512, 3, 1, 1}},
+               .last_is_pad = true, .scale_down = scale_conv2d(12, 8), .build = plain<build_cbr>});
+  t.push_back({.id = FamilyId::kTbg, .name = "TBG", .params = {"B", "L", "H", "D"},
+               .presets = {{1, 128, 12, 64}, {1, 128, 16, 64}, {1, 64, 12, 128}, {1, 128, 12, 128}},
+               .scale_down = [](const Family&, P p) { return P{p[0], cap(p[1], 16), cap(p[2], 2), cap(p[3], 16)}; },
+               .build = plain<build_tbg>});
+  t.push_back({.id = FamilyId::kDenseRelu, .name = "DENSE_RELU", .params = {"N", "M", "K"},
+               .presets = {{128, 128, 128}, {512, 512, 512}, {1024, 1024, 1024}, {1, 4096, 1024}},
+               .scale_down = [](const Family&, P p) { return P{cap(p[0], 32), cap(p[1], 32), cap(p[2], 32)}; },
+               .build = plain<build_dense_relu>});
+  return t;
+}
+
+const Family& family_of(const std::string& op) {
+  const Family* f = find_family(op);
+  if (!f) throw InputError(fmt::format("unknown operator '{}'", op));
+  return *f;
 }
 
 }  // namespace
 
+const std::vector<Family>& families() {
+  static const std::vector<Family> table = make_families();
+  return table;
+}
+
+const Family* find_family(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  for (const Family& f : families())
+    if (f.name == upper) return &f;
+  return nullptr;
+}
+
 const std::vector<std::string>& op_names() {
-  static const std::vector<std::string> names = {"GMM", "C1D", "C2D", "C3D", "GRP", "DIL", "DEP",
-                                                 "T2D", "CAP", "NRM", "SFM", "CBR", "TBG", "DENSE_RELU"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Family& f : families()) out.push_back(f.name);
+    return out;
+  }();
   return names;
 }
 
-const std::vector<std::string>& param_names(const std::string& op) { return op_info(op).params; }
-const std::vector<std::vector<int64_t>>& preset_params(const std::string& op) { return op_info(op).presets; }
+const std::vector<std::string>& param_names(const std::string& op) { return family_of(op).params; }
+const std::vector<std::vector<int64_t>>& preset_params(const std::string& op) { return family_of(op).presets; }
 
 std::vector<std::string> preset_names() {
   std::vector<std::string> out;
@@ -330,12 +401,12 @@ std::vector<std::string> preset_names() {
 }
 
 Workload make_workload(const std::string& op, const std::vector<int64_t>& params) {
-  const OpInfo& info = op_info(op);
+  const Family& info = family_of(op);
   if (params.size() != info.params.size())
     throw InputError(fmt::format("{} takes {} parameters ({}), got {}", op, info.params.size(),
                                  fmt::join(info.params, ","), params.size()));
   reference_shapes(op, params);  // validates the tuple with one-line errors before building IR
-  Built built = info.build(params);
+  std::vector<Tensor> args = info.build(info, params);
   Workload w;
   w.op = op;
   w.params = params;
@@ -343,7 +414,7 @@ Workload make_workload(const std::string& op, const std::vector<int64_t>& params
   std::vector<std::string> parts;
   for (size_t i = 0; i < params.size(); ++i) parts.push_back(fmt::format("{}={}", info.params[i], params[i]));
   w.shape = fmt::format("{}", fmt::join(parts, ","));
-  w.func = te::create_prim_func(built.args, op);
+  w.func = te::create_prim_func(args, op);
   w.flop = reference_flop(op, params);
   w.reference = [op, params](const std::vector<runtime::NDArray>& inputs) { return run_reference(op, params, inputs); };
   return w;
@@ -353,10 +424,10 @@ Workload get_preset(const std::string& name) {
   auto dash = name.rfind('-');
   std::string op = dash == std::string::npos ? name : name.substr(0, dash);
   std::string idx = dash == std::string::npos ? "" : name.substr(dash + 1);
-  auto it = op_table().find(op);
-  if (it == op_table().end() || idx.size() != 1 || idx[0] < '1' || idx[0] > '4')
+  const Family* f = op == name ? nullptr : find_family(op);
+  if (!f || f->name != op || idx.size() != 1 || idx[0] < '1' || idx[0] > '4')
     throw InputError(fmt::format("unknown workload '{}' (presets are <OP>-1..4, e.g. GMM-4; see `tyche workloads`)", name));
-  Workload w = make_workload(op, it->second.presets[static_cast<size_t>(idx[0] - '1')]);
+  Workload w = make_workload(op, f->presets[static_cast<size_t>(idx[0] - '1')]);
   w.name = name;
   return w;
 }

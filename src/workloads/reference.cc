@@ -1,5 +1,7 @@
 #include "workloads/reference.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -7,6 +9,7 @@
 #include <limits>
 
 #include "support/error.h"
+#include "workloads/families.h"
 
 namespace tyche::workloads {
 
@@ -14,52 +17,7 @@ using runtime::NDArray;
 
 namespace {
 
-enum class Op {
-  kGmm,
-  kC1d,
-  kC2d,
-  kC3d,
-  kGrp,
-  kDil,
-  kDep,
-  kT2d,
-  kCap,
-  kNrm,
-  kSfm,
-  kCbr,
-  kTbg,
-  kDenseRelu
-};
-
-struct OpInfo {
-  const char* name;
-  Op op;
-  int num_params;
-  const char* params;  // for error messages
-  bool has_pad;        // the last parameter is a padding (may be 0)
-};
-
-// workloads.md order.
-constexpr OpInfo kOps[] = {
-    {"GMM", Op::kGmm, 4, "B, N, M, K", false},
-    {"C1D", Op::kC1d, 7, "N, L, CI, CO, K, stride, pad", true},
-    {"C2D", Op::kC2d, 8, "N, H, W, CI, CO, K, stride, pad", true},
-    {"C3D", Op::kC3d, 9, "N, D, H, W, CI, CO, K, stride, pad", true},
-    {"GRP", Op::kGrp, 8, "N, H, W, CI, CO, K, stride, pad", true},
-    {"DIL", Op::kDil, 8, "N, H, W, CI, CO, K, stride, pad", true},
-    {"DEP", Op::kDep, 7, "N, H, W, C, K, stride, pad", true},
-    {"T2D", Op::kT2d, 8, "N, H, W, CI, CO, K, stride, pad", true},
-    {"CAP", Op::kCap, 8, "N, H, W, CI, CO, K, stride, pad", true},
-    {"NRM", Op::kNrm, 3, "B, M, N", false},
-    {"SFM", Op::kSfm, 2, "M, N", false},
-    {"CBR", Op::kCbr, 8, "N, H, W, CI, CO, K, stride, pad", true},
-    {"TBG", Op::kTbg, 4, "B, L, H, D", false},
-    {"DENSE_RELU", Op::kDenseRelu, 3, "N, M, K", false},
-};
-
-constexpr int64_t kGrpGroups = 4;
-constexpr int64_t kDilDilation = 2;
-constexpr int64_t kCapsule = 4;
+using Op = FamilyId;
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string r = "[";
@@ -67,34 +25,21 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-std::string upper(const std::string& s) {
-  std::string r = s;
-  for (char& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return r;
-}
-
-// Looks up the op and validates the parameter tuple's length and signs.
-const OpInfo& lookup(const std::string& op, const std::vector<int64_t>& params) {
-  const std::string key = upper(op);
-  const OpInfo* info = nullptr;
-  for (const OpInfo& o : kOps)
-    if (key == o.name) info = &o;
+// Looks up the family and validates the parameter tuple's length and signs.
+const Family& lookup(const std::string& op, const std::vector<int64_t>& params) {
+  const Family* info = find_family(op);
   if (!info) {
     std::string names;
-    for (const OpInfo& o : kOps) {
-      if (!names.empty()) names += ' ';
-      names += o.name;
-    }
+    for (const Family& f : families()) names += (names.empty() ? "" : " ") + f.name;
     throw_error("unknown reference operator '{}' (expected one of {})", op, names);
   }
-  if (static_cast<int>(params.size()) != info->num_params)
-    throw_error("{} expects {} parameters ({}), got {}", info->name, info->num_params, info->params,
-                params.size());
+  std::string names = fmt::format("{}", fmt::join(info->params, ", "));
+  if (params.size() != info->params.size())
+    throw_error("{} expects {} parameters ({}), got {}", info->name, info->params.size(), names, params.size());
   for (size_t i = 0; i < params.size(); ++i) {
-    bool is_pad = info->has_pad && i + 1 == params.size();
+    bool is_pad = info->last_is_pad && i + 1 == params.size();
     if (is_pad ? params[i] < 0 : params[i] < 1)
-      throw_error("{} parameter {} ({}) must be {}, got {}", info->name, i, info->params,
-                  is_pad ? ">= 0" : ">= 1", params[i]);
+      throw_error("{} parameter {} ({}) must be {}, got {}", info->name, i, names, is_pad ? ">= 0" : ">= 1", params[i]);
   }
   return *info;
 }
@@ -116,10 +61,10 @@ int64_t conv_out_extent(const char* op, int64_t in, int64_t k, int64_t s, int64_
 
 // Geometry of the conv-like ops (C1D C2D C3D GRP DIL DEP T2D CAP CBR); for T2D `in`/`out` are the
 // transposed conv's input/output extents.
-ConvGeom conv_geom(const OpInfo& info, const std::vector<int64_t>& v) {
+ConvGeom conv_geom(const Family& info, const std::vector<int64_t>& v) {
   ConvGeom g;
   int first_spatial = 0, rank = 0;
-  switch (info.op) {
+  switch (info.id) {
     case Op::kC1d:  // N, L, CI, CO, K, stride, pad
       g.n = v[0], g.ci = v[2], g.co = v[3], first_spatial = 2, rank = 1;
       g.in[2] = v[1];
@@ -140,29 +85,28 @@ ConvGeom conv_geom(const OpInfo& info, const std::vector<int64_t>& v) {
   const size_t nk = v.size() - 3;  // K, stride, pad are always the last three
   for (int i = first_spatial; i < first_spatial + rank; ++i) {
     g.k[i] = v[nk], g.s[i] = v[nk + 1], g.p[i] = v[nk + 2];
-    if (info.op == Op::kDil) g.d[i] = kDilDilation;
+    g.d[i] = info.dilation;
   }
-  if (info.op == Op::kGrp) {
-    g.groups = kGrpGroups;
-    if (g.ci % kGrpGroups != 0 || g.co % kGrpGroups != 0)
-      throw_error("GRP: CI ({}) and CO ({}) must be divisible by the {} groups", g.ci, g.co,
-                  kGrpGroups);
+  if (info.groups > 1) {
+    g.groups = info.groups;
+    if (g.ci % g.groups != 0 || g.co % g.groups != 0)
+      throw_error("{}: CI ({}) and CO ({}) must be divisible by the {} groups", info.name, g.ci, g.co, g.groups);
   }
   for (int i = 0; i < 3; ++i) {
-    if (info.op == Op::kT2d) {
+    if (info.id == Op::kT2d) {
       g.out[i] = (g.in[i] - 1) * g.s[i] - 2 * g.p[i] + g.k[i];
       if (g.out[i] < 1)
         throw_error("T2D: empty output (extent {}, kernel {}, stride {}, pad {})", g.in[i], g.k[i],
                     g.s[i], g.p[i]);
     } else {
-      g.out[i] = conv_out_extent(info.name, g.in[i], g.k[i], g.s[i], g.p[i], g.d[i]);
+      g.out[i] = conv_out_extent(info.name.c_str(), g.in[i], g.k[i], g.s[i], g.p[i], g.d[i]);
     }
   }
   return g;
 }
 
-TensorShapes shapes_of(const OpInfo& info, const std::vector<int64_t>& v) {
-  switch (info.op) {
+TensorShapes shapes_of(const Family& info, const std::vector<int64_t>& v) {
+  switch (info.id) {
     case Op::kGmm:  // B, N, M, K
       return {{{v[0], v[1], v[3]}, {v[0], v[3], v[2]}}, {{v[0], v[1], v[2]}}};
     case Op::kNrm:  // B, M, N
@@ -178,7 +122,7 @@ TensorShapes shapes_of(const OpInfo& info, const std::vector<int64_t>& v) {
   }
   const ConvGeom g = conv_geom(info, v);
   const int64_t k = g.k[1];  // square kernels for every 2-d op
-  switch (info.op) {
+  switch (info.id) {
     case Op::kC1d:
       return {{{g.n, g.in[2], g.ci}, {g.k[2], g.ci, g.co}}, {{g.n, g.out[2], g.co}}};
     case Op::kC3d:
@@ -187,9 +131,9 @@ TensorShapes shapes_of(const OpInfo& info, const std::vector<int64_t>& v) {
     case Op::kDep:
       return {{{g.n, g.in[1], g.in[2], g.ci}, {1, k, k, g.ci}}, {{g.n, g.out[1], g.out[2], g.co}}};
     case Op::kCap:
-      return {{{g.n, g.in[1], g.in[2], kCapsule, kCapsule, g.ci},
-               {k, k, kCapsule, kCapsule, g.ci, g.co}},
-              {{g.n, g.out[1], g.out[2], kCapsule, kCapsule, g.co}}};
+      return {{{g.n, g.in[1], g.in[2], info.capsule, info.capsule, g.ci},
+               {k, k, info.capsule, info.capsule, g.ci, g.co}},
+              {{g.n, g.out[1], g.out[2], info.capsule, info.capsule, g.co}}};
     case Op::kCbr:
       return {{{g.n, g.in[1], g.in[2], g.ci}, {k, k, g.ci, g.co}, {g.co}, {g.co}, {g.co}},
               {{g.n, g.out[1], g.out[2], g.co}}};
@@ -199,7 +143,7 @@ TensorShapes shapes_of(const OpInfo& info, const std::vector<int64_t>& v) {
   }
 }
 
-void check_inputs(const OpInfo& info, const TensorShapes& shapes,
+void check_inputs(const Family& info, const TensorShapes& shapes,
                   const std::vector<NDArray>& inputs) {
   if (inputs.size() != shapes.inputs.size())
     throw_error("{} expects {} inputs, got {}", info.name, shapes.inputs.size(), inputs.size());
@@ -305,8 +249,8 @@ void transposed(const ConvGeom& g, const float* in, const float* w, float* out) 
 }
 
 // CAP: O[n,h,w,i,j,co] = Σ rh,rw,k,rc I[n,h*s+rh-p,w*s+rw-p,i,k,rc] · W[rh,rw,k,j,rc,co].
-void capsule(const ConvGeom& g, const float* in, const float* w, float* out) {
-  constexpr int64_t c4 = kCapsule;
+void capsule(const ConvGeom& g, int64_t capsule_side, const float* in, const float* w, float* out) {
+  const int64_t c4 = capsule_side;
   const int64_t ci_n = g.ci, co_n = g.co;
   std::vector<double> acc(static_cast<size_t>(c4 * co_n));  // [j, co] for one (pixel, i)
   for (int64_t n = 0; n < g.n; ++n)
@@ -361,7 +305,7 @@ void matmul(int64_t b_n, int64_t n_n, int64_t m_n, int64_t k_n, const float* x, 
 const std::vector<std::string>& reference_ops() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> r;
-    for (const OpInfo& o : kOps) r.emplace_back(o.name);
+    for (const Family& f : families()) r.push_back(f.name);
     return r;
   }();
   return ops;
@@ -373,7 +317,7 @@ TensorShapes reference_shapes(const std::string& op, const std::vector<int64_t>&
 
 std::vector<NDArray> run_reference(const std::string& op, const std::vector<int64_t>& params,
                                    const std::vector<NDArray>& inputs) {
-  const OpInfo& info = lookup(op, params);
+  const Family& info = lookup(op, params);
   const TensorShapes shapes = shapes_of(info, params);
   check_inputs(info, shapes, inputs);
   std::vector<NDArray> outs;
@@ -384,7 +328,7 @@ std::vector<NDArray> run_reference(const std::string& op, const std::vector<int6
   float* o = outs[0].data_as<float>();
   auto identity = [](int64_t, double x) { return x; };
 
-  switch (info.op) {
+  switch (info.id) {
     case Op::kGmm:
       matmul(v[0], v[1], v[2], v[3], a, b, o, false);
       break;
@@ -414,7 +358,7 @@ std::vector<NDArray> run_reference(const std::string& op, const std::vector<int6
       transposed(conv_geom(info, v), a, b, o);
       break;
     case Op::kCap:
-      capsule(conv_geom(info, v), a, b, o);
+      capsule(conv_geom(info, v), info.capsule, a, b, o);
       break;
     case Op::kNrm: {
       const int64_t mn = v[1] * v[2];
@@ -477,9 +421,9 @@ std::vector<NDArray> run_reference(const std::string& op, const std::vector<int6
 //   TBG         2·B·H·L·L·D
 //   DENSE_RELU  2·N·M·K + N·M (ReLU)
 double reference_flop(const std::string& op, const std::vector<int64_t>& params) {
-  const OpInfo& info = lookup(op, params);
+  const Family& info = lookup(op, params);
   std::vector<double> v(params.begin(), params.end());
-  switch (info.op) {
+  switch (info.id) {
     case Op::kGmm:
       return 2 * v[0] * v[1] * v[2] * v[3];
     case Op::kNrm:
@@ -497,11 +441,11 @@ double reference_flop(const std::string& op, const std::vector<int64_t>& params)
   const double pixels = static_cast<double>(g.n) * g.out[0] * g.out[1] * g.out[2];
   const double taps = static_cast<double>(g.k[0]) * g.k[1] * g.k[2];
   const double cig = static_cast<double>(g.ci / g.groups);
-  switch (info.op) {
+  switch (info.id) {
     case Op::kDep:
       return 2 * pixels * g.co * taps;
     case Op::kCap:
-      return 2 * pixels * kCapsule * kCapsule * g.co * taps * kCapsule * g.ci;
+      return 2 * pixels * info.capsule * info.capsule * g.co * taps * info.capsule * g.ci;
     case Op::kCbr:
       return 2 * pixels * g.co * taps * cig + 4 * pixels * g.co;
     default:

@@ -8,9 +8,10 @@
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
+#include "runtime/compare.h"
+#include "workloads/families.h"
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
-#include "runtime/compare.h"
 
 namespace tyche::workloads {
 namespace {
@@ -66,6 +67,36 @@ TEST(Presets, PaddingIsItsOwnBlock) {
   std::string c2d = ir::to_string(get_preset("C2D-1").func);
   EXPECT_THAT(c2d, testing::HasSubstr("with block(\"pad\")"));
   EXPECT_THAT(ir::to_string(get_preset("C2D-2").func), testing::Not(testing::HasSubstr("block(\"pad\")")));
+}
+
+// Every fact about a family is its table entry's: the names the CLI lists, the reference's
+// operators, the tuple's length, and the groups, dilation and capsule that the TE definition,
+// the reference and the scale-down rule all read.
+TEST(Families, OneTableFeedsPresetsReferenceAndScaleDown) {
+  std::vector<std::string> names;
+  for (const Family& f : families()) {
+    SCOPED_TRACE(f.name);
+    names.push_back(f.name);
+    ASSERT_EQ(f.presets.size(), 4u);
+    for (const std::vector<int64_t>& p : f.presets) EXPECT_EQ(p.size(), f.params.size());
+    EXPECT_EQ(find_family(f.name), &f);
+    Workload small = scaled_down(get_preset(f.name + "-3"));
+    EXPECT_EQ(small.params.size(), f.params.size());
+    EXPECT_LE(small.flop, get_preset(f.name + "-3").flop);
+    if (f.groups > 1) {
+      EXPECT_EQ(small.params[3] % f.groups, 0);
+    }
+  }
+  EXPECT_EQ(names, op_names());
+  EXPECT_EQ(names, reference_ops());
+  EXPECT_EQ(find_family("grp")->groups, 4);
+  EXPECT_EQ(find_family("DIL")->dilation, 2);
+  EXPECT_EQ(find_family("CAP")->capsule, 4);
+  EXPECT_EQ(find_family("XYZ"), nullptr);
+  // GRP's weight holds CI / groups channels in the TE definition and in the reference alike.
+  Workload grp = get_preset("GRP-3");  // CI = 256
+  EXPECT_EQ(reference_shapes("GRP", grp.params).inputs[1][2], 256 / 4);
+  EXPECT_EQ(grp.func.inputs()[1]->shape[2].as<ir::IntImmNode>()->value, 256 / 4);
 }
 
 TEST(Presets, UnknownNamesAreInputErrors) {

@@ -1,0 +1,39 @@
+// The operator families of workloads.md, one table entry each: every fact about a family (its
+// parameters, presets, groups, dilation, capsule size, how it scales down, its TE definition) is
+// written once here, and the reference implementations, the presets and the scale-down rules
+// read it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "te/tensor.h"
+
+namespace tyche::workloads {
+
+enum class FamilyId : uint8_t { kGmm, kC1d, kC2d, kC3d, kGrp, kDil, kDep, kT2d, kCap, kNrm, kSfm, kCbr, kTbg, kDenseRelu };
+
+struct Family {
+  FamilyId id;
+  std::string name;                            // "GRP"
+  std::vector<std::string> params;             // the parameter tuple's names
+  std::vector<std::vector<int64_t>> presets;   // <name>-1 .. <name>-4
+  bool last_is_pad = false;                    // the last parameter is a padding (may be 0)
+  int64_t groups = 1;                          // grouped convolution (GRP)
+  int64_t dilation = 1;                        // dilated convolution (DIL)
+  int64_t capsule = 1;                         // capsule convolution's pose matrix side (CAP)
+  // The tuple shrunk so the interpreter checks the workload well under a second, keeping kernel
+  // sizes, strides, padding and group structure.
+  std::function<std::vector<int64_t>(const Family&, std::vector<int64_t>)> scale_down;
+  // The inputs then the outputs, as TE tensors (presets.cc).
+  std::function<std::vector<te::Tensor>(const Family&, const std::vector<int64_t>&)> build;
+};
+
+// Every family, in workloads.md order.
+const std::vector<Family>& families();
+// The family named `name` (case-insensitive), or nullptr.
+const Family* find_family(const std::string& name);
+
+}  // namespace tyche::workloads
