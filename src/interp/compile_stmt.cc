@@ -59,26 +59,21 @@ struct ForExec final : Exec {
   }
 };
 
-template <typename T>
-struct IntStore final : Exec {
+// A scalar store of an integer (IntPtr) or float (FloatPtr) value into element type T.
+template <typename T, typename ValuePtr>
+struct ScalarStore final : Exec {
   ScalarAccess acc;
-  IntPtr value;
-  IntStore(ScalarAccess a, IntPtr v) : acc(std::move(a)), value(std::move(v)) {}
+  ValuePtr value;
+  ScalarStore(ScalarAccess a, ValuePtr v) : acc(std::move(a)), value(std::move(v)) {}
   void exec() override {
-    int64_t v = value->eval();
-    Storage<T>::store_i(*acc.buf, acc.offset(), v);
+    if constexpr (std::is_same_v<ValuePtr, IntPtr>) Storage<T>::store_i(*acc.buf, acc.offset(), value->eval());
+    else Storage<T>::store_f(*acc.buf, acc.offset(), value->eval());
   }
 };
 template <typename T>
-struct FloatStore final : Exec {
-  ScalarAccess acc;
-  FloatPtr value;
-  FloatStore(ScalarAccess a, FloatPtr v) : acc(std::move(a)), value(std::move(v)) {}
-  void exec() override {
-    double v = value->eval();
-    Storage<T>::store_f(*acc.buf, acc.offset(), v);
-  }
-};
+using IntStore = ScalarStore<T, IntPtr>;
+template <typename T>
+using FloatStore = ScalarStore<T, FloatPtr>;
 template <typename T>
 struct VecStore final : Exec {
   VecAccess acc;

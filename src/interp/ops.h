@@ -20,6 +20,19 @@ constexpr bool is_int_division(ExprKind k) {
   return k == ExprKind::kDiv || k == ExprKind::kFloorDiv || k == ExprKind::kFloorMod;
 }
 
+// Comparison or logical operator K, alike for integers and floats.
+template <ExprKind K, typename T>
+inline bool logical_op(T a, T b) {
+  if constexpr (K == ExprKind::kEQ) return a == b;
+  else if constexpr (K == ExprKind::kNE) return a != b;
+  else if constexpr (K == ExprKind::kLT) return a < b;
+  else if constexpr (K == ExprKind::kLE) return a <= b;
+  else if constexpr (K == ExprKind::kGT) return a > b;
+  else if constexpr (K == ExprKind::kGE) return a >= b;
+  else if constexpr (K == ExprKind::kAnd) return a != 0 && b != 0;
+  else return a != 0 || b != 0;  // kOr
+}
+
 // Integer operator K; the caller has rejected a zero divisor.
 template <ExprKind K>
 inline int64_t int_op(int64_t a, int64_t b) {
@@ -32,14 +45,7 @@ inline int64_t int_op(int64_t a, int64_t b) {
   else if constexpr (K == ExprKind::kFloorMod) return floormod(a, b);
   else if constexpr (K == ExprKind::kMin) return std::min(a, b);
   else if constexpr (K == ExprKind::kMax) return std::max(a, b);
-  else if constexpr (K == ExprKind::kEQ) return a == b;
-  else if constexpr (K == ExprKind::kNE) return a != b;
-  else if constexpr (K == ExprKind::kLT) return a < b;
-  else if constexpr (K == ExprKind::kLE) return a <= b;
-  else if constexpr (K == ExprKind::kGT) return a > b;
-  else if constexpr (K == ExprKind::kGE) return a >= b;
-  else if constexpr (K == ExprKind::kAnd) return a != 0 && b != 0;
-  else return a != 0 || b != 0;  // kOr
+  else return logical_op<K>(a, b);
 }
 
 // Float operator K. min/max propagate NaN so that poisoned (uninitialized) values cannot vanish
@@ -54,14 +60,7 @@ inline double float_op(double a, double b) {
   else if constexpr (K == ExprKind::kFloorMod) return a - std::floor(a / b) * b;
   else if constexpr (K == ExprKind::kMin) return (std::isnan(a) || std::isnan(b)) ? a + b : std::min(a, b);
   else if constexpr (K == ExprKind::kMax) return (std::isnan(a) || std::isnan(b)) ? a + b : std::max(a, b);
-  else if constexpr (K == ExprKind::kEQ) return a == b;
-  else if constexpr (K == ExprKind::kNE) return a != b;
-  else if constexpr (K == ExprKind::kLT) return a < b;
-  else if constexpr (K == ExprKind::kLE) return a <= b;
-  else if constexpr (K == ExprKind::kGT) return a > b;
-  else if constexpr (K == ExprKind::kGE) return a >= b;
-  else if constexpr (K == ExprKind::kAnd) return a != 0 && b != 0;
-  else return a != 0 || b != 0;  // kOr
+  else return logical_op<K>(a, b);
 }
 
 // Calls f.template operator()<K>() for binary operator kind `k`.

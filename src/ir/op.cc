@@ -129,6 +129,20 @@ void reconcile(Expr& a, Expr& b) {
 // Two's complement negation without signed overflow.
 int64_t neg_wrap(int64_t x) { return static_cast<int64_t>(0ULL - static_cast<uint64_t>(x)); }
 
+// A comparison of two constants, or an undefined Expr when `k` is not a comparison.
+template <typename T>
+Expr fold_comparison(ExprKind k, T x, T y) {
+  switch (k) {
+    case ExprKind::kEQ: return make_bool(x == y);
+    case ExprKind::kNE: return make_bool(x != y);
+    case ExprKind::kLT: return make_bool(x < y);
+    case ExprKind::kLE: return make_bool(x <= y);
+    case ExprKind::kGT: return make_bool(x > y);
+    case ExprKind::kGE: return make_bool(x >= y);
+    default: return Expr();
+  }
+}
+
 // Folds two constants of the same type; returns an undefined Expr when it cannot.
 Expr fold(ExprKind k, const Expr& a, const Expr& b) {
   DataType t = a.dtype();
@@ -145,15 +159,9 @@ Expr fold(ExprKind k, const Expr& a, const Expr& b) {
       case ExprKind::kFloorMod: return y ? make_int(tyche::floormod(x, y), t) : Expr();
       case ExprKind::kMin: return make_int(std::min(x, y), t);
       case ExprKind::kMax: return make_int(std::max(x, y), t);
-      case ExprKind::kEQ: return make_bool(x == y);
-      case ExprKind::kNE: return make_bool(x != y);
-      case ExprKind::kLT: return make_bool(x < y);
-      case ExprKind::kLE: return make_bool(x <= y);
-      case ExprKind::kGT: return make_bool(x > y);
-      case ExprKind::kGE: return make_bool(x >= y);
       case ExprKind::kAnd: return make_bool(x && y);
       case ExprKind::kOr: return make_bool(x || y);
-      default: return Expr();
+      default: return fold_comparison(k, x, y);
     }
   }
   double x = a.as<FloatImmNode>()->value, y = b.as<FloatImmNode>()->value;
@@ -164,13 +172,7 @@ Expr fold(ExprKind k, const Expr& a, const Expr& b) {
     case ExprKind::kDiv: return y != 0 ? make_float(x / y, t) : Expr();
     case ExprKind::kMin: return make_float(std::min(x, y), t);
     case ExprKind::kMax: return make_float(std::max(x, y), t);
-    case ExprKind::kEQ: return make_bool(x == y);
-    case ExprKind::kNE: return make_bool(x != y);
-    case ExprKind::kLT: return make_bool(x < y);
-    case ExprKind::kLE: return make_bool(x <= y);
-    case ExprKind::kGT: return make_bool(x > y);
-    case ExprKind::kGE: return make_bool(x >= y);
-    default: return Expr();
+    default: return fold_comparison(k, x, y);
   }
 }
 

@@ -349,6 +349,28 @@ void replace_buffer_everywhere(ScheduleState& state, const ir::Buffer& from, con
   state.replace_root(body, replacer.reuse);
 }
 
+// The first block realized in the top-level loop nest of `block_sref` (itself included) for
+// which `pred` holds, or nullptr.
+template <typename Pred>
+const ir::BlockNode* first_in_nest(const ScheduleState& state, const SRef& block_sref, const Pred& pred) {
+  ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope_block(block_sref.get())));
+  for (const ir::BlockRealizeNode* r : realizes_under(top))
+    if (pred(r->block.get())) return r->block.get();
+  return nullptr;
+}
+
+// The cache of `buffer` in `storage_scope` and its copy stage, which runs before the block's
+// loop nest (read) or after it (write); returns the stage's sref.
+Result<SRef> add_cache(ScheduleState& state, const SRef& block_sref, const ir::Buffer& buffer, const std::string& storage_scope,
+                       bool write) {
+  const ir::BlockNode* block = block_sref->as_block();
+  std::string name = fresh_name(state, buffer->name, storage_scope);
+  ir::Buffer cache = ir::make_buffer(name, buffer->dtype, buffer->shape, storage_scope);
+  std::vector<ir::Range> region = accessed_region(state, block_sref.get(), write ? block->writes : block->reads, buffer);
+  ir::Stmt stage = write ? make_copy_stage(name, cache, buffer, region) : make_copy_stage(name, buffer, cache, region);
+  return apply_scope_rewrite(state, block_sref, ScopeRewrite{stage, write, cache, buffer});
+}
+
 }  // namespace
 
 Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_buffer_index, const std::string& storage_scope) {
@@ -361,20 +383,13 @@ Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_b
                          block);
   // The copy runs just before the block's top-level loop nest: nothing in that nest may write
   // the buffer (a producer there would run after the copy).
-  SRefNode* scope = scope_block(block_sref.get());
-  ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope));
-  for (const ir::BlockRealizeNode* r : realizes_under(top))
-    if (writes_buffer(r->block.get(), buffer.get()))
-      return ScheduleError(ErrorCode::kDependenceViolated,
-                           fmt::format("cache_read: block '{}' writes '{}' inside the loop nest of block '{}'; the cache "
-                                       "would be copied before it is produced",
-                                       r->block->name, buffer->name, block->name),
-                           block);
-  std::string name = fresh_name(state, buffer->name, storage_scope);
-  ir::Buffer cache = ir::make_buffer(name, buffer->dtype, buffer->shape, storage_scope);
-  std::vector<ir::Range> region = accessed_region(state, block_sref.get(), block->reads, buffer);
-  ScopeRewrite rw{make_copy_stage(name, buffer, cache, region), false, cache, buffer};
-  return apply_scope_rewrite(state, block_sref, rw);
+  if (const ir::BlockNode* other = first_in_nest(state, block_sref, [&](const ir::BlockNode* b) { return writes_buffer(b, buffer.get()); }))
+    return ScheduleError(ErrorCode::kDependenceViolated,
+                         fmt::format("cache_read: block '{}' writes '{}' inside the loop nest of block '{}'; the cache "
+                                     "would be copied before it is produced",
+                                     other->name, buffer->name, block->name),
+                         block);
+  return add_cache(state, block_sref, buffer, storage_scope, /*write=*/false);
 }
 
 Result<SRef> cache_write(ScheduleState& state, const SRef& block_sref, int write_buffer_index, const std::string& storage_scope) {
@@ -402,19 +417,14 @@ Result<SRef> cache_write(ScheduleState& state, const SRef& block_sref, int write
                                      buffer->name),
                          block);
   // The copy back runs after the block's top-level loop nest: nothing else there may use the buffer.
-  ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope));
-  for (const ir::BlockRealizeNode* r : realizes_under(top))
-    if (r->block.get() != block && (reads_buffer(r->block.get(), buffer.get()) || writes_buffer(r->block.get(), buffer.get())))
-      return ScheduleError(ErrorCode::kDependenceViolated,
-                           fmt::format("cache_write: block '{}' uses '{}' inside the loop nest of block '{}', before the "
-                                       "cache would be written back",
-                                       r->block->name, buffer->name, block->name),
-                           block);
-  std::string name = fresh_name(state, buffer->name, storage_scope);
-  ir::Buffer cache = ir::make_buffer(name, buffer->dtype, buffer->shape, storage_scope);
-  std::vector<ir::Range> region = accessed_region(state, block_sref.get(), block->writes, buffer);
-  ScopeRewrite rw{make_copy_stage(name, cache, buffer, region), true, cache, buffer};
-  return apply_scope_rewrite(state, block_sref, rw);
+  auto uses = [&](const ir::BlockNode* b) { return b != block && (reads_buffer(b, buffer.get()) || writes_buffer(b, buffer.get())); };
+  if (const ir::BlockNode* other = first_in_nest(state, block_sref, uses))
+    return ScheduleError(ErrorCode::kDependenceViolated,
+                         fmt::format("cache_write: block '{}' uses '{}' inside the loop nest of block '{}', before the "
+                                     "cache would be written back",
+                                     other->name, buffer->name, block->name),
+                         block);
+  return add_cache(state, block_sref, buffer, storage_scope, /*write=*/true);
 }
 
 Status set_scope(ScheduleState& state, const SRef& block_sref, int buffer_index, const std::string& storage_scope) {
