@@ -14,7 +14,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "interp/interpreter.h"
 #include "support/error.h"
 #include "runtime/compare.h"
 
