@@ -117,7 +117,7 @@ struct InstructionKind {
   X(cache_read) X(cache_write) X(set_scope) X(storage_align) X(transform_layout)                  \
   /* reductions (reduction.cc) */                                                                 \
   X(decompose_reduction) X(rfactor)                                                               \
-  /* blocks (blockize_tensorize.cc) */                                                            \
+  /* blocks (blockize.cc, tensorize.cc) */                                                         \
   X(blockize) X(tensorize)
 
 // Each kind's handle, kind_split() and so on: compare an instruction's kind with it

@@ -56,7 +56,7 @@ Status transform_layout(ScheduleState& state, const SRef& block, int buffer_inde
 Result<SRef> decompose_reduction(ScheduleState& state, const SRef& block, const SRef& loop);
 Result<SRef> rfactor(ScheduleState& state, const SRef& loop, int factor_axis);
 
-// ---- blocks (blockize_tensorize.cc) ----
+// ---- blocks (blockize.cc, tensorize.cc) ----
 Result<SRef> blockize(ScheduleState& state, const SRef& loop);
 Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intrin_name);
 

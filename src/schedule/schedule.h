@@ -165,7 +165,7 @@ class Schedule {
   // new (rfactor) block.
   Result<BlockRV> rfactor(const LoopRV& loop, int factor_axis);
 
-  // ---- blocks (blockize_tensorize.cc) ----
+  // ---- blocks (blockize.cc, tensorize.cc) ----
   // Turns the subtree under `loop` into a new outer block whose body is that subtree.
   Result<BlockRV> blockize(const LoopRV& loop);
   // Blockizes `loop` and replaces its computation by the named tensor intrinsic's implementation
