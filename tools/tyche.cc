@@ -208,8 +208,6 @@ int cmd_run(const Options& o) {
   runtime::OutputsComparison check =
       runtime::compare_outputs(std::span(args).subspan(inputs.size()), expected, output_names(w.func));
   if (!check.ok) fmt::print(stderr, "{}\n", check.message);
-  bool correct = check.ok;
-  double max_abs = check.max_abs_error;
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
   runtime::TimeOptions to;
@@ -221,13 +219,13 @@ int cmd_run(const Options& o) {
              "cpu {}, compile {:.0f} ms, {} (max abs error {:.3g})\n",
              w.name, w.shape, t.median * 1e3, t.min * 1e3, t.cv * 100, t.seconds.size(), t.number, gflops,
              runtime::ThreadPool::global().num_threads(), describe(cpu), kernel->compile_seconds() * 1e3,
-             correct ? "correct" : "WRONG", max_abs);
+             check.ok ? "correct" : "WRONG", check.max_abs_error);
   if (!o.json_file.empty()) {
     nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", t.median}, {"gflops", gflops},
-                        {"correct", correct},   {"cpu", cpu.name},      {"llvm_cpu", cpu.llvm_cpu}};
+                        {"correct", check.ok},   {"cpu", cpu.name},      {"llvm_cpu", cpu.llvm_cpu}};
     if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
   }
-  return correct ? 0 : kExitMismatch;
+  return check.ok ? 0 : kExitMismatch;
 }
 
 // The per-store features of the (scheduled) workload: one column per store, one line per feature.

@@ -404,7 +404,7 @@ namespace {
 Result<BlockRV> apply_blockize(InstructionContext& ctx, LoopRV loop) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
   TYCHE_TRY_ASSIGN(block, blockize(ctx.state(), sref));
-  return ctx.issue(block);
+  return ctx.issue_block(block);
 }
 
 }  // namespace

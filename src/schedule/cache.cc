@@ -508,7 +508,7 @@ template <Result<SRef> (*F)(ScheduleState&, const SRef&, int, const std::string&
 Result<BlockRV> apply_cache(InstructionContext& ctx, BlockRV block, int buffer_index, std::string storage_scope) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
   TYCHE_TRY_ASSIGN(stage, F(ctx.state(), sref, buffer_index, storage_scope));
-  return ctx.issue(stage);
+  return ctx.issue_block(stage);
 }
 
 Status apply_set_scope(InstructionContext& ctx, BlockRV block, int buffer_index, std::string storage_scope) {

@@ -69,7 +69,7 @@ namespace {
 
 Result<BlockRV> apply_get_block(InstructionContext& ctx, std::string name) {
   TYCHE_TRY_ASSIGN(block, get_block(ctx.state(), name));
-  return ctx.issue(block);
+  return ctx.issue_block(block);
 }
 
 Result<std::vector<LoopRV>> apply_get_loops(InstructionContext& ctx, BlockRV block) {

@@ -54,7 +54,7 @@ class InstructionContext {
   // kComputeLocationRoot/Inline if `loop` is a location mark.
   std::optional<int64_t> location_mark(const LoopRV& loop) const;
 
-  BlockRV issue(const SRef& block) { return sch_.issue_block(block); }
+  BlockRV issue_block(const SRef& block) { return sch_.issue_block(block); }
   LoopRV issue_loop(const SRef& loop) { return sch_.issue_loop(loop); }
   std::vector<BlockRV> issue_blocks(const std::vector<SRef>& blocks);
   std::vector<LoopRV> issue_loops(const std::vector<SRef>& loops);
@@ -173,10 +173,14 @@ struct OutType<Unit> {
   static constexpr OutputType kType = OutputType::kNone;
   static Values values(const Unit&) { return {}; }
 };
-template <typename RV, OutputType kOne>
+// One handle or a list of handles.
+template <typename T, OutputType kOut>
 struct HandleOutType {
-  static constexpr OutputType kType = kOne;
-  static Values values(const RV& rv) { return {to_value(rv)}; }
+  static constexpr OutputType kType = kOut;
+  static Values values(const T& out) {
+    Value v = to_value(out);
+    return v.kind == Value::Kind::kList ? std::move(v.list) : Values{std::move(v)};
+  }
 };
 template <>
 struct OutType<BlockRV> : HandleOutType<BlockRV, OutputType::kBlock> {};
@@ -184,17 +188,12 @@ template <>
 struct OutType<LoopRV> : HandleOutType<LoopRV, OutputType::kLoop> {};
 template <>
 struct OutType<ExprRV> : HandleOutType<ExprRV, OutputType::kExpr> {};
-template <typename RV, OutputType kMany>
-struct HandlesOutType {
-  static constexpr OutputType kType = kMany;
-  static Values values(const std::vector<RV>& rvs) { return to_value(rvs).list; }
-};
 template <>
-struct OutType<std::vector<BlockRV>> : HandlesOutType<BlockRV, OutputType::kBlocks> {};
+struct OutType<std::vector<BlockRV>> : HandleOutType<std::vector<BlockRV>, OutputType::kBlocks> {};
 template <>
-struct OutType<std::vector<LoopRV>> : HandlesOutType<LoopRV, OutputType::kLoops> {};
+struct OutType<std::vector<LoopRV>> : HandleOutType<std::vector<LoopRV>, OutputType::kLoops> {};
 template <>
-struct OutType<std::vector<ExprRV>> : HandlesOutType<ExprRV, OutputType::kExprs> {};
+struct OutType<std::vector<ExprRV>> : HandleOutType<std::vector<ExprRV>, OutputType::kExprs> {};
 
 // A parameter's name, whether the text form writes it positionally (sch.reorder(l1, l2)), and
 // the value the text form may omit.

@@ -549,13 +549,13 @@ Result<BlockRV> apply_decompose_reduction(InstructionContext& ctx, BlockRV block
   TYCHE_TRY_ASSIGN(block_sref, ctx.sref(block));
   TYCHE_TRY_ASSIGN(loop_sref, ctx.sref(loop));
   TYCHE_TRY_ASSIGN(init, decompose_reduction(ctx.state(), block_sref, loop_sref));
-  return ctx.issue(init);
+  return ctx.issue_block(init);
 }
 
 Result<BlockRV> apply_rfactor(InstructionContext& ctx, LoopRV loop, int factor_axis) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(loop));
   TYCHE_TRY_ASSIGN(rf_block, rfactor(ctx.state(), sref, factor_axis));
-  return ctx.issue(rf_block);
+  return ctx.issue_block(rf_block);
 }
 
 }  // namespace

@@ -267,12 +267,12 @@ int64_t cap_spatial(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t 
   return std::min(in, std::max(limit, needed));
 }
 
-// The 2-d convolutions' tuple N, H, W, CI, CO, K, stride, pad: spatial extents to `limit` (T2D's
-// input, which it enlarges, to 4), channels to `channels` (a multiple of the groups).
-auto scale_conv2d(int64_t limit, int64_t channels) {
+// The 2-d convolutions' tuple N, H, W, CI, CO, K, stride, pad: spatial extents to `limit`,
+// channels to `channels` (a multiple of the groups). A transposed convolution enlarges its
+// input, so its `limit` caps the input itself.
+auto scale_conv2d(int64_t limit, int64_t channels, bool transposed = false) {
   return [=](const Family& f, std::vector<int64_t> p) {
-    if (f.id == FamilyId::kT2d) p[1] = cap(p[1], 4), p[2] = cap(p[2], 4);
-    else p[1] = cap_spatial(p[1], p[5], p[6], p[7], f.dilation, limit), p[2] = cap_spatial(p[2], p[5], p[6], p[7], f.dilation, limit);
+    for (int d = 1; d <= 2; ++d) p[d] = transposed ? cap(p[d], limit) : cap_spatial(p[d], p[5], p[6], p[7], f.dilation, limit);
     p[3] = cap_multiple(p[3], channels, f.groups), p[4] = cap_multiple(p[4], channels, f.groups);
     return p;
   };
@@ -333,7 +333,7 @@ std::vector<Family> make_families() {
                .build = plain<build_dep>});
   t.push_back({.id = FamilyId::kT2d, .name = "T2D", .params = conv,
                .presets = {{1, 4, 4, 512, 256, 4, 2, 1}, {1, 8, 8, 256, 128, 4, 2, 1}, {1, 16, 16, 128, 64, 4, 2, 1}, {1, 32, 32, 64, 3, 4, 2, 1}},
-               .last_is_pad = true, .scale_down = scale_conv2d(6, 8), .build = plain<build_t2d>});
+               .last_is_pad = true, .scale_down = scale_conv2d(4, 8, /*transposed=*/true), .build = plain<build_t2d>});
   t.push_back({.id = FamilyId::kCap, .name = "CAP", .params = conv,
                .presets = {{1, 16, 16, 32, 32, 3, 2, 1}, {1, 8, 8, 32, 32, 3, 1, 1}, {1, 16, 16, 8, 16, 3, 2, 1}, {1, 8, 8, 16, 16, 3, 1, 1}},
                .last_is_pad = true, .capsule = 4, .scale_down = scale_conv2d(6, 4),
