@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Builds everything with g++ (Release, warnings as errors) and runs every test, including the
-# tests of generated code at each x86-64 level this host can run. The test summary is the last
-# thing printed. clang++'s warning check is scripts/check_clang_warnings.sh (CI runs both).
+# Builds everything with g++ (Release, warnings as errors), the Python package included, and runs
+# every test: the tests of generated code at each x86-64 level this host can run, and the Python
+# package's pytest suite (one ctest test per file). The test summary is the last thing printed.
+# clang++'s warning check is scripts/check_clang_warnings.sh (CI runs both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
+bash scripts/install_python_deps.sh
 jobs="$(nproc)"
-cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_WERROR=ON -DCMAKE_CXX_COMPILER=g++ >/dev/null
+cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_WERROR=ON -DCMAKE_CXX_COMPILER=g++ \
+  -DTYCHE_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 cmake --build build-test -j "$jobs"
 cd build-test && ctest --output-on-failure -j "$jobs"

@@ -141,12 +141,6 @@ int cmd_check(const Options& o) {
   return c.ok ? 0 : kExitMismatch;
 }
 
-// "x86-64-v3 (256-bit vectors)", "host: sapphirerapids (512-bit vectors)".
-std::string describe(const codegen::Cpu& cpu) {
-  std::string name = cpu.name == cpu.llvm_cpu ? cpu.name : fmt::format("{}: {}", cpu.name, cpu.llvm_cpu);
-  return fmt::format("{} ({}-bit vectors)", name, cpu.vector_bits());
-}
-
 std::string bytes_text(size_t b) {
   if (b >= (size_t{1} << 20) && b % (size_t{1} << 20) == 0) return fmt::format("{} MiB", b >> 20);
   return fmt::format("{} KiB", b >> 10);
@@ -218,7 +212,7 @@ int cmd_run(const Options& o) {
   fmt::print("{} [{}]: {:.4f} ms median ({:.4f} min, cv {:.1f}%, {} repeats x {}), {:.1f} GFLOP/s, {} threads, "
              "cpu {}, compile {:.0f} ms, {} (max abs error {:.3g})\n",
              w.name, w.shape, t.median * 1e3, t.min * 1e3, t.cv * 100, t.seconds.size(), t.number, gflops,
-             runtime::ThreadPool::global().num_threads(), describe(cpu), kernel->compile_seconds() * 1e3,
+             runtime::ThreadPool::global().num_threads(), cpu.describe(), kernel->compile_seconds() * 1e3,
              check.ok ? "correct" : "WRONG", check.max_abs_error);
   if (!o.json_file.empty()) {
     nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", t.median}, {"gflops", gflops},
@@ -376,7 +370,7 @@ int cmd_tune(const Options& o) {
   std::vector<tune::TuneTask> tasks;
   for (const std::string& name : o.workload_list) {
     bool formula = name.find_first_of("[=") != std::string::npos;
-    tasks.push_back({workloads::resolve(name, formula ? o.extents : ""), formula ? o.extents : "", 1.0});
+    tasks.push_back({workloads::resolve(name, formula ? o.extents : ""), formula ? o.extents : "", 1.0, nullptr});
   }
   tune::Target target = tune::Target::parse(o.target);
   if (!o.cpu.empty()) target.cpu = o.cpu;

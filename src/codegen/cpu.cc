@@ -81,6 +81,11 @@ int Cpu::vector_bits() const {
   return 128;
 }
 
+std::string Cpu::describe() const {
+  std::string shown = name == llvm_cpu ? name : fmt::format("{}: {}", name, llvm_cpu);
+  return fmt::format("{} ({}-bit vectors)", shown, vector_bits());
+}
+
 std::string default_cpu_name() {
   const char* env = std::getenv("TYCHE_CPU");
   return env && *env ? env : "host";

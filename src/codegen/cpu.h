@@ -23,6 +23,8 @@ struct Cpu {
   bool has(std::string_view feature) const;
   // The widest vector registers code should use: 512 with AVX-512, 256 with AVX, else 128.
   int vector_bits() const;
+  // "x86-64-v3 (256-bit vectors)", "host: sapphirerapids (512-bit vectors)".
+  std::string describe() const;
 };
 
 // "host", "" (the default CPU), a level or an LLVM x86-64 CPU name. Throws tyche::Error naming

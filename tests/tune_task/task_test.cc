@@ -112,7 +112,7 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
     SCOPED_TRACE(strategy);
     std::string db = fresh_dir(strategy);
     int rounds = 0;
-    TuneResult r = tune({{w, "", 1.0}}, two_cores(), quick(db, strategy, 16), [&](const TuneProgress& p) {
+    TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), quick(db, strategy, 16), [&](const TuneProgress& p) {
       ++rounds;
       EXPECT_EQ(p.budget, 16);
       EXPECT_EQ(p.task->name, "GMM-1");
@@ -125,7 +125,7 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
     EXPECT_THAT(r.tasks[0].best_trace_text, HasSubstr("sch.get_block"));
     EXPECT_EQ(r.resumed_records, 0);
     // Again on the same database: it resumes, and measures only new programs.
-    TuneResult again = tune({{w, "", 1.0}}, two_cores(), quick(db, strategy, 8));
+    TuneResult again = tune({{w, "", 1.0, nullptr}}, two_cores(), quick(db, strategy, 8));
     EXPECT_EQ(again.resumed_records, 16);
     EXPECT_LE(again.tasks[0].best_seconds, r.tasks[0].best_seconds);
     Database d(db);
@@ -158,7 +158,7 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
   TuneOptions o = quick(db, "replay-trace", 16);
   o.confirm_top = 4;
   o.confirm_rounds = 3;
-  TuneResult r = tune({{w, "", 1.0}}, two_cores(), o);
+  TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
   ASSERT_EQ(r.tasks.size(), 1u);
   const TaskResult& t = r.tasks[0];
   EXPECT_EQ(t.trials, 16);  // the confirmation is not part of the trial budget
@@ -192,7 +192,7 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
   EXPECT_DOUBLE_EQ(best[0]->mean_seconds(), t.best_seconds);
   EXPECT_FALSE(best[4]->confirmed);
   // A rerun resumes from the latest record of each program and measures only new ones.
-  TuneResult again = tune({{w, "", 1.0}}, two_cores(), quick(db, "replay-trace", 8));
+  TuneResult again = tune({{w, "", 1.0, nullptr}}, two_cores(), quick(db, "replay-trace", 8));
   EXPECT_EQ(again.resumed_records, 20);
   EXPECT_EQ(again.tasks[0].confirmed, 0);
   Database after(db);
@@ -215,7 +215,7 @@ TEST(Tune, EachRoundIsScaledByTheYardstick) {
   o.drift_correction = true;
   o.confirm_top = 4;
   o.confirm_rounds = 1;
-  TuneResult r = tune({{w, "", 1.0}}, two_cores(), o);
+  TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
   ASSERT_EQ(r.tasks.size(), 1u);
   const TaskResult& t = r.tasks[0];
   ASSERT_EQ(t.history.size(), 3u);
@@ -303,7 +303,7 @@ TEST(Tune, CrashesHangsAndWrongResultsAreFailedRecordsAndTheTuneGoesOn) {
   TuneOptions o = quick(db, "replay-trace", 10);
   o.runner.timeout_s = 1;
   o.make_strategy = [] { return std::make_unique<Saboteur>(); };
-  TuneResult r = tune({{w, "i=64", 1.0}}, two_cores(), o);
+  TuneResult r = tune({{w, "i=64", 1.0, nullptr}}, two_cores(), o);
   ASSERT_EQ(r.tasks.size(), 1u);
   EXPECT_EQ(r.tasks[0].trials, 4);  // then the strategy ran dry
   EXPECT_EQ(r.tasks[0].failed, 3);
@@ -327,7 +327,7 @@ TEST(Tune, CandidatesSlowerThanTheBestAreTimedOnceAndStoppedEarly) {
   o.timeout_floor_s = 1;
   o.make_strategy = [] { return std::make_unique<Saboteur>(true); };
   auto t0 = std::chrono::steady_clock::now();
-  TuneResult r = tune({{w, "i=64", 1.0}}, two_cores(), o);
+  TuneResult r = tune({{w, "i=64", 1.0, nullptr}}, two_cores(), o);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15);
   EXPECT_EQ(r.tasks[0].trials, 5);
   Database d(db);
@@ -339,17 +339,38 @@ TEST(Tune, CandidatesSlowerThanTheBestAreTimedOnceAndStoppedEarly) {
   std::filesystem::remove_all(db);
 }
 
+// A task's own design space (a schedule function here, as the Python package's spaces are)
+// replaces the default rules: every record is a program of that space.
+TEST(Tune, SearchesTheTasksOwnSpace) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  std::string db = fresh_dir("own_space");
+  SpaceGeneratorPtr space = schedule_fn([](schedule::Schedule& sch) -> schedule::Status {
+    TYCHE_TRY_ASSIGN(block, sch.get_block("Z"));
+    TYCHE_TRY_ASSIGN(loops, sch.get_loops(block));
+    TYCHE_TRY_ASSIGN(tiles, sch.sample_perfect_tile(loops[2], 2, 16));
+    TYCHE_TRY_ASSIGN(split, sch.split(loops[2], {tiles[0], tiles[1]}));
+    return sch.parallel(loops[1]);
+  });
+  TuneResult r = tune({{w, "", 1.0, space}}, two_cores(), quick(db, "evolutionary", 4));
+  EXPECT_EQ(r.tasks[0].trials, 4);
+  EXPECT_GT(r.tasks[0].best_seconds, 0);
+  EXPECT_THAT(r.tasks[0].best_trace_text, HasSubstr("sch.sample_perfect_tile(loop="));
+  EXPECT_THAT(r.tasks[0].best_trace_text, HasSubstr("sch.parallel(loop="));
+  for (const TuningRecord& rec : Database(db).records()) EXPECT_THAT(rec.trace_json, HasSubstr("\"sample_perfect_tile\""));
+  std::filesystem::remove_all(db);
+}
+
 TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
   auto w = workloads::get_preset("GMM-1");
   std::string db = fresh_dir("refusals");
   TuneOptions o = quick(db, "bayesian", 8);
-  EXPECT_THAT([&] { tune({{w, "", 1.0}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown search strategy")));
+  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown search strategy")));
   o = quick(db, "evolutionary", 8);
   o.cost_model = "random";
   o.model_path = "/tmp/model.json";
-  EXPECT_THAT([&] { tune({{w, "", 1.0}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("--model needs the xgb")));
+  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("--model needs the xgb")));
   o = quick(db, "evolutionary", 8);
-  EXPECT_THAT([&] { tune({{w, "", 1.0}}, Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("CUDA")));
+  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("CUDA")));
   std::filesystem::remove_all(db);
 }
 

@@ -209,7 +209,9 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     const workloads::Workload& w = st->task.workload;
     SearchTask& s = st->search;
     s.context = TuneContext{w.func, target};
-    for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(s.context, options.seed))
+    SpaceGeneratorPtr space = st->task.space ? st->task.space : post_order_apply(default_rules(target));
+    space->initialize(s.context);
+    for (const schedule::Schedule& d : space->generate(s.context, options.seed))
       s.spaces.push_back(d.trace()->simplified());
     s.postprocs = default_postprocs(target);
     for (const PostprocPtr& p : s.postprocs) p->initialize(s.context);

@@ -17,6 +17,7 @@
 
 #include "tune/measure/runner.h"
 #include "tune/search/search_strategy.h"
+#include "tune/space/space_generator.h"
 #include "tune/space/target.h"
 #include "workloads/workloads.h"
 
@@ -26,6 +27,8 @@ struct TuneTask {
   workloads::Workload workload;
   std::string extents;  // for index notation: what rebuilds it (workloads::resolve)
   double weight = 1;
+  // The design spaces to search; nullptr: the target's default rules (post_order_apply).
+  SpaceGeneratorPtr space;
 };
 
 struct TuneOptions {

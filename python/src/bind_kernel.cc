@@ -1,0 +1,247 @@
+// Kernels from Python: build (lower + LLVM JIT), call on arrays through DLPack without copying
+// (numpy, or anything that exports DLPack: C-contiguous, on the CPU, of the parameter's dtype and
+// shape; 64-byte aligned, or else staged through an aligned copy), time with the runtime's evaluator, and show the code. Also the workloads' inputs and
+// reference outputs, and the interpreter, as numpy arrays. The GIL is released while compiling,
+// running and timing.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+
+#include "bindings.h"
+#include "codegen/c_codegen.h"
+#include "codegen/cpu.h"
+#include "codegen/llvm_codegen.h"
+#include "interp/interpreter.h"
+#include "ir/printer.h"
+#include "lower/lower.h"
+#include "runtime/thread_pool.h"
+#include "runtime/time_evaluator.h"
+#include "workloads/workloads.h"
+
+namespace tyche::python {
+namespace {
+
+using Array = nb::ndarray<nb::ro>;
+
+struct Kernel {
+  ir::PrimFunc func;     // as scheduled
+  ir::PrimFunc lowered;
+  std::shared_ptr<codegen::CompiledKernel> compiled;
+  std::vector<std::string> notes;  // loops not lowered as asked
+  std::string cpu;
+};
+
+Kernel build(const ir::PrimFunc& func, const std::string& cpu) {
+  Kernel k;
+  k.func = func;
+  lower::Lowered lowered = lower::lower(func);
+  k.lowered = lowered.func;
+  k.notes = lowered.notes;
+  codegen::CompileOptions co;
+  co.cpu = cpu;
+  co.keep_module = true;  // source("llvm"/"asm")
+  k.cpu = codegen::resolve_cpu(cpu).describe();
+  k.compiled = codegen::compile(k.lowered, co);
+  return k;
+}
+
+bool dtype_matches(const nb::dlpack::dtype& d, DataType t) {
+  if (t.is_bool()) return d.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bool) && d.bits == 8;
+  return d.code == static_cast<uint8_t>(t.code()) && d.bits == t.bits() && d.lanes == 1;
+}
+
+std::string describe(const nb::dlpack::dtype& d) {
+  switch (static_cast<nb::dlpack::dtype_code>(d.code)) {
+    case nb::dlpack::dtype_code::Int: return fmt::format("int{}", d.bits);
+    case nb::dlpack::dtype_code::UInt: return fmt::format("uint{}", d.bits);
+    case nb::dlpack::dtype_code::Float: return fmt::format("float{}", d.bits);
+    case nb::dlpack::dtype_code::Bfloat: return fmt::format("bfloat{}", d.bits);
+    case nb::dlpack::dtype_code::Bool: return "bool";
+    default: return fmt::format("dtype code {} ({} bits)", d.code, d.bits);
+  }
+}
+
+// Throws InputError unless `a` fits parameter `b` (argument `i`): on the CPU, of its dtype and
+// shape, C-contiguous.
+void check_array(const Array& a, const ir::Buffer& b, size_t i) {
+  std::vector<int64_t> want = ir::const_shape(b);
+  std::vector<int64_t> got;
+  for (size_t d = 0; d < a.ndim(); ++d) got.push_back(static_cast<int64_t>(a.shape(d)));
+  std::string what = fmt::format("argument {} ('{}')", i, b->name);
+  if (a.device_type() != nb::device::cpu::value) throw InputError(what + " is not in CPU memory");
+  if (!dtype_matches(a.dtype(), b->dtype)) throw InputError(fmt::format("{} must be {}, got {}", what, b->dtype.str(), describe(a.dtype())));
+  if (got != want) throw InputError(fmt::format("{} must have shape ({}), got ({})", what, fmt::join(want, ", "), fmt::join(got, ", ")));
+  int64_t expected_stride = 1;
+  for (size_t d = a.ndim(); d-- > 0;) {
+    if (got[d] != 1 && a.stride(d) != expected_stride) throw InputError(what + " is not C-contiguous");
+    expected_stride *= got[d];
+  }
+}
+
+// The pointers a kernel call passes, after checking `args` against the kernel's parameters
+// (InputError naming the first that does not fit). Generated code assumes every parameter is
+// 64-byte aligned (as TVM's does) and that none overlaps another: an array that is not aligned is
+// staged through an aligned copy, written back after the call when it is an output.
+struct CallArgs {
+  std::vector<void*> ptrs;
+  std::vector<std::pair<size_t, runtime::NDArray>> staged;  // (argument, its aligned copy)
+  size_t first_output = 0;
+
+  void write_back(const std::vector<Array>& args) const {
+    for (const auto& [i, copy] : staged)
+      if (i >= first_output) std::memcpy(const_cast<void*>(args[i].data()), copy.data(), copy.nbytes());
+  }
+};
+
+CallArgs prepare_call(const Kernel& k, const std::vector<Array>& args) {
+  const std::vector<ir::Buffer>& params = k.func->params;
+  if (args.size() != params.size())
+    throw InputError(fmt::format("{} takes {} arrays (inputs, then outputs), got {}", k.func->name, params.size(), args.size()));
+  CallArgs call;
+  call.first_output = params.size() - static_cast<size_t>(k.func->num_outputs);
+  std::vector<std::pair<const char*, const char*>> ranges;
+  for (size_t i = 0; i < args.size(); ++i) {
+    check_array(args[i], params[i], i);
+    const char* p = static_cast<const char*>(args[i].data());
+    ranges.emplace_back(p, p + args[i].nbytes());
+    if (reinterpret_cast<uintptr_t>(p) % 64 == 0) {
+      call.ptrs.push_back(const_cast<char*>(p));
+      continue;
+    }
+    runtime::NDArray copy(ir::const_shape(params[i]), params[i]->dtype);
+    std::memcpy(copy.data(), p, copy.nbytes());
+    call.ptrs.push_back(copy.data());
+    call.staged.emplace_back(i, std::move(copy));
+  }
+  for (size_t i = call.first_output; i < ranges.size(); ++i)
+    for (size_t j = 0; j < ranges.size(); ++j)
+      if (i != j && ranges[i].first < ranges[j].second && ranges[j].first < ranges[i].second)
+        throw InputError(fmt::format("argument {} ('{}') overlaps argument {} ('{}') in memory", i, params[i]->name, j, params[j]->name));
+  return call;
+}
+
+nb::ndarray<nb::numpy> to_numpy(runtime::NDArray a) {
+  auto* owner = new runtime::NDArray(std::move(a));
+  nb::capsule deleter(owner, [](void* p) noexcept { delete static_cast<runtime::NDArray*>(p); });
+  std::vector<size_t> shape(owner->shape().begin(), owner->shape().end());
+  DataType t = owner->dtype();
+  nb::dlpack::dtype d{t.is_bool() ? static_cast<uint8_t>(nb::dlpack::dtype_code::Bool) : static_cast<uint8_t>(t.code()),
+                      static_cast<uint8_t>(t.is_bool() ? 8 : t.bits()), 1};
+  return nb::ndarray<nb::numpy>(owner->data(), shape.size(), shape.data(), deleter, nullptr, d);
+}
+
+// Copies arrays into NDArrays shaped and typed as `buffers` (checked as for a kernel call).
+std::vector<runtime::NDArray> to_ndarrays(const std::vector<ir::Buffer>& buffers, const std::vector<Array>& arrays, const std::string& what) {
+  if (arrays.size() != buffers.size()) throw InputError(fmt::format("{} takes {} input arrays, got {}", what, buffers.size(), arrays.size()));
+  std::vector<runtime::NDArray> out;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    check_array(arrays[i], buffers[i], i);
+    runtime::NDArray a(ir::const_shape(buffers[i]), buffers[i]->dtype);
+    std::memcpy(a.data(), arrays[i].data(), a.nbytes());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+nb::list to_numpy_list(std::vector<runtime::NDArray> arrays) {
+  nb::list out;
+  for (runtime::NDArray& a : arrays) out.append(nb::cast(to_numpy(std::move(a))));
+  return out;
+}
+
+}  // namespace
+
+void bind_kernel(nb::module_& m) {
+  nb::class_<Kernel>(m, "KernelNative")
+      .def_ro("func", &Kernel::func)
+      .def_ro("lowered", &Kernel::lowered)
+      .def_ro("notes", &Kernel::notes)
+      .def_ro("cpu", &Kernel::cpu)
+      .def_prop_ro("compile_seconds", [](const Kernel& k) { return k.compiled->compile_seconds(); })
+      .def("run", [](const Kernel& k, const std::vector<Array>& args) {
+        CallArgs call = prepare_call(k, args);
+        {
+          nb::gil_scoped_release release;
+          k.compiled->run(call.ptrs.data());
+        }
+        call.write_back(args);
+        return call.staged.size();  // arrays that could not be passed without a copy
+      })
+      .def("time", [](const Kernel& k, const std::vector<Array>& args, int warmup, int number, int repeat, int min_repeat_ms, bool flush_cache) {
+        CallArgs call = prepare_call(k, args);
+        runtime::TimeOptions o;
+        o.warmup = warmup;
+        o.number = number;
+        o.repeat = repeat;
+        o.min_repeat_ms = min_repeat_ms;
+        o.flush_cache = flush_cache;
+        if (repeat <= 0 || number <= 0 || warmup < 0 || min_repeat_ms < 0)
+          throw InputError("time: repeat and number must be positive, warmup and min_repeat_ms not negative");
+        for (size_t i = 0; i < args.size(); ++i) o.flush_ranges.emplace_back(call.ptrs[i], args[i].nbytes());
+        runtime::TimeResult t;
+        {
+          nb::gil_scoped_release release;
+          t = runtime::time_function([&] { k.compiled->run(call.ptrs.data()); }, o);
+        }
+        call.write_back(args);
+        nb::dict d;
+        d["seconds"] = t.seconds;
+        d["number"] = t.number;
+        d["median"] = t.median;
+        d["min"] = t.min;
+        d["mean"] = t.mean;
+        d["cv"] = t.cv;
+        return d;
+      })
+      .def("source", [](const Kernel& k, const std::string& kind) {
+        if (kind == "c") return codegen::emit_c(k.lowered);
+        if (kind == "llvm") return k.compiled->llvm_ir();
+        if (kind == "asm") return k.compiled->assembly();
+        if (kind == "ir") return ir::to_string(k.lowered);
+        if (kind == "tir") return ir::to_string(k.func);
+        throw InputError(fmt::format("unknown source kind '{}' (expected c, llvm, asm, ir or tir)", kind));
+      });
+
+  m.def("build", [](nb::handle program, const std::string& cpu) {
+    ir::PrimFunc func = as_func(program);
+    nb::gil_scoped_release release;
+    return build(func, cpu);
+  }, nb::arg("program"), nb::arg("cpu") = "");
+  m.def("describe_cpu", [](const std::string& cpu) { return codegen::resolve_cpu(cpu).describe(); }, nb::arg("cpu") = "");
+  m.def("set_num_threads", [](int n) {
+    if (n <= 0) throw InputError("set_num_threads: the count must be positive");
+    runtime::ThreadPool::global().set_num_threads(n);
+  });
+  m.def("num_threads", [] { return runtime::ThreadPool::global().num_threads(); });
+
+  m.def("workload_inputs", [](const workloads::Workload& w, uint64_t seed) { return to_numpy_list(workloads::make_inputs(w.func, seed)); });
+  m.def("workload_reference", [](const workloads::Workload& w, const std::vector<Array>& inputs) {
+    std::vector<runtime::NDArray> in = to_ndarrays(w.func.inputs(), inputs, w.name);
+    std::vector<runtime::NDArray> out;
+    {
+      nb::gil_scoped_release release;
+      out = w.reference(in);
+    }
+    return to_numpy_list(std::move(out));
+  });
+  m.def("interpret", [](nb::handle program, const std::vector<Array>& inputs) {
+    ir::PrimFunc func = as_func(program);
+    std::vector<runtime::NDArray> in = to_ndarrays(func.inputs(), inputs, func->name);
+    std::vector<runtime::NDArray> out;
+    {
+      nb::gil_scoped_release release;
+      out = interp::run_on_inputs(func, in);
+    }
+    return to_numpy_list(std::move(out));
+  });
+}
+
+}  // namespace tyche::python

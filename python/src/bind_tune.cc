@@ -1,0 +1,322 @@
+// Design spaces and tuning from Python. The built-in schedule rules (their configurations given
+// as keyword overrides of the C++ defaults), rules written in Python and space functions (the
+// paper's ScheduleFn) become the native SpaceGenerator; the search then replays and mutates their
+// traces natively. Python runs only while the spaces are generated and when progress is shown;
+// the GIL is released for the rest of the tune.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+
+#include "bindings.h"
+#include "interp/interpreter.h"
+#include "tune/space/schedule_rule.h"
+#include "tune/space/space_generator.h"
+#include "tune/task/tune.h"
+
+namespace tyche::python {
+namespace {
+
+using tune::ScheduleRulePtr;
+
+// Assigns the fields named in `overrides` (a dict) through `setters`; an unknown name is an
+// InputError listing the known ones.
+using Setters = std::map<std::string, std::function<void(nb::handle)>>;
+void apply_overrides(const char* what, const nb::dict& overrides, const Setters& setters) {
+  for (auto [key, value] : overrides) {
+    std::string k = nb::cast<std::string>(key);
+    auto it = setters.find(k);
+    if (it == setters.end()) {
+      std::vector<std::string> known;
+      for (const auto& [name, set] : setters) known.push_back(name);
+      throw InputError(fmt::format("{}: unknown option '{}' (known: {})", what, k, fmt::join(known, ", ")));
+    }
+    try {
+      it->second(value);
+    } catch (const nb::cast_error&) {
+      throw InputError(fmt::format("{}: option '{}' has the wrong type", what, k));
+    }
+  }
+}
+
+template <typename T>
+std::function<void(nb::handle)> set(T& field) {
+  return [&field](nb::handle v) { field = nb::cast<T>(v); };
+}
+
+tune::ReuseConfig reuse_config(nb::handle v) {
+  tune::ReuseConfig c;
+  std::string req;
+  Setters s{{"req", set(req)}, {"levels", set(c.levels)}, {"scope", set(c.scope)}, {"only_along_output_row", set(c.only_along_output_row)}};
+  apply_overrides("reuse", nb::cast<nb::dict>(v), s);
+  if (req == "no" || req.empty()) c.req = tune::ReuseConfig::Kind::kNo;
+  else if (req == "may") c.req = tune::ReuseConfig::Kind::kMay;
+  else if (req == "must") c.req = tune::ReuseConfig::Kind::kMust;
+  else throw InputError(fmt::format("reuse: req must be 'no', 'may' or 'must', got '{}'", req));
+  return c;
+}
+
+ScheduleRulePtr builtin_rule(const std::string& name, const nb::dict& o) {
+  if (name == "auto_inline") {
+    tune::AutoInlineConfig c;
+    apply_overrides(name.c_str(), o, {{"into_producer", set(c.into_producer)}, {"into_consumer", set(c.into_consumer)},
+                                      {"inline_const_tensor", set(c.inline_const_tensor)}, {"disallow_if_then_else", set(c.disallow_if_then_else)},
+                                      {"require_injective", set(c.require_injective)}, {"require_ordered", set(c.require_ordered)},
+                                      {"disallow_op", set(c.disallow_op)}});
+    return tune::auto_inline(c);
+  }
+  if (name == "multi_level_tiling") {
+    tune::MultiLevelTilingConfig c;
+    apply_overrides(name.c_str(), o, {{"structure", set(c.structure)}, {"tile_binds", set(c.tile_binds)},
+                                      {"max_innermost_factor", set(c.max_innermost_factor)},
+                                      {"max_innermost_reduction_factor", set(c.max_innermost_reduction_factor)},
+                                      {"reuse_read", [&](nb::handle v) { c.reuse_read = reuse_config(v); }},
+                                      {"reuse_write", [&](nb::handle v) { c.reuse_write = reuse_config(v); }},
+                                      {"padded_rows", set(c.padded_rows)}, {"panel_width", set(c.panel_width)}});
+    return tune::multi_level_tiling(c);
+  }
+  if (name == "parallel_vectorize_unroll") {
+    tune::ParallelVectorizeUnrollConfig c;
+    apply_overrides(name.c_str(), o, {{"max_jobs_per_core", set(c.max_jobs_per_core)}, {"max_vectorize_extent", set(c.max_vectorize_extent)},
+                                      {"unroll_max_steps", set(c.unroll_max_steps)}, {"unroll_explicit", set(c.unroll_explicit)}});
+    return tune::parallel_vectorize_unroll(c);
+  }
+  if (name == "random_compute_location") {
+    apply_overrides(name.c_str(), o, {});
+    return tune::random_compute_location();
+  }
+  if (name == "add_rfactor") {
+    int64_t jobs = 16, innermost = -1;
+    apply_overrides(name.c_str(), o, {{"max_jobs_per_core", set(jobs)}, {"max_innermost_factor", set(innermost)}});
+    return tune::add_rfactor(jobs, innermost);
+  }
+  if (name == "cross_thread_reduction" || name == "auto_bind") {
+    std::vector<int64_t> extents;
+    bool given = false;
+    apply_overrides(name.c_str(), o, {{"thread_extents", [&](nb::handle v) { extents = nb::cast<std::vector<int64_t>>(v); given = true; }}});
+    if (name == "auto_bind") return given ? tune::auto_bind(extents) : tune::auto_bind();
+    return given ? tune::cross_thread_reduction(extents) : tune::cross_thread_reduction();
+  }
+  throw InputError(fmt::format("unknown schedule rule '{}'", name));
+}
+
+// What a Python callback raised, as one InputError naming `where`, the exception and the line
+// that raised it: "rule 'Mine': RuntimeError: broken (at my_rules.py:12)". Called inside the
+// catch of nb::python_error, with the GIL held.
+[[noreturn]] void rethrow_python(const nb::python_error& e, const std::string& where) {
+  std::string what = fmt::format("{}: {}", nb::cast<std::string>(nb::str(e.type().attr("__name__"))),
+                                 nb::cast<std::string>(nb::str(e.value())));
+  nb::handle tb = e.traceback();
+  if (tb.is_valid() && !tb.is_none()) {
+    while (!tb.attr("tb_next").is_none()) tb = tb.attr("tb_next");
+    std::string file = nb::cast<std::string>(tb.attr("tb_frame").attr("f_code").attr("co_filename"));
+    if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+    what += fmt::format(" (at {}:{})", file, nb::cast<int>(tb.attr("tb_lineno")));
+  }
+  throw InputError(fmt::format("{}: {}", where, what));
+}
+
+// A rule written in Python: `apply` is the package's adapter, (native schedule, block) -> list of
+// native schedules, which the rule hands back to the tuner.
+ScheduleRulePtr python_rule(std::string name, nb::callable apply) {
+  auto fn = std::make_shared<nb::object>(std::move(apply));
+  return tune::make_rule(name, [fn, name](schedule::Schedule sch, const schedule::BlockRV& block) {
+    nb::gil_scoped_acquire gil;
+    std::vector<schedule::Schedule> out;
+    try {
+      nb::object given = nb::cast(ScheduleHolder(std::move(sch)));
+      nb::object result = (*fn)(given, block);
+      std::vector<ScheduleHolder*> holders;
+      for (nb::handle r : result) {
+        if (!nb::isinstance<ScheduleHolder>(r)) throw InputError(fmt::format("rule '{}' returned a {} instead of Schedules", name, python_type_name(r)));
+        holders.push_back(&nb::cast<ScheduleHolder&>(r));
+      }
+      for (size_t i = 0; i < holders.size(); ++i) {
+        // the same schedule twice: the second is a copy of the first
+        size_t first = std::find(holders.begin(), holders.end(), holders[i]) - holders.begin();
+        out.push_back(first < i ? out[first].copy() : holders[i]->take());
+      }
+    } catch (const nb::python_error& e) {
+      rethrow_python(e, fmt::format("rule '{}'", name));
+    }
+    return out;
+  });
+}
+
+// A space function (the paper's ScheduleFn): `fn` is the package's adapter taking the native
+// schedule, which the tuner takes back afterwards.
+tune::SpaceGeneratorPtr python_space(nb::callable fn_) {
+  auto fn = std::make_shared<nb::object>(std::move(fn_));
+  return tune::schedule_fn([fn](schedule::Schedule& sch) -> schedule::Status {
+    nb::gil_scoped_acquire gil;
+    nb::object given = nb::cast(ScheduleHolder(std::move(sch)));
+    ScheduleHolder& h = nb::cast<ScheduleHolder&>(given);
+    try {
+      (*fn)(given);
+    } catch (const nb::python_error& e) {
+      if (h.sch) sch = h.take();
+      rethrow_python(e, "space function");
+    }
+    sch = h.take();
+    return schedule::ok_status();
+  });
+}
+
+// The native space of a Python `space` argument: None (the target's default rules), a list of
+// rules (native ones, or (name, adapter) pairs for Python rules), or a space function's adapter.
+tune::SpaceGeneratorPtr make_space(nb::handle space) {
+  if (space.is_none()) return nullptr;
+  if (nb::isinstance<nb::list>(space)) {
+    std::vector<ScheduleRulePtr> rules;
+    for (nb::handle r : space) {
+      if (nb::isinstance<tune::ScheduleRule>(r)) rules.push_back(nb::cast<ScheduleRulePtr>(r));
+      else if (nb::isinstance<nb::tuple>(r) && nb::len(r) == 2) rules.push_back(python_rule(nb::cast<std::string>(r[0]), nb::borrow<nb::callable>(r[1])));
+      else throw InputError("space: a rule list holds tyche.rules rules or objects with an apply(sch, block) method");
+    }
+    return tune::post_order_apply(std::move(rules));
+  }
+  if (nb::isinstance<nb::callable>(space)) return python_space(nb::borrow<nb::callable>(space));
+  throw InputError("space: expected None, a list of rules or a function of a Schedule");
+}
+
+// A Python program as a tuning task; one without a reference is checked against the interpreter.
+workloads::Workload as_workload(nb::handle program) {
+  if (nb::isinstance<workloads::Workload>(program)) return nb::cast<workloads::Workload>(program);
+  workloads::Workload w;
+  w.func = as_func(program);
+  w.name = w.func->name;
+  w.op = "python";
+  ir::PrimFunc func = w.func;
+  w.reference = [func](const std::vector<runtime::NDArray>& inputs) { return interp::run_on_inputs(func, inputs); };
+  return w;
+}
+
+nb::dict task_result(const tune::TaskResult& t) {
+  nb::dict d;
+  d["name"] = t.name;
+  d["shape"] = t.shape;
+  d["flop"] = t.flop;
+  d["trials"] = t.trials;
+  d["failed"] = t.failed;
+  d["best_seconds"] = t.best_seconds;
+  d["search_best_seconds"] = t.search_best_seconds;
+  d["confirmed"] = t.confirmed;
+  d["best_trace"] = t.best_trace_text;
+  d["refusals"] = t.refusals;
+  nb::list history;
+  for (const tune::TunePoint& p : t.history) {
+    nb::dict h;
+    h["trials"] = p.trials;
+    h["best_seconds"] = p.best_seconds;
+    h["measured_best_seconds"] = p.measured_best_seconds;
+    h["elapsed_s"] = p.elapsed_s;
+    history.append(h);
+  }
+  d["history"] = history;
+  return d;
+}
+
+nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options, nb::handle progress) {
+  tune::TuneTask task;
+  task.workload = as_workload(program);
+  task.space = make_space(space);
+  tune::TuneOptions o;
+  std::string target_text = "llvm";
+  o.confirm_top = 4;
+  o.confirm_rounds = 3;
+  apply_overrides("tune", options, {{"trials", set(o.trials)}, {"batch", set(o.batch)}, {"db", set(o.db_dir)},
+                                    {"strategy", set(o.strategy)}, {"cost_model", set(o.cost_model)}, {"model", set(o.model_path)},
+                                    {"seed", set(o.seed)}, {"threads", set(o.threads)}, {"target", set(target_text)},
+                                    {"worker", set(o.runner.worker_path)}, {"timeout_s", set(o.runner.timeout_s)},
+                                    {"confirm_top", set(o.confirm_top)}, {"confirm_rounds", set(o.confirm_rounds)},
+                                    {"population", set(o.evolutionary.population)}, {"generations", set(o.evolutionary.generations)}});
+  if (o.db_dir.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
+  tune::Target target = tune::Target::parse(target_text);
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  bool interrupted = false;
+  std::string callback_error;
+  auto on_progress = [&](const tune::TuneProgress& p) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {  // Ctrl-C: stop after saving what was measured
+      PyErr_Clear();
+      interrupted = true;
+      stop = true;
+      return;
+    }
+    if (progress.is_none()) return;
+    try {
+      progress(p.trials, p.budget, p.task->name, p.task->best_seconds, p.elapsed_s);
+    } catch (const nb::python_error& e) {
+      callback_error = e.what();
+      stop = true;
+    }
+  };
+  tune::TuneResult r;
+  {
+    nb::gil_scoped_release release;
+    r = tune::tune({task}, target, o, on_progress);
+  }
+  if (interrupted) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw nb::python_error();
+  }
+  if (!callback_error.empty()) throw Error("tune: the progress callback raised: " + callback_error);
+  nb::dict d;
+  d["task"] = task_result(r.tasks.at(0));
+  d["resumed_records"] = r.resumed_records;
+  d["warnings"] = r.warnings;
+  nb::dict times;
+  times["search"] = r.times.search;
+  times["build"] = r.times.build;
+  times["run"] = r.times.run;
+  times["model"] = r.times.model;
+  times["database"] = r.times.database;
+  times["confirm"] = r.times.confirm;
+  times["total"] = r.times.total;
+  d["times"] = times;
+  d["target"] = target.str();
+  return d;
+}
+
+}  // namespace
+
+void bind_tune(nb::module_& m) {
+  nb::class_<tune::ScheduleRule>(m, "RuleNative", "A built-in schedule rule.")
+      .def("name", &tune::ScheduleRule::name)
+      .def("apply", [](tune::ScheduleRule& rule, ScheduleHolder& h, const schedule::BlockRV& block, const std::string& target) {
+        schedule::Schedule sch = h.take();
+        rule.initialize(tune::TuneContext{sch.func(), tune::Target::parse(target)});
+        std::vector<ScheduleHolder> out;
+        for (schedule::Schedule& s : rule.apply(std::move(sch), block)) out.emplace_back(std::move(s));
+        return out;
+      }, nb::arg("sch"), nb::arg("block"), nb::arg("target") = "llvm");
+  m.def("builtin_rule", &builtin_rule, nb::arg("name"), nb::arg("options") = nb::dict());
+  m.def("default_rules", [](const std::string& target) { return tune::default_rules(tune::Target::parse(target)); }, nb::arg("target") = "llvm");
+  m.def("generate_space", [](nb::handle program, nb::handle space, const std::string& target, int64_t seed) {
+    ir::PrimFunc func = as_func(program);
+    tune::SpaceGeneratorPtr gen = make_space(space);
+    tune::TuneContext context{func, tune::Target::parse(target)};
+    if (!gen) gen = tune::post_order_apply(tune::default_rules(context.target));
+    std::vector<schedule::Schedule> spaces;
+    {
+      nb::gil_scoped_release release;
+      gen->initialize(context);
+      spaces = gen->generate(context, seed);
+    }
+    std::vector<ScheduleHolder> out;
+    for (schedule::Schedule& s : spaces) out.emplace_back(std::move(s));
+    return out;
+  }, nb::arg("program"), nb::arg("space").none(), nb::arg("target") = "llvm", nb::arg("seed") = 0);
+  m.def("tune", &run_tune, nb::arg("program"), nb::arg("space").none(), nb::arg("options"), nb::arg("progress").none());
+}
+
+}  // namespace tyche::python

@@ -1,0 +1,58 @@
+"""Tyche: tensor-program optimization with probabilistic programs.
+
+Programs come from the preset workloads (``tyche.workload("GMM-4")``), index notation
+(``tyche.formula(...)``) or the tensor-expression API (``tyche.te``); ``tyche.Schedule``
+transforms them with TVM's primitive names; ``tyche.build`` compiles them into kernels that take
+numpy arrays; ``tyche.tune`` searches a design space natively.
+"""
+
+from . import _tyche
+from ._tyche import (BlockRV, ExprRV, InputError, LoopRV, PrimFunc, ScheduleError, TycheError, Workload,
+                     num_threads, op_names, preset_names, set_num_threads)
+from .kernel import Kernel, TimeResult, build, empty, interpret, zeros
+from .schedule import Schedule, Trace
+from .tune import TuneResult, tune
+from . import rules, te
+
+__all__ = [
+    "BlockRV", "ExprRV", "InputError", "Kernel", "LoopRV", "PrimFunc", "Schedule", "ScheduleError", "TimeResult", "Trace",
+    "TuneResult", "TycheError", "Workload", "build", "cpu", "empty", "formula", "interpret", "num_threads", "op_names", "preset_names",
+    "rules", "set_num_threads", "te", "tune", "workload", "zeros",
+]
+
+
+def workload(name: str, scale_down: bool = False) -> Workload:
+    """A preset of the operator suite ("GMM-4", "C2D-1", ...; see ``preset_names()``).
+
+    ``scale_down=True`` shrinks every dimension (keeping kernel sizes, strides, padding and groups)
+    so the interpreter checks it in well under a second. The workload carries its reference:
+    ``workload.inputs()`` and ``workload.reference(*inputs)`` give numpy arrays.
+    """
+    return _tyche.workload(name, scale_down)
+
+
+def formula(text: str, **extents: int) -> Workload:
+    """A program in index notation, e.g. ``formula("C[i,j] += A[i,k] * B[k,j]", i=64, j=64, k=64)``."""
+    if not extents:
+        raise InputError("formula: give every index's extent as a keyword, e.g. i=64")
+    return _tyche.formula(text, ",".join(f"{k}={v}" for k, v in extents.items()))
+
+
+def cpu(name: str = "") -> str:
+    """The CPU code is generated for (``name``: "host", "x86-64-v3", ...; default: TYCHE_CPU or the
+    host) and its vector width, e.g. "host: znver3 (256-bit vectors)"."""
+    return _tyche.describe_cpu(name)
+
+
+def _workload_inputs(self, seed: int = 42):
+    """The inputs the tuner checks with: seeded, uniform in [-1, 1)."""
+    return _tyche.workload_inputs(self, seed)
+
+
+def _workload_reference(self, *inputs):
+    """The reference outputs for ``inputs`` (numpy arrays), computed without the IR."""
+    return _tyche.workload_reference(self, list(inputs))
+
+
+Workload.inputs = _workload_inputs
+Workload.reference = _workload_reference

@@ -1,0 +1,158 @@
+"""Compiled kernels: call them on numpy arrays (or anything that exports DLPack), time them, read
+their code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _tyche
+
+
+ALIGNMENT = 64  # bytes: generated code assumes every array it is passed starts at such an address
+
+
+def empty(shape, dtype: str = "float32") -> np.ndarray:
+    """An uninitialized numpy array whose data is 64-byte aligned, so a kernel takes it without a copy."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(d) for d in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+def zeros(shape, dtype: str = "float32") -> np.ndarray:
+    """A zero-filled, 64-byte aligned numpy array."""
+    a = empty(shape, dtype)
+    a[...] = 0
+    return a
+
+
+@dataclass
+class TimeResult:
+    """Seconds per call: one entry per repeat, each the mean of ``number`` calls."""
+    seconds: list[float]
+    number: int
+    median: float
+    min: float
+    mean: float
+    cv: float  # standard deviation / mean
+
+    def __str__(self) -> str:
+        return (f"{self.median * 1e3:.4f} ms median ({self.min * 1e3:.4f} min, cv {self.cv * 100:.1f}%, "
+                f"{len(self.seconds)} repeats x {self.number})")
+
+
+class Kernel:
+    """A compiled program. ``kernel(*inputs, *outputs)`` writes the outputs in place;
+    ``kernel(*inputs)`` allocates them and returns them (one array, or a tuple).
+
+    Arrays are passed without copying when they are C-contiguous, 64-byte aligned (``tyche.empty``
+    makes such arrays; numpy's own are often only 16-byte aligned) and of the parameter's dtype
+    and shape; another layout is copied in (and, for an output, back out).
+    """
+
+    def __init__(self, native: Any):
+        self._native = native
+        self.params = native.func.params  # (name, shape, dtype) per parameter: inputs, then outputs
+        self.num_outputs = native.func.num_outputs
+        self.num_inputs = len(self.params) - self.num_outputs
+
+    @property
+    def func(self) -> _tyche.PrimFunc:
+        """The scheduled program it was compiled from."""
+        return self._native.func
+
+    @property
+    def cpu(self) -> str:
+        return self._native.cpu
+
+    @property
+    def compile_seconds(self) -> float:
+        return self._native.compile_seconds
+
+    @property
+    def notes(self) -> list[str]:
+        """Loops that were not lowered as asked (a vectorized loop that became serial, ...)."""
+        return self._native.notes
+
+    def _arguments(self, args: tuple) -> tuple[list, list, bool]:
+        if len(args) == self.num_inputs:
+            outs = [empty(shape, dtype) for _, shape, dtype in self.params[self.num_inputs:]]
+            args = tuple(args) + tuple(outs)
+            allocated = True
+        elif len(args) == len(self.params):
+            allocated = False
+        else:
+            raise _tyche.InputError(f"{self.func.name} takes {self.num_inputs} inputs (and optionally "
+                                    f"{self.num_outputs} outputs), got {len(args)} arrays")
+        passed, copies = [], []
+        for i, a in enumerate(args):
+            if not isinstance(a, np.ndarray) and not hasattr(a, "__dlpack__"):
+                raise _tyche.InputError(f"argument {i} ('{self.params[i][0]}') must be an array (numpy or DLPack), "
+                                        f"got {type(a).__name__}")
+            if isinstance(a, np.ndarray):
+                is_output = i >= self.num_inputs
+                if is_output and not a.flags.writeable:
+                    raise _tyche.InputError(f"argument {i} ('{self.params[i][0]}') is an output but read-only")
+                if not a.flags.c_contiguous:
+                    c = np.ascontiguousarray(a)
+                    if is_output:
+                        copies.append((a, c))
+                    a = c
+            passed.append(a)
+        return passed, copies, allocated
+
+    def __call__(self, *args):
+        passed, copies, allocated = self._arguments(args)
+        self.last_call_copies = self._native.run(passed) + len(copies)  # arrays that needed a copy
+        for original, contiguous in copies:
+            original[...] = contiguous
+        if allocated:
+            outs = passed[self.num_inputs:]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        return None
+
+    def time(self, *args, warmup: int = 1, number: int = 1, repeat: int = 10, min_repeat_ms: int = 50,
+             flush_cache: bool = False) -> TimeResult:
+        """Latency statistics as TVM's time_evaluator measures them (outputs are allocated when
+        only the inputs are given)."""
+        passed, _, _ = self._arguments(args)
+        return TimeResult(**self._native.time(passed, warmup, number, repeat, min_repeat_ms, flush_cache))
+
+    def source(self, kind: str = "c") -> str:
+        """The code: "c" (portable C of the lowered program), "llvm" (optimized LLVM IR), "asm",
+        "ir" (the lowered IR) or "tir" (the scheduled IR)."""
+        return self._native.source(kind)
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.func.name} for {self.cpu}>"
+
+
+def build(program: Any, target: str = "llvm", cpu: str = "") -> Kernel:
+    """Lowers and compiles a PrimFunc, a Workload, a Schedule (its program) or a tuning result (its
+    best program) with LLVM, for ``cpu`` ("host", "x86-64-v3", ...; default: TYCHE_CPU or the host).
+    ``target`` may also be "llvm -mcpu NAME"."""
+    parts = target.split()
+    if not parts or parts[0] != "llvm":
+        raise _tyche.InputError(f"build: unknown target '{target}' (this build generates code for llvm, the CPU)")
+    if "-mcpu" in parts:
+        i = parts.index("-mcpu")
+        if i + 1 >= len(parts):
+            raise _tyche.InputError("build: -mcpu needs a CPU name")
+        cpu = parts[i + 1]
+    if hasattr(program, "best_schedule"):
+        program = program.best_schedule()
+    if hasattr(program, "_native") and not isinstance(program, Kernel):
+        program = program._native
+    return Kernel(_tyche.build(program, cpu))
+
+
+def interpret(program: Any, *inputs) -> list:
+    """Runs the program in the reference interpreter on numpy inputs; returns the outputs."""
+    if hasattr(program, "_native"):
+        program = program._native
+    return _tyche.interpret(program, list(inputs))
