@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The second compiler's warning check: every translation unit (sources, tools, tests) through
+# The second compiler's warning check: every translation unit (sources, tools, tests, the Python
+# package's bindings; not nanobind's own sources) through
 # clang++-14's front end with warnings as errors, without code generation, since clang's warnings
 # come from its front end. CI runs it after the test command; scripts/test.sh builds with g++.
 set -euo pipefail
@@ -7,10 +8,11 @@ cd "$(dirname "$0")/.."
 extra=(clang-14)
 command -v python3 >/dev/null || extra+=(python3)
 bash scripts/install_deps.sh "${extra[@]}"
+bash scripts/install_python_deps.sh
 cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_WERROR=ON -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON >/dev/null
+  -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DTYCHE_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 python3 - "$(nproc)" <<'PY'
-import json, shlex, subprocess, sys
+import json, os, shlex, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 
 def check(entry):
@@ -20,7 +22,8 @@ def check(entry):
     r = subprocess.run(args, cwd=entry["directory"], capture_output=True, text=True)
     return entry["file"], r.returncode, r.stderr
 
-entries = json.load(open("build-clang/compile_commands.json"))
+root = os.getcwd() + "/"
+entries = [e for e in json.load(open("build-clang/compile_commands.json")) if e["file"].startswith(root)]
 failed = 0
 with ThreadPoolExecutor(int(sys.argv[1])) as pool:
     for file, code, err in pool.map(check, entries):
