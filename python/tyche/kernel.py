@@ -60,6 +60,7 @@ class Kernel:
         self.params = native.func.params  # (name, shape, dtype) per parameter: inputs, then outputs
         self.num_outputs = native.func.num_outputs
         self.num_inputs = len(self.params) - self.num_outputs
+        self.last_call_copies = 0  # arrays the last call could not pass without a copy
 
     @property
     def func(self) -> _tyche.PrimFunc:
@@ -108,7 +109,7 @@ class Kernel:
 
     def __call__(self, *args):
         passed, copies, allocated = self._arguments(args)
-        self.last_call_copies = self._native.run(passed) + len(copies)  # arrays that needed a copy
+        self.last_call_copies = self._native.run(passed) + len(copies)
         for original, contiguous in copies:
             original[...] = contiguous
         if allocated:
