@@ -238,7 +238,8 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
                                     {"seed", set(o.seed)}, {"threads", set(o.threads)}, {"target", set(target_text)},
                                     {"worker", set(o.runner.worker_path)}, {"timeout_s", set(o.runner.timeout_s)},
                                     {"confirm_top", set(o.confirm_top)}, {"confirm_rounds", set(o.confirm_rounds)},
-                                    {"population", set(o.evolutionary.population)}, {"generations", set(o.evolutionary.generations)}});
+                                    {"population", set(o.evolutionary.population)}, {"generations", set(o.evolutionary.generations)},
+                                    {"repeat", set(o.runner.time.repeat)}, {"min_repeat_ms", set(o.runner.time.min_repeat_ms)}});
   if (o.db_dir.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
   tune::Target target = tune::Target::parse(target_text);
   std::atomic<bool> stop{false};

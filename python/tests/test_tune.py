@@ -15,6 +15,10 @@ def gmm():
     return tyche.workload("GMM-1", scale_down=True)
 
 
+# Each candidate timed briefly, two leaders timed again: the search and the database are under test here.
+QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2)
+
+
 class SplitColumns:
     """A user's rule: split the output block's column loop by a sampled factor; a second branch
     also vectorizes the inner part."""
@@ -90,7 +94,8 @@ def paper_space(sch):
 
 def test_python_space_function_tuned_for_a_few_trials(tmp_path, capsys):
     w = gmm()
-    result = tyche.tune(w, trials=8, batch=4, db=tmp_path / "db", space=paper_space, population=32, generations=1)
+    result = tyche.tune(w, trials=8, batch=4, db=tmp_path / "db", space=paper_space, population=32, generations=1,
+                         **QUICK)
     assert result.trials == 8
     assert result.best_seconds > 0 and result.best_gflops > 0
     text = str(result.best_trace)
@@ -100,7 +105,7 @@ def test_python_space_function_tuned_for_a_few_trials(tmp_path, capsys):
     assert "[tyche] GMM-1 (scaled down): 8/8 trials" in capsys.readouterr().err
     # the database makes a rerun resume: nothing is measured twice
     again = tyche.tune(w, trials=4, batch=4, db=tmp_path / "db", space=paper_space, population=32, generations=1,
-                       progress=False)
+                       progress=False, **QUICK)
     assert again.trials <= 4
 
 
@@ -120,7 +125,7 @@ def test_tune_a_te_program_with_a_rule_list(tmp_path):
     func = te.create_prim_func([A, B], name="relu")
     seen = []
     result = tyche.tune(func, trials=4, batch=4, db=tmp_path / "db", space=[SplitInnermost(), rules.parallel_vectorize_unroll()],
-                        progress=lambda *a: seen.append(a), population=16, generations=1)
+                        progress=lambda *a: seen.append(a), population=16, generations=1, **QUICK)
     assert result.trials == 4 and result.best_seconds > 0
     assert seen and seen[-1][0] == 4 and seen[-1][2] == "relu"
     a = np.random.default_rng(0).uniform(-1, 1, (32, 16)).astype("float32")

@@ -64,7 +64,8 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     function ``space(sch)`` that writes a probabilistic schedule: it runs once to make the space's
     trace, which the search then replays and mutates natively. ``progress`` prints a line per
     round (or is called as ``progress(trials, budget, task, best_seconds, elapsed_s)``). Further
-    options: threads, timeout_s, confirm_top, confirm_rounds, population, generations, model.
+    options: threads, timeout_s, repeat and min_repeat_ms (how each candidate is timed), confirm_top,
+    confirm_rounds, population, generations, model (a saved cost model to start from).
     A program without a reference (TE, a PrimFunc) is checked against the interpreter.
     """
     native_program = program._native if hasattr(program, "_native") else program
