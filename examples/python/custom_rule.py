@@ -37,18 +37,23 @@ def bias_gelu_like(n: int, m: int) -> tyche.PrimFunc:
     Z = te.compute((n, m), lambda i, j: Y[i, j] * te.sigmoid(Y[i, j] * 1.702), name="Z")
     return te.create_prim_func([X, bias, Z], name="bias_gelu")
 
+# Each candidate timed twice for a couple of milliseconds and only two leaders timed again.
+QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2)
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=32)
     p.add_argument("--rows", type=int, default=512)
     p.add_argument("--cols", type=int, default=768)
+    p.add_argument("--quick", action="store_true", help="time each candidate briefly (a smoke test, not a tune)")
     args = p.parse_args()
 
     func = bias_gelu_like(args.rows, args.cols)
     space = [rules.auto_inline(), VectorizeInnermost(), rules.parallel_vectorize_unroll()]
     with tempfile.TemporaryDirectory() as db:
-        result = tyche.tune(func, trials=args.trials, batch=min(16, args.trials), db=db, space=space)
+        result = tyche.tune(func, trials=args.trials, batch=min(16, args.trials), db=db, space=space,
+                            **QUICK if args.quick else {})
     print(result)
     print(result.best_trace)
     kernel = tyche.build(result)

@@ -33,18 +33,23 @@ def stochastic_schedule(sch: tyche.Schedule) -> None:
     sch.parallel(i0)
     sch.compute_at(dense, sch.sample_compute_location(dense))
 
+# Each candidate timed twice for a couple of milliseconds and only two leaders timed again.
+QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2)
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=256)
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--db", default=None, help="the tuning database directory (default: a temporary one)")
+    p.add_argument("--quick", action="store_true", help="time each candidate briefly (a smoke test, not a tune)")
     args = p.parse_args()
 
     func = dense_relu(args.size)
     with tempfile.TemporaryDirectory() as tmp:
         result = tyche.tune(func, trials=args.trials, batch=min(16, args.trials), db=args.db or tmp,
-                            space=stochastic_schedule)
+                            space=stochastic_schedule,
+                            **QUICK if args.quick else {})
     print(result)
     print("the best trace:\n" + str(result.best_trace))
 

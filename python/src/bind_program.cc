@@ -127,10 +127,7 @@ void bind_program(nb::module_& m) {
 
   m.def("workload", [](const std::string& name, bool scale_down) { return make_scaled(workloads::get_preset(name), scale_down); },
         nb::arg("name"), nb::arg("scale_down") = false);
-  m.def("formula", [](const std::string& formula, const std::string& extents, bool scale_down) {
-        if (scale_down) throw InputError("scale_down applies to presets; give smaller extents to a formula");
-        return workloads::from_index_notation(formula, extents);
-      }, nb::arg("formula"), nb::arg("extents"), nb::arg("scale_down") = false);
+  m.def("formula", &workloads::from_index_notation, nb::arg("formula"), nb::arg("extents"));
   m.def("preset_names", &workloads::preset_names);
   m.def("op_names", &workloads::op_names);
 

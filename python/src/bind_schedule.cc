@@ -184,6 +184,20 @@ void bind_schedule(nb::module_& m) {
           kinds += iv.kind == ir::IterKind::kSpatial ? 'S' : iv.kind == ir::IterKind::kReduce ? 'R' : 'O';
         return kinds;
       })
+      .def("block_buffers", [](const ScheduleHolder& h, const BlockRV& b) {
+        // the buffers the block reads and writes, in the order cache_read/cache_write index them
+        auto describe = [](const std::vector<ir::BufferRegion>& regions) {
+          nb::list out;
+          for (const ir::BufferRegion& r : regions)
+            out.append(nb::make_tuple(r.buffer->name, ir::const_shape(r.buffer), r.buffer->dtype.str()));
+          return out;
+        };
+        const ir::BlockNode* block = block_of(h, b);
+        nb::dict d;
+        d["reads"] = describe(block->reads);
+        d["writes"] = describe(block->writes);
+        return d;
+      })
       .def("compute_location_choices", [](const ScheduleHolder& h, const BlockRV& b) {
         return h.get().compute_location_choices(b).value();
       })

@@ -231,8 +231,6 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
   task.space = make_space(space);
   tune::TuneOptions o;
   std::string target_text = "llvm";
-  o.confirm_top = 4;
-  o.confirm_rounds = 3;
   apply_overrides("tune", options, {{"trials", set(o.trials)}, {"batch", set(o.batch)}, {"db", set(o.db_dir)},
                                     {"strategy", set(o.strategy)}, {"cost_model", set(o.cost_model)}, {"model", set(o.model_path)},
                                     {"seed", set(o.seed)}, {"threads", set(o.threads)}, {"target", set(target_text)},

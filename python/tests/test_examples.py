@@ -13,9 +13,9 @@ EXAMPLES = SOURCE_DIR / "examples" / "python"
 
 
 @pytest.mark.parametrize("script, args", [
-    ("paper_example.py", ["--size", "64", "--trials", "8"]),
+    ("paper_example.py", ["--size", "64", "--trials", "8", "--quick"]),
     ("gmm_hand_schedule.py", ["--workload", "GMM-1", "--scale-down"]),
-    ("custom_rule.py", ["--trials", "8", "--rows", "32", "--cols", "64"]),
+    ("custom_rule.py", ["--trials", "8", "--rows", "32", "--cols", "64", "--quick"]),
 ])
 def test_example_runs(script, args):
     r = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True, timeout=300,

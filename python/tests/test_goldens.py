@@ -378,18 +378,18 @@ def test_reduction_rfactor_dense_axis_last(golden):
 # ---- per_primitive_golden_test.cc ----
 # One schedule per primitive from the unscheduled program; the golden concatenates "### name"
 # and either the IR or "refused: <code>: <reason>". Roles: a reduction block, a complete
-# intermediate block (or None), a consumer (or None), and the rank of the buffer written by the
-# block transform_layout gets (the C++ reads it from the block; the Python API does not expose it).
+# intermediate block (or None), a consumer (or None).
 
 def _target(r):
     return r["spatial"] or r["reduction"]
 
 
 def _transform_layout(s, r):
-    rank = r["rank"]
+    block = s.get_block(_target(r))
+    rank = len(s.block_buffers(block)["writes"][0][1])
     ins = ", ".join(f"a{d}" for d in range(rank))
     outs = ", ".join(f"a{rank - 1 - d}" for d in range(rank))
-    s.transform_layout(s.get_block(_target(r)), 0, f"lambda {ins}: ({outs},)")
+    s.transform_layout(block, 0, f"lambda {ins}: ({outs},)")
 
 
 def _compute_at(s, r):
@@ -436,9 +436,9 @@ STEPS = [
 ]
 
 
-def per_primitive(preset, reduction, spatial, consumer, rank):
+def per_primitive(preset, reduction, spatial, consumer):
     """run_all() of per_primitive_golden_test.cc."""
-    roles = {"reduction": reduction, "spatial": spatial, "consumer": consumer, "rank": rank}
+    roles = {"reduction": reduction, "spatial": spatial, "consumer": consumer}
     w = small(preset)
     text = ""
     for name, step in STEPS:
@@ -456,22 +456,22 @@ def per_primitive(preset, reduction, spatial, consumer, rank):
 
 def test_per_primitive_gmm(golden):
     """PerPrimitiveGolden.GMM"""
-    assert per_primitive("GMM-1", "Z", None, None, rank=3) == golden("per_primitive_gmm")
+    assert per_primitive("GMM-1", "Z", None, None) == golden("per_primitive_gmm")
 
 
 def test_per_primitive_c2d(golden):
     """PerPrimitiveGolden.C2D"""
-    assert per_primitive("C2D-1", "conv2d", "pad", "conv2d", rank=4) == golden("per_primitive_c2d")
+    assert per_primitive("C2D-1", "conv2d", "pad", "conv2d") == golden("per_primitive_c2d")
 
 
 def test_per_primitive_sfm(golden):
     """PerPrimitiveGolden.SFM"""
-    assert per_primitive("SFM-1", "row_sum", "row_exp", "softmax", rank=2) == golden("per_primitive_sfm")
+    assert per_primitive("SFM-1", "row_sum", "row_exp", "softmax") == golden("per_primitive_sfm")
 
 
 def test_per_primitive_sfm_row_max(golden):
     """PerPrimitiveGolden.SFMRowMax"""
-    assert per_primitive("SFM-1", "row_max", None, "row_exp", rank=1) == golden("per_primitive_sfm_row_max")
+    assert per_primitive("SFM-1", "row_max", None, "row_exp") == golden("per_primitive_sfm_row_max")
 
 
 # ---- trace_test.cc ----

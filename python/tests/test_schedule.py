@@ -45,6 +45,8 @@ def test_random_variables_are_factors():
     sch.vectorize(j1)
     sch.parallel(i0)
     assert sch.block_name(block) == "Z" and sch.iter_kinds(block) == "SSSR"
+    assert sch.block_buffers(block) == {"reads": [("X", [1, 32, 32], "float32"), ("Y", [1, 32, 32], "float32")],
+                                        "writes": [("Z", [1, 32, 32], "float32")]}
 
 
 def test_sample_perfect_tile_is_uniform_over_factorizations():

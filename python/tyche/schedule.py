@@ -129,6 +129,11 @@ class Schedule:
         """One letter per block iterator: S spatial, R reduction, O opaque."""
         return self._native.iter_kinds(block)
 
+    def block_buffers(self, block: _tyche.BlockRV) -> dict[str, list[tuple[str, list[int], str]]]:
+        """(name, shape, dtype) of the buffers the block reads and writes, in the order
+        cache_read's read_buffer_index and cache_write's write_buffer_index count them."""
+        return self._native.block_buffers(block)
+
     def compute_location_choices(self, block: _tyche.BlockRV) -> list[int]:
         return self._native.compute_location_choices(block)
 

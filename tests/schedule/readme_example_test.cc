@@ -35,13 +35,16 @@ TEST(ReadmeExample, TracesRecordAndReplay) {
   EXPECT_TRUE(testing::computes_reference(w, other.func()));
 }
 
-// The hand-written trace in the README's ```python block parses and schedules GMM-1.
+// The hand-written trace in the ```python block of the README's traces section parses and
+// schedules GMM-1.
 TEST(ReadmeExample, HandWrittenTraceApplies) {
   std::ifstream in(std::string(TYCHE_SOURCE_DIR) + "/README.md");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string readme = ss.str();
-  size_t start = readme.find("```python\n");
+  size_t section = readme.find("### Random variables and traces");
+  ASSERT_NE(section, std::string::npos);
+  size_t start = readme.find("```python\n", section);
   ASSERT_NE(start, std::string::npos);
   start += 10;
   std::string text = readme.substr(start, readme.find("```", start) - start);
