@@ -176,6 +176,8 @@ void bind_kernel(nb::module_& m) {
         return call.staged.size();  // arrays that could not be passed without a copy
       })
       .def("time", [](const Kernel& k, const std::vector<Array>& args, int warmup, int number, int repeat, int min_repeat_ms, bool flush_cache) {
+        if (repeat <= 0 || number <= 0 || warmup < 0 || min_repeat_ms < 0)
+          throw InputError("time: repeat and number must be positive, warmup and min_repeat_ms not negative");
         CallArgs call = prepare_call(k, args);
         runtime::TimeOptions o;
         o.warmup = warmup;
@@ -183,8 +185,6 @@ void bind_kernel(nb::module_& m) {
         o.repeat = repeat;
         o.min_repeat_ms = min_repeat_ms;
         o.flush_cache = flush_cache;
-        if (repeat <= 0 || number <= 0 || warmup < 0 || min_repeat_ms < 0)
-          throw InputError("time: repeat and number must be positive, warmup and min_repeat_ms not negative");
         for (size_t i = 0; i < args.size(); ++i) o.flush_ranges.emplace_back(call.ptrs[i], args[i].nbytes());
         runtime::TimeResult t;
         {

@@ -97,6 +97,8 @@ def test_time_and_source():
     assert "define" in k.source("llvm")
     assert "ret" in k.source("asm")
     assert "for" in k.source("ir")
+    with pytest.raises(tyche.InputError, match="repeat and number must be positive"):
+        k.time(*w.inputs(), repeat=0)
     with pytest.raises(tyche.InputError, match="unknown source kind"):
         k.source("ptx")
     with pytest.raises(tyche.InputError, match="unknown target"):

@@ -80,6 +80,9 @@ def test_rule_and_space_function_errors():
         rules.generate_space(gmm(), bad_space)
     with pytest.raises(tyche.InputError, match="not a rule"):
         rules.generate_space(gmm(), [42])
+    with pytest.raises(tyche.InputError, match="unknown space 'fancy'"):
+        rules.generate_space(gmm(), "fancy")
+    assert len(rules.generate_space(gmm(), "default")) == len(rules.generate_space(gmm(), rules.default()))
 
 
 def paper_space(sch):
@@ -155,3 +158,19 @@ def test_native_work_releases_the_gil():
     done.set()
     t.join()
     assert elapsed > 0.25 and ticks > 50  # the counter ran while the kernel was timed
+
+
+def test_ctrl_c_stops_the_tune_after_saving_what_was_measured(tmp_path):
+    import os
+    import signal
+    import json
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        tyche.tune(gmm(), trials=100000, batch=4, db=tmp_path / "db", population=16,
+                   generations=1, progress=False, **QUICK)
+    assert time.perf_counter() - start < 30
+    timer.join()
+    records = [json.loads(line) for f in (tmp_path / "db").glob("records*") for line in f.read_text().splitlines()]
+    assert records, "the rounds measured before the interrupt are in the database"

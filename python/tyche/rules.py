@@ -75,6 +75,8 @@ def native_space(space: Any) -> Any:
     function ``space(sch)`` writing a probabilistic schedule."""
     if space is None or space == "default":
         return None
+    if isinstance(space, str):
+        raise _tyche.InputError(f"space: unknown space '{space}' (expected 'default', a list of rules or a function)")
     if isinstance(space, Rule) or hasattr(space, "apply"):
         space = [space]
     if isinstance(space, (list, tuple)):
