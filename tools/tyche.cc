@@ -280,7 +280,6 @@ int cmd_sample_measure(const Options& o) {
   so.extents = o.extents;
   so.runner.worker_path = program_dir() + "/tyche-worker";
   so.runner.timeout_s = o.timeout;
-  so.runner.time = {.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 20, .flush_cache = false, .flush_ranges = {}};
   so.progress = [](const std::string& line) { fmt::print("{}\n", line); std::fflush(stdout); };
   tune::SampleMeasureReport r = tune::sample_measure(w, target, so);
   fmt::print("{} [{}] on {}: {} records appended to {} ({} measured, {} failed); {} drawn, {} invalid, {} already measured; "
@@ -387,8 +386,6 @@ int cmd_tune(const Options& o) {
   to.threads = o.threads;
   to.runner.worker_path = program_dir() + "/tyche-worker";
   to.runner.timeout_s = o.timeout;
-  // The worker runs each kernel once (and checks it) before timing: that is the warm-up.
-  to.runner.time = {.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 20, .flush_cache = false, .flush_ranges = {}};
   to.stop = &interrupted;
   to.db_dir = o.db;
   bool temporary_db = to.db_dir.empty();

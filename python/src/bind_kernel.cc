@@ -117,7 +117,7 @@ CallArgs prepare_call(const Kernel& k, const std::vector<Array>& args) {
       continue;
     }
     runtime::NDArray copy(ir::const_shape(params[i]), params[i]->dtype);
-    std::memcpy(copy.data(), p, copy.nbytes());
+    if (i < call.first_output) std::memcpy(copy.data(), p, copy.nbytes());  // an output is written whole
     call.ptrs.push_back(copy.data());
     call.staged.emplace_back(i, std::move(copy));
   }

@@ -19,7 +19,8 @@ namespace tyche::tune {
 struct RunnerOptions {
   std::string worker_path = {};  // the tyche-worker executable
   double timeout_s = 10;       // per candidate, loading and all timed runs included
-  runtime::TimeOptions time{.warmup = 1, .number = 1, .repeat = 5, .min_repeat_ms = 50, .flush_cache = false, .flush_ranges = {}};
+  // The worker runs each kernel once (and checks it) before timing: that is the warm-up.
+  runtime::TimeOptions time{.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 20, .flush_cache = false, .flush_ranges = {}};
   int threads = 0;  // threads for parallel loops in the worker (0: all)
 };
 
