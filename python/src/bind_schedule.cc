@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "bindings.h"
-#include "schedule/analysis.h"
 #include "schedule/trace.h"
 
 namespace tyche::python {
@@ -35,7 +34,8 @@ schedule::Schedule ScheduleHolder::take() {
 
 namespace {
 
-Value to_value(nb::handle v) {
+Value to_value(nb::handle v, int depth = 0) {
+  if (depth > 32) throw InputError("schedule instruction arguments nest lists deeper than 32");
   if (v.is_none()) return Value::none();
   if (nb::isinstance<nb::bool_>(v)) return Value::boolean(nb::cast<bool>(v));
   if (nb::isinstance<nb::int_>(v)) return Value::integer(nb::cast<int64_t>(v));
@@ -46,7 +46,7 @@ Value to_value(nb::handle v) {
   if (nb::isinstance<ExprRV>(v)) return Value::expr(nb::cast<ExprRV>(v).id);
   if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
     std::vector<Value> items;
-    for (nb::handle x : v) items.push_back(to_value(x));
+    for (nb::handle x : v) items.push_back(to_value(x, depth + 1));
     return Value::of_list(std::move(items));
   }
   if (nb::hasattr(v, "__index__")) return Value::integer(nb::cast<int64_t>(v.attr("__index__")()));  // numpy integers
@@ -229,7 +229,13 @@ void bind_schedule(nb::module_& m) {
       .def("apply_to", [](const schedule::Trace& t, ScheduleHolder& h, bool fresh, const nb::dict& overrides) {
         schedule::ReplayOptions o;
         o.fresh_decisions = fresh;
-        for (auto [k, v] : overrides) o.overrides[nb::cast<size_t>(k)] = to_value(v);
+        for (auto [k, v] : overrides) {
+          if (!nb::isinstance<nb::int_>(k)) throw InputError("apply_to: decisions are keyed by instruction index");
+          int64_t i = nb::cast<int64_t>(k);
+          if (i < 0 || static_cast<size_t>(i) >= t.size() || !t.instructions()[static_cast<size_t>(i)].kind->is_sampling())
+            throw InputError(fmt::format("apply_to: instruction {} of the trace is not a sampling instruction", i));
+          o.overrides[static_cast<size_t>(i)] = to_value(v);
+        }
         std::unordered_map<int64_t, Value> handles;
         o.handles = &handles;
         schedule::Schedule& sch = h.get();

@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "bindings.h"
 #include "interp/interpreter.h"
@@ -109,27 +111,43 @@ ScheduleRulePtr builtin_rule(const std::string& name, const nb::dict& o) {
   throw InputError(fmt::format("unknown schedule rule '{}'", name));
 }
 
-// What a Python callback raised, as one InputError naming `where`, the exception and the line
-// that raised it: "rule 'Mine': RuntimeError: broken (at my_rules.py:12)". Called inside the
-// catch of nb::python_error, with the GIL held.
-[[noreturn]] void rethrow_python(const nb::python_error& e, const std::string& where) {
-  std::string what = fmt::format("{}: {}", nb::cast<std::string>(nb::str(e.type().attr("__name__"))),
-                                 nb::cast<std::string>(nb::str(e.value())));
-  nb::handle tb = e.traceback();
-  if (tb.is_valid() && !tb.is_none()) {
-    while (!tb.attr("tb_next").is_none()) tb = tb.attr("tb_next");
-    std::string file = nb::cast<std::string>(tb.attr("tb_frame").attr("f_code").attr("co_filename"));
-    if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
-    what += fmt::format(" (at {}:{})", file, nb::cast<int>(tb.attr("tb_lineno")));
+// A Python exception raised in a callback that native code called (a rule, a space function, the
+// progress callback). The callback keeps it here, with the GIL, and throws CallbackRaised through
+// the native code in its place; the binding that called into native code raises it again once it
+// holds the GIL, so Python sees the original exception (a ScheduleError, a KeyboardInterrupt...).
+struct PendingError {
+  std::optional<nb::python_error> error;
+
+  // Raises the kept exception, if any (GIL held).
+  void raise_if_any() {
+    if (!error) return;
+    nb::python_error e = std::move(*error);
+    error.reset();
+    throw e;
   }
-  throw InputError(fmt::format("{}: {}", where, what));
+};
+struct CallbackRaised {};  // not a tyche::Error, so no native handler takes it for its own
+
+// Keeps what a Python callback raised, with a note saying where it was called from, and throws
+// CallbackRaised (GIL held).
+[[noreturn]] void keep_and_unwind(PendingError& pending, nb::python_error& e, const std::string& where) {
+  try {
+    e.value().attr("add_note")(nb::str(where.c_str()));
+  } catch (const nb::python_error&) {
+    // an exception object that takes no notes keeps its own message
+  }
+  pending.error.emplace(std::move(e));
+  throw CallbackRaised{};
 }
 
 // A rule written in Python: `apply` is the package's adapter, (native schedule, block) -> list of
 // native schedules, which the rule hands back to the tuner.
-ScheduleRulePtr python_rule(std::string name, nb::callable apply) {
+ScheduleRulePtr python_rule(std::string name, nb::callable apply, std::shared_ptr<PendingError> pending) {
   auto fn = std::make_shared<nb::object>(std::move(apply));
-  return tune::make_rule(name, [fn, name](schedule::Schedule sch, const schedule::BlockRV& block) {
+  return tune::make_rule(name, [fn, name, pending](schedule::Schedule sch, const schedule::BlockRV& block) {
+    auto sref = sch.block_sref(block);
+    std::string where = fmt::format("raised in schedule rule '{}' applied to block '{}'", name,
+                                    sref.ok() ? sref.value()->as_block()->name : std::string("?"));
     nb::gil_scoped_acquire gil;
     std::vector<schedule::Schedule> out;
     try {
@@ -137,7 +155,8 @@ ScheduleRulePtr python_rule(std::string name, nb::callable apply) {
       nb::object result = (*fn)(given, block);
       std::vector<ScheduleHolder*> holders;
       for (nb::handle r : result) {
-        if (!nb::isinstance<ScheduleHolder>(r)) throw InputError(fmt::format("rule '{}' returned a {} instead of Schedules", name, python_type_name(r)));
+        if (!nb::isinstance<ScheduleHolder>(r))
+          throw InputError(fmt::format("rule '{}' returned a {} where a Schedule belongs", name, python_type_name(r)));
         holders.push_back(&nb::cast<ScheduleHolder&>(r));
       }
       for (size_t i = 0; i < holders.size(); ++i) {
@@ -145,8 +164,8 @@ ScheduleRulePtr python_rule(std::string name, nb::callable apply) {
         size_t first = std::find(holders.begin(), holders.end(), holders[i]) - holders.begin();
         out.push_back(first < i ? out[first].copy() : holders[i]->take());
       }
-    } catch (const nb::python_error& e) {
-      rethrow_python(e, fmt::format("rule '{}'", name));
+    } catch (nb::python_error& e) {
+      keep_and_unwind(*pending, e, where);
     }
     return out;
   });
@@ -154,17 +173,17 @@ ScheduleRulePtr python_rule(std::string name, nb::callable apply) {
 
 // A space function (the paper's ScheduleFn): `fn` is the package's adapter taking the native
 // schedule, which the tuner takes back afterwards.
-tune::SpaceGeneratorPtr python_space(nb::callable fn_) {
+tune::SpaceGeneratorPtr python_space(nb::callable fn_, std::shared_ptr<PendingError> pending) {
   auto fn = std::make_shared<nb::object>(std::move(fn_));
-  return tune::schedule_fn([fn](schedule::Schedule& sch) -> schedule::Status {
+  return tune::schedule_fn([fn, pending](schedule::Schedule& sch) -> schedule::Status {
     nb::gil_scoped_acquire gil;
     nb::object given = nb::cast(ScheduleHolder(std::move(sch)));
     ScheduleHolder& h = nb::cast<ScheduleHolder&>(given);
     try {
       (*fn)(given);
-    } catch (const nb::python_error& e) {
+    } catch (nb::python_error& e) {
       if (h.sch) sch = h.take();
-      rethrow_python(e, "space function");
+      keep_and_unwind(*pending, e, "raised in the space function");
     }
     sch = h.take();
     return schedule::ok_status();
@@ -173,18 +192,18 @@ tune::SpaceGeneratorPtr python_space(nb::callable fn_) {
 
 // The native space of a Python `space` argument: None (the target's default rules), a list of
 // rules (native ones, or (name, adapter) pairs for Python rules), or a space function's adapter.
-tune::SpaceGeneratorPtr make_space(nb::handle space) {
+tune::SpaceGeneratorPtr make_space(nb::handle space, const std::shared_ptr<PendingError>& pending) {
   if (space.is_none()) return nullptr;
   if (nb::isinstance<nb::list>(space)) {
     std::vector<ScheduleRulePtr> rules;
     for (nb::handle r : space) {
       if (nb::isinstance<tune::ScheduleRule>(r)) rules.push_back(nb::cast<ScheduleRulePtr>(r));
-      else if (nb::isinstance<nb::tuple>(r) && nb::len(r) == 2) rules.push_back(python_rule(nb::cast<std::string>(r[0]), nb::borrow<nb::callable>(r[1])));
+      else if (nb::isinstance<nb::tuple>(r) && nb::len(r) == 2) rules.push_back(python_rule(nb::cast<std::string>(r[0]), nb::borrow<nb::callable>(r[1]), pending));
       else throw InputError("space: a rule list holds tyche.rules rules or objects with an apply(sch, block) method");
     }
     return tune::post_order_apply(std::move(rules));
   }
-  if (nb::isinstance<nb::callable>(space)) return python_space(nb::borrow<nb::callable>(space));
+  if (nb::isinstance<nb::callable>(space)) return python_space(nb::borrow<nb::callable>(space), pending);
   throw InputError("space: expected None, a list of rules or a function of a Schedule");
 }
 
@@ -226,9 +245,10 @@ nb::dict task_result(const tune::TaskResult& t) {
 }
 
 nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options, nb::handle progress) {
+  auto pending = std::make_shared<PendingError>();
   tune::TuneTask task;
   task.workload = as_workload(program);
-  task.space = make_space(space);
+  task.space = make_space(space, pending);
   tune::TuneOptions o;
   std::string target_text = "llvm";
   apply_overrides("tune", options, {{"trials", set(o.trials)}, {"batch", set(o.batch)}, {"db", set(o.db_dir)},
@@ -242,34 +262,26 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
   tune::Target target = tune::Target::parse(target_text);
   std::atomic<bool> stop{false};
   o.stop = &stop;
-  bool interrupted = false;
-  std::string callback_error;
+  // At the end of each round: a signal (Ctrl-C) or an exception of the progress callback stops
+  // the tune after what was measured is saved, and is raised once the tune has returned.
   auto on_progress = [&](const tune::TuneProgress& p) {
     nb::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) {  // Ctrl-C: stop after saving what was measured
-      PyErr_Clear();
-      interrupted = true;
-      stop = true;
-      return;
-    }
-    if (progress.is_none()) return;
     try {
-      progress(p.trials, p.budget, p.task->name, p.task->best_seconds, p.elapsed_s);
-    } catch (const nb::python_error& e) {
-      callback_error = e.what();
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+      if (!progress.is_none()) progress(p.trials, p.budget, p.task->name, p.task->best_seconds, p.elapsed_s);
+    } catch (nb::python_error& e) {
+      pending->error.emplace(std::move(e));
       stop = true;
     }
   };
   tune::TuneResult r;
-  {
+  try {
     nb::gil_scoped_release release;
     r = tune::tune({task}, target, o, on_progress);
+  } catch (const CallbackRaised&) {
+    // a rule or the space function raised: below
   }
-  if (interrupted) {
-    PyErr_SetNone(PyExc_KeyboardInterrupt);
-    throw nb::python_error();
-  }
-  if (!callback_error.empty()) throw Error("tune: the progress callback raised: " + callback_error);
+  pending->raise_if_any();
   nb::dict d;
   d["task"] = task_result(r.tasks.at(0));
   d["resumed_records"] = r.resumed_records;
@@ -303,14 +315,17 @@ void bind_tune(nb::module_& m) {
   m.def("default_rules", [](const std::string& target) { return tune::default_rules(tune::Target::parse(target)); }, nb::arg("target") = "llvm");
   m.def("generate_space", [](nb::handle program, nb::handle space, const std::string& target, int64_t seed) {
     ir::PrimFunc func = as_func(program);
-    tune::SpaceGeneratorPtr gen = make_space(space);
+    auto pending = std::make_shared<PendingError>();
+    tune::SpaceGeneratorPtr gen = make_space(space, pending);
     tune::TuneContext context{func, tune::Target::parse(target)};
     if (!gen) gen = tune::post_order_apply(tune::default_rules(context.target));
     std::vector<schedule::Schedule> spaces;
-    {
+    try {
       nb::gil_scoped_release release;
       gen->initialize(context);
       spaces = gen->generate(context, seed);
+    } catch (const CallbackRaised&) {
+      pending->raise_if_any();
     }
     std::vector<ScheduleHolder> out;
     for (schedule::Schedule& s : spaces) out.emplace_back(std::move(s));

@@ -28,6 +28,8 @@ void translate(const std::exception_ptr& p, void*) {
     raise_schedule_error(e.error, e.rendered);
   } catch (const schedule::ScheduleException& e) {
     raise_schedule_error(e.error(), "");
+  } catch (const nb::cast_error&) {  // a value our code read from Python did not convert
+    PyErr_SetString(g_input_error, "an argument has the wrong type or does not fit (an integer beyond 64 bits?)");
   } catch (const InputError& e) {
     PyErr_SetString(g_input_error, e.what());
   } catch (const Error& e) {

@@ -82,6 +82,8 @@ def test_bad_arguments_are_input_errors():
     with pytest.raises(tyche.InputError, match="overlaps"):
         buf = np.zeros(16 * 4 + 16 * 8, dtype="float32")
         k(buf[:64].reshape(16, 4), b, buf[:128].reshape(16, 8))
+    with pytest.raises(tyche.InputError, match="byte order"):
+        k(a.astype(">f4"), b)
     with pytest.raises(tyche.InputError, match="read-only"):
         c = np.zeros((16, 8), dtype="float32")
         c.flags.writeable = False

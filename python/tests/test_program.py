@@ -77,3 +77,19 @@ def test_te_errors():
         te.compute((8,), lambda i: A[i, "x"], name="B")
     with pytest.raises(tyche.InputError, match="unknown data type 'complex'"):
         te.placeholder((4,), dtype="complex", name="Z")
+    with pytest.raises(tyche.InputError, match="larger than 2"):
+        te.placeholder((2 ** 32 + 4,), name="Huge")
+    with pytest.raises(tyche.InputError, match="reads A outside its shape"):
+        te.create_prim_func([A, te.compute((4,), lambda i: A[i + 100000000, 0], name="Far")])
+    # an expression is not a truth value: Python's max() or `x if e else y` would decide on the object
+    with pytest.raises(TypeError, match="no truth value"):
+        te.compute((8,), lambda i: max(A[i, 0], 0.0), name="M")
+
+
+def test_te_comparisons_build_expressions():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: te.if_then_else(i == 0, 100.0, A[i]), name="B")
+    C = te.compute((8,), lambda i: te.select(i != 3, B[i], -1.0), name="C")
+    a = np.arange(8, dtype="float32")
+    (got,) = tyche.interpret(te.create_prim_func([A, C]), a)
+    np.testing.assert_array_equal(got, [100, 1, 2, -1, 4, 5, 6, 7])

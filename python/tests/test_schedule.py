@@ -128,6 +128,9 @@ def test_replay_with_fresh_and_edited_decisions():
     assert len(funcs) > 3
     with pytest.raises(tyche.InputError):
         trace.with_decision(0, [1, 2])  # get_block does not sample
+    for bad in ({0: [1, 2]}, {99: 3}, {-1: 3}, {"a": 3}):
+        with pytest.raises(tyche.InputError, match="apply_to"):
+            trace.apply_to(tyche.Schedule(gmm()), decisions=bad)
 
 
 def test_refusals_are_schedule_errors_and_leave_the_program_unchanged():
@@ -158,6 +161,10 @@ def test_refusals_are_schedule_errors_and_leave_the_program_unchanged():
         sch.split(j)
     with pytest.raises(tyche.InputError, match="cannot pass"):
         sch.split(j, [object(), 8])
+    with pytest.raises(tyche.InputError, match="does not fit"):
+        sch.split(j, [2 ** 70, None])
+    with pytest.raises(tyche.InputError, match="nest lists deeper"):
+        sch.split(j, [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])
     with pytest.raises(tyche.InputError):
         tyche.Trace.parse("l1 = sch.no_such_primitive(x=1)")
     with pytest.raises(tyche.InputError):

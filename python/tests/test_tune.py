@@ -70,14 +70,26 @@ def test_rule_and_space_function_errors():
         def apply(self, sch, block):
             raise RuntimeError("broken rule")
 
-    with pytest.raises(tyche.InputError, match=r"rule 'Broken': RuntimeError: broken rule \(at test_tune.py:\d+\)"):
+    # what a rule or a space function raises reaches the caller as it was, with a note saying where
+    with pytest.raises(RuntimeError, match="broken rule") as broken:
         rules.generate_space(gmm(), [Broken()])
+    assert broken.value.__notes__ == ["raised in schedule rule 'Broken' applied to block 'Z'"]
 
     def bad_space(sch):
         sch.split(sch.get_loops(sch.get_block("Z"))[1], [3, 5])
 
-    with pytest.raises(tyche.InputError, match="space function.*ScheduleError"):
+    with pytest.raises(tyche.ScheduleError) as refused:
         rules.generate_space(gmm(), bad_space)
+    assert refused.value.code == "invalid_factors" and refused.value.__notes__ == ["raised in the space function"]
+    with pytest.raises(tyche.ScheduleError):
+        tyche.tune(gmm(), trials=4, db="/tmp/tyche_unused_db", space=bad_space, progress=False)
+
+    class Forgetful:
+        def apply(self, sch, block):
+            sch.get_loops(block)
+
+    with pytest.raises(TypeError, match="rule 'Forgetful' returned None"):
+        rules.generate_space(gmm(), [Forgetful()])
     with pytest.raises(tyche.InputError, match="not a rule"):
         rules.generate_space(gmm(), [42])
     with pytest.raises(tyche.InputError, match="unknown space 'fancy'"):
@@ -109,7 +121,8 @@ def test_python_space_function_tuned_for_a_few_trials(tmp_path, capsys):
     # the database makes a rerun resume: nothing is measured twice
     again = tyche.tune(w, trials=4, batch=4, db=tmp_path / "db", space=paper_space, population=32, generations=1,
                        progress=False, **QUICK)
-    assert again.trials <= 4
+    assert again.resumed_records == 8 + 2  # the first tune's 8 trials and its 2 leaders timed again
+    assert again.trials == 4 and again.warnings == []
 
 
 class SplitInnermost:
@@ -128,13 +141,26 @@ def test_tune_a_te_program_with_a_rule_list(tmp_path):
     func = te.create_prim_func([A, B], name="relu")
     seen = []
     result = tyche.tune(func, trials=4, batch=4, db=tmp_path / "db", space=[SplitInnermost(), rules.parallel_vectorize_unroll()],
-                        progress=lambda *a: seen.append(a), population=16, generations=1, **QUICK)
+                        progress=lambda *a: seen.append(a), population=16, generations=1,
+                        target="llvm -num-cores 2 -mcpu x86-64-v2", **QUICK)
     assert result.trials == 4 and result.best_seconds > 0
+    assert tyche.build(result).cpu.startswith("x86-64-v2")  # built for the CPU it was tuned for
     assert seen and seen[-1][0] == 4 and seen[-1][2] == "relu"
     a = np.random.default_rng(0).uniform(-1, 1, (32, 16)).astype("float32")
     np.testing.assert_array_equal(tyche.build(result)(a), np.maximum(a, 0))
     with pytest.raises(tyche.InputError, match="unknown option"):
         tyche.tune(func, trials=4, db=tmp_path / "db", no_such_option=1)
+    with pytest.raises(tyche.TycheError, match="repeats"):
+        tyche.tune(func, trials=4, db=tmp_path / "db", repeat=0)
+    with pytest.raises(tyche.TycheError, match="worker program '/nowhere' not found"):
+        tyche.tune(func, trials=4, db=tmp_path / "db", worker="/nowhere", progress=False)
+
+    def failing_progress(*args):
+        raise ValueError("progress display broke")
+
+    with pytest.raises(ValueError, match="progress display broke"):  # after the round is saved
+        tyche.tune(func, trials=8, batch=4, db=tmp_path / "db2", space=[SplitInnermost()], progress=failing_progress,
+                   population=16, generations=1, **QUICK)
 
 
 def test_native_work_releases_the_gil():

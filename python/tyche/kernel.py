@@ -96,13 +96,14 @@ class Kernel:
                 raise _tyche.InputError(f"argument {i} ('{self.params[i][0]}') must be an array (numpy or DLPack), "
                                         f"got {type(a).__name__}")
             if isinstance(a, np.ndarray):
+                if not a.dtype.isnative:
+                    raise _tyche.InputError(f"argument {i} ('{self.params[i][0]}') is not in this machine's byte order")
                 is_output = i >= self.num_inputs
                 if is_output and not a.flags.writeable:
                     raise _tyche.InputError(f"argument {i} ('{self.params[i][0]}') is an output but read-only")
                 if not a.flags.c_contiguous:
                     c = np.ascontiguousarray(a)
-                    if is_output:
-                        copies.append((a, c))
+                    copies.append((a, c, is_output))
                     a = c
             passed.append(a)
         return passed, copies, allocated
@@ -110,8 +111,9 @@ class Kernel:
     def __call__(self, *args):
         passed, copies, allocated = self._arguments(args)
         self.last_call_copies = self._native.run(passed) + len(copies)
-        for original, contiguous in copies:
-            original[...] = contiguous
+        for original, contiguous, is_output in copies:
+            if is_output:
+                original[...] = contiguous
         if allocated:
             outs = passed[self.num_inputs:]
             return outs[0] if len(outs) == 1 else tuple(outs)
@@ -145,7 +147,10 @@ def build(program: Any, target: str = "llvm", cpu: str = "") -> Kernel:
         if i + 1 >= len(parts):
             raise _tyche.InputError("build: -mcpu needs a CPU name")
         cpu = parts[i + 1]
-    if hasattr(program, "best_schedule"):
+    if hasattr(program, "best_schedule"):  # a tuning result: its best program, for the CPU it was tuned for
+        tuned = program.target.split()
+        if not cpu and "-mcpu" in tuned and tuned.index("-mcpu") + 1 < len(tuned):
+            cpu = tuned[tuned.index("-mcpu") + 1]
         program = program.best_schedule()
     if hasattr(program, "_native") and not isinstance(program, Kernel):
         program = program._native

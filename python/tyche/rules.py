@@ -64,6 +64,9 @@ def _adapter(rule: Any):
     """A Python rule as the native side calls it: native schedule in, native schedules out."""
     def apply(native_sch, block):
         out = rule.apply(Schedule._from_native(native_sch), block)
+        if out is None:
+            raise TypeError(f"rule {getattr(rule, 'name', type(rule).__name__)!r} returned None; "
+                            "return a list of schedules ([sch] where it does not apply)")
         if isinstance(out, Schedule):
             out = [out]
         return [s._native if isinstance(s, Schedule) else s for s in out]

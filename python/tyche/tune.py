@@ -29,6 +29,8 @@ class TuneResult:
     refusals: dict[str, int] = field(default_factory=dict)
     times: dict[str, float] = field(default_factory=dict)
     target: str = "llvm"
+    resumed_records: int = 0      # records of this program the database already held
+    warnings: list[str] = field(default_factory=list)  # database lines that were skipped
 
     @property
     def best_gflops(self) -> float:
@@ -69,8 +71,8 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     A program without a reference (TE, a PrimFunc) is checked against the interpreter.
     """
     native_program = program._native if hasattr(program, "_native") else program
-    opts = dict(trials=trials, db=str(db), strategy=strategy, cost_model=cost_model, seed=seed, target=target,
-                worker=os.environ.get("TYCHE_WORKER", _WORKER), **options)
+    opts = dict(trials=trials, db=str(db), strategy=strategy, cost_model=cost_model, seed=seed, target=target, **options)
+    opts.setdefault("worker", os.environ.get("TYCHE_WORKER", _WORKER))
     if batch is not None:
         opts["batch"] = batch
     callback = _print_progress if progress is True else (progress or None)
@@ -80,4 +82,5 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     return TuneResult(name=t["name"], program=func, best_seconds=t["best_seconds"],
                       best_trace=Trace.parse(t["best_trace"]) if t["best_trace"] else None, trials=t["trials"],
                       failed=t["failed"], flop=t["flop"], history=t["history"], refusals=t["refusals"],
-                      times=r["times"], target=r["target"])
+                      times=r["times"], target=r["target"], resumed_records=r["resumed_records"],
+                      warnings=r["warnings"])

@@ -31,7 +31,7 @@ thread_local bool in_parallel_region = false;
 
 struct ThreadPool::Impl {
   std::vector<std::thread> workers;
-  int num_threads = 1;
+  std::atomic<int> num_threads{1};  // read without caller_mu by callers deciding to run serially
 
   // The current job: a sequence number and the number of parts in one word, so a worker that
   // wakes late learns from a single load whether it has a part; body/env/n are stable while any
@@ -135,6 +135,8 @@ int ThreadPool::num_threads() const { return impl_->num_threads; }
 
 void ThreadPool::set_num_threads(int n) {
   if (n < 1) n = 1;
+  // Not while another host thread's region runs (its workers would be stopped under it).
+  std::lock_guard<std::mutex> no_region(impl_->caller_mu);
   if (n == impl_->num_threads) return;
   impl_->shutdown();
   impl_->start(n);
@@ -148,7 +150,11 @@ void ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
     return;
   }
   std::lock_guard<std::mutex> one_caller(p.caller_mu);
-  int parts = static_cast<int>(std::min<int64_t>({n, int64_t{p.num_threads}, int64_t{0xffff}}));
+  int parts = static_cast<int>(std::min<int64_t>({n, int64_t{p.num_threads.load()}, int64_t{0xffff}}));
+  if (parts <= 1) {  // the pool shrank to one thread since the check above
+    body(0, n, env);
+    return;
+  }
   p.body = body;
   p.env = env;
   p.n = n;

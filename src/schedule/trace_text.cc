@@ -229,19 +229,23 @@ class LineParser {
     }
   }
 
-  Value value() {
+  // Arguments are flat lists; the limit keeps a malicious line from exhausting the stack.
+  static constexpr int kMaxNesting = 32;
+
+  Value value(int depth = 0) {
     skip_ws();
     size_t col = pos_;
     if (pos_ >= s_.size()) fail("expected a value");
     char c = s_[pos_];
     if (c == '[' || c == '(') {
+      if (depth >= kMaxNesting) fail(fmt::format("lists nest deeper than {}", kMaxNesting));
       char close = c == '[' ? ']' : ')';
       ++pos_;
       std::vector<Value> items;
       skip_ws();
       if (!accept(close)) {
         while (true) {
-          items.push_back(value());
+          items.push_back(value(depth + 1));
           skip_ws();
           if (accept(close)) break;
           expect(',', fmt::format("',' or '{}'", close));

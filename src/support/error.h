@@ -31,6 +31,12 @@ template <typename... Args>
   throw Error(fmt::format(f, std::forward<Args>(args)...));
 }
 
+// For what the user got wrong (a malformed definition, an unknown name).
+template <typename... Args>
+[[noreturn]] void throw_input_error(fmt::format_string<Args...> f, Args&&... args) {
+  throw InputError(fmt::format(f, std::forward<Args>(args)...));
+}
+
 }  // namespace tyche
 
 #define TYCHE_CHECK(cond, ...)                                                     \

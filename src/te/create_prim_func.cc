@@ -4,6 +4,7 @@
 #include "arith/analyzer.h"
 #include "arith/region.h"
 #include "ir/functor.h"
+#include "ir/printer.h"
 #include "te/tensor.h"
 
 namespace tyche::te {
@@ -29,10 +30,42 @@ void topo_visit(const Tensor& root, std::unordered_set<const OperationNode*>& se
 
 // The block (inside its loop nest) that computes one compute op. Loops are named after the
 // op's axes; block iter vars get a "v" prefix, as TVM prints them.
+// Refuses a compute whose body reads a tensor outside its shape where the read is not guarded:
+// generated code would read out of bounds. Reads in an if_then_else's branches are guarded by its
+// condition (padding: `if_then_else(h >= 1, I[h - 1], 0)`) and not checked; select evaluates
+// both sides, so its reads are.
+class UnguardedReadChecker : public ir::StmtExprVisitor {
+ public:
+  UnguardedReadChecker(const OperationNode& op, arith::Analyzer& analyzer) : op_(op), analyzer_(analyzer) {}
+
+  void visit_call(const ir::CallNode* n) override {
+    if (n->op == ir::CallOp::kIfThenElse) return visit_expr(n->args.at(0));
+    StmtExprVisitor::visit_call(n);
+  }
+  void visit_buffer_load(const ir::BufferLoadNode* n) override {
+    StmtExprVisitor::visit_buffer_load(n);
+    for (size_t d = 0; d < n->indices.size() && d < n->buffer->shape.size(); ++d) {
+      const auto* extent = n->buffer->shape[d].as<ir::IntImmNode>();
+      arith::ConstIntBound b = analyzer_.const_int_bound(n->indices[d]);
+      if (!extent || b.min_value == arith::ConstIntBound::kNegInf || b.max_value == arith::ConstIntBound::kPosInf) continue;
+      if (b.min_value < 0 || b.max_value >= extent->value)
+        throw_input_error("compute '{}' reads {} outside its shape: index {} of dimension {} takes [{}, {}], not within [0, {}) "
+                    "(guard the read with if_then_else)",
+                    op_.name, n->buffer->name, ir::to_string(n->indices[d]), d, b.min_value, b.max_value, extent->value);
+    }
+  }
+
+ private:
+  const OperationNode& op_;
+  arith::Analyzer& analyzer_;
+};
+
 ir::Stmt make_compute_stage(const OperationNode& op, arith::Analyzer& analyzer) {
   std::vector<IterVar> axes = op.axis;
   const Reduction* red = op.body->reduction();
   if (red) axes.insert(axes.end(), red->axes.begin(), red->axes.end());
+  for (const IterVar& iv : axes) analyzer.bind(iv.var, iv.dom);
+  UnguardedReadChecker(op, analyzer).visit_expr(red ? red->source : *op.body->expr());
 
   std::vector<IterVar> block_vars;
   std::vector<Var> loop_vars;
@@ -80,16 +113,16 @@ ir::PrimFunc create_prim_func(const std::vector<Tensor>& args, std::string name)
   std::vector<Tensor> outputs;
   bool seen_output = false;
   for (const Tensor& t : args) {
-    if (!t.defined()) throw_error("create_prim_func: undefined tensor among the arguments");
-    if (!arg_ops.insert(t.op()).second) throw_error("create_prim_func: tensor '{}' is passed twice", t.name());
+    if (!t.defined()) throw_input_error("create_prim_func: undefined tensor among the arguments");
+    if (!arg_ops.insert(t.op()).second) throw_input_error("create_prim_func: tensor '{}' is passed twice", t.name());
     if (t.op()->is_placeholder) {
-      if (seen_output) throw_error("create_prim_func: input '{}' listed after an output", t.name());
+      if (seen_output) throw_input_error("create_prim_func: input '{}' listed after an output", t.name());
     } else {
       seen_output = true;
       outputs.push_back(t);
     }
   }
-  if (outputs.empty()) throw_error("create_prim_func: no computed tensor among the arguments");
+  if (outputs.empty()) throw_input_error("create_prim_func: no computed tensor among the arguments");
 
   std::unordered_set<const OperationNode*> seen;
   std::vector<Tensor> order;
@@ -102,9 +135,9 @@ ir::PrimFunc create_prim_func(const std::vector<Tensor>& args, std::string name)
   arith::Analyzer analyzer;
   for (const Tensor& t : order) {
     if (!names.insert(t.name()).second)
-      throw_error("create_prim_func: two tensors are named '{}'", t.name());
+      throw_input_error("create_prim_func: two tensors are named '{}'", t.name());
     if (t.op()->is_placeholder) {
-      if (!arg_ops.count(t.op())) throw_error("create_prim_func: input '{}' is not among the arguments", t.name());
+      if (!arg_ops.count(t.op())) throw_input_error("create_prim_func: input '{}' is not among the arguments", t.name());
       continue;
     }
     if (!arg_ops.count(t.op())) intermediates.push_back(t.buffer());

@@ -31,9 +31,9 @@ std::string default_axis_name(size_t i) {
 Reduction make_reduction(ReducerKind k, Expr source, std::vector<IterVar> axes) {
   for (const IterVar& iv : axes) {
     if (iv.kind != ir::IterKind::kReduce)
-      throw_error("{} over '{}', which is not a reduce_axis", reducer_name(k), iv.var.name());
+      throw_input_error("{} over '{}', which is not a reduce_axis", reducer_name(k), iv.var.name());
   }
-  if (axes.empty()) throw_error("{} needs at least one reduce_axis", reducer_name(k));
+  if (axes.empty()) throw_input_error("{} needs at least one reduce_axis", reducer_name(k));
   return Reduction{k, std::move(source), std::move(axes)};
 }
 
@@ -81,12 +81,12 @@ DataType Tensor::dtype() const { return op_->buffer->dtype; }
 int Tensor::ndim() const { return static_cast<int>(op_->buffer->shape.size()); }
 
 Expr Tensor::operator()(std::vector<Expr> indices) const {
-  if (!op_) throw_error("use of an undefined tensor");
+  if (!op_) throw_input_error("use of an undefined tensor");
   if (indices.size() != op_->buffer->shape.size())
-    throw_error("tensor '{}' has {} dimension(s) but is indexed with {}", name(), ndim(), indices.size());
+    throw_input_error("tensor '{}' has {} dimension(s) but is indexed with {}", name(), ndim(), indices.size());
   for (Expr& i : indices) {
     if (!i.dtype().is_int_like())
-      throw_error("index of tensor '{}' has type {}, expected an integer", name(), i.dtype().str());
+      throw_input_error("index of tensor '{}' has type {}, expected an integer", name(), i.dtype().str());
   }
   if (!g_collectors.empty()) {
     auto& c = *g_collectors.back();
@@ -97,10 +97,10 @@ Expr Tensor::operator()(std::vector<Expr> indices) const {
 }
 
 Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name) {
-  if (name.empty()) throw_error("a placeholder needs a name");
+  if (name.empty()) throw_input_error("a placeholder needs a name");
   std::vector<Expr> dims;
   for (int64_t s : shape) {
-    if (s <= 0) throw_error("placeholder '{}' has non-positive extent {}", name, s);
+    if (s <= 0) throw_input_error("placeholder '{}' has non-positive extent {}", name, s);
     dims.push_back(ir::make_int(s));
   }
   auto op = std::make_shared<OperationNode>();
@@ -110,7 +110,7 @@ Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name)
 }
 
 IterVar reduce_axis(int64_t extent, std::string name) {
-  if (extent <= 0) throw_error("reduce_axis '{}' has non-positive extent {}", name, extent);
+  if (extent <= 0) throw_input_error("reduce_axis '{}' has non-positive extent {}", name, extent);
   return reduce_axis(ir::Range(ir::make_int(0), ir::make_int(extent)), std::move(name));
 }
 IterVar reduce_axis(ir::Range range, std::string name) {
@@ -119,14 +119,14 @@ IterVar reduce_axis(ir::Range range, std::string name) {
 
 Tensor compute(std::vector<int64_t> shape, const std::function<ComputeBody(const std::vector<Var>&)>& fcompute,
                std::string name, std::vector<std::string> axis_names) {
-  if (name.empty()) throw_error("a compute needs a name");
+  if (name.empty()) throw_input_error("a compute needs a name");
   auto op = std::make_shared<OperationNode>();
   op->name = name;
   op->is_placeholder = false;
   std::vector<Var> vars;
   std::vector<Expr> dims;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] <= 0) throw_error("compute '{}' has non-positive extent {}", name, shape[i]);
+    if (shape[i] <= 0) throw_input_error("compute '{}' has non-positive extent {}", name, shape[i]);
     Var v(i < axis_names.size() ? axis_names[i] : default_axis_name(i));
     vars.push_back(v);
     dims.push_back(ir::make_int(shape[i]));
@@ -148,7 +148,7 @@ Tensor compute(std::vector<int64_t> shape, const std::function<ComputeBody(const
   else loads.visit_expr(body->reduction()->source);
   for (const ir::BufferNode* b : loads.buffers) {
     if (std::none_of(inputs.begin(), inputs.end(), [&](const Tensor& t) { return t.buffer().get() == b; }))
-      throw_error("compute '{}' reads '{}' through an expression built outside its definition", name, b->name);
+      throw_input_error("compute '{}' reads '{}' through an expression built outside its definition", name, b->name);
   }
   op->buffer = ir::make_buffer(name, body->dtype(), std::move(dims));
   op->body = std::move(body);

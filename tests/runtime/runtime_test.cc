@@ -62,6 +62,22 @@ TEST(ThreadPool, NestedRegionsRunSeriallyAndConcurrentCallersAreSafe) {
   for (auto& h : d.hits) EXPECT_EQ(h.load(), 400);
 }
 
+// Resizing the pool (the Python package's set_num_threads) while another host thread runs
+// regions waits for the region in flight instead of stopping its workers under it.
+TEST(ThreadPool, ResizingWhileAnotherThreadRunsRegionsIsSafe) {
+  int before = ThreadPool::global().num_threads();
+  Counts d(64);
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    for (int r = 0; r < 2000; ++r) ThreadPool::global().parallel_for(64, count_body, &d);
+    done = true;
+  });
+  for (int i = 0; !done; ++i) ThreadPool::global().set_num_threads(1 + i % 3);
+  caller.join();
+  for (auto& h : d.hits) EXPECT_EQ(h.load(), 2000);
+  ThreadPool::global().set_num_threads(before);
+}
+
 TEST(ThreadPool, RegionsStartedAsWorkersFallAsleepAreNotLost) {
   // Between regions the caller waits about as long as a worker spins before it sleeps, so
   // workers keep going to sleep just as the next region is published. A wake-up lost there

@@ -97,6 +97,8 @@ TEST(TraceText, MalformedInputIsOneLineNamingLineAndColumn) {
       {"sch.get_block(name=@)", "unexpected '@'"},
       {"sch", "expected '.' after 'sch'"},
       {"(b0 = sch.get_block(name=\"Z\")", "expected ')' after the names being assigned"},
+      {b0 + "l1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.split(loop=l2, factors=" + std::string(40, '['),
+       "lists nest deeper than 32"},
   };
   for (const BadText& c : cases) {
     SCOPED_TRACE(c.text);

@@ -88,6 +88,24 @@ TEST(CreatePrimFunc, RejectsMalformedGraphs) {
   EXPECT_THAT([&] { create_prim_func({a, a2, d}); }, testing::ThrowsMessage<Error>(HasSubstr("two tensors are named 'A'")));
 }
 
+// Generated code would read outside a tensor: refused, unless an if_then_else guards the read.
+TEST(CreatePrimFunc, RejectsUnguardedReadsOutsideATensor) {
+  Tensor a = placeholder({8}, kFloat32, "A");
+  Tensor far = compute({4}, [&](Var i) { return a(i + 100000000); }, "Far");
+  EXPECT_THAT([&] { create_prim_func({a, far}); },
+              testing::ThrowsMessage<Error>(HasSubstr("compute 'Far' reads A outside its shape: index i + 100000000 of dimension 0 "
+                                                      "takes [100000000, 100000003], not within [0, 8)")));
+  Tensor shifted = compute({8}, [&](Var i) { return a(i - 1); }, "Shifted");
+  EXPECT_THAT([&] { create_prim_func({a, shifted}); }, testing::ThrowsMessage<Error>(HasSubstr("takes [-1, 6]")));
+  IterVar k = reduce_axis(9, "k");
+  Tensor red = compute({1}, [&](Var) { return sum(a(k.var), {k}); }, "Red");
+  EXPECT_THAT([&] { create_prim_func({a, red}); }, testing::ThrowsMessage<Error>(HasSubstr("takes [0, 8]")));
+  Tensor padded = compute({10}, [&](Var i) { return if_then_else(i >= 1 && i < 9, a(i - 1), Expr(0.0)); }, "Padded");
+  EXPECT_NO_THROW(create_prim_func({a, padded}));
+  Tensor selected = compute({10}, [&](Var i) { return select(i >= 1 && i < 9, a(i - 1), Expr(0.0)); }, "Selected");
+  EXPECT_THAT([&] { create_prim_func({a, selected}); }, testing::ThrowsMessage<Error>(HasSubstr("reads A outside its shape")));
+}
+
 TEST(Compute, RejectsBadDefinitions) {
   Tensor a = placeholder({4, 4}, kFloat32, "A");
   IterVar spatial{Var("s"), ir::Range(0, 4), ir::IterKind::kSpatial};

@@ -371,6 +371,16 @@ TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
   EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("--model needs the xgb")));
   o = quick(db, "evolutionary", 8);
   EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("CUDA")));
+  o.runner.time.repeat = 0;
+  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("repeats")));
+  o = quick(db, "evolutionary", 8);
+  o.runner.timeout_s = -1;
+  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("timeout")));
+  o = quick(db, "evolutionary", 8);
+  SpaceGeneratorPtr nothing = post_order_apply({make_rule("drop", [](schedule::Schedule, const schedule::BlockRV&) {
+    return std::vector<schedule::Schedule>{};
+  })});
+  EXPECT_THAT([&] { tune({{w, "", 1.0, nothing}}, two_cores(), o); }, ::testing::ThrowsMessage<InputError>(HasSubstr("design space of GMM-1 is empty")));
   std::filesystem::remove_all(db);
 }
 

@@ -188,6 +188,9 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
   if (target.is_gpu()) throw Error("tune: CUDA kernels cannot be run yet (tune an llvm target)");
   if (tasks.empty()) throw Error("tune: no workload to tune");
   if (options.trials <= 0 || options.batch <= 0) throw Error("tune: --trials and the batch must be positive");
+  const runtime::TimeOptions& timing = options.runner.time;
+  if (!(options.runner.timeout_s > 0) || timing.repeat <= 0 || timing.number <= 0 || timing.warmup < 0 || timing.min_repeat_ms < 0)
+    throw Error("tune: the timeout, repeats and calls per repeat must be positive, warm-up and minimum repeat time not negative");
   const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);
   codegen::check_runs_on_host(cpu);
   const EvolutionaryOptions& evo = options.evolutionary;
@@ -213,6 +216,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     space->initialize(s.context);
     for (const schedule::Schedule& d : space->generate(s.context, options.seed))
       s.spaces.push_back(d.trace()->simplified());
+    if (s.spaces.empty()) throw InputError(fmt::format("tune: the design space of {} is empty (a rule returned no schedule)", w.name));
     s.postprocs = default_postprocs(target);
     for (const PostprocPtr& p : s.postprocs) p->initialize(s.context);
     s.mutators = default_mutators(target);
