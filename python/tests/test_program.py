@@ -93,3 +93,15 @@ def test_te_comparisons_build_expressions():
     a = np.arange(8, dtype="float32")
     (got,) = tyche.interpret(te.create_prim_func([A, C]), a)
     np.testing.assert_array_equal(got, [100, 1, 2, -1, 4, 5, 6, 7])
+
+
+def test_te_gmm_is_the_preset():
+    """The TE API builds the same PrimFunc as the C++ front-end: GMM written here prints as the
+    GMM-1 golden the C++ preset prints."""
+    B, N, M, K = 1, 128, 128, 128
+    X = te.placeholder((B, N, K), name="X")
+    Y = te.placeholder((B, K, M), name="Y")
+    k = te.reduce_axis(K, name="k")
+    Z = te.compute((B, N, M), lambda b, i, j: te.sum(X[b, i, k] * Y[b, k, j], axis=k), name="Z", axis_names=["b", "i", "j"])
+    func = te.create_prim_func([X, Y, Z], name="GMM")
+    assert str(func) == (SOURCE_DIR / "tests" / "golden" / "GMM-1.txt").read_text()

@@ -76,7 +76,8 @@ class Trace:
         """Replays onto ``sch``: the recorded decisions, fresh ones, or ``decisions`` by index.
 
         Returns the handles it issued, by trace-local id. A refusal raises ScheduleError naming
-        the instruction.
+        the instruction; ``sch`` then holds the instructions before it (replay onto a copy to
+        keep it as it was).
         """
         return self._native.apply_to(sch._native, fresh_decisions, decisions or {})
 
