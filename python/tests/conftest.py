@@ -8,7 +8,9 @@ SOURCE_DIR = pathlib.Path(os.environ.get("TYCHE_SOURCE_DIR", pathlib.Path(__file
 
 @pytest.fixture
 def golden():
-    """The text of a C++ golden file (tests/golden/schedule/<name>.txt)."""
+    """The text of a C++ golden file (tests/golden/schedule/<name>.txt); a missing one fails the test."""
     def read(name: str) -> str:
-        return (SOURCE_DIR / "tests" / "golden" / "schedule" / f"{name}.txt").read_text()
+        path = SOURCE_DIR / "tests" / "golden" / "schedule" / f"{name}.txt"
+        assert path.is_file(), f"no golden file {path} (is TYCHE_SOURCE_DIR the source tree?)"
+        return path.read_text()
     return read
