@@ -94,13 +94,6 @@ void def_operators(C& cls) {
       .def_prop_ro("dtype", [self](const T& a) { return self(a).dtype().str(); });
 }
 
-// The IR's extents are int32: a larger one would wrap.
-std::vector<int64_t> checked_extents(std::vector<int64_t> shape, const std::string& what) {
-  for (int64_t d : shape)
-    if (d > INT32_MAX) throw InputError(fmt::format("{}: extent {} is larger than 2^31 - 1", what, d));
-  return shape;
-}
-
 workloads::Workload make_scaled(const workloads::Workload& w, bool scale_down) {
   return scale_down ? workloads::scaled_down(w) : w;
 }
@@ -171,11 +164,11 @@ void bind_program(nb::module_& m) {
       .def("__repr__", [](const te::Tensor& t) { return fmt::format("<Tensor {} {} {}>", t.name(), fmt::join(t.shape(), "x"), t.dtype().str()); });
 
   m.def("te_placeholder", [](std::vector<int64_t> shape, const std::string& dtype, std::string name) {
-    return te::placeholder(checked_extents(std::move(shape), name), DataType::parse(dtype), std::move(name));
+    return te::placeholder(std::move(shape), DataType::parse(dtype), std::move(name));
   });
-  m.def("te_reduce_axis", [](int64_t extent, std::string name) { return te::reduce_axis(checked_extents({extent}, name)[0], std::move(name)); });
+  m.def("te_reduce_axis", [](int64_t extent, std::string name) { return te::reduce_axis(extent, std::move(name)); });
   m.def("te_compute", [](std::vector<int64_t> shape, nb::callable fcompute, std::string name, std::vector<std::string> axis_names) {
-    return te::compute(checked_extents(std::move(shape), name), [&](const std::vector<ir::Var>& vars) {
+    return te::compute(std::move(shape), [&](const std::vector<ir::Var>& vars) {
       nb::list args;
       for (const ir::Var& v : vars) args.append(nb::cast(v));
       return to_body(fcompute(*nb::tuple(args)));

@@ -96,11 +96,17 @@ Expr Tensor::operator()(std::vector<Expr> indices) const {
   return ir::buffer_load(op_->buffer, std::move(indices));
 }
 
+// Extents are int32 in the IR (make_int): a larger one would wrap.
+static void check_extent(int64_t extent, const char* what, const std::string& name) {
+  if (extent <= 0) throw_input_error("{} '{}' has non-positive extent {}", what, name, extent);
+  if (extent > INT32_MAX) throw_input_error("{} '{}' has extent {}, larger than 2^31 - 1", what, name, extent);
+}
+
 Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name) {
   if (name.empty()) throw_input_error("a placeholder needs a name");
   std::vector<Expr> dims;
   for (int64_t s : shape) {
-    if (s <= 0) throw_input_error("placeholder '{}' has non-positive extent {}", name, s);
+    check_extent(s, "placeholder", name);
     dims.push_back(ir::make_int(s));
   }
   auto op = std::make_shared<OperationNode>();
@@ -110,7 +116,7 @@ Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name)
 }
 
 IterVar reduce_axis(int64_t extent, std::string name) {
-  if (extent <= 0) throw_input_error("reduce_axis '{}' has non-positive extent {}", name, extent);
+  check_extent(extent, "reduce_axis", name);
   return reduce_axis(ir::Range(ir::make_int(0), ir::make_int(extent)), std::move(name));
 }
 IterVar reduce_axis(ir::Range range, std::string name) {
@@ -126,7 +132,7 @@ Tensor compute(std::vector<int64_t> shape, const std::function<ComputeBody(const
   std::vector<Var> vars;
   std::vector<Expr> dims;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] <= 0) throw_input_error("compute '{}' has non-positive extent {}", name, shape[i]);
+    check_extent(shape[i], "compute", name);
     Var v(i < axis_names.size() ? axis_names[i] : default_axis_name(i));
     vars.push_back(v);
     dims.push_back(ir::make_int(shape[i]));

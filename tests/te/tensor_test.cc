@@ -117,6 +117,10 @@ TEST(Compute, RejectsBadDefinitions) {
   EXPECT_THAT([&] { compute({4}, [&](Var) { return outside; }, "R"); },
               testing::ThrowsMessage<Error>(HasSubstr("built outside its definition")));
   EXPECT_THAT([&] { placeholder({4, 0}, kFloat32, "Z"); }, testing::ThrowsMessage<Error>(HasSubstr("non-positive")));
+  EXPECT_THAT([&] { placeholder({int64_t{1} << 32}, kFloat32, "Z"); }, testing::ThrowsMessage<InputError>(HasSubstr("larger than 2^31 - 1")));
+  EXPECT_THAT([&] { reduce_axis(int64_t{1} << 31, "k"); }, testing::ThrowsMessage<InputError>(HasSubstr("larger than 2^31 - 1")));
+  EXPECT_THAT([&] { compute({int64_t{1} << 40}, [&](Var i) { return a(i, 0); }, "R"); },
+              testing::ThrowsMessage<InputError>(HasSubstr("larger than 2^31 - 1")));
   EXPECT_THAT([&] { compute({4}, [&](Var i) { return a(i, 0.5); }, "R"); }, testing::ThrowsMessage<Error>(HasSubstr("integer")));
 }
 
