@@ -1,0 +1,1 @@
+"""The benchmark suite (``bench/suite``): Tyche against oneDNN, OpenBLAS and TVM MetaSchedule."""

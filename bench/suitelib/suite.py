@@ -1,0 +1,251 @@
+"""The benchmark suite: tune every family with Tyche (and TVM MetaSchedule with --tvm), then measure
+the best kernels beside oneDNN, OpenBLAS and the unscheduled program, interleaved in one run;
+write the results (JSON, markdown, plots) under bench/results. Run it as ``bench/suite``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import tyche
+
+from . import plots, report
+from .baselines import SYSTEMS as LIBRARIES, BaselineError, Library
+from .implementations import aligned_copies, library_kernel, relative_error, tvm_kernel, tyche_kernel
+from .measure import measure_interleaved
+
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_PRESET = 3  # one shape per family: the third of workloads.md's four
+TOLERANCE = 1e-3    # max |out - ref| / max(1, max |ref|)
+
+
+class SuiteError(RuntimeError):
+    pass
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="bench/suite", description=__doc__.split("\n\n")[0])
+    p.add_argument("--trials", type=int, default=256, help="trials per workload for each tuner (default 256; the published run: 1000)")
+    p.add_argument("--full", action="store_true", help="all 56 presets instead of one shape per family")
+    p.add_argument("--workloads", help="comma-separated presets instead (e.g. GMM-3,C2D-3)")
+    p.add_argument("--tvm", action="store_true", help="also tune and measure TVM MetaSchedule (pip apache-tvm)")
+    p.add_argument("--scale-down", action="store_true", help="shrink every shape (a quick check of the suite itself)")
+    p.add_argument("--out", default=os.path.join(BENCH, "results"), help="where the results go (default bench/results)")
+    p.add_argument("--work", help="tuning databases and logs (default build-bench/suite-work/<time>)")
+    p.add_argument("--rounds", type=int, default=10, help="measuring rounds (default 10)")
+    p.add_argument("--window", type=float, default=0.2, help="seconds per measuring window (default 0.2)")
+    p.add_argument("--roofline-seconds", type=float, default=1.0, help="seconds of the peak-FMA probe (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--build", default=os.environ.get("TYCHE_BUILD_DIR", os.path.join(BENCH, "..", "build-bench")),
+                   help="the build folder holding bench/libtyche_baselines.so")
+    p.add_argument("--report", metavar="RESULTS_JSON", help="only redo the table and plots of a results file")
+    a = p.parse_args(argv)
+    if a.trials < 1:
+        p.error("--trials must be at least 1")
+    if a.rounds < 1 or a.window <= 0 or a.roofline_seconds <= 0:
+        p.error("--rounds, --window and --roofline-seconds must be positive")
+    return a
+
+
+def select_workloads(a: argparse.Namespace) -> list[str]:
+    names = tyche.preset_names()
+    if a.workloads:
+        chosen = [n.strip().upper() for n in a.workloads.split(",") if n.strip()]
+        unknown = [n for n in chosen if n not in names]
+        if unknown:
+            raise SuiteError(f"unknown workload '{unknown[0]}' (the presets are {names[0]} ... {names[-1]}, see workloads.md)")
+        return chosen
+    if a.full:
+        return names
+    return [f"{op}-{DEFAULT_PRESET}" for op in tyche.op_names()]
+
+
+def progress(step: str, text: str) -> None:
+    print(f"[suite {step}] {text}", file=sys.stderr, flush=True)
+
+
+def describe_host(library: Library) -> dict:
+    cpuinfo = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    l2 = "/sys/devices/system/cpu/cpu0/cache/index2/size"
+    l2_kib = int(re.sub(r"\D", "", open(l2).read()) or 0) if os.path.exists(l2) else 0
+    llvm = re.match(r"host: (\S+)", tyche.cpu("host"))
+    try:
+        commit = subprocess.run(["git", "-C", BENCH, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return {"cpu_name": model.group(1).strip() if model else "unknown CPU", "llvm_cpu": llvm.group(1) if llvm else "unknown",
+            "vector_bits": library.vector_bits(), "cores": os.cpu_count(), "l2_kib": l2_kib,
+            "date": datetime.date.today().isoformat(), "tyche_commit": commit}
+
+
+def measure_roofline(library: Library, seconds: float, bandwidth_bytes: int) -> dict:
+    threads = os.cpu_count() or 1
+    peaks = [library.peak_gflops(threads, seconds / 3) for _ in range(3)]
+    bws = [library.memory_bandwidth(threads, bandwidth_bytes, 3) for _ in range(3)]
+    cv = lambda xs: float(np.std(xs, ddof=1) / np.mean(xs))  # noqa: E731
+    return {"threads": threads, "peak_gflops": max(peaks), "peak_cv": cv(peaks), "bandwidth_gbs": max(bws),
+            "bandwidth_cv": cv(bws), "bandwidth_array_bytes": bandwidth_bytes, "vector_bits": library.vector_bits()}
+
+
+def compulsory_bytes(func) -> int:
+    return sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for _, shape, dtype in func.params)
+
+
+def tune_tyche(w, trials: int, work: str, seed: int, step: str) -> tuple[dict, object]:
+    db = os.path.join(work, "tyche", w.name.replace(" ", "_"))
+    def show(done, budget, task, best, elapsed):
+        rate = f"{w.flop / best / 1e9:.1f} GFLOP/s" if best > 0 else "-"
+        progress(step, f"Tyche {done}/{budget} trials, best {rate}, {elapsed:.0f} s")
+    t0 = time.monotonic()
+    r = tyche.tune(w, trials=trials, db=db, seed=seed, progress=show)
+    wall = time.monotonic() - t0
+    record = {"trials": r.trials, "failed": r.failed, "wall_s": wall, "best_seconds": r.best_seconds, "history": r.history,
+              "times": r.times, "best_trace": str(r.best_trace) if r.best_trace else None, "database": db}
+    return record, r
+
+
+def tune_tvm(w, trials: int, work: str, seed: int, step: str) -> dict:
+    d = os.path.join(work, "tvm", w.name.replace(" ", "_"))
+    os.makedirs(d, exist_ok=True)
+    out = os.path.join(d, "result.json")
+    cmd = [sys.executable, os.path.join(BENCH, "suitelib", "tvm_driver.py"), "tune", "--family", w.op, "--params",
+           ",".join(str(p) for p in w.params), "--trials", str(trials), "--work-dir", d, "--out", out, "--seed", str(seed)]
+    with open(os.path.join(d, "log.txt"), "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.PIPE, text=True)
+        last = ""
+        for line in proc.stderr:
+            log.write(line)
+            if line.startswith("[tvm]"):
+                progress(step, "TVM " + line[5:].strip())
+            elif line.strip():
+                last = line.strip()
+        proc.wait()
+    if proc.returncode != 0 or not os.path.exists(out):
+        return {"error": last or f"tvm_driver exited with {proc.returncode} (see {d}/log.txt)"}
+    with open(out) as f:
+        return json.load(f)
+
+
+def measure_workload(w, library: Library, best_kernel, tvm_library: str | None, a: argparse.Namespace) -> dict:
+    inputs = aligned_copies(w.inputs())
+    reference = w.reference(*inputs)[0]
+    impls, systems = [], {}
+    candidates = []
+    if best_kernel is not None:
+        candidates.append(("tyche", lambda: tyche_kernel("tyche", best_kernel, inputs, w.func)))
+    for s in LIBRARIES:
+        if library.supports(s, w.op):
+            candidates.append((s, lambda s=s: library_kernel(library, s, w, inputs)))
+    if tvm_library:
+        candidates.append(("tvm", lambda: tvm_kernel(tvm_library, w.op, inputs, w.func)))
+    candidates.append(("unscheduled", lambda: tyche_kernel("unscheduled", tyche.build(w), inputs, w.func)))
+    for name, make in candidates:
+        try:
+            impl = make()
+            impl.run()
+        except (BaselineError, tyche.TycheError, RuntimeError, ValueError) as e:
+            systems[name] = {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
+            continue
+        err = relative_error(impl.output, reference)
+        systems[name] = {"max_error": err if np.isfinite(err) else None, "correct": bool(err <= TOLERANCE)}
+        impls.append(impl)
+    timed = measure_interleaved([i.timed() for i in impls], a.rounds, a.window)
+    for t in timed:
+        systems[t.name].update({"seconds": t.median, "cv": t.cv, "calls_per_window": t.calls, "windows": len(t.seconds),
+                                "gflops": w.flop / t.median / 1e9})
+    return systems
+
+
+def run_suite(a: argparse.Namespace) -> str:
+    names = select_workloads(a)
+    library = Library(os.path.join(a.build, "bench", "libtyche_baselines.so"))
+    if a.tvm:
+        from .tvm_driver import available
+        why = available()
+        if why:
+            raise SuiteError(f"--tvm: TVM MetaSchedule cannot run here: {why}")
+    os.makedirs(a.out, exist_ok=True)
+    work = a.work or os.path.join(BENCH, "..", "build-bench", "suite-work", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(work, exist_ok=True)
+    host = describe_host(library)
+    stem = report.results_stem(a.out, host, host["date"])
+    progress("0", f"{len(names)} workloads, {a.trials} trials, TVM {'on' if a.tvm else 'off'}; {host['cpu_name']} "
+                  f"({host['llvm_cpu']}); results {stem}.json; work {work}")
+    results = {"format": report.FORMAT, "host": host,
+               "config": {"trials": a.trials, "workloads": names, "tvm": a.tvm, "scale_down": a.scale_down, "rounds": a.rounds,
+                          "window_s": a.window, "seed": a.seed, "tolerance": TOLERANCE},
+               "roofline": {}, "workloads": []}
+    progress("0", "measuring the roofline: peak FMA throughput and memory bandwidth")
+    results["roofline"] = roof = measure_roofline(library, a.roofline_seconds, 16 << 20 if a.scale_down else 256 << 20)
+    progress("0", f"peak {roof['peak_gflops']:.1f} GFLOP/s ({roof['vector_bits']}-bit FMA, {roof['threads']} threads), "
+                  f"bandwidth {roof['bandwidth_gbs']:.1f} GB/s")
+    report.write_json(results, stem + ".json")
+    for i, name in enumerate(names):
+        step = f"{i + 1}/{len(names)} {name}"
+        w = tyche.workload(name, scale_down=a.scale_down)
+        entry = {"name": name, "family": w.op, "params": list(w.params), "shape": w.shape, "flop": w.flop,
+                 "bytes": compulsory_bytes(w.func), "tuning": {}, "systems": {}}
+        progress(step, f"tuning with Tyche ({a.trials} trials)")
+        try:
+            entry["tuning"]["tyche"], tuned = tune_tyche(w, a.trials, work, a.seed, step)
+            best = tyche.build(tuned) if tuned.best_seconds > 0 else None
+        except tyche.TycheError as e:
+            entry["tuning"]["tyche"], best = {"error": str(e).splitlines()[0]}, None
+        tvm_lib = None
+        if a.tvm:
+            progress(step, f"tuning with TVM MetaSchedule ({a.trials} trials)")
+            entry["tuning"]["tvm"] = tvm = tune_tvm(w, a.trials, work, a.seed, step)
+            tvm_lib = tvm.get("library")
+            if "error" in tvm:
+                progress(step, f"TVM failed: {tvm['error']}")
+        progress(step, "measuring every implementation, interleaved")
+        entry["systems"] = measure_workload(w, library, best, tvm_lib, a)
+        bound = min(roof["peak_gflops"], w.flop / entry["bytes"] * roof["bandwidth_gbs"])
+        entry["roofline_gflops"] = bound
+        for s in entry["systems"].values():
+            if "gflops" in s:
+                s["roofline_fraction"] = s["gflops"] / bound
+        results["workloads"].append(entry)
+        results["summary"] = report.summarize(results)
+        report.write_json(results, stem + ".json")
+        figures = ", ".join(f"{report.LABELS[k]} {v['gflops']:.1f}" + ("" if v["correct"] else " (WRONG)")
+                            for k, v in entry["systems"].items() if "gflops" in v)
+        progress(step, f"GFLOP/s: {figures}")
+    write_report(results, stem)
+    return stem
+
+
+def write_report(results: dict, stem: str) -> None:
+    with open(stem + ".md", "w") as f:
+        f.write(report.markdown(results))
+    for path in plots.write_all(results, stem):
+        progress("done", f"wrote {path}")
+    progress("done", f"wrote {stem}.json and {stem}.md")
+    print(report.markdown(results))
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        if a.report:
+            results = report.load(a.report)
+            write_report(results, a.report[:-5] if a.report.endswith(".json") else a.report)
+        else:
+            run_suite(a)
+    except (SuiteError, report.ResultsError, BaselineError, tyche.TycheError) as e:
+        print(f"bench/suite: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench/suite: interrupted; the results measured so far are in the JSON file", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,175 @@
+"""The benchmark suite itself: its options, a two-workload 8-trial run end to end (without TVM),
+the results file, its summary and table, and the plots."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from suitelib import plots, report
+from suitelib.measure import Timed, measure_interleaved
+from suitelib.suite import SuiteError, main, parse_args, select_workloads
+
+BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def suite(args, build_dir, **kw):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(build_dir, "python"), BENCH]), TYCHE_BUILD_DIR=build_dir)
+    return subprocess.run([sys.executable, "-m", "suitelib", *args], capture_output=True, text=True, env=env, cwd=BENCH, **kw)
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, build_dir):
+    out = tmp_path_factory.mktemp("results")
+    r = suite(["--workloads", "GMM-1,DENSE_RELU-1", "--scale-down", "--trials", "8", "--rounds", "3", "--window", "0.005",
+               "--roofline-seconds", "0.1", "--out", str(out), "--work", str(out / "work")], build_dir, timeout=600)
+    assert r.returncode == 0, r.stderr
+    (path,) = [p for p in out.iterdir() if p.suffix == ".json"]
+    return out, path, r
+
+
+def test_a_small_run_measures_every_implementation_correctly(small_run):
+    out, path, r = small_run
+    results = report.load(str(path))
+    assert results["config"]["trials"] == 8 and results["config"]["tvm"] is False
+    assert [w["name"] for w in results["workloads"]] == ["GMM-1", "DENSE_RELU-1"]
+    roof = results["roofline"]
+    assert roof["peak_gflops"] > 0 and roof["bandwidth_gbs"] > 0 and roof["vector_bits"] in (128, 256, 512)
+    for w in results["workloads"]:
+        assert set(w["systems"]) == {"tyche", "onednn", "openblas", "unscheduled"}
+        for name, s in w["systems"].items():
+            assert s["correct"], (w["name"], name, s)
+            assert s["seconds"] > 0 and s["windows"] >= 3 and 0 <= s["cv"] < 10
+            assert s["roofline_fraction"] == pytest.approx(s["gflops"] / w["roofline_gflops"])
+        t = w["tuning"]["tyche"]
+        assert t["trials"] == 8 and t["history"] and t["times"]["total"] > 0 and t["best_trace"]
+        assert w["roofline_gflops"] <= roof["peak_gflops"]
+    # progress lines on stderr, the table on stdout
+    assert "[suite 1/2 GMM-1] tuning with Tyche (8 trials)" in r.stderr
+    assert "| GMM-1 |" in r.stdout and "| DENSE_RELU-1 |" in r.stdout
+
+
+def test_the_run_writes_the_table_and_the_plots(small_run):
+    out, path, _ = small_run
+    stem = str(path)[:-5]
+    with open(stem + ".md") as f:
+        table = f.read()
+    assert "AMD" in table or "Intel" in table or "Measured on" in table
+    assert table.count("\n| ") >= 4  # header, two workloads, geomean
+    for suffix in ("-speed.png", "-curves-trials.png", "-curves-time.png", "-tuning-time.png"):
+        with open(stem + suffix, "rb") as f:
+            data = f.read()
+        assert data.startswith(PNG) and len(data) > 10_000, suffix
+
+
+def test_report_redoes_the_table_from_the_json(small_run, build_dir, tmp_path):
+    out, path, _ = small_run
+    copy_path = tmp_path / "copy.json"
+    copy_path.write_text(path.read_text())
+    r = suite(["--report", str(copy_path)], build_dir, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "copy.md").read_text() == open(str(path)[:-5] + ".md").read()
+    assert (tmp_path / "copy-speed.png").exists()
+
+
+def test_bad_options_are_one_line_errors(build_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--trials", "0"])
+    assert "--trials must be at least 1" in capsys.readouterr().err
+    assert main(["--workloads", "GMM-1,FOO-2", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.strip() == ("bench/suite: unknown workload 'FOO-2' (the presets are GMM-1 ... DENSE_RELU-4, "
+                                               "see workloads.md)")
+    bad = tmp_path / "bad.json"
+    for text, message in [("{", "not JSON (line 1"), ('{"format": 7}', "format 1 expected"),
+                          ('{"format": 1, "host": {}, "config": {}, "roofline": {}}', "no 'workloads'")]:
+        bad.write_text(text)
+        assert main(["--report", str(bad)]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"bench/suite: {bad}: ") and message in err and "\n" not in err
+    assert main(["--report", str(tmp_path / "missing.json")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_the_default_selection_is_one_shape_per_family_and_full_is_all():
+    assert select_workloads(parse_args([])) == [f"{op}-3" for op in ["GMM", "C1D", "C2D", "C3D", "GRP", "DIL", "DEP", "T2D", "CAP",
+                                                                     "NRM", "SFM", "CBR", "TBG", "DENSE_RELU"]]
+    assert len(select_workloads(parse_args(["--full"]))) == 56
+    assert select_workloads(parse_args(["--workloads", "gmm-4, c2d-1"])) == ["GMM-4", "C2D-1"]
+    with pytest.raises(SuiteError):
+        select_workloads(parse_args(["--workloads", "GMM-9"]))
+
+
+def test_results_are_never_overwritten(tmp_path):
+    host = {"cpu_name": "AMD EPYC 7B13", "llvm_cpu": "znver3"}
+    first = report.results_stem(str(tmp_path), host, "2026-12-02")
+    assert first == str(tmp_path / "amd-epyc-7b13-znver3-2026-12-02")
+    open(first + ".json", "w").close()
+    assert report.results_stem(str(tmp_path), host, "2026-12-02") == first + "-2"
+
+
+def synthetic(tyche_s, tvm_s, tyche_wall, tvm_wall):
+    """Results for two workloads with chosen latencies and tuning times."""
+    def system(seconds, correct=True):
+        return {"seconds": seconds, "cv": 0.01, "correct": correct, "gflops": 1.0 / seconds, "roofline_fraction": 0.5}
+    def tuning(wall, tvm):
+        history = [{"trials": 64 * (i + 1), "best_seconds": 1.0 / (i + 1), "elapsed_s": wall * (i + 1) / 4} for i in range(4)]
+        times = ({"EvoSearch/Evolve": wall * 0.3, "JobMonitor/BuilderRunner/Build": wall * 0.2} if tvm else
+                 {"search": wall * 0.2, "build": wall * 0.3, "run": wall * 0.3, "model": 0.01, "database": 0.01, "confirm": 0.1,
+                  "total": wall})
+        return {"trials": 256, "wall_s": wall, "history": history, "times": times}
+    ws = []
+    for i in range(2):
+        ws.append({"name": f"W-{i}", "flop": 1e9, "systems": {"tyche": system(tyche_s[i]), "tvm": system(tvm_s[i]),
+                                                              "onednn": system(1.0), "unscheduled": system(50.0, correct=False),
+                                                              "openblas": {"error": "no"}},
+                   "tuning": {"tyche": tuning(tyche_wall[i], False), "tvm": tuning(tvm_wall[i], True)}})
+    return {"format": 1, "host": {"cpu_name": "Test CPU", "llvm_cpu": "x", "vector_bits": 256, "cores": 2, "l2_kib": 512,
+                                  "date": "2026-12-02", "tyche_commit": "abc"},
+            "config": {"trials": 256}, "roofline": {"peak_gflops": 100.0, "threads": 2, "bandwidth_gbs": 10.0}, "workloads": ws}
+
+
+def test_summary_and_table_of_known_figures():
+    r = synthetic(tyche_s=[0.5, 2.0], tvm_s=[1.0, 1.0], tyche_wall=[10.0, 10.0], tvm_wall=[20.0, 80.0])
+    s = report.summarize(r)
+    assert s["geomean_tyche_over_tvm"] == pytest.approx(1.0)  # 2x faster on one, 2x slower on the other
+    assert s["geomean_tuning_wall_tyche_over_tvm"] == pytest.approx(0.25)  # sqrt(1/2 * 1/8)
+    assert s["tyche_over_onednn"] == {"W-0": pytest.approx(2.0), "W-1": pytest.approx(0.5)}
+    table = report.markdown(r)
+    assert "| W-0 | 1 | 2 (1%) | 1 (1%) | failed | 1 (1%) | wrong | 2.00× | 2.00× | 50% | 0.2 min | 0.3 min |" in table
+    assert "0.25× TVM's" in table
+    broken = copy.deepcopy(r)
+    broken["workloads"][0]["systems"]["tyche"]["correct"] = False  # a wrong result counts in no ratio
+    assert report.summarize(broken)["geomean_tyche_over_tvm"] == pytest.approx(0.5)
+
+
+def test_plots_of_both_tuners(tmp_path):
+    r = synthetic(tyche_s=[0.5, 2.0], tvm_s=[1.0, 1.0], tyche_wall=[10.0, 10.0], tvm_wall=[20.0, 80.0])
+    paths = plots.write_all(r, str(tmp_path / "t"))
+    assert len(paths) == 4
+    for p in paths:
+        with open(p, "rb") as f:
+            assert f.read(8) == PNG
+    phases = plots.tyche_phases(r["workloads"][0]["tuning"]["tyche"]["times"])
+    assert sum(phases.values()) == pytest.approx(10.0)  # the phases and "other" add up to the wall time
+    tvm = plots.tvm_phases(r["workloads"][0]["tuning"]["tvm"]["times"], 20.0)
+    assert tvm["search"] == pytest.approx(6.0) and tvm["build"] == pytest.approx(4.0) and sum(tvm.values()) == pytest.approx(20.0)
+
+
+def test_measuring_interleaves_and_spares_slow_implementations():
+    log = []
+    def fake(name, seconds):
+        def window(calls):
+            log.append(name)
+            return seconds
+        return Timed(name, window)
+    fast, slow = fake("fast", 1e-4), fake("slow", 1.0)
+    measure_interleaved([fast, slow], rounds=6, window_s=0.01)
+    assert fast.calls == 100 and slow.calls == 1
+    assert len(fast.seconds) == 6 and len(slow.seconds) == 3  # the slow one: min_rounds
+    assert log[4:10] == ["fast", "slow", "fast", "slow", "fast", "slow"]  # after calibration, round by round
+    assert fast.median == 1e-4 and fast.cv == 0.0
+    json.dumps({"cv": slow.cv})
