@@ -46,6 +46,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--build", default=os.environ.get("TYCHE_BUILD_DIR", os.path.join(BENCH, "..", "build-bench")),
                    help="the build folder holding bench/libtyche_baselines.so")
+    p.add_argument("--resume", metavar="RESULTS_JSON", help="add the workloads a results file lacks to it (same CPU and settings)")
     p.add_argument("--report", metavar="RESULTS_JSON", help="only redo the table and plots of a results file")
     a = p.parse_args(argv)
     if a.trials < 1:
@@ -174,24 +175,32 @@ def run_suite(a: argparse.Namespace) -> str:
         why = available()
         if why:
             raise SuiteError(f"--tvm: TVM MetaSchedule cannot run here: {why}")
-    os.makedirs(a.out, exist_ok=True)
     work = a.work or os.path.join(BENCH, "..", "build-bench", "suite-work", time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(work, exist_ok=True)
     host = describe_host(library)
-    stem = report.results_stem(a.out, host, host["date"])
-    progress("0", f"{len(names)} workloads, {a.trials} trials, TVM {'on' if a.tvm else 'off'}; {host['cpu_name']} "
-                  f"({host['llvm_cpu']}); results {stem}.json; work {work}")
-    results = {"format": report.FORMAT, "host": host,
-               "config": {"trials": a.trials, "workloads": names, "tvm": a.tvm, "scale_down": a.scale_down, "rounds": a.rounds,
-                          "window_s": a.window, "seed": a.seed, "tolerance": TOLERANCE},
-               "roofline": {}, "workloads": []}
-    progress("0", "measuring the roofline: peak FMA throughput and memory bandwidth")
-    results["roofline"] = roof = measure_roofline(library, a.roofline_seconds, 16 << 20 if a.scale_down else 256 << 20)
+    if a.resume:
+        results, stem = resume_results(a, host, names)
+    else:
+        os.makedirs(a.out, exist_ok=True)
+        stem = report.results_stem(a.out, host, host["date"])
+        results = {"format": report.FORMAT, "host": host,
+                   "config": {"trials": a.trials, "workloads": names, "tvm": a.tvm, "scale_down": a.scale_down, "rounds": a.rounds,
+                              "window_s": a.window, "seed": a.seed, "tolerance": TOLERANCE},
+                   "roofline": {}, "workloads": []}
+    done = {w["name"] for w in results["workloads"]}
+    progress("0", f"{len(names)} workloads ({len(done & set(names))} already measured), {a.trials} trials, TVM "
+                  f"{'on' if a.tvm else 'off'}; {host['cpu_name']} ({host['llvm_cpu']}); results {stem}.json; work {work}")
+    if not results["roofline"]:
+        progress("0", "measuring the roofline: peak FMA throughput and memory bandwidth")
+        results["roofline"] = measure_roofline(library, a.roofline_seconds, 16 << 20 if a.scale_down else 256 << 20)
+    roof = results["roofline"]
     progress("0", f"peak {roof['peak_gflops']:.1f} GFLOP/s ({roof['vector_bits']}-bit FMA, {roof['threads']} threads), "
                   f"bandwidth {roof['bandwidth_gbs']:.1f} GB/s")
     report.write_json(results, stem + ".json")
     for i, name in enumerate(names):
         step = f"{i + 1}/{len(names)} {name}"
+        if name in done:
+            continue
         w = tyche.workload(name, scale_down=a.scale_down)
         entry = {"name": name, "family": w.op, "params": list(w.params), "shape": w.shape, "flop": w.flop,
                  "bytes": compulsory_bytes(w.func), "tuning": {}, "systems": {}}
@@ -216,6 +225,8 @@ def run_suite(a: argparse.Namespace) -> str:
             if "gflops" in s:
                 s["roofline_fraction"] = s["gflops"] / bound
         results["workloads"].append(entry)
+        order = tyche.preset_names()
+        results["workloads"].sort(key=lambda e: order.index(e["name"]) if e["name"] in order else len(order))
         results["summary"] = report.summarize(results)
         report.write_json(results, stem + ".json")
         figures = ", ".join(f"{report.LABELS[k]} {v['gflops']:.1f}" + ("" if v["correct"] else " (WRONG)")
@@ -223,6 +234,20 @@ def run_suite(a: argparse.Namespace) -> str:
         progress(step, f"GFLOP/s: {figures}")
     write_report(results, stem)
     return stem
+
+
+def resume_results(a: argparse.Namespace, host: dict, names: list[str]) -> tuple[dict, str]:
+    """A results file to add the missing workloads to: it must come from this CPU and the same settings."""
+    results = report.load(a.resume)
+    c, h = results["config"], results["host"]
+    for key, value in (("trials", a.trials), ("tvm", a.tvm), ("scale_down", a.scale_down)):
+        if c.get(key) != value:
+            raise SuiteError(f"--resume: {a.resume} was measured with {key} = {c.get(key)}, not {value}")
+    if (h.get("cpu_name"), h.get("llvm_cpu")) != (host["cpu_name"], host["llvm_cpu"]):
+        raise SuiteError(f"--resume: {a.resume} was measured on {h.get('cpu_name')} ({h.get('llvm_cpu')}), not on this "
+                         f"{host['cpu_name']} ({host['llvm_cpu']})")
+    c["workloads"] = list(dict.fromkeys(c.get("workloads", []) + names))
+    return results, a.resume[:-5] if a.resume.endswith(".json") else a.resume
 
 
 def write_report(results: dict, stem: str) -> None:

@@ -76,6 +76,24 @@ def test_report_redoes_the_table_from_the_json(small_run, build_dir, tmp_path):
     assert (tmp_path / "copy-speed.png").exists()
 
 
+def test_resume_adds_only_the_missing_workloads(small_run, build_dir, tmp_path):
+    out, path, _ = small_run
+    resumed = tmp_path / "resumed.json"
+    resumed.write_text(path.read_text())
+    before = report.load(str(resumed))
+    common = ["--scale-down", "--rounds", "3", "--window", "0.005", "--work", str(tmp_path / "work")]
+    r = suite(["--resume", str(resumed), "--workloads", "SFM-1,GMM-1", "--trials", "8", *common], build_dir, timeout=600)
+    assert r.returncode == 0, r.stderr
+    after = report.load(str(resumed))
+    assert [w["name"] for w in after["workloads"]] == ["GMM-1", "SFM-1", "DENSE_RELU-1"]  # in the presets' order
+    assert after["workloads"][0] == before["workloads"][0] and after["roofline"] == before["roofline"]
+    assert after["workloads"][1]["systems"]["onednn"]["correct"]
+    assert "tuning with Tyche" not in r.stderr.split("SFM-1")[0]  # GMM-1 was not tuned again
+    r = suite(["--resume", str(resumed), "--workloads", "NRM-1", "--trials", "16", *common], build_dir, timeout=120)
+    assert r.returncode == 1 and r.stderr.strip().endswith("was measured with trials = 8, not 16")
+    assert report.load(str(resumed)) == after
+
+
 def test_bad_options_are_one_line_errors(build_dir, tmp_path, capsys):
     with pytest.raises(SystemExit):
         parse_args(["--trials", "0"])
