@@ -29,18 +29,22 @@ class Timed:
 
 
 def measure_interleaved(timed: list[Timed], rounds: int, window_s: float, min_rounds: int = 3) -> list[Timed]:
-    """Calibrates each implementation's calls per window (after a warm-up call), then runs
-    ``rounds`` rounds. An implementation whose single call is far longer than the window (the
-    unscheduled floor of a big workload) gets fewer rounds (at least ``min_rounds``), so that it
-    does not take more time than the others together."""
+    """Calibrates each implementation's calls per window (after a warm-up call, from the fastest
+    of three single calls), then runs ``rounds`` rounds. Each window of a fast implementation
+    starts with one untimed call, which wakes its thread pool (asleep, or displaced by the previous
+    implementation's spinning one), so every window measures the steady state. An implementation
+    whose single call is far longer than the window (the unscheduled floor of a big workload) gets
+    fewer rounds (at least ``min_rounds``), so that it does not take more time than the others."""
     for t in timed:
         t.window(1)  # warm-up: caches, thread pools, lazily packed weights
-        one = t.window(1)
+        one = min(t.window(1) for _ in range(3))
         t.calls = max(1, int(window_s / max(one, 1e-9)))
         per_round = one * t.calls
         t.rounds = max(min_rounds, min(rounds, int(rounds * window_s * 2 / max(per_round, 1e-9))))
-    for r in range(max(t.rounds for t in timed)):
+    for r in range(max((t.rounds for t in timed), default=0)):
         for t in timed:
             if r < t.rounds:
+                if t.calls > 1:
+                    t.window(1)
                 t.seconds.append(t.window(t.calls))
     return timed
