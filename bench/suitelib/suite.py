@@ -44,6 +44,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--window", type=float, default=0.2, help="seconds per measuring window (default 0.2)")
     p.add_argument("--roofline-seconds", type=float, default=1.0, help="seconds of the peak-FMA probe (default 1)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--confirm-top", type=int, default=16, help="Tyche's leaders timed again at the end of a tune (default 16)")
     p.add_argument("--build", default=os.environ.get("TYCHE_BUILD_DIR", os.path.join(BENCH, "..", "build-bench")),
                    help="the build folder holding bench/libtyche_baselines.so")
     p.add_argument("--resume", metavar="RESULTS_JSON", help="add the workloads a results file lacks to it (same CPU and settings)")
@@ -51,8 +52,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.trials < 1:
         p.error("--trials must be at least 1")
-    if a.rounds < 1 or a.window <= 0 or a.roofline_seconds <= 0:
-        p.error("--rounds, --window and --roofline-seconds must be positive")
+    if a.rounds < 1 or a.window <= 0 or a.roofline_seconds <= 0 or a.confirm_top < 0:
+        p.error("--rounds, --window and --roofline-seconds must be positive, --confirm-top not negative")
     return a
 
 
@@ -102,13 +103,13 @@ def compulsory_bytes(func) -> int:
     return sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for _, shape, dtype in func.params)
 
 
-def tune_tyche(w, trials: int, work: str, seed: int, step: str) -> tuple[dict, object]:
+def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, step: str) -> tuple[dict, object]:
     db = os.path.join(work, "tyche", w.name.replace(" ", "_"))
     def show(done, budget, task, best, elapsed):
         rate = f"{w.flop / best / 1e9:.1f} GFLOP/s" if best > 0 else "-"
         progress(step, f"Tyche {done}/{budget} trials, best {rate}, {elapsed:.0f} s")
     t0 = time.monotonic()
-    r = tyche.tune(w, trials=trials, db=db, seed=seed, progress=show)
+    r = tyche.tune(w, trials=trials, db=db, seed=seed, confirm_top=confirm_top, progress=show)
     wall = time.monotonic() - t0
     record = {"trials": r.trials, "failed": r.failed, "wall_s": wall, "best_seconds": r.best_seconds, "history": r.history,
               "times": r.times, "best_trace": str(r.best_trace) if r.best_trace else None, "database": db}
@@ -185,7 +186,8 @@ def run_suite(a: argparse.Namespace) -> str:
         stem = report.results_stem(a.out, host, host["date"])
         results = {"format": report.FORMAT, "host": host,
                    "config": {"trials": a.trials, "workloads": names, "tvm": a.tvm, "scale_down": a.scale_down, "rounds": a.rounds,
-                              "window_s": a.window, "seed": a.seed, "tolerance": TOLERANCE},
+                              "window_s": a.window, "seed": a.seed, "confirm_top": a.confirm_top,
+                              "tolerance": TOLERANCE},
                    "roofline": {}, "workloads": []}
     done = {w["name"] for w in results["workloads"]}
     progress("0", f"{len(names)} workloads ({len(done & set(names))} already measured), {a.trials} trials, TVM "
@@ -206,7 +208,7 @@ def run_suite(a: argparse.Namespace) -> str:
                  "bytes": compulsory_bytes(w.func), "tuning": {}, "systems": {}}
         progress(step, f"tuning with Tyche ({a.trials} trials)")
         try:
-            entry["tuning"]["tyche"], tuned = tune_tyche(w, a.trials, work, a.seed, step)
+            entry["tuning"]["tyche"], tuned = tune_tyche(w, a.trials, work, a.seed, a.confirm_top, step)
             best = tyche.build(tuned) if tuned.best_seconds > 0 else None
         except tyche.TycheError as e:
             entry["tuning"]["tyche"], best = {"error": str(e).splitlines()[0]}, None
