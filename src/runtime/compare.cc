@@ -70,6 +70,12 @@ Comparison compare(const NDArray& actual, const NDArray& expected, Tolerance tol
   }
   const double inf = std::numeric_limits<double>::infinity();
   bool exact = !expected.dtype().is_float();
+  double scale = 1;
+  for (int64_t i = 0; !exact && i < expected.numel(); ++i) {
+    double e = std::fabs(expected.get_flat(i));
+    if (std::isfinite(e)) scale = std::max(scale, e);
+  }
+  const double atol = tol.atol * scale;
   int64_t first = -1;
   double first_a = 0, first_e = 0;
   for (int64_t i = 0; i < expected.numel(); ++i) {
@@ -93,7 +99,7 @@ Comparison compare(const NDArray& actual, const NDArray& expected, Tolerance tol
         if (bad) r.max_abs_error = r.max_rel_error = inf;
       } else {
         double diff = std::fabs(a - e);
-        bad = diff > tol.atol + tol.rtol * std::fabs(e);
+        bad = diff > atol + tol.rtol * std::fabs(e);
         r.max_abs_error = std::max(r.max_abs_error, diff);
         if (e != 0) r.max_rel_error = std::max(r.max_rel_error, diff / std::fabs(e));
       }
@@ -110,7 +116,7 @@ Comparison compare(const NDArray& actual, const NDArray& expected, Tolerance tol
     r.message = fmt::format(
         "{} of {} elements differ (rtol {:.3g}, atol {:.3g}; max abs error {:.3g}, max rel error {:.3g}); "
         "first at [{}]: actual {}, expected {}",
-        r.mismatches, expected.numel(), tol.rtol, tol.atol, r.max_abs_error, r.max_rel_error,
+        r.mismatches, expected.numel(), tol.rtol, atol, r.max_abs_error, r.max_rel_error,
         fmt::join(unflatten(first, expected.shape()), ", "), first_a, first_e);
   }
   return r;

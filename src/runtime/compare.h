@@ -25,8 +25,10 @@ struct Tolerance {
 };
 Tolerance default_tolerance(DataType dtype);
 
-// Element-wise check: integers/bool exact; floats |a - e| <= atol + rtol * |e| with the defaults
-// of `expected`'s dtype. NaN in `actual` where `expected` is not NaN is a mismatch (NaN matches
+// Element-wise check: integers/bool exact; floats |a - e| <= atol * scale + rtol * |e| with the
+// defaults of `expected`'s dtype, where scale = max(1, max |expected|): the absolute tolerance
+// follows the output's magnitude, as a sum's rounding error follows its partial sums (C3D-3 sums
+// 6912 products, its outputs reach ~100 and reordering the sum moves one near zero by ~5e-4). NaN in `actual` where `expected` is not NaN is a mismatch (NaN matches
 // NaN); infinities must match exactly. A shape or dtype mismatch gives ok = false.
 Comparison compare(const NDArray& actual, const NDArray& expected);
 Comparison compare(const NDArray& actual, const NDArray& expected,

@@ -38,16 +38,30 @@ TEST(Compare, DtypeMismatch) {
 }
 
 TEST(Compare, Float32ToleranceBoundary) {
-  // |a - e| <= 1e-4 + 1e-4 * |e|: at e = 100 the bound is 0.0101.
-  NDArray expected = filled({2}, kFloat32, {100, 0});
-  EXPECT_TRUE(compare(filled({2}, kFloat32, {100.0095, 0.00009}), expected).ok);
-  Comparison c = compare(filled({2}, kFloat32, {100.0115, 0.00009}), expected);
+  // |a - e| <= 1e-4 * max(1, max |e|) + 1e-4 * |e|: with values up to 1, 1e-4 near zero.
+  NDArray expected = filled({2}, kFloat32, {1, 0});
+  EXPECT_TRUE(compare(filled({2}, kFloat32, {1.00019, 0.00009}), expected).ok);
+  Comparison c = compare(filled({2}, kFloat32, {1.00021, 0.00009}), expected);
   EXPECT_FALSE(c.ok);
   EXPECT_EQ(c.mismatches, 1);
-  EXPECT_NEAR(c.max_abs_error, 0.0115, 1e-5);
-  EXPECT_NEAR(c.max_rel_error, 0.000115, 1e-7);
+  EXPECT_NEAR(c.max_abs_error, 0.00021, 1e-6);
+  EXPECT_NEAR(c.max_rel_error, 0.00021, 1e-6);
   EXPECT_NE(c.message.find("first at [0]"), std::string::npos) << c.message;
-  EXPECT_FALSE(compare(filled({2}, kFloat32, {100, 0.00012}), expected).ok);  // atol near zero
+  EXPECT_FALSE(compare(filled({2}, kFloat32, {1, 0.00012}), expected).ok);  // atol near zero
+}
+
+TEST(Compare, AbsoluteToleranceFollowsTheOutputsMagnitude) {
+  // Outputs up to 100 (a long sum): a near-zero element may be off by 1e-4 * 100 = 0.01, as
+  // reordering the sum moves it; a wrong element is off by far more.
+  NDArray expected = filled({3}, kFloat32, {100, -40, 0});
+  EXPECT_TRUE(compare(filled({3}, kFloat32, {100, -40, 0.0095}), expected).ok);
+  Comparison c = compare(filled({3}, kFloat32, {100, -40, 0.0105}), expected);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.message.find("atol 0.01;"), std::string::npos) << c.message;  // the tolerance applied
+  EXPECT_FALSE(compare(filled({3}, kFloat32, {100, -40.5, 0}), expected).ok);
+  // NaN and infinity do not widen it.
+  NDArray with_inf = filled({2}, kFloat32, {std::numeric_limits<double>::infinity(), 0});
+  EXPECT_FALSE(compare(filled({2}, kFloat32, {std::numeric_limits<double>::infinity(), 0.00012}), with_inf).ok);
 }
 
 TEST(Compare, ToleranceDependsOnDtype) {
