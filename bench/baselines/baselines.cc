@@ -33,8 +33,8 @@ std::unique_ptr<Driver> make_driver(const std::string& system, const std::string
   throw DriverError("unknown baseline system '" + system + "' (onednn, openblas)");
 }
 
-void write_error(char* error, int size, const std::string& what) {
-  if (error && size > 0) std::snprintf(error, static_cast<size_t>(size), "%s", what.c_str());
+void write_text(char* out, int size, const std::string& text) {
+  if (out && size > 0) std::snprintf(out, static_cast<size_t>(size), "%s", text.c_str());
 }
 
 }  // namespace
@@ -62,7 +62,7 @@ void* tyche_baseline_create(const char* system, const char* family, const int64_
     if (!d) throw tyche::bench::DriverError(std::string(system) + " has no implementation of " + family);
     return d.release();
   } catch (const std::exception& e) {
-    tyche::bench::write_error(error, error_size, e.what());
+    tyche::bench::write_text(error, error_size, e.what());
     return nullptr;
   }
 }
@@ -74,9 +74,13 @@ double tyche_baseline_window(void* baseline, int64_t calls, char* error, int err
     for (int64_t i = 0; i < calls; ++i) d->run();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / static_cast<double>(std::max<int64_t>(calls, 1));
   } catch (const std::exception& e) {
-    tyche::bench::write_error(error, error_size, e.what());
+    tyche::bench::write_text(error, error_size, e.what());
     return -1.0;
   }
+}
+
+void tyche_baseline_describe(void* baseline, char* text, int text_size) {
+  tyche::bench::write_text(text, text_size, static_cast<Driver*>(baseline)->describe());
 }
 
 void tyche_baseline_destroy(void* baseline) { delete static_cast<Driver*>(baseline); }

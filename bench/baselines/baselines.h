@@ -20,6 +20,9 @@ void* tyche_baseline_create(const char* system, const char* family, const int64_
 // with the reason in `error`).
 double tyche_baseline_window(void* baseline, int64_t calls, char* error, int error_size);
 
+// Writes which implementation of its library the baseline runs (oneDNN's "jit:avx2", ...).
+void tyche_baseline_describe(void* baseline, char* text, int text_size);
+
 void tyche_baseline_destroy(void* baseline);
 
 // Peak f32 FMA throughput of this CPU in GFLOP/s: `threads` threads each running independent FMA

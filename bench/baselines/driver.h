@@ -13,6 +13,8 @@ class Driver {
  public:
   virtual ~Driver() = default;
   virtual void run() = 0;
+  // Which of the library's implementations runs (oneDNN's "jit:avx2", "ref:any", ...).
+  virtual std::string describe() const = 0;
 };
 
 struct DriverError : std::runtime_error {

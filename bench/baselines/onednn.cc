@@ -50,6 +50,12 @@ class Primitive : public Driver {
     primitive_.execute(stream_, args_);
     stream_.wait();
   }
+  std::string describe() const override {
+    const char* info = nullptr;
+    if (dnnl_primitive_desc_query(primitive_.get_primitive_desc(), dnnl_query_impl_info_str, 0, &info) != dnnl_success || !info)
+      return "unknown";
+    return info;
+  }
 
  protected:
   dnnl::memory wrap(const dnnl::memory::desc& md, float* data) { return dnnl::memory(md, engine_, data); }

@@ -20,6 +20,7 @@ class Gemm : public Driver {
     int64_t inner = 1, inner_step_a = 0, inner_step_b = 0;
   };
   Gemm(const Shape& s, const std::vector<float*>& b, bool relu) : s_(s), a_(b[0]), b_(b[1]), c_(b[2]), relu_(relu) {}
+  std::string describe() const override { return std::string("sgemm, ") + openblas_get_corename() + " kernels"; }
   void run() override {
     for (int64_t i = 0; i < s_.count; ++i) {
       int64_t outer = i / s_.inner, inner = i % s_.inner;

@@ -28,6 +28,7 @@ class Library:
         lib.tyche_baseline_window.restype = ctypes.c_double
         lib.tyche_baseline_window.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p, ctypes.c_int]
         lib.tyche_baseline_destroy.argtypes = [ctypes.c_void_p]
+        lib.tyche_baseline_describe.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
         lib.tyche_peak_gflops.restype = ctypes.c_double
         lib.tyche_peak_gflops.argtypes = [ctypes.c_int, ctypes.c_double]
         lib.tyche_memory_bandwidth.restype = ctypes.c_double
@@ -76,6 +77,12 @@ class Baseline:
 
     def run(self) -> None:
         self.window(1)
+
+    def describe(self) -> str:
+        """Which implementation of the library runs (oneDNN's "jit:avx2", "ref:any", ...)."""
+        text = ctypes.create_string_buffer(256)
+        self._lib.tyche_baseline_describe(self._handle, text, 256)
+        return text.value.decode()
 
     def __del__(self):
         if getattr(self, "_handle", None):

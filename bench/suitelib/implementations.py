@@ -20,6 +20,7 @@ class Implementation:
     output: np.ndarray
     run: Callable[[], None]
     window: Callable[[int], float]
+    implementation: str = ""  # for a library: which of its implementations runs
 
     def timed(self) -> Timed:
         return Timed(self.name, self.window)
@@ -52,7 +53,7 @@ def tyche_kernel(name: str, kernel, inputs, func) -> Implementation:
 def library_kernel(library, system: str, workload, inputs) -> Implementation:
     out = output_like(workload.func)
     baseline = library.baseline(system, workload.op, workload.params, list(inputs) + [out])
-    return Implementation(system, out, baseline.run, baseline.window)
+    return Implementation(system, out, baseline.run, baseline.window, baseline.describe())
 
 
 def tvm_kernel(library_path: str, family: str, inputs, func) -> Implementation:

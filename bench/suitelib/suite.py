@@ -160,6 +160,8 @@ def measure_workload(w, library: Library, best_kernel, tvm_library: str | None, 
             continue
         err = relative_error(impl.output, reference)
         systems[name] = {"max_error": err if np.isfinite(err) else None, "correct": bool(err <= TOLERANCE)}
+        if impl.implementation:
+            systems[name]["implementation"] = impl.implementation
         impls.append(impl)
     timed = measure_interleaved([i.timed() for i in impls], a.rounds, a.window)
     for t in timed:

@@ -51,6 +51,14 @@ def test_a_driver_fed_the_inputs_the_wrong_way_round_is_caught(library):
         assert relative_error(out, ref) > 1e-2
 
 
+def test_each_baseline_says_which_implementation_runs(library):
+    w = tyche.workload("GMM-1")
+    arrays = w.inputs() + [np.zeros(w.func.params[-1][1], dtype=np.float32)]
+    onednn = library.baseline("onednn", "GMM", w.params, arrays).describe()
+    assert onednn and onednn != "unknown", onednn  # e.g. "brg:avx2", "jit:gemm:any"
+    assert library.baseline("openblas", "GMM", w.params, arrays).describe().startswith("sgemm, ")
+
+
 def test_timing_windows_are_positive_and_scale_with_calls(library):
     w = tyche.workload("GMM-1")
     inputs = w.inputs()
