@@ -74,7 +74,7 @@ def tuning_curves(results: dict, path: str, x_key: str) -> None:
             t = w["tuning"].get(tuner)
             if t and t.get("history"):
                 xs, ys = _curve(t["history"], w["flop"], x_key)
-                ax.step(xs, ys, where="post", color=COLORS[tuner], label=LABELS[tuner])
+                ax.step(xs, ys, where="post", marker="o", markersize=3, color=COLORS[tuner], label=LABELS[tuner])
         ax.set_title(w["name"], fontsize=9)
         ax.tick_params(labelsize=7)
         ax.set_xlabel("trials" if x_key == "trials" else "tuning wall time (s)", fontsize=7)
@@ -97,16 +97,15 @@ def tyche_phases(times: dict) -> dict[str, float]:
 
 
 def tvm_phases(times: dict, wall: float) -> dict[str, float]:
-    """TVM's profiler scopes nest; its top-level phases are mapped, the rest of the wall is "other"."""
+    """TVM's profiler scopes (tune_tir's own names) in the common phases; the rest of the wall is "other"."""
     def pick(*names):
         return sum(v for k, v in times.items() if k in names)
-    phases = {"search": pick("EvoSearch/Evolve", "EvoSearch/SampleInitPopulation", "EvoSearch/PickBestFromDatabase",
-                             "EvoSearch/PickWithEpsGreedy"),
-              "build": pick("JobMonitor/BuilderRunner/Build", "BuilderResult", "Build"),
-              "measure": pick("JobMonitor/BuilderRunner/Run", "Run"),
+    phases = {"search": pick("EvoSearch/SampleInitPopulation", "EvoSearch/Evolve/Mutation", "EvoSearch/Evolve/Misc",
+                             "EvoSearch/PickWithEpsGreedy", "EvoSearch/PickBestFromDatabase"),
+              "build": pick("SendToBuilder"),
+              "measure": pick("SendToRunner", "JoinRunnerFutures"),
               "cost model": pick("MeasureCallback/UpdateCostModel", "EvoSearch/Evolve/PredictNormalizedScore"),
               "database": pick("MeasureCallback/AddToDatabase")}
-    phases["search"] = max(0.0, phases["search"] - pick("EvoSearch/Evolve/PredictNormalizedScore"))
     phases["other"] = max(0.0, wall - sum(phases.values()))
     return phases
 
