@@ -1,0 +1,65 @@
+"""The TVM MetaSchedule driver: its parameter checks and argument order (always), and — where TVM
+is installed (it is a baseline only, not in CI) — TVM's definition of every family computing
+Tyche's reference, through the same argument mapping the suite measures with."""
+
+import pytest
+
+import tyche
+from suitelib import tvm_driver
+from suitelib.tvm_driver import DriverError, check_params, tvm_arguments
+
+
+def test_every_family_takes_tyches_parameter_tuple():
+    assert set(tvm_driver.FAMILIES) == set(tyche.op_names())
+    for op in tyche.op_names():
+        assert len(tvm_driver.PARAM_NAMES[op]) == len(tyche.workload(f"{op}-1").params)
+
+
+@pytest.mark.parametrize("family,params,message", [
+    ("XYZ", [1], "unknown family 'XYZ'"),
+    ("GMM", [1, 2, 3], "GMM takes 4 parameters (B,N,M,K), got 3"),
+    ("GMM", [1, 0, 3, 4], "GMM: N must be positive, got 0"),
+    ("GRP", [1, 8, 8, 6, 8, 3, 1, 1], "GRP: channels 6 and 8 are not divisible by 4 groups"),
+    ("T2D", [1, 4, 4, 8, 8, 3, 2, 3], "T2D: transposed conv padding 3 exceeds kernel size - 1 = 2"),
+])
+def test_bad_parameters_are_one_line_errors(family, params, message):
+    with pytest.raises(DriverError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_params(family, params)
+
+
+def test_cbr_swaps_scale_and_offset_and_others_keep_tyches_order():
+    assert tvm_arguments("CBR", ["I", "W", "bias", "scale", "offset"], ["out"]) == ["I", "W", "bias", "offset", "scale", "out"]
+    assert tvm_arguments("GMM", ["X", "Y"], ["Z"]) == ["X", "Y", "Z"]
+
+
+@pytest.fixture(scope="module")
+def tvm_ready():
+    why = tvm_driver.available()
+    if why:
+        pytest.skip(f"TVM MetaSchedule is not usable here ({why})")
+
+
+def run_tvm(op, tmp_path, reorder=True):
+    import numpy as np
+    import tvm
+
+    w = tyche.workload(f"{op}-1", scale_down=True)
+    lib = tvm.compile(tvm.IRModule({"main": tvm_driver.prim_func(op, w.params)}), target="llvm")
+    path = str(tmp_path / "k.so")
+    lib.export_library(path)
+    kernel = tvm_driver.TvmKernel(path)
+    inputs = w.inputs()
+    (ref,) = w.reference(*inputs)
+    out = np.full_like(ref, np.nan)
+    kernel.bind(tvm_arguments(op, inputs, [out]) if reorder else inputs + [out])
+    kernel.run_bound()
+    return float(np.abs(out - ref).max()) / max(1.0, float(np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("op", tyche.op_names())
+def test_tvms_definition_computes_tyches_reference(tvm_ready, op, tmp_path):
+    assert run_tvm(op, tmp_path) <= 1e-4
+
+
+def test_without_the_mapping_cbr_is_wrong(tvm_ready, tmp_path):
+    assert run_tvm("CBR", tmp_path, reorder=False) > 1e-2
