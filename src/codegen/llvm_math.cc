@@ -1,0 +1,60 @@
+#include "codegen/llvm_math.h"
+
+namespace tyche::codegen::detail {
+namespace {
+
+llvm::Type* same_shape(llvm::Type* like, llvm::Type* scalar) {
+  if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(like)) return llvm::FixedVectorType::get(scalar, v->getNumElements());
+  return scalar;
+}
+
+// IEEE operations without the builder's fast-math flags: the rounding of n below depends on
+// an unfused multiply and add.
+struct Exact {
+  llvm::IRBuilderBase& b;
+  llvm::Type* f;
+  llvm::Type* i;
+  llvm::Value* c(float v) const { return llvm::ConstantFP::get(f, v); }
+  llvm::Value* k(int32_t v) const { return llvm::ConstantInt::get(i, static_cast<uint64_t>(static_cast<int64_t>(v)), true); }
+  llvm::Value* ins(llvm::Instruction::BinaryOps op, llvm::Value* x, llvm::Value* y) const {
+    return b.Insert(llvm::BinaryOperator::Create(op, x, y));
+  }
+  llvm::Value* add(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FAdd, x, y); }
+  llvm::Value* sub(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FSub, x, y); }
+  llvm::Value* mul(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FMul, x, y); }
+  // x * y + z, fused where the CPU has FMA (the polynomial only gains from it).
+  llvm::Value* fma(llvm::Value* x, llvm::Value* y, llvm::Value* z) const {
+    return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f}, {x, y, z});
+  }
+  // 2^n for integer n in [-126, 127], as float bits.
+  llvm::Value* pow2(llvm::Value* n) const { return b.CreateBitCast(b.CreateShl(b.CreateAdd(n, k(127)), k(23)), f); }
+};
+
+}  // namespace
+
+llvm::Value* f32_exp(llvm::IRBuilderBase& b, llvm::Value* x) {
+  Exact e{b, x->getType(), same_shape(x->getType(), b.getInt32Ty())};
+  // Outside [-104, 89] the result is 0 or infinity; clamping keeps n in range. Comparisons are
+  // false for NaN, so a NaN passes through to the arithmetic and comes out NaN.
+  x = b.CreateSelect(b.CreateFCmpOLT(x, e.c(-104.0f)), e.c(-104.0f), x);
+  x = b.CreateSelect(b.CreateFCmpOGT(x, e.c(89.0f)), e.c(89.0f), x);
+  // n = round(x / ln 2) by the 1.5 * 2^23 trick: the sum's last mantissa bits are n, and no
+  // float-to-int conversion (poison on NaN) is needed.
+  llvm::Value* magic = e.c(12582912.0f);
+  llvm::Value* t = e.add(e.mul(x, e.c(1.44269504088896341f)), magic);
+  llvm::Value* nf = e.sub(t, magic);
+  llvm::Value* n = b.CreateSub(b.CreateBitCast(t, e.i), e.k(0x4b400000));
+  // r = x - n ln 2 in two parts: n * 0.693359375 is exact (9 + 8 significant bits).
+  llvm::Value* r = e.sub(e.sub(x, e.mul(nf, e.c(0.693359375f))), e.mul(nf, e.c(-2.12194440e-4f)));
+  // e^r on |r| <= ln 2 / 2 (Cephes' expf coefficients).
+  llvm::Value* p = e.c(1.9875691500e-4f);
+  for (float coef : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+    p = e.fma(p, r, e.c(coef));
+  p = e.add(e.fma(e.mul(p, r), r, r), e.c(1.0f));
+  // p * 2^n as p * 2^(n/2) * 2^(n - n/2): both factors normal for n in [-151, 129]; the first
+  // product is exact, the second rounds once (into the subnormals, or to infinity).
+  llvm::Value* half = b.CreateAShr(n, e.k(1));
+  return e.mul(e.mul(p, e.pow2(half)), e.pow2(b.CreateSub(n, half)));
+}
+
+}  // namespace tyche::codegen::detail

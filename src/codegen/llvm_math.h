@@ -1,0 +1,17 @@
+// Internal to the LLVM backend: elementary functions written as IR, so that they vectorize.
+// LLVM lowers `llvm.exp.f32` to a scalar libm call per lane (no vector math library is linked
+// into a JIT or an exported object), which made every softmax or sigmoid run at libm's speed.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace tyche::codegen::detail {
+
+// e^x for float or <N x float>: Cody-Waite reduction by ln 2, a degree-6 polynomial, and the
+// scale by 2^n applied in two halves so that results down to the subnormals (and overflow to
+// infinity) round once. Within 2 ulp of the correctly rounded result on normal outputs;
+// NaN stays NaN, e^inf = inf, e^-inf = 0. No fast-math flags: the reduction relies on exact
+// IEEE rounding.
+llvm::Value* f32_exp(llvm::IRBuilderBase& b, llvm::Value* x);
+
+}  // namespace tyche::codegen::detail
