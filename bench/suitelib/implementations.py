@@ -1,6 +1,7 @@
 """The implementations the suite measures for one workload, each with its own output array and a
 native timing window: Tyche's kernels (the tuned best and the unscheduled floor), the libraries'
-(oneDNN, OpenBLAS) and TVM's tuned kernel."""
+(oneDNN, OpenBLAS) and TVM's tuned kernel. Each is built in a worker process of its own
+(isolated.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import numpy as np
 
 import tyche
 
-from .measure import Timed
-
 
 @dataclass
 class Implementation:
@@ -21,9 +20,6 @@ class Implementation:
     run: Callable[[], None]
     window: Callable[[int], float]
     implementation: str = ""  # for a library: which of its implementations runs
-
-    def timed(self) -> Timed:
-        return Timed(self.name, self.window)
 
 
 def aligned_copies(arrays) -> list[np.ndarray]:

@@ -28,18 +28,32 @@ class Timed:
         return statistics.stdev(self.seconds) / statistics.fmean(self.seconds)
 
 
+def calls_per_window(t: Timed, window_s: float) -> tuple[int, float]:
+    """How many back-to-back calls fill a window, and the seconds per call, from batches grown
+    fourfold until one lasts a twentieth of the window: a single call would include the wake-up
+    of a thread pool and make a fast kernel's windows far too short (DEP-3: 300 calls of 15 us
+    instead of 13000)."""
+    calls = 1
+    while True:
+        per_call = t.window(calls)
+        if per_call * calls >= window_s / 20 or calls >= 1 << 24:
+            break
+        calls *= 4
+    per_call = min(per_call, t.window(calls))
+    return max(1, int(window_s / max(per_call, 1e-12))), per_call
+
+
 def measure_interleaved(timed: list[Timed], rounds: int, window_s: float, min_rounds: int = 3) -> list[Timed]:
-    """Calibrates each implementation's calls per window (after a warm-up call, from the fastest
-    of three single calls), then runs ``rounds`` rounds. Each window of a fast implementation
-    starts with one untimed call, which wakes its thread pool (asleep, or displaced by the previous
-    implementation's spinning one), so every window measures the steady state. An implementation
-    whose single call is far longer than the window (the unscheduled floor of a big workload) gets
-    fewer rounds (at least ``min_rounds``), so that it does not take more time than the others."""
+    """Calibrates each implementation's calls per window (after a warm-up call), then runs
+    ``rounds`` rounds. Each window of a fast implementation starts with one untimed call, which
+    wakes its thread pool (asleep, or displaced by the previous implementation's spinning one),
+    so every window measures the steady state. An implementation whose single call is far longer
+    than the window (the unscheduled floor of a big workload) gets fewer rounds (at least
+    ``min_rounds``), so that it does not take more time than the others."""
     for t in timed:
         t.window(1)  # warm-up: caches, thread pools, lazily packed weights
-        one = min(t.window(1) for _ in range(3))
-        t.calls = max(1, int(window_s / max(one, 1e-9)))
-        per_round = one * t.calls
+        t.calls, per_call = calls_per_window(t, window_s)
+        per_round = per_call * t.calls
         t.rounds = max(min_rounds, min(rounds, int(rounds * window_s * 2 / max(per_round, 1e-9))))
     for r in range(max((t.rounds for t in timed), default=0)):
         for t in timed:

@@ -19,8 +19,9 @@ import tyche
 
 from . import plots, report
 from .baselines import SYSTEMS as LIBRARIES, BaselineError, Library
-from .implementations import aligned_copies, library_kernel, relative_error, tvm_kernel, tyche_kernel
-from .measure import measure_interleaved
+from .implementations import aligned_copies
+from .isolated import Worker, WorkerError, save_data
+from .measure import Timed, measure_interleaved
 
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_PRESET = 3  # one shape per family: the third of workloads.md's four
@@ -103,7 +104,7 @@ def compulsory_bytes(func) -> int:
     return sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for _, shape, dtype in func.params)
 
 
-def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, step: str) -> tuple[dict, object]:
+def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, step: str) -> dict:
     db = os.path.join(work, "tyche", w.name.replace(" ", "_"))
     def show(done, budget, task, best, elapsed):
         rate = f"{w.flop / best / 1e9:.1f} GFLOP/s" if best > 0 else "-"
@@ -113,7 +114,7 @@ def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, step: str
     wall = time.monotonic() - t0
     record = {"trials": r.trials, "failed": r.failed, "wall_s": wall, "best_seconds": r.best_seconds, "history": r.history,
               "times": r.times, "best_trace": str(r.best_trace) if r.best_trace else None, "database": db}
-    return record, r
+    return record
 
 
 def tune_tvm(w, trials: int, work: str, seed: int, step: str) -> dict:
@@ -138,41 +139,61 @@ def tune_tvm(w, trials: int, work: str, seed: int, step: str) -> dict:
         return json.load(f)
 
 
-def measure_workload(w, library: Library, best_kernel, tvm_library: str | None, a: argparse.Namespace) -> dict:
+def measure_workload(name: str, w, library_path: str, best_trace: str | None, tvm_library: str | None, a: argparse.Namespace,
+                     directory: str) -> dict:
+    """Every implementation in a worker process of its own (isolated.py), checked against the
+    reference, then timed interleaved."""
     inputs = aligned_copies(w.inputs())
-    reference = w.reference(*inputs)[0]
-    impls, systems = [], {}
-    candidates = []
-    if best_kernel is not None:
-        candidates.append(("tyche", lambda: tyche_kernel("tyche", best_kernel, inputs, w.func)))
+    data = save_data(directory, inputs, w.reference(*inputs)[0])
+    common = {"workload": name, "scale_down": a.scale_down, "data": data}
+    specs = []
+    if best_trace:
+        specs.append(("tyche", {"kind": "tyche", "trace": best_trace}))
+    library = Library(library_path)
     for s in LIBRARIES:
         if library.supports(s, w.op):
-            candidates.append((s, lambda s=s: library_kernel(library, s, w, inputs)))
+            specs.append((s, {"kind": "library", "system": s, "library": library_path}))
     if tvm_library:
-        candidates.append(("tvm", lambda: tvm_kernel(tvm_library, w.op, inputs, w.func)))
-    candidates.append(("unscheduled", lambda: tyche_kernel("unscheduled", tyche.build(w), inputs, w.func)))
-    for name, make in candidates:
-        try:
-            impl = make()
-            impl.run()
-        except (BaselineError, tyche.TycheError, RuntimeError, ValueError) as e:
-            systems[name] = {"error": str(e).splitlines()[0] if str(e) else type(e).__name__}
-            continue
-        err = relative_error(impl.output, reference)
-        systems[name] = {"max_error": err if np.isfinite(err) else None, "correct": bool(err <= TOLERANCE)}
-        if impl.implementation:
-            systems[name]["implementation"] = impl.implementation
-        impls.append(impl)
-    timed = measure_interleaved([i.timed() for i in impls], a.rounds, a.window)
+        specs.append(("tvm", {"kind": "tvm", "tvm_library": tvm_library}))
+    specs.append(("unscheduled", {"kind": "unscheduled"}))
+    workers, systems = [], {}
+    try:
+        for system, spec in specs:
+            try:
+                worker = Worker(system, {**common, **spec}, os.path.join(directory, f"{system}.log"))
+            except WorkerError as e:
+                systems[system] = {"error": str(e)}
+                continue
+            err = worker.max_error
+            systems[system] = {"max_error": err, "correct": err is not None and err <= TOLERANCE}
+            if worker.implementation:
+                systems[system]["implementation"] = worker.implementation
+            workers.append(worker)
+        while True:  # a worker that dies while timing is reported; the others are timed again
+            try:
+                timed = measure_interleaved([Timed(wk.name, wk.window) for wk in workers if wk.alive], a.rounds, a.window)
+                break
+            except WorkerError as e:
+                dead = [wk for wk in workers if wk.alive and wk.failed]
+                for wk in dead:
+                    wk.alive = False
+                    systems[wk.name] = {"error": str(e)}
+                if not dead:
+                    raise
+    finally:
+        for worker in workers:
+            worker.close()
+        os.remove(data)
     for t in timed:
         systems[t.name].update({"seconds": t.median, "cv": t.cv, "calls_per_window": t.calls, "windows": len(t.seconds),
-                                "gflops": w.flop / t.median / 1e9})
+                                "window_seconds": t.seconds, "gflops": w.flop / t.median / 1e9})
     return systems
 
 
 def run_suite(a: argparse.Namespace) -> str:
     names = select_workloads(a)
-    library = Library(os.path.join(a.build, "bench", "libtyche_baselines.so"))
+    library_path = os.path.join(a.build, "bench", "libtyche_baselines.so")
+    library = Library(library_path)
     if a.tvm:
         from .tvm_driver import available
         why = available()
@@ -210,10 +231,10 @@ def run_suite(a: argparse.Namespace) -> str:
                  "bytes": compulsory_bytes(w.func), "tuning": {}, "systems": {}}
         progress(step, f"tuning with Tyche ({a.trials} trials)")
         try:
-            entry["tuning"]["tyche"], tuned = tune_tyche(w, a.trials, work, a.seed, a.confirm_top, step)
-            best = tyche.build(tuned) if tuned.best_seconds > 0 else None
+            entry["tuning"]["tyche"] = tune_tyche(w, a.trials, work, a.seed, a.confirm_top, step)
         except tyche.TycheError as e:
-            entry["tuning"]["tyche"], best = {"error": str(e).splitlines()[0]}, None
+            entry["tuning"]["tyche"] = {"error": str(e).splitlines()[0]}
+        best_trace = entry["tuning"]["tyche"].get("best_trace") if entry["tuning"]["tyche"].get("best_seconds", 0) > 0 else None
         tvm_lib = None
         if a.tvm:
             progress(step, f"tuning with TVM MetaSchedule ({a.trials} trials)")
@@ -221,8 +242,9 @@ def run_suite(a: argparse.Namespace) -> str:
             tvm_lib = tvm.get("library")
             if "error" in tvm:
                 progress(step, f"TVM failed: {tvm['error']}")
-        progress(step, "measuring every implementation, interleaved")
-        entry["systems"] = measure_workload(w, library, best, tvm_lib, a)
+        progress(step, "measuring every implementation, each in its own process, interleaved")
+        entry["systems"] = measure_workload(name, w, library_path, best_trace, tvm_lib, a,
+                                            os.path.join(work, "measure", name.replace(" ", "_")))
         bound = min(roof["peak_gflops"], w.flop / entry["bytes"] * roof["bandwidth_gbs"])
         entry["roofline_gflops"] = bound
         for s in entry["systems"].values():

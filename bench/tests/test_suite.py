@@ -190,9 +190,10 @@ def test_measuring_interleaves_and_spares_slow_implementations():
     measure_interleaved([fast, slow], rounds=6, window_s=0.01)
     assert fast.calls == 100 and slow.calls == 1
     assert len(fast.seconds) == 6 and len(slow.seconds) == 3  # the slow one: min_rounds
-    # calibration (a warm-up and three single calls each), then round by round, a fast one's window
-    # after an untimed call
-    assert log[:8] == ["fast"] * 4 + ["slow"] * 4
+    # calibration (a warm-up, batches of 1, 4 and 16 calls, 16 again; the slow one's single call
+    # already lasts a twentieth of the window), then round by round, a fast one's window after an
+    # untimed call
+    assert log[:8] == ["fast"] * 5 + ["slow"] * 3
     assert log[8:17] == ["fast", "fast", "slow", "fast", "fast", "slow", "fast", "fast", "slow"]
     assert fast.median == 1e-4 and fast.cv == 0.0
     json.dumps({"cv": slow.cv})

@@ -1,0 +1,155 @@
+"""Each implementation measured in a process of its own, driven over a pipe.
+
+In one process the libraries' thread pools (oneDNN's OpenMP, TVM's, Tyche's) and allocators
+share everything: oneDNN's small kernels measured beside the others ran 2-30x slower than alone
+(DEP-3 0.5 GFLOP/s in the suite, 15 us per call in a process of its own, AMD EPYC). So the
+suite starts one worker per implementation; the workers load the same inputs and reference from
+files, build their kernel, check its output, then time windows when asked. The parent still
+interleaves the windows round by round (measure.py), so all see the same periods of the host.
+
+Protocol: one JSON line per request on the worker's stdin, one JSON line per answer on stdout.
+    start  -> {"ok": true, "max_error": ..., "implementation": ...} or {"error": "..."}
+    {"window": N} -> {"seconds": mean seconds per call} or {"error": "..."}
+    {"quit": true} -> the worker exits
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+def save_data(directory: str, inputs, reference: np.ndarray) -> str:
+    """Writes the inputs and the reference the workers share; returns the file."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "data.npz")
+    np.savez(path, reference=reference, **{f"input{i}": a for i, a in enumerate(inputs)})
+    return path
+
+
+class Worker:
+    """The parent's end: starts the worker for ``spec`` and waits for its check. ``spec`` holds
+    "kind" (tyche, unscheduled, library, tvm), "workload", "scale_down", "data" (save_data's file)
+    and, by kind, "trace" (Tyche's best, text), "system" and "library" (the baselines library),
+    or "tvm_library" (TVM's exported best)."""
+
+    def __init__(self, name: str, spec: dict, log_path: str):
+        self.name = name
+        self.alive, self.failed = True, False
+        env = dict(os.environ)
+        env["PYTHONPATH"] = BENCH + os.pathsep + env.get("PYTHONPATH", "")
+        self._log = open(log_path, "a")
+        self._proc = subprocess.Popen([sys.executable, "-m", "suitelib.isolated", json.dumps(spec)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=self._log, text=True, env=env, bufsize=1)
+        self.pid = self._proc.pid
+        try:
+            answer = self._receive()
+        except WorkerError:
+            self.close()
+            raise
+        self.max_error = answer.get("max_error")
+        self.implementation = answer.get("implementation", "")
+
+    def _receive(self) -> dict:
+        line = self._proc.stdout.readline()
+        if not line:
+            code = self._proc.wait()
+            why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+            self.failed = True
+            raise WorkerError(f"the {self.name} worker died ({why}; its log: {self._log.name})")
+        answer = json.loads(line)
+        if "error" in answer:
+            self.failed = True
+            raise WorkerError(answer["error"])
+        return answer
+
+    def window(self, calls: int) -> float:
+        try:
+            self._proc.stdin.write(json.dumps({"window": int(calls)}) + "\n")
+        except OSError:
+            pass  # the worker is gone: _receive says how
+        return float(self._receive()["seconds"])
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                self._proc.stdin.write(json.dumps({"quit": True}) + "\n")
+                self._proc.stdin.flush()
+                self._proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self._proc.kill()
+                self._proc.wait()
+        self._log.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# The worker's end
+
+
+def build_implementation(spec: dict, inputs: list[np.ndarray]):
+    import tyche
+
+    from .implementations import library_kernel, tvm_kernel, tyche_kernel
+
+    w = tyche.workload(spec["workload"], scale_down=bool(spec.get("scale_down")))
+    kind = spec["kind"]
+    if kind == "unscheduled":
+        return tyche_kernel("unscheduled", tyche.build(w), inputs, w.func)
+    if kind == "tyche":
+        sch = tyche.Schedule(w.func)
+        tyche.Trace.parse(spec["trace"]).apply_to(sch)
+        return tyche_kernel("tyche", tyche.build(sch), inputs, w.func)
+    if kind == "library":
+        from .baselines import Library
+        return library_kernel(Library(spec["library"]), spec["system"], w, inputs)
+    if kind == "tvm":
+        return tvm_kernel(spec["tvm_library"], w.op, inputs, w.func)
+    raise WorkerError(f"unknown implementation kind '{kind}'")
+
+
+def serve(spec: dict, requests, answers) -> None:
+    from .implementations import aligned_copies, relative_error
+
+    def say(value: dict[str, Any]) -> None:
+        answers.write(json.dumps(value) + "\n")
+        answers.flush()
+
+    try:
+        with np.load(spec["data"]) as data:
+            count = sum(1 for k in data.files if k.startswith("input"))
+            inputs = aligned_copies([data[f"input{i}"] for i in range(count)])
+            reference = data["reference"]
+        impl = build_implementation(spec, inputs)
+        impl.run()
+    except Exception as e:  # noqa: BLE001 - any failure to build or run is the answer, on one line
+        say({"error": (str(e).splitlines() or [type(e).__name__])[0]})
+        return
+    err = relative_error(impl.output, reference)
+    say({"ok": True, "max_error": err if np.isfinite(err) else None, "implementation": impl.implementation})
+    for line in requests:
+        request = json.loads(line)
+        if request.get("quit"):
+            return
+        try:
+            say({"seconds": impl.window(int(request["window"]))})
+        except Exception as e:  # noqa: BLE001
+            say({"error": (str(e).splitlines() or [type(e).__name__])[0]})
+
+
+if __name__ == "__main__":
+    # The answers get the real stdout; anything a library prints goes to the log instead.
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(json.loads(sys.argv[1]), sys.stdin, answers)
