@@ -138,30 +138,30 @@ std::vector<Tensor> build_dep(const std::vector<int64_t>& p) {
   return {in, wt, out};
 }
 
-// Transposed conv2d in gather form: the input dilated by the stride and padded by K-1-pad (one
-// "pad" block), then a stride-1 convolution with the spatially flipped kernel.
+// Transposed conv2d in gather form: a stride-1 convolution with the spatially flipped kernel over
+// the input dilated by the stride and padded by K-1-pad. The dilation is not materialized: the
+// input is padded by whole pixels (one "pad" block), and the convolution reads pixel
+// (y + rh - off) / s only where s divides it. Elsewhere the term is -0.0, which LLVM drops from
+// a sum (x + -0.0 = x exactly): once the loops are unrolled the phase is a constant and the
+// products with the dilation's zeros vanish, as in TVM's definition of the same op.
 std::vector<Tensor> build_t2d(const std::vector<int64_t>& p) {
   const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
   if (pad > k - 1) throw_error("transposed conv padding {} exceeds kernel size - 1 = {}", pad, k - 1);
   Tensor in = te::placeholder({n, h, w, ci}, kFloat32, "I");
   Tensor wt = te::placeholder({k, k, ci, co}, kFloat32, "W");
-  int64_t off = k - 1 - pad;
-  int64_t ph = (h - 1) * s + 1 + 2 * off, pw = (w - 1) * s + 1 + 2 * off;
-  int st = static_cast<int>(s), of = static_cast<int>(off);
-  Tensor padded = te::compute(
-      {n, ph, pw, ci},
-      [&](Var nn, Var y, Var x, Var c) {
-        Expr cond = y >= of && y < Expr(static_cast<int>(ph - off)) && ir::floormod(y - of, st) == 0 &&
-                    x >= of && x < Expr(static_cast<int>(pw - off)) && ir::floormod(x - of, st) == 0;
-        return te::if_then_else(cond, in(nn, ir::floordiv(y - of, st), ir::floordiv(x - of, st), c), ir::make_float(0.0));
-      },
-      "pad", {"i0", "i1", "i2", "i3"});
+  const int64_t off = k - 1 - pad, whole = (off + s - 1) / s;  // dilated padding, padding in pixels
+  const int64_t oh = (h - 1) * s + 2 * off - k + 2, ow = (w - 1) * s + 2 * off - k + 2;
+  Tensor padded = pad_spatial(in, 2, whole);
   auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"), rc = te::reduce_axis(ci, "rc");
-  int kk = static_cast<int>(k - 1);
+  const int kk = static_cast<int>(k - 1), st = static_cast<int>(s), shift = static_cast<int>(whole * s - off);
   Tensor out = te::compute(
-      {n, ph - k + 1, pw - k + 1, co},
+      {n, oh, ow, co},
       [&](Var nn, Var y, Var x, Var c) {
-        return te::sum(padded(nn, y + rh.var, x + rw.var, rc.var) * wt(kk - rh.var, kk - rw.var, rc.var, c), {rh, rw, rc});
+        Expr py = y + rh.var + shift, px = x + rw.var + shift;  // in the dilated padded input
+        Expr term = padded(nn, ir::floordiv(py, st), ir::floordiv(px, st), rc.var) * wt(kk - rh.var, kk - rw.var, rc.var, c);
+        if (s == 1) return te::sum(term, {rh, rw, rc});
+        Expr on_pixel = ir::floormod(py, st) == 0 && ir::floormod(px, st) == 0;
+        return te::sum(te::if_then_else(on_pixel, term, ir::make_float(-0.0)), {rh, rw, rc});
       },
       "conv2d_transpose", {"n", "h", "w", "co"});
   return {in, wt, out};
