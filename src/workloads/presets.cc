@@ -231,12 +231,14 @@ std::vector<Tensor> build_tbg(const std::vector<int64_t>& p) {
   Tensor k = te::placeholder({b, l, h, d}, kFloat32, "K");
   Tensor qt = te::compute({b, h, l, d}, [&](Var bb, Var hh, Var i, Var dd) { return q(bb, i, hh, dd); }, "Q_t",
                           {"b", "h", "i", "d"});
-  Tensor kt = te::compute({b, h, l, d}, [&](Var bb, Var hh, Var j, Var dd) { return k(bb, j, hh, dd); }, "K_t",
-                          {"b", "h", "j", "d"});
+  // K transposed to (b, h, d, j), a matmul's right operand (as TVM's definition): j, the output's
+  // contiguous axis, is contiguous in both, so the inner loop vectorizes with Q broadcast.
+  Tensor kt = te::compute({b, h, d, l}, [&](Var bb, Var hh, Var dd, Var j) { return k(bb, j, hh, dd); }, "K_t",
+                          {"b", "h", "d", "j"});
   auto rd = te::reduce_axis(d, "rd");
   Tensor c = te::compute(
       {b, h, l, l},
-      [&](Var bb, Var hh, Var i, Var j) { return te::sum(qt(bb, hh, i, rd.var) * kt(bb, hh, j, rd.var), {rd}); }, "C",
+      [&](Var bb, Var hh, Var i, Var j) { return te::sum(qt(bb, hh, i, rd.var) * kt(bb, hh, rd.var, j), {rd}); }, "C",
       {"b", "h", "i", "j"});
   return {q, k, c};
 }
