@@ -253,6 +253,41 @@ TEST(MultiLevelTiling, AVariantAddsAStepThatBranches) {
   }
 }
 
+// With write reuse "may", an element-wise consumer (CBR's epilogue after AutoInline, DENSE_RELU's
+// ReLU) is the write cache: it goes under the tile level and no copy is made; "must" (GPU
+// registers) still copies, and a block whose consumer is not element-wise gets a copy.
+TEST(MultiLevelTiling, MayFuseAnElementwiseConsumerAsTheWriteCache) {
+  for (const char* name : {"CBR-1", "DENSE_RELU-1"}) {
+    SCOPED_TRACE(name);
+    auto w = small(name);
+    auto designs = generate(w, {auto_inline(), multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {2}}})});
+    ASSERT_EQ(designs.size(), 2u);
+    std::string text = designs[1].trace()->to_text();
+    EXPECT_THAT(text, HasSubstr("sch.get_consumers("));
+    EXPECT_THAT(text, HasSubstr("sch.reverse_compute_at("));
+    EXPECT_THAT(text, Not(HasSubstr("cache_write")));
+    // The epilogue now runs inside the tiled nest: its block is nested deeper than in the
+    // design without reuse, where it has a loop nest of its own at the root.
+    const std::string epilogue = std::string(name) == "CBR-1" ? "block(\"relu\")" : "block(\"C\")";
+    auto depth = [&](const Schedule& s) {
+      std::string ir = ir_of(s);
+      size_t at = ir.find(epilogue);
+      EXPECT_NE(at, std::string::npos) << ir;
+      return at - ir.rfind('\n', at);  // the indentation of its line
+    };
+    EXPECT_GT(depth(designs[1]), depth(designs[0]) + 2 * 3);  // at least three loops deeper
+    EXPECT_TRUE(computes_reference(w, designs[1].func()));
+    EXPECT_THAT(designs[0].trace()->to_text(), Not(HasSubstr("get_consumers")));
+    auto must = generate(w, {auto_inline(), multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {2}}})});
+    ASSERT_EQ(must.size(), 1u);
+    EXPECT_THAT(must[0].trace()->to_text(), HasSubstr("cache_write"));
+  }
+  // GMM's output has no consumer: the may-design copies.
+  auto gmm = generate(small("GMM-1"), {multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {2}}})});
+  ASSERT_EQ(gmm.size(), 2u);
+  EXPECT_THAT(gmm[1].trace()->to_text(), HasSubstr("cache_write"));
+}
+
 TEST(MultiLevelTiling, LeavesBlocksWithoutReuseAlone) {
   auto w = small("SFM-1");  // reductions whose input uses every spatial iterator
   auto designs = generate(w, {multi_level_tiling()});

@@ -3,7 +3,8 @@
 // "SSRSRS": every spatial loop is split into as many tiles as the string has S, every reduction
 // loop into as many as it has R (sizes from sample_perfect_tile), and the tiles are reordered
 // level by level. Caches give data reuse: a write cache placed under a tile level (the block
-// accumulates into a copy that goes back per tile) and read caches of the inputs.
+// accumulates into a copy that goes back per tile, or, on a CPU, its element-wise consumer runs
+// there on the tile) and read caches of the inputs.
 //
 // The rule is a pipeline of steps (multi_level_tiling.h): write cache -> tile the loop nest -> read
 // caches -> place the write cache.
@@ -37,6 +38,44 @@ bool along_output_row(const Schedule& sch, const BlockRV& block, size_t i) {
   if (out.empty() || in.empty()) return false;
   const auto* v = out.back().min.as<ir::VarNode>();
   return v && in.back().min.as<ir::VarNode>() == v;
+}
+
+// The single consumer of `block` when it is element-wise on its output (TVM's "consumer fusion"):
+// spatial iterators only, reading the block's output and writing its own at the same point, the
+// iterators in the order of the output's axes and over its whole shape. Placed under a tile
+// level it is the write cache: an epilogue (bias, ReLU) runs on the tile while it is hot, and
+// the intermediate shrinks to the tile.
+std::optional<BlockRV> elementwise_consumer(Schedule& sch, const BlockRV& block) {
+  auto consumers = sch.get_consumers(block);
+  if (!consumers.ok() || consumers.value().size() != 1) return std::nullopt;
+  const BlockRV& consumer = consumers.value()[0];
+  const ir::BlockNode* c = block_node(sch, consumer);
+  const ir::Buffer& out = block_node(sch, block)->writes[0].buffer;
+  if (c->writes.size() != 1 || c->iter_vars.size() != out->shape.size() || c->init.defined()) return std::nullopt;
+  auto at_own_point = [&](const std::vector<ir::Range>& region) {
+    if (region.size() != c->iter_vars.size()) return false;
+    for (size_t d = 0; d < region.size(); ++d) {
+      const auto* v = region[d].min.as<ir::VarNode>();
+      const auto* one = region[d].extent.as<ir::IntImmNode>();
+      if (!v || v != c->iter_vars[d].var.get() || !one || one->value != 1) return false;
+    }
+    return true;
+  };
+  for (size_t d = 0; d < c->iter_vars.size(); ++d) {
+    const ir::IterVar& iv = c->iter_vars[d];
+    const auto* extent = iv.dom.extent.as<ir::IntImmNode>();
+    const auto* dim = out->shape[d].as<ir::IntImmNode>();
+    if (iv.kind != ir::IterKind::kSpatial || !extent || !dim || extent->value != dim->value) return std::nullopt;
+  }
+  if (!at_own_point(c->writes[0].region)) return std::nullopt;
+  bool reads_output = false;
+  for (const ir::BufferRegion& r : c->reads)
+    if (r.buffer.get() == out.get()) {
+      if (!at_own_point(r.region)) return std::nullopt;
+      reads_output = true;
+    }
+  if (!reads_output) return std::nullopt;
+  return consumer;
 }
 
 // A step's one resulting state (a Schedule moves, it does not copy).
@@ -175,6 +214,13 @@ std::optional<LoopRV> MultiLevelTiling::anchor(const TilingState& s, int level) 
 
 std::vector<TilingState> MultiLevelTiling::add_write_cache(TilingState s) const {
   if (s.design.write_level > 0) {
+    // "may" (CPU): an element-wise consumer is the cache; "must" (GPU: registers) always copies.
+    if (config_.reuse_write.req == ReuseConfig::Kind::kMay) {
+      if (auto consumer = elementwise_consumer(s.sch, s.block)) {
+        s.write_cache = *consumer;
+        return single(std::move(s));
+      }
+    }
     auto c = s.sch.cache_write(s.block, 0, config_.reuse_write.scope);
     if (!c.ok()) return {};
     s.write_cache = c.value();
