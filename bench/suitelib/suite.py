@@ -75,20 +75,24 @@ def progress(step: str, text: str) -> None:
     print(f"[suite {step}] {text}", file=sys.stderr, flush=True)
 
 
+def git_commit() -> str:
+    """The checkout's commit, with "+" when it has uncommitted changes."""
+    try:
+        run = lambda *args: subprocess.run(["git", "-C", BENCH, *args], capture_output=True, text=True, check=True).stdout  # noqa: E731
+        return run("rev-parse", "--short", "HEAD").strip() + ("+" if run("status", "--porcelain", "--untracked-files=no").strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def describe_host(library: Library) -> dict:
     cpuinfo = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
     l2 = "/sys/devices/system/cpu/cpu0/cache/index2/size"
     l2_kib = int(re.sub(r"\D", "", open(l2).read()) or 0) if os.path.exists(l2) else 0
     llvm = re.match(r"host: (\S+)", tyche.cpu("host"))
-    try:
-        commit = subprocess.run(["git", "-C", BENCH, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
     return {"cpu_name": model.group(1).strip() if model else "unknown CPU", "llvm_cpu": llvm.group(1) if llvm else "unknown",
             "vector_bits": library.vector_bits(), "cores": os.cpu_count(), "l2_kib": l2_kib,
-            "date": datetime.date.today().isoformat(), "tyche_commit": commit}
+            "date": datetime.date.today().isoformat(), "tyche_commit": git_commit()}
 
 
 def measure_roofline(library: Library, seconds: float, bandwidth_bytes: int) -> dict:
@@ -227,8 +231,9 @@ def run_suite(a: argparse.Namespace) -> str:
         if name in done:
             continue
         w = tyche.workload(name, scale_down=a.scale_down)
+        # A run resumed over sessions may span commits: each workload says which one tuned it.
         entry = {"name": name, "family": w.op, "params": list(w.params), "shape": w.shape, "flop": w.flop,
-                 "bytes": compulsory_bytes(w.func), "tuning": {}, "systems": {}}
+                 "bytes": compulsory_bytes(w.func), "tyche_commit": git_commit(), "tuning": {}, "systems": {}}
         progress(step, f"tuning with Tyche ({a.trials} trials)")
         try:
             entry["tuning"]["tyche"] = tune_tyche(w, a.trials, work, a.seed, a.confirm_top, step)

@@ -41,6 +41,7 @@ def test_a_small_run_measures_every_implementation_correctly(small_run):
     assert roof["peak_gflops"] > 0 and roof["bandwidth_gbs"] > 0 and roof["vector_bits"] in (128, 256, 512)
     for w in results["workloads"]:
         assert set(w["systems"]) == {"tyche", "onednn", "openblas", "unscheduled"}
+        assert w["tyche_commit"] == results["host"]["tyche_commit"] != "unknown"
         for name, s in w["systems"].items():
             assert s["correct"], (w["name"], name, s)
             assert s["seconds"] > 0 and s["windows"] >= 3 and 0 <= s["cv"] < 10
@@ -160,6 +161,10 @@ def test_summary_and_table_of_known_figures():
     table = report.markdown(r)
     assert "| W-0 | 1 | 2 (1%) | 1 (1%) | failed | 1 (1%) | wrong | 2.00× | 2.00× | 50% | 0.2 min | 0.3 min |" in table
     assert "0.25× TVM's" in table
+    assert "Tyche abc, 256 trials" in table
+    resumed = copy.deepcopy(r)  # a run resumed at another commit names both
+    resumed["workloads"][1]["tyche_commit"] = "def"
+    assert "Tyche abc, def, 256 trials" in report.markdown(resumed)
     broken = copy.deepcopy(r)
     broken["workloads"][0]["systems"]["tyche"]["correct"] = False  # a wrong result counts in no ratio
     assert report.summarize(broken)["geomean_tyche_over_tvm"] == pytest.approx(0.5)
