@@ -5,15 +5,11 @@
 
 #include <llvm/IR/Intrinsics.h>
 
+#include "codegen/llvm_math.h"
+
 namespace tyche::codegen::detail {
 
 namespace {
-
-// `elem`, as a vector when `like` is one.
-llvm::Type* same_shape(llvm::Type* like, llvm::Type* elem) {
-  if (auto* v = llvm::dyn_cast<llvm::VectorType>(like)) return llvm::VectorType::get(elem, v->getElementCount());
-  return elem;
-}
 
 struct Ops {
   llvm::IRBuilderBase& b;

@@ -1,12 +1,13 @@
 #include "codegen/llvm_math.h"
 
 namespace tyche::codegen::detail {
-namespace {
 
-llvm::Type* same_shape(llvm::Type* like, llvm::Type* scalar) {
-  if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(like)) return llvm::FixedVectorType::get(scalar, v->getNumElements());
-  return scalar;
+llvm::Type* same_shape(llvm::Type* like, llvm::Type* elem) {
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(like)) return llvm::VectorType::get(elem, v->getElementCount());
+  return elem;
 }
+
+namespace {
 
 // IEEE operations without the builder's fast-math flags: the rounding of n below depends on
 // an unfused multiply and add.

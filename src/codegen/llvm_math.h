@@ -7,6 +7,9 @@
 
 namespace tyche::codegen::detail {
 
+// `elem`, as a vector of as many lanes when `like` is a vector.
+llvm::Type* same_shape(llvm::Type* like, llvm::Type* elem);
+
 // e^x for float or <N x float>: Cody-Waite reduction by ln 2, a degree-6 polynomial, and the
 // scale by 2^n applied in two halves so that results down to the subnormals (and overflow to
 // infinity) round once. Within 2 ulp of the correctly rounded result on normal outputs;
