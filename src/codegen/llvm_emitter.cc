@@ -338,7 +338,7 @@ class Emitter {
     return out;
   }
 
-  // float exp inline (it vectorizes; see llvm_math.h); double through LLVM's intrinsic.
+  // float exp inline (it vectorizes; see llvm_math.h); other types through LLVM's intrinsic.
   llvm::Value* emit_exp(llvm::Value* x) {
     if (x->getType()->getScalarType()->isFloatTy()) return detail::f32_exp(b_, x);
     return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);

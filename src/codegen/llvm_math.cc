@@ -9,8 +9,9 @@ llvm::Type* same_shape(llvm::Type* like, llvm::Type* elem) {
 
 namespace {
 
-// IEEE operations without the builder's fast-math flags: the rounding of n below depends on
-// an unfused multiply and add.
+// IEEE operations without the builder's fast-math flags (the range reduction is exact as
+// written; nothing here should depend on what the caller allowed), and fmuladd for the
+// polynomial, fused where the CPU has FMA.
 struct Exact {
   llvm::IRBuilderBase& b;
   llvm::Type* f;
@@ -23,7 +24,6 @@ struct Exact {
   llvm::Value* add(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FAdd, x, y); }
   llvm::Value* sub(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FSub, x, y); }
   llvm::Value* mul(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FMul, x, y); }
-  // x * y + z, fused where the CPU has FMA (the polynomial only gains from it).
   llvm::Value* fma(llvm::Value* x, llvm::Value* y, llvm::Value* z) const {
     return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f}, {x, y, z});
   }

@@ -142,8 +142,9 @@ std::vector<Tensor> build_dep(const std::vector<int64_t>& p) {
 // the input dilated by the stride and padded by K-1-pad. The dilation is not materialized: the
 // input is padded by whole pixels (one "pad" block), and the convolution reads pixel
 // (y + rh - off) / s only where s divides it. Elsewhere the term is -0.0, which LLVM drops from
-// a sum (x + -0.0 = x exactly): once the loops are unrolled the phase is a constant and the
-// products with the dilation's zeros vanish, as in TVM's definition of the same op.
+// a sum (x + -0.0 = x exactly): once the output rows are tiled by a multiple of s and the
+// tile and kernel loops are unrolled, the phase is a constant and the products with the
+// dilation's zeros vanish, as in TVM's definition of the same op.
 std::vector<Tensor> build_t2d(const std::vector<int64_t>& p) {
   const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
   if (pad > k - 1) throw_error("transposed conv padding {} exceeds kernel size - 1 = {}", pad, k - 1);

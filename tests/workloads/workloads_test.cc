@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/ranges.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -121,6 +123,21 @@ TEST(Interpreter, MatchesReferenceOnEveryPreset) {
       runtime::Comparison c = runtime::compare(actual[i], expected[i]);
       EXPECT_TRUE(c.ok) << name << ": " << c.message;
     }
+  }
+}
+
+// T2D reads its input through the dilation (no zero-filled copy): geometries whose dilated
+// padding K-1-pad is not a whole number of input pixels shift the phase (stride 2 with an odd
+// K-1-pad, stride 3), and stride 1 takes the plain path. The presets all have K-1-pad = 2s.
+TEST(Interpreter, TransposedConvMatchesReferenceAtEveryPhase) {
+  using Params = std::vector<int64_t>;  // N, H, W, CI, CO, K, stride, pad
+  for (const Params& p : {Params{1, 3, 4, 2, 3, 3, 2, 1}, Params{1, 4, 3, 2, 2, 4, 3, 1}, Params{1, 3, 3, 2, 2, 4, 3, 0},
+                          Params{2, 3, 2, 3, 2, 3, 1, 1}, Params{1, 2, 3, 2, 2, 5, 2, 3}, Params{1, 3, 3, 1, 1, 2, 2, 0}}) {
+    Workload w = make_workload("T2D", p);
+    auto inputs = make_inputs(w.func, 3);
+    auto actual = interp::run_on_inputs(w.func, inputs);
+    runtime::Comparison c = runtime::compare(actual[0], w.reference(inputs)[0]);
+    EXPECT_TRUE(c.ok) << fmt::format("T2D {}: {}", fmt::join(p, ","), c.message);
   }
 }
 

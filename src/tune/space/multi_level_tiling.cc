@@ -63,9 +63,11 @@ std::optional<BlockRV> elementwise_consumer(Schedule& sch, const BlockRV& block)
   };
   for (size_t d = 0; d < c->iter_vars.size(); ++d) {
     const ir::IterVar& iv = c->iter_vars[d];
+    const auto* min = iv.dom.min.as<ir::IntImmNode>();
     const auto* extent = iv.dom.extent.as<ir::IntImmNode>();
     const auto* dim = out->shape[d].as<ir::IntImmNode>();
-    if (iv.kind != ir::IterKind::kSpatial || !extent || !dim || extent->value != dim->value) return std::nullopt;
+    if (iv.kind != ir::IterKind::kSpatial || !min || min->value != 0 || !extent || !dim || extent->value != dim->value)
+      return std::nullopt;
   }
   if (!at_own_point(c->writes[0].region)) return std::nullopt;
   bool reads_output = false;
@@ -215,6 +217,8 @@ std::optional<LoopRV> MultiLevelTiling::anchor(const TilingState& s, int level) 
 std::vector<TilingState> MultiLevelTiling::add_write_cache(TilingState s) const {
   if (s.design.write_level > 0) {
     // "may" (CPU): an element-wise consumer is the cache; "must" (GPU: registers) always copies.
+    // Should the consumer refuse to move under the tile (place_write_cache), the design is
+    // dropped: with "may", the design without a cache remains.
     if (config_.reuse_write.req == ReuseConfig::Kind::kMay) {
       if (auto consumer = elementwise_consumer(s.sch, s.block)) {
         s.write_cache = *consumer;
