@@ -1,8 +1,8 @@
 """Each implementation measured in a process of its own, driven over a pipe.
 
 In one process the libraries' thread pools (oneDNN's OpenMP, TVM's, Tyche's) and allocators
-share everything: oneDNN's small kernels measured beside the others ran 2-30x slower than alone
-(DEP-3 0.5 GFLOP/s in the suite, 15 us per call in a process of its own, AMD EPYC). So the
+share everything: oneDNN's small kernels measured beside the others ran far slower than alone
+(its depthwise conv, DEP-3: 0.5 GFLOP/s beside them, 28 in a process of its own, AMD EPYC). So the
 suite starts one worker per implementation; the workers load the same inputs and reference from
 files, build their kernel, check its output, then time windows when asked. The parent still
 interleaves the windows round by round (measure.py), so all see the same periods of the host.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ANSWER_TIMEOUT_S = 600  # the unscheduled C3D-3 takes 14 s a call; a worker silent this long hangs
 
 
 class WorkerError(RuntimeError):
@@ -50,8 +52,15 @@ class Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = BENCH + os.pathsep + env.get("PYTHONPATH", "")
         self._log = open(log_path, "a")
-        self._proc = subprocess.Popen([sys.executable, "-m", "suitelib.isolated", json.dumps(spec)], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=self._log, text=True, env=env, bufsize=1)
+        spec_path = os.path.splitext(log_path)[0] + ".spec.json"  # a file: a trace may be long
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-m", "suitelib.isolated", spec_path], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=self._log, text=True, env=env, bufsize=1)
+        except OSError as e:
+            self._log.close()
+            raise WorkerError(f"the {name} worker could not start: {e}") from e
         self.pid = self._proc.pid
         try:
             answer = self._receive()
@@ -61,17 +70,27 @@ class Worker:
         self.max_error = answer.get("max_error")
         self.implementation = answer.get("implementation", "")
 
+    def _fail(self, why: str) -> WorkerError:
+        self.failed = True
+        return WorkerError(why)
+
     def _receive(self) -> dict:
+        # Every answer is one line, read as soon as it is ready: select on the pipe sees it.
+        ready, _, _ = select.select([self._proc.stdout], [], [], ANSWER_TIMEOUT_S)
+        if not ready:
+            self._proc.kill()
+            raise self._fail(f"the {self.name} worker gave no answer in {ANSWER_TIMEOUT_S} s (its log: {self._log.name})")
         line = self._proc.stdout.readline()
         if not line:
             code = self._proc.wait()
             why = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-            self.failed = True
-            raise WorkerError(f"the {self.name} worker died ({why}; its log: {self._log.name})")
-        answer = json.loads(line)
+            raise self._fail(f"the {self.name} worker died ({why}; its log: {self._log.name})")
+        try:
+            answer = json.loads(line)
+        except json.JSONDecodeError:
+            raise self._fail(f"the {self.name} worker answered '{line.strip()[:80]}', not JSON") from None
         if "error" in answer:
-            self.failed = True
-            raise WorkerError(answer["error"])
+            raise self._fail(answer["error"])
         return answer
 
     def window(self, calls: int) -> float:
@@ -79,7 +98,10 @@ class Worker:
             self._proc.stdin.write(json.dumps({"window": int(calls)}) + "\n")
         except OSError:
             pass  # the worker is gone: _receive says how
-        return float(self._receive()["seconds"])
+        seconds = self._receive().get("seconds")
+        if not isinstance(seconds, (int, float)):
+            raise self._fail(f"the {self.name} worker answered a window without its seconds")
+        return float(seconds)
 
     def close(self) -> None:
         if self._proc.poll() is None:
@@ -90,6 +112,11 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
                 self._proc.wait()
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass  # the worker is gone and its pipe with it
         self._log.close()
 
 
@@ -132,10 +159,10 @@ def serve(spec: dict, requests, answers) -> None:
             reference = data["reference"]
         impl = build_implementation(spec, inputs)
         impl.run()
-    except Exception as e:  # noqa: BLE001 - any failure to build or run is the answer, on one line
+        err = relative_error(impl.output, reference)
+    except Exception as e:  # noqa: BLE001 - any failure to build, run or check is the answer, on one line
         say({"error": (str(e).splitlines() or [type(e).__name__])[0]})
         return
-    err = relative_error(impl.output, reference)
     say({"ok": True, "max_error": err if np.isfinite(err) else None, "implementation": impl.implementation})
     for line in requests:
         request = json.loads(line)
@@ -152,4 +179,6 @@ if __name__ == "__main__":
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    serve(json.loads(sys.argv[1]), sys.stdin, answers)
+    with open(sys.argv[1]) as f:
+        spec = json.load(f)
+    serve(spec, sys.stdin, answers)

@@ -147,9 +147,6 @@ def measure_workload(name: str, w, library_path: str, best_trace: str | None, tv
                      directory: str) -> dict:
     """Every implementation in a worker process of its own (isolated.py), checked against the
     reference, then timed interleaved."""
-    inputs = aligned_copies(w.inputs())
-    data = save_data(directory, inputs, w.reference(*inputs)[0])
-    common = {"workload": name, "scale_down": a.scale_down, "data": data}
     specs = []
     if best_trace:
         specs.append(("tyche", {"kind": "tyche", "trace": best_trace}))
@@ -160,6 +157,9 @@ def measure_workload(name: str, w, library_path: str, best_trace: str | None, tv
     if tvm_library:
         specs.append(("tvm", {"kind": "tvm", "tvm_library": tvm_library}))
     specs.append(("unscheduled", {"kind": "unscheduled"}))
+    inputs = aligned_copies(w.inputs())
+    data = save_data(directory, inputs, w.reference(*inputs)[0])
+    common = {"workload": name, "scale_down": a.scale_down, "data": data}
     workers, systems = [], {}
     try:
         for system, spec in specs:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tyche
-from suitelib import suite
+from suitelib import isolated, suite
 from suitelib.implementations import aligned_copies
 from suitelib.isolated import Worker, WorkerError, save_data
 
@@ -64,7 +64,7 @@ def test_a_wrong_output_is_measured_as_wrong(data, tmp_path):
 
 @pytest.mark.parametrize("bad, message", [
     ({"kind": "tyche", "trace": "b0 = sch.get_block(name=\"nowhere\")"}, "nowhere"),
-    ({"kind": "tyche", "trace": "this is not a trace"}, ""),
+    ({"kind": "tyche", "trace": "this is not a trace"}, "trace line 1, column 1: expected 'sch.<instruction>(...)'"),
     ({"kind": "library", "system": "mkl", "library": "/nonexistent.so"}, "missing"),
     ({"kind": "quantum"}, "unknown implementation kind 'quantum'"),
     ({"kind": "unscheduled", "workload": "GMM-9"}, "unknown workload"),
@@ -73,6 +73,26 @@ def test_a_worker_that_cannot_start_says_why_on_one_line(data, bad, message):
     with pytest.raises(WorkerError) as e:
         Worker("x", spec(data, **bad), os.path.join(data[0], "bad.log"))
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_silent_worker_is_stopped(data, monkeypatch):
+    monkeypatch.setattr(isolated, "ANSWER_TIMEOUT_S", 0.01)  # less than a Python start
+    with pytest.raises(WorkerError, match="the unscheduled worker gave no answer in 0.01 s"):
+        Worker("unscheduled", spec(data, kind="unscheduled"), os.path.join(data[0], "silent.log"))
+
+
+def test_a_long_trace_goes_to_the_worker_in_a_file(data):
+    w = tyche.workload(NAME, scale_down=True)
+    sch = tyche.Schedule(w.func)
+    block = sch.get_block("Z")
+    for _ in range(3000):  # a trace of some 200 KB, more than one command-line argument may hold
+        sch.get_loops(block)
+    assert len(str(sch.trace)) > 140_000
+    worker = Worker("tyche", spec(data, kind="tyche", trace=str(sch.trace)), os.path.join(data[0], "long.log"))
+    try:
+        assert worker.max_error < 1e-5
+    finally:
+        worker.close()
 
 
 def test_a_worker_that_dies_is_reported(data):
