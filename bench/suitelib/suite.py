@@ -76,10 +76,12 @@ def progress(step: str, text: str) -> None:
 
 
 def git_commit() -> str:
-    """The checkout's commit, with "+" when it has uncommitted changes."""
+    """The checkout's commit, with "+" when it has uncommitted changes. Results files do not count:
+    a run resumed from a committed results file changes that file after its first workload."""
     try:
         run = lambda *args: subprocess.run(["git", "-C", BENCH, *args], capture_output=True, text=True, check=True).stdout  # noqa: E731
-        return run("rev-parse", "--short", "HEAD").strip() + ("+" if run("status", "--porcelain", "--untracked-files=no").strip() else "")
+        changed = run("status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)bench/results")
+        return run("rev-parse", "--short", "HEAD").strip() + ("+" if changed.strip() else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

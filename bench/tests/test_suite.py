@@ -202,3 +202,22 @@ def test_measuring_interleaves_and_spares_slow_implementations():
     assert log[8:17] == ["fast", "fast", "slow", "fast", "fast", "slow", "fast", "fast", "slow"]
     assert fast.median == 1e-4 and fast.cv == 0.0
     json.dumps({"cv": slow.cv})
+
+
+def test_the_commit_is_marked_changed_by_sources_not_by_results(tmp_path, monkeypatch):
+    """A resumed run rewrites its committed results file: that alone does not make the tree dirty."""
+    import suitelib.suite as suite
+    git = lambda *args: subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "run.json").write_text("{}")
+    (tmp_path / "bench" / "tool.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    monkeypatch.setattr(suite, "BENCH", str(tmp_path / "bench"))
+    clean = suite.git_commit()
+    assert clean and not clean.endswith("+") and clean != "unknown"
+    (tmp_path / "bench" / "results" / "run.json").write_text('{"workloads": []}')
+    assert suite.git_commit() == clean
+    (tmp_path / "bench" / "tool.py").write_text("x = 2\n")
+    assert suite.git_commit() == clean + "+"
