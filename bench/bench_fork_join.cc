@@ -9,7 +9,10 @@
 
 namespace {
 
-void empty_body(int64_t, int64_t, void* env) { static_cast<volatile int*>(env)[0] = 1; }
+int32_t empty_body(int64_t, int64_t, void* env) {
+  static_cast<volatile int*>(env)[0] = 1;
+  return 0;
+}
 
 double seconds_per_region(int64_t n_iters, int regions) {
   volatile int sink = 0;

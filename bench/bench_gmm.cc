@@ -48,7 +48,7 @@ __attribute__((target("avx512f"))) float lane_sum(__m512 v) {
   return s;
 }
 
-__attribute__((target("avx512f"))) void fma_body(int64_t begin, int64_t end, void* env) {
+__attribute__((target("avx512f"))) int32_t fma_body(int64_t begin, int64_t end, void* env) {
   __m512 acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
   __m512 a = _mm512_set1_ps(0.9999f), b = _mm512_set1_ps(1e-6f);
@@ -57,6 +57,7 @@ __attribute__((target("avx512f"))) void fma_body(int64_t begin, int64_t end, voi
   __m512 s = acc[0];
   for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
   *static_cast<float*>(env) += lane_sum(s);
+  return 0;
 }
 
 __attribute__((target("avx2,fma"))) float lane_sum(__m256 v) {
@@ -67,7 +68,7 @@ __attribute__((target("avx2,fma"))) float lane_sum(__m256 v) {
   return s;
 }
 
-__attribute__((target("avx2,fma"))) void fma_body_avx2(int64_t begin, int64_t end, void* env) {
+__attribute__((target("avx2,fma"))) int32_t fma_body_avx2(int64_t begin, int64_t end, void* env) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
   __m256 a = _mm256_set1_ps(0.9999f), b = _mm256_set1_ps(1e-6f);
@@ -76,6 +77,7 @@ __attribute__((target("avx2,fma"))) void fma_body_avx2(int64_t begin, int64_t en
   __m256 s = acc[0];
   for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
   *static_cast<float*>(env) += lane_sum(s);
+  return 0;
 }
 
 // 16 MiB, read in 64-byte lines: above both L2s together, well inside the last-level cache.
@@ -83,21 +85,23 @@ struct Stream {
   std::vector<float> data = std::vector<float>(4 << 20, 1.0f);
   float sum = 0;
 };
-__attribute__((target("avx512f"))) void stream_body(int64_t begin, int64_t end, void* env) {
+__attribute__((target("avx512f"))) int32_t stream_body(int64_t begin, int64_t end, void* env) {
   auto* s = static_cast<Stream*>(env);
   int64_t part = static_cast<int64_t>(s->data.size()) / 16;
   __m512 acc = _mm512_setzero_ps();
   for (int rep = 0; rep < 4; ++rep)
     for (int64_t i = begin * part; i < end * part; i += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(&s->data[i]));
   s->sum += lane_sum(acc);
+  return 0;
 }
-__attribute__((target("avx2,fma"))) void stream_body_avx2(int64_t begin, int64_t end, void* env) {
+__attribute__((target("avx2,fma"))) int32_t stream_body_avx2(int64_t begin, int64_t end, void* env) {
   auto* s = static_cast<Stream*>(env);
   int64_t part = static_cast<int64_t>(s->data.size()) / 16;
   __m256 acc = _mm256_setzero_ps();
   for (int rep = 0; rep < 4; ++rep)
     for (int64_t i = begin * part; i < end * part; i += 16) acc = _mm256_add_ps(acc, _mm256_loadu_ps(&s->data[i]));
   s->sum += lane_sum(acc);
+  return 0;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "codegen/c_codegen.h"
 #include "codegen/cpu.h"
+#include "codegen/export.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
@@ -89,6 +90,8 @@ struct Options {
   int trials = 1000;
   int confirm = 16;  // tune: leaders timed again at the end
   std::string db, strategy = "evolutionary", acceptance = "eps-greedy", cost_model = "xgb", scheduler = "gradient";
+  // export
+  std::string export_name, library, export_target = "llvm";
 };
 
 // The best program of `w` that the database at o.db measured for this target (llvm, this host's
@@ -460,6 +463,30 @@ int cmd_tune(const Options& o) {
   return 0;
 }
 
+// tyche export: the workload's program (the database's best or a trace) as a C header and a
+// static library (or C source) that need nothing of Tyche to run.
+int cmd_export(const Options& o) {
+  if (o.db.empty() && o.trace_file.empty())
+    throw Error("export needs the schedule to export: --db DIR (its best record) or --trace FILE");
+  codegen::check_export_name(o.export_name);  // before any work
+  if (o.export_target == "c" && !o.cpu.empty()) throw Error("--cpu is for --target llvm (C is compiled by your compiler)");
+  if (o.export_target == "llvm") codegen::resolve_cpu(o.cpu);
+  if (o.threads > 1) throw Error("--threads takes 1 (serial code); without it, parallel loops run on the library's thread pool");
+  workloads::Workload w = load(o);
+  codegen::ExportOptions eo;
+  eo.name = o.export_name;
+  eo.target = o.export_target;
+  eo.cpu = o.export_target == "llvm" ? o.cpu : "";
+  eo.parallel = o.threads != 1;
+  eo.library = o.library;
+  eo.description = fmt::format("{} [{}], {} {}", w.name, w.shape, o.db.empty() ? "the schedule of" : "the best record of",
+                               o.db.empty() ? o.trace_file : o.db);
+  codegen::ExportResult r = codegen::export_kernel(w.func, o.output, eo);
+  for (const std::string& note : r.notes) fmt::print(stderr, "note: {}\n", note);
+  fmt::print("exported {} ({} [{}]): {}\n", eo.name, w.name, w.shape, fmt::join(r.files, ", "));
+  return 0;
+}
+
 // Prints the design spaces of a workload, samples programs from them, validates them with the
 // postprocessors and checks the valid ones against the reference.
 int cmd_space(const Options& o) {
@@ -515,6 +542,13 @@ int main(int argc, char** argv) {
   auto* space = app.add_subcommand("space", "print the design spaces, sample and validate programs, check them");
   auto* cpu = app.add_subcommand("cpu", "describe the CPU code is generated for and what this host runs");
   auto* features = app.add_subcommand("features", "print the per-store features the cost model sees");
+  auto* export_cmd = app.add_subcommand("export", "write a workload's tuned program as a C header and a static library (or C source)");
+  export_cmd->add_option("--name", opts.export_name, "the C function's name (a C identifier); also the header's, NAME.h")->required();
+  export_cmd->add_option("-o,--output", opts.output, "the directory to write into (created if missing)")->required();
+  export_cmd->add_option("--target", opts.export_target, "llvm (default: NAME.h and libLIBRARY.a) or c (NAME.h, NAME.c, tyche_rt1_runtime.c)")
+      ->check(CLI::IsMember({"llvm", "c"}));
+  export_cmd->add_option("--library", opts.library, "llvm: add the kernel to libLIBRARY.a (default: libNAME.a); several kernels can share one");
+  export_cmd->add_option("--threads", opts.threads, "1: parallel loops run serially (default: on the library's thread pool)")->check(CLI::PositiveNumber);
   auto* sample_measure = app.add_subcommand("sample-measure", "sample design-space candidates, time them in the isolated runner, append records");
   sample_measure->add_option("workload", opts.workload, "preset name (GMM-4) or index notation")->required();
   sample_measure->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
@@ -561,7 +595,7 @@ int main(int argc, char** argv) {
   features->add_option("--target", opts.target, "llvm (default) or cuda: which postprocessors, GPU features");
   features->add_flag("--postprocess", opts.postprocess, "run the target's postprocessors after the trace (a design-space sample)");
   features->add_option("--json", opts.json_file, "write {workload, layout_version, names, rows} here");
-  for (auto* sub : {run, space, cpu})
+  for (auto* sub : {run, space, cpu, export_cmd})
     sub->add_option("--cpu", opts.cpu,
                     "generate code for: host (default; TYCHE_CPU overrides), x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU "
                     "name (znver3)");
@@ -577,8 +611,8 @@ int main(int argc, char** argv) {
   run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
   run->add_flag("--dump-ir", opts.dump_ir, "print the IR after every lowering pass");
   run->add_option("--repeat", opts.repeat, "timed repeats (default 10)")->check(CLI::PositiveNumber);
-  for (auto* sub : {show, run}) sub->add_option("--db", opts.db, "apply the best record of this workload in a tuning database");
-  for (auto* sub : {show, check, run, features}) {
+  for (auto* sub : {show, run, export_cmd}) sub->add_option("--db", opts.db, "apply the best record of this workload in a tuning database");
+  for (auto* sub : {show, check, run, features, export_cmd}) {
     sub->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
         ->required();
     sub->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
@@ -591,7 +625,7 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features, sample-measure, model, tune)\n", cmd);
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features, sample-measure, model, tune, export)\n", cmd);
       return kExitUsage;
     }
   }
@@ -618,6 +652,7 @@ int main(int argc, char** argv) {
     if (features->parsed()) return cmd_features(opts);
     if (sample_measure->parsed()) return cmd_sample_measure(opts);
     if (tune_cmd->parsed()) return cmd_tune(opts);
+    if (export_cmd->parsed()) return cmd_export(opts);
     if (model_train->parsed()) return cmd_model_train(opts);
     if (model_eval->parsed()) return cmd_model_eval(opts);
   } catch (const tyche::Error& e) {

@@ -18,6 +18,7 @@
 #include "bindings.h"
 #include "codegen/c_codegen.h"
 #include "codegen/cpu.h"
+#include "codegen/export.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
@@ -215,6 +216,18 @@ void bind_kernel(nb::module_& m) {
     nb::gil_scoped_release release;
     return build(func, cpu);
   }, nb::arg("program"), nb::arg("cpu") = "");
+  m.def("export_kernel", [](nb::handle program, const std::string& dir, const std::string& name, const std::string& target,
+                            const std::string& cpu, bool parallel, const std::string& library) {
+    ir::PrimFunc func = as_func(program);
+    codegen::ExportOptions o{.name = name, .target = target, .cpu = cpu, .parallel = parallel, .library = library,
+                             .description = fmt::format("{}, exported from Python", func->name), .max_stack_bytes = 64 * 1024};
+    nb::gil_scoped_release release;
+    try {
+      return codegen::export_kernel(func, dir, o).files;
+    } catch (const Error& e) {  // a bad name, CPU, target or directory: the caller's input
+      throw InputError(e.what());
+    }
+  }, nb::arg("program"), nb::arg("dir"), nb::arg("name"), nb::arg("target"), nb::arg("cpu"), nb::arg("parallel"), nb::arg("library"));
   m.def("describe_cpu", [](const std::string& cpu) { return codegen::resolve_cpu(cpu).describe(); }, nb::arg("cpu") = "");
   m.def("set_num_threads", [](int n) {
     if (n <= 0) throw InputError("set_num_threads: the count must be positive");

@@ -3,20 +3,21 @@
 Programs come from the preset workloads (``tyche.workload("GMM-4")``), index notation
 (``tyche.formula(...)``) or the tensor-expression API (``tyche.te``); ``tyche.Schedule``
 transforms them with TVM's primitive names; ``tyche.build`` compiles them into kernels that take
-numpy arrays; ``tyche.tune`` searches a design space natively.
+numpy arrays; ``tyche.tune`` searches a design space natively; ``tyche.export`` writes a program
+as a C header and a static library.
 """
 
 from . import _tyche
 from ._tyche import (BlockRV, ExprRV, InputError, LoopRV, PrimFunc, ScheduleError, TycheError, Workload,
                      num_threads, op_names, preset_names, set_num_threads)
-from .kernel import Kernel, TimeResult, build, empty, interpret, zeros
+from .kernel import Kernel, TimeResult, build, empty, export, interpret, zeros
 from .schedule import Schedule, Trace
 from .tune import TuneResult, tune
 from . import rules, te
 
 __all__ = [
     "BlockRV", "ExprRV", "InputError", "Kernel", "LoopRV", "PrimFunc", "Schedule", "ScheduleError", "TimeResult", "Trace",
-    "TuneResult", "TycheError", "Workload", "build", "cpu", "empty", "formula", "interpret", "num_threads", "op_names", "preset_names",
+    "TuneResult", "TycheError", "Workload", "build", "cpu", "empty", "export", "formula", "interpret", "num_threads", "op_names", "preset_names",
     "rules", "set_num_threads", "te", "tune", "workload", "zeros",
 ]
 

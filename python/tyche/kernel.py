@@ -157,6 +157,25 @@ def build(program: Any, target: str = "llvm", cpu: str = "") -> Kernel:
     return Kernel(_tyche.build(program, cpu))
 
 
+def export(program: Any, name: str, out_dir: str, target: str = "llvm", cpu: str = "", threads: int = 0,
+           library: str = "") -> list[str]:
+    """Writes the program (a PrimFunc, Workload, Schedule or tuning result, as ``build`` takes) as
+    ``out_dir/name.h`` and a static library ``out_dir/lib<library or name>.a`` for ``cpu`` (target
+    "llvm"), or as portable C (target "c"): code a C program links with nothing of Tyche at run
+    time, as ``tyche export`` writes it (README, Export). ``threads=1`` exports serial code.
+    Returns the paths written; a bad name, CPU, target or directory raises InputError."""
+    if threads not in (0, 1):
+        raise _tyche.InputError("export: threads takes 1 (serial code) or 0 (the library's thread pool)")
+    if hasattr(program, "best_schedule"):  # a tuning result: its best program, for the CPU it was tuned for
+        tuned = program.target.split()
+        if not cpu and target == "llvm" and "-mcpu" in tuned and tuned.index("-mcpu") + 1 < len(tuned):
+            cpu = tuned[tuned.index("-mcpu") + 1]
+        program = program.best_schedule()
+    if hasattr(program, "_native") and not isinstance(program, Kernel):
+        program = program._native
+    return list(_tyche.export_kernel(program, str(out_dir), name, target, cpu, threads != 1, library))
+
+
 def interpret(program: Any, *inputs) -> list:
     """Runs the program in the reference interpreter on numpy inputs; returns the outputs."""
     if hasattr(program, "_native"):

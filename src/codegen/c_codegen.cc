@@ -7,7 +7,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "codegen/captures.h"
+#include "codegen/runtime_symbols.h"
 #include "ir/op.h"
+#include "runtime/module.h"
 #include "support/error.h"
 #include "support/int_division.h"
 
@@ -22,6 +25,15 @@ const char* kPrelude = R"(#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Stack buffers are written under conditions GCC cannot always follow (the interpreter, which
+   fills allocations with NaN, checks that nothing is read before it is written). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+/* Helpers a kernel may not all use. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
 
 #define TYCHE_MINMAX(T, S) \
   static inline T tyche_min_##S(T a, T b) { return a < b ? a : b; } \
@@ -42,23 +54,60 @@ static inline uint16_t tyche_f32_to_bf16(float f) {
 static inline float tyche_round_bf16(float f) { return tyche_bf16_to_f32(tyche_f32_to_bf16(f)); }
 )";
 
+// The declaration of what generated code calls; the definition is the exported runtime's.
+std::string parallel_for_declaration() {
+  return fmt::format("int32_t {}parallel_for(int64_t n, int32_t (*body)(int64_t begin, int64_t end, void* env), void* env);\n",
+                     kExportRuntimePrefix);
+}
+
 class CEmitter {
  public:
-  explicit CEmitter(int64_t max_stack_bytes) : max_stack_bytes_(max_stack_bytes) {}
+  explicit CEmitter(const COptions& options) : options_(options) {}
 
   std::string emit(const ir::PrimFunc& f) {
-    out_ << kPrelude << tyche::kIntDivisionCSource << "\n\n";
-    std::vector<std::string> params;
-    for (const ir::Buffer& p : f->params) params.push_back(fmt::format("{}* restrict {}", memory_type(p->dtype), buffer_name(p)));
-    out_ << fmt::format("void {}({}) {{\n", f->name, fmt::join(params, ", "));
+    func_name_ = f->name;
+    std::ostringstream head;
+    head << kPrelude << tyche::kIntDivisionCSource << "\n#pragma GCC diagnostic pop\n";
+    if (options_.parallel) head << parallel_for_declaration();
+    head << "\n";
+
+    // Parameters as the header declares them (c_parameter_type); where the elements are held
+    // in another C type (float16 as _Float16), a local pointer of that type.
+    std::vector<std::string> params, locals, names;
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      const ir::Buffer& p = f->params[i];
+      std::string qualifier = i < f->params.size() - static_cast<size_t>(f->num_outputs) ? "const " : "";
+      std::string abi = c_parameter_type(p->dtype), held = memory_type(p->dtype), name = buffer_name(p);
+      if (abi == held) {
+        params.push_back(fmt::format("{}{}* restrict {}", qualifier, abi, name));
+        names.push_back(name);
+      } else {
+        params.push_back(fmt::format("{}{}* restrict {}_bits", qualifier, abi, name));
+        names.push_back(name + "_bits");
+        locals.push_back(fmt::format("{0}{1}* restrict {2} = ({0}{1}*){2}_bits;", qualifier, held, name));
+      }
+      abi_types_.push_back(qualifier + abi);
+    }
+    out_ = &body_;
+    *out_ << fmt::format("int32_t {}({}) {{\n", f->name, fmt::join(params, ", "));
     indent_ = 1;
+    if (!names.empty()) {
+      std::vector<std::string> nulls, misaligned;
+      for (const std::string& n : names) {
+        nulls.push_back("!" + n);
+        misaligned.push_back(fmt::format("((uintptr_t){} % {})", n, runtime::kKernelAlignment));
+      }
+      line(fmt::format("if ({}) return {};", fmt::join(nulls, " || "), static_cast<int>(runtime::kKernelNullArgument)));
+      line(fmt::format("if ({}) return {};", fmt::join(misaligned, " || "), static_cast<int>(runtime::kKernelMisaligned)));
+    }
+    for (const std::string& l : locals) line(l);
     stmt(f->body);
-    out_ << "}\n\n";
-    out_ << fmt::format("void {}_packed(void** args) {{\n  {}(", f->name, f->name);
-    for (size_t i = 0; i < f->params.size(); ++i)
-      out_ << (i ? ", " : "") << fmt::format("({}*)args[{}]", memory_type(f->params[i]->dtype), i);
-    out_ << ");\n}\n";
-    return out_.str();
+    line("return 0;");
+    *out_ << "}\n\n";
+    *out_ << fmt::format("int32_t {}_packed(void** args) {{\n  return {}(", f->name, f->name);
+    for (size_t i = 0; i < f->params.size(); ++i) *out_ << (i ? ", " : "") << fmt::format("({}*)args[{}]", abi_types_[i], i);
+    *out_ << ");\n}\n";
+    return head.str() + hoisted_ + body_.str();
   }
 
  private:
@@ -78,7 +127,8 @@ class CEmitter {
     return names[key] = name;
   }
   std::string var_name(const ir::VarNode* v) { return unique(var_names_, v, "v_" + v->name); }
-  std::string buffer_name(const ir::Buffer& b) { return unique(buffer_names_, b.get(), "b_" + b->name); }
+  std::string buffer_name(const ir::BufferNode* b) { return unique(buffer_names_, b, "b_" + b->name); }
+  std::string buffer_name(const ir::Buffer& b) { return buffer_name(b.get()); }
 
   static std::string scalar_type(DataType t) {
     if (t.is_bool()) return "bool";
@@ -214,8 +264,97 @@ class CEmitter {
     throw InternalError("C backend: unknown call");
   }
 
+  // `e` in one pair of parentheses: as it is when they already enclose it whole (clang warns of
+  // `if ((a == b))`).
+  static std::string parenthesized(const std::string& e) {
+    if (e.size() >= 2 && e.front() == '(' && e.back() == ')') {
+      int depth = 0;
+      size_t i = 0;
+      for (; i < e.size(); ++i) {
+        depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
+        if (depth == 0) break;
+      }
+      if (i == e.size() - 1) return e;
+    }
+    return "(" + e + ")";
+  }
+
   // ---- statements ----
-  void line(const std::string& s) { out_ << std::string(2 * indent_, ' ') << s << "\n"; }
+  void line(const std::string& s) { *out_ << std::string(2 * indent_, ' ') << s << "\n"; }
+
+  // Leaves the function with `status` after freeing the heap buffers allocated so far in it.
+  void return_status(const std::string& status) {
+    std::string frees;
+    for (auto it = live_heap_.rbegin(); it != live_heap_.rend(); ++it) frees += fmt::format("free({}); ", *it);
+    line(fmt::format("{{ {}return {}; }}", frees, status));
+  }
+
+  // A parallel loop: its body becomes `static int32_t <func>_parallel_<k>(begin, end, env)`,
+  // defined before the kernel, with its captures in a struct; the loop becomes a call of the
+  // exported runtime's parallel_for, whose status is passed on.
+  void parallel_loop(const ir::ForNode* f) {
+    detail::FreeVars free;
+    free.add_parallel_body(f);
+    std::string fn = fmt::format("{}_parallel_{}", func_name_, parallel_count_++);
+    std::string env_type = fmt::format("struct {}_env", fn);
+    std::vector<std::string> fields, values;
+    for (const ir::VarNode* v : free.vars) {
+      fields.push_back(fmt::format("{} {};", scalar_type(v->dtype), var_name(v)));
+      values.push_back(var_name(v));
+    }
+    for (const ir::BufferNode* b : free.buffers) {
+      fields.push_back(fmt::format("void* {};", buffer_name(b)));
+      values.push_back(fmt::format("(void*){}", buffer_name(b)));
+    }
+    if (fields.empty()) {  // C has no empty structs
+      fields.push_back("char unused;");
+      values.push_back("0");
+    }
+
+    std::ostringstream outlined;
+    std::ostringstream* saved_out = out_;
+    int saved_indent = indent_;
+    std::vector<std::string> saved_heap = std::move(live_heap_);
+    live_heap_.clear();
+    out_ = &outlined;
+    indent_ = 0;
+    line(fmt::format("{} {{ {} }};", env_type, fmt::join(fields, " ")));
+    line(fmt::format("static int32_t {}(int64_t task_begin, int64_t task_end, void* env_) {{", fn));
+    indent_ = 1;
+    line(fmt::format("const {0}* env = (const {0}*)env_;", env_type));
+    for (const ir::VarNode* v : free.vars) line(fmt::format("const {0} {1} = env->{1};", scalar_type(v->dtype), var_name(v)));
+    for (const ir::BufferNode* b : free.buffers)
+      line(fmt::format("{0}* restrict {1} = ({0}*)env->{1};", memory_type(b->dtype), buffer_name(b)));
+    line("(void)env;");
+    line("for (int64_t task = task_begin; task < task_end; ++task) {");
+    indent_ = 2;
+    std::string t = scalar_type(f->loop_var.dtype());
+    line(fmt::format("const {0} {1} = ({0})({2} + task);", t, var_name(f->loop_var.get()), expr(f->min, "")));
+    line(fmt::format("(void){};", var_name(f->loop_var.get())));
+    stmt(f->body);
+    indent_ = 1;
+    line("}");
+    line("return 0;");
+    indent_ = 0;
+    line("}");
+    line("");
+    hoisted_ += outlined.str();
+    out_ = saved_out;
+    indent_ = saved_indent;
+    live_heap_ = std::move(saved_heap);
+
+    std::string env = fmt::format("env_{}", fn);
+    line("{");
+    ++indent_;
+    line(fmt::format("{} {} = {{ {} }};", env_type, env, fmt::join(values, ", ")));
+    line(fmt::format("const int32_t status = {}parallel_for((int64_t)({}), {}, &{});", kExportRuntimePrefix, expr(f->extent, ""), fn, env));
+    line("if (status != 0)");
+    ++indent_;
+    return_status("status");
+    --indent_;
+    --indent_;
+    line("}");
+  }
 
   void stmt(const ir::Stmt& s) {
     switch (s.kind()) {
@@ -241,7 +380,7 @@ class CEmitter {
         return;
       case ir::StmtKind::kIfThenElse: {
         auto* n = s.as<ir::IfThenElseNode>();
-        line(fmt::format("if ({}) {{", expr(n->condition, "")));
+        line(fmt::format("if {} {{", parenthesized(expr(n->condition, ""))));
         ++indent_;
         stmt(n->then_case);
         --indent_;
@@ -259,7 +398,10 @@ class CEmitter {
         auto* f = s.as<ir::ForNode>();
         std::string v = var_name(f->loop_var.get());
         std::string t = scalar_type(f->loop_var.dtype());
-        if (f->for_kind == ir::ForKind::kParallel) line("#pragma omp parallel for");
+        if (f->for_kind == ir::ForKind::kParallel && options_.parallel) {
+          parallel_loop(f);
+          return;
+        }
         line(fmt::format("for ({0} {1} = {2}; {1} < {2} + {3}; ++{1}) {{", t, v, expr(f->min, ""), expr(f->extent, "")));
         ++indent_;
         stmt(f->body);
@@ -276,11 +418,22 @@ class CEmitter {
         int64_t bytes = *size * n->buffer->dtype.bytes();
         line("{");
         ++indent_;
-        bool heap = bytes > max_stack_bytes_;
-        if (heap) line(fmt::format("{0}* restrict {1} = ({0}*)aligned_alloc(64, {2});", type, name, (bytes + 63) / 64 * 64));
-        else line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", type, name, *size));
+        bool heap = bytes > options_.max_stack_bytes;
+        if (heap) {
+          line(fmt::format("{0}* restrict {1} = ({0}*)aligned_alloc(64, {2});", type, name, (bytes + 63) / 64 * 64));
+          line(fmt::format("if (!{})", name));
+          ++indent_;
+          return_status(std::to_string(static_cast<int>(runtime::kKernelOutOfMemory)));
+          --indent_;
+          live_heap_.push_back(name);
+        } else {
+          line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", type, name, *size));
+        }
         stmt(n->body);
-        if (heap) line(fmt::format("free({});", name));
+        if (heap) {
+          live_heap_.pop_back();
+          line(fmt::format("free({});", name));
+        }
         --indent_;
         line("}");
         return;
@@ -290,8 +443,14 @@ class CEmitter {
     }
   }
 
-  int64_t max_stack_bytes_;
-  std::ostringstream out_;
+  COptions options_;
+  std::string func_name_;
+  std::ostringstream body_;              // the kernel and its packed entry
+  std::string hoisted_;                  // outlined parallel bodies, defined before the kernel
+  std::ostringstream* out_ = &body_;     // where line() writes
+  std::vector<std::string> abi_types_;   // of the parameters, as the packed entry casts them
+  std::vector<std::string> live_heap_;   // heap buffers of the function being written, outermost first
+  int parallel_count_ = 0;
   int indent_ = 0;
   int lane_counter_ = 0;
   std::unordered_map<const void*, std::string> var_names_, buffer_names_;
@@ -300,6 +459,15 @@ class CEmitter {
 
 }  // namespace
 
-std::string emit_c(const ir::PrimFunc& lowered, int64_t max_stack_bytes) { return CEmitter(max_stack_bytes).emit(lowered); }
+std::string emit_c(const ir::PrimFunc& lowered, const COptions& options) { return CEmitter(options).emit(lowered); }
+
+std::string c_parameter_type(DataType dtype) {
+  if (dtype.is_float() && dtype.bits() == 16) return "uint16_t";  // float16 and bfloat16: the bits
+  if (dtype.is_bool()) return "bool";
+  if (dtype.is_float()) return dtype.bits() == 64 ? "double" : "float";
+  if (dtype.is_int()) return fmt::format("int{}_t", dtype.bits());
+  if (dtype.is_uint()) return fmt::format("uint{}_t", dtype.bits());
+  throw Error(fmt::format("C backend: unsupported type {}", dtype.str()));
+}
 
 }  // namespace tyche::codegen

@@ -6,9 +6,10 @@
 // they were made for.
 //
 // Calling convention: the kernel takes one data pointer per parameter buffer, in order
-// (inputs, then outputs); buffers must not overlap. Parallel loops are outlined into functions
-// run by the runtime's thread pool (tyche_parallel_for); large intermediate buffers come from
-// tyche_alloc, small ones live on the stack.
+// (inputs, then outputs); buffers must not overlap. It returns a runtime::KernelStatus: 0, or
+// why it stopped (a null pointer, no memory for an intermediate). Parallel loops are outlined
+// into functions run by the runtime's thread pool (tyche_parallel_for); large intermediate
+// buffers come from tyche_alloc, small ones live on the stack.
 #pragma once
 
 #include <memory>
@@ -28,14 +29,19 @@ struct CompileOptions {
   bool keep_module = false;
   // Allocations up to this many bytes go on the stack.
   int64_t max_stack_bytes = 64 * 1024;
+  // false: parallel loops run serially, with no call of the thread pool.
+  bool parallel = true;
 };
 
 class CompiledKernel {
  public:
   virtual ~CompiledKernel() = default;
   const std::string& name() const { return name_; }
-  // Runs the kernel on raw data pointers, one per parameter.
-  void run(void* const* args) const { entry_(args); }
+  // Runs the kernel on raw data pointers, one per parameter; throws tyche::Error when it
+  // returns an error status.
+  void run(void* const* args) const {
+    if (int32_t status = entry_(args)) fail(status);
+  }
   runtime::PackedFunc packed() const { return entry_; }
   // Runs on NDArrays, checking their number, shapes (element counts) and dtypes first (a kernel
   // loaded from an object file has no signature to check against).
@@ -48,8 +54,10 @@ class CompiledKernel {
   virtual void save_object(const std::string& path) const = 0;
 
  protected:
+  [[noreturn]] void fail(int32_t status) const;
+
   std::string name_;
-  void (*entry_)(void* const*) = nullptr;
+  runtime::PackedFunc entry_ = nullptr;
   double compile_seconds_ = 0;
   bool has_signature_ = false;  // param_elems_/param_dtypes_ known (not for a loaded object)
   std::vector<int64_t> param_elems_;
@@ -64,6 +72,11 @@ std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const Compi
 // options.cpu (what the isolated runner loads), without JIT-compiling it here; the CPU need not
 // be one this host can run.
 void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, const CompileOptions& options = {});
+
+// The object file `tyche export` puts in a library: the kernel under lowered->name, its packed
+// entry, and `<name>_set_num_threads(int)` (which sizes the thread pool of the library's
+// runtime), as position-independent code for options.cpu, which need not run here.
+std::string compile_export_object(const ir::PrimFunc& lowered, const CompileOptions& options);
 
 // Loads an object file made by compile_to_object (or save_object) and returns its kernel
 // (`name` is the function's name); llvm_ir/assembly/save_object are not available on it.

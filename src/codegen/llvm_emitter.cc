@@ -11,12 +11,13 @@
 #include <llvm/IR/MDBuilder.h>
 
 #include <unordered_map>
-#include <unordered_set>
 
+#include "codegen/captures.h"
 #include "codegen/llvm_float16.h"
 #include "codegen/llvm_math.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "runtime/module.h"
 #include "support/error.h"
 
 namespace tyche::codegen::detail {
@@ -27,44 +28,6 @@ namespace {
 
 using ir::ExprKind;
 
-// Variables and buffers a statement uses but does not define: what a parallel body captures.
-struct FreeVars : ir::StmtExprVisitor {
-  std::vector<const ir::VarNode*> vars;
-  std::vector<const ir::BufferNode*> buffers;
-  std::unordered_set<const ir::VarNode*> defined, seen_vars;
-  std::unordered_set<const ir::BufferNode*> allocated, seen_buffers;
-
-  void visit_var(const ir::VarNode* v) override {
-    if (!defined.count(v) && seen_vars.insert(v).second) vars.push_back(v);
-  }
-  void use(const ir::Buffer& b) {
-    if (!allocated.count(b.get()) && seen_buffers.insert(b.get()).second) buffers.push_back(b.get());
-  }
-  void visit_buffer_load(const ir::BufferLoadNode* n) override {
-    use(n->buffer);
-    StmtExprVisitor::visit_buffer_load(n);
-  }
-  void visit_buffer_store(const ir::BufferStoreNode* n) override {
-    use(n->buffer);
-    StmtExprVisitor::visit_buffer_store(n);
-  }
-  void visit_for(const ir::ForNode* n) override {
-    visit_expr(n->min);
-    visit_expr(n->extent);
-    defined.insert(n->loop_var.get());
-    visit_stmt(n->body);
-  }
-  void visit_let(const ir::LetNode* n) override {
-    visit_expr(n->value);
-    defined.insert(n->var.get());
-    visit_expr(n->body);
-  }
-  void visit_allocate(const ir::AllocateNode* n) override {
-    allocated.insert(n->buffer.get());
-    visit_stmt(n->body);
-  }
-};
-
 class Emitter {
  public:
   Emitter(llvm::LLVMContext& ctx, llvm::Module* mod, const EmitOptions& opts) : ctx_(ctx), mod_(mod), b_(ctx), opts_(opts) {
@@ -74,23 +37,47 @@ class Emitter {
   }
 
   void emit_function(const ir::PrimFunc& f) {
+    // The code itself goes in `<name>.body`, whose parameters are declared noalias and aligned;
+    // `<name>` checks that they are (the check would fold away inside the body, the attributes
+    // asserting it) and calls it. Not inlined, so the body keeps its attributes.
     std::vector<llvm::Type*> arg_types(f->params.size(), ptr_type());
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), arg_types, false);
+    auto* fty = llvm::FunctionType::get(status_type(), arg_types, false);
+    llvm::Function* body = llvm::Function::Create(fty, llvm::Function::InternalLinkage, f->name + ".body", mod_);
+    set_attributes(body);
+    body->addFnAttr(llvm::Attribute::NoInline);
+    for (size_t i = 0; i < f->params.size(); ++i) {
+      llvm::Argument* a = body->getArg(static_cast<unsigned>(i));
+      a->setName(f->params[i]->name);
+      a->addAttr(llvm::Attribute::NoAlias);
+      a->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(runtime::kKernelAlignment)));
+      buffers_[f->params[i].get()] = a;
+    }
+    begin_function(body);
+    emit_stmt(f->body);
+    b_.CreateRet(status(runtime::kKernelOk));
+
+    // A null or misaligned pointer is refused before anything runs (an exported kernel's caller
+    // is anyone's C).
     llvm::Function* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, f->name, mod_);
     set_attributes(fn);
+    begin_function(fn);
+    llvm::Value* any_null = b_.getFalse();
+    llvm::Value* any_misaligned = b_.getFalse();
+    std::vector<llvm::Value*> params;
     for (size_t i = 0; i < f->params.size(); ++i) {
       llvm::Argument* a = fn->getArg(static_cast<unsigned>(i));
       a->setName(f->params[i]->name);
-      a->addAttr(llvm::Attribute::NoAlias);
-      a->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
-      buffers_[f->params[i].get()] = a;
+      params.push_back(a);
+      any_null = b_.CreateOr(any_null, b_.CreateIsNull(a));
+      llvm::Value* low_bits = b_.CreateAnd(b_.CreatePtrToInt(a, b_.getInt64Ty()), runtime::kKernelAlignment - 1);
+      any_misaligned = b_.CreateOr(any_misaligned, b_.CreateICmpNE(low_bits, b_.getInt64(0)));
     }
-    begin_function(fn);
-    emit_stmt(f->body);
-    b_.CreateRetVoid();
+    branch_on_error(any_null, status(runtime::kKernelNullArgument));
+    branch_on_error(any_misaligned, status(runtime::kKernelMisaligned));
+    b_.CreateRet(b_.CreateCall(body, params));
 
-    // The packed entry: void name_packed(ptr* args).
-    auto* pty = llvm::FunctionType::get(b_.getVoidTy(), {ptr_type()}, false);
+    // The packed entry: i32 name_packed(ptr* args).
+    auto* pty = llvm::FunctionType::get(status_type(), {ptr_type()}, false);
     llvm::Function* packed = llvm::Function::Create(pty, llvm::Function::ExternalLinkage, packed_name(f->name), mod_);
     set_attributes(packed);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", packed));
@@ -99,13 +86,24 @@ class Emitter {
       llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr_type(), packed->getArg(0), i);
       args.push_back(b_.CreateAlignedLoad(ptr_type(), slot, llvm::Align(8)));
     }
-    b_.CreateCall(fn, args);
-    b_.CreateRetVoid();
+    b_.CreateRet(b_.CreateCall(fn, args));
+
+    if (opts_.set_num_threads_entry) {
+      auto* sty = llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt32Ty()}, false);
+      llvm::Function* set = llvm::Function::Create(sty, llvm::Function::ExternalLinkage, f->name + "_set_num_threads", mod_);
+      set_attributes(set);
+      b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", set));
+      // A serial kernel starts no threads: setting their number does nothing.
+      if (opts_.parallel) b_.CreateCall(mod_->getOrInsertFunction(opts_.runtime_prefix + "set_num_threads", sty), {set->getArg(0)});
+      b_.CreateRetVoid();
+    }
   }
 
  private:
   // ---- types ----
   llvm::Type* ptr_type() { return llvm::PointerType::get(ctx_, 0); }
+  llvm::Type* status_type() { return b_.getInt32Ty(); }
+  llvm::Value* status(runtime::KernelStatus s) { return b_.getInt32(static_cast<uint32_t>(s)); }
 
   // The type a value of `t` has in registers.
   llvm::Type* value_type(DataType t) {
@@ -142,6 +140,20 @@ class Emitter {
     entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn);
     b_.SetInsertPoint(entry_);
   }
+
+  // When `failed` holds, leaves the current function with `code`, freeing the heap buffers
+  // allocated so far in it; else goes on after the branch.
+  void branch_on_error(llvm::Value* failed, llvm::Value* code) {
+    auto* fail = llvm::BasicBlock::Create(ctx_, "fail", func_);
+    auto* ok = llvm::BasicBlock::Create(ctx_, "ok", func_);
+    b_.CreateCondBr(failed, fail, ok, llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
+    b_.SetInsertPoint(fail);
+    for (auto it = live_heap_.rbegin(); it != live_heap_.rend(); ++it) b_.CreateCall(free_function(), {*it});
+    b_.CreateRet(code);
+    b_.SetInsertPoint(ok);
+  }
+
+  llvm::FunctionCallee free_function() { return mod_->getOrInsertFunction(opts_.runtime_prefix + "free", b_.getVoidTy(), ptr_type()); }
 
   // An alloca in the entry block, so loops do not grow the stack.
   llvm::Value* entry_alloca(llvm::Type* t, uint64_t count, unsigned align) {
@@ -408,7 +420,7 @@ class Emitter {
       case ir::StmtKind::kEvaluate: emit(s.as<ir::EvaluateNode>()->value); return;
       case ir::StmtKind::kFor: {
         auto* f = s.as<ir::ForNode>();
-        if (f->for_kind == ir::ForKind::kParallel) emit_parallel(f);
+        if (f->for_kind == ir::ForKind::kParallel && opts_.parallel) emit_parallel(f);
         else emit_loop(f->loop_var, emit(f->min), emit(f->extent), [&] { emit_stmt(f->body); });
         return;
       }
@@ -471,17 +483,19 @@ class Emitter {
       buffers_[buf.get()] = entry_alloca(elem, static_cast<uint64_t>(*size), 64);
       emit_stmt(n->body);
     } else {
-      llvm::FunctionCallee alloc = mod_->getOrInsertFunction("tyche_alloc", ptr_type(), b_.getInt64Ty());
+      llvm::FunctionCallee alloc = mod_->getOrInsertFunction(opts_.runtime_prefix + "alloc", ptr_type(), b_.getInt64Ty());
       // Fresh memory, like malloc's: it overlaps no other buffer; 64-byte aligned.
       if (auto* decl = llvm::dyn_cast<llvm::Function>(alloc.getCallee())) {
         decl->addRetAttr(llvm::Attribute::NoAlias);
         decl->addRetAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
       }
-      llvm::FunctionCallee release = mod_->getOrInsertFunction("tyche_free", b_.getVoidTy(), ptr_type());
       llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(static_cast<uint64_t>(bytes))});
+      branch_on_error(b_.CreateIsNull(p), status(runtime::kKernelOutOfMemory));
       buffers_[buf.get()] = p;
+      live_heap_.push_back(p);
       emit_stmt(n->body);
-      b_.CreateCall(release, {p});
+      live_heap_.pop_back();
+      b_.CreateCall(free_function(), {p});
     }
     buffers_.erase(buf.get());
   }
@@ -490,9 +504,7 @@ class Emitter {
   // captured variables and buffer pointers. The loop itself becomes tyche_parallel_for.
   void emit_parallel(const ir::ForNode* loop) {
     FreeVars free;
-    free.visit_expr(loop->min);  // evaluated inside the body
-    free.defined.insert(loop->loop_var.get());
-    free.visit_stmt(loop->body);
+    free.add_parallel_body(loop);
     std::vector<llvm::Type*> fields;
     for (const ir::VarNode* v : free.vars) fields.push_back(value_type(v->dtype));
     for (size_t i = 0; i < free.buffers.size(); ++i) fields.push_back(ptr_type());
@@ -506,13 +518,15 @@ class Emitter {
     llvm::Value* extent = b_.CreateSExtOrTrunc(emit(loop->extent), b_.getInt64Ty());
 
     // The outlined body.
-    auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt64Ty(), b_.getInt64Ty(), ptr_type()}, false);
+    auto* body_type = llvm::FunctionType::get(status_type(), {b_.getInt64Ty(), b_.getInt64Ty(), ptr_type()}, false);
     auto* body_fn = llvm::Function::Create(body_type, llvm::Function::InternalLinkage,
                                            fmt::format("{}_parallel_{}", func_->getName().str(), parallel_count_++), mod_);
     set_attributes(body_fn);
     body_fn->getArg(2)->addAttr(llvm::Attribute::NoAlias);
     auto saved_vars = vars_;
     auto saved_buffers = buffers_;
+    auto saved_heap = std::move(live_heap_);
+    live_heap_.clear();
     llvm::Function* saved_func = func_;
     llvm::BasicBlock* saved_entry = entry_;
     llvm::BasicBlock* saved_block = b_.GetInsertBlock();
@@ -537,12 +551,11 @@ class Emitter {
       impl_args.push_back(p);
       impl_types.push_back(ptr_type());
     }
-    auto* impl_fn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), impl_types, false), llvm::Function::InternalLinkage,
+    auto* impl_fn = llvm::Function::Create(llvm::FunctionType::get(status_type(), impl_types, false), llvm::Function::InternalLinkage,
                                            body_fn->getName() + "_impl", mod_);
     set_attributes(impl_fn);
     impl_fn->addFnAttr(llvm::Attribute::AlwaysInline);
-    b_.CreateCall(impl_fn, impl_args);
-    b_.CreateRetVoid();
+    b_.CreateRet(b_.CreateCall(impl_fn, impl_args));
 
     begin_function(impl_fn);
     vars_.clear();
@@ -566,15 +579,17 @@ class Emitter {
       vars_[loop->loop_var.get()] = b_.CreateAdd(local_min, i, "", false, true);
       emit_stmt(loop->body);
     });
-    b_.CreateRetVoid();
+    b_.CreateRet(status(runtime::kKernelOk));
 
     func_ = saved_func;
     entry_ = saved_entry;
     vars_ = std::move(saved_vars);
     buffers_ = std::move(saved_buffers);
+    live_heap_ = std::move(saved_heap);
     b_.SetInsertPoint(saved_block);
-    llvm::FunctionCallee pfor = mod_->getOrInsertFunction("tyche_parallel_for", b_.getVoidTy(), b_.getInt64Ty(), ptr_type(), ptr_type());
-    b_.CreateCall(pfor, {extent, body_fn, env});
+    llvm::FunctionCallee pfor = mod_->getOrInsertFunction(opts_.runtime_prefix + "parallel_for", status_type(), b_.getInt64Ty(), ptr_type(), ptr_type());
+    llvm::Value* result = b_.CreateCall(pfor, {extent, body_fn, env});
+    branch_on_error(b_.CreateICmpNE(result, status(runtime::kKernelOk)), result);
   }
 
   llvm::Value* lookup_var(const ir::VarNode* v) {
@@ -591,6 +606,7 @@ class Emitter {
   llvm::BasicBlock* entry_ = nullptr;
   std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
+  std::vector<llvm::Value*> live_heap_;  // tyche_alloc'd buffers of the current function, outermost first
   int parallel_count_ = 0;
 };
 

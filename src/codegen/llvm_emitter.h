@@ -16,9 +16,16 @@ struct EmitOptions {
   std::string cpu, features;  // LLVM's CPU name and feature string
   int vector_bits = 128;      // 512: keep 512-bit vectors whole
   bool native_f16 = false;    // F16C: half <-> float in hardware (else integer IR)
+  // Also `void <name>_set_num_threads(i32)`, forwarding to <runtime_prefix>set_num_threads (an
+  // exported library's runtime has it; Tyche's own does not), or doing nothing when `parallel`
+  // is off.
+  bool set_num_threads_entry = false;
+  bool parallel = true;  // false: parallel loops run serially (an export with --threads 1)
+  std::string runtime_prefix = "tyche_";  // of the runtime functions called (runtime_symbols.h)
 };
 
-// Emits `<name>(ptr, ...)` and the packed entry `<name>_packed(ptr args)` that the host calls.
+// Emits `i32 <name>(ptr, ...)` and the packed entry `i32 <name>_packed(ptr args)` that the host
+// calls; both return a runtime::KernelStatus.
 std::unique_ptr<llvm::Module> emit_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const EmitOptions& options);
 
 // The packed entry's symbol name for a function name.

@@ -21,6 +21,7 @@
 #include "codegen/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "codegen/llvm_emitter.h"
+#include "codegen/runtime_symbols.h"
 #include "ir/op.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
@@ -38,13 +39,15 @@ void initialize_llvm() {
   });
 }
 
-llvm::orc::JITTargetMachineBuilder target_builder(const Cpu& cpu) {
+// Position-independent code for export: a user's program is usually a PIE, or a shared library.
+llvm::orc::JITTargetMachineBuilder target_builder(const Cpu& cpu, bool pic = false) {
   initialize_llvm();
   llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(llvm::sys::getProcessTriple())};
   jtmb.setCPU(cpu.llvm_cpu);
   llvm::SubtargetFeatures features(cpu.feature_string);
   jtmb.addFeatures(features.getFeatures());
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (pic) jtmb.setRelocationModel(llvm::Reloc::PIC_);
   return jtmb;
 }
 
@@ -73,8 +76,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
 }
 
 // Code generation consumes the module it runs on.
-std::string emit_file(llvm::Module& m, const Cpu& cpu, llvm::CodeGenFileType type) {
-  auto tm = unwrap(target_builder(cpu).createTargetMachine(), "target machine");
+std::string emit_file(llvm::Module& m, const Cpu& cpu, llvm::CodeGenFileType type, bool pic = false) {
+  auto tm = unwrap(target_builder(cpu, pic).createTargetMachine(), "target machine");
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
@@ -91,16 +94,20 @@ std::string emit_file_from_copy(const llvm::Module& m, const Cpu& cpu, llvm::Cod
 
 // Emits, verifies and optimizes the module for `cpu`.
 std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const Cpu& cpu,
-                                               const CompileOptions& options) {
+                                               const CompileOptions& options, bool for_export = false) {
   detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes,
                          .cpu = cpu.llvm_cpu,
                          .features = cpu.feature_string,
                          .vector_bits = cpu.vector_bits(),
-                         .native_f16 = cpu.has("f16c")};
+                         .native_f16 = cpu.has("f16c"),
+                         .set_num_threads_entry = for_export,
+                         .parallel = options.parallel,
+                         .runtime_prefix = for_export ? kExportRuntimePrefix : kTycheRuntimePrefix};
   std::unique_ptr<llvm::Module> mod = detail::emit_module(lowered, ctx, eo);
-  auto tm = unwrap(target_builder(cpu).createTargetMachine(), "target machine");
+  auto tm = unwrap(target_builder(cpu, for_export).createTargetMachine(), "target machine");
   mod->setDataLayout(tm->createDataLayout());
   mod->setTargetTriple(llvm::sys::getProcessTriple());
+  if (for_export) mod->setPICLevel(llvm::PICLevel::BigPIC);
   std::string verify_errors;
   llvm::raw_string_ostream verify_os(verify_errors);
   if (llvm::verifyModule(*mod, &verify_os)) throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
@@ -158,7 +165,7 @@ class LLVMKernel : public CompiledKernel {
     jit_ = make_jit(*cpu_);
     check(jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(obj, name_ + ".o")), "loading the object");
     auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
-    entry_ = addr.toPtr<void (*)(void* const*)>();
+    entry_ = addr.toPtr<runtime::PackedFunc>();
     compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
@@ -171,7 +178,7 @@ class LLVMKernel : public CompiledKernel {
     jit_ = make_jit(*cpu_);
     check(jit_->addObjectFile(std::move(*buffer)), "loading the object file");
     auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
-    entry_ = addr.toPtr<void (*)(void* const*)>();
+    entry_ = addr.toPtr<runtime::PackedFunc>();
     compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
@@ -207,6 +214,10 @@ class LLVMKernel : public CompiledKernel {
 
 }  // namespace
 
+void CompiledKernel::fail(int32_t status) const {
+  throw Error(fmt::format("kernel '{}' failed: {}", name_, runtime::kernel_status_text(status)));
+}
+
 void CompiledKernel::run(std::vector<runtime::NDArray>& args) const {
   if (!has_signature_) {  // loaded from an object file: no parameter metadata to check against
     std::vector<void*> ptrs;
@@ -237,6 +248,13 @@ void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, con
   std::string obj = emit_file(*mod, cpu, llvm::CodeGenFileType::ObjectFile);
   std::ofstream out(path, std::ios::binary);
   if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size()))) throw Error(fmt::format("cannot write '{}'", path));
+}
+
+std::string compile_export_object(const ir::PrimFunc& lowered, const CompileOptions& options) {
+  const Cpu& cpu = resolve_cpu(options.cpu);
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> mod = optimized_module(lowered, ctx, cpu, options, /*for_export=*/true);
+  return emit_file(*mod, cpu, llvm::CodeGenFileType::ObjectFile, /*pic=*/true);
 }
 
 std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::string& name) {

@@ -6,6 +6,16 @@
 
 namespace tyche::runtime {
 
+std::string kernel_status_text(int32_t status) {
+  switch (status) {
+    case kKernelOk: return "no error";
+    case kKernelNullArgument: return "a buffer pointer was null";
+    case kKernelOutOfMemory: return "out of memory for an intermediate buffer";
+    case kKernelMisaligned: return fmt::format("a buffer pointer was not {}-byte aligned", kKernelAlignment);
+  }
+  return fmt::format("unknown error code {}", status);
+}
+
 void Module::add(const std::string& name, PackedFunc fn, std::shared_ptr<const void> owner) {
   if (!fn) throw Error(fmt::format("module: function '{}' is null", name));
   if (!funcs_.emplace(name, fn).second) throw Error(fmt::format("module: a function named '{}' already exists", name));

@@ -1,8 +1,9 @@
-// A module: named kernels with the packed calling convention (one data pointer per parameter),
-// looked up by name as in TVM's runtime.Module.get_function. Whatever owns a kernel's code (a JIT,
-// a loaded library) is kept alive by the module.
+// A module: named kernels with the packed calling convention (one data pointer per parameter,
+// a status returned), looked up by name as in TVM's runtime.Module.get_function. Whatever owns a
+// kernel's code (a JIT, a loaded library) is kept alive by the module.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,7 +11,20 @@
 
 namespace tyche::runtime {
 
-using PackedFunc = void (*)(void* const* args);
+// What a generated kernel returns (exported kernels too: tyche export writes these codes into
+// every header it makes, so this is their one home).
+enum KernelStatus : int32_t {
+  kKernelOk = 0,
+  kKernelNullArgument = 1,  // a buffer pointer was null; nothing was computed
+  kKernelOutOfMemory = 2,   // an intermediate buffer could not be allocated; outputs are partial
+  kKernelMisaligned = 3,    // a buffer pointer was not kKernelAlignment-byte aligned; nothing was computed
+};
+// Generated code assumes every parameter this aligned (as TVM's does) and checks it on entry.
+inline constexpr int kKernelAlignment = 64;
+// "a buffer pointer was null", "out of memory", or "unknown error code N".
+std::string kernel_status_text(int32_t status);
+
+using PackedFunc = int32_t (*)(void* const* args);
 
 class Module {
  public:

@@ -52,13 +52,17 @@ struct ThreadPool::Impl {
   // of its core gets less work instead of holding up the region.
   std::atomic<int64_t> next{0};
   int64_t chunk = 1;
+  std::atomic<int32_t> status{0};  // the first failing body's, for the caller
 
   void run_part() {
     in_parallel_region = true;
-    while (true) {
+    while (status.load(std::memory_order_relaxed) == 0) {
       int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
       if (begin >= n) break;
-      body(begin, std::min(n, begin + chunk), env);
+      if (int32_t s = body(begin, std::min(n, begin + chunk), env)) {
+        int32_t none = 0;
+        status.compare_exchange_strong(none, s, std::memory_order_relaxed);
+      }
     }
     in_parallel_region = false;
   }
@@ -142,25 +146,20 @@ void ThreadPool::set_num_threads(int n) {
   impl_->start(n);
 }
 
-void ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
+int32_t ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
   Impl& p = *impl_;
-  if (n <= 0) return;
-  if (in_parallel_region || p.num_threads == 1 || n == 1) {
-    body(0, n, env);
-    return;
-  }
+  if (n <= 0) return 0;
+  if (in_parallel_region || p.num_threads == 1 || n == 1) return body(0, n, env);
   std::lock_guard<std::mutex> one_caller(p.caller_mu);
   int parts = static_cast<int>(std::min<int64_t>({n, int64_t{p.num_threads.load()}, int64_t{0xffff}}));
-  if (parts <= 1) {  // the pool shrank to one thread since the check above
-    body(0, n, env);
-    return;
-  }
+  if (parts <= 1) return body(0, n, env);  // the pool shrank to one thread since the check above
   p.body = body;
   p.env = env;
   p.n = n;
   // Four chunks per thread: enough to even out a slow thread, few enough to keep ranges long.
   p.chunk = std::max<int64_t>(1, n / (int64_t{parts} * 4));
   p.next.store(0, std::memory_order_relaxed);
+  p.status.store(0, std::memory_order_relaxed);
   p.remaining.store(parts - 1, std::memory_order_relaxed);
   uint64_t next = ((p.generation.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<uint64_t>(parts);
   // Publishing the job and checking for sleepers must not be reordered (a store then a load, in
@@ -174,14 +173,15 @@ void ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
   }
   p.run_part();
   while (p.remaining.load(std::memory_order_acquire) > 0) TYCHE_PAUSE();
+  return p.status.load(std::memory_order_relaxed);
 }
 
 }  // namespace tyche::runtime
 
 extern "C" {
 
-void tyche_parallel_for(int64_t n, tyche::runtime::ParallelBody body, void* env) {
-  tyche::runtime::ThreadPool::global().parallel_for(n, body, env);
+int32_t tyche_parallel_for(int64_t n, tyche::runtime::ParallelBody body, void* env) {
+  return tyche::runtime::ThreadPool::global().parallel_for(n, body, env);
 }
 
 // Generated code allocates and frees a large intermediate once per loop iteration; a small
@@ -210,7 +210,7 @@ void* tyche_alloc(int64_t bytes) {
     return static_cast<char*>(base) + kHeader;
   }
   void* base = std::aligned_alloc(64, size + kHeader);
-  if (!base) std::abort();
+  if (!base) return nullptr;
   *static_cast<size_t*>(base) = size;
   return static_cast<char*>(base) + kHeader;
 }

@@ -9,8 +9,9 @@
 
 namespace tyche::runtime {
 
-// The body of a parallel loop: runs iterations [begin, end) with its captured values in `env`.
-using ParallelBody = void (*)(int64_t begin, int64_t end, void* env);
+// The body of a parallel loop: runs iterations [begin, end) with its captured values in `env`;
+// returns 0, or a kernel's error status (module.h) to stop the loop.
+using ParallelBody = int32_t (*)(int64_t begin, int64_t end, void* env);
 
 class ThreadPool {
  public:
@@ -21,8 +22,9 @@ class ThreadPool {
   // Changes the number of threads used by later parallel_for calls (1 runs everything inline).
   void set_num_threads(int n);
   // Runs body over [0, n) split across the threads; returns when every range is done. Called
-  // from inside a running parallel body, it runs serially (no nested parallelism).
-  void parallel_for(int64_t n, ParallelBody body, void* env);
+  // from inside a running parallel body, it runs serially (no nested parallelism). Returns 0,
+  // or the status of a body that failed (the ranges not yet started are then skipped).
+  int32_t parallel_for(int64_t n, ParallelBody body, void* env);
 
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -38,9 +40,9 @@ class ThreadPool {
 
 // The C ABI generated code calls.
 extern "C" {
-void tyche_parallel_for(int64_t n, tyche::runtime::ParallelBody body, void* env);
-// 64-byte aligned storage for large intermediate buffers; never returns null (aborts the
-// process on exhaustion, which the isolated runner reports as a failed candidate).
+int32_t tyche_parallel_for(int64_t n, tyche::runtime::ParallelBody body, void* env);
+// 64-byte aligned storage for large intermediate buffers; null when memory is exhausted (the
+// kernel then returns kKernelOutOfMemory).
 void* tyche_alloc(int64_t bytes);
 void tyche_free(void* ptr);
 }

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "../common/exhausting_kernel.h"
+#include "../common/sanitizers.h"
 #include "codegen/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
@@ -317,9 +319,49 @@ TEST(Codegen, ModulesLookUpKernelsByName) {
   args.push_back(runtime::NDArray(expected[0].shape(), kFloat32));
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
-  m.get_function("GMM")(ptrs.data());
+  EXPECT_EQ(m.get_function("GMM")(ptrs.data()), runtime::kKernelOk);
   EXPECT_TRUE(runtime::compare(args.back(), expected[0]).ok);
   EXPECT_THROW(m.get_function("C2D"), Error);
+}
+
+// A kernel returns a status (runtime::KernelStatus) that run() turns into an error: a null or
+// misaligned pointer is refused before anything runs, and an intermediate buffer that cannot be
+// allocated stops the kernel, from a serial loop or from inside a parallel one.
+TEST(Codegen, KernelsRefuseNullAndMisalignedPointersAndReportExhaustion) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  auto k = build(w.func);
+  std::vector<runtime::NDArray> args = workloads::make_inputs(w.func, 3);
+  args.push_back(runtime::NDArray(ir::const_shape(w.func.outputs()[0]), kFloat32));
+  std::vector<void*> ptrs;
+  for (auto& a : args) ptrs.push_back(a.data());
+  ASSERT_NO_THROW(k->run(ptrs.data()));
+  auto fails_with = [&](const std::string& text) {
+    try {
+      k->run(ptrs.data());
+    } catch (const Error& e) {
+      return std::string(e.what()).find(text) != std::string::npos ? ::testing::AssertionSuccess()
+                                                                     : ::testing::AssertionFailure() << e.what();
+    }
+    return ::testing::AssertionFailure() << "no error";
+  };
+  ptrs[1] = nullptr;
+  EXPECT_TRUE(fails_with("kernel 'GMM' failed: a buffer pointer was null"));
+  ptrs[1] = static_cast<char*>(args[1].data()) + 4;
+  EXPECT_TRUE(fails_with("a buffer pointer was not 64-byte aligned"));
+
+#if !TYCHE_ASAN  // AddressSanitizer aborts on such a request by default
+  for (ir::ForKind kind : {ir::ForKind::kSerial, ir::ForKind::kParallel}) {
+    auto oom = compile(testing_kernels::exhausting_kernel(kind));
+    runtime::NDArray in({64}, kFloat32), out({64}, kFloat32);
+    std::vector<runtime::NDArray> oom_args = {in, out};
+    try {
+      oom->run(oom_args);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("kernel 'oom' failed: out of memory"));
+    }
+  }
+#endif
 }
 
 TEST(Codegen, RefusesUnloweredFunctionsAndWrongArguments) {

@@ -6,7 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "../common/exhausting_kernel.h"
+#include "../common/sanitizers.h"
 #include "codegen/c_codegen.h"
+#include "codegen/export.h"
+#include "schedules.h"
 #include "interp/interpreter.h"
 #include "ir/op.h"
 #include "lower/lower.h"
@@ -14,20 +18,41 @@
 #include "te/tensor.h"
 #include "workloads/workloads.h"
 #include "runtime/compare.h"
+#include "runtime/module.h"
 
 namespace tyche::codegen {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
-// Compiles C source into a shared library and returns its packed entry.
+// The exported runtime (its parallel loops' thread pool), compiled once per test process.
+struct RuntimeObject {
+  std::string path = ::testing::TempDir() + fmt::format("/tyche_c_runtime_{}.o", getpid());
+  RuntimeObject() {
+    std::string source = path + ".c";
+    std::ofstream(source) << export_runtime_source();
+    std::string cmd = fmt::format("cc -std=c11 -O1 -Wall -Werror -fPIC -c -o {} {}", path, source);
+    if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "the runtime does not compile: " << cmd;
+    std::remove(source.c_str());
+  }
+  ~RuntimeObject() { std::remove(path.c_str()); }
+};
+const std::string& runtime_object() {
+  static const RuntimeObject object;
+  return object.path;
+}
+
+// Compiles C source, with the runtime its parallel loops call, into a shared library and returns
+// its packed entry.
 class CLibrary {
  public:
   CLibrary(const std::string& source, const std::string& name) {
     static int counter = 0;
     std::string base = ::testing::TempDir() + fmt::format("/tyche_c_{}_{}", getpid(), counter++);
     std::ofstream(base + ".c") << source;
-    std::string cmd = fmt::format("cc -std=c11 -O1 -shared -fPIC -o {0}.so {0}.c -lm 2> {0}.log", base);
+    std::string cmd = fmt::format("cc -std=c11 -O1 -Wall -Werror -shared -fPIC -o {0}.so {0}.c {1} -lm -lpthread 2> {0}.log", base,
+                                  runtime_object());
     compiled = std::system(cmd.c_str()) == 0;
     if (!compiled) {
       std::ifstream log(base + ".log");
@@ -35,7 +60,7 @@ class CLibrary {
       return;
     }
     handle_ = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_) entry = reinterpret_cast<void (*)(void**)>(dlsym(handle_, (name + "_packed").c_str()));
+    if (handle_) entry = reinterpret_cast<int32_t (*)(void**)>(dlsym(handle_, (name + "_packed").c_str()));
     std::remove((base + ".c").c_str());
     std::remove((base + ".so").c_str());
     std::remove((base + ".log").c_str());
@@ -45,7 +70,7 @@ class CLibrary {
   }
   bool compiled = false;
   std::string error;
-  void (*entry)(void**) = nullptr;
+  int32_t (*entry)(void**) = nullptr;
 
  private:
   void* handle_ = nullptr;
@@ -53,8 +78,9 @@ class CLibrary {
 
 ::testing::AssertionResult c_matches(const ir::PrimFunc& f, const std::vector<runtime::NDArray>& inputs,
                                      const std::vector<runtime::NDArray>& expected, int64_t max_stack_bytes = 64 * 1024) {
-  ir::PrimFunc lowered = lower::lower(f).func;
-  std::string source = emit_c(lowered, max_stack_bytes);
+  // Under another name: te's default, "main", is not one a C compiler takes for a kernel.
+  ir::PrimFunc lowered = lower::lower(ir::PrimFunc("tested", f->params, f->num_outputs, f->body)).func;
+  std::string source = emit_c(lowered, {.max_stack_bytes = max_stack_bytes});
   CLibrary lib(source, lowered->name);
   if (!lib.compiled) return ::testing::AssertionFailure() << "cc failed:\n" << lib.error << "\n" << source;
   if (!lib.entry) return ::testing::AssertionFailure() << "no packed entry";
@@ -62,7 +88,7 @@ class CLibrary {
   for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
-  lib.entry(ptrs.data());
+  if (int32_t status = lib.entry(ptrs.data())) return ::testing::AssertionFailure() << "status " << status << "\n" << source;
   for (size_t i = 0; i < expected.size(); ++i) {
     runtime::Comparison c = runtime::compare(args[inputs.size() + i], expected[i]);
     if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << source;
@@ -70,17 +96,7 @@ class CLibrary {
   return ::testing::AssertionSuccess();
 }
 
-ir::PrimFunc vectorize_inner(const ir::PrimFunc& f) {
-  schedule::Schedule sch(f);
-  for (const schedule::BlockRV& b : sch.get_child_blocks(sch.get_block("root").value()).value()) {
-    auto loops = sch.get_loops(b).value();
-    if (loops.size() >= 2) {
-      (void)sch.parallel(loops[0]);
-      (void)sch.vectorize(loops.back());
-    }
-  }
-  return sch.func();
-}
+ir::PrimFunc vectorize_inner(const ir::PrimFunc& f) { return test_schedules::parallel_vectorized(f); }
 
 TEST(CBackend, EveryPresetFamilyCompilesAndAgrees) {
   for (const std::string& op : workloads::op_names()) {
@@ -149,15 +165,37 @@ TEST(CBackend, FloorDivisionAgreesWithTheInterpreterAndFoldingOnEverySign) {
   EXPECT_TRUE(c_matches(f, {in_a, in_d}, expected));
 }
 
-TEST(CBackend, ParallelPragmaHeapBuffersAndRefusals) {
+TEST(CBackend, ParallelLoopsHeapBuffersAndRefusals) {
   auto w = workloads::scaled_down(workloads::get_preset("SFM-1"));
   ir::PrimFunc lowered = lower::lower(vectorize_inner(w.func)).func;
-  std::string small_stack = emit_c(lowered, 0);
-  EXPECT_THAT(small_stack, HasSubstr("#pragma omp parallel for"));
+  std::string small_stack = emit_c(lowered, {.max_stack_bytes = 0});
+  EXPECT_THAT(small_stack, HasSubstr("tyche_rt1_parallel_for("));
+  EXPECT_THAT(small_stack, HasSubstr("static int32_t SFM_parallel_0(int64_t task_begin, int64_t task_end, void* env_)"));
   EXPECT_THAT(small_stack, HasSubstr("aligned_alloc(64"));
+  EXPECT_THAT(small_stack, HasSubstr("return 2; }"));  // out of memory
+  std::string serial = emit_c(lowered, {.max_stack_bytes = 0, .parallel = false});
+  EXPECT_THAT(serial, Not(HasSubstr("parallel_for(")));
   auto inputs = workloads::make_inputs(w.func, 2);
-  EXPECT_TRUE(c_matches(w.func, inputs, w.reference(inputs), 0));  // every buffer on the heap
+  EXPECT_TRUE(c_matches(vectorize_inner(w.func), inputs, w.reference(inputs), 0));  // every buffer on the heap
   EXPECT_THROW(emit_c(w.func), Error);  // not lowered
+}
+
+// A kernel returns its status: a null or misaligned pointer, an intermediate that cannot be
+// allocated (from a serial loop and from a parallel one).
+TEST(CBackend, KernelsReturnTheirStatus) {
+  if (TYCHE_ASAN) GTEST_SKIP() << "AddressSanitizer aborts on a 4 EiB request by default";
+  for (ir::ForKind kind : {ir::ForKind::kSerial, ir::ForKind::kParallel}) {
+    std::string source = emit_c(testing_kernels::exhausting_kernel(kind));
+    CLibrary lib(source, "oom");
+    ASSERT_TRUE(lib.compiled) << lib.error << source;
+    runtime::NDArray in({64}, kFloat32), out({64}, kFloat32);
+    void* args[] = {in.data(), out.data()};
+    EXPECT_EQ(lib.entry(args), runtime::kKernelOutOfMemory) << source;
+    args[0] = nullptr;
+    EXPECT_EQ(lib.entry(args), runtime::kKernelNullArgument);
+    args[0] = static_cast<char*>(in.data()) + 4;
+    EXPECT_EQ(lib.entry(args), runtime::kKernelMisaligned);
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "../common/sanitizers.h"
 #include "runtime/host_info.h"
 #include "runtime/module.h"
 #include "runtime/thread_pool.h"
@@ -25,9 +26,10 @@ struct Counts {
   explicit Counts(size_t n) : hits(n) {}
 };
 
-void count_body(int64_t begin, int64_t end, void* env) {
+int32_t count_body(int64_t begin, int64_t end, void* env) {
   auto* c = static_cast<Counts*>(env);
   for (int64_t i = begin; i < end; ++i) c->hits[static_cast<size_t>(i)].fetch_add(1);
+  return 0;
 }
 
 TEST(ThreadPool, EveryIterationRunsExactlyOnce) {
@@ -44,8 +46,10 @@ TEST(ThreadPool, EveryIterationRunsExactlyOnce) {
   pool.set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
-void nested_body(int64_t begin, int64_t end, void* env) {
-  for (int64_t i = begin; i < end; ++i) tyche_parallel_for(4, count_body, env);  // runs serially
+int32_t nested_body(int64_t begin, int64_t end, void* env) {
+  for (int64_t i = begin; i < end; ++i)
+    if (int32_t s = tyche_parallel_for(4, count_body, env)) return s;  // runs serially
+  return 0;
 }
 
 TEST(ThreadPool, NestedRegionsRunSeriallyAndConcurrentCallersAreSafe) {
@@ -96,7 +100,10 @@ TEST(ThreadPool, RegionsStartedAsWorkersFallAsleepAreNotLost) {
       }
     }
   });
-  auto body = [](int64_t, int64_t, void* env) { static_cast<std::atomic<int64_t>*>(env)->fetch_add(0); };
+  auto body = [](int64_t, int64_t, void* env) -> int32_t {
+    static_cast<std::atomic<int64_t>*>(env)->fetch_add(0);
+    return 0;
+  };
   std::mt19937 rng(3);
   auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < 4000 && std::chrono::steady_clock::now() - start < std::chrono::seconds(8); ++r) {
@@ -110,10 +117,40 @@ TEST(ThreadPool, RegionsStartedAsWorkersFallAsleepAreNotLost) {
   EXPECT_GT(done.load(), 0);
 }
 
-TEST(ThreadPool, AlignedAllocation) {
+// A body that fails (a generated kernel out of memory) stops the loop: its status reaches the
+// caller, whichever thread ran it, and no thread starts another range after its own failed.
+int32_t always_fails(int64_t, int64_t, void* env) {
+  static_cast<std::atomic<int>*>(env)->fetch_add(1);
+  return kKernelOutOfMemory;
+}
+
+TEST(ThreadPool, AFailingBodyStopsTheLoopAndItsStatusIsReturned) {
+  ThreadPool& pool = ThreadPool::global();
+  int before = pool.num_threads();
+  for (int threads : {1, 2, 4}) {
+    pool.set_num_threads(threads);
+    std::atomic<int> calls{0};
+    EXPECT_EQ(pool.parallel_for(4000, always_fails, &calls), kKernelOutOfMemory) << threads << " threads";
+    EXPECT_LE(calls.load(), threads) << "ranges after a failure were started (" << threads << " threads, 16 chunks)";
+    Counts c(100);
+    EXPECT_EQ(pool.parallel_for(100, count_body, &c), 0) << "the next loop starts clean";
+  }
+  pool.set_num_threads(before);
+}
+
+TEST(ThreadPool, AlignedAllocationAndExhaustion) {
   void* p = tyche_alloc(1000);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
   tyche_free(p);
+#if !TYCHE_ASAN  // AddressSanitizer aborts on such a request by default
+  EXPECT_EQ(tyche_alloc(int64_t{1} << 62), nullptr) << "no process has 4 EiB: the kernel reports it";
+#endif
+}
+
+TEST(Module, KernelStatusesHaveTexts) {
+  EXPECT_EQ(kernel_status_text(kKernelNullArgument), "a buffer pointer was null");
+  EXPECT_THAT(kernel_status_text(kKernelOutOfMemory), HasSubstr("out of memory"));
+  EXPECT_EQ(kernel_status_text(77), "unknown error code 77");
 }
 
 TEST(TimeEvaluator, RepeatsGrowToMinRepeatTimeAndReportStatistics) {
@@ -201,7 +238,10 @@ TEST(HostInfo, CachesAreConsistentWhateverTheHostReports) {
   }
 }
 
-void add_one(void* const* args) { *static_cast<int*>(args[0]) += 1; }
+int32_t add_one(void* const* args) {
+  *static_cast<int*>(args[0]) += 1;
+  return 0;
+}
 
 TEST(Module, LooksUpFunctionsByName) {
   Module m;
@@ -210,7 +250,7 @@ TEST(Module, LooksUpFunctionsByName) {
   EXPECT_TRUE(m.has("add_one"));
   int x = 1;
   void* args[] = {&x};
-  m.get_function("add_one")(args);
+  EXPECT_EQ(m.get_function("add_one")(args), 0);
   EXPECT_EQ(x, 2);
   EXPECT_THAT([&] { m.get_function("nope"); }, ::testing::Throws<Error>());
   try {

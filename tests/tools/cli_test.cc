@@ -188,9 +188,9 @@ TEST(CliRun, EmitsEveryForm) {
   Result cpu = run("cpu");
   EXPECT_THAT(a.out, testing::HasSubstr(cpu.out.find(" fma ") != std::string::npos ? "vfmadd231ps" : "mulps"));
   Result c = run("run GMM-1 --scale-down --repeat 1 --emit c");
-  EXPECT_THAT(c.out, testing::HasSubstr("void GMM("));
+  EXPECT_THAT(c.out, testing::HasSubstr("int32_t GMM("));
   Result l = run("run GMM-1 --scale-down --repeat 1 --emit llvm");
-  EXPECT_THAT(l.out, testing::HasSubstr("define void @GMM_packed"));
+  EXPECT_THAT(l.out, testing::HasSubstr("i32 @GMM_packed("));
   Result i = run("run GMM-1 --scale-down --repeat 1 --emit ir --dump-ir --threads 1");
   EXPECT_THAT(i.out, testing::HasSubstr("# after lower_blocks"));
   EXPECT_THAT(i.out, testing::HasSubstr("1 threads"));
@@ -323,6 +323,16 @@ TEST(CliTune, JsonProgressResumeAndTheBestRecord) {
   expect_usage_error("run GMM-2 --db " + db, "has no measured GMM-2");
   expect_usage_error("run GMM-1 --db /nonexistent/db", "no tuning database at '/nonexistent/db'");
   expect_usage_error("run GMM-1 --db " + db + " --trace " + gmm_trace(), "--db and --trace both give a schedule");
+  // The best record, exported: a header and a static library.
+  std::string out = db + "_export";
+  Result e = run("export GMM-1 --db " + db + " --name gmm -o " + out);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_THAT(e.out, testing::HasSubstr("exported gmm (GMM-1 ["));
+  EXPECT_TRUE(std::filesystem::exists(out + "/gmm.h"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/libgmm.a"));
+  EXPECT_THAT(take_file(out + "/gmm.h"), testing::HasSubstr("the best record of " + db));
+  expect_usage_error("export GMM-2 --db " + db + " --name g2 -o " + out, "has no measured GMM-2");
+  std::filesystem::remove_all(out);
   expect_usage_error("tune GMM-1 --trials 8 --model /nonexistent/model.json", "cannot read model file");
   expect_usage_error("tune GMM-1 --trials 8 --strategy bayes", "--strategy");
   expect_usage_error("tune GMM-1 --trials 8 --confirm -1", "--confirm");
@@ -368,6 +378,43 @@ TEST(CliRun, BadInputsExitTwoWithOneLine) {
 }  // namespace
 
 namespace {
+
+TEST(CliExport, WritesHeaderAndLibraryOrCSourceAndRefusesBadInputs) {
+  std::string out = testing::TempDir() + "/tyche_cli_export_" + std::to_string(getpid());
+  std::filesystem::remove_all(out);
+  Result lib = run("export GMM-4 --scale-down --trace " + example_trace() + " --name gmm --library kernels --cpu x86-64-v2 -o " + out);
+  ASSERT_EQ(lib.code, 0) << lib.err;
+  EXPECT_TRUE(std::filesystem::exists(out + "/libkernels.a"));
+  std::string header = take_file(out + "/gmm.h");
+  EXPECT_THAT(header, testing::HasSubstr("int32_t gmm(const float* "));
+  EXPECT_THAT(header, testing::HasSubstr("machine code for x86-64-v2"));
+  EXPECT_THAT(header, testing::HasSubstr("gmm_tiled.py"));
+  Result c = run("export SFM-1 --scale-down --trace " + write_temp("sfm.py", "b = sch.get_block(name=\"row_exp\")\n") +
+                 " --name softmax --target c --threads 1 -o " + out);
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_TRUE(std::filesystem::exists(out + "/softmax.c"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/tyche_rt1_runtime.c")) << "serial C needs no runtime";
+  EXPECT_THAT(take_file(out + "/softmax.h"), testing::HasSubstr("serial (exported with --threads 1)"));
+  std::string trace = " --scale-down --trace " + example_trace();
+  expect_usage_error("export GMM-4 --name gmm -o " + out, "export needs the schedule to export: --db DIR (its best record) or --trace FILE");
+  expect_usage_error("export GMM-4" + trace + " --name my-gemm -o " + out, "'my-gemm' is not a C identifier");
+  expect_usage_error("export GMM-4" + trace + " --name int -o " + out, "'int' is a C or C++ keyword");
+  expect_usage_error("export GMM-4" + trace + " --name gmm --cpu pentium-9000 -o " + out, "unknown CPU 'pentium-9000'");
+  expect_usage_error("export GMM-4" + trace + " --name gmm --target c --cpu x86-64-v3 -o " + out, "--cpu is for --target llvm");
+  expect_usage_error("export GMM-4" + trace + " --name gmm --threads 4 -o " + out, "--threads takes 1");
+  std::string file = write_temp("not_a_dir", "x");
+  expect_usage_error("export GMM-4" + trace + " --name gmm -o " + file + "/sub", "cannot create the directory");
+  // A file that is not a library is refused, and left as it was.
+  std::string bad = write_temp("bad_lib", "not an archive");
+  std::filesystem::create_directories(out + "/bad");
+  std::filesystem::copy_file(bad, out + "/bad/libgmm.a");
+  expect_usage_error("export GMM-4" + trace + " --name gmm -o " + out + "/bad", "is not a static library");
+  EXPECT_EQ(take_file(out + "/bad/libgmm.a"), "not an archive");
+  EXPECT_FALSE(std::filesystem::exists(out + "/bad/gmm.h"));
+  std::filesystem::remove_all(out);
+  std::remove(file.c_str());
+  std::remove(bad.c_str());
+}
 
 TEST(CliSpace, PrintsSpacesSamplesAndWritesJson) {
   std::string json = testing::TempDir() + "/tyche_space_" + std::to_string(getpid()) + ".json";
