@@ -184,6 +184,15 @@ def test_plots_of_both_tuners(tmp_path):
     assert sum(tvm.values()) == pytest.approx(20.0)  # "Total" is not a phase
 
 
+def test_tuning_curves_plot_measured_times_not_the_drift_corrected_ranking():
+    # Tyche's history: the search's corrected best (0.5 s, faster than anything measured) and
+    # the fastest time as measured (0.8 s); TVM's has only what it measured.
+    tyche_history = [{"trials": 8, "elapsed_s": 1.0, "best_seconds": 0.5, "measured_best_seconds": 0.8}]
+    assert plots._curve(tyche_history, 2e9, "trials") == ([8], [pytest.approx(2.5)])
+    tvm_history = [{"trials": 8, "elapsed_s": 3.0, "best_seconds": 0.4}, {"trials": 16, "elapsed_s": 6.0, "best_seconds": 0}]
+    assert plots._curve(tvm_history, 2e9, "elapsed_s") == ([3.0], [pytest.approx(5.0)])
+
+
 def test_measuring_interleaves_and_spares_slow_implementations():
     log = []
     def fake(name, seconds):

@@ -146,6 +146,7 @@ def test_tune_a_te_program_with_a_rule_list(tmp_path):
     assert result.trials == 4 and result.best_seconds > 0
     assert tyche.build(result).cpu.startswith("x86-64-v2")  # built for the CPU it was tuned for
     assert seen and seen[-1][0] == 4 and seen[-1][2] == "relu"
+    assert seen[-1][3] == result.history[-1]["measured_best_seconds"] > 0  # as measured, not drift-corrected
     a = np.random.default_rng(0).uniform(-1, 1, (32, 16)).astype("float32")
     np.testing.assert_array_equal(tyche.build(result)(a), np.maximum(a, 0))
     with pytest.raises(tyche.InputError, match="unknown option"):

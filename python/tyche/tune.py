@@ -65,7 +65,8 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     ``space`` is None (the default rules), a list of rules (``tyche.rules`` and Python rules), or a
     function ``space(sch)`` that writes a probabilistic schedule: it runs once to make the space's
     trace, which the search then replays and mutates natively. ``progress`` prints a line per
-    round (or is called as ``progress(trials, budget, task, best_seconds, elapsed_s)``). Further
+    round (or is called as ``progress(trials, budget, task, best_seconds, elapsed_s)``, with the
+    fastest time measured so far). Further
     options: threads, timeout_s, repeat and min_repeat_ms (how each candidate is timed), confirm_top,
     confirm_rounds, population, generations, model (a saved cost model to start from).
     A program without a reference (TE, a PrimFunc) is checked against the interpreter.
