@@ -35,6 +35,7 @@
 #include "tune/database/database.h"
 #include "tune/postproc/candidate.h"
 #include "tune/search/records.h"
+#include "tune/space/annotations.h"
 #include "tune/task/tune.h"
 #include "tune/feature/per_store_feature.h"
 #include "workloads/reference.h"
@@ -77,8 +78,7 @@ struct Options {
   int samples = 100;
   bool compile = false;
   std::string target = "llvm";
-  // features
-  bool postprocess = false;
+  bool postprocess = false;  // show, check, run, features, export
   // sample-measure, model
   std::vector<std::string> records;
   int batch = 0;  // 0: the command's default (sample-measure 32, tune 64)
@@ -103,19 +103,54 @@ ir::PrimFunc best_in_database(const workloads::Workload& w, const Options& o) {
   return tune::best_program(tune::Database(o.db), w.name, w.func, target, o.seed);
 }
 
-// The workload, scaled down on request, with the trace file (text or JSON) applied. Sampling
-// instructions without a recorded decision draw from --seed.
+// The program after the target's postprocessors, as tuning finishes every candidate.
+ir::PrimFunc postprocessed(const ir::PrimFunc& func, const Options& o) {
+  tune::Target target = tune::Target::parse(o.target);
+  if (!o.cpu.empty()) target.cpu = o.cpu;
+  tune::TuneContext context{func, target};
+  auto postprocs = tune::default_postprocs(target);
+  for (const auto& p : postprocs) p->initialize(context);
+  schedule::Schedule sch(func, schedule::ScheduleOptions{.seed = o.seed, .trace = true});
+  for (const auto& p : postprocs) {
+    auto st = p->apply(sch);
+    if (!st.ok()) throw Error(fmt::format("postprocessor {}: {}", p->name(), st.error().reason()));
+  }
+  return sch.func();
+}
+
+// The root annotations a design-space trace (a tuning record's) leaves for the postprocessors
+// to turn into parallel, vectorized and unrolled loops.
+std::vector<std::string> postprocessor_annotations(const ir::PrimFunc& func) {
+  schedule::Schedule sch(func);
+  const ir::Annotations& ann = sch.state().root()->as_block()->annotations;
+  std::vector<std::string> keys;
+  for (const char* key : {tune::ann::kParallel, tune::ann::kVectorize, tune::ann::kUnrollExplicit, tune::ann::kUnrollImplicit})
+    if (ann.count(key)) keys.push_back(key);
+  return keys;
+}
+
+// The workload, scaled down on request, with the trace file (text or JSON) applied and, with
+// --postprocess, the postprocessors. Sampling instructions without a recorded decision draw
+// from --seed.
 workloads::Workload load(const Options& o) {
   workloads::Workload w = workloads::resolve(o.workload, o.extents);
   if (!o.db.empty()) {
     if (!o.trace_file.empty()) throw Error("--db and --trace both give a schedule: use one");
     if (o.scale_down) throw Error("--db applies a record of the full-size workload: drop --scale-down");
+    if (o.postprocess) throw Error("--db applies the postprocessors already: drop --postprocess");
     w.func = best_in_database(w, o);
     return w;
   }
   if (o.scale_down) w = workloads::scaled_down(w);
-  if (o.trace_file.empty()) return w;
-  w.func = schedule::apply_trace_file(w.func, o.trace_file, o.seed);
+  if (!o.trace_file.empty()) w.func = schedule::apply_trace_file(w.func, o.trace_file, o.seed);
+  if (o.postprocess) {
+    w.func = postprocessed(w.func, o);
+  } else if (!o.trace_file.empty()) {
+    std::vector<std::string> keys = postprocessor_annotations(w.func);
+    if (!keys.empty())
+      fmt::print(stderr, "note: the trace leaves {} for the postprocessors (as a tuning record does): add --postprocess to apply them\n",
+                 fmt::join(keys, ", "));
+  }
   return w;
 }
 
@@ -230,19 +265,7 @@ int cmd_features(const Options& o) {
   std::ofstream json_out = open_json_output(o);
   workloads::Workload w = load(o);
   tune::Target target = tune::Target::parse(o.target);
-  ir::PrimFunc func = w.func;
-  if (o.postprocess) {
-    tune::TuneContext context{w.func, target};
-    auto postprocs = tune::default_postprocs(target);
-    for (const auto& p : postprocs) p->initialize(context);
-    schedule::Schedule sch(w.func, schedule::ScheduleOptions{.seed = o.seed, .trace = true});
-    for (const auto& p : postprocs) {
-      auto st = p->apply(sch);
-      if (!st.ok()) throw Error(fmt::format("postprocessor {}: {}", p->name(), st.error().reason()));
-    }
-    func = sch.func();
-  }
-  tune::FeatureRows f = tune::per_store_features(func, {.is_gpu = target.is_gpu()});
+  tune::FeatureRows f = tune::per_store_features(w.func, {.is_gpu = target.is_gpu()});
   fmt::print("{} [{}]: {} stores x {} features (layout version {})\n", w.name, w.shape, f.rows, tune::feature_count(),
              tune::kFeatureLayoutVersion);
   fmt::print("{:<36}", "feature");
@@ -593,7 +616,6 @@ int main(int argc, char** argv) {
   for (auto* sub : {model_train, model_eval})
     sub->add_option("--threads", opts.threads, "threads for features, training and prediction (default: all)")->check(CLI::PositiveNumber);
   features->add_option("--target", opts.target, "llvm (default) or cuda: which postprocessors, GPU features");
-  features->add_flag("--postprocess", opts.postprocess, "run the target's postprocessors after the trace (a design-space sample)");
   features->add_option("--json", opts.json_file, "write {workload, layout_version, names, rows} here");
   for (auto* sub : {run, space, cpu, export_cmd})
     sub->add_option("--cpu", opts.cpu,
@@ -618,6 +640,8 @@ int main(int argc, char** argv) {
     sub->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
     sub->add_flag("--scale-down", opts.scale_down, "shrink the shape so the check takes well under a second");
     sub->add_option("--trace", opts.trace_file, "a schedule trace to apply first (text form or JSON)");
+    sub->add_flag("--postprocess", opts.postprocess,
+                  "then run the target's postprocessors, as tuning does (a tuning record's trace or a design-space sample)");
     sub->add_option("--seed", opts.seed, "seed for sampling instructions that carry no decision (default 0)");
   }
 

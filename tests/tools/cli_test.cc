@@ -166,6 +166,33 @@ TEST(CliTrace, BadTracesExitTwoWithOneLine) {
 }
 
 
+// A tuning record's trace leaves the parallel/vectorize plan on the root for the postprocessors:
+// without --postprocess the loops stay serial (and a note says so), with it they are rewritten.
+TEST(CliTrace, PostprocessAppliesTheRootPlanAndItsAbsenceIsNoted) {
+  std::string plan = write_temp("plan.py",
+                                "b0 = sch.get_block(name=\"root\")\n"
+                                "sch.annotate(block_or_loop=b0, ann_key=\"meta_schedule.parallel\", ann_val=64)\n"
+                                "sch.annotate(block_or_loop=b0, ann_key=\"meta_schedule.vectorize\", ann_val=16)\n");
+  Result bare = run("show GMM-1 --scale-down --trace " + plan);
+  ASSERT_EQ(bare.code, 0) << bare.err;
+  EXPECT_THAT(bare.out, testing::Not(testing::HasSubstr("parallel(")));
+  EXPECT_EQ(count_lines(bare.err), 1) << bare.err;
+  EXPECT_THAT(bare.err, testing::HasSubstr("note: the trace leaves meta_schedule.parallel, meta_schedule.vectorize for the "
+                                           "postprocessors (as a tuning record does): add --postprocess"));
+  Result done = run("show GMM-1 --scale-down --postprocess --trace " + plan);
+  ASSERT_EQ(done.code, 0) << done.err;
+  EXPECT_EQ(done.err, "");
+  EXPECT_THAT(done.out, testing::HasSubstr("in parallel("));
+  EXPECT_THAT(done.out, testing::Not(testing::HasSubstr("meta_schedule.parallel")));
+  Result checked = run("check GMM-1 --scale-down --postprocess --trace " + plan);
+  EXPECT_EQ(checked.code, 0) << checked.err;
+  EXPECT_THAT(checked.out, testing::HasSubstr("OK"));
+  // A trace without the plan gets no note.
+  EXPECT_EQ(run("show GMM-1 --trace " + example_trace()).err, "");
+  expect_usage_error("show GMM-1 --db /nonexistent --postprocess", "--db applies the postprocessors already: drop --postprocess");
+}
+
+
 // ---- run ----
 
 std::string gmm_trace() { return std::string(TYCHE_SOURCE_DIR) + "/examples/traces/gmm_1024.py"; }
