@@ -12,8 +12,8 @@
 #include <random>
 #include <thread>
 
-#include "codegen/cpu.h"
-#include "runtime/host_info.h"
+#include "target/cpu.h"
+#include "target/host.h"
 #include "tune/cost_model/cost_model.h"
 #include "tune/cost_model/metrics.h"
 #include "tune/explore/dataset.h"
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   }
   double t0 = now();
   Dataset all = load_dataset(files);
-  std::printf("cpu: %s (%s), %u threads\n", runtime::cpu_model_name().c_str(), codegen::resolve_cpu("host").llvm_cpu.c_str(),
+  std::printf("cpu: %s (%s), %u threads\n", target::cpu_model_name().c_str(), target::resolve_cpu("host").llvm_cpu.c_str(),
               std::thread::hardware_concurrency());
   std::printf("dataset: %zu records of %zu workloads (%d skipped), loaded with features in %.1f s\n", all.size(),
               all.workloads().size(), all.skipped, now() - t0);

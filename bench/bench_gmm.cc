@@ -22,7 +22,7 @@
 #include <sstream>
 
 #include "bench/interleaved.h"
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "lower/lower.h"
@@ -107,13 +107,13 @@ __attribute__((target("avx2,fma"))) int32_t stream_body_avx2(int64_t begin, int6
 }  // namespace
 
 int main() {
-  const codegen::Cpu& cpu = codegen::resolve_cpu("");
-  codegen::check_runs_on_host(cpu);
+  const target::Cpu& cpu = target::resolve_cpu("");
+  target::check_runs_on_host(cpu);
   bool avx512 = cpu.vector_bits() == 512;
   std::string trace = avx512 ? "examples/traces/gmm_1024.py" : "examples/traces/gmm_1024_avx2.py";
   // oneDNN gets the same instruction set (it reads this on first use).
   if (!cpu.has("avx512f")) setenv("ONEDNN_MAX_CPU_ISA", cpu.has("avx2") ? "AVX2" : cpu.has("avx") ? "AVX" : "SSE41", 0);
-  const codegen::Cpu& host = codegen::resolve_cpu("host");
+  const target::Cpu& host = target::resolve_cpu("host");
   bool host_avx512 = host.has("avx512f");
   if (!host.has("avx2") || !host.has("fma")) {
     std::printf("bench_gmm: the canaries need AVX2 and FMA, which this host (%s) lacks\n", host.llvm_cpu.c_str());

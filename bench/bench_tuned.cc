@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "bench/interleaved.h"
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/structural.h"
 #include "lower/lower.h"
-#include "runtime/host_info.h"
+#include "target/host.h"
 #include "schedule/trace.h"
 #include "tune/database/database.h"
 #include "tune/search/records.h"
@@ -115,8 +115,8 @@ int main(int argc, char** argv) {
   }
   try {
     tune::Target target = tune::Target::host();
-    std::printf("cpu: %s (%s), %d threads; %d interleaved rounds of >= 300 ms windows\n", runtime::cpu_model_name().c_str(),
-                codegen::resolve_cpu("").llvm_cpu.c_str(), target.num_cores, rounds);
+    std::printf("cpu: %s (%s), %d threads; %d interleaved rounds of >= 300 ms windows\n", target::cpu_model_name().c_str(),
+                target::resolve_cpu("").llvm_cpu.c_str(), target.num_cores, rounds);
     bool all_correct = true;
     for (const std::string& name : names) {
       workloads::Workload w = workloads::get_preset(name);

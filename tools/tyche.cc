@@ -16,14 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_codegen.h"
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "codegen/export.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
 #include "lower/lower.h"
-#include "runtime/host_info.h"
+#include "target/host.h"
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
@@ -35,7 +35,7 @@
 #include "tune/database/database.h"
 #include "tune/postproc/candidate.h"
 #include "tune/search/records.h"
-#include "tune/space/annotations.h"
+#include "ir/annotation_keys.h"
 #include "tune/task/tune.h"
 #include "tune/feature/per_store_feature.h"
 #include "workloads/reference.h"
@@ -124,7 +124,7 @@ std::vector<std::string> postprocessor_annotations(const ir::PrimFunc& func) {
   schedule::Schedule sch(func);
   const ir::Annotations& ann = sch.state().root()->as_block()->annotations;
   std::vector<std::string> keys;
-  for (const char* key : {tune::ann::kParallel, tune::ann::kVectorize, tune::ann::kUnrollExplicit, tune::ann::kUnrollImplicit})
+  for (const char* key : {ir::ann::kParallel, ir::ann::kVectorize, ir::ann::kUnrollExplicit, ir::ann::kUnrollImplicit})
     if (ann.count(key)) keys.push_back(key);
   return keys;
 }
@@ -187,15 +187,15 @@ std::string bytes_text(size_t b) {
 // What code is generated for: the CPU (--cpu, TYCHE_CPU or the host), its vector width and
 // features, the levels this host runs, and the caches and cores it reports.
 int cmd_cpu(const Options& o) {
-  const codegen::Cpu& cpu = codegen::resolve_cpu(o.cpu);
-  std::vector<std::string> missing = codegen::missing_on_host(cpu);
+  const target::Cpu& cpu = target::resolve_cpu(o.cpu);
+  std::vector<std::string> missing = target::missing_on_host(cpu);
   fmt::print("cpu: {}\n", cpu.name);
   fmt::print("llvm cpu: {}\n", cpu.llvm_cpu);
   fmt::print("vector bits: {}\n", cpu.vector_bits());
   fmt::print("runs here: {}\n", missing.empty() ? "yes" : fmt::format("no (lacks {})", fmt::join(missing, ", ")));
-  fmt::print("host levels: {}\n", fmt::join(codegen::host_levels(), " "));
+  fmt::print("host levels: {}\n", fmt::join(target::host_levels(), " "));
   std::vector<std::string> caches;
-  for (const runtime::CacheInfo& c : runtime::cpu_caches())
+  for (const target::CacheInfo& c : target::cpu_caches())
     if (c.type != "Instruction") caches.push_back(fmt::format("L{} {}", c.level, bytes_text(c.bytes)));
   fmt::print("host caches: {}\n", caches.empty() ? "not reported" : fmt::format("{}", fmt::join(caches, ", ")));
   fmt::print("host threads: {}\n", runtime::ThreadPool::global().num_threads());
@@ -225,7 +225,7 @@ int cmd_run(const Options& o) {
   codegen::CompileOptions co;
   co.cpu = o.cpu;
   co.keep_module = o.emit == "llvm" || o.emit == "asm";
-  const codegen::Cpu& cpu = codegen::resolve_cpu(o.cpu);
+  const target::Cpu& cpu = target::resolve_cpu(o.cpu);
   auto kernel = codegen::compile(lowered.func, co);
   if (o.emit == "ir") fmt::print("{}", ir::to_string(lowered.func));
   if (o.emit == "c") fmt::print("{}", codegen::emit_c(lowered.func));
@@ -493,7 +493,7 @@ int cmd_export(const Options& o) {
     throw Error("export needs the schedule to export: --db DIR (its best record) or --trace FILE");
   codegen::check_export_name(o.export_name);  // before any work
   if (o.export_target == "c" && !o.cpu.empty()) throw Error("--cpu is for --target llvm (C is compiled by your compiler)");
-  if (o.export_target == "llvm") codegen::resolve_cpu(o.cpu);
+  if (o.export_target == "llvm") target::resolve_cpu(o.cpu);
   if (o.threads > 1) throw Error("--threads takes 1 (serial code); without it, parallel loops run on the library's thread pool");
   workloads::Workload w = load(o);
   codegen::ExportOptions eo;
@@ -522,8 +522,8 @@ int cmd_space(const Options& o) {
     target.cpu = o.cpu;
   }
   if (!target.is_gpu()) {
-    const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);  // an unknown name fails here
-    if (o.compile) codegen::check_runs_on_host(cpu);
+    const target::Cpu& cpu = target::resolve_cpu(target.cpu);  // an unknown name fails here
+    if (o.compile) target::check_runs_on_host(cpu);
   }
   if (o.compile && target.is_gpu())
     throw Error("--compile needs a CPU target: CUDA code generation is not available yet (check in the interpreter instead)");
@@ -578,7 +578,7 @@ int main(int argc, char** argv) {
   sample_measure->add_option("--samples", opts.samples, "candidates to measure (default 100)")->check(CLI::PositiveNumber);
   sample_measure->add_option("--records", opts.records, "the records file to append to (JSON lines)")->required()->expected(1);
   sample_measure->add_option("--seed", opts.seed, "seed of the spaces and the samples (default 0)");
-  sample_measure->add_option("--target", opts.target, "llvm (default) or 'llvm -num-cores N -mcpu NAME'");
+  sample_measure->add_option("--target", opts.target, "llvm (default) or 'llvm -mcpu=NAME -num-cores=N'");
   sample_measure->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
   sample_measure->add_option("--batch", opts.batch, "candidates built together before they are measured (default 32)")->check(CLI::PositiveNumber);
   sample_measure->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
@@ -599,7 +599,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--confirm", opts.confirm, "at the end, time the N fastest again, interleaved, and keep the fastest (default 16; 0: off)")
       ->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
-  tune_cmd->add_option("--target", opts.target, "llvm (default) or 'llvm -num-cores N -mcpu NAME'");
+  tune_cmd->add_option("--target", opts.target, "llvm (default) or 'llvm -mcpu=NAME -num-cores=N'");
   tune_cmd->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
   tune_cmd->add_option("--json", opts.json_file, "write {workload, trials, best_latency_s, best_gflops, wall_s, history, best_trace} here");
   auto* model = app.add_subcommand("model", "train a cost model on tuning records, or evaluate one");
@@ -623,7 +623,7 @@ int main(int argc, char** argv) {
                     "name (znver3)");
   space->add_option("--samples", opts.samples, "programs to sample (default 100)")->check(CLI::NonNegativeNumber);
   space->add_flag("--compile", opts.compile, "check at full size with LLVM-compiled code (default: interpreter, scaled down)");
-  space->add_option("--target", opts.target, "llvm (default), 'llvm -num-cores N -mcpu NAME', or cuda");
+  space->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', or 'cuda -arch=sm_90'");
   space->add_option("--json", opts.json_file, "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
   space->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")->required();
   space->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");

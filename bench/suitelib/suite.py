@@ -24,7 +24,7 @@ from .isolated import Worker, WorkerError, save_data
 from .measure import Timed, measure_interleaved
 
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_PRESET = 3  # one shape per family: the third of workloads.md's four
+DEFAULT_PRESET = 3  # one shape per family: the third of docs/workloads.md's four
 TOLERANCE = 1e-3    # max |out - ref| / max(1, max |ref|)
 
 
@@ -64,7 +64,7 @@ def select_workloads(a: argparse.Namespace) -> list[str]:
         chosen = [n.strip().upper() for n in a.workloads.split(",") if n.strip()]
         unknown = [n for n in chosen if n not in names]
         if unknown:
-            raise SuiteError(f"unknown workload '{unknown[0]}' (the presets are {names[0]} ... {names[-1]}, see workloads.md)")
+            raise SuiteError(f"unknown workload '{unknown[0]}' (the presets are {names[0]} ... {names[-1]}, see docs/workloads.md)")
         return chosen
     if a.full:
         return names

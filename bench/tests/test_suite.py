@@ -101,7 +101,7 @@ def test_bad_options_are_one_line_errors(build_dir, tmp_path, capsys):
     assert "--trials must be at least 1" in capsys.readouterr().err
     assert main(["--workloads", "GMM-1,FOO-2", "--out", str(tmp_path)]) == 1
     assert capsys.readouterr().err.strip() == ("bench/suite: unknown workload 'FOO-2' (the presets are GMM-1 ... DENSE_RELU-4, "
-                                               "see workloads.md)")
+                                               "see docs/workloads.md)")
     bad = tmp_path / "bad.json"
     for text, message in [("{", "not JSON (line 1"), ('{"format": 7}', "format 1 expected"),
                           ('{"format": 1, "host": {}, "config": {}, "roofline": {}}', "no 'workloads'")]:

@@ -1,7 +1,7 @@
 /* A C program built on two kernels exported by Tyche — a matrix multiply (gmm.h) and a softmax
  * (softmax.h), both in libkernels.a — with nothing of Tyche at run time. It runs them on its own
  * data, checks the results and prints the time of each. The shapes come from the headers, so any
- * exported GMM and SFM workload works. How to make the kernels: README.md, "Export". */
+ * exported GMM and SFM workload works. How to make the kernels: docs/export.md. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdint.h>

@@ -17,7 +17,8 @@
 
 #include "bindings.h"
 #include "codegen/c_codegen.h"
-#include "codegen/cpu.h"
+#include "target/cpu.h"
+#include "target/target.h"
 #include "codegen/export.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
@@ -49,7 +50,7 @@ Kernel build(const ir::PrimFunc& func, const std::string& cpu) {
   codegen::CompileOptions co;
   co.cpu = cpu;
   co.keep_module = true;  // source("llvm"/"asm")
-  k.cpu = codegen::resolve_cpu(cpu).describe();
+  k.cpu = target::resolve_cpu(cpu).describe();
   k.compiled = codegen::compile(k.lowered, co);
   return k;
 }
@@ -228,7 +229,16 @@ void bind_kernel(nb::module_& m) {
       throw InputError(e.what());
     }
   }, nb::arg("program"), nb::arg("dir"), nb::arg("name"), nb::arg("target"), nb::arg("cpu"), nb::arg("parallel"), nb::arg("library"));
-  m.def("describe_cpu", [](const std::string& cpu) { return codegen::resolve_cpu(cpu).describe(); }, nb::arg("cpu") = "");
+  m.def("parse_target", [](const std::string& text) {
+    target::Target t = target::Target::parse(text);
+    nb::dict d;
+    d["kind"] = t.kind;
+    d["cpu"] = t.cpu;
+    d["num_cores"] = t.num_cores;
+    d["arch"] = t.arch;
+    return d;
+  }, nb::arg("text"), "A target's text form (target/target.h) as a dict: kind, cpu, num_cores, arch.");
+  m.def("describe_cpu", [](const std::string& cpu) { return target::resolve_cpu(cpu).describe(); }, nb::arg("cpu") = "");
   m.def("set_num_threads", [](int n) {
     if (n <= 0) throw InputError("set_num_threads: the count must be positive");
     runtime::ThreadPool::global().set_num_threads(n);

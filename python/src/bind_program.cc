@@ -126,7 +126,7 @@ void bind_program(nb::module_& m) {
   nb::class_<workloads::Workload>(m, "Workload", "A program with a reference implementation: a preset or index notation.")
       .def_ro("name", &workloads::Workload::name)
       .def_ro("op", &workloads::Workload::op)
-      .def_ro("params", &workloads::Workload::params, "The op family's parameter tuple (workloads.md's order; empty for a formula).")
+      .def_ro("params", &workloads::Workload::params, "The op family's parameter tuple (docs/workloads.md's order; empty for a formula).")
       .def_ro("shape", &workloads::Workload::shape)
       .def_ro("flop", &workloads::Workload::flop)
       .def_ro("func", &workloads::Workload::func)

@@ -1,4 +1,4 @@
-"""Independent numpy implementations of the 14 operator families of workloads.md.
+"""Independent numpy implementations of the 14 operator families of docs/workloads.md.
 
 For every family's preset 1, scaled down, the test checks that
   (a) the numpy implementation equals the workload's native (C++) reference, and
@@ -15,7 +15,7 @@ RTOL = ATOL = 1e-4
 
 
 def out_size(n, k, stride, pad, dilation=1):
-    """(in + 2·pad − dilation·(K−1) − 1) // stride + 1, the output extent of workloads.md."""
+    """(in + 2·pad − dilation·(K−1) − 1) // stride + 1, the output extent of docs/workloads.md."""
     return (n + 2 * pad - dilation * (k - 1) - 1) // stride + 1
 
 

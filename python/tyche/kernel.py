@@ -138,19 +138,12 @@ class Kernel:
 def build(program: Any, target: str = "llvm", cpu: str = "") -> Kernel:
     """Lowers and compiles a PrimFunc, a Workload, a Schedule (its program) or a tuning result (its
     best program) with LLVM, for ``cpu`` ("host", "x86-64-v3", ...; default: TYCHE_CPU or the host).
-    ``target`` may also be "llvm -mcpu NAME"."""
-    parts = target.split()
-    if not parts or parts[0] != "llvm":
+    ``target`` may also name the CPU: "llvm -mcpu=NAME"."""
+    if not target.split() or target.split()[0] != "llvm":
         raise _tyche.InputError(f"build: unknown target '{target}' (this build generates code for llvm, the CPU)")
-    if "-mcpu" in parts:
-        i = parts.index("-mcpu")
-        if i + 1 >= len(parts):
-            raise _tyche.InputError("build: -mcpu needs a CPU name")
-        cpu = parts[i + 1]
+    cpu = _tyche.parse_target(target)["cpu"] or cpu
     if hasattr(program, "best_schedule"):  # a tuning result: its best program, for the CPU it was tuned for
-        tuned = program.target.split()
-        if not cpu and "-mcpu" in tuned and tuned.index("-mcpu") + 1 < len(tuned):
-            cpu = tuned[tuned.index("-mcpu") + 1]
+        cpu = cpu or _tyche.parse_target(program.target)["cpu"]
         program = program.best_schedule()
     if hasattr(program, "_native") and not isinstance(program, Kernel):
         program = program._native
@@ -162,14 +155,13 @@ def export(program: Any, name: str, out_dir: str, target: str = "llvm", cpu: str
     """Writes the program (a PrimFunc, Workload, Schedule or tuning result, as ``build`` takes) as
     ``out_dir/name.h`` and a static library ``out_dir/lib<library or name>.a`` for ``cpu`` (target
     "llvm"), or as portable C (target "c"): code a C program links with nothing of Tyche at run
-    time, as ``tyche export`` writes it (README, Export). ``threads=1`` exports serial code.
+    time, as ``tyche export`` writes it (docs/export.md). ``threads=1`` exports serial code.
     Returns the paths written; a bad name, CPU, target or directory raises InputError."""
     if threads not in (0, 1):
         raise _tyche.InputError("export: threads takes 1 (serial code) or 0 (the library's thread pool)")
     if hasattr(program, "best_schedule"):  # a tuning result: its best program, for the CPU it was tuned for
-        tuned = program.target.split()
-        if not cpu and target == "llvm" and "-mcpu" in tuned and tuned.index("-mcpu") + 1 < len(tuned):
-            cpu = tuned[tuned.index("-mcpu") + 1]
+        if not cpu and target == "llvm":
+            cpu = _tyche.parse_target(program.target)["cpu"]
         program = program.best_schedule()
     if hasattr(program, "_native") and not isinstance(program, Kernel):
         program = program._native

@@ -19,7 +19,7 @@
 #include <sstream>
 
 #include "codegen/c_codegen.h"
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "codegen/runtime_symbols.h"
 #include "ir/op.h"
@@ -288,7 +288,7 @@ std::string export_header(const ir::PrimFunc& func, const ExportOptions& o) {
   std::vector<std::string> names = parameter_names(func);
   size_t num_inputs = func->params.size() - static_cast<size_t>(func->num_outputs);
   std::string code = o.target == "c" ? "portable C11"
-                                     : fmt::format("machine code for {}", resolve_cpu(o.cpu).describe());
+                                     : fmt::format("machine code for {}", target::resolve_cpu(o.cpu).describe());
   std::ostringstream h;
   h << fmt::format("/* {}.h: the kernel {}, exported by Tyche (tyche export).\n", n, n);
   if (!o.description.empty()) h << fmt::format(" * {}\n", comment_text(o.description));

@@ -18,7 +18,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "codegen/llvm_emitter.h"
 #include "codegen/runtime_symbols.h"
@@ -40,7 +40,7 @@ void initialize_llvm() {
 }
 
 // Position-independent code for export: a user's program is usually a PIE, or a shared library.
-llvm::orc::JITTargetMachineBuilder target_builder(const Cpu& cpu, bool pic = false) {
+llvm::orc::JITTargetMachineBuilder target_builder(const target::Cpu& cpu, bool pic = false) {
   initialize_llvm();
   llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(llvm::sys::getProcessTriple())};
   jtmb.setCPU(cpu.llvm_cpu);
@@ -76,7 +76,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
 }
 
 // Code generation consumes the module it runs on.
-std::string emit_file(llvm::Module& m, const Cpu& cpu, llvm::CodeGenFileType type, bool pic = false) {
+std::string emit_file(llvm::Module& m, const target::Cpu& cpu, llvm::CodeGenFileType type, bool pic = false) {
   auto tm = unwrap(target_builder(cpu, pic).createTargetMachine(), "target machine");
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
@@ -87,13 +87,13 @@ std::string emit_file(llvm::Module& m, const Cpu& cpu, llvm::CodeGenFileType typ
 }
 
 // The same from a module that must stay as it is (the kept copy).
-std::string emit_file_from_copy(const llvm::Module& m, const Cpu& cpu, llvm::CodeGenFileType type) {
+std::string emit_file_from_copy(const llvm::Module& m, const target::Cpu& cpu, llvm::CodeGenFileType type) {
   std::unique_ptr<llvm::Module> clone = llvm::CloneModule(m);
   return emit_file(*clone, cpu, type);
 }
 
 // Emits, verifies and optimizes the module for `cpu`.
-std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const Cpu& cpu,
+std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const target::Cpu& cpu,
                                                const CompileOptions& options, bool for_export = false) {
   detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes,
                          .cpu = cpu.llvm_cpu,
@@ -117,7 +117,7 @@ std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm
 
 // A JIT with the runtime's symbols and the process's (libc, libm, libgcc_s) available. Generated
 // code calls nothing else: no compiler-rt helpers (codegen tests check every CPU level).
-std::unique_ptr<llvm::orc::LLJIT> make_jit(const Cpu& cpu) {
+std::unique_ptr<llvm::orc::LLJIT> make_jit(const target::Cpu& cpu) {
   auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target_builder(cpu)).create(), "creating the JIT");
   llvm::orc::JITDylib& jd = jit->getMainJITDylib();
   llvm::orc::SymbolMap runtime_symbols;
@@ -149,9 +149,9 @@ std::vector<int64_t> elems_of(const ir::PrimFunc& f) {
 
 class LLVMKernel : public CompiledKernel {
  public:
-  LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options) : cpu_(&resolve_cpu(options.cpu)) {
+  LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options) : cpu_(&target::resolve_cpu(options.cpu)) {
     auto start = std::chrono::steady_clock::now();
-    check_runs_on_host(*cpu_);
+    target::check_runs_on_host(*cpu_);
     name_ = lowered->name;
     has_signature_ = true;
     param_elems_ = elems_of(lowered);
@@ -170,7 +170,7 @@ class LLVMKernel : public CompiledKernel {
   }
 
   // A kernel loaded from an object file.
-  LLVMKernel(const std::string& object_path, const std::string& name) : cpu_(&resolve_cpu("host")) {
+  LLVMKernel(const std::string& object_path, const std::string& name) : cpu_(&target::resolve_cpu("host")) {
     auto start = std::chrono::steady_clock::now();
     name_ = name;
     auto buffer = llvm::MemoryBuffer::getFile(object_path);
@@ -206,7 +206,7 @@ class LLVMKernel : public CompiledKernel {
     return *kept_;
   }
 
-  const Cpu* cpu_;
+  const target::Cpu* cpu_;
   std::unique_ptr<llvm::LLVMContext> ctx_;  // of the kept module
   std::unique_ptr<llvm::Module> kept_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
@@ -242,7 +242,7 @@ std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const Compi
 }
 
 void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, const CompileOptions& options) {
-  const Cpu& cpu = resolve_cpu(options.cpu);
+  const target::Cpu& cpu = target::resolve_cpu(options.cpu);
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod = optimized_module(lowered, ctx, cpu, options);
   std::string obj = emit_file(*mod, cpu, llvm::CodeGenFileType::ObjectFile);
@@ -251,7 +251,7 @@ void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, con
 }
 
 std::string compile_export_object(const ir::PrimFunc& lowered, const CompileOptions& options) {
-  const Cpu& cpu = resolve_cpu(options.cpu);
+  const target::Cpu& cpu = target::resolve_cpu(options.cpu);
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod = optimized_module(lowered, ctx, cpu, options, /*for_export=*/true);
   return emit_file(*mod, cpu, llvm::CodeGenFileType::ObjectFile, /*pic=*/true);

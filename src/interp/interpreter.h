@@ -3,7 +3,7 @@
 // nodes with every variable and buffer resolved to a slot, then run; nothing is looked up by name
 // or hashed while executing.
 //
-// Semantics worth knowing (DESIGN.md §7 relies on them):
+// Semantics worth knowing (the tests of generated code rely on them):
 //  - every ForKind runs as a serial loop; thread bindings are ordinary loops;
 //  - a block runs when its predicate holds; its `init` runs when every reduce iter var is at its
 //    domain minimum; an iter value outside its domain is an error (a broken schedule);

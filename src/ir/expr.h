@@ -1,4 +1,4 @@
-// Expressions of the tensor IR (DESIGN.md §3).
+// Expressions of the tensor IR (docs/architecture.md, "The IR").
 #pragma once
 
 #include <cstdint>

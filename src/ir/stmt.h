@@ -1,4 +1,4 @@
-// Statements of the tensor IR (DESIGN.md §3): loops, blocks and stores.
+// Statements of the tensor IR (docs/architecture.md, "The IR"): loops, blocks and stores.
 #pragma once
 
 #include <cstdint>

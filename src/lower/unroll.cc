@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "arith/const_int_bound.h"
+#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "lower/lower.h"
@@ -22,10 +23,6 @@
 namespace tyche::lower {
 
 namespace {
-
-// The annotation keys tune/space/annotations.h names (lowering does not include tune).
-constexpr const char* kAutoUnrollMaxStep = "pragma_auto_unroll_max_step";
-constexpr const char* kUnrollExplicit = "pragma_unroll_explicit";
 
 int64_t int_annotation(const ir::Annotations& ann, const char* key, int64_t absent) {
   auto it = ann.find(key);
@@ -69,8 +66,8 @@ class Unroller : public ir::StmtExprMutator {
  protected:
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
     int64_t outer_max_step = auto_max_step_;
-    if (n->annotations.count(kAutoUnrollMaxStep))
-      auto_max_step_ = int_annotation(n->annotations, kUnrollExplicit, 1) != 0 ? int_annotation(n->annotations, kAutoUnrollMaxStep, 0) : 0;
+    if (n->annotations.count(ir::ann::kAutoUnrollMaxStep))
+      auto_max_step_ = int_annotation(n->annotations, ir::ann::kUnrollExplicitPragma, 1) != 0 ? int_annotation(n->annotations, ir::ann::kAutoUnrollMaxStep, 0) : 0;
     int64_t max_step = auto_max_step_;
     ir::Stmt body = mutate_stmt(n->body);  // inner loops first
     auto_max_step_ = outer_max_step;

@@ -1,6 +1,6 @@
 #include "runtime/time_evaluator.h"
 
-#include "runtime/host_info.h"
+#include "target/host.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +23,7 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 void flush_cpu_cache() {
   // A quarter more than the last-level cache (a 300 MiB one on the machines these run on; a
   // fixed 64 MiB buffer left most of it warm).
-  static std::vector<char> buffer(last_level_cache_bytes(size_t{64} << 20) / 4 * 5);
+  static std::vector<char> buffer(target::last_level_cache_bytes(size_t{64} << 20) / 4 * 5);
   char acc = 0;
   for (size_t i = 0; i < buffer.size(); i += 64) {
     buffer[i] = static_cast<char>(buffer[i] + 1);

@@ -1,6 +1,6 @@
 // Instructions: every schedule primitive and sampling instruction is an InstructionKind defined
 // once (name, typed parameters, outputs, decision type, apply). The Schedule's typed methods,
-// tracing, replay, JSON and the text form all work from that one definition (DESIGN.md §4).
+// tracing, replay, JSON and the text form all work from that one definition (docs/architecture.md, "Instructions and traces").
 // Kinds are listed in one explicit table (instruction_registry.cc).
 #pragma once
 

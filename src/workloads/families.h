@@ -1,4 +1,4 @@
-// The operator families of workloads.md, one table entry each: every fact about a family (its
+// The operator families of docs/workloads.md, one table entry each: every fact about a family (its
 // parameters, presets, groups, dilation, capsule size, how it scales down, its TE definition) is
 // written once here, and the reference implementations, the presets and the scale-down rules
 // read it.
@@ -31,7 +31,7 @@ struct Family {
   std::function<std::vector<te::Tensor>(const Family&, const std::vector<int64_t>&)> build;
 };
 
-// Every family, in workloads.md order.
+// Every family, in docs/workloads.md order.
 const std::vector<Family>& families();
 // The family named `name` (case-insensitive), or nullptr.
 const Family* find_family(const std::string& name);

@@ -30,7 +30,7 @@ std::vector<runtime::NDArray> random_index_notation_inputs(const te::IndexNotati
 std::vector<runtime::NDArray> evaluate_index_notation(const te::IndexNotationProgram& program,
                                                       const std::vector<runtime::NDArray>& inputs);
 
-// FLOPs, following workloads.md. Every arithmetic node of a right-hand side (+ - * /, unary
+// FLOPs, following docs/workloads.md. Every arithmetic node of a right-hand side (+ - * /, unary
 // minus, and each call: max, min, exp, log, sqrt, tanh, sigmoid, abs) counts 1; numbers and
 // tensor reads count 0. An element-wise statement costs (its ops) per output element; a
 // reduction costs (its ops + 1 for the combining +, max or min) per point of its iteration space

@@ -1,7 +1,7 @@
-// Plain C++ reference implementations of the preset operators (workloads.md): loops over host
+// Plain C++ reference implementations of the preset operators (docs/workloads.md): loops over host
 // tensors that never go through the IR, so they can serve as the correctness oracle for every
 // scheduled and compiled program. Layouts, parameter tuples and FLOP conventions follow
-// workloads.md; all tensors are float32, padding is zero padding.
+// docs/workloads.md; all tensors are float32, padding is zero padding.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +17,11 @@ struct TensorShapes {
   std::vector<std::vector<int64_t>> inputs, outputs;
 };
 
-// The 14 operator names in workloads.md order:
+// The 14 operator names in docs/workloads.md order:
 // GMM C1D C2D C3D GRP DIL DEP T2D CAP NRM SFM CBR TBG DENSE_RELU.
 const std::vector<std::string>& reference_ops();
 
-// Shapes for op `op` with the parameter tuple of workloads.md (GMM: {B,N,M,K}, ...). GRP and DIL
+// Shapes for op `op` with the parameter tuple of docs/workloads.md (GMM: {B,N,M,K}, ...). GRP and DIL
 // take the 8-value C2D tuple {N,H,W,CI,CO,K,stride,pad}; their groups (4) and dilation (2) are
 // fixed. Op names match case-insensitively. Throws tyche::Error for an unknown op, a wrong
 // parameter count, a non-positive extent/stride, a negative pad or an empty output.

@@ -1,4 +1,4 @@
-// The preset operator suite of workloads.md (`GMM-1` ... `DENSE_RELU-4`) and workloads written in
+// The preset operator suite of docs/workloads.md (`GMM-1` ... `DENSE_RELU-4`) and workloads written in
 // index notation: each is an unscheduled PrimFunc plus a reference that does not use the IR.
 #pragma once
 
@@ -24,7 +24,7 @@ struct Workload {
   std::string shape;
 };
 
-// Names of the 14 op families in workloads.md order, and their parameter names.
+// Names of the 14 op families in docs/workloads.md order, and their parameter names.
 const std::vector<std::string>& op_names();
 const std::vector<std::string>& param_names(const std::string& op);
 // The four parameter tuples of an op family (index 0..3 = `<OP>-1`..`<OP>-4`).

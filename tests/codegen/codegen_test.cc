@@ -8,7 +8,7 @@
 
 #include "../common/exhausting_kernel.h"
 #include "../common/sanitizers.h"
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
@@ -212,7 +212,7 @@ TEST(Codegen, AssemblyUsesFullWidthFmaAndObjectsAreElf) {
   auto k = build(sch.func(), o);
   std::string asm_text = k->assembly();
   // What the CPU (TYCHE_CPU, else the host) offers is used: FMA, and the widest registers.
-  const Cpu& cpu = resolve_cpu("");
+  const target::Cpu& cpu = target::resolve_cpu("");
   EXPECT_THAT(asm_text, HasSubstr(cpu.has("fma") ? "vfmadd" : "mulps"));
   const char* widest = cpu.vector_bits() == 512 ? "zmm" : cpu.vector_bits() == 256 ? "ymm" : "xmm";
   EXPECT_THAT(asm_text, HasSubstr(widest));

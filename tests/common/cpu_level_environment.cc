@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 
 namespace {
 
@@ -13,7 +13,7 @@ class CpuLevelEnvironment : public ::testing::Environment {
   void SetUp() override {
     const char* level = std::getenv("TYCHE_CPU");
     if (!level || !*level) return;
-    std::vector<std::string> missing = tyche::codegen::missing_on_host(tyche::codegen::resolve_cpu(level));
+    std::vector<std::string> missing = tyche::target::missing_on_host(tyche::target::resolve_cpu(level));
     if (!missing.empty()) GTEST_SKIP() << "this host cannot run code for " << level << " (it lacks " << missing.front() << ", ...)";
   }
 };

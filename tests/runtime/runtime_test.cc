@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "../common/sanitizers.h"
-#include "runtime/host_info.h"
+#include "target/host.h"
 #include "runtime/module.h"
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
@@ -193,7 +193,7 @@ TEST(TimeEvaluator, FlushingTheArgumentsMakesEveryRepeatCold) {
   // whatever the build does to the loop around it. L2 against memory is an order of magnitude
   // on every host; the bound is twice the warm median measured here.
   constexpr size_t kLine = 16;  // 4-byte words per 64-byte line
-  size_t bytes = std::max<size_t>(data_cache_bytes(2, size_t{256} << 10) / 2, size_t{64} << 10);
+  size_t bytes = std::max<size_t>(target::data_cache_bytes(2, size_t{256} << 10) / 2, size_t{64} << 10);
   std::vector<uint32_t> data(bytes / sizeof(uint32_t));
   std::vector<uint32_t> order(data.size() / kLine);
   std::iota(order.begin(), order.end(), 0u);
@@ -214,28 +214,6 @@ TEST(TimeEvaluator, FlushingTheArgumentsMakesEveryRepeatCold) {
   TimeResult cold = time_function(chase, options);
   EXPECT_GT(cold.min, 2 * warm.median) << bytes / 1024 << " KiB: cold " << cold.min * 1e6 << " us, warm "
                                        << warm.median * 1e6 << " us";
-}
-
-TEST(HostInfo, CachesAreConsistentWhateverTheHostReports) {
-  std::vector<CacheInfo> caches = cpu_caches();
-  size_t largest = 0;
-  for (const CacheInfo& c : caches) {
-    EXPECT_GE(c.level, 1);
-    EXPECT_GT(c.bytes, 0u);
-    largest = std::max(largest, c.bytes);
-    if (c.type != "Instruction") {
-      EXPECT_EQ(data_cache_bytes(c.level, 1), c.bytes);
-    }
-  }
-  EXPECT_EQ(last_level_cache_bytes(7), caches.empty() ? 7 : largest);
-  EXPECT_EQ(data_cache_bytes(99, 5), 5u);  // not reported: the fallback
-  // An outer level is never smaller than an inner one.
-  for (int level = 2; level <= 4; ++level) {
-    size_t inner = data_cache_bytes(level - 1, 0), outer = data_cache_bytes(level, 0);
-    if (inner && outer) {
-      EXPECT_GE(outer, inner) << "L" << level;
-    }
-  }
 }
 
 int32_t add_one(void* const* args) {

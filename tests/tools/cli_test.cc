@@ -242,8 +242,7 @@ TEST(CliRun, GeneratesCodeForTheCpuAsked) {
   EXPECT_THAT(c.out, testing::HasSubstr("host levels: x86-64 x86-64-v2"));
   Result s = run("space GMM-1 --samples 2 --compile --cpu x86-64-v2");
   EXPECT_EQ(s.code, 0) << s.err;
-  EXPECT_THAT(s.out, testing::HasSubstr("on llvm -num-cores"));
-  EXPECT_THAT(s.out, testing::HasSubstr("-mcpu x86-64-v2"));
+  EXPECT_THAT(s.out, testing::HasSubstr("on llvm -mcpu=x86-64-v2 -num-cores="));
 }
 
 TEST(CliRun, CpusThatAreUnknownOrCannotRunHereAreOneLineErrors) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's export example, on small shapes: two kernels exported into one library from
+# The export example of docs/export.md, on small shapes: two kernels exported into one library from
 # traces, examples/export built with CMake against it, run; its results are checked by itself.
 #   export_example.sh TYCHE_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail

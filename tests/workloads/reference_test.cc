@@ -401,7 +401,7 @@ TEST(Reference, DenseReluIsClippedGmm) {
   EXPECT_GT(clipped, 0);
 }
 
-// The 56 presets of workloads.md.
+// The 56 presets of docs/workloads.md.
 const std::map<std::string, std::vector<Params>>& presets() {
   static const std::map<std::string, std::vector<Params>> p = {
       {"GMM", {{1, 128, 128, 128}, {1, 512, 32, 512}, {1, 512, 512, 512}, {1, 1024, 1024, 1024}}},

@@ -38,7 +38,7 @@ struct RecordWorkload {
 struct RecordTarget {
   std::string kind = "llvm";
   int num_cores = 1;
-  std::string cpu = "host";  // what code was generated for (codegen/cpu.h)
+  std::string cpu = "host";  // what code was generated for (target/cpu.h)
   std::string llvm_cpu, cpu_model, features;
 };
 

@@ -9,7 +9,7 @@
 #include <limits>
 #include <unordered_set>
 
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "ir/structural.h"
 #include "support/error.h"
 #include "support/random.h"
@@ -23,8 +23,8 @@ namespace tyche::tune {
 
 SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
   if (target.is_gpu()) throw Error("sample-measure: CUDA kernels cannot be run yet (measure an llvm target)");
-  const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);
-  codegen::check_runs_on_host(cpu);
+  const target::Cpu& cpu = target::resolve_cpu(target.cpu);
+  target::check_runs_on_host(cpu);
   if (options.records_path.empty()) throw Error("sample-measure: no records file");
   {  // fail before any work if the file cannot be written
     FILE* f = std::fopen(options.records_path.c_str(), "a");

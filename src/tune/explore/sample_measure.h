@@ -9,7 +9,7 @@
 #include <string>
 
 #include "tune/measure/runner.h"
-#include "tune/space/target.h"
+#include "tune/core/context.h"
 #include "workloads/workloads.h"
 
 namespace tyche::tune {

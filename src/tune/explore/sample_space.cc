@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
-#include "lower/lower.h"
+#include "support/error.h"
+#include "tune/measure/builder.h"
 #include "tune/postproc/candidate.h"
 #include "runtime/compare.h"
 
@@ -21,10 +21,11 @@ std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::N
                           const std::vector<runtime::NDArray>& expected, bool compile, const std::string& cpu) {
   std::vector<runtime::NDArray> actual;
   if (compile) {
-    auto kernel = codegen::compile(lower::lower(func).func, codegen::CompileOptions{.cpu = cpu});
+    BuildResult built = Builder(BuilderOptions{.cpu = cpu}).build({func})[0];
+    if (!built.ok()) throw Error(built.error);
     std::vector<runtime::NDArray> args = inputs;
     for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
-    kernel->run(args);
+    built.kernel->run(args);
     actual.assign(args.begin() + static_cast<std::ptrdiff_t>(inputs.size()), args.end());
   } else {
     actual = interp::run_on_inputs(func, inputs);

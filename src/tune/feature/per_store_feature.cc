@@ -23,6 +23,7 @@
 
 #include "ir/var_use.h"
 #include "arith/linear.h"
+#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "lower/lower.h"
@@ -202,7 +203,7 @@ class Extractor : public ir::StmtExprVisitor {
     Loop l{n->loop_var.get(), 0, 1, n->for_kind, n->thread_tag};
     if (auto m = ir::as_const_int(n->min)) l.min = *m;
     if (auto e = ir::as_const_int(n->extent)) l.extent = std::max<int64_t>(1, *e);
-    auto it = n->annotations.find("pragma_auto_unroll_max_step");
+    auto it = n->annotations.find(ir::ann::kAutoUnrollMaxStep);
     if (it != n->annotations.end())
       if (const int64_t* v = std::get_if<int64_t>(&it->second)) l.auto_unroll = *v;
     loops_.push_back(l);

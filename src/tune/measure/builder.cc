@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "lower/lower.h"
 #include "support/error.h"
 
@@ -55,7 +55,7 @@ BuildResult build_one(const ir::PrimFunc& func, const std::string& object_path, 
 }  // namespace
 
 Builder::Builder(BuilderOptions options) : options_(std::move(options)) {
-  codegen::check_runs_on_host(codegen::resolve_cpu(options_.cpu));
+  target::check_runs_on_host(target::resolve_cpu(options_.cpu));
   if (options_.max_workers <= 0) options_.max_workers = std::max(1u, std::thread::hardware_concurrency());
   if (!options_.object_dir.empty()) std::filesystem::create_directories(options_.object_dir);
 }

@@ -18,7 +18,7 @@ struct BuilderOptions {
   int max_workers = 0;         // 0: one per hardware thread
   double timeout_s = 30;       // per candidate
   std::string object_dir = {};  // non-empty: write object files here for the isolated runner
-  std::string cpu = {};         // code for this CPU (codegen/cpu.h; "" = default); must run here
+  std::string cpu = {};         // code for this CPU (target/cpu.h; "" = default); must run here
 };
 
 struct BuildResult {

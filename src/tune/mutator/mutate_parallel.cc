@@ -1,7 +1,7 @@
 // MutateParallel: another meta_schedule.parallel limit on the root block. Only limits that change
 // how many outer loops some block fuses into its parallel loop are worth a candidate, so the
 // trace is replayed and each block's plan is found with the RewriteParallelVectorizeUnroll
-// postprocessor's own rule (tune/space/parallel_plan.h); limits with the same plans are one
+// postprocessor's own rule (tune/core/parallel_plan.h); limits with the same plans are one
 // candidate.
 #include <limits>
 #include <set>
@@ -9,8 +9,8 @@
 #include "schedule/analysis.h"
 #include "schedule/schedule.h"
 #include "tune/mutator/mutator.h"
-#include "tune/space/annotations.h"
-#include "tune/space/parallel_plan.h"
+#include "ir/annotation_keys.h"
+#include "tune/core/parallel_plan.h"
 
 namespace tyche::tune {
 
@@ -28,7 +28,7 @@ class MutateParallel : public Mutator {
     std::optional<size_t> index;
     for (size_t i = 0; i < trace.size(); ++i) {
       const schedule::Instruction& inst = trace.instructions()[i];
-      if (inst.is(schedule::kind_annotate()) && inst.arg("ann_key").s == ann::kParallel &&
+      if (inst.is(schedule::kind_annotate()) && inst.arg("ann_key").s == ir::ann::kParallel &&
           inst.arg("ann_val").kind == Value::Kind::kInt)
         index = i;
     }

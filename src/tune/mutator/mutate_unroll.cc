@@ -4,7 +4,7 @@
 
 #include "tune/mutator/categorical.h"
 #include "tune/mutator/mutator.h"
-#include "tune/space/annotations.h"
+#include "ir/annotation_keys.h"
 
 namespace tyche::tune {
 
@@ -23,7 +23,7 @@ class MutateUnroll : public Mutator {
       if (!inst.is(schedule::kind_annotate())) continue;
       const std::string& key = inst.arg("ann_key").s;
       const Value& value = inst.arg("ann_val");
-      if (value.kind == Value::Kind::kExprRV && (key == ann::kUnrollExplicit || key == ann::kUnrollImplicit))
+      if (value.kind == Value::Kind::kExprRV && (key == ir::ann::kUnrollExplicit || key == ir::ann::kUnrollImplicit))
         unroll_values.insert(value.i);
     }
     return redraw_categorical(trace, unroll_values, rng);

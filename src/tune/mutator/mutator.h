@@ -11,7 +11,7 @@
 
 #include "schedule/trace.h"
 #include "support/random.h"
-#include "tune/space/target.h"
+#include "tune/core/context.h"
 
 namespace tyche::tune {
 

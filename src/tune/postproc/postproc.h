@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "schedule/schedule.h"
-#include "tune/space/target.h"
+#include "tune/core/context.h"
 
 namespace tyche::tune {
 
@@ -34,7 +34,7 @@ PostprocPtr rewrite_cooperative_fetch();
 // vectorizes the innermost spatial loops within the vectorize limit; puts the unroll limit on the
 // outermost loop as pragma_auto_unroll_max_step (lowering unrolls what fits). Removes the
 // annotations. Which loops may join the parallel loop (shared with MutateParallel) is in
-// tune/space/parallel_plan.h; implicit unroll (pragma_unroll_explicit = 0) leaves the
+// tune/core/parallel_plan.h; implicit unroll (pragma_unroll_explicit = 0) leaves the
 // loops to the back-end compiler.
 PostprocPtr rewrite_parallel_vectorize_unroll();
 // decompose_reduction of every reduction block with an init at its outermost loop that drives a

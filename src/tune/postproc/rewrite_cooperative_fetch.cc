@@ -19,7 +19,7 @@
 #include "ir/op.h"
 #include "schedule/analysis.h"
 #include "tune/postproc/postproc.h"
-#include "tune/space/annotations.h"
+#include "ir/annotation_keys.h"
 
 namespace tyche::tune {
 
@@ -34,7 +34,7 @@ const ir::BlockNode* next_annotated(const Schedule& sch) {
   const ir::BlockNode* found = nullptr;
   ir::post_order_visit(sch.func()->body, [&](const ir::Stmt& s) {
     const auto* b = s.as<ir::BlockNode>();
-    if (!found && b && b->annotations.count(ann::kCooperativeFetch)) found = b;
+    if (!found && b && b->annotations.count(ir::ann::kCooperativeFetch)) found = b;
   });
   return found;
 }
@@ -46,11 +46,11 @@ class RewriteCooperativeFetch : public Postproc {
   Status apply(Schedule& sch) override {
     // Each round removes one annotation, so this terminates.
     while (const ir::BlockNode* b = next_annotated(sch)) {
-      const ir::AnnotationValue& value = b->annotations.at(ann::kCooperativeFetch);
+      const ir::AnnotationValue& value = b->annotations.at(ir::ann::kCooperativeFetch);
       if (!std::holds_alternative<int64_t>(value))
         return schedule::ScheduleError(
             schedule::ErrorCode::kInvalidAnnotation,
-            fmt::format("block '{}': {} must be an integer vector length", b->name, ann::kCooperativeFetch));
+            fmt::format("block '{}': {} must be an integer vector length", b->name, ir::ann::kCooperativeFetch));
       if (Status s = rewrite(sch, b->name, std::get<int64_t>(value)); !s) return s;
     }
     return schedule::ok_status();
@@ -59,7 +59,7 @@ class RewriteCooperativeFetch : public Postproc {
  private:
   static Status rewrite(Schedule& sch, const std::string& name, int64_t vector_len) {
     TYCHE_TRY_ASSIGN(block, sch.get_block(name));
-    TYCHE_TRY_ASSIGN(unannotated, sch.unannotate(block, ann::kCooperativeFetch));
+    TYCHE_TRY_ASSIGN(unannotated, sch.unannotate(block, ir::ann::kCooperativeFetch));
     (void)unannotated;
     TYCHE_TRY_ASSIGN(loops, sch.get_loops(block));
     const schedule::SRef block_sref = sch.block_sref(block).value();

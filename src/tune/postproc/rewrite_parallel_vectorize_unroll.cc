@@ -7,7 +7,7 @@
 //   constant extent >= 1, unannotated, the only statement of the previous taken loop's body,
 //   with a range independent of the taken loops, and safe to run in parallel (only spatial
 //   iterators depend on it, and no reduction under it ignores it); the first always, then the
-//   next while the product of those taken is below L (tune/space/parallel_plan.h, shared with
+//   next while the product of those taken is below L (tune/core/parallel_plan.h, shared with
 //   MutateParallel). Several are fused; the result is parallel().
 // - vectorize (limit V > 0): for every leaf block at or under it, the block's loops from the
 //   innermost outwards while each is serial, of constant extent, unannotated, has as body
@@ -30,8 +30,8 @@
 #include "ir/var_use.h"
 #include "schedule/analysis.h"
 #include "tune/postproc/postproc.h"
-#include "tune/space/annotations.h"
-#include "tune/space/parallel_plan.h"
+#include "ir/annotation_keys.h"
+#include "tune/core/parallel_plan.h"
 
 namespace tyche::tune {
 
@@ -134,14 +134,14 @@ class RewriteParallelVectorizeUnroll : public Postproc {
     // Copies: unannotate replaces the root node.
     const std::string root_name = sch.state().root()->as_block()->name;
     const ir::Annotations ann = sch.state().root()->as_block()->annotations;
-    TYCHE_TRY_ASSIGN(parallel, read_int(ann, ann::kParallel));
-    TYCHE_TRY_ASSIGN(vectorize, read_int(ann, ann::kVectorize));
-    TYCHE_TRY_ASSIGN(unroll_explicit, read_int(ann, ann::kUnrollExplicit));
-    TYCHE_TRY_ASSIGN(unroll_implicit, read_int(ann, ann::kUnrollImplicit));
+    TYCHE_TRY_ASSIGN(parallel, read_int(ann, ir::ann::kParallel));
+    TYCHE_TRY_ASSIGN(vectorize, read_int(ann, ir::ann::kVectorize));
+    TYCHE_TRY_ASSIGN(unroll_explicit, read_int(ann, ir::ann::kUnrollExplicit));
+    TYCHE_TRY_ASSIGN(unroll_implicit, read_int(ann, ir::ann::kUnrollImplicit));
     if (!parallel && !vectorize && !unroll_explicit && !unroll_implicit) return schedule::ok_status();
 
     TYCHE_TRY_ASSIGN(root_rv, sch.get_block(root_name));
-    for (const char* key : {ann::kParallel, ann::kVectorize, ann::kUnrollExplicit, ann::kUnrollImplicit}) {
+    for (const char* key : {ir::ann::kParallel, ir::ann::kVectorize, ir::ann::kUnrollExplicit, ir::ann::kUnrollImplicit}) {
       if (!ann.count(key)) continue;
       if (Status s = sch.unannotate(root_rv, key); !s) return s;
     }
@@ -161,8 +161,8 @@ class RewriteParallelVectorizeUnroll : public Postproc {
       if (loops.empty()) continue;
       TYCHE_TRY_ASSIGN(outer, sch.loop_sref(loops[0]));
       if (!unroll_done.insert(outer.get()).second) continue;  // a nest shared with an earlier block
-      if (Status s = sch.annotate(loops[0], ann::kAutoUnrollMaxStep, unroll); !s) return s;
-      if (Status s = sch.annotate(loops[0], ann::kUnrollExplicitPragma, int64_t{unroll_explicit ? 1 : 0}); !s) return s;
+      if (Status s = sch.annotate(loops[0], ir::ann::kAutoUnrollMaxStep, unroll); !s) return s;
+      if (Status s = sch.annotate(loops[0], ir::ann::kUnrollExplicitPragma, int64_t{unroll_explicit ? 1 : 0}); !s) return s;
     }
     return schedule::ok_status();
   }

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "ir/structural.h"
-#include "runtime/host_info.h"
+#include "target/host.h"
 #include "support/error.h"
 #include "tune/postproc/candidate.h"
 
@@ -32,8 +32,8 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
 
 RecordTarget record_target(const Target& target) {
   if (target.is_gpu()) return RecordTarget{"cuda", 1, "", "", "", ""};
-  const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);
-  return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, runtime::cpu_model_name(), cpu.feature_string};
+  const target::Cpu& cpu = target::resolve_cpu(target.cpu);
+  return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string};
 }
 
 std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,

@@ -18,7 +18,7 @@ namespace tyche::tune {
 std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRecord*>& records, const TuneContext& context,
                                                const std::vector<PostprocPtr>& postprocs);
 
-// How a record names code generated for `target` on this machine: its CPU (codegen/cpu.h), the
+// How a record names code generated for `target` on this machine: its CPU (target/cpu.h), the
 // LLVM name, the model name /proc/cpuinfo gives and the feature list.
 RecordTarget record_target(const Target& target);
 

@@ -2,7 +2,7 @@
 // short matrix) has nothing to parallelize; rfactor turns part of the reduction into a spatial
 // axis. The fused reduction loop is split by a sampled factor and either part factored out,
 // besides the design that leaves the block alone.
-#include "tune/space/annotations.h"
+#include "ir/annotation_keys.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
 
@@ -44,7 +44,7 @@ class AddRFactor : public ScheduleRule {
     int factor_axis = static_cast<int>(loops->spatial.size());
     for (const schedule::LoopRV& part : parts.value()) {
       Schedule rf = split_sch.copy();
-      if (rf.rfactor(part, factor_axis).ok() && rf.annotate(block, ann::kRandomComputeProducer, int64_t{1}).ok())
+      if (rf.rfactor(part, factor_axis).ok() && rf.annotate(block, ir::ann::kRandomComputeProducer, int64_t{1}).ok())
         out.push_back(std::move(rf));
     }
     return out;

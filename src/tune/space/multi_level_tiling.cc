@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "support/error.h"
-#include "tune/space/annotations.h"
+#include "ir/annotation_keys.h"
 #include "tune/space/multi_level_tiling.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
@@ -151,7 +151,7 @@ std::vector<Schedule> MultiLevelTiling::apply(Schedule sch, const BlockRV& block
     out.push_back(std::move(sch));
     return out;
   }
-  (void)sch.annotate(block, ann::kTilingStructure, config_.structure);
+  (void)sch.annotate(block, ir::ann::kTilingStructure, config_.structure);
   const std::vector<Step> pipeline = steps();
   for (const TilingDesign& design : designs()) {
     std::vector<TilingState> states;
@@ -331,7 +331,7 @@ std::vector<TilingState> MultiLevelTiling::add_read_caches(TilingState s) const 
       // falls back to 1 when the length does not divide the copy; VerifyGPUCode refuses
       // wider-than-16-byte vectors).
       auto len = sch.sample_categorical({1, 2, 4}, uniform_probs(3));
-      if (!len.ok() || !sch.annotate(c.value(), ann::kCooperativeFetch, len.value()).ok()) return {};
+      if (!len.ok() || !sch.annotate(c.value(), ir::ann::kCooperativeFetch, len.value()).ok()) return {};
     }
   }
   return single(std::move(s));

@@ -2,7 +2,7 @@
 // unrolling the program may use; the unroll limit is sampled, so search explores it. The
 // RewriteParallelVectorizeUnroll postprocessor turns the annotations into loop kinds once the
 // loop structure is final.
-#include "tune/space/annotations.h"
+#include "ir/annotation_keys.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
 
@@ -22,13 +22,13 @@ class ParallelVectorizeUnroll : public ScheduleRule {
   std::vector<Schedule> apply(Schedule sch, const BlockRV& block) override {
     if (is_root_block(sch, block)) {
       if (config_.max_jobs_per_core > 0)
-        (void)sch.annotate(block, ann::kParallel, config_.max_jobs_per_core * std::max(1, num_cores_));
-      if (config_.max_vectorize_extent > 0) (void)sch.annotate(block, ann::kVectorize, config_.max_vectorize_extent);
+        (void)sch.annotate(block, ir::ann::kParallel, config_.max_jobs_per_core * std::max(1, num_cores_));
+      if (config_.max_vectorize_extent > 0) (void)sch.annotate(block, ir::ann::kVectorize, config_.max_vectorize_extent);
       // A purely spatial function has no reduction to unroll (TVM skips it too).
       if (!config_.unroll_max_steps.empty() && has_reduction_block(sch.func())) {
         auto step = sch.sample_categorical(config_.unroll_max_steps, uniform_probs(config_.unroll_max_steps.size()));
         if (step.ok())
-          (void)sch.annotate(block, config_.unroll_explicit ? ann::kUnrollExplicit : ann::kUnrollImplicit, step.value());
+          (void)sch.annotate(block, config_.unroll_explicit ? ir::ann::kUnrollExplicit : ir::ann::kUnrollImplicit, step.value());
       }
     }
     std::vector<Schedule> out;

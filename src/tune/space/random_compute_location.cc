@@ -2,7 +2,7 @@
 // moved to a sampled loop of its consumers' nests (or left, or inlined), the choice a search
 // mutates: fusion of producers into consumer tiles without a hand-written rule per operator.
 #include "schedule/analysis.h"
-#include "tune/space/annotations.h"
+#include "ir/annotation_keys.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
 
@@ -21,8 +21,8 @@ class RandomComputeLocation : public ScheduleRule {
     if (applies(sch, block)) place(sch, block);
     // AddRFactor asks for the rfactor block it made (a producer of this block) to be placed.
     const ir::BlockNode* b = block_node(sch, block);
-    if (b && b->annotations.count(ann::kRandomComputeProducer)) {
-      (void)sch.unannotate(block, ann::kRandomComputeProducer);
+    if (b && b->annotations.count(ir::ann::kRandomComputeProducer)) {
+      (void)sch.unannotate(block, ir::ann::kRandomComputeProducer);
       // By name: a traced get_producers would record how many there are now, which a replay
       // with other decisions need not reproduce.
       std::vector<std::string> names;
@@ -43,7 +43,7 @@ class RandomComputeLocation : public ScheduleRule {
   // directly: these facts decide whether the rule applies and must not enter the trace.
   static bool applies(Schedule& sch, const BlockRV& block) {
     const ir::BlockNode* b = block_node(sch, block);
-    if (!b || b->annotations.count(ann::kTilingStructure) || is_root_block(sch, block) || !is_subroot_block(sch, block) ||
+    if (!b || b->annotations.count(ir::ann::kTilingStructure) || is_root_block(sch, block) || !is_subroot_block(sch, block) ||
         writes_output(sch, block))
       return false;
     const schedule::SRef sref = sch.block_sref(block).value();

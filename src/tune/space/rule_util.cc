@@ -4,7 +4,7 @@
 #include "ir/functor.h"
 #include "ir/var_use.h"
 #include "schedule/analysis.h"
-#include "tune/space/annotations.h"
+#include "ir/annotation_keys.h"
 
 namespace tyche::tune {
 
@@ -101,7 +101,7 @@ const ir::BlockNode* block_node(const Schedule& sch, const schedule::BlockRV& bl
 // output reuses it).
 bool needs_multi_level_tiling(const Schedule& sch, const schedule::BlockRV& block) {
   const ir::BlockNode* b = block_node(sch, block);
-  if (!b || b->annotations.count(ann::kTilingStructure) || b->writes.size() != 1 || b->reads.empty()) return false;
+  if (!b || b->annotations.count(ir::ann::kTilingStructure) || b->writes.size() != 1 || b->reads.empty()) return false;
   bool has_reduce = false;
   for (const ir::IterVar& iv : b->iter_vars) {
     if (iv.kind == ir::IterKind::kOpaque) return false;

@@ -1,6 +1,5 @@
 #include "tune/space/schedule_rule.h"
 
-#include "codegen/cpu.h"
 
 namespace tyche::tune {
 
@@ -26,7 +25,8 @@ ScheduleRulePtr make_rule(std::string name, RuleFunction apply) {
 std::vector<ScheduleRulePtr> default_rules(const Target& target) {
   if (!target.is_gpu()) {
     // 16 vector registers (SSE, AVX2) against AVX-512's 32: see MultiLevelTilingConfig::padded_rows.
-    bool sixteen_registers = codegen::resolve_cpu(target.cpu).vector_bits() < 512;
+    const auto& cpu = target.cpu_info();
+    bool sixteen_registers = cpu.vector_registers() == 16;
     MultiLevelTilingConfig tiling{.structure = "SSRSRS",
                                   .max_innermost_factor = 64,
                                   .reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {1, 2}, .scope = "global"}};
@@ -36,7 +36,7 @@ std::vector<ScheduleRulePtr> default_rules(const Target& target) {
       // and epilogue (GMM-4, 6 x 16 tile: 128 steps ran 5 % faster, one thread, AMD EPYC).
       tiling.max_innermost_reduction_factor = 256;
       tiling.reuse_read = {.req = ReuseConfig::Kind::kMay, .levels = {3}, .scope = "global", .only_along_output_row = true};
-      tiling.panel_width = 2 * codegen::resolve_cpu(target.cpu).vector_bits() / 32;  // float32 lanes
+      tiling.panel_width = 2 * cpu.vector_bits() / 32;  // float32 lanes
     }
     return {
         auto_inline({.disallow_op = {"exp"}}),  // an exp inlined into two consumers runs twice

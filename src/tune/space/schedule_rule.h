@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "schedule/schedule.h"
-#include "tune/space/target.h"
+#include "tune/core/context.h"
 
 namespace tyche::tune {
 

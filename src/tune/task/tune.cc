@@ -11,7 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "codegen/cpu.h"
+#include "target/cpu.h"
 #include "ir/structural.h"
 #include "support/error.h"
 #include "tune/database/database.h"
@@ -191,8 +191,8 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
   const runtime::TimeOptions& timing = options.runner.time;
   if (!(options.runner.timeout_s > 0) || timing.repeat <= 0 || timing.number <= 0 || timing.warmup < 0 || timing.min_repeat_ms < 0)
     throw Error("tune: the timeout, repeats and calls per repeat must be positive, warm-up and minimum repeat time not negative");
-  const codegen::Cpu& cpu = codegen::resolve_cpu(target.cpu);
-  codegen::check_runs_on_host(cpu);
+  const target::Cpu& cpu = target::resolve_cpu(target.cpu);
+  target::check_runs_on_host(cpu);
   const EvolutionaryOptions& evo = options.evolutionary;
   if (!options.make_strategy) make_search_strategy(options.strategy, evo);  // refuses an unknown name before any work
   std::unique_ptr<TaskScheduler> scheduler = make_task_scheduler(options.scheduler);

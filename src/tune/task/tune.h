@@ -18,7 +18,7 @@
 #include "tune/measure/runner.h"
 #include "tune/search/search_strategy.h"
 #include "tune/space/space_generator.h"
-#include "tune/space/target.h"
+#include "tune/core/context.h"
 #include "workloads/workloads.h"
 
 namespace tyche::tune {

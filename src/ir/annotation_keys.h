@@ -1,0 +1,29 @@
+// Annotation keys, each defined once: the tuner's rules write them, its postprocessors and
+// mutators read them, and lowering and the feature extractor honour the pragmas. They live at the
+// IR layer because every one of those layers includes it (TVM keeps them beside its statements
+// too, with the same names, so traces read alike).
+#pragma once
+
+namespace tyche::ir::ann {
+
+// On the root block: the largest extent a fused parallel loop may have (int).
+inline constexpr const char* kParallel = "meta_schedule.parallel";
+// On the root block: the largest extent a fused vectorized loop may have (int).
+inline constexpr const char* kVectorize = "meta_schedule.vectorize";
+// On the root block: the auto-unroll step limit, explicit (unrolled in the IR) or implicit
+// (left to the compiler); the value is a sample_categorical outcome.
+inline constexpr const char* kUnrollExplicit = "meta_schedule.unroll_explicit";
+inline constexpr const char* kUnrollImplicit = "meta_schedule.unroll_implicit";
+// On a block MultiLevelTiling has tiled: its structure string.
+inline constexpr const char* kTilingStructure = "meta_schedule.tiling_structure";
+// On a shared-memory read cache block inside a threadIdx-bound loop (MultiLevelTiling, GPU): the
+// vector length (int) RewriteCooperativeFetch copies with, spreading the copy over the threads.
+inline constexpr const char* kCooperativeFetch = "meta_schedule.cooperative_fetch";
+// On a block whose producers (the rfactor block AddRFactor made) RandomComputeLocation places.
+inline constexpr const char* kRandomComputeProducer = "meta_schedule.random_compute_producer";
+// On a loop, read by lowering (lower/unroll.cc): unroll the loops under it whose total unrolled
+// size is at most this; with kUnrollExplicitPragma = 0 the limit is left to the compiler.
+inline constexpr const char* kAutoUnrollMaxStep = "pragma_auto_unroll_max_step";
+inline constexpr const char* kUnrollExplicitPragma = "pragma_unroll_explicit";
+
+}  // namespace tyche::ir::ann

@@ -1,0 +1,202 @@
+// The C backend's output compiles with the system C compiler and agrees with the reference.
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "../../common/exhausting_kernel.h"
+#include "../../common/sanitizers.h"
+#include "codegen/c_codegen.h"
+#include "codegen/export.h"
+#include "schedules.h"
+#include "interp/interpreter.h"
+#include "ir/op.h"
+#include "lower/lower.h"
+#include "schedule/schedule.h"
+#include "te/tensor.h"
+#include "workloads/workloads.h"
+#include "runtime/compare.h"
+#include "runtime/module.h"
+
+namespace tyche::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The exported runtime (its parallel loops' thread pool), compiled once per test process.
+struct RuntimeObject {
+  std::string path = ::testing::TempDir() + fmt::format("/tyche_c_runtime_{}.o", getpid());
+  RuntimeObject() {
+    std::string source = path + ".c";
+    std::ofstream(source) << export_runtime_source();
+    std::string cmd = fmt::format("cc -std=c11 -O1 -Wall -Werror -fPIC -c -o {} {}", path, source);
+    if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "the runtime does not compile: " << cmd;
+    std::remove(source.c_str());
+  }
+  ~RuntimeObject() { std::remove(path.c_str()); }
+};
+const std::string& runtime_object() {
+  static const RuntimeObject object;
+  return object.path;
+}
+
+// Compiles C source, with the runtime its parallel loops call, into a shared library and returns
+// its packed entry.
+class CLibrary {
+ public:
+  CLibrary(const std::string& source, const std::string& name) {
+    static int counter = 0;
+    std::string base = ::testing::TempDir() + fmt::format("/tyche_c_{}_{}", getpid(), counter++);
+    std::ofstream(base + ".c") << source;
+    std::string cmd = fmt::format("cc -std=c11 -O1 -Wall -Werror -shared -fPIC -o {0}.so {0}.c {1} -lm -lpthread 2> {0}.log", base,
+                                  runtime_object());
+    compiled = std::system(cmd.c_str()) == 0;
+    if (!compiled) {
+      std::ifstream log(base + ".log");
+      error.assign(std::istreambuf_iterator<char>(log), {});
+      return;
+    }
+    handle_ = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_) entry = reinterpret_cast<int32_t (*)(void**)>(dlsym(handle_, (name + "_packed").c_str()));
+    std::remove((base + ".c").c_str());
+    std::remove((base + ".so").c_str());
+    std::remove((base + ".log").c_str());
+  }
+  ~CLibrary() {
+    if (handle_) dlclose(handle_);
+  }
+  bool compiled = false;
+  std::string error;
+  int32_t (*entry)(void**) = nullptr;
+
+ private:
+  void* handle_ = nullptr;
+};
+
+::testing::AssertionResult c_matches(const ir::PrimFunc& f, const std::vector<runtime::NDArray>& inputs,
+                                     const std::vector<runtime::NDArray>& expected, int64_t max_stack_bytes = 64 * 1024) {
+  // Under another name: te's default, "main", is not one a C compiler takes for a kernel.
+  ir::PrimFunc lowered = lower::lower(ir::PrimFunc("tested", f->params, f->num_outputs, f->body)).func;
+  std::string source = emit_c(lowered, {.max_stack_bytes = max_stack_bytes});
+  CLibrary lib(source, lowered->name);
+  if (!lib.compiled) return ::testing::AssertionFailure() << "cc failed:\n" << lib.error << "\n" << source;
+  if (!lib.entry) return ::testing::AssertionFailure() << "no packed entry";
+  std::vector<runtime::NDArray> args = inputs;
+  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
+  std::vector<void*> ptrs;
+  for (auto& a : args) ptrs.push_back(a.data());
+  if (int32_t status = lib.entry(ptrs.data())) return ::testing::AssertionFailure() << "status " << status << "\n" << source;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    runtime::Comparison c = runtime::compare(args[inputs.size() + i], expected[i]);
+    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << source;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+ir::PrimFunc vectorize_inner(const ir::PrimFunc& f) { return test_schedules::parallel_vectorized(f); }
+
+TEST(CBackend, EveryPresetFamilyCompilesAndAgrees) {
+  for (const std::string& op : workloads::op_names()) {
+    SCOPED_TRACE(op);
+    auto w = workloads::scaled_down(workloads::get_preset(op + "-1"));
+    auto inputs = workloads::make_inputs(w.func, 4);
+    auto expected = w.reference(inputs);
+    EXPECT_TRUE(c_matches(w.func, inputs, expected));
+    EXPECT_TRUE(c_matches(vectorize_inner(w.func), inputs, expected));
+  }
+}
+
+TEST(CBackend, DataTypesAndMath) {
+  using namespace te;
+  for (DataType t : {kFloat64, DataType::Float(16), DataType::BFloat16(), kInt32, DataType::Int(8), DataType::UInt(8)}) {
+    SCOPED_TRACE(t.str());
+    Tensor a = placeholder({5, 12}, t, "A");
+    Tensor c = compute({5, 12}, [&](Var i, Var j) { return max(a(i, j) * ir::make_const(t, 3), a(i, j)) - a(i, 0); }, "C");
+    ir::PrimFunc f = create_prim_func({a, c});
+    runtime::NDArray in({5, 12}, t);
+    in.fill_uniform(3, t.is_float() ? -2.0 : 0.0, t.is_float() ? 2.0 : 40.0);
+    auto expected = interp::run_on_inputs(f, {in});
+    EXPECT_TRUE(c_matches(f, {in}, expected));
+    EXPECT_TRUE(c_matches(vectorize_inner(f), {in}, expected));
+  }
+  Tensor x = placeholder({3, 16}, kFloat32, "X");
+  Tensor y = compute({3, 16}, [&](Var i, Var j) {
+    ir::Expr v = x(i, j);
+    return ir::exp(v) + ir::tanh(v) + ir::sigmoid(v) + ir::sqrt(ir::abs(v)) + ir::call(ir::CallOp::kErf, {v}) +
+           ir::if_then_else(v > 0.0f, ir::log(v), ir::cast(kFloat32, ir::cast(kInt32, v * 7.0f)));
+  }, "Y");
+  ir::PrimFunc g = create_prim_func({x, y});
+  runtime::NDArray in({3, 16}, kFloat32);
+  in.fill_uniform(8);
+  auto expected = interp::run_on_inputs(g, {in});
+  EXPECT_TRUE(c_matches(g, {in}, expected));
+}
+
+// Generated C, the interpreter and constant folding share one floordiv/floormod
+// (support/int_division.h): every sign of dividend and divisor, -1 and INT64_MIN included.
+TEST(CBackend, FloorDivisionAgreesWithTheInterpreterAndFoldingOnEverySign) {
+  using namespace te;
+  const std::vector<int64_t> dividends = {7, -7, 7, -7, 6, -6, 0, INT64_MIN, INT64_MIN, INT64_MAX, -1, 1};
+  const std::vector<int64_t> divisors = {2, 2, -2, -2, 3, -3, 5, -1, 2, -1, 4, -4};
+  const int64_t n = static_cast<int64_t>(dividends.size());
+  Tensor a = placeholder({n}, kInt64, "A");
+  Tensor d = placeholder({n}, kInt64, "D");
+  Tensor q = compute({n}, [&](Var i) { return ir::floordiv(a(i), d(i)); }, "Q");
+  Tensor r = compute({n}, [&](Var i) { return ir::floormod(a(i), d(i)); }, "R");
+  ir::PrimFunc f = create_prim_func({a, d, q, r});
+  runtime::NDArray in_a({n}, kInt64), in_d({n}, kInt64);
+  for (int64_t i = 0; i < n; ++i) {
+    static_cast<int64_t*>(in_a.data())[i] = dividends[i];
+    static_cast<int64_t*>(in_d.data())[i] = divisors[i];
+  }
+  auto expected = interp::run_on_inputs(f, {in_a, in_d});
+  for (int64_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(fmt::format("{} / {}", dividends[i], divisors[i]));
+    ir::Expr folded_q = ir::floordiv(ir::make_int(dividends[i], kInt64), ir::make_int(divisors[i], kInt64));
+    ir::Expr folded_r = ir::floormod(ir::make_int(dividends[i], kInt64), ir::make_int(divisors[i], kInt64));
+    EXPECT_EQ(ir::as_const_int(folded_q), static_cast<int64_t*>(expected[0].data())[i]);
+    EXPECT_EQ(ir::as_const_int(folded_r), static_cast<int64_t*>(expected[1].data())[i]);
+  }
+  EXPECT_EQ(static_cast<int64_t*>(expected[0].data())[1], -4);  // -7 // 2
+  EXPECT_EQ(static_cast<int64_t*>(expected[1].data())[2], -1);  // 7 % -2
+  EXPECT_TRUE(c_matches(f, {in_a, in_d}, expected));
+}
+
+TEST(CBackend, ParallelLoopsHeapBuffersAndRefusals) {
+  auto w = workloads::scaled_down(workloads::get_preset("SFM-1"));
+  ir::PrimFunc lowered = lower::lower(vectorize_inner(w.func)).func;
+  std::string small_stack = emit_c(lowered, {.max_stack_bytes = 0});
+  EXPECT_THAT(small_stack, HasSubstr("tyche_rt1_parallel_for("));
+  EXPECT_THAT(small_stack, HasSubstr("static int32_t SFM_parallel_0(int64_t task_begin, int64_t task_end, void* env_)"));
+  EXPECT_THAT(small_stack, HasSubstr("aligned_alloc(64"));
+  EXPECT_THAT(small_stack, HasSubstr("return 2; }"));  // out of memory
+  std::string serial = emit_c(lowered, {.max_stack_bytes = 0, .parallel = false});
+  EXPECT_THAT(serial, Not(HasSubstr("parallel_for(")));
+  auto inputs = workloads::make_inputs(w.func, 2);
+  EXPECT_TRUE(c_matches(vectorize_inner(w.func), inputs, w.reference(inputs), 0));  // every buffer on the heap
+  EXPECT_THROW(emit_c(w.func), Error);  // not lowered
+}
+
+// A kernel returns its status: a null or misaligned pointer, an intermediate that cannot be
+// allocated (from a serial loop and from a parallel one).
+TEST(CBackend, KernelsReturnTheirStatus) {
+  if (TYCHE_ASAN) GTEST_SKIP() << "AddressSanitizer aborts on a 4 EiB request by default";
+  for (ir::ForKind kind : {ir::ForKind::kSerial, ir::ForKind::kParallel}) {
+    std::string source = emit_c(testing_kernels::exhausting_kernel(kind));
+    CLibrary lib(source, "oom");
+    ASSERT_TRUE(lib.compiled) << lib.error << source;
+    runtime::NDArray in({64}, kFloat32), out({64}, kFloat32);
+    void* args[] = {in.data(), out.data()};
+    EXPECT_EQ(lib.entry(args), runtime::kKernelOutOfMemory) << source;
+    args[0] = nullptr;
+    EXPECT_EQ(lib.entry(args), runtime::kKernelNullArgument);
+    args[0] = static_cast<char*>(in.data()) + 4;
+    EXPECT_EQ(lib.entry(args), runtime::kKernelMisaligned);
+  }
+}
+
+}  // namespace
+}  // namespace tyche::codegen
