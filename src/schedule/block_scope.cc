@@ -1,6 +1,6 @@
 #include "schedule/analysis.h"
 
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 
 #include <fmt/format.h>
 

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
 
 namespace tyche::schedule {

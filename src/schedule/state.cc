@@ -5,7 +5,7 @@
 
 #include "ir/functor.h"
 #include "ir/op.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 
 namespace tyche::schedule {
 

@@ -9,7 +9,7 @@
 #include "schedule/schedule.h"
 
 #if REACH == 1
-#include "schedule/primitive.h"  // the untraced primitives
+#include "schedule/primitive/primitive.h"  // the untraced primitives
 #elif REACH == 2
 #include "schedule/instruction_impl.h"  // the instruction implementations' context
 #endif

@@ -5,7 +5,7 @@
 
 #include "interp/interpreter.h"
 #include "ir/op.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "schedule/tensor_intrin.h"
 #include "../schedule_test_util.h"
 #include "runtime/compare.h"

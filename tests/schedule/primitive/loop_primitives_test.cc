@@ -2,7 +2,7 @@
 
 #include "ir/op.h"
 
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "../schedule_test_util.h"
 
 namespace tyche::schedule {

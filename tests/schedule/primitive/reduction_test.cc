@@ -7,7 +7,7 @@
 
 #include "ir/functor.h"
 #include "ir/op.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "../schedule_test_util.h"
 
 namespace tyche::schedule {

@@ -31,7 +31,7 @@
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "schedule/analysis.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/instruction_impl.h"
 

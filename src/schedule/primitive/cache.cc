@@ -15,7 +15,7 @@
 #include "ir/op.h"
 #include "schedule/analysis.h"
 #include "schedule/index_map.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/instruction_impl.h"
 

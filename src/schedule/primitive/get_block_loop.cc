@@ -5,7 +5,7 @@
 
 #include "schedule/analysis.h"
 #include "schedule/instruction_impl.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 
 namespace tyche::schedule {
 

@@ -7,7 +7,7 @@
 #pragma once
 
 #ifndef TYCHE_SCHEDULE_INTERNAL
-#error "schedule/primitive.h is private to src/schedule/: transform through Schedule (schedule/schedule.h), query through schedule/analysis.h"
+#error "schedule/primitive/primitive.h is private to src/schedule/: transform through Schedule (schedule/schedule.h), query through schedule/analysis.h"
 #endif
 
 #include <optional>

@@ -18,9 +18,9 @@
 #include "ir/printer.h"
 #include "ir/var_use.h"
 #include "schedule/analysis.h"
-#include "schedule/blockize.h"
+#include "schedule/primitive/blockize.h"
 #include "schedule/instruction_impl.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
 #include "schedule/tensor_intrin.h"
 

@@ -10,7 +10,7 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/analysis.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {

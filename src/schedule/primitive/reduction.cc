@@ -17,7 +17,7 @@
 #include "ir/var_use.h"
 #include "schedule/analysis.h"
 #include "schedule/instruction_impl.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
 
 namespace tyche::schedule {

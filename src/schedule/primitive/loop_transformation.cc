@@ -11,7 +11,7 @@
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 #include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {

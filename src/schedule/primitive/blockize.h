@@ -3,7 +3,7 @@
 #pragma once
 
 #ifndef TYCHE_SCHEDULE_INTERNAL
-#error "schedule/blockize.h is private to src/schedule/"
+#error "schedule/primitive/blockize.h is private to src/schedule/"
 #endif
 
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 
 #include "ir/op.h"
 #include "schedule/instruction_impl.h"
-#include "schedule/primitive.h"
+#include "schedule/primitive/primitive.h"
 
 namespace tyche::schedule {
 
