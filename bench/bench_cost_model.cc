@@ -139,8 +139,7 @@ int main(int argc, char** argv) {
     auto w = workloads::get_preset("GMM-4");
     Target target = Target::host();
     TuneContext context{w.func, target};
-    auto postprocs = default_postprocs(target);
-    for (auto& p : postprocs) p->initialize(context);
+    auto postprocs = default_postprocs(context);
     auto spaces = post_order_apply(default_rules(target))->generate(context, 0);
     std::vector<double> per;
     for (int i = 0; i < 200; ++i) {

@@ -39,8 +39,7 @@ void bench(const std::string& name, int n, int n_compile) {
   double generate = seconds_since(start);
   std::vector<schedule::Trace> traces;
   for (const auto& d : designs) traces.push_back(d.trace()->simplified());
-  auto postprocs = tune::default_postprocs(target);
-  for (auto& p : postprocs) p->initialize(context);
+  auto postprocs = tune::default_postprocs(context);
 
   RandomEngine rng(1);
   std::vector<double> full, replay_only, compile;
@@ -81,8 +80,7 @@ void mutator_rate(const tune::MutatorPtr& mutator, const std::string& name, cons
   workloads::Workload w = workloads::get_preset(name);
   tune::TuneContext context{w.func, target};
   auto designs = tune::post_order_apply(tune::default_rules(target))->generate(context, 0);
-  auto postprocs = tune::default_postprocs(target);
-  for (auto& p : postprocs) p->initialize(context);
+  auto postprocs = tune::default_postprocs(context);
   mutator->initialize(context);
   RandomEngine rng(3);
   int changed = 0, valid = 0;

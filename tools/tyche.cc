@@ -108,8 +108,7 @@ ir::PrimFunc postprocessed(const ir::PrimFunc& func, const Options& o) {
   tune::Target target = tune::Target::parse(o.target);
   if (!o.cpu.empty()) target.cpu = o.cpu;
   tune::TuneContext context{func, target};
-  auto postprocs = tune::default_postprocs(target);
-  for (const auto& p : postprocs) p->initialize(context);
+  auto postprocs = tune::default_postprocs(context);
   schedule::Schedule sch(func, schedule::ScheduleOptions{.seed = o.seed, .trace = true});
   for (const auto& p : postprocs) {
     auto st = p->apply(sch);

@@ -35,6 +35,13 @@ struct Lowered {
 
 Lowered lower(const ir::PrimFunc& func, const LowerOptions& options = {});
 
+// lower() in two halves, so that a tuning candidate is lowered once: lower_loops (blocks to loops,
+// intermediates compacted: the program the cost model's features read) and finish_lowering (the
+// rest, for the code generator). lower(f) is finish_lowering(lower_loops(f)). Thread bindings are
+// kept as loops of their kind only on request (a GPU program's features read them).
+Lowered lower_loops(const ir::PrimFunc& func, const LowerOptions& options = {}, bool keep_thread_bindings = false);
+Lowered finish_lowering(Lowered loops, const LowerOptions& options = {});
+
 // ---- the passes, in pipeline order ----
 // Blocks -> loops; thread bindings become serial loops on the CPU (noted), unless kept (the
 // features of a GPU program read them).

@@ -25,8 +25,10 @@ std::vector<ModelInput> extract_features(const std::vector<ModelCandidate>& cand
   n = static_cast<int>(std::min<size_t>(static_cast<size_t>(n), candidates.size()));
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < candidates.size();)
-      out[i] = {candidates[i].workload, per_store_features(candidates[i].program, {.is_gpu = candidates[i].is_gpu})};
+    for (size_t i; (i = next.fetch_add(1)) < candidates.size();) {
+      const ModelCandidate& c = candidates[i];
+      out[i] = {c.workload, c.lowered ? c.lowered->features() : per_store_features(c.program, {.is_gpu = c.is_gpu})};
+    }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < n; ++t) pool.emplace_back(work);

@@ -24,6 +24,9 @@ struct ModelCandidate {
   uint64_t workload = 0;
   ir::PrimFunc program;
   bool is_gpu = false;
+  // When set, the program's lowering and features, computed once and shared (a tuning candidate
+  // is scored, then learned from, then built); else features are extracted from `program`.
+  LoweredProgramPtr lowered = nullptr;
 };
 
 // The same, as features.

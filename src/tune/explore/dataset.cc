@@ -92,8 +92,7 @@ Dataset load_dataset(const std::vector<std::string>& record_files, int threads) 
         if (ir::structural_hash(w.func) != r.workload.hash)
           throw Error(fmt::format("workload '{}' is not the one measured (its structural hash differs)", r.workload.name));
         task->context = TuneContext{w.func, target_of(r.target)};
-        task->postprocs = default_postprocs(task->context.target);
-        for (const PostprocPtr& p : task->postprocs) p->initialize(task->context);
+        task->postprocs = default_postprocs(task->context);
       } catch (const Error& e) {
         task->error = e.what();
       }

@@ -1,7 +1,6 @@
 #include "tune/explore/sample_measure.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,67 +8,31 @@
 #include <limits>
 #include <unordered_set>
 
-#include "target/cpu.h"
 #include "ir/structural.h"
 #include "support/error.h"
 #include "support/random.h"
 #include "tune/database/record.h"
-#include "tune/measure/builder.h"
+#include "tune/measure/measure_batch.h"
 #include "tune/postproc/candidate.h"
 #include "tune/search/records.h"
 #include "tune/space/space_generator.h"
 
 namespace tyche::tune {
 
-SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
-  if (target.is_gpu()) throw Error("sample-measure: CUDA kernels cannot be run yet (measure an llvm target)");
-  const target::Cpu& cpu = target::resolve_cpu(target.cpu);
-  target::check_runs_on_host(cpu);
-  if (options.records_path.empty()) throw Error("sample-measure: no records file");
-  {  // fail before any work if the file cannot be written
-    FILE* f = std::fopen(options.records_path.c_str(), "a");
-    if (!f) throw Error(fmt::format("cannot write records file '{}'", options.records_path));
-    std::fclose(f);
-  }
-  TuneContext context{w.func, target};
-  auto postprocs = default_postprocs(target);
-  for (const PostprocPtr& p : postprocs) p->initialize(context);
+namespace {
+
+// What drawing samples needs: the design spaces, the postprocessors, the programs seen.
+struct Sampler {
+  TuneContext context;
+  std::vector<PostprocPtr> postprocs;
   std::vector<schedule::Trace> spaces;
-  for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(context, options.seed))
-    spaces.push_back(d.trace()->simplified());
-  if (spaces.empty()) throw Error(fmt::format("sample-measure: {} has no design space", w.name));
+  std::unordered_set<uint64_t> seen;  // in the records file already, or drawn in this run
+  RandomEngine rng{0};
 
-  const uint64_t workload_hash = ir::structural_hash(w.func);
-  std::unordered_set<uint64_t> seen;
-  if (std::filesystem::exists(options.records_path)) {
-    RecordFile existing = read_records(options.records_path);
-    std::vector<const TuningRecord*> mine;
-    for (const TuningRecord& r : existing.records)
-      if (r.workload.hash == workload_hash) mine.push_back(&r);
-    seen = measured_programs(mine, context, postprocs);
-  }
-  RecordWorkload rw{w.name, options.extents, workload_hash, w.shape, w.flop};
-  RecordTarget rt = record_target(target);
-
-  std::vector<runtime::NDArray> expected = w.reference(workloads::make_inputs(w.func, 42));
-  std::string object_dir =
-      (std::filesystem::temp_directory_path() / fmt::format("tyche_sample_measure_{}", ::getpid())).string();
-  Builder builder(BuilderOptions{.object_dir = object_dir, .cpu = cpu.name});
-  RunnerOptions runner_options = options.runner;
-  if (runner_options.threads <= 0) runner_options.threads = target.num_cores;
-  Runner runner(runner_options);
-
-  SampleMeasureReport report;
-  report.best_seconds = std::numeric_limits<double>::infinity();
-  RandomEngine rng(options.seed);
-  const int max_draws = std::max(options.samples, 1) * 50;
-  int batch_no = 0;
-  while (report.measured + report.failed < options.samples && report.sampled < max_draws) {
-    std::vector<schedule::Trace> traces;
-    std::vector<ir::PrimFunc> funcs;
-    std::vector<uint64_t> hashes;
-    while (static_cast<int>(funcs.size()) < options.batch &&
-           report.measured + report.failed + static_cast<int>(funcs.size()) < options.samples && report.sampled < max_draws) {
+  // Up to `want` valid trials of programs not seen yet; counts the draws in `report`.
+  std::vector<Trial> draw(int want, int max_draws, SampleMeasureReport& report) {
+    std::vector<Trial> out;
+    while (static_cast<int>(out.size()) < want && report.sampled < max_draws) {
       const schedule::Trace& space = spaces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(spaces.size())))];
       schedule::Trace replayed;
       auto c = make_candidate(context, space, {.fresh_decisions = true}, postprocs, rng.fork().seed(), &replayed);
@@ -79,47 +42,72 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
         ++report.invalid;
         continue;
       }
-      uint64_t hash = ir::structural_hash(sch->func());
-      if (!seen.insert(hash).second) {
+      Trial t = Trial::of(std::move(replayed), sch->func(), context.target.is_gpu());
+      if (!seen.insert(t.program_hash).second) {
         ++report.duplicates;
         continue;
       }
-      hashes.push_back(hash);
-      traces.push_back(replayed);
-      funcs.push_back(sch->func());
+      out.push_back(std::move(t));
     }
-    if (funcs.empty()) break;
-    std::vector<BuildResult> built = builder.build(funcs);
-    std::vector<TuningRecord> records;
-    for (size_t i = 0; i < funcs.size(); ++i) {
-      TuningRecord r{rw, traces[i].to_json(), rt, hashes[i], {}, {}, utc_now()};
-      if (!built[i].ok()) {
-        r.error = "build: " + built[i].error;
-      } else {
-        RunResult res = runner.run(run_input_for(built[i].object_path, built[i].name, funcs[i], expected));
-        if (!res.ok()) r.error = "run: " + res.error;
-        else if (!res.correct) r.error = "wrong result: " + res.mismatch;
-        else r.seconds = res.time.seconds;
-        std::remove(built[i].object_path.c_str());
-      }
-      if (r.ok()) {
-        ++report.measured;
-        report.best_seconds = std::min(report.best_seconds, r.mean_seconds());
-      } else {
-        ++report.failed;
-      }
-      records.push_back(std::move(r));
-    }
-    append_records(options.records_path, records);
-    ++batch_no;
-    if (options.progress) {
-      double best = report.best_seconds;
-      options.progress(fmt::format("batch {}: {} measured, {} failed so far ({} drawn, {} invalid, {} duplicates); best {}", batch_no,
-                                   report.measured, report.failed, report.sampled, report.invalid, report.duplicates,
-                                   std::isfinite(best) ? fmt::format("{:.4f} ms ({:.1f} GFLOP/s)", best * 1e3, w.flop / best / 1e9) : "none"));
-    }
+    return out;
   }
-  std::filesystem::remove_all(object_dir);
+};
+
+Sampler make_sampler(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
+  Sampler s{TuneContext{w.func, target}, {}, {}, {}, RandomEngine(options.seed)};
+  s.postprocs = default_postprocs(s.context);
+  for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(s.context, options.seed))
+    s.spaces.push_back(d.trace()->simplified());
+  if (s.spaces.empty()) throw Error(fmt::format("sample-measure: {} has no design space", w.name));
+  if (std::filesystem::exists(options.records_path)) {
+    RecordFile existing = read_records(options.records_path);
+    const uint64_t workload_hash = ir::structural_hash(w.func);
+    std::vector<const TuningRecord*> mine;
+    for (const TuningRecord& r : existing.records)
+      if (r.workload.hash == workload_hash) mine.push_back(&r);
+    s.seen = measured_programs(mine, s.context, s.postprocs);
+  }
+  return s;
+}
+
+std::string progress_line(int batch_no, const SampleMeasureReport& r, double flop) {
+  double best = r.best_seconds;
+  return fmt::format("batch {}: {} measured, {} failed so far ({} drawn, {} invalid, {} duplicates); best {}", batch_no, r.measured,
+                     r.failed, r.sampled, r.invalid, r.duplicates,
+                     std::isfinite(best) ? fmt::format("{:.4f} ms ({:.1f} GFLOP/s)", best * 1e3, flop / best / 1e9) : "none");
+}
+
+}  // namespace
+
+SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
+  if (target.is_gpu()) throw Error("sample-measure: CUDA kernels cannot be run yet (measure an llvm target)");
+  target::check_runs_on_host(target.cpu_info());
+  if (options.records_path.empty()) throw Error("sample-measure: no records file");
+  {  // fail before any work if the file cannot be written
+    FILE* f = std::fopen(options.records_path.c_str(), "a");
+    if (!f) throw Error(fmt::format("cannot write records file '{}'", options.records_path));
+    std::fclose(f);
+  }
+  Sampler sampler = make_sampler(w, target, options);
+  MeasureTask task{RecordWorkload{w.name, options.extents, ir::structural_hash(w.func), w.shape, w.flop}, record_target(target),
+                   w.reference(workloads::make_inputs(w.func, 42))};
+  Measurer measurer(target, options.runner);
+  RecordSink append = [&](const std::vector<TuningRecord>& records) { append_records(options.records_path, records); };
+
+  SampleMeasureReport report;
+  report.best_seconds = std::numeric_limits<double>::infinity();
+  const int max_draws = std::max(options.samples, 1) * 50;
+  for (int batch_no = 1; report.measured + report.failed < options.samples && report.sampled < max_draws; ++batch_no) {
+    int want = std::min(options.batch, options.samples - report.measured - report.failed);
+    std::vector<Trial> trials = sampler.draw(want, max_draws, report);
+    if (trials.empty()) break;
+    measurer.measure_batch(trials, task, append);
+    for (const Trial& t : trials) {
+      if (t.ok()) report.best_seconds = std::min(report.best_seconds, t.mean_seconds());
+      ++(t.ok() ? report.measured : report.failed);
+    }
+    if (options.progress) options.progress(progress_line(batch_no, report, w.flop));
+  }
   if (!std::isfinite(report.best_seconds)) report.best_seconds = 0;
   return report;
 }

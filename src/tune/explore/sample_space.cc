@@ -37,8 +37,9 @@ SampleSpaceReport sample_space(const workloads::Workload& w, const Target& targe
                                SpaceGeneratorPtr generator, std::vector<PostprocPtr> postprocs) {
   TuneContext context{w.func, target};
   if (!generator) generator = post_order_apply(default_rules(target));
-  if (postprocs.empty()) postprocs = default_postprocs(target);
-  for (const PostprocPtr& p : postprocs) p->initialize(context);
+  if (postprocs.empty()) postprocs = default_postprocs(context);
+  else
+    for (const PostprocPtr& p : postprocs) p->initialize(context);
   std::vector<schedule::Schedule> designs = generator->generate(context, options.seed);
   SampleSpaceReport report;
   std::vector<schedule::Trace> traces;

@@ -536,12 +536,26 @@ class Extractor : public ir::StmtExprVisitor {
 
 }  // namespace
 
-FeatureRows per_store_features(const ir::PrimFunc& scheduled, const FeatureOptions& options) {
-  std::vector<std::string> notes;
-  ir::PrimFunc f = lower::compact_buffers(lower::lower_blocks(scheduled, &notes, options.is_gpu));
+FeatureRows features_of_loops(const ir::PrimFunc& loops, const FeatureOptions& options) {
   Extractor x(options);
-  x.visit_stmt(f->body);
+  x.visit_stmt(loops->body);
   return std::move(x.rows);
+}
+
+FeatureRows per_store_features(const ir::PrimFunc& scheduled, const FeatureOptions& options) {
+  return features_of_loops(lower::lower_loops(scheduled, {}, options.is_gpu).func, options);
+}
+
+LoweredProgram::LoweredProgram(ir::PrimFunc program, bool is_gpu) : program_(std::move(program)), is_gpu_(is_gpu) {}
+
+const lower::Lowered& LoweredProgram::loops() const {
+  std::call_once(loops_once_, [&] { loops_ = lower::lower_loops(program_, {}, is_gpu_); });
+  return loops_;
+}
+
+const FeatureRows& LoweredProgram::features() const {
+  std::call_once(features_once_, [&] { features_ = features_of_loops(loops().func, {.is_gpu = is_gpu_}); });
+  return features_;
 }
 
 }  // namespace tyche::tune

@@ -22,10 +22,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "ir/function.h"
+#include "lower/lower.h"
 
 namespace tyche::tune {
 
@@ -57,5 +60,29 @@ struct FeatureOptions {
 
 // The features of `scheduled` (a scheduled and postprocessed PrimFunc, blocks and all).
 FeatureRows per_store_features(const ir::PrimFunc& scheduled, const FeatureOptions& options = {});
+// The same of a program already lowered to loops (lower::lower_loops, thread bindings kept for a
+// GPU program).
+FeatureRows features_of_loops(const ir::PrimFunc& loops, const FeatureOptions& options = {});
+
+// A candidate program lowered to loops with its intermediates compacted, and its features: each
+// computed once, on first use, by whichever needs it first (the cost model scoring or learning
+// from the candidate, the builder compiling it, which goes on lowering from there). Threads may
+// share one.
+class LoweredProgram {
+ public:
+  explicit LoweredProgram(ir::PrimFunc program, bool is_gpu = false);
+  const ir::PrimFunc& program() const { return program_; }
+  bool is_gpu() const { return is_gpu_; }
+  const lower::Lowered& loops() const;
+  const FeatureRows& features() const;
+
+ private:
+  ir::PrimFunc program_;
+  bool is_gpu_;
+  mutable std::once_flag loops_once_, features_once_;
+  mutable lower::Lowered loops_;
+  mutable FeatureRows features_;
+};
+using LoweredProgramPtr = std::shared_ptr<const LoweredProgram>;
 
 }  // namespace tyche::tune

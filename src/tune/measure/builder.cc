@@ -25,19 +25,20 @@ struct Batch {
   std::vector<BuildResult> results;
   std::vector<bool> done, timed_out;
   std::vector<std::chrono::steady_clock::time_point> started;
-  std::vector<ir::PrimFunc> funcs;
+  std::vector<BuildInput> inputs;
   std::vector<std::string> paths;
   std::atomic<size_t> next{0};
   size_t timed_out_count = 0;
   bool resolved(size_t i) const { return done[i] || timed_out[i]; }
 };
 
-BuildResult build_one(const ir::PrimFunc& func, const std::string& object_path, const std::string& cpu) {
+BuildResult build_one(const BuildInput& input, const std::string& object_path, const std::string& cpu) {
   BuildResult r;
-  r.name = func->name;
+  r.name = input.func->name;
   auto start = std::chrono::steady_clock::now();
   try {
-    ir::PrimFunc lowered = lower::lower(func).func;
+    bool reuse = input.lowered && !input.lowered->is_gpu();
+    ir::PrimFunc lowered = (reuse ? lower::finish_lowering(input.lowered->loops()) : lower::lower(input.func)).func;
     codegen::CompileOptions options{.cpu = cpu};
     if (object_path.empty()) {
       r.kernel = codegen::compile(lowered, options);
@@ -65,6 +66,12 @@ Builder::~Builder() {
 }
 
 std::vector<BuildResult> Builder::build(const std::vector<ir::PrimFunc>& candidates) {
+  std::vector<BuildInput> inputs;
+  for (const ir::PrimFunc& f : candidates) inputs.push_back({f});
+  return build(inputs);
+}
+
+std::vector<BuildResult> Builder::build(const std::vector<BuildInput>& candidates) {
   using Clock = std::chrono::steady_clock;
   auto batch = std::make_shared<Batch>();
   size_t n = candidates.size();
@@ -72,7 +79,7 @@ std::vector<BuildResult> Builder::build(const std::vector<ir::PrimFunc>& candida
   batch->done.assign(n, false);
   batch->timed_out.assign(n, false);
   batch->started.assign(n, Clock::time_point{});
-  batch->funcs = candidates;
+  batch->inputs = candidates;
   int batch_id = batch_++;
   batch->paths.resize(n);
   if (!options_.object_dir.empty())
@@ -86,15 +93,15 @@ std::vector<BuildResult> Builder::build(const std::vector<ir::PrimFunc>& candida
     } alive{live.get()};
     while (true) {
       size_t i = batch->next.fetch_add(1);
-      if (i >= batch->funcs.size()) return;
+      if (i >= batch->inputs.size()) return;
       {
         std::lock_guard<std::mutex> lock(batch->mu);
         batch->started[i] = Clock::now();
       }
-      BuildResult r = build_one(batch->funcs[i], batch->paths[i], options.cpu);
+      BuildResult r = build_one(batch->inputs[i], batch->paths[i], options.cpu);
       if (r.seconds > options.timeout_s) {  // finished, but past its deadline: still a timeout
         r = BuildResult{};
-        r.name = batch->funcs[i]->name;
+        r.name = batch->inputs[i].func->name;
         r.error = fmt::format("build timed out after {:g} s", options.timeout_s);
         r.seconds = options.timeout_s;
       }
@@ -131,7 +138,7 @@ std::vector<BuildResult> Builder::build(const std::vector<ir::PrimFunc>& candida
   std::vector<BuildResult> out(n);
   for (size_t i = 0; i < n; ++i) {
     if (batch->timed_out[i]) {
-      out[i].name = candidates[i]->name;
+      out[i].name = candidates[i].func->name;
       out[i].error = fmt::format("build timed out after {:g} s", options_.timeout_s);
       out[i].seconds = options_.timeout_s;
     } else {

@@ -11,6 +11,7 @@
 
 #include "codegen/llvm_codegen.h"
 #include "ir/function.h"
+#include "tune/feature/per_store_feature.h"
 
 namespace tyche::tune {
 
@@ -30,6 +31,13 @@ struct BuildResult {
   bool ok() const { return error.empty(); }
 };
 
+// A program to build. With `lowered` (a tuning candidate's, its first half of lowering perhaps
+// already done for the cost model), lowering goes on from its loops instead of starting again.
+struct BuildInput {
+  ir::PrimFunc func;
+  LoweredProgramPtr lowered = nullptr;
+};
+
 class Builder {
  public:
   // Throws tyche::Error if options.cpu is unknown or this host cannot run its code.
@@ -39,6 +47,7 @@ class Builder {
   Builder(const Builder&) = delete;
   Builder& operator=(const Builder&) = delete;
 
+  std::vector<BuildResult> build(const std::vector<BuildInput>& candidates);
   std::vector<BuildResult> build(const std::vector<ir::PrimFunc>& candidates);
 
  private:

@@ -2,10 +2,15 @@
 
 namespace tyche::tune {
 
-std::vector<PostprocPtr> default_postprocs(const Target& target) {
-  if (!target.is_gpu()) return {disallow_dynamic_loop(), rewrite_parallel_vectorize_unroll(), rewrite_reduction_block()};
-  return {disallow_dynamic_loop(), rewrite_cooperative_fetch(), rewrite_parallel_vectorize_unroll(),
-          rewrite_reduction_block(), verify_gpu_code()};
+std::vector<PostprocPtr> default_postprocs(const TuneContext& context) {
+  std::vector<PostprocPtr> out;
+  if (!context.target.is_gpu())
+    out = {disallow_dynamic_loop(), rewrite_parallel_vectorize_unroll(), rewrite_reduction_block()};
+  else
+    out = {disallow_dynamic_loop(), rewrite_cooperative_fetch(), rewrite_parallel_vectorize_unroll(), rewrite_reduction_block(),
+           verify_gpu_code()};
+  for (const PostprocPtr& p : out) p->initialize(context);
+  return out;
 }
 
 }  // namespace tyche::tune

@@ -54,6 +54,7 @@ PostprocPtr verify_gpu_code();
 // RewriteLayout). cuda: DisallowDynamicLoop, RewriteCooperativeFetch,
 // RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyGPUCode (TVM has
 // RewriteUnboundBlock after RewriteCooperativeFetch; here VerifyGPUCode refuses unbound blocks).
-std::vector<PostprocPtr> default_postprocs(const Target& target);
+// The one place a target's postprocessors come from: returned initialized with `context`.
+std::vector<PostprocPtr> default_postprocs(const TuneContext& context);
 
 }  // namespace tyche::tune

@@ -17,6 +17,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
+#include "support/error.h"
 #include "support/random.h"
 #include "tune/search/search_strategy.h"
 
@@ -52,13 +55,13 @@ class Evolutionary : public SearchStrategy {
     mutator_weights_ = weights;
   }
 
-  std::vector<SearchCandidate> generate(int count) override {
+  std::vector<Trial> generate(int count) override {
     scores_.clear();
-    std::vector<SearchCandidate> population, fresh;
+    std::vector<Trial> population, fresh;
     initial_population(population, fresh);
     if (population.empty()) return {};
     // Remembered: scored and not measured yet, by program.
-    std::unordered_map<uint64_t, std::pair<double, SearchCandidate>> seen;
+    std::unordered_map<uint64_t, std::pair<double, Trial>> seen;
     double temperature0 = 0;
     for (int gen = 0; gen < options_.generations; ++gen) {
       std::vector<double> s = score(population);
@@ -73,13 +76,13 @@ class Evolutionary : public SearchStrategy {
   }
 
  private:
-  void initial_population(std::vector<SearchCandidate>& population, std::vector<SearchCandidate>& fresh) {
+  void initial_population(std::vector<Trial>& population, std::vector<Trial>& fresh) {
     std::vector<std::pair<double, schedule::Trace>> best = task_->measured_traces;
     std::stable_sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     size_t n_best = std::min(best.size(), static_cast<size_t>(options_.population * options_.init_measured_ratio));
     std::vector<int64_t> seeds;
     for (size_t i = 0; i < n_best; ++i) seeds.push_back(rng_.fork().seed());
-    std::vector<std::optional<SearchCandidate>> replayed(n_best);
+    std::vector<std::optional<Trial>> replayed(n_best);
     parallel_indices(n_best, task_->threads, [&](size_t i) { replayed[i] = task_->replay(best[i].second, seeds[i]); });
     for (auto& c : replayed)
       if (c) population.push_back(std::move(*c));
@@ -89,7 +92,7 @@ class Evolutionary : public SearchStrategy {
     for (int round = 0, got = 0; round < 4 && got < n_fresh; ++round) {
       size_t want = static_cast<size_t>(n_fresh - got);
       std::vector<RandomEngine> rngs = rng_.fork(static_cast<int>(want));
-      std::vector<std::optional<SearchCandidate>> drawn(want);
+      std::vector<std::optional<Trial>> drawn(want);
       parallel_indices(want, task_->threads, [&](size_t i) { drawn[i] = task_->sample(rngs[i]); });
       for (auto& c : drawn) {
         if (!c) continue;
@@ -101,13 +104,13 @@ class Evolutionary : public SearchStrategy {
   }
 
   // Model scores, each program scored once per batch (the model does not change meanwhile).
-  std::vector<double> score(const std::vector<SearchCandidate>& cs) {
+  std::vector<double> score(const std::vector<Trial>& cs) {
     std::vector<ModelCandidate> unscored;
     std::vector<uint64_t> unscored_hash;
     std::unordered_set<uint64_t> queued;
-    for (const SearchCandidate& c : cs)
+    for (const Trial& c : cs)
       if (!scores_.count(c.program_hash) && queued.insert(c.program_hash).second) {
-        unscored.push_back({task_->workload, c.program, task_->context.target.is_gpu()});
+        unscored.push_back(task_->model_candidate(c));
         unscored_hash.push_back(c.program_hash);
       }
     if (!unscored.empty()) {
@@ -115,7 +118,7 @@ class Evolutionary : public SearchStrategy {
       for (size_t i = 0; i < s.size(); ++i) scores_[unscored_hash[i]] = s[i];
     }
     std::vector<double> out;
-    for (const SearchCandidate& c : cs) out.push_back(scores_.at(c.program_hash));
+    for (const Trial& c : cs) out.push_back(scores_.at(c.program_hash));
     return out;
   }
 
@@ -127,7 +130,7 @@ class Evolutionary : public SearchStrategy {
   }
 
   // A mutated, valid child of `parent`, or nullopt.
-  std::optional<SearchCandidate> mutate(const SearchCandidate& parent, RandomEngine& rng) const {
+  std::optional<Trial> mutate(const Trial& parent, RandomEngine& rng) const {
     if (task_->mutators.empty()) return std::nullopt;
     for (int t = 0; t < kMutationTries; ++t) {
       const MutatorPtr& m = task_->mutators[static_cast<size_t>(rng.weighted_index(mutator_weights_))].first;
@@ -138,7 +141,7 @@ class Evolutionary : public SearchStrategy {
     return std::nullopt;
   }
 
-  std::vector<SearchCandidate> next_generation(const std::vector<SearchCandidate>& population, const std::vector<double>& s,
+  std::vector<Trial> next_generation(const std::vector<Trial>& population, const std::vector<double>& s,
                                                double temperature) {
     // Parents in proportion to their score (shifted to be positive).
     double lo = *std::min_element(s.begin(), s.end());
@@ -152,11 +155,11 @@ class Evolutionary : public SearchStrategy {
       mutated.push_back(rng_.uniform_real() < options_.mutation_probability);
     }
     std::vector<RandomEngine> rngs = rng_.fork(static_cast<int>(population.size()));
-    std::vector<std::optional<SearchCandidate>> children(population.size());
+    std::vector<std::optional<Trial>> children(population.size());
     parallel_indices(population.size(), task_->threads, [&](size_t i) {
       if (mutated[i]) children[i] = mutate(population[parents[i]], rngs[i]);
     });
-    std::vector<SearchCandidate> next;
+    std::vector<Trial> next;
     for (size_t i = 0; i < population.size(); ++i) next.push_back(children[i] ? std::move(*children[i]) : population[parents[i]]);
     if (options_.acceptance != "annealing") return next;
     std::vector<double> child_scores = score(next);
@@ -168,18 +171,18 @@ class Evolutionary : public SearchStrategy {
     return next;
   }
 
-  std::vector<SearchCandidate> pick(int count, std::unordered_map<uint64_t, std::pair<double, SearchCandidate>>& seen,
-                                    std::vector<SearchCandidate>& fresh) {
-    std::vector<std::pair<double, SearchCandidate>*> ranked;
+  std::vector<Trial> pick(int count, std::unordered_map<uint64_t, std::pair<double, Trial>>& seen,
+                                    std::vector<Trial>& fresh) {
+    std::vector<std::pair<double, Trial>*> ranked;
     for (auto& [h, e] : seen) ranked.push_back(&e);
     std::sort(ranked.begin(), ranked.end(), [](const auto* a, const auto* b) {
       if (a->first != b->first) return a->first > b->first;
       return a->second.program_hash < b->second.program_hash;  // a stable order whatever the map's
     });
     int n_random = static_cast<int>(std::lround(count * options_.epsilon));
-    std::vector<SearchCandidate> out;
+    std::vector<Trial> out;
     std::unordered_set<uint64_t> taken;
-    auto take = [&](const SearchCandidate& c) {
+    auto take = [&](const Trial& c) {
       if (static_cast<int>(out.size()) >= count || task_->measured.count(c.program_hash) || !taken.insert(c.program_hash).second) return;
       out.push_back(c);
     };
@@ -203,6 +206,10 @@ class Evolutionary : public SearchStrategy {
 
 }  // namespace
 
-SearchStrategyPtr make_evolutionary(const EvolutionaryOptions& options) { return std::make_unique<Evolutionary>(options); }
+SearchStrategyPtr make_evolutionary(const EvolutionaryOptions& options) {
+  if (options.acceptance != "eps-greedy" && options.acceptance != "annealing")
+    throw Error(fmt::format("unknown acceptance '{}' (expected eps-greedy or annealing)", options.acceptance));
+  return std::make_unique<Evolutionary>(options);
+}
 
 }  // namespace tyche::tune

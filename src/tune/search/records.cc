@@ -4,9 +4,7 @@
 
 #include <algorithm>
 
-#include "target/cpu.h"
 #include "ir/structural.h"
-#include "target/host.h"
 #include "support/error.h"
 #include "tune/postproc/candidate.h"
 
@@ -30,12 +28,6 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
   return out;
 }
 
-RecordTarget record_target(const Target& target) {
-  if (target.is_gpu()) return RecordTarget{"cuda", 1, "", "", "", ""};
-  const target::Cpu& cpu = target::resolve_cpu(target.cpu);
-  return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string};
-}
-
 std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,
                                         const Target& target, int k, int64_t seed) {
   uint64_t hash = ir::structural_hash(func);
@@ -46,8 +38,7 @@ std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& n
                             other ? " (only for other targets: another CPU or core count)" : ""));
   }
   TuneContext context{func, target};
-  auto postprocs = default_postprocs(target);
-  for (const auto& p : postprocs) p->initialize(context);
+  auto postprocs = default_postprocs(context);
   std::vector<ir::PrimFunc> out;
   for (size_t i = 0; i < best.size(); ++i) {
     std::string which = i == 0 ? "best record" : fmt::format("record ranked {}", i + 1);

@@ -9,6 +9,7 @@
 #include "ir/function.h"
 #include "tune/database/database.h"
 #include "tune/database/record.h"
+#include "tune/measure/trial.h"
 #include "tune/postproc/postproc.h"
 
 namespace tyche::tune {
@@ -17,10 +18,6 @@ namespace tyche::tune {
 // not carry it, its trace replayed with `postprocs` (records that no longer replay are left out).
 std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRecord*>& records, const TuneContext& context,
                                                const std::vector<PostprocPtr>& postprocs);
-
-// How a record names code generated for `target` on this machine: its CPU (target/cpu.h), the
-// LLVM name, the model name /proc/cpuinfo gives and the feature list.
-RecordTarget record_target(const Target& target);
 
 // The best program `db` measured of the workload `func` (named `name` in messages) for `target`:
 // its trace replayed and postprocessed, sampling without a recorded decision drawing from `seed`.

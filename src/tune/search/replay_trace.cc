@@ -1,4 +1,4 @@
-// The baseline strategy: every candidate is a design space replayed with fresh random decisions.
+// The baseline strategy: every trial is a design space replayed with fresh random decisions.
 #include <unordered_set>
 
 #include "support/random.h"
@@ -18,11 +18,11 @@ class ReplayTrace : public SearchStrategy {
     task_ = task;
     rng_ = RandomEngine(seed);
   }
-  std::vector<SearchCandidate> generate(int count) override {
-    std::vector<SearchCandidate> out;
+  std::vector<Trial> generate(int count) override {
+    std::vector<Trial> out;
     std::unordered_set<uint64_t> batch;
     for (int draws = 0; static_cast<int>(out.size()) < count && draws < count * kDrawsPerCandidate; ++draws) {
-      std::optional<SearchCandidate> c = task_->sample(rng_);
+      std::optional<Trial> c = task_->sample(rng_);
       if (!c || task_->measured.count(c->program_hash) || !batch.insert(c->program_hash).second) continue;
       out.push_back(std::move(*c));
     }
@@ -36,6 +36,6 @@ class ReplayTrace : public SearchStrategy {
 
 }  // namespace
 
-SearchStrategyPtr make_replay_trace() { return std::make_unique<ReplayTrace>(); }
+SearchStrategyPtr make_replay_trace(const EvolutionaryOptions&) { return std::make_unique<ReplayTrace>(); }
 
 }  // namespace tyche::tune

@@ -1,6 +1,7 @@
-// Search strategies: what to measure next. A strategy generates candidates (programs not measured
-// before) and is told how they ran; the tuner (tune/task) builds and measures in between. Each
-// strategy is one file; a new one (Bayesian optimization, RL) implements this interface.
+// Search strategies: what to measure next. A strategy generates Trials (programs not measured
+// before) and is told how they ran; the tuner (tune/task) measures them in between. A new
+// strategy (Bayesian optimization, RL) is one file implementing this interface plus one line in
+// the table of strategy_registry.cc (docs/development.md).
 #pragma once
 
 #include <cstdint>
@@ -15,14 +16,9 @@
 #include "tune/mutator/mutator.h"
 #include "tune/postproc/candidate.h"
 #include "tune/postproc/postproc.h"
+#include "tune/measure/trial.h"
 
 namespace tyche::tune {
-
-struct SearchCandidate {
-  schedule::Trace trace;   // the design-space trace with its decisions: what is recorded and mutated
-  ir::PrimFunc program;    // after the postprocessors: what is built and measured
-  uint64_t program_hash = 0;
-};
 
 // One tuning task as strategies see it; the tuner sets it up and keeps `measured` and
 // `measured_traces` up to date (from the database at the start, then after every batch).
@@ -38,11 +34,13 @@ struct SearchTask {
   int threads = 1;  // for sampling, mutation and validation
   RefusalCounts* refusals = nullptr;  // when set, counts why replays and samples were refused
 
-  // The candidate `trace` replays to with its recorded decisions, or nullopt when the
+  // The trial `trace` replays to with its recorded decisions, or nullopt when the
   // postprocessors refuse it.
-  std::optional<SearchCandidate> replay(const schedule::Trace& trace, int64_t seed) const;
+  std::optional<Trial> replay(const schedule::Trace& trace, int64_t seed) const;
   // A fresh sample of a random design space, or nullopt (invalid).
-  std::optional<SearchCandidate> sample(RandomEngine& rng) const;
+  std::optional<Trial> sample(RandomEngine& rng) const;
+  // What the cost model is given of a trial: its program, its lowering and features shared.
+  ModelCandidate model_candidate(const Trial& trial) const;
 };
 
 class SearchStrategy {
@@ -52,17 +50,13 @@ class SearchStrategy {
   virtual void initialize(SearchTask* task, int64_t seed) = 0;
   // Up to `count` programs not measured before (none twice); fewer, or none, when the space
   // runs dry.
-  virtual std::vector<SearchCandidate> generate(int count) = 0;
-  // How the candidates generate() returned ran: mean seconds, or not positive-finite if failed.
-  virtual void notify(const std::vector<SearchCandidate>& candidates, const std::vector<double>& seconds) {
-    (void)candidates;
-    (void)seconds;
-  }
+  virtual std::vector<Trial> generate(int count) = 0;
+  // How the trials generate() returned ran: each one's outcome, ranked_seconds NaN if it failed
+  // (an interrupted batch reports only the trials measured).
+  virtual void notify(const std::vector<Trial>& trials) { (void)trials; }
 };
 using SearchStrategyPtr = std::unique_ptr<SearchStrategy>;
 
-// Fresh random decisions on the design spaces: the baseline.
-SearchStrategyPtr make_replay_trace();
 
 struct EvolutionaryOptions {
   int population = 512;
@@ -76,9 +70,12 @@ struct EvolutionaryOptions {
   // with probability exp(gain / T), T falling over the generations).
   std::string acceptance = "eps-greedy";
 };
-SearchStrategyPtr make_evolutionary(const EvolutionaryOptions& options = {});
 
-// "evolutionary" or "replay-trace"; throws tyche::Error for another name or acceptance.
+// The strategies by name (strategy_registry.cc): "evolutionary" (evolutionary.cc) or
+// "replay-trace" (fresh random decisions on the design spaces, the baseline: replay_trace.cc).
+// Each factory reads the options it needs. Throws tyche::Error for an unknown name or options the
+// strategy refuses.
 SearchStrategyPtr make_search_strategy(const std::string& name, const EvolutionaryOptions& options = {});
+std::vector<std::string> search_strategy_names();
 
 }  // namespace tyche::tune

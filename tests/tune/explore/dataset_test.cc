@@ -22,8 +22,7 @@ TEST(Dataset, RecordsReplayToTheirFeaturesAndBadOnesAreSkipped) {
   Target target;
   target.num_cores = 2;
   TuneContext context{w.func, target};
-  auto postprocs = default_postprocs(target);
-  for (auto& p : postprocs) p->initialize(context);
+  auto postprocs = default_postprocs(context);
   auto spaces = post_order_apply(default_rules(target))->generate(context, 0);
   std::vector<TuningRecord> records;
   std::vector<FeatureRows> expected;

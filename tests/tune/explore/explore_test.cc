@@ -71,8 +71,7 @@ TEST(SampleSpace, GpuSpacesValidateOnTheIrLevel) {
 void expect_mutator_rate(const MutatorPtr& mutator, const workloads::Workload& w, const Target& target, int tries) {
   TuneContext context{w.func, target};
   auto designs = post_order_apply(default_rules(target))->generate(context, 2);
-  auto postprocs = default_postprocs(target);
-  for (auto& p : postprocs) p->initialize(context);
+  auto postprocs = default_postprocs(context);
   mutator->initialize(context);
   RandomEngine rng(9);
   int good = 0;

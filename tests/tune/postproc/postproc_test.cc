@@ -110,7 +110,7 @@ TEST(Postproc, GmmSsrsrsParallelVectorizeUnrollDecompose) {
   Schedule sch(w.func, schedule::ScheduleOptions{.seed = 1, .debug_verify = true});
   tile_gmm(sch);
   annotate_root(sch, 4, 4, 64);
-  ASSERT_TRUE(run_all(sch, default_postprocs(Target{})).ok());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok());
 
   // b0 i0 j0 (1*2*2 = 4: the next loop joins only while the product is below 4) fused and
   // parallel, with the unroll pragma.
@@ -175,7 +175,7 @@ TEST(Postproc, WriteCacheUnderTheTileIsVectorizedAndStopsTheParallelFusion) {
   BlockRV copy = sch.cache_write(z, 0, "global").value();
   sch.reverse_compute_at(copy, loops[2]).value();  // under j0: j0's body is a sequence
   annotate_root(sch, 64, 64, 16);
-  ASSERT_TRUE(run_all(sch, default_postprocs(Target{})).ok());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok());
   auto zl = loops_of(sch, "Z");
   EXPECT_EQ(zl[0]->for_kind, ir::ForKind::kParallel);
   EXPECT_EQ(ir::as_const_int(zl[0]->extent), 4);  // b0 i0 j0 only
@@ -193,7 +193,7 @@ TEST(Postproc, ImplicitUnrollMarksZeroAndEveryNestGetsItsPragma) {
   auto w = small("SFM-1");
   Schedule sch(w.func, schedule::ScheduleOptions{.seed = 1});
   annotate_root(sch, 16, 8, 512, /*explicit_unroll=*/false);
-  ASSERT_TRUE(run_all(sch, default_postprocs(Target{})).ok());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok());
   const auto* root = find_block(sch.func(), "root");
   const auto* seq = root->body.as<ir::SeqStmtNode>();
   ASSERT_NE(seq, nullptr);
@@ -224,7 +224,7 @@ TEST(Postproc, ParallelStopsAtALoopThatRepeatsAReduction) {
   auto cl = sch.get_loops(sch.get_block("C").value()).value();
   sch.compute_at(sch.get_block("S").value(), cl[1], /*preserve_unit_loops=*/true).value();
   annotate_root(sch, 1024, std::nullopt, std::nullopt);
-  ASSERT_TRUE(run_all(sch, default_postprocs(Target{})).ok());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok());
   auto loops = loops_of(sch, "C");
   EXPECT_EQ(loops[0]->for_kind, ir::ForKind::kParallel);
   EXPECT_EQ(ir::as_const_int(loops[0]->extent), 8);
@@ -245,7 +245,7 @@ TEST(Postproc, PresetsStayCorrectThroughTheDefaultPostprocs) {
       (void)sch.split(loops.back(), {std::nullopt, 2});
     }
     annotate_root(sch, 8, 16, 64);
-    ASSERT_TRUE(run_all(sch, default_postprocs(Target{})).ok()) << ir::to_string(sch.func());
+    ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok()) << ir::to_string(sch.func());
     ir::post_order_visit(sch.func()->body, [&](const ir::Stmt& s) {
       if (const auto* b = s.as<ir::BlockNode>(); b && b->name != "root") {
         bool reduces = std::any_of(b->iter_vars.begin(), b->iter_vars.end(),
@@ -265,8 +265,7 @@ TEST(Postproc, MakeCandidateReplaysTheTraceAndAppendsThePostprocSteps) {
   tile_gmm(design);
   annotate_root(design, 8, 8, 16);
   TuneContext ctx{w.func, Target{}};
-  auto postprocs = default_postprocs(ctx.target);
-  for (const PostprocPtr& p : postprocs) p->initialize(ctx);
+  auto postprocs = default_postprocs(ctx);
   auto out = make_candidate(ctx, *design.trace(), {}, postprocs, 3);
   ASSERT_TRUE(std::holds_alternative<Schedule>(out)) << std::get<CandidateError>(out).message;
   Schedule& sch = std::get<Schedule>(out);
@@ -312,7 +311,7 @@ TEST(Postproc, RFactorBlocksAreDecomposed) {
   auto l = sch.get_loops(blocks[0]).value();
   auto parts = sch.split(l.back(), {std::nullopt, 4}).value();
   sch.rfactor(parts[1], 0).value();
-  ASSERT_TRUE(run_all(sch, default_postprocs(Target{})).ok()) << ir::to_string(sch.func());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok()) << ir::to_string(sch.func());
   ir::post_order_visit(sch.func()->body, [&](const ir::Stmt& s) {
     if (const auto* b = s.as<ir::BlockNode>()) {
       EXPECT_FALSE(b->init.defined()) << b->name;
@@ -653,9 +652,10 @@ TEST(Postproc, Names) {
     for (const PostprocPtr& p : ps) out.push_back(p->name());
     return out;
   };
-  EXPECT_THAT(names(default_postprocs(Target{})),
+  ir::PrimFunc f = small("GMM-1").func;
+  EXPECT_THAT(names(default_postprocs(TuneContext{f, Target{}})),
               ::testing::ElementsAre("DisallowDynamicLoop", "RewriteParallelVectorizeUnroll", "RewriteReductionBlock"));
-  EXPECT_THAT(names(default_postprocs(cuda())),
+  EXPECT_THAT(names(default_postprocs(TuneContext{f, cuda()})),
               ::testing::ElementsAre("DisallowDynamicLoop", "RewriteCooperativeFetch", "RewriteParallelVectorizeUnroll",
                                      "RewriteReductionBlock", "VerifyGPUCode"));
 }
@@ -672,8 +672,7 @@ TEST(PostprocEndToEnd, RuleDesignsBecomeCorrectPrograms) {
     TuneContext ctx{w.func, target};
     auto space = post_order_apply(default_rules(target));
     space->initialize(ctx);
-    auto postprocs = default_postprocs(target);
-    for (const PostprocPtr& p : postprocs) p->initialize(ctx);
+    auto postprocs = default_postprocs(ctx);
     int valid = 0;
     for (schedule::Schedule& design : space->generate(ctx, 1)) {
       for (int64_t seed : {1, 2}) {
@@ -705,8 +704,7 @@ TEST(PostprocEndToEnd, GpuRuleDesignsAreVerified) {
     TuneContext ctx{w.func, target};
     auto space = post_order_apply(default_rules(target));
     space->initialize(ctx);
-    auto postprocs = default_postprocs(target);
-    for (const PostprocPtr& p : postprocs) p->initialize(ctx);
+    auto postprocs = default_postprocs(ctx);
     int valid = 0;
     for (schedule::Schedule& design : space->generate(ctx, 1)) {
       for (int64_t seed : {1, 2, 3}) {
@@ -734,8 +732,7 @@ TEST(PostprocEndToEnd, GpuTilingSharedCopiesAreCooperative) {
   TuneContext ctx{w.func, target};
   auto space = post_order_apply(default_rules(target));
   space->initialize(ctx);
-  auto postprocs = default_postprocs(target);
-  for (const PostprocPtr& p : postprocs) p->initialize(ctx);
+  auto postprocs = default_postprocs(ctx);
   auto designs = space->generate(ctx, 1);
   ASSERT_EQ(designs.size(), 1u);
   int shared_out = 0, serial = 0;

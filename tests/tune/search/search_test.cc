@@ -22,8 +22,7 @@ struct Fixture {
     task.context = TuneContext{w.func, target};
     for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(task.context, 0))
       task.spaces.push_back(d.trace()->simplified());
-    task.postprocs = default_postprocs(target);
-    for (auto& p : task.postprocs) p->initialize(task.context);
+    task.postprocs = default_postprocs(task.context);
     task.mutators = default_mutators(target);
     for (auto& [m, weight] : task.mutators) m->initialize(task.context);
     task.model = model.get();
@@ -31,17 +30,17 @@ struct Fixture {
     task.threads = 2;  // sampling and mutation in parallel
   }
   // Marks a batch measured, as the tuner does.
-  void measure(const std::vector<SearchCandidate>& batch, double seconds) {
-    for (const SearchCandidate& c : batch) {
+  void measure(const std::vector<Trial>& batch, double seconds) {
+    for (const Trial& c : batch) {
       task.measured.insert(c.program_hash);
       task.measured_traces.emplace_back(seconds, c.trace);
     }
   }
 };
 
-void expect_new_and_distinct(const std::vector<SearchCandidate>& batch, const SearchTask& task) {
+void expect_new_and_distinct(const std::vector<Trial>& batch, const SearchTask& task) {
   std::unordered_set<uint64_t> seen;
-  for (const SearchCandidate& c : batch) {
+  for (const Trial& c : batch) {
     EXPECT_EQ(c.program_hash, ir::structural_hash(c.program));
     EXPECT_FALSE(task.measured.count(c.program_hash)) << "measured before";
     EXPECT_TRUE(seen.insert(c.program_hash).second) << "twice in a batch";
@@ -55,11 +54,16 @@ TEST(Search, EachStrategyProposesOnlyNewPrograms) {
     SearchStrategyPtr s = make_search_strategy(name, {.population = 64, .init_min_unmeasured = 16});
     s->initialize(&f.task, 3);
     for (int round = 0; round < 3; ++round) {
-      std::vector<SearchCandidate> batch = s->generate(12);
+      std::vector<Trial> batch = s->generate(12);
       EXPECT_EQ(batch.size(), 12u);
       expect_new_and_distinct(batch, f.task);
       f.measure(batch, 1e-3 * (round + 1));
-      s->notify(batch, std::vector<double>(batch.size(), 1e-3));
+      for (Trial& t : batch) {
+        t.measured = true;
+        t.seconds = {1e-3};
+        t.ranked_seconds = 1e-3;
+      }
+      s->notify(batch);
     }
   }
 }
@@ -67,11 +71,11 @@ TEST(Search, EachStrategyProposesOnlyNewPrograms) {
 TEST(Search, ASmallSpaceRunsDry) {
   // An element-wise map over 4 x 4: few distinct programs exist.
   Fixture f(workloads::from_index_notation("B[i,j] = A[i,j] * 2.0", "i=4,j=4"));
-  SearchStrategyPtr s = make_replay_trace();
+  SearchStrategyPtr s = make_search_strategy("replay-trace");
   s->initialize(&f.task, 0);
   size_t total = 0;
   for (int round = 0; round < 20; ++round) {
-    std::vector<SearchCandidate> batch = s->generate(8);
+    std::vector<Trial> batch = s->generate(8);
     expect_new_and_distinct(batch, f.task);
     f.measure(batch, 1e-6);
     total += batch.size();
@@ -118,10 +122,10 @@ TEST(Search, TheSameSeedGivesTheSameBatchWhateverTheThreads) {
   for (int threads : {1, 2}) {
     Fixture f(workloads::get_preset("GMM-1"));
     f.task.threads = threads;
-    SearchStrategyPtr s = make_evolutionary({.population = 48, .init_min_unmeasured = 16});
+    SearchStrategyPtr s = make_search_strategy("evolutionary", {.population = 48, .init_min_unmeasured = 16});
     s->initialize(&f.task, 11);
     std::vector<uint64_t> hashes;
-    for (const SearchCandidate& c : s->generate(10)) hashes.push_back(c.program_hash);
+    for (const Trial& c : s->generate(10)) hashes.push_back(c.program_hash);
     batches.push_back(hashes);
   }
   EXPECT_EQ(batches[0], batches[1]);
@@ -133,14 +137,14 @@ TEST(Search, EvolutionPicksWhatTheModelScoresBest) {
     Fixture f(workloads::get_preset("GMM-1"));
     // The favourite is a fresh sample the search will draw too (same seed).
     RandomEngine rng(5);
-    std::optional<SearchCandidate> fav;
+    std::optional<Trial> fav;
     while (!fav) fav = f.task.sample(rng);
     Favourite model(fav->program_hash);
     f.task.model = &model;
     f.task.measured_traces.emplace_back(1e-3, fav->trace);  // the best measured seeds the population
-    SearchStrategyPtr s = make_evolutionary({.population = 32, .init_min_unmeasured = 8, .acceptance = acceptance});
+    SearchStrategyPtr s = make_search_strategy("evolutionary", {.population = 32, .init_min_unmeasured = 8, .acceptance = acceptance});
     s->initialize(&f.task, 1);
-    std::vector<SearchCandidate> batch = s->generate(4);
+    std::vector<Trial> batch = s->generate(4);
     ASSERT_FALSE(batch.empty());
     EXPECT_EQ(batch[0].program_hash, fav->program_hash);
     expect_new_and_distinct(batch, f.task);

@@ -271,7 +271,7 @@ class Saboteur : public SearchStrategy {
   explicit Saboteur(bool right_first = false) : right_first_(right_first) {}
   std::string name() const override { return "saboteur"; }
   void initialize(SearchTask* task, int64_t) override { task_ = task; }
-  std::vector<SearchCandidate> generate(int) override {
+  std::vector<Trial> generate(int) override {
     if (done_) return {};
     done_ = true;
     const ir::PrimFunc& f = task_->context.func;  // C[i] = A[i] + 1 over 64
@@ -285,9 +285,8 @@ class Saboteur : public SearchStrategy {
         loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}), {i})),                                             // wrong
         loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}) + ir::make_float(1.0), {i}))};                      // right
     if (right_first_) bodies.insert(bodies.begin(), bodies.back());
-    std::vector<SearchCandidate> out;
-    uint64_t h = 1;
-    for (const ir::Stmt& b : bodies) out.push_back({schedule::Trace(), ir::PrimFunc("C", f->params, 1, b), h++});
+    std::vector<Trial> out;
+    for (const ir::Stmt& b : bodies) out.push_back(Trial::of(schedule::Trace(), ir::PrimFunc("C", f->params, 1, b), false));
     return out;
   }
 

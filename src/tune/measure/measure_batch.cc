@@ -1,0 +1,120 @@
+#include "tune/measure/measure_batch.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "support/error.h"
+
+namespace tyche::tune {
+
+namespace {
+
+// Why a run is a failure; empty when it ran and computed the right result.
+std::string run_failure(const RunResult& res) {
+  if (!res.ok()) return "run: " + res.error;
+  if (!res.correct) return "wrong result: " + res.mismatch;
+  return "";
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool stopped(const BatchOptions& o) { return o.stop && o.stop->load(); }
+
+void remove_objects(const std::vector<BuildResult>& built) {
+  for (const BuildResult& b : built)
+    if (!b.object_path.empty()) std::remove(b.object_path.c_str());
+}
+
+}  // namespace
+
+Measurer::Measurer(const Target& target, RunnerOptions runner) {
+  if (target.is_gpu()) throw Error("CUDA kernels cannot be run yet (measure an llvm target)");
+  static std::atomic<int> count{0};
+  object_dir_ = (std::filesystem::temp_directory_path() / fmt::format("tyche_measure_{}_{}", ::getpid(), count++)).string();
+  builder_ = std::make_unique<Builder>(BuilderOptions{.object_dir = object_dir_, .cpu = target.cpu_info().name});
+  if (runner.threads <= 0) runner.threads = target.num_cores;
+  runner_ = std::make_unique<Runner>(std::move(runner));
+}
+
+Measurer::~Measurer() {
+  builder_.reset();  // waits for compiles that outlived their deadline
+  std::error_code ignored;
+  std::filesystem::remove_all(object_dir_, ignored);
+}
+
+void Measurer::run_built(Trial& trial, const BuildResult& built, const MeasureTask& task, const BatchOptions& o) {
+  RunInput in = run_input_for(built.object_path, built.name, trial.program, task.expected);
+  if (o.single_run_slowdown > 0 && o.best_seconds > 0) in.single_run_after_s = o.single_run_slowdown * o.best_seconds;
+  if (o.timeout_slowdown > 0 && o.best_seconds > 0) in.timeout_s = std::max(o.timeout_floor_s, o.timeout_slowdown * o.best_seconds);
+  RunResult res = runner_->run(in);
+  trial.error = run_failure(res);
+  if (trial.error.empty()) trial.seconds.insert(trial.seconds.end(), res.time.seconds.begin(), res.time.seconds.end());
+  else trial.seconds.clear();
+}
+
+BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save, const BatchOptions& o) {
+  BatchTimes times;
+  auto t0 = Clock::now();
+  std::vector<BuildInput> inputs;
+  for (const Trial& t : trials) inputs.push_back({t.program, t.lowered});
+  std::vector<BuildResult> built = builder_->build(inputs);
+  times.build = since(t0);
+  t0 = Clock::now();
+  BatchOptions limits = o;
+  for (int round = 0; round < std::max(1, o.rounds); ++round) {
+    for (size_t k = 0; k < trials.size() && !stopped(o); ++k) {
+      Trial& t = trials[k];
+      if (round > 0 && !t.error.empty()) continue;
+      t.measured = true;
+      if (!built[k].ok()) {
+        t.error = "build: " + built[k].error;
+        continue;
+      }
+      run_built(t, built[k], task, limits);
+      if (t.ok() && (limits.best_seconds == 0 || t.mean_seconds() < limits.best_seconds)) limits.best_seconds = t.mean_seconds();
+    }
+  }
+  remove_objects(built);
+  times.run = since(t0);
+  if (o.rounds > 1 && stopped(o)) {  // an interrupted confirmation is not one
+    for (Trial& t : trials) t.measured = false;
+    return times;
+  }
+  std::vector<TuningRecord> records;
+  for (Trial& t : trials) {
+    if (!t.measured) continue;
+    t.ranked_seconds = t.ok() ? t.mean_seconds() : std::numeric_limits<double>::quiet_NaN();
+    records.push_back(t.record(task.workload, task.target, o.confirmed));
+  }
+  t0 = Clock::now();
+  if (save && !records.empty()) save(records);
+  times.save = since(t0);
+  return times;
+}
+
+std::optional<KeptProgram> Measurer::keep(const Trial& trial) {
+  BuildResult b = builder_->build(std::vector<BuildInput>{{trial.program, trial.lowered}})[0];
+  if (!b.ok()) return std::nullopt;
+  return KeptProgram{trial, std::move(b)};
+}
+
+double Measurer::time(KeptProgram& kept, const MeasureTask& task) {
+  kept.trial.seconds.clear();
+  run_built(kept.trial, kept.build, task, {});
+  return kept.trial.seconds.empty() ? 0 : median(kept.trial.seconds);
+}
+
+}  // namespace tyche::tune

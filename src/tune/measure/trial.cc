@@ -1,0 +1,34 @@
+#include "tune/measure/trial.h"
+
+#include "ir/structural.h"
+#include "target/host.h"
+
+namespace tyche::tune {
+
+Trial Trial::of(schedule::Trace trace, ir::PrimFunc program, bool is_gpu) {
+  Trial t;
+  t.trace = std::move(trace);
+  t.program_hash = ir::structural_hash(program);
+  t.lowered = std::make_shared<LoweredProgram>(program, is_gpu);
+  t.program = std::move(program);
+  return t;
+}
+
+double Trial::mean_seconds() const {
+  if (!ok()) return std::numeric_limits<double>::infinity();
+  double s = 0;
+  for (double x : seconds) s += x;
+  return s / static_cast<double>(seconds.size());
+}
+
+TuningRecord Trial::record(const RecordWorkload& workload, const RecordTarget& target, bool confirmed) const {
+  return TuningRecord{workload, trace.to_json(), target, program_hash, ok() ? seconds : std::vector<double>{}, error, utc_now(), confirmed};
+}
+
+RecordTarget record_target(const Target& target) {
+  if (target.is_gpu()) return RecordTarget{"cuda", 1, "", "", "", ""};
+  const target::Cpu& cpu = target.cpu_info();
+  return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string};
+}
+
+}  // namespace tyche::tune

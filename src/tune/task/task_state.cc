@@ -1,0 +1,102 @@
+#include "tune/task/task_state.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "ir/structural.h"
+#include "support/error.h"
+#include "tune/search/records.h"
+#include "tune/space/space_generator.h"
+
+namespace tyche::tune {
+
+namespace {
+
+// The search's view of the task: design spaces, postprocessors, mutators, the model.
+void set_up_search(TaskState& st, const Target& target, const TuneOptions& options, CostModel* model) {
+  const workloads::Workload& w = st.task.workload;
+  SearchTask& s = st.search;
+  s.context = TuneContext{w.func, target};
+  SpaceGeneratorPtr space = st.task.space ? st.task.space : post_order_apply(default_rules(target));
+  space->initialize(s.context);
+  for (const schedule::Schedule& d : space->generate(s.context, options.seed)) s.spaces.push_back(d.trace()->simplified());
+  if (s.spaces.empty()) throw InputError(fmt::format("tune: the design space of {} is empty (a rule returned no schedule)", w.name));
+  s.postprocs = default_postprocs(s.context);
+  s.mutators = default_mutators(target);
+  for (auto& [m, weight] : s.mutators) m->initialize(s.context);
+  s.model = model;
+  s.refusals = &st.refusals;
+  s.workload = ir::structural_hash(w.func);
+  s.threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// What the database already measured of the task: no program is measured again, the programs
+// that ran seed the search and the model, and the fastest is the best so far.
+void resume_from(TaskState& st, const Database& db, ModelSeeds& seeds) {
+  SearchTask& s = st.search;
+  std::vector<const TuningRecord*> records = db.latest_of(s.workload, target_key(st.measure.target));
+  s.measured = measured_programs(records, s.context, s.postprocs);
+  for (const TuningRecord* r : records) {
+    if (!r->ok()) continue;
+    try {
+      schedule::Trace trace = schedule::Trace::from_json(r->trace_json);
+      std::optional<Trial> t = s.replay(trace, 0);
+      if (!t) continue;
+      s.measured_traces.emplace_back(r->mean_seconds(), trace);
+      seeds.candidates.push_back(s.model_candidate(*t));
+      seeds.seconds.push_back(r->mean_seconds());
+      st.note_result(r->mean_seconds(), r->trace_json);
+    } catch (const Error&) {
+      // a record of other rules: it cannot seed this search
+    }
+  }
+}
+
+}  // namespace
+
+void TaskState::note_result(double seconds, const std::string& trace_json) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) return;
+  if (result.best_seconds == 0 || seconds < result.best_seconds) {
+    result.best_seconds = seconds;
+    best_trace_json = trace_json;
+  }
+}
+
+void TaskState::absorb(const std::vector<Trial>& round) {
+  for (const Trial& t : round) {
+    search.measured.insert(t.program_hash);
+    if (!t.ok()) {
+      ++result.failed;
+      continue;
+    }
+    ranked[t.program_hash] = t.ranked_seconds;
+    double raw = t.mean_seconds();
+    if (result.search_best_seconds == 0 || raw < result.search_best_seconds) result.search_best_seconds = raw;
+    search.measured_traces.emplace_back(t.ranked_seconds, t.trace);
+    if (result.best_seconds == 0 || t.ranked_seconds < result.best_seconds) note_result(t.ranked_seconds, t.trace.to_json());
+  }
+  result.trials += static_cast<int>(round.size());
+}
+
+std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const Target& target, const TuneOptions& options,
+                                      CostModel* model, Database& db, ModelSeeds& seeds) {
+  auto st = std::make_unique<TaskState>();
+  st->task = task;
+  const workloads::Workload& w = st->task.workload;
+  set_up_search(*st, target, options, model);
+  st->measure = MeasureTask{RecordWorkload{w.name, task.extents, st->search.workload, w.shape, w.flop}, record_target(target),
+                            w.reference(workloads::make_inputs(w.func, 42))};
+  db.add_workload(st->measure.workload);
+  resume_from(*st, db, seeds);
+  st->strategy = options.make_strategy ? options.make_strategy() : make_search_strategy(options.strategy, options.evolutionary);
+  st->strategy->initialize(&st->search, options.seed + static_cast<int64_t>(index));
+  st->result.name = w.name;
+  st->result.shape = w.shape;
+  st->result.flop = w.flop;
+  return st;
+}
+
+}  // namespace tyche::tune

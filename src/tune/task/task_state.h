@@ -1,0 +1,48 @@
+// One task of a tune as the loop (tune.cc) keeps it: its search, its measuring setup, what it
+// has found. Private to tune/task.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tune/database/database.h"
+#include "tune/measure/measure_batch.h"
+#include "tune/search/search_strategy.h"
+#include "tune/task/drift.h"
+#include "tune/task/tune.h"
+
+namespace tyche::tune {
+
+struct TaskState {
+  TuneTask task;
+  SearchTask search;
+  SearchStrategyPtr strategy;
+  MeasureTask measure;  // the record's workload and target, the reference outputs
+  TaskResult result;
+  std::string best_trace_json;
+  DriftCorrection drift;
+  // The ranked (drift-corrected) time of each program measured in this run, by program hash.
+  std::unordered_map<uint64_t, double> ranked;
+  RefusalCounts refusals;  // why the search's candidates died
+
+  // Makes `trace_json`, run in `seconds`, the best if it is.
+  void note_result(double seconds, const std::string& trace_json);
+  // Takes in a measured round: what search knows was measured, the best, the failures.
+  void absorb(const std::vector<Trial>& round);
+};
+
+// What the cost model learns before the first round: the measured records a database held.
+struct ModelSeeds {
+  std::vector<ModelCandidate> candidates;
+  std::vector<double> seconds;
+};
+
+// Sets up task `index` of a tune: its design spaces, postprocessors, mutators and strategy, and
+// what `db` already measured of it (which seeds the search, `seeds` and the best). Throws
+// InputError when its design space is empty.
+std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const Target& target, const TuneOptions& options,
+                                      CostModel* model, Database& db, ModelSeeds& seeds);
+
+}  // namespace tyche::tune
