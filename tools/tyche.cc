@@ -35,6 +35,7 @@
 #include "tune/database/database.h"
 #include "tune/postproc/candidate.h"
 #include "tune/search/records.h"
+#include "tune/search/search_strategy.h"
 #include "ir/annotation_keys.h"
 #include "tune/task/tune.h"
 #include "tune/feature/per_store_feature.h"
@@ -586,7 +587,8 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--extents", opts.extents, "index extents for the formulas, e.g. i=64,j=64,k=64");
   tune_cmd->add_option("--trials", opts.trials, "candidates to measure, all workloads together (default 1000)")->check(CLI::PositiveNumber);
   tune_cmd->add_option("--db", opts.db, "the tuning database directory: records kept, resumed (default: a temporary one)");
-  tune_cmd->add_option("--strategy", opts.strategy, "evolutionary (default) or replay-trace")->check(CLI::IsMember({"evolutionary", "replay-trace"}));
+  tune_cmd->add_option("--strategy", opts.strategy, fmt::format("{} (default: evolutionary)", fmt::join(tune::search_strategy_names(), ", ")))
+      ->check(CLI::IsMember(tune::search_strategy_names()));
   tune_cmd->add_option("--acceptance", opts.acceptance, "eps-greedy (default) or annealing")->check(CLI::IsMember({"eps-greedy", "annealing"}));
   tune_cmd->add_option("--cost-model", opts.cost_model, "xgb (default) or random")->check(CLI::IsMember({"xgb", "random"}));
   tune_cmd->add_option("--model", opts.model, "a cost model saved by 'tyche model train' to start from");

@@ -233,27 +233,54 @@ class Extractor : public ir::StmtExprVisitor {
     return p;
   }
 
+  // One row: the store's features, group by group, in the order of feature_names().
   void add_row(const ir::BufferStoreNode* store) {
     size_t offset = rows.values.size();
     rows.values.resize(offset + static_cast<size_t>(width_), 0.0f);
     ++rows.rows;
     rows.stores.push_back(store->buffer->name);
-    float* out = rows.values.data() + offset;
-    int col = 0;
+    Row row{rows.values.data() + offset};
     const double outer = outer_prod();
+    double ops_per_iter = add_arith(row, store, outer);
+    add_loops(row);
+    std::vector<BufferUse> uses = buffer_uses(store);
+    std::vector<std::vector<double>> unique_by_level;  // [buffer][level 0..n]
+    for (const BufferUse& u : uses) unique_by_level.push_back(unique_elements_by_level(u));
+    add_buffers(row, uses, unique_by_level, outer);
+    add_intensity(row, uses, unique_by_level, ops_per_iter);
+    add_allocation(row, store, outer);
+    int64_t unroll = 0;
+    for (const Loop& l : loops_)
+      if (l.auto_unroll >= 0) unroll = l.auto_unroll;
+    row.put(log_feature(outer));
+    row.put(log_feature(static_cast<double>(loops_.size())));
+    row.put(log_feature(static_cast<double>(unroll)));
+  }
 
-    // arith
+  // The columns of a row being written.
+  struct Row {
+    float* out;
+    int col = 0;
+    void put(double v) { out[col++] = static_cast<float>(v); }
+  };
+
+  // arith.*: operations by kind times the iterations around the store; returns the operations
+  // of one iteration.
+  double add_arith(Row& row, const ir::BufferStoreNode* store, double outer) const {
     OpCounter ops;
     ops.visit_expr(store->value);
     for (const ir::Expr& i : store->indices) ops.visit_expr(i);
     for (const ir::Expr& c : conditions_) ops.visit_expr(c);
     double ops_per_iter = 0;
     for (double c : ops.counts) {
-      out[col++] = log_feature(c * outer);
+      row.put(log_feature(c * outer));
       ops_per_iter += c;
     }
+    return ops_per_iter;
+  }
 
-    // loops
+  // loop.*: vectorized, unrolled and parallel loops around the store, GPU extents.
+  void add_loops(Row& row) const {
     const int n = static_cast<int>(loops_.size());
     for (ir::ForKind kind : {ir::ForKind::kVectorized, ir::ForKind::kUnrolled, ir::ForKind::kParallel}) {
       double num = 0, prod = 1, len = 0;
@@ -265,13 +292,13 @@ class Extractor : public ir::StmtExprVisitor {
         len = static_cast<double>(loops_[i].extent);
         innermost = i;
       }
-      out[col++] = log_feature(num);
-      out[col++] = log_feature(num ? prod : 0);
-      out[col++] = log_feature(len);
+      row.put(log_feature(num));
+      row.put(log_feature(num ? prod : 0));
+      row.put(log_feature(len));
       int pos = innermost < 0 ? 0 : innermost == n - 1 ? 1 : innermost == 0 ? 3 : 2;
-      for (int p = 0; p < 4; ++p) out[col++] = pos == p ? 1.0f : 0.0f;
+      for (int p = 0; p < 4; ++p) row.put(pos == p ? 1.0 : 0.0);
     }
-    out[col++] = options_.is_gpu ? 1.0f : 0.0f;
+    row.put(options_.is_gpu ? 1.0 : 0.0);
     for (const char* tag : {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread"}) {
       double e = 1;
       bool seen = false;
@@ -280,17 +307,16 @@ class Extractor : public ir::StmtExprVisitor {
           e *= static_cast<double>(l.extent);
           seen = true;
         }
-      out[col++] = log_feature(seen ? e : 0);
+      row.put(log_feature(seen ? e : 0));
     }
+  }
 
-    // buffers
-    std::vector<BufferUse> uses = buffer_uses(store);
+  // bufN.*: the buffers the store touches, largest first.
+  void add_buffers(Row& row, const std::vector<BufferUse>& uses, const std::vector<std::vector<double>>& unique_by_level,
+                   double outer) const {
+    const int n = static_cast<int>(loops_.size());
     std::vector<BufferStats> stats;
-    std::vector<std::vector<double>> unique_by_level;  // [buffer][level 0..n]
-    for (const BufferUse& u : uses) {
-      unique_by_level.push_back(unique_elements_by_level(u));
-      stats.push_back(measure(u, unique_by_level.back(), outer));
-    }
+    for (size_t b = 0; b < uses.size(); ++b) stats.push_back(measure(uses[b], unique_by_level[b], outer));
     // Reuse distance in bytes: what every buffer of the store touches inside the reusing loop.
     for (size_t b = 0; b < uses.size(); ++b) {
       if (stats[b].reuse_type != 0) continue;
@@ -310,11 +336,16 @@ class Extractor : public ir::StmtExprVisitor {
       return a.encoded > b.encoded;
     });
     for (int b = 0; b < kFeatureBuffers; ++b) {
-      if (static_cast<size_t>(b) < stats.size()) std::copy(stats[b].encoded.begin(), stats[b].encoded.end(), out + col);
-      col += static_cast<int>(kBufferFieldCount);
+      if (static_cast<size_t>(b) < stats.size()) std::copy(stats[b].encoded.begin(), stats[b].encoded.end(), row.out + row.col);
+      row.col += static_cast<int>(kBufferFieldCount);
     }
+  }
 
-    // arithmetic intensity, innermost loop outward
+  // intensity.*: operations per unique byte inside each loop level, innermost loop outward,
+  // resampled to kIntensityPoints.
+  void add_intensity(Row& row, const std::vector<BufferUse>& uses, const std::vector<std::vector<double>>& unique_by_level,
+                     double ops_per_iter) const {
+    const int n = static_cast<int>(loops_.size());
     std::vector<double> curve;
     for (int k = n - 1; k >= 0; --k) {
       double iters = 1;
@@ -333,30 +364,24 @@ class Extractor : public ir::StmtExprVisitor {
         double t = x - static_cast<double>(i);
         v = i + 1 < curve.size() ? curve[i] * (1 - t) + curve[i + 1] * t : curve[i];
       }
-      out[col++] = log_feature(v);
+      row.put(log_feature(v));
     }
+  }
 
-    // allocation
+  // alloc.*: for a store into an intermediate, its size and how often it is allocated.
+  void add_allocation(Row& row, const ir::BufferStoreNode* store, double outer) const {
     const ir::BufferNode* target = store->buffer.get();
     auto alloc = std::find_if(allocations_.rbegin(), allocations_.rend(), [&](const Allocation& a) { return a.buffer == target; });
-    if (alloc != allocations_.rend()) {
-      double elems = 1;
-      for (const ir::Expr& d : target->shape) elems *= static_cast<double>(ir::as_const_int(d).value_or(1));
-      out[col++] = log_feature(elems * target->dtype.bytes());
-      out[col++] = log_feature(elems * alloc->outer_prod);
-      out[col++] = log_feature(alloc->outer_prod);
-      out[col++] = log_feature(outer / alloc->outer_prod);
-    } else {
-      col += 4;
+    if (alloc == allocations_.rend()) {
+      row.col += 4;
+      return;
     }
-
-    // outer scope
-    int64_t unroll = 0;
-    for (const Loop& l : loops_)
-      if (l.auto_unroll >= 0) unroll = l.auto_unroll;
-    out[col++] = log_feature(outer);
-    out[col++] = log_feature(n);
-    out[col++] = log_feature(static_cast<double>(unroll));
+    double elems = 1;
+    for (const ir::Expr& d : target->shape) elems *= static_cast<double>(ir::as_const_int(d).value_or(1));
+    row.put(log_feature(elems * target->dtype.bytes()));
+    row.put(log_feature(elems * alloc->outer_prod));
+    row.put(log_feature(alloc->outer_prod));
+    row.put(log_feature(outer / alloc->outer_prod));
   }
 
   static constexpr size_t kBufferFieldCount = 22;

@@ -71,8 +71,9 @@ struct EvolutionaryOptions {
   std::string acceptance = "eps-greedy";
 };
 
-// The strategies by name (strategy_registry.cc): "evolutionary" (evolutionary.cc) or
-// "replay-trace" (fresh random decisions on the design spaces, the baseline: replay_trace.cc).
+// The strategies by name (strategy_registry.cc): "evolutionary" (evolutionary.cc),
+// "replay-trace" (fresh random decisions on the design spaces, the baseline: replay_trace.cc) or
+// "local-search" (mutations of the fastest measured programs, no cost model: local_search.cc).
 // Each factory reads the options it needs. Throws tyche::Error for an unknown name or options the
 // strategy refuses.
 SearchStrategyPtr make_search_strategy(const std::string& name, const EvolutionaryOptions& options = {});

@@ -8,7 +8,8 @@
 // X(id, "name"): the factory make_<id> and the name `--strategy` takes.
 #define TYCHE_SEARCH_STRATEGIES(X) \
   X(evolutionary, "evolutionary")  \
-  X(replay_trace, "replay-trace")
+  X(replay_trace, "replay-trace")  \
+  X(local_search, "local-search")
 
 namespace tyche::tune {
 

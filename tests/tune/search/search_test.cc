@@ -48,7 +48,8 @@ void expect_new_and_distinct(const std::vector<Trial>& batch, const SearchTask& 
 }
 
 TEST(Search, EachStrategyProposesOnlyNewPrograms) {
-  for (const std::string name : {"replay-trace", "evolutionary"}) {
+  ASSERT_EQ(search_strategy_names(), (std::vector<std::string>{"evolutionary", "replay-trace", "local-search"}));
+  for (const std::string& name : search_strategy_names()) {
     SCOPED_TRACE(name);
     Fixture f(workloads::get_preset("GMM-1"));
     SearchStrategyPtr s = make_search_strategy(name, {.population = 64, .init_min_unmeasured = 16});

@@ -108,7 +108,7 @@ double unscheduled_seconds(const workloads::Workload& w) {
 TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
   auto w = workloads::get_preset("GMM-1");
   double plain = unscheduled_seconds(w);
-  for (const std::string strategy : {"replay-trace", "evolutionary"}) {
+  for (const std::string& strategy : search_strategy_names()) {
     SCOPED_TRACE(strategy);
     std::string db = fresh_dir(strategy);
     int rounds = 0;
