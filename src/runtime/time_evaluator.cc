@@ -1,6 +1,7 @@
 #include "runtime/time_evaluator.h"
 
 #include "target/host.h"
+#include "support/median.h"
 
 #include <algorithm>
 #include <chrono>
@@ -76,7 +77,7 @@ TimeResult time_function(const std::function<void()>& f, const TimeOptions& o) {
   std::vector<double> sorted = r.seconds;
   std::sort(sorted.begin(), sorted.end());
   size_t n = sorted.size();
-  r.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  r.median = median(sorted);
   r.min = sorted.front();
   r.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / n;
   double var = 0;

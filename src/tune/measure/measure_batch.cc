@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "support/error.h"
+#include "support/median.h"
 
 namespace tyche::tune {
 
@@ -19,12 +20,6 @@ std::string run_failure(const RunResult& res) {
   if (!res.ok()) return "run: " + res.error;
   if (!res.correct) return "wrong result: " + res.mismatch;
   return "";
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 using Clock = std::chrono::steady_clock;

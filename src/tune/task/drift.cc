@@ -2,17 +2,9 @@
 
 #include <algorithm>
 
+#include "support/median.h"
+
 namespace tyche::tune {
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 void DriftCorrection::choose_yardstick(Measurer& measurer, const std::vector<Trial>& round) {
   const Trial* best = nullptr;
