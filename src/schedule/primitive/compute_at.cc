@@ -395,87 +395,142 @@ Result<std::vector<IntervalSet>> united_access(const ScheduleState& state, const
   return hull.value_or(std::vector<IntervalSet>{});
 }
 
-// The rewritten scope that moving `block` under `loop` gives, or why it is refused; the state
-// is not touched, so legality can be asked of many loops cheaply (sample_compute_location).
-struct MovePlan {
-  const SRefNode* scope = nullptr;
-  ir::Block new_scope;
+// Program-order positions that the dependence checks compare the scope's other blocks against.
+struct MoveSpan {
+  ProgramOrder order;
+  int block_pos, loop_pos, loop_end;
+  std::vector<SRef> siblings;
 };
 
-Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops,
-                           bool is_compute_at) {
-  const char* prim = prim_name(is_compute_at);
-  if (auto s = check_placement(state, block.get(), loop.get(), is_compute_at); !s) return s.error();
-  const ir::BlockNode* b = block->as_block();
+// Gathered once, so that both directions' checks compare against the same positions.
+MoveSpan move_span(const ScheduleState& state, const SRef& block, const SRef& loop) {
   const SRefNode* scope = scope_block(block.get());
   ProgramOrder order = program_order(scope->as_block());
   const int block_pos = order.pos.at(block->stmt), loop_pos = order.pos.at(loop->stmt), loop_end = order.end.at(loop->stmt);
-  std::vector<SRef> siblings = child_blocks(state, scope);
-  auto under_loop = [&](const SRef& s) { return is_ancestor(loop.get(), s.get()); };
+  return MoveSpan{std::move(order), block_pos, loop_pos, loop_end, child_blocks(state, scope)};
+}
 
-  // Blocks under the loop on the other side of the dependence.
-  std::vector<SRef> others;
-  if (is_compute_at) {
-    if (block_pos > loop_pos)
-      return ScheduleError(ErrorCode::kDependenceViolated,
-                           fmt::format("{}: block '{}' comes after loop '{}'; it must precede its consumers", prim, b->name, loop_name(loop.get())),
+// compute_at's side: the producer must precede its consumers, its inputs unchanged meanwhile.
+Result<std::vector<SRef>> consumers_under_loop(const ScheduleState& state, const SRef& block, const SRef& loop,
+                                               const MoveSpan& span) {
+  const char* prim = prim_name(true);
+  const ir::BlockNode* b = block->as_block();
+  if (span.block_pos > span.loop_pos)
+    return ScheduleError(ErrorCode::kDependenceViolated,
+                         fmt::format("{}: block '{}' comes after loop '{}'; it must precede its consumers", prim, b->name, loop_name(loop.get())),
+                         b);
+  for (const ir::BufferRegion& w : b->writes)
+    if (is_output_buffer(state, w.buffer.get()))
+      return ScheduleError(ErrorCode::kIsOutput,
+                           fmt::format("{}: block '{}' writes the function output '{}', which would be computed only in part",
+                                       prim, b->name, w.buffer->name),
                            b);
-    for (const ir::BufferRegion& w : b->writes)
-      if (is_output_buffer(state, w.buffer.get()))
-        return ScheduleError(ErrorCode::kIsOutput,
-                             fmt::format("{}: block '{}' writes the function output '{}', which would be computed only in part",
-                                         prim, b->name, w.buffer->name),
-                             b);
-    for (const SRef& c : get_consumers(state, block)) {
-      if (!under_loop(c))
-        return ScheduleError(ErrorCode::kNotAncestor,
-                             fmt::format("{}: loop '{}' is not an ancestor of block '{}', a consumer of block '{}'", prim,
-                                         loop_name(loop.get()), block_name(c.get()), b->name),
-                             c->stmt);
-      others.push_back(c);
-    }
-    // Nothing from the block's old place to the end of the loop may change what it reads.
-    for (const SRef& s : siblings) {
-      int p = order.pos.at(s->stmt);
-      if (s != block && p > block_pos && p <= loop_end && touches_any(b->reads, s->as_block()->writes))
-        return ScheduleError(ErrorCode::kDependenceViolated,
-                             fmt::format("{}: block '{}' writes what block '{}' reads, between its place and the end of loop '{}'",
-                                         prim, block_name(s.get()), b->name, loop_name(loop.get())),
-                             s->stmt);
-    }
-  } else {
-    if (block_pos < loop_end)
-      return ScheduleError(ErrorCode::kDependenceViolated,
-                           fmt::format("{}: block '{}' comes before loop '{}'; it must follow its producers", prim, b->name, loop_name(loop.get())),
-                           b);
-    for (const SRef& p : get_producers(state, block)) {
-      if (!under_loop(p))
-        return ScheduleError(ErrorCode::kNotAncestor,
-                             fmt::format("{}: loop '{}' is not an ancestor of block '{}', a producer of block '{}'", prim,
-                                         loop_name(loop.get()), block_name(p.get()), b->name),
-                             p->stmt);
-      others.push_back(p);
-    }
-    // Nothing from the loop to the block's old place may read what it writes.
-    for (const SRef& s : siblings) {
-      int p = order.pos.at(s->stmt);
-      if (s != block && p >= loop_pos && p < block_pos && touches_any(b->writes, s->as_block()->reads))
-        return ScheduleError(ErrorCode::kDependenceViolated,
-                             fmt::format("{}: block '{}' reads what block '{}' writes, before its place", prim,
-                                         block_name(s.get()), b->name),
-                             s->stmt);
-    }
+  std::vector<SRef> consumers;
+  for (const SRef& c : get_consumers(state, block)) {
+    if (!is_ancestor(loop.get(), c.get()))
+      return ScheduleError(ErrorCode::kNotAncestor,
+                           fmt::format("{}: loop '{}' is not an ancestor of block '{}', a consumer of block '{}'", prim,
+                                       loop_name(loop.get()), block_name(c.get()), b->name),
+                           c->stmt);
+    consumers.push_back(c);
   }
+  // Nothing from the block's old place to the end of the loop may change what it reads.
+  for (const SRef& s : span.siblings) {
+    int p = span.order.pos.at(s->stmt);
+    if (s != block && p > span.block_pos && p <= span.loop_end && touches_any(b->reads, s->as_block()->writes))
+      return ScheduleError(ErrorCode::kDependenceViolated,
+                           fmt::format("{}: block '{}' writes what block '{}' reads, between its place and the end of loop '{}'",
+                                       prim, block_name(s.get()), b->name, loop_name(loop.get())),
+                           s->stmt);
+  }
+  return consumers;
+}
+
+// reverse_compute_at's side: the consumer must follow its producers, its output unread meanwhile.
+Result<std::vector<SRef>> producers_under_loop(const ScheduleState& state, const SRef& block, const SRef& loop,
+                                               const MoveSpan& span) {
+  const char* prim = prim_name(false);
+  const ir::BlockNode* b = block->as_block();
+  if (span.block_pos < span.loop_end)
+    return ScheduleError(ErrorCode::kDependenceViolated,
+                         fmt::format("{}: block '{}' comes before loop '{}'; it must follow its producers", prim, b->name, loop_name(loop.get())),
+                         b);
+  std::vector<SRef> producers;
+  for (const SRef& p : get_producers(state, block)) {
+    if (!is_ancestor(loop.get(), p.get()))
+      return ScheduleError(ErrorCode::kNotAncestor,
+                           fmt::format("{}: loop '{}' is not an ancestor of block '{}', a producer of block '{}'", prim,
+                                       loop_name(loop.get()), block_name(p.get()), b->name),
+                           p->stmt);
+    producers.push_back(p);
+  }
+  // Nothing from the loop to the block's old place may read what it writes.
+  for (const SRef& s : span.siblings) {
+    int p = span.order.pos.at(s->stmt);
+    if (s != block && p >= span.loop_pos && p < span.block_pos && touches_any(b->writes, s->as_block()->reads))
+      return ScheduleError(ErrorCode::kDependenceViolated,
+                           fmt::format("{}: block '{}' reads what block '{}' writes, before its place", prim,
+                                       block_name(s.get()), b->name),
+                           s->stmt);
+  }
+  return producers;
+}
+
+// The blocks under `loop` that decide what the moved block computes; with none, it has no place.
+Result<std::vector<SRef>> blocks_across_dependence(const ScheduleState& state, const SRef& block, const SRef& loop,
+                                                   bool is_compute_at) {
+  const ir::BlockNode* b = block->as_block();
+  MoveSpan span = move_span(state, block, loop);
+  TYCHE_TRY_ASSIGN(others, is_compute_at ? consumers_under_loop(state, block, loop, span)
+                                         : producers_under_loop(state, block, loop, span));
   if (others.empty())
     return ScheduleError(ErrorCode::kNotCovered,
-                         fmt::format("{}: block '{}' has no {} under loop '{}'", prim, b->name,
+                         fmt::format("{}: block '{}' has no {} under loop '{}'", prim_name(is_compute_at), b->name,
                                      is_compute_at ? "consumer" : "producer", loop_name(loop.get())),
                          b);
+  return others;
+}
 
-  // Insertion point among the loop's children: before the first consumer, or after the last
-  // producer.
-  const ir::ForNode* target = loop->as_for();
-  std::vector<ir::Stmt> children = body_children(target->body);
+// The moved block's accesses that the other side bounds per iteration: what its iterators cover.
+Result<std::vector<Access>> accesses_across(const ScheduleState& state, const SRef& block, const SRef& loop,
+                                            const std::vector<SRef>& others, arith::Analyzer* a, bool is_compute_at) {
+  const ir::BlockNode* b = block->as_block();
+  std::vector<Access> accesses;
+  const auto& own = is_compute_at ? b->writes : b->reads;
+  for (const ir::BufferRegion& r : own) {
+    TYCHE_TRY_ASSIGN(bounds, united_access(state, others, r.buffer.get(), is_compute_at, loop.get(),
+                                           block.get(), a, is_compute_at));
+    if (bounds.empty()) continue;  // no block on the other side touches this buffer under the loop
+    if (bounds.size() != r.region.size())
+      return ScheduleError(ErrorCode::kNotCovered,
+                           fmt::format("{}: buffer '{}' is accessed with different ranks", prim_name(is_compute_at), r.buffer->name), b);
+    accesses.push_back({&r, std::move(bounds)});
+  }
+  return accesses;
+}
+
+// A consumer whose index into a produced buffer mixes its spatial iterators (a convolution
+// window) cannot be restricted to what one iteration produces; TVM refuses it too.
+Status check_plain_reads(const ir::BlockNode* b, const std::vector<Access>& accesses, const SRefNode* loop) {
+  for (const Access& acc : accesses)
+    for (const ir::Range& r : acc.region->region) {
+      bool spatial = ir::uses_var(r.min, [&](const ir::VarNode* v) {
+        return std::any_of(b->iter_vars.begin(), b->iter_vars.end(), [&](const ir::IterVar& iv) {
+          return iv.var.get() == v && iv.kind == ir::IterKind::kSpatial;
+        });
+      });
+      if (spatial && !plain_index(b, r))
+        return ScheduleError(ErrorCode::kNotCovered,
+                             fmt::format("{}: block '{}' reads '{}' at index '{}', which does not map to a range of its "
+                                         "iterators under loop '{}'",
+                                         prim_name(false), b->name, acc.region->buffer->name, ir::to_string(r.min), loop_name(loop)),
+                             b);
+    }
+  return ok_status();
+}
+
+// Before the first consumer, which reads the moved block's output, or after the last producer.
+size_t insertion_index(const std::vector<ir::Stmt>& children, const std::vector<SRef>& others, bool is_compute_at) {
   std::unordered_set<const ir::StmtNode*> other_blocks;
   for (const SRef& s : others) other_blocks.insert(s->stmt);
   auto holds_other = [&](const ir::Stmt& child) {
@@ -490,51 +545,50 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
     for (size_t i = 0; i < children.size(); ++i)
       if (holds_other(children[i])) insert_at = i + 1;
   }
+  return insert_at;
+}
 
-  // The region each iterator must cover.
-  arith::Analyzer a;
-  bind_loops_from(&a, loop.get());
-  std::vector<Access> accesses;
-  const auto& own = is_compute_at ? b->writes : b->reads;
-  for (const ir::BufferRegion& r : own) {
-    TYCHE_TRY_ASSIGN(bounds, united_access(state, others, r.buffer.get(), is_compute_at, loop.get(),
-                                           block.get(), &a, is_compute_at));
-    if (bounds.empty()) continue;  // no block on the other side touches this buffer under the loop
-    if (bounds.size() != r.region.size())
-      return ScheduleError(ErrorCode::kNotCovered, fmt::format("{}: buffer '{}' is accessed with different ranks", prim, r.buffer->name), b);
-    accesses.push_back({&r, std::move(bounds)});
-  }
-  if (!is_compute_at) {
-    // A consumer whose index into a produced buffer mixes its spatial iterators (a convolution
-    // window) cannot be restricted to what one iteration produces; TVM refuses it too.
-    for (const Access& acc : accesses)
-      for (const ir::Range& r : acc.region->region) {
-        bool spatial = ir::uses_var(r.min, [&](const ir::VarNode* v) {
-          return std::any_of(b->iter_vars.begin(), b->iter_vars.end(), [&](const ir::IterVar& iv) {
-            return iv.var.get() == v && iv.kind == ir::IterKind::kSpatial;
-          });
-        });
-        if (spatial && !plain_index(b, r))
-          return ScheduleError(ErrorCode::kNotCovered,
-                               fmt::format("{}: block '{}' reads '{}' at index '{}', which does not map to a range of its "
-                                           "iterators under loop '{}'",
-                                           prim, b->name, acc.region->buffer->name, ir::to_string(r.min), loop_name(loop.get())),
-                               b);
-      }
-  }
-  std::vector<IntervalSet> ranges = iter_ranges(b, accesses, !is_compute_at, &a);
-  TYCHE_TRY_ASSIGN(nest, make_nest(state, block.get(), loop.get(), ranges, preserve_unit_loops, is_compute_at));
-
+// The rewritten scope, built beside the state so that planning a move never changes it.
+Result<ir::Block> moved_scope(const ScheduleState& state, const SRef& block, const SRef& loop,
+                              const std::vector<SRef>& others, const ir::Stmt& nest, bool is_compute_at) {
+  std::vector<ir::Stmt> children = body_children(loop->as_for()->body);
+  size_t insert_at = insertion_index(children, others, is_compute_at);
   const ir::StmtNode* remove = removal_root(state, block.get());
   children.insert(children.begin() + static_cast<std::ptrdiff_t>(insert_at), nest);
   MoveRewriter rw(remove, loop->stmt, ir::seq(children));
-  const ir::BlockNode* sb = scope->as_block();
+  const ir::BlockNode* sb = scope_block(block.get())->as_block();
   ir::Stmt body = rw.mutate_stmt(sb->body);
-  if (!rw.removed || !rw.inserted)
+  if (!rw.removed || !rw.inserted) {
+    const ir::BlockNode* b = block->as_block();
     return ScheduleError(ErrorCode::kUnsupported,
-                         fmt::format("{}: block '{}' sits under a statement it cannot be moved out of", prim, b->name), b);
-  return MovePlan{scope, ir::make_block(sb->name, sb->iter_vars, sb->reads, sb->writes, sb->init, body,
-                                        sb->alloc_buffers, sb->annotations)};
+                         fmt::format("{}: block '{}' sits under a statement it cannot be moved out of", prim_name(is_compute_at), b->name),
+                         b);
+  }
+  return ir::make_block(sb->name, sb->iter_vars, sb->reads, sb->writes, sb->init, body, sb->alloc_buffers, sb->annotations);
+}
+
+// The rewritten scope that moving `block` under `loop` gives, or why it is refused; the state
+// is not touched, so legality can be asked of many loops cheaply (sample_compute_location).
+struct MovePlan {
+  const SRefNode* scope = nullptr;
+  ir::Block new_scope;
+};
+
+Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops,
+                           bool is_compute_at) {
+  if (auto s = check_placement(state, block.get(), loop.get(), is_compute_at); !s) return s.error();
+  TYCHE_TRY_ASSIGN(others, blocks_across_dependence(state, block, loop, is_compute_at));
+  // The region each iterator must cover.
+  arith::Analyzer a;
+  bind_loops_from(&a, loop.get());
+  TYCHE_TRY_ASSIGN(accesses, accesses_across(state, block, loop, others, &a, is_compute_at));
+  const ir::BlockNode* b = block->as_block();
+  if (!is_compute_at)
+    if (Status s = check_plain_reads(b, accesses, loop.get()); !s) return s.error();
+  std::vector<IntervalSet> ranges = iter_ranges(b, accesses, !is_compute_at, &a);
+  TYCHE_TRY_ASSIGN(nest, make_nest(state, block.get(), loop.get(), ranges, preserve_unit_loops, is_compute_at));
+  TYCHE_TRY_ASSIGN(new_scope, moved_scope(state, block, loop, others, nest, is_compute_at));
+  return MovePlan{scope_block(block.get()), std::move(new_scope)};
 }
 
 Status move_block(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops, bool is_compute_at) {

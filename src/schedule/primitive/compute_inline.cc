@@ -339,7 +339,25 @@ Status compute_inline(ScheduleState& state, const SRef& block_sref) {
   return ok_status();
 }
 
-Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
+namespace {
+
+// What the checks establish, so that the rewrite needs no second look at the state.
+struct ReverseInline {
+  const ir::BlockNode* consumer = nullptr;
+  const ir::BufferStoreNode* store = nullptr;  // the consumer's body
+  ExprScan consumer_scan;
+  SRefNode* scope = nullptr;  // the consumer's scope block
+  ir::Buffer buffer;          // the intermediate: read by the consumer, written by the producer
+  SRef producer_sref;
+  const ir::BlockNode* producer = nullptr;
+  const ir::BufferStoreNode* pstore = nullptr;  // the producer's body
+  // The iterator each intermediate index names, in the producer's store and the consumer's loads.
+  std::vector<size_t> ppos, cpos;
+  SRefNode* site = nullptr;  // the block that allocates the intermediate
+};
+
+// The consumer's one unpredicated store must be able to run at the producer's iterations.
+Status check_consumer(const ScheduleState& state, const SRef& block_sref, ReverseInline& r) {
   const ir::BlockNode* consumer = block_sref->as_block();
   if (!consumer || !block_sref->parent)
     return ScheduleError(ErrorCode::kUnsupported, "cannot reverse-inline the root block", block_sref->stmt);
@@ -350,18 +368,24 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer, fmt::format("it must write only '{}'", store->buffer->name));
   if (!ir::is_true(state.realize_of(block_sref.get())->predicate))
     return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, "its realize has a predicate");
-  ExprScan consumer_scan = scan(store);
-  if (!uses_only(consumer_scan.free_vars, iter_var_set(consumer)))
+  r.consumer = consumer;
+  r.store = store;
+  r.consumer_scan = scan(store);
+  if (!uses_only(r.consumer_scan.free_vars, iter_var_set(consumer)))
     return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, "its store uses variables other than its iterators");
+  return ok_status();
+}
 
-  // The one buffer it reads that is written in its scope is the intermediate.
-  SRefNode* scope = scope_block(block_sref.get());
+// The intermediate disappears, so it must be the only produced buffer read and not an output.
+Status find_intermediate(const ScheduleState& state, const SRef& block_sref, ReverseInline& r) {
+  const ir::BlockNode* consumer = r.consumer;
+  r.scope = scope_block(block_sref.get());
   std::unordered_set<const ir::BufferNode*> written_in_scope;
   AccessWalker([&](const ir::BlockNode* b, const ir::BufferNode* buf, bool is_store) {
     if (is_store && b != consumer) written_in_scope.insert(buf);
-  }).visit_stmt(state.stmt_of(scope));
+  }).visit_stmt(state.stmt_of(r.scope));
   std::vector<ir::Buffer> produced;
-  for (const ir::BufferLoadNode* l : consumer_scan.loads)
+  for (const ir::BufferLoadNode* l : r.consumer_scan.loads)
     if (written_in_scope.count(l->buffer.get()) &&
         std::none_of(produced.begin(), produced.end(), [&](const ir::Buffer& b) { return b.same_as(l->buffer); }))
       produced.push_back(l->buffer);
@@ -371,22 +395,29 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
                                  fmt::format("it reads {} produced buffers ('{}' and '{}'); it needs exactly one producer",
                                              produced.size(), produced[0]->name, produced[1]->name));
-  const ir::Buffer& buffer = produced[0];
+  const ir::Buffer& buffer = r.buffer = produced[0];
   if (is_output_buffer(state, buffer.get()))
     return not_reverse_inlinable(ErrorCode::kIsOutput, consumer, fmt::format("it reads the output '{}', which must stay written", buffer->name));
   if (is_param_buffer(state, buffer.get()))
     return not_reverse_inlinable(ErrorCode::kParameterBuffer, consumer, fmt::format("it reads the parameter '{}'", buffer->name));
+  return ok_status();
+}
+
+// The producer takes the consumer's store, so it must be the only writer, storing at its iterators.
+Status check_producer(const ScheduleState& state, const SRef& block_sref, ReverseInline& r) {
+  const ir::BlockNode* consumer = r.consumer;
+  const ir::Buffer& buffer = r.buffer;
   std::vector<SRef> writers = other_writers(state, block_sref.get(), buffer.get());
   if (writers.size() != 1)
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
                                  fmt::format("'{}' has {} producer blocks in its scope, not one", buffer->name, writers.size()));
-  const SRef& producer_sref = writers[0];
-  const ir::BlockNode* producer = producer_sref->as_block();
+  r.producer_sref = writers[0];
+  const ir::BlockNode* producer = r.producer = r.producer_sref->as_block();
   if (is_reduction_like(producer))
     return ScheduleError(ErrorCode::kIsReduction,
                          fmt::format("cannot reverse-inline block '{}' into reduction block '{}'", consumer->name, producer->name),
                          consumer);
-  if (Status s = check_complete_block(state, producer_sref.get()); !s) return s.error();
+  if (Status s = check_complete_block(state, r.producer_sref.get()); !s) return s.error();
   auto* pstore = producer->body.as<ir::BufferStoreNode>();
   if (!pstore || pstore->buffer.get() != buffer.get() || producer->writes.size() != 1)
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
@@ -397,91 +428,135 @@ Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
     return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
                                  fmt::format("its producer '{}' does not store to '{}' at its iterators", producer->name, buffer->name));
   for (const ir::BufferLoadNode* l : producer_scan.loads)
-    if (l->buffer.get() == store->buffer.get())
+    if (l->buffer.get() == r.store->buffer.get())
       return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
-                                   fmt::format("its producer '{}' reads '{}'", producer->name, store->buffer->name));
+                                   fmt::format("its producer '{}' reads '{}'", producer->name, r.store->buffer->name));
+  r.pstore = pstore;
+  r.ppos = *ppos;
+  return ok_status();
+}
 
+// Each consumer iteration must read what exactly one producer iteration stores.
+Status check_intermediate_loads(ReverseInline& r) {
   // Every load of the intermediate uses the same indices: the consumer's iterators, each once.
+  const ir::BlockNode* consumer = r.consumer;
   const ir::BufferLoadNode* first = nullptr;
-  for (const ir::BufferLoadNode* l : consumer_scan.loads) {
-    if (l->buffer.get() != buffer.get()) continue;
+  for (const ir::BufferLoadNode* l : r.consumer_scan.loads) {
+    if (l->buffer.get() != r.buffer.get()) continue;
     if (!first) first = l;
     bool same = l->indices.size() == first->indices.size() &&
                 std::equal(l->indices.begin(), l->indices.end(), first->indices.begin(),
                            [](const ir::Expr& a, const ir::Expr& b) { return a.same_as(b); });
     if (!same)
-      return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, fmt::format("it reads '{}' at different indices", buffer->name));
+      return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, fmt::format("it reads '{}' at different indices", r.buffer->name));
   }
   auto cpos = iter_var_positions(first->indices, consumer);
   if (!cpos)
     return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
-                                 fmt::format("it reads '{}' at indices that are not its iterators, each once", buffer->name));
+                                 fmt::format("it reads '{}' at indices that are not its iterators, each once", r.buffer->name));
+  r.cpos = *cpos;
+  return ok_status();
+}
 
-  SRefNode* site = alloc_site(scope, buffer.get());
+// The intermediate's allocation goes away: inside it, nobody but the consumer may read it.
+Status check_sole_reader(const ScheduleState& state, ReverseInline& r) {
+  const ir::BlockNode* consumer = r.consumer;
+  const ir::Buffer& buffer = r.buffer;
+  SRefNode* site = alloc_site(r.scope, buffer.get());
   if (!site)
     return not_reverse_inlinable(ErrorCode::kUnsupported, consumer,
                                  fmt::format("'{}' is not allocated by an enclosing block", buffer->name));
-  ir::Stmt site_stmt = state.stmt_of(site);
   std::optional<ScheduleError> other_reader;
   AccessWalker([&](const ir::BlockNode* b, const ir::BufferNode* buf, bool is_store) {
     if (!other_reader && !is_store && buf == buffer.get() && b != consumer)
       other_reader = not_reverse_inlinable(ErrorCode::kDependenceViolated, consumer,
                                            fmt::format("block '{}' also reads '{}'", b ? b->name : "root", buffer->name));
-  }).visit_stmt(site_stmt);
+  }).visit_stmt(state.stmt_of(site));
   if (other_reader) return *other_reader;
+  r.site = site;
+  return ok_status();
+}
 
-  // Consumer iterator at position cpos[k] becomes the producer iterator at ppos[k]. Where the
-  // consumer covers less than the producer, the producer's realize gets a predicate.
-  const ir::BlockRealizeNode* prealize = state.realize_of(producer_sref.get());
-  arith::Analyzer analyzer;
-  std::unordered_map<const ir::VarNode*, ir::Expr> vmap;
-  ir::Expr predicate = prealize->predicate;
-  for (size_t k = 0; k < cpos->size(); ++k) {
-    const ir::IterVar& civ = consumer->iter_vars[(*cpos)[k]];
-    const ir::IterVar& piv = producer->iter_vars[(*ppos)[k]];
-    vmap[civ.var.get()] = piv.var;
-    if (analyzer.can_prove_equal(civ.dom.min, piv.dom.min) && analyzer.can_prove_equal(civ.dom.extent, piv.dom.extent)) continue;
-    bool inside = analyzer.can_prove(civ.dom.min >= piv.dom.min) &&
-                  analyzer.can_prove(civ.dom.min + civ.dom.extent <= piv.dom.min + piv.dom.extent);
+// The consumer's iterators in terms of the producer's, and the producer's new predicate.
+struct ProducerIters {
+  std::unordered_map<const ir::VarNode*, ir::Expr> from_consumer;
+  ir::Expr predicate;
+};
+
+// Consumer iterator at position cpos[k] becomes the producer iterator at ppos[k]. Where the
+// consumer covers less than the producer, the producer's realize gets a predicate.
+Result<ProducerIters> map_onto_producer(const ScheduleState& state, const ReverseInline& r, arith::Analyzer* analyzer) {
+  const ir::BlockRealizeNode* prealize = state.realize_of(r.producer_sref.get());
+  ProducerIters out{{}, prealize->predicate};
+  for (size_t k = 0; k < r.cpos.size(); ++k) {
+    const ir::IterVar& civ = r.consumer->iter_vars[r.cpos[k]];
+    const ir::IterVar& piv = r.producer->iter_vars[r.ppos[k]];
+    out.from_consumer[civ.var.get()] = piv.var;
+    if (analyzer->can_prove_equal(civ.dom.min, piv.dom.min) && analyzer->can_prove_equal(civ.dom.extent, piv.dom.extent)) continue;
+    bool inside = analyzer->can_prove(civ.dom.min >= piv.dom.min) &&
+                  analyzer->can_prove(civ.dom.min + civ.dom.extent <= piv.dom.min + piv.dom.extent);
     if (!inside)
-      return not_reverse_inlinable(ErrorCode::kNotCovered, consumer,
-                                   fmt::format("it iterates '{}' beyond what producer '{}' computes", civ.var.name(), producer->name));
-    const ir::Expr& bound = prealize->iter_values[(*ppos)[k]];
+      return not_reverse_inlinable(ErrorCode::kNotCovered, r.consumer,
+                                   fmt::format("it iterates '{}' beyond what producer '{}' computes", civ.var.name(), r.producer->name));
+    const ir::Expr& bound = prealize->iter_values[r.ppos[k]];
     ir::Expr in_range = bound >= civ.dom.min && bound < civ.dom.min + civ.dom.extent;
-    predicate = ir::is_true(predicate) ? in_range : (predicate && in_range);
+    out.predicate = ir::is_true(out.predicate) ? in_range : (out.predicate && in_range);
   }
-  if (!predicate.same_as(prealize->predicate)) {
+  if (!out.predicate.same_as(prealize->predicate)) {
     arith::Analyzer loops;  // the producer's loop ranges decide the trivial half of each bound
-    for (SRefNode* p : ancestors(producer_sref.get()))
+    for (SRefNode* p : ancestors(r.producer_sref.get()))
       if (auto* f = p->as_for()) loops.bind(f->loop_var, ir::Range(f->min, f->extent));
-    predicate = loops.simplify(predicate);
+    out.predicate = loops.simplify(out.predicate);
   }
+  return out;
+}
+
+// The producer block computing the consumer's store, as the intermediate is no longer there.
+ir::Block fold_into_producer(const ReverseInline& r, const std::unordered_map<const ir::VarNode*, ir::Expr>& vmap,
+                             arith::Analyzer* analyzer) {
+  const ir::BlockNode* producer = r.producer;
   auto to_producer = [&](const ir::Var& v) -> ir::Expr {
     auto it = vmap.find(v.get());
     return it == vmap.end() ? ir::Expr() : it->second;
   };
   ScopeRewriter fold;  // loads of the intermediate -> the producer's value
-  fold.buffer = buffer.get();
-  fold.on_load = [&](const ir::BufferLoadNode*) { return pstore->value; };
-  ir::Expr value = ir::substitute(fold.mutate_expr(store->value), to_producer);
+  fold.buffer = r.buffer.get();
+  fold.on_load = [&](const ir::BufferLoadNode*) { return r.pstore->value; };
+  ir::Expr value = ir::substitute(fold.mutate_expr(r.store->value), to_producer);
   std::vector<ir::Expr> indices;
-  for (const ir::Expr& i : store->indices) indices.push_back(ir::substitute(i, to_producer));
-  ir::Stmt body = ir::buffer_store(store->buffer, value, std::move(indices));
+  for (const ir::Expr& i : r.store->indices) indices.push_back(ir::substitute(i, to_producer));
+  ir::Stmt body = ir::buffer_store(r.store->buffer, value, std::move(indices));
   ir::Block draft = ir::make_block(producer->name, producer->iter_vars, {}, {}, ir::Stmt(), body, producer->alloc_buffers,
                                    producer->annotations);
-  arith::AccessRegions regions = arith::infer_access_regions(*draft, &analyzer);
-  ir::Block new_producer = ir::make_block(producer->name, producer->iter_vars, regions.reads, regions.writes, ir::Stmt(), body,
-                                          producer->alloc_buffers, producer->annotations);
+  arith::AccessRegions regions = arith::infer_access_regions(*draft, analyzer);
+  return ir::make_block(producer->name, producer->iter_vars, regions.reads, regions.writes, ir::Stmt(), body,
+                        producer->alloc_buffers, producer->annotations);
+}
+
+}  // namespace
+
+Status reverse_compute_inline(ScheduleState& state, const SRef& block_sref) {
+  ReverseInline r;
+  if (Status s = check_consumer(state, block_sref, r); !s) return s;
+  if (Status s = find_intermediate(state, block_sref, r); !s) return s;
+  if (Status s = check_producer(state, block_sref, r); !s) return s;
+  if (Status s = check_intermediate_loads(r); !s) return s;
+  if (Status s = check_sole_reader(state, r); !s) return s;
+  arith::Analyzer analyzer;
+  TYCHE_TRY_ASSIGN(iters, map_onto_producer(state, r, &analyzer));
+  ir::Block new_producer = fold_into_producer(r, iters.from_consumer, &analyzer);
+
+  const ir::BlockRealizeNode* prealize = state.realize_of(r.producer_sref.get());
   ScopeRewriter rw;
   rw.remove = state.realize_stmt_of(block_sref.get()).get();
   rw.swap_from = prealize;
-  rw.swap_to = ir::block_realize(prealize->iter_values, predicate, new_producer);
-  rw.buffer = buffer.get();
-  rw.alloc_block = site->as_block();
-  rw.alloc_is_func_root = site->parent == nullptr;
-  rw.reuse[new_producer.get()] = producer;
-  ir::Stmt new_site = rw.mutate_stmt(site_stmt);
-  state.replace(state.get_sref(site->stmt), new_site, rw.reuse);
+  rw.swap_to = ir::block_realize(prealize->iter_values, iters.predicate, new_producer);
+  rw.buffer = r.buffer.get();
+  rw.alloc_block = r.site->as_block();
+  rw.alloc_is_func_root = r.site->parent == nullptr;
+  rw.reuse[new_producer.get()] = r.producer;
+  ir::Stmt new_site = rw.mutate_stmt(state.stmt_of(r.site));
+  state.replace(state.get_sref(r.site->stmt), new_site, rw.reuse);
   return ok_status();
 }
 

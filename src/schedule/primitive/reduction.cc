@@ -330,15 +330,19 @@ Result<SRef> decompose_reduction(ScheduleState& state, const SRef& block_sref, c
   return state.get_sref(init_block.get());
 }
 
-Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axis) {
+namespace {
+
+// One wording for a loop that is not a reduce-only loop, wherever rfactor finds one.
+ScheduleError not_reduction_loop(const ir::ForNode* rf_loop, const std::string& detail) {
+  return ScheduleError(ErrorCode::kSpatialLoop,
+                       fmt::format("rfactor: loop '{}' is not a reduction loop{}", rf_loop->loop_var.name(), detail), rf_loop);
+}
+
+// rfactor splits one reduction: the block whose reduce iterators the loop binds.
+Result<SRef> reducing_block(const ScheduleState& state, const SRef& loop_sref) {
   const ir::ForNode* rf_loop = loop_sref->as_for();
   const ir::VarNode* rf_var = rf_loop->loop_var.get();
-  const std::string& rf_name = rf_loop->loop_var.name();
-  auto not_reduction_loop = [&](const std::string& detail) {
-    return ScheduleError(ErrorCode::kSpatialLoop, fmt::format("rfactor: loop '{}' is not a reduction loop{}", rf_name, detail), rf_loop);
-  };
-  // The block whose reduce iterators the loop binds (other blocks may use it spatially).
-  std::vector<SRef> users, reducing;
+  std::vector<SRef> users, reducing;  // other blocks may use the loop spatially
   for (const SRef& b : child_blocks(state, loop_sref.get())) {
     const ir::BlockRealizeNode* r = state.realize_of(b.get());
     bool uses = ir::uses_var(r->predicate, rf_var), reduces = false;
@@ -353,56 +357,80 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   if (reducing.empty()) {
     if (users.size() == 1)
       if (Status s = check_reduction_block(state, users[0].get()); !s) return s.error();
-    return not_reduction_loop("");
+    return not_reduction_loop(rf_loop, "");
   }
   if (reducing.size() > 1)
     return ScheduleError(ErrorCode::kNotSingleChild,
                          fmt::format("rfactor: loop '{}' binds reduce iterators of {} blocks ('{}', '{}', ...); rfactor needs exactly one",
-                                     rf_name, reducing.size(), reducing[0]->as_block()->name, reducing[1]->as_block()->name),
+                                     rf_loop->loop_var.name(), reducing.size(), reducing[0]->as_block()->name,
+                                     reducing[1]->as_block()->name),
                          rf_loop);
-  const SRef block_sref = reducing[0];
-  const ir::BlockNode* block = block_sref->as_block();
-  if (Status s = check_reduction_block(state, block_sref.get()); !s) return s.error();
-  const ir::BlockRealizeNode* realize = state.realize_of(block_sref.get());
-  std::vector<SRef> loops = get_loops(state, block_sref);
-  size_t rf = static_cast<size_t>(
-      std::find_if(loops.begin(), loops.end(), [&](const SRef& l) { return l.get() == loop_sref.get(); }) - loops.begin());
-  LoopUse use = classify_loops(loops, block, realize);
-  if (use.spatial[rf]) return not_reduction_loop(" (it also binds a spatial iterator)");
-  for (size_t i = 0; i < loops.size(); ++i)
-    if (use.spatial[i] && use.reduce[i])
+  return reducing[0];
+}
+
+// The reduction rfactor splits, as its checks found it; the new blocks are built from it.
+struct RfactorTarget {
+  const ir::ForNode* rf_loop = nullptr;
+  SRef block_sref;
+  const ir::BlockNode* block = nullptr;
+  const ir::BlockRealizeNode* realize = nullptr;
+  std::vector<SRef> loops;  // the block's loops, outermost first
+  size_t rf = 0;            // the rfactor loop's position in `loops`
+  LoopUse use;
+  Reducer reducer{};
+  size_t axis = 0;  // where the rfactor dimension goes in the partial-result buffer
+};
+
+// rfactor needs a serial reduce-only loop of constant range, in a nest of spatial or reduce loops.
+Status check_rfactor_loops(const RfactorTarget& t) {
+  const ir::ForNode* rf_loop = t.rf_loop;
+  const std::string& rf_name = rf_loop->loop_var.name();
+  if (t.use.spatial[t.rf]) return not_reduction_loop(rf_loop, " (it also binds a spatial iterator)");
+  for (size_t i = 0; i < t.loops.size(); ++i)
+    if (t.use.spatial[i] && t.use.reduce[i])
       return ScheduleError(ErrorCode::kSpatialLoop,
                            fmt::format("rfactor: loop '{}' binds both spatial and reduce iterators of block '{}'",
-                                       loops[i]->as_for()->loop_var.name(), block->name),
-                           loops[i]->stmt);
-  if (auto e = check_no_unbound_loop(loops, use, 0, block, "rfactor")) return *e;
+                                       t.loops[i]->as_for()->loop_var.name(), t.block->name),
+                           t.loops[i]->stmt);
+  if (auto e = check_no_unbound_loop(t.loops, t.use, 0, t.block, "rfactor")) return *e;
   if (rf_loop->for_kind != ir::ForKind::kSerial)
     return ScheduleError(ErrorCode::kInvalidLoopKind,
                          fmt::format("rfactor: loop '{}' is {}, not serial", rf_name, ir::for_kind_name(rf_loop->for_kind)), rf_loop);
-  auto rf_min = ir::as_const_int(rf_loop->min);
-  auto rf_extent = ir::as_const_int(rf_loop->extent);
-  if (!rf_min || !rf_extent)
+  if (!ir::as_const_int(rf_loop->min) || !ir::as_const_int(rf_loop->extent))
     return ScheduleError(ErrorCode::kNonConstantExtent, fmt::format("rfactor: loop '{}' has a non-constant range", rf_name), rf_loop);
-  TYCHE_TRY_ASSIGN(reducer, match_reducer(block));
-  const ir::Buffer& buffer = reducer.update->buffer;
+  return ok_status();
+}
+
+// Where the rfactor dimension goes among the dimensions of `buffer` (negative counts from the end).
+Result<size_t> factor_axis_position(const ir::Buffer& buffer, int factor_axis, const ir::ForNode* rf_loop) {
   int ndim = static_cast<int>(buffer->shape.size());
   if (factor_axis < -ndim - 1 || factor_axis > ndim)
     return ScheduleError(ErrorCode::kOutOfRange,
                          fmt::format("rfactor: factor_axis {} is out of range [{}, {}] for the {}-d buffer '{}'", factor_axis,
                                      -ndim - 1, ndim, ndim, buffer->name),
                          rf_loop);
-  size_t axis = static_cast<size_t>(factor_axis < 0 ? factor_axis + ndim + 1 : factor_axis);
-  for (const ir::Expr& idx : reducer.update->indices)
-    for (const ir::IterVar& iv : block->iter_vars)
+  return static_cast<size_t>(factor_axis < 0 ? factor_axis + ndim + 1 : factor_axis);
+}
+
+// A partial result per reduced element needs the element to depend on spatial iterators only.
+Status check_spatial_store(const RfactorTarget& t) {
+  for (const ir::Expr& idx : t.reducer.update->indices)
+    for (const ir::IterVar& iv : t.block->iter_vars)
       if (iv.kind == ir::IterKind::kReduce && ir::uses_var(idx, iv.var.get()))
         return ScheduleError(ErrorCode::kNotReduction,
-                             fmt::format("rfactor: block '{}' stores at an index chosen by reduce iterator '{}'", block->name, iv.var.name()),
-                             block);
-  // The write-back nest goes after the outermost loop of the block; nothing else in that nest
-  // may touch the reduced buffer, which is complete only after the write-back.
-  const ir::ForNode* top = loops[0]->as_for();
-  for (const SRef& other : child_blocks(state, loops[0].get())) {
-    if (other.get() == block_sref.get()) continue;
+                             fmt::format("rfactor: block '{}' stores at an index chosen by reduce iterator '{}'", t.block->name,
+                                         iv.var.name()),
+                             t.block);
+  return ok_status();
+}
+
+// The write-back nest goes after the outermost loop of the block; nothing else in that nest
+// may touch the reduced buffer, which is complete only after the write-back.
+Status check_untouched_until_write_back(const ScheduleState& state, const RfactorTarget& t) {
+  const ir::Buffer& buffer = t.reducer.update->buffer;
+  const ir::ForNode* top = t.loops[0]->as_for();
+  for (const SRef& other : child_blocks(state, t.loops[0].get())) {
+    if (other.get() == t.block_sref.get()) continue;
     const ir::BlockNode* o = other->as_block();
     auto touches = [&](const std::vector<ir::BufferRegion>& rs) {
       return std::any_of(rs.begin(), rs.end(), [&](const ir::BufferRegion& r) { return r.buffer.same_as(buffer); });
@@ -413,26 +441,60 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
                                        top->loop_var.name(), buffer->name),
                            o);
   }
+  return ok_status();
+}
 
-  // Loops of reduce iterators that the rfactor loop touches become reduce iterators of their own.
-  std::unordered_map<const ir::VarNode*, size_t> loop_index;
-  for (size_t i = 0; i < loops.size(); ++i) loop_index[loops[i]->as_for()->loop_var.get()] = i;
-  std::unordered_map<const ir::VarNode*, ir::Expr> iter_map;  // old iter var -> its replacement
-  std::unordered_map<const ir::VarNode*, ir::Expr> loop_iter;  // loop var -> new iter var
+// The reduction under `loop_sref` and its nest, or why rfactor cannot split it there.
+Result<RfactorTarget> rfactor_target(const ScheduleState& state, const SRef& loop_sref, int factor_axis) {
+  RfactorTarget t;
+  t.rf_loop = loop_sref->as_for();
+  TYCHE_TRY_ASSIGN(block_sref, reducing_block(state, loop_sref));
+  t.block_sref = block_sref;
+  t.block = block_sref->as_block();
+  if (Status s = check_reduction_block(state, block_sref.get()); !s) return s.error();
+  t.realize = state.realize_of(block_sref.get());
+  t.loops = get_loops(state, block_sref);
+  t.rf = static_cast<size_t>(std::find_if(t.loops.begin(), t.loops.end(),
+                                          [&](const SRef& l) { return l.get() == loop_sref.get(); }) -
+                             t.loops.begin());
+  t.use = classify_loops(t.loops, t.block, t.realize);
+  if (Status s = check_rfactor_loops(t); !s) return s.error();
+  TYCHE_TRY_ASSIGN(reducer, match_reducer(t.block));
+  t.reducer = reducer;
+  TYCHE_TRY_ASSIGN(axis, factor_axis_position(reducer.update->buffer, factor_axis, t.rf_loop));
+  t.axis = axis;
+  if (Status s = check_spatial_store(t); !s) return s.error();
+  if (Status s = check_untouched_until_write_back(state, t); !s) return s.error();
+  return t;
+}
+
+// The rfactor block's iterators and bindings, and what each old iterator becomes in its body.
+struct RfactorIters {
+  ir::Var rf_iter;  // the rfactor loop's own iterator, spatial in the rfactor block
   std::vector<ir::IterVar> iters;
   std::vector<ir::Expr> values;
-  ir::Var rf_iter("v" + rf_name, rf_loop->loop_var.dtype());
-  iters.push_back(ir::IterVar{rf_iter, ir::Range(rf_loop->min, rf_loop->extent), ir::IterKind::kSpatial});
-  values.push_back(rf_loop->loop_var);
-  loop_iter[rf_var] = rf_iter;
-  for (size_t k = 0; k < block->iter_vars.size(); ++k) {
-    const ir::IterVar& iv = block->iter_vars[k];
-    const ir::Expr& binding = realize->iter_values[k];
+  std::unordered_map<const ir::VarNode*, ir::Expr> iter_map;  // old iter var -> its replacement
+};
+
+// Loops of reduce iterators that the rfactor loop touches become reduce iterators of their own.
+Result<RfactorIters> rfactor_iters(const RfactorTarget& t) {
+  const ir::ForNode* rf_loop = t.rf_loop;
+  const ir::VarNode* rf_var = rf_loop->loop_var.get();
+  std::unordered_map<const ir::VarNode*, size_t> loop_index;
+  for (size_t i = 0; i < t.loops.size(); ++i) loop_index[t.loops[i]->as_for()->loop_var.get()] = i;
+  std::unordered_map<const ir::VarNode*, ir::Expr> loop_iter;  // loop var -> new iter var
+  RfactorIters out{ir::Var("v" + rf_loop->loop_var.name(), rf_loop->loop_var.dtype()), {}, {}, {}};
+  out.iters.push_back(ir::IterVar{out.rf_iter, ir::Range(rf_loop->min, rf_loop->extent), ir::IterKind::kSpatial});
+  out.values.push_back(rf_loop->loop_var);
+  loop_iter[rf_var] = out.rf_iter;
+  for (size_t k = 0; k < t.block->iter_vars.size(); ++k) {
+    const ir::IterVar& iv = t.block->iter_vars[k];
+    const ir::Expr& binding = t.realize->iter_values[k];
     if (iv.kind == ir::IterKind::kSpatial || !ir::uses_var(binding, rf_var)) {
       ir::Var nv(iv.var.name(), iv.var.dtype());
-      iters.push_back(ir::IterVar{nv, iv.dom, iv.kind});
-      values.push_back(binding);
-      iter_map[iv.var.get()] = nv;
+      out.iters.push_back(ir::IterVar{nv, iv.dom, iv.kind});
+      out.values.push_back(binding);
+      out.iter_map[iv.var.get()] = nv;
       continue;
     }
     for (const ir::VarNode* v : vars_of(binding)) {
@@ -440,62 +502,84 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
       if (li == loop_index.end())
         return ScheduleError(ErrorCode::kUnsupported,
                              fmt::format("rfactor: the binding of '{}' uses '{}', which is not a loop of block '{}'", iv.var.name(),
-                                         v->name, block->name),
-                             block);
+                                         v->name, t.block->name),
+                             t.block);
       if (loop_iter.count(v)) continue;
-      const ir::ForNode* l = loops[li->second]->as_for();
+      const ir::ForNode* l = t.loops[li->second]->as_for();
       if (!ir::as_const_int(l->min) || !ir::as_const_int(l->extent))
         return ScheduleError(ErrorCode::kNonConstantExtent,
                              fmt::format("rfactor: loop '{}' has a non-constant range", l->loop_var.name()), l);
       ir::Var nv("v" + l->loop_var.name(), l->loop_var.dtype());
-      iters.push_back(ir::IterVar{nv, ir::Range(l->min, l->extent), ir::IterKind::kReduce});
-      values.push_back(l->loop_var);
+      out.iters.push_back(ir::IterVar{nv, ir::Range(l->min, l->extent), ir::IterKind::kReduce});
+      out.values.push_back(l->loop_var);
       loop_iter[v] = nv;
     }
-    iter_map[iv.var.get()] = ir::substitute(binding, var_map(loop_iter));
+    out.iter_map[iv.var.get()] = ir::substitute(binding, var_map(loop_iter));
   }
+  return out;
+}
 
-  // Every partial result the write-back reads must be initialized: where the reduce loops of
-  // the rfactor block are at their minimum, the predicate must hold for every rfactor index.
-  {
-    arith::Analyzer analyzer;
-    for (const SRef& l : loops) analyzer.bind(l->as_for()->loop_var, ir::Range(l->as_for()->min, l->as_for()->extent));
-    std::unordered_map<const ir::VarNode*, ir::Expr> at_min;
-    VarSet reduce_side = {rf_var};
-    for (size_t i = 0; i < loops.size(); ++i) {
-      if (!use.reduce[i] || i == rf) continue;
-      at_min[loops[i]->as_for()->loop_var.get()] = loops[i]->as_for()->min;
-      reduce_side.insert(loops[i]->as_for()->loop_var.get());
-    }
-    std::vector<ir::Expr> conjuncts;
-    split_conjuncts(realize->predicate, &conjuncts);
-    for (const ir::Expr& c : conjuncts) {
-      if (!ir::uses_any(c, reduce_side)) continue;
-      if (!analyzer.can_prove(ir::substitute(c, var_map(at_min))))
-        return ScheduleError(ErrorCode::kUnsupported,
-                             fmt::format("rfactor: predicate '{}' of block '{}' may leave partial results of loop '{}' uninitialized",
-                                         ir::to_string(c), block->name, rf_name),
-                             block);
-    }
+// Every partial result the write-back reads must be initialized: where the reduce loops of
+// the rfactor block are at their minimum, the predicate must hold for every rfactor index.
+Status check_partials_initialized(const RfactorTarget& t) {
+  arith::Analyzer analyzer;
+  for (const SRef& l : t.loops) analyzer.bind(l->as_for()->loop_var, ir::Range(l->as_for()->min, l->as_for()->extent));
+  std::unordered_map<const ir::VarNode*, ir::Expr> at_min;
+  VarSet reduce_side = {t.rf_loop->loop_var.get()};
+  for (size_t i = 0; i < t.loops.size(); ++i) {
+    if (!t.use.reduce[i] || i == t.rf) continue;
+    at_min[t.loops[i]->as_for()->loop_var.get()] = t.loops[i]->as_for()->min;
+    reduce_side.insert(t.loops[i]->as_for()->loop_var.get());
   }
+  std::vector<ir::Expr> conjuncts;
+  split_conjuncts(t.realize->predicate, &conjuncts);
+  for (const ir::Expr& c : conjuncts) {
+    if (!ir::uses_any(c, reduce_side)) continue;
+    if (!analyzer.can_prove(ir::substitute(c, var_map(at_min))))
+      return ScheduleError(ErrorCode::kUnsupported,
+                           fmt::format("rfactor: predicate '{}' of block '{}' may leave partial results of loop '{}' uninitialized",
+                                       ir::to_string(c), t.block->name, t.rf_loop->loop_var.name()),
+                           t.block);
+  }
+  return ok_status();
+}
 
-  // The partial-result buffer and the rfactor block.
+// The partial-result buffer: the reduced buffer with the rfactor dimension inserted at `axis`.
+ir::Buffer make_rf_buffer(const RfactorTarget& t) {
+  const ir::Buffer& buffer = t.reducer.update->buffer;
   std::vector<ir::Expr> rf_shape = buffer->shape;
-  rf_shape.insert(rf_shape.begin() + static_cast<std::ptrdiff_t>(axis), rf_loop->extent);
-  ir::Buffer rf_buffer = ir::make_buffer(buffer->name + "_rf", buffer->dtype, rf_shape, buffer->scope);
-  arith::Analyzer simp;
+  rf_shape.insert(rf_shape.begin() + static_cast<std::ptrdiff_t>(t.axis), t.rf_loop->extent);
+  return ir::make_buffer(buffer->name + "_rf", buffer->dtype, rf_shape, buffer->scope);
+}
+
+// The original reduction, accumulating one partial result per value of the rfactor loop.
+ir::Block make_rf_block(const ScheduleState& state, const RfactorTarget& t, const RfactorIters& its,
+                        const ir::Buffer& rf_buffer, arith::Analyzer* simp) {
+  const Reducer& reducer = t.reducer;
   std::vector<ir::Expr> out_index;
-  for (const ir::Expr& e : reducer.update->indices) out_index.push_back(ir::substitute(e, var_map(iter_map)));
+  for (const ir::Expr& e : reducer.update->indices) out_index.push_back(ir::substitute(e, var_map(its.iter_map)));
   std::vector<ir::Expr> rf_index = out_index;
-  rf_index.insert(rf_index.begin() + static_cast<std::ptrdiff_t>(axis), simp.simplify(rf_iter - rf_loop->min));
-  ir::Expr rf_value = ir::substitute(reducer.value, var_map(iter_map));
+  rf_index.insert(rf_index.begin() + static_cast<std::ptrdiff_t>(t.axis), simp->simplify(its.rf_iter - t.rf_loop->min));
+  ir::Expr rf_value = ir::substitute(reducer.value, var_map(its.iter_map));
   ir::Stmt rf_init = ir::buffer_store(rf_buffer, reducer.init->value, rf_index);
   ir::Stmt rf_update =
       ir::buffer_store(rf_buffer, ir::make_binary(reducer.combine, ir::buffer_load(rf_buffer, rf_index), rf_value), rf_index);
-  ir::Block rf_block = with_inferred_regions(ir::make_block(unique_block_name(state, block->name + "_rf"), iters, {}, {}, rf_init,
-                                                            rf_update, {}, block->annotations));
+  return with_inferred_regions(ir::make_block(unique_block_name(state, t.block->name + "_rf"), its.iters, {}, {}, rf_init,
+                                              rf_update, {}, t.block->annotations));
+}
 
-  // The write-back block: a fresh nest over the spatial iterators, then the rfactor axis.
+// The write-back: the original block's name and output, reducing the partial results.
+struct WriteBack {
+  ir::Block block;
+  ir::Stmt nest;
+};
+
+// The write-back block: a fresh nest over the spatial iterators, then the rfactor axis.
+WriteBack make_write_back(const RfactorTarget& t, const ir::Buffer& rf_buffer, arith::Analyzer* simp) {
+  const ir::BlockNode* block = t.block;
+  const ir::ForNode* rf_loop = t.rf_loop;
+  const Reducer& reducer = t.reducer;
+  const ir::Buffer& buffer = reducer.update->buffer;
   std::vector<ir::IterVar> wb_iters;
   std::vector<ir::Expr> wb_values;
   std::vector<ir::Var> wb_loops;
@@ -507,13 +591,13 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
     std::string loop_name = iv.var.name().size() > 1 && iv.var.name()[0] == 'v' ? iv.var.name().substr(1) : iv.var.name();
     ir::Var lv(loop_name, iv.var.dtype());
     wb_iters.push_back(ir::IterVar{nv, iv.dom, ir::IterKind::kSpatial});
-    wb_values.push_back(simp.simplify(lv + iv.dom.min));
+    wb_values.push_back(simp->simplify(lv + iv.dom.min));
     wb_loops.push_back(lv);
     wb_ranges.emplace_back(ir::make_int(0, iv.dom.extent.dtype()), iv.dom.extent);
     wb_map[iv.var.get()] = nv;
   }
-  ir::Var wb_rf_iter("v" + rf_name, rf_loop->loop_var.dtype());
-  ir::Var wb_rf_loop(rf_name, rf_loop->loop_var.dtype());
+  ir::Var wb_rf_iter("v" + rf_loop->loop_var.name(), rf_loop->loop_var.dtype());
+  ir::Var wb_rf_loop(rf_loop->loop_var.name(), rf_loop->loop_var.dtype());
   ir::Expr zero = ir::make_int(0, rf_loop->loop_var.dtype());
   wb_iters.push_back(ir::IterVar{wb_rf_iter, ir::Range(zero, rf_loop->extent), ir::IterKind::kReduce});
   wb_values.push_back(wb_rf_loop);
@@ -522,7 +606,7 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   std::vector<ir::Expr> wb_index;
   for (const ir::Expr& e : reducer.update->indices) wb_index.push_back(ir::substitute(e, var_map(wb_map)));
   std::vector<ir::Expr> wb_rf_index = wb_index;
-  wb_rf_index.insert(wb_rf_index.begin() + static_cast<std::ptrdiff_t>(axis), wb_rf_iter);
+  wb_rf_index.insert(wb_rf_index.begin() + static_cast<std::ptrdiff_t>(t.axis), wb_rf_iter);
   ir::Stmt wb_init = ir::buffer_store(buffer, reducer.init->value, wb_index);
   ir::Stmt wb_update = ir::buffer_store(
       buffer, ir::make_binary(reducer.combine, ir::buffer_load(buffer, wb_index), ir::buffer_load(rf_buffer, wb_rf_index)), wb_index);
@@ -531,13 +615,26 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axi
   ir::Stmt wb_nest = ir::block_realize(wb_values, ir::make_bool(true), wb_block);
   for (size_t j = wb_loops.size(); j-- > 0;)
     wb_nest = ir::for_loop(wb_loops[j], wb_ranges[j].min, wb_ranges[j].extent, ir::ForKind::kSerial, wb_nest);
+  return WriteBack{wb_block, wb_nest};
+}
 
+}  // namespace
+
+Result<SRef> rfactor(ScheduleState& state, const SRef& loop_sref, int factor_axis) {
+  TYCHE_TRY_ASSIGN(t, rfactor_target(state, loop_sref, factor_axis));
+  TYCHE_TRY_ASSIGN(its, rfactor_iters(t));
+  if (Status s = check_partials_initialized(t); !s) return s.error();
+
+  ir::Buffer rf_buffer = make_rf_buffer(t);
+  arith::Analyzer simp;
+  ir::Block rf_block = make_rf_block(state, t, its, rf_buffer, &simp);
+  WriteBack wb = make_write_back(t, rf_buffer, &simp);
   ScopeRewriter rw;
-  rw.old_realize = realize;
-  rw.new_realize = ir::block_realize(values, realize->predicate, rf_block);
-  rw.anchor = top;
-  rw.after = wb_nest;
-  commit_scope(state, block_sref.get(), rw, {{wb_block.get(), block}}, rf_buffer);
+  rw.old_realize = t.realize;
+  rw.new_realize = ir::block_realize(its.values, t.realize->predicate, rf_block);
+  rw.anchor = t.loops[0]->as_for();
+  rw.after = wb.nest;
+  commit_scope(state, t.block_sref.get(), rw, {{wb.block.get(), t.block}}, rf_buffer);
   return state.get_sref(rf_block.get());
 }
 
