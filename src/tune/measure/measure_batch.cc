@@ -51,7 +51,7 @@ Measurer::~Measurer() {
 }
 
 void Measurer::run_built(Trial& trial, const BuildResult& built, const MeasureTask& task, const BatchOptions& o) {
-  RunInput in = run_input_for(built.object_path, built.name, trial.program, task.expected);
+  RunInput in = run_input_for(built.object_path, built.name, trial.program(), task.expected);
   if (o.single_run_slowdown > 0 && o.best_seconds > 0) in.single_run_after_s = o.single_run_slowdown * o.best_seconds;
   if (o.timeout_slowdown > 0 && o.best_seconds > 0) in.timeout_s = std::max(o.timeout_floor_s, o.timeout_slowdown * o.best_seconds);
   RunResult res = runner_->run(in);
@@ -64,7 +64,7 @@ BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask
   BatchTimes times;
   auto t0 = Clock::now();
   std::vector<BuildInput> inputs;
-  for (const Trial& t : trials) inputs.push_back({t.program, t.lowered});
+  for (const Trial& t : trials) inputs.push_back({t.program(), t.lowered});
   std::vector<BuildResult> built = builder_->build(inputs);
   times.build = since(t0);
   t0 = Clock::now();
@@ -101,7 +101,7 @@ BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask
 }
 
 std::optional<KeptProgram> Measurer::keep(const Trial& trial) {
-  BuildResult b = builder_->build(std::vector<BuildInput>{{trial.program, trial.lowered}})[0];
+  BuildResult b = builder_->build(std::vector<BuildInput>{{trial.program(), trial.lowered}})[0];
   if (!b.ok()) return std::nullopt;
   return KeptProgram{trial, std::move(b)};
 }

@@ -9,8 +9,7 @@ Trial Trial::of(schedule::Trace trace, ir::PrimFunc program, bool is_gpu) {
   Trial t;
   t.trace = std::move(trace);
   t.program_hash = ir::structural_hash(program);
-  t.lowered = std::make_shared<LoweredProgram>(program, is_gpu);
-  t.program = std::move(program);
+  t.lowered = std::make_shared<LoweredProgram>(std::move(program), is_gpu);
   return t;
 }
 

@@ -20,9 +20,8 @@ namespace tyche::tune {
 
 struct Trial {
   schedule::Trace trace;      // the design-space trace with its decisions (before the postprocessors)
-  ir::PrimFunc program;       // after the postprocessors: what is built and run
-  uint64_t program_hash = 0;  // ir::structural_hash(program)
-  LoweredProgramPtr lowered;  // program lowered to loops and its features, each computed once
+  uint64_t program_hash = 0;  // ir::structural_hash(program())
+  LoweredProgramPtr lowered;  // the program, lowered to loops and its features, each computed once
 
   // The outcome, filled by measure_batch.
   bool measured = false;        // built and run, or failed trying: it has a record
@@ -34,6 +33,8 @@ struct Trial {
   // A trial of `program` (postprocessed) replayed from `trace`.
   static Trial of(schedule::Trace trace, ir::PrimFunc program, bool is_gpu);
 
+  // After the postprocessors: what is built and run.
+  const ir::PrimFunc& program() const { return lowered->program(); }
   bool ok() const { return measured && error.empty() && !seconds.empty(); }
   double mean_seconds() const;  // +inf unless ok()
   // Its record, as measured.

@@ -41,7 +41,7 @@ struct Fixture {
 void expect_new_and_distinct(const std::vector<Trial>& batch, const SearchTask& task) {
   std::unordered_set<uint64_t> seen;
   for (const Trial& c : batch) {
-    EXPECT_EQ(c.program_hash, ir::structural_hash(c.program));
+    EXPECT_EQ(c.program_hash, ir::structural_hash(c.program()));
     EXPECT_FALSE(task.measured.count(c.program_hash)) << "measured before";
     EXPECT_TRUE(seen.insert(c.program_hash).second) << "twice in a batch";
   }
