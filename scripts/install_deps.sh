@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Tyche builds with (oneDNN and OpenBLAS: the benchmark suite's
+# Installs the Debian packages Tyche builds with (libonnx and protobuf read ONNX models; oneDNN and OpenBLAS: the benchmark suite's
 # baselines, built and checked with the tests), and any named on the command line (the clang
 # warning check adds clang-14); does nothing when they are all present.
 set -euo pipefail
 packages=(cmake ninja-build g++ nlohmann-json3-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev llvm-19-dev zlib1g-dev libxgboost-dev
-  libdnnl-dev libopenblas-dev "$@")
+  libdnnl-dev libopenblas-dev libonnx-dev libprotobuf-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -42,6 +42,7 @@
 #include "workloads/reference.h"
 #include "workloads/workloads.h"
 #include "runtime/compare.h"
+#include "model_commands.h"
 
 namespace {
 
@@ -646,11 +647,13 @@ int main(int argc, char** argv) {
     sub->add_option("--seed", opts.seed, "seed for sampling instructions that carry no decision (default 0)");
   }
 
+  tools::ModelCommands model_commands(app);
+
   if (argc > 1 && argv[1][0] != '-') {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features, sample-measure, model, tune, export)\n", cmd);
+      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features, sample-measure, model, tune, export, import, run-model)\n", cmd);
       return kExitUsage;
     }
   }
@@ -680,6 +683,7 @@ int main(int argc, char** argv) {
     if (export_cmd->parsed()) return cmd_export(opts);
     if (model_train->parsed()) return cmd_model_train(opts);
     if (model_eval->parsed()) return cmd_model_eval(opts);
+    if (model_commands.parsed()) return model_commands.run();
   } catch (const tyche::Error& e) {
     fmt::print(stderr, "tyche: error: {}\n", e.what());
     return kExitUsage;

@@ -1,0 +1,66 @@
+// The graph executor: a model's calls compiled once and run in order. Each task's kernel is the
+// scheduled program given for it (a tuning record's best) or, for a task without one, a default
+// schedule (elementwise stages inlined, the outer loops of each remaining stage fused and run in
+// parallel). Weights are laid out once, at construction; every intermediate value lives in one
+// arena at the offset of a static liveness plan (memory_plan.h); views share their input's bytes.
+// All kernels run on Tyche's thread pool.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/llvm_codegen.h"
+#include "graph/graph.h"
+#include "graph/memory_plan.h"
+#include "graph/tasks.h"
+
+namespace tyche::graph {
+
+// The default schedule of an untuned task.
+ir::PrimFunc default_schedule(const ir::PrimFunc& func);
+
+struct ExecutorOptions {
+  codegen::CompileOptions compile;
+  // After every call, fill the bytes of the buffers that died with NaN: a plan that let two live
+  // buffers share bytes then shows up as wrong outputs (a test of the planner).
+  bool poison_dead = false;
+};
+
+class Executor {
+ public:
+  // `programs[t]` is task t's scheduled PrimFunc, or an undefined one for the default schedule.
+  Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> programs, const ExecutorOptions& options = {});
+
+  const Graph& graph() const { return graph_; }
+  const TaskTable& table() const { return table_; }
+  const MemoryPlan& memory() const { return memory_; }
+  double compile_seconds() const { return compile_seconds_; }
+
+  // Runs the model on one array per graph input (in graph.inputs order); returns one per graph
+  // output. InputError naming the input when one has the wrong type or shape.
+  std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs);
+
+ private:
+  // Where a value's bytes are: a weight, a graph input, or the arena (buffer index).
+  struct Storage {
+    int root = -1;    // the value whose bytes these are (views resolved)
+    int buffer = -1;  // arena buffer of the root, or -1
+  };
+  void plan();
+  void* address(int value, const std::vector<runtime::NDArray>& inputs);
+
+  Graph graph_;
+  TaskTable table_;
+  ExecutorOptions options_;
+  std::vector<std::unique_ptr<codegen::CompiledKernel>> kernels_;  // per task
+  std::vector<Storage> storage_;                                   // per value
+  std::vector<int> input_index_;                                   // per value: position in graph.inputs or -1
+  std::vector<BufferLifetime> buffers_;
+  std::vector<std::vector<int>> dies_after_;                       // per call: buffers whose last use it is
+  MemoryPlan memory_;
+  runtime::NDArray arena_;
+  double compile_seconds_ = 0;
+};
+
+}  // namespace tyche::graph

@@ -1,0 +1,165 @@
+#include "graph/fusion.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "graph/op_registry.h"
+
+namespace tyche::graph {
+
+namespace {
+
+OpPattern pattern_of(const Node& n) { return find_op(n.op)->pattern; }
+
+bool is_pointwise(OpPattern p) { return p == OpPattern::kElementwise || p == OpPattern::kBroadcast; }
+bool is_anchor(OpPattern p) { return p == OpPattern::kAnchor || p == OpPattern::kReduction; }
+
+std::string snake(const std::string& op) {
+  std::string s;
+  for (size_t i = 0; i < op.size(); ++i) {
+    char c = op[i];
+    if (std::isupper(static_cast<unsigned char>(c)) && i > 0 && !std::isupper(static_cast<unsigned char>(op[i - 1]))) s += '_';
+    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return s;
+}
+
+class Fuser {
+ public:
+  explicit Fuser(const Graph& g) : g_(g), users_(g.consumers()), group_(g.nodes.size()), producer_(g.values.size(), -1) {
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      group_[k] = static_cast<int>(k);
+      members_.push_back({static_cast<int>(k)});
+      for (int o : g.nodes[k].outputs)
+        if (o >= 0) producer_[static_cast<size_t>(o)] = static_cast<int>(k);
+    }
+    is_output_.assign(g.values.size(), false);
+    for (int o : g.outputs) is_output_[static_cast<size_t>(o)] = true;
+  }
+
+  std::vector<FusedGroup> run() {
+    mark_softmax_prologues();
+    for (size_t k = 0; k < g_.nodes.size(); ++k) join_epilogue(static_cast<int>(k));
+    for (size_t k = 0; k < g_.nodes.size(); ++k)
+      if (is_anchor(pattern_of(g_.nodes[k]))) take_prologues(static_cast<int>(k));
+    return groups();
+  }
+
+ private:
+  // The value's only reader, or -1 (several readers, none, or a graph output).
+  int sole_reader(int value) const {
+    if (value < 0 || is_output_[static_cast<size_t>(value)]) return -1;
+    const auto& u = users_[static_cast<size_t>(value)];
+    return u.size() == 1 ? u[0] : -1;
+  }
+  bool single_output(int node) const {
+    const auto& outs = g_.nodes[static_cast<size_t>(node)].outputs;
+    return outs.size() == 1 && outs[0] >= 0;
+  }
+  bool has_anchor(int group) const {
+    for (int n : members_[static_cast<size_t>(group)])
+      if (is_anchor(pattern_of(g_.nodes[static_cast<size_t>(n)]))) return true;
+    return false;
+  }
+  bool group_is_view(int group) const {
+    const auto& m = members_[static_cast<size_t>(group)];
+    return m.size() == 1 && pattern_of(g_.nodes[static_cast<size_t>(m[0])]) == OpPattern::kView;
+  }
+  int last_of(int group) const { return members_[static_cast<size_t>(group)].back(); }
+
+  void merge(int into, int from) {
+    auto& dst = members_[static_cast<size_t>(into)];
+    for (int n : members_[static_cast<size_t>(from)]) {
+      dst.push_back(n);
+      group_[static_cast<size_t>(n)] = into;
+    }
+    std::sort(dst.begin(), dst.end());
+    members_[static_cast<size_t>(from)].clear();
+  }
+
+  // Pointwise chains whose end feeds a Softmax: they stay free for its prologue.
+  void mark_softmax_prologues() {
+    waits_.assign(g_.nodes.size(), false);
+    for (size_t k = g_.nodes.size(); k-- > 0;) {
+      const Node& n = g_.nodes[k];
+      if (!is_pointwise(pattern_of(n)) || !single_output(static_cast<int>(k))) continue;
+      int r = sole_reader(n.outputs[0]);
+      if (r < 0) continue;
+      const Node& reader = g_.nodes[static_cast<size_t>(r)];
+      waits_[k] = reader.op == "Softmax" || (is_pointwise(pattern_of(reader)) && waits_[static_cast<size_t>(r)]);
+    }
+  }
+
+  // A pointwise node joins the group producing one of its inputs when that input has no other
+  // reader and is the group's result (the group's last node made it). An anchor's group first.
+  void join_epilogue(int k) {
+    const Node& n = g_.nodes[static_cast<size_t>(k)];
+    bool waits = waits_[static_cast<size_t>(k)];
+    if (!is_pointwise(pattern_of(n)) || !single_output(k)) return;
+    int best = -1;
+    for (int in : n.inputs) {
+      if (in < 0 || sole_reader(in) != k) continue;
+      int p = producer_[static_cast<size_t>(in)];
+      if (p < 0 || !single_output(p)) continue;
+      int grp = group_[static_cast<size_t>(p)];
+      if (group_is_view(grp) || last_of(grp) != p || (waits && has_anchor(grp))) continue;
+      if (best < 0 || (has_anchor(grp) && !has_anchor(best))) best = grp;
+    }
+    if (best >= 0) merge(best, group_[static_cast<size_t>(k)]);
+  }
+
+  // Injective/pointwise groups without an anchor whose result only this anchor reads.
+  void take_prologues(int k) {
+    const Node& n = g_.nodes[static_cast<size_t>(k)];
+    int into = group_[static_cast<size_t>(k)];
+    for (int in : n.inputs) {
+      if (in < 0 || sole_reader(in) != k) continue;
+      int p = producer_[static_cast<size_t>(in)];
+      if (p < 0 || !single_output(p)) continue;
+      int grp = group_[static_cast<size_t>(p)];
+      if (grp == into || group_is_view(grp) || has_anchor(grp) || last_of(grp) != p) continue;
+      bool movable = true;
+      for (int m : members_[static_cast<size_t>(grp)]) {
+        OpPattern pt = pattern_of(g_.nodes[static_cast<size_t>(m)]);
+        movable = movable && (is_pointwise(pt) || pt == OpPattern::kInjective) && single_output(m);
+      }
+      if (movable) merge(into, grp);
+    }
+  }
+
+  std::vector<FusedGroup> groups() const {
+    std::vector<FusedGroup> out;
+    for (size_t grp = 0; grp < members_.size(); ++grp) {
+      const auto& m = members_[grp];
+      if (m.empty()) continue;
+      FusedGroup f;
+      f.nodes = m;
+      f.is_view = group_is_view(static_cast<int>(grp));
+      std::string name = "fused";
+      for (int n : m) {
+        const Node& node = g_.nodes[static_cast<size_t>(n)];
+        if (is_anchor(pattern_of(node)) && f.anchor < 0) f.anchor = n;
+        name += '_';
+        name += snake(node.op);
+      }
+      f.name = f.is_view ? snake(g_.nodes[static_cast<size_t>(m[0])].op) : name;
+      out.push_back(std::move(f));
+    }
+    std::sort(out.begin(), out.end(), [](const FusedGroup& a, const FusedGroup& b) { return a.last() < b.last(); });
+    return out;
+  }
+
+  const Graph& g_;
+  std::vector<std::vector<int>> users_;
+  std::vector<int> group_;
+  std::vector<int> producer_;
+  std::vector<bool> is_output_;
+  std::vector<bool> waits_;
+  std::vector<std::vector<int>> members_;
+};
+
+}  // namespace
+
+std::vector<FusedGroup> fuse(const Graph& graph) { return Fuser(graph).run(); }
+
+}  // namespace tyche::graph

@@ -1,0 +1,72 @@
+// A model as Tyche holds it: a dataflow graph of operator nodes over named values, in the
+// order the nodes run (ONNX keeps nodes topologically sorted). Every value has a static shape
+// and a dtype once imported; a value whose contents are known at compile time (a weight, a
+// folded shape computation) carries them. Attributes keep ONNX's kinds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "runtime/ndarray.h"
+
+namespace tyche::graph {
+
+struct Value {
+  std::string name;
+  std::vector<int64_t> shape;
+  DataType dtype;
+  runtime::NDArray constant;  // defined for weights and folded values
+  bool is_constant() const { return constant.defined(); }
+  int64_t numel() const;
+};
+
+using Attribute = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                               std::vector<std::string>, runtime::NDArray>;
+
+struct Node {
+  std::string op;    // ONNX op type: "Conv", "MatMul", ...
+  std::string name;  // the node's name in the model, or "<op>_<index>" when it has none
+  std::vector<int> inputs;   // value ids; -1 for an optional input left out
+  std::vector<int> outputs;  // value ids; -1 for an optional output left out
+  std::map<std::string, Attribute> attributes;
+
+  bool has(const std::string& attr) const { return attributes.count(attr) > 0; }
+  // Typed lookups; a present attribute of another kind throws InputError naming the node.
+  int64_t get_int(const std::string& attr, int64_t fallback) const;
+  double get_float(const std::string& attr, double fallback) const;
+  std::string get_string(const std::string& attr, const std::string& fallback) const;
+  std::vector<int64_t> get_ints(const std::string& attr, std::vector<int64_t> fallback = {}) const;
+};
+
+struct Graph {
+  std::string name;
+  int opset = 0;  // of the default ("ai.onnx") domain
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<int> inputs;   // values the caller supplies (never constants)
+  std::vector<int> outputs;  // values the caller gets back
+
+  int add_value(Value v);
+  const Value& value(int id) const { return values.at(static_cast<size_t>(id)); }
+  Value& value(int id) { return values.at(static_cast<size_t>(id)); }
+  // For each value, the nodes that read it (in node order).
+  std::vector<std::vector<int>> consumers() const;
+  // Drops nodes whose outputs nobody reads (graph outputs count as read) and values no node or
+  // graph input/output refers to, renumbering both.
+  void remove_dead();
+};
+
+// The Tyche type of an ONNX TensorProto data type code, or nothing for one Tyche does not hold
+// (strings, complex, float16, ...).
+std::optional<DataType> dtype_of_onnx(int64_t code);
+// Its ONNX name ("FLOAT16") for messages.
+std::string onnx_dtype_name(int64_t code);
+
+// "1x3x224x224" style text for messages and tables; "scalar" for rank 0.
+std::string shape_text(const std::vector<int64_t>& shape);
+
+}  // namespace tyche::graph

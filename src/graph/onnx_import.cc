@@ -1,0 +1,267 @@
+#include "graph/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "graph/op_registry.h"
+#include "graph/passes.h"
+#include "support/error.h"
+
+namespace tyche::graph {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_input_error("cannot open '{}'", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <typename T>
+void copy_out(runtime::NDArray& a, const T* src) {
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    if constexpr (std::is_floating_point_v<T>) a.set_flat(i, static_cast<double>(src[i]));
+    else a.set_flat_int(i, static_cast<int64_t>(src[i]));
+  }
+}
+
+// A TensorProto's contents (raw bytes, typed fields or an external file).
+runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what, const std::string& dir) {
+  std::optional<DataType> dtype = dtype_of_onnx(t.data_type());
+  if (!dtype) throw_input_error("{}: tensor '{}' has type {}, which Tyche does not support", what, t.name(), onnx_dtype_name(t.data_type()));
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) throw_input_error("{}: tensor '{}' has a negative dimension", what, t.name());
+  runtime::NDArray a(shape, *dtype);
+  size_t bytes = a.nbytes();
+  if (dtype->is_bool()) bytes = static_cast<size_t>(a.numel());
+  std::string raw;
+  const std::string* data = nullptr;
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      if (kv.key() == "offset") offset = std::stoll(kv.value());
+      if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    std::string path = (std::filesystem::path(dir) / location).string();
+    std::ifstream in(path, std::ios::binary);
+    if (location.empty() || !in) throw_input_error("{}: cannot open the external data '{}' of tensor '{}'", what, path, t.name());
+    raw.resize(length < 0 ? bytes : static_cast<size_t>(length));
+    in.seekg(offset);
+    if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size()))) throw_input_error("{}: external data '{}' is too short", what, path);
+    data = &raw;
+  } else if (t.has_raw_data()) {
+    data = &t.raw_data();
+  }
+  if (data) {
+    if (data->size() != bytes)
+      throw_input_error("{}: tensor '{}' holds {} bytes, its shape {} needs {}", what, t.name(), data->size(), shape_text(shape), bytes);
+    if (dtype->is_bool()) {
+      for (int64_t i = 0; i < a.numel(); ++i) a.set_flat_int(i, (*data)[static_cast<size_t>(i)] != 0);
+    } else {
+      std::memcpy(a.data(), data->data(), bytes);
+    }
+    return a;
+  }
+  auto check = [&](int n) {
+    if (n != a.numel()) throw_input_error("{}: tensor '{}' holds {} values, its shape {} needs {}", what, t.name(), n, shape_text(shape), a.numel());
+  };
+  if (*dtype == kFloat32) check(t.float_data_size()), copy_out(a, t.float_data().data());
+  else if (*dtype == kFloat64) check(t.double_data_size()), copy_out(a, t.double_data().data());
+  else if (*dtype == kInt64) check(t.int64_data_size()), copy_out(a, t.int64_data().data());
+  else check(t.int32_data_size()), copy_out(a, t.int32_data().data());
+  return a;
+}
+
+Attribute attribute_of(const onnx::AttributeProto& a, const std::string& what, const std::string& dir) {
+  switch (a.type()) {
+    case onnx::AttributeProto_AttributeType_INT: return a.i();
+    case onnx::AttributeProto_AttributeType_FLOAT: return static_cast<double>(a.f());
+    case onnx::AttributeProto_AttributeType_STRING: return a.s();
+    case onnx::AttributeProto_AttributeType_INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto_AttributeType_FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto_AttributeType_STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case onnx::AttributeProto_AttributeType_TENSOR: return tensor_of(a.t(), what, dir);
+    default: throw_input_error("{}: attribute '{}' is of a kind Tyche does not support (graphs, sparse tensors)", what, a.name());
+  }
+}
+
+// The value of a Constant node.
+runtime::NDArray constant_node_value(const Node& n) {
+  if (n.has("value")) {
+    if (const auto* a = std::get_if<runtime::NDArray>(&n.attributes.at("value"))) return *a;
+  }
+  if (n.has("value_float")) {
+    runtime::NDArray a({}, kFloat32);
+    a.set_flat(0, n.get_float("value_float", 0));
+    return a;
+  }
+  if (n.has("value_int")) {
+    runtime::NDArray a({}, kInt64);
+    a.set_flat_int(0, n.get_int("value_int", 0));
+    return a;
+  }
+  if (n.has("value_ints")) {
+    std::vector<int64_t> v = n.get_ints("value_ints");
+    runtime::NDArray a({static_cast<int64_t>(v.size())}, kInt64);
+    for (size_t i = 0; i < v.size(); ++i) a.set_flat_int(static_cast<int64_t>(i), v[i]);
+    return a;
+  }
+  if (n.has("value_floats")) {
+    const auto& v = std::get<std::vector<double>>(n.attributes.at("value_floats"));
+    runtime::NDArray a({static_cast<int64_t>(v.size())}, kFloat32);
+    for (size_t i = 0; i < v.size(); ++i) a.set_flat(static_cast<int64_t>(i), v[i]);
+    return a;
+  }
+  throw_input_error("node '{}' (Constant): no value Tyche can read (value, value_float(s), value_int(s))", n.name);
+}
+
+int default_opset(const onnx::ModelProto& m, const std::string& what) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      int v = static_cast<int>(o.version());
+      if (v < kMinOpset || v > kMaxOpset) throw_input_error("{}: opset {} is not supported (Tyche reads opsets {} to {})", what, v, kMinOpset, kMaxOpset);
+      return v;
+    }
+  throw_input_error("{}: the model imports no ai.onnx opset", what);
+}
+
+// Every op type the model uses that Tyche lacks, with counts, as one message.
+void check_ops(const onnx::GraphProto& g, const std::string& what) {
+  std::map<std::string, int> missing;
+  for (const auto& n : g.node()) {
+    std::string type = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + ":" + n.op_type();
+    if (type != "Constant" && !find_op(type)) ++missing[type];
+  }
+  if (missing.empty()) return;
+  std::vector<std::string> parts;
+  for (const auto& [op, count] : missing) parts.push_back(fmt::format("{} ({})", op, count));
+  throw_input_error("{}: unsupported operators: {}", what, fmt::join(parts, ", "));
+}
+
+std::vector<int64_t> input_shape(const onnx::ValueInfoProto& in, const ImportOptions& options, const std::string& what) {
+  auto given = options.input_shapes.find(in.name());
+  const auto& tt = in.type().tensor_type();
+  if (given != options.input_shapes.end()) {
+    if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(given->second.size()))
+      throw_input_error("{}: --input-shape {} has rank {}, the input has rank {}", what, in.name(), given->second.size(), tt.shape().dim_size());
+    return given->second;
+  }
+  if (!tt.has_shape()) throw_input_error("{}: input '{}' has no shape: give --input-shape {}=...", what, in.name(), in.name());
+  std::vector<int64_t> shape;
+  for (int d = 0; d < tt.shape().dim_size(); ++d) {
+    const auto& dim = tt.shape().dim(d);
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      continue;
+    }
+    std::string sym = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "unknown";
+    throw_input_error("{}: input '{}' has a symbolic dimension {} (dimension {}): give --input-shape {}=...", what, in.name(), sym, d, in.name());
+  }
+  return shape;
+}
+
+}  // namespace
+
+void parse_input_shape(const std::string& text, ImportOptions& options) {
+  size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw_input_error("--input-shape '{}' is not NAME=DIMS (e.g. input=1x3x224x224)", text);
+  std::vector<int64_t> dims;
+  std::stringstream s(text.substr(eq + 1));
+  std::string part;
+  while (std::getline(s, part, 'x')) {
+    char* end = nullptr;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 0 || v > (1LL << 31))
+      throw_input_error("--input-shape '{}': '{}' is not a dimension", text, part);
+    dims.push_back(v);
+  }
+  options.input_shapes[text.substr(0, eq)] = dims;
+}
+
+Graph import_onnx(const std::string& path, const ImportOptions& options) {
+  return import_onnx_bytes(read_file(path), path, std::filesystem::path(path).parent_path().string(), options);
+}
+
+Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const std::string& dir, const ImportOptions& options) {
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph() || model.ir_version() <= 0)
+    throw_input_error("'{}' is not an ONNX model (it does not parse as one)", what);
+  const onnx::GraphProto& g = model.graph();
+  Graph graph;
+  graph.name = g.name().empty() ? "model" : g.name();
+  graph.opset = default_opset(model, what);
+  check_ops(g, what);
+  std::map<std::string, int> ids;
+  for (const auto& init : g.initializer()) {
+    Value v{init.name(), {}, {}, tensor_of(init, what, dir)};
+    v.shape = v.constant.shape();
+    v.dtype = v.constant.dtype();
+    ids[init.name()] = graph.add_value(std::move(v));
+  }
+  for (const auto& in : g.input()) {
+    if (ids.count(in.name())) continue;  // an initializer listed as an input (older exporters)
+    int code = in.type().tensor_type().elem_type();
+    std::optional<DataType> dtype = dtype_of_onnx(code);
+    if (!dtype) throw_input_error("{}: input '{}' has type {}, which Tyche does not support", what, in.name(), onnx_dtype_name(code));
+    int id = graph.add_value({in.name(), input_shape(in, options, what), *dtype, {}});
+    ids[in.name()] = id;
+    graph.inputs.push_back(id);
+  }
+  for (const auto& [name, shape] : options.input_shapes)
+    if (!ids.count(name) || graph.value(ids[name]).is_constant())
+      throw_input_error("{}: --input-shape names '{}', which is not an input of the model", what, name);
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& p = g.node(i);
+    Node n{p.op_type(), p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name(), {}, {}, {}};
+    for (const auto& a : p.attribute()) n.attributes[a.name()] = attribute_of(a, fmt::format("{}: node '{}'", what, n.name), dir);
+    for (const auto& in : p.input()) {
+      if (in.empty()) {
+        n.inputs.push_back(-1);
+        continue;
+      }
+      auto it = ids.find(in);
+      if (it == ids.end()) throw_input_error("{}: node '{}' reads '{}', which nothing defines before it", what, n.name, in);
+      n.inputs.push_back(it->second);
+    }
+    if (n.op == "Constant") {
+      if (p.output_size() != 1) throw_input_error("{}: node '{}' (Constant) must have one output", what, n.name);
+      Value v{p.output(0), {}, {}, constant_node_value(n)};
+      v.shape = v.constant.shape();
+      v.dtype = v.constant.dtype();
+      ids[p.output(0)] = graph.add_value(std::move(v));
+      continue;
+    }
+    for (const auto& out : p.output()) {
+      if (out.empty()) {
+        n.outputs.push_back(-1);
+        continue;
+      }
+      if (ids.count(out)) throw_input_error("{}: value '{}' is defined twice", what, out);
+      int id = graph.add_value({out, {}, {}, {}});
+      ids[out] = id;
+      n.outputs.push_back(id);
+    }
+    graph.nodes.push_back(std::move(n));
+  }
+  for (const auto& out : g.output()) {
+    auto it = ids.find(out.name());
+    if (it == ids.end()) throw_input_error("{}: output '{}' is not defined by any node", what, out.name());
+    graph.outputs.push_back(it->second);
+  }
+  if (graph.outputs.empty()) throw_input_error("{}: the model has no outputs", what);
+  infer_and_fold(graph);
+  graph.remove_dead();
+  return graph;
+}
+
+}  // namespace tyche::graph

@@ -1,0 +1,32 @@
+// Reading an ONNX model (opsets 13 to 21) into a Graph, with libonnx's protobuf classes, then
+// inferring every shape and folding what is constant (passes.h). Every problem a user can have
+// with a file is one InputError line: not a model, an unsupported opset or operators (all of them
+// listed with their counts), a symbolic dimension without --input-shape, an unsupported type.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tyche::graph {
+
+inline constexpr int kMinOpset = 13;
+inline constexpr int kMaxOpset = 21;
+
+struct ImportOptions {
+  // Static shapes for inputs whose dimensions are symbolic (or to override them), by name.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+};
+
+// Parses "NAME=1x3x224x224" (several may be given); InputError on a malformed one.
+void parse_input_shape(const std::string& text, ImportOptions& options);
+
+Graph import_onnx(const std::string& path, const ImportOptions& options = {});
+// The same from the bytes of a model (`what` names it in messages); external data files are
+// looked for in `dir`.
+Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const std::string& dir,
+                        const ImportOptions& options = {});
+
+}  // namespace tyche::graph

@@ -1,0 +1,179 @@
+#include "graph/op_registry.h"
+
+#include <algorithm>
+
+#include "ir/op.h"
+#include "support/error.h"
+
+namespace tyche::graph {
+
+const char* pattern_name(OpPattern p) {
+  switch (p) {
+    case OpPattern::kElementwise: return "elementwise";
+    case OpPattern::kBroadcast: return "broadcast";
+    case OpPattern::kInjective: return "injective";
+    case OpPattern::kReduction: return "reduction";
+    case OpPattern::kAnchor: return "anchor";
+    case OpPattern::kView: return "view";
+  }
+  return "?";
+}
+
+std::string NameGen::operator()(const std::string& base) {
+  int& n = used_[base];
+  return n++ == 0 ? base : fmt::format("{}_{}", base, n - 1);
+}
+
+ConvertContext::ConvertContext(const Graph& graph, const Node& node, std::vector<te::Tensor> inputs, NameGen& names)
+    : graph_(graph), node_(node), inputs_(std::move(inputs)), names_(names) {}
+
+const Value& ConvertContext::value(size_t i) const {
+  if (!has_input(i)) fail(fmt::format("input {} is missing", i + 1));
+  return graph_.value(node_.inputs[i]);
+}
+
+const te::Tensor& ConvertContext::input(size_t i) const {
+  if (!has_input(i)) fail(fmt::format("input {} is missing", i + 1));
+  return inputs_.at(i);
+}
+
+const runtime::NDArray& ConvertContext::constant(size_t i, const char* what) const {
+  const Value& v = value(i);
+  if (!v.is_constant()) fail(fmt::format("{} ('{}') must be a constant: Tyche compiles static shapes", what, v.name));
+  return v.constant;
+}
+
+std::vector<int64_t> ConvertContext::constant_ints(size_t i, const char* what) const {
+  const runtime::NDArray& a = constant(i, what);
+  if (!a.dtype().is_int()) fail(fmt::format("{} must be integers, not {}", what, a.dtype().str()));
+  std::vector<int64_t> out(static_cast<size_t>(a.numel()));
+  for (int64_t k = 0; k < a.numel(); ++k) out[static_cast<size_t>(k)] = a.get_flat_int(k);
+  return out;
+}
+
+std::optional<double> ConvertContext::scalar(size_t i) const {
+  if (!has_input(i)) return std::nullopt;
+  const Value& v = value(i);
+  if (!v.is_constant() || v.constant.numel() != 1) return std::nullopt;
+  return v.constant.get_flat(0);
+}
+
+ir::Expr ConvertContext::load(size_t i, const std::vector<ir::Expr>& indices) const {
+  if (std::optional<double> s = scalar(i)) return ir::make_const(dtype(i), *s);
+  return input(i)(indices);
+}
+
+ir::Expr ConvertContext::load_broadcast(size_t i, const std::vector<ir::Expr>& out) const {
+  const std::vector<int64_t>& s = shape(i);
+  size_t offset = out.size() - s.size();
+  std::vector<ir::Expr> idx;
+  for (size_t d = 0; d < s.size(); ++d) idx.push_back(s[d] == 1 ? ir::Expr(0) : out[offset + d]);
+  return load(i, idx);
+}
+
+int ConvertContext::axis(int64_t axis, int rank, const char* what) const {
+  if (axis < -rank || axis >= std::max(rank, 1))
+    fail(fmt::format("{} {} is out of range for rank {}", what, axis, rank));
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+void ConvertContext::fail(const std::string& message) const {
+  throw InputError(fmt::format("node '{}' ({}): {}", node_.name, node_.op, message));
+}
+
+std::vector<int64_t> broadcast_shapes(const Node& node, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t x = d + a.size() >= rank ? a[d + a.size() - rank] : 1;
+    int64_t y = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
+    if (x != y && x != 1 && y != 1)
+      throw_input_error("node '{}' ({}): shapes {} and {} do not broadcast", node.name, node.op, shape_text(a), shape_text(b));
+    out[d] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+namespace {
+
+using P = OpPattern;
+
+// Sorted by name (find_op searches it).
+constexpr OpSpec kOps[] = {
+    {"Add", P::kBroadcast, ops::add},
+    {"AveragePool", P::kReduction, ops::average_pool},
+    {"BatchNormalization", P::kBroadcast, ops::batch_norm},
+    {"Cast", P::kElementwise, ops::cast},
+    {"Clip", P::kElementwise, ops::clip},
+    {"Concat", P::kInjective, ops::concat},
+    {"Conv", P::kAnchor, ops::conv},
+    {"ConvTranspose", P::kAnchor, ops::conv_transpose},
+    {"Div", P::kBroadcast, ops::div},
+    {"Dropout", P::kView, ops::identity},
+    {"Erf", P::kElementwise, ops::erf},
+    {"Exp", P::kElementwise, ops::exp},
+    {"Expand", P::kInjective, ops::expand},
+    {"Flatten", P::kView, ops::flatten},
+    {"Gather", P::kInjective, ops::gather},
+    {"Gelu", P::kElementwise, ops::gelu},
+    {"Gemm", P::kAnchor, ops::gemm},
+    {"GlobalAveragePool", P::kReduction, ops::global_average_pool},
+    {"HardSwish", P::kElementwise, ops::hard_swish},
+    {"Identity", P::kView, ops::identity},
+    {"LayerNormalization", P::kReduction, ops::layer_norm},
+    {"LeakyRelu", P::kElementwise, ops::leaky_relu},
+    {"MatMul", P::kAnchor, ops::matmul},
+    {"MaxPool", P::kReduction, ops::max_pool},
+    {"Mul", P::kBroadcast, ops::mul},
+    {"Neg", P::kElementwise, ops::neg},
+    {"Pow", P::kBroadcast, ops::pow},
+    {"Reciprocal", P::kElementwise, ops::reciprocal},
+    {"ReduceMax", P::kReduction, ops::reduce_max},
+    {"ReduceMean", P::kReduction, ops::reduce_mean},
+    {"ReduceSum", P::kReduction, ops::reduce_sum},
+    {"Relu", P::kElementwise, ops::relu},
+    {"Reshape", P::kView, ops::reshape},
+    {"Shape", P::kInjective, ops::shape},
+    {"Sigmoid", P::kElementwise, ops::sigmoid},
+    {"Slice", P::kInjective, ops::slice},
+    {"Softmax", P::kReduction, ops::softmax},
+    {"Split", P::kInjective, ops::split},
+    {"Sqrt", P::kElementwise, ops::sqrt},
+    {"Squeeze", P::kView, ops::squeeze},
+    {"Sub", P::kBroadcast, ops::sub},
+    {"Tanh", P::kElementwise, ops::tanh},
+    {"Transpose", P::kInjective, ops::transpose},
+    {"Unsqueeze", P::kView, ops::unsqueeze},
+    {"Where", P::kBroadcast, ops::where},
+};
+
+}  // namespace
+
+const OpSpec* find_op(std::string_view op_type) {
+  auto it = std::lower_bound(std::begin(kOps), std::end(kOps), op_type,
+                             [](const OpSpec& s, std::string_view n) { return s.name < n; });
+  return it != std::end(kOps) && it->name == op_type ? &*it : nullptr;
+}
+
+std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node, const std::vector<te::Tensor>& inputs, NameGen& names) {
+  const OpSpec* spec = find_op(node.op);
+  if (!spec) throw_input_error("node '{}': unsupported operator {}", node.name, node.op);
+  ConvertContext context(graph, node, inputs, names);
+  std::vector<te::Tensor> outs = spec->convert(context);
+  if (outs.size() < node.outputs.size()) {
+    for (size_t o = outs.size(); o < node.outputs.size(); ++o)
+      if (node.outputs[o] >= 0) context.fail(fmt::format("output {} is not supported", o + 1));
+    outs.resize(node.outputs.size());
+  }
+  return outs;
+}
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> names;
+  for (const OpSpec& s : kOps) names.emplace_back(s.name);
+  names.emplace_back("Constant");  // becomes a constant value on import
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace tyche::graph

@@ -1,0 +1,149 @@
+// ONNX operators as Tyche knows them: one table entry per op type (op_registry.cc), each with
+// its fusion pattern and a converter that defines the op's outputs as te computes over its
+// inputs. The same converter serves shape inference (run on placeholders), constant folding (the
+// computes interpreted on constant inputs) and the fused functions that become tuning tasks, so
+// an op's meaning is written once.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+#include "te/tensor.h"
+
+namespace tyche::graph {
+
+// How an op may fuse (MetaSchedule's/TVM's op patterns).
+enum class OpPattern : uint8_t {
+  kElementwise,  // out[i] = f(in[i]): joins its producer's group
+  kBroadcast,    // elementwise with broadcast inputs: joins its producer's group
+  kInjective,    // a gather of its input (transpose, slice, concat): fuses into a consumer anchor
+  kReduction,    // softmax, normalizations, reductions, pooling: an anchor
+  kAnchor,       // conv, matmul, gemm: an anchor whose epilogue and prologue fuse into it
+  kView,         // reshape-like: the same bytes under a new shape, no kernel
+};
+const char* pattern_name(OpPattern p);
+
+// Unique te names inside one function under construction ("conv", "conv_1", ...), so the same
+// structure always gets the same names and identical functions hash alike.
+class NameGen {
+ public:
+  std::string operator()(const std::string& base);
+
+ private:
+  std::map<std::string, int> used_;
+};
+
+// What a converter sees of the node it converts.
+class ConvertContext {
+ public:
+  ConvertContext(const Graph& graph, const Node& node, std::vector<te::Tensor> inputs, NameGen& names);
+
+  const Node& node() const { return node_; }
+  int opset() const { return graph_.opset; }
+  size_t num_inputs() const { return node_.inputs.size(); }
+  bool has_input(size_t i) const { return i < node_.inputs.size() && node_.inputs[i] >= 0; }
+  const Value& value(size_t i) const;
+  const std::vector<int64_t>& shape(size_t i) const { return value(i).shape; }
+  DataType dtype(size_t i) const { return value(i).dtype; }
+  int rank(size_t i) const { return static_cast<int>(shape(i).size()); }
+  const te::Tensor& input(size_t i) const;
+
+  // Input `i`'s contents, which the op needs at compile time (a Reshape's shape); InputError
+  // naming the node when the input is not a constant.
+  const runtime::NDArray& constant(size_t i, const char* what) const;
+  std::vector<int64_t> constant_ints(size_t i, const char* what) const;
+  // The one element of a one-element constant input, else nothing.
+  std::optional<double> scalar(size_t i) const;
+
+  // Element `indices` of input `i`, or its literal value when it is a one-element constant.
+  ir::Expr load(size_t i, const std::vector<ir::Expr>& indices) const;
+  // Element of input `i` under numpy broadcasting to an output indexed by `out` (right-aligned,
+  // size-1 dimensions read at 0).
+  ir::Expr load_broadcast(size_t i, const std::vector<ir::Expr>& out) const;
+
+  // A fresh compute name in the function being built.
+  std::string name(const std::string& base) const { return names_(base); }
+  // An axis in [0, rank) from ONNX's possibly negative `axis`; InputError when out of range.
+  int axis(int64_t axis, int rank, const char* what = "axis") const;
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  const Graph& graph_;
+  const Node& node_;
+  std::vector<te::Tensor> inputs_;
+  NameGen& names_;
+};
+
+using Converter = std::vector<te::Tensor> (*)(ConvertContext&);
+
+struct OpSpec {
+  std::string_view name;
+  OpPattern pattern;
+  Converter convert;
+};
+
+// The op type's entry, or nullptr when Tyche does not support it.
+const OpSpec* find_op(std::string_view op_type);
+// Every supported op type, sorted.
+std::vector<std::string> supported_ops();
+
+// Converts `node` with te tensors for its inputs (undefined where an input is left out): one
+// tensor per output of the node (an output left out gets an undefined tensor's place too).
+std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node, const std::vector<te::Tensor>& inputs, NameGen& names);
+
+// Numpy broadcasting of two shapes; InputError (naming `node`) when they do not broadcast.
+std::vector<int64_t> broadcast_shapes(const Node& node, const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+// The op families' converters (ops_*.cc), for the table.
+namespace ops {
+std::vector<te::Tensor> relu(ConvertContext& c);
+std::vector<te::Tensor> clip(ConvertContext& c);
+std::vector<te::Tensor> leaky_relu(ConvertContext& c);
+std::vector<te::Tensor> sigmoid(ConvertContext& c);
+std::vector<te::Tensor> tanh(ConvertContext& c);
+std::vector<te::Tensor> erf(ConvertContext& c);
+std::vector<te::Tensor> gelu(ConvertContext& c);
+std::vector<te::Tensor> hard_swish(ConvertContext& c);
+std::vector<te::Tensor> sqrt(ConvertContext& c);
+std::vector<te::Tensor> exp(ConvertContext& c);
+std::vector<te::Tensor> neg(ConvertContext& c);
+std::vector<te::Tensor> reciprocal(ConvertContext& c);
+std::vector<te::Tensor> cast(ConvertContext& c);
+std::vector<te::Tensor> add(ConvertContext& c);
+std::vector<te::Tensor> sub(ConvertContext& c);
+std::vector<te::Tensor> mul(ConvertContext& c);
+std::vector<te::Tensor> div(ConvertContext& c);
+std::vector<te::Tensor> pow(ConvertContext& c);
+std::vector<te::Tensor> where(ConvertContext& c);
+std::vector<te::Tensor> batch_norm(ConvertContext& c);
+std::vector<te::Tensor> conv(ConvertContext& c);
+std::vector<te::Tensor> conv_transpose(ConvertContext& c);
+std::vector<te::Tensor> matmul(ConvertContext& c);
+std::vector<te::Tensor> gemm(ConvertContext& c);
+std::vector<te::Tensor> softmax(ConvertContext& c);
+std::vector<te::Tensor> layer_norm(ConvertContext& c);
+std::vector<te::Tensor> reduce_mean(ConvertContext& c);
+std::vector<te::Tensor> reduce_sum(ConvertContext& c);
+std::vector<te::Tensor> reduce_max(ConvertContext& c);
+std::vector<te::Tensor> max_pool(ConvertContext& c);
+std::vector<te::Tensor> average_pool(ConvertContext& c);
+std::vector<te::Tensor> global_average_pool(ConvertContext& c);
+std::vector<te::Tensor> transpose(ConvertContext& c);
+std::vector<te::Tensor> reshape(ConvertContext& c);
+std::vector<te::Tensor> flatten(ConvertContext& c);
+std::vector<te::Tensor> squeeze(ConvertContext& c);
+std::vector<te::Tensor> unsqueeze(ConvertContext& c);
+std::vector<te::Tensor> identity(ConvertContext& c);
+std::vector<te::Tensor> concat(ConvertContext& c);
+std::vector<te::Tensor> split(ConvertContext& c);
+std::vector<te::Tensor> slice(ConvertContext& c);
+std::vector<te::Tensor> gather(ConvertContext& c);
+std::vector<te::Tensor> expand(ConvertContext& c);
+std::vector<te::Tensor> shape(ConvertContext& c);
+}  // namespace ops
+
+}  // namespace tyche::graph

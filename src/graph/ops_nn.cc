@@ -1,0 +1,395 @@
+// Convolutions, matrix products and pooling, in ONNX's NCHW layout.
+#include <numeric>
+
+#include "graph/op_registry.h"
+#include "ir/op.h"
+
+namespace tyche::graph::ops {
+
+using ir::Expr;
+using te::Tensor;
+
+namespace {
+
+Expr i32(int64_t v) { return Expr(static_cast<int>(v)); }
+
+// Window geometry along the spatial dimensions of an NC... input.
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end, out;
+};
+
+// ONNX's kernel/strides/dilations/pads/auto_pad attributes resolved against `in` (the spatial
+// extents). `ceil_mode` rounds the output size up (pooling).
+Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode = false) {
+  size_t s = in.size();
+  const Node& n = c.node();
+  Window w;
+  w.kernel = std::move(kernel);
+  w.strides = n.get_ints("strides", std::vector<int64_t>(s, 1));
+  w.dilations = n.get_ints("dilations", std::vector<int64_t>(s, 1));
+  std::vector<int64_t> pads = n.get_ints("pads", std::vector<int64_t>(2 * s, 0));
+  if (w.kernel.size() != s || w.strides.size() != s || w.dilations.size() != s || pads.size() != 2 * s)
+    c.fail(fmt::format("kernel_shape, strides, dilations and pads must match the {} spatial dimensions", s));
+  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  for (size_t d = 0; d < s; ++d) {
+    if (w.strides[d] < 1 || w.dilations[d] < 1 || w.kernel[d] < 1) c.fail("strides, dilations and kernel sizes must be positive");
+    int64_t span = w.dilations[d] * (w.kernel[d] - 1) + 1;
+    int64_t pb = pads[d], pe = pads[s + d];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t out = (in[d] + w.strides[d] - 1) / w.strides[d];
+      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + span - in[d]);
+      pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else if (auto_pad == "VALID") {
+      pb = pe = 0;
+    } else if (auto_pad != "NOTSET") {
+      c.fail(fmt::format("unknown auto_pad '{}'", auto_pad));
+    }
+    if (pb < 0 || pe < 0) c.fail("negative pads");
+    int64_t room = in[d] + pb + pe - span;
+    if (room < 0) c.fail(fmt::format("the window ({}) is larger than the padded input ({})", span, in[d] + pb + pe));
+    int64_t out = (ceil_mode ? (room + w.strides[d] - 1) / w.strides[d] : room / w.strides[d]) + 1;
+    // A window must start inside the input or its leading padding.
+    if (ceil_mode && (out - 1) * w.strides[d] >= in[d] + pb) --out;
+    w.pad_begin.push_back(pb);
+    w.pad_end.push_back(pe);
+    w.out.push_back(out);
+  }
+  return w;
+}
+
+// `x` (N, C, spatial...) padded by `w` with `fill`, long enough for every window; `x` itself
+// when nothing is padded.
+Tensor pad_input(ConvertContext& c, const Tensor& x, const Window& w, Expr fill) {
+  std::vector<int64_t> shape = x.shape();
+  bool any = false;
+  for (size_t d = 0; d < w.out.size(); ++d) {
+    int64_t need = (w.out[d] - 1) * w.strides[d] + w.dilations[d] * (w.kernel[d] - 1) + 1;
+    int64_t len = std::max(need, shape[d + 2] + w.pad_begin[d]);
+    any = any || w.pad_begin[d] > 0 || len > shape[d + 2];
+    shape[d + 2] = len;
+  }
+  if (!any) return x;
+  std::vector<int64_t> in = x.shape();
+  return te::compute(
+      shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr cond = ir::make_bool(true);
+        std::vector<Expr> idx(v.begin(), v.end());
+        for (size_t d = 0; d < w.out.size(); ++d) {
+          Expr i = v[d + 2] - i32(w.pad_begin[d]);
+          cond = cond && i >= Expr(0) && i < i32(in[d + 2]);
+          idx[d + 2] = i;
+        }
+        return te::if_then_else(cond, x(idx), fill);
+      },
+      c.name("pad"));
+}
+
+// One reduce axis per spatial dimension of the window: rl; rh, rw; rd, rh, rw.
+std::vector<ir::IterVar> window_axes(const Window& w) {
+  static const std::vector<std::vector<const char*>> kNames = {{"rl"}, {"rh", "rw"}, {"rd", "rh", "rw"}};
+  std::vector<ir::IterVar> axes;
+  for (size_t d = 0; d < w.kernel.size(); ++d) axes.push_back(te::reduce_axis(w.kernel[d], kNames.at(w.kernel.size() - 1)[d]));
+  return axes;
+}
+
+// Adds bias input `i` (one value per channel, axis 1) to `y`, as its own compute (an epilogue).
+Tensor add_channel_bias(ConvertContext& c, const Tensor& y, size_t i) {
+  if (c.shape(i) != std::vector<int64_t>{y.shape()[1]}) c.fail(fmt::format("the bias must have {} elements", y.shape()[1]));
+  return te::compute(
+      y.shape(),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return y(std::vector<Expr>(v.begin(), v.end())) + c.load(i, {v[1]});
+      },
+      c.name("bias_add"));
+}
+
+void require_nc(ConvertContext& c, size_t i) {
+  if (c.rank(i) < 3 || c.rank(i) > 5) c.fail("needs an (N, C, spatial...) input with 1 to 3 spatial dimensions");
+  if (!c.dtype(i).is_float()) c.fail(fmt::format("needs float inputs, not {}", c.dtype(i).str()));
+}
+
+}  // namespace
+
+std::vector<Tensor> conv(ConvertContext& c) {
+  require_nc(c, 0);
+  const std::vector<int64_t>& xs = c.shape(0);
+  const std::vector<int64_t>& ws = c.shape(1);
+  size_t s = xs.size() - 2;
+  int64_t groups = c.node().get_int("group", 1);
+  int64_t ci = xs[1], co = ws[0];
+  if (ws.size() != xs.size()) c.fail("the weight's rank differs from the input's");
+  if (groups < 1 || ci % groups || co % groups || ws[1] * groups != ci)
+    c.fail(fmt::format("{} input channels, weight {} and group {} do not agree", ci, shape_text(ws), groups));
+  std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  if (c.node().has("kernel_shape") && c.node().get_ints("kernel_shape") != kernel) c.fail("kernel_shape differs from the weight's");
+  Window w = resolve_window(c, {xs.begin() + 2, xs.end()}, kernel);
+  Tensor padded = pad_input(c, c.input(0), w, ir::make_float(0));
+  const Tensor& weight = c.input(1);
+  int64_t ci_group = ws[1], co_group = co / groups;
+  std::vector<ir::IterVar> axes;
+  std::optional<ir::IterVar> rc;
+  if (ci_group > 1) rc = te::reduce_axis(ci_group, "rc");
+  std::vector<ir::IterVar> win = window_axes(w);
+  if (rc) axes.push_back(*rc);
+  for (const auto& a : win) axes.push_back(a);
+  std::vector<int64_t> out = {xs[0], co};
+  out.insert(out.end(), w.out.begin(), w.out.end());
+  if (axes.empty()) axes.push_back(te::reduce_axis(1, "rc"));  // a 1x1 depthwise convolution
+  Tensor y = te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr in_c = rc ? Expr(rc->var) : Expr(0);
+        if (groups > 1) in_c = ir::floordiv(v[1], i32(co_group)) * i32(ci_group) + in_c;
+        std::vector<Expr> xi = {v[0], in_c}, wi = {v[1], rc ? Expr(rc->var) : Expr(0)};
+        for (size_t d = 0; d < s; ++d) {
+          xi.push_back(v[d + 2] * i32(w.strides[d]) + win[d].var * i32(w.dilations[d]));
+          wi.push_back(win[d].var);
+        }
+        return te::sum(padded(xi) * weight(wi), axes);
+      },
+      c.name("conv"));
+  if (c.has_input(2)) y = add_channel_bias(c, y, 2);
+  return {y};
+}
+
+std::vector<Tensor> conv_transpose(ConvertContext& c) {
+  require_nc(c, 0);
+  const std::vector<int64_t>& xs = c.shape(0);
+  const std::vector<int64_t>& ws = c.shape(1);  // (C, M/group, k...)
+  size_t s = xs.size() - 2;
+  const Node& n = c.node();
+  int64_t groups = n.get_int("group", 1);
+  if (ws.size() != xs.size() || ws[0] != xs[1] || groups < 1 || xs[1] % groups)
+    c.fail(fmt::format("input {} and weight {} with group {} do not agree", shape_text(xs), shape_text(ws), groups));
+  int64_t ci_group = xs[1] / groups, co_group = ws[1], co = co_group * groups;
+  std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  std::vector<int64_t> strides = n.get_ints("strides", std::vector<int64_t>(s, 1));
+  std::vector<int64_t> dil = n.get_ints("dilations", std::vector<int64_t>(s, 1));
+  std::vector<int64_t> pads = n.get_ints("pads", std::vector<int64_t>(2 * s, 0));
+  std::vector<int64_t> out_pad = n.get_ints("output_padding", std::vector<int64_t>(s, 0));
+  std::vector<int64_t> out_shape = n.get_ints("output_shape");
+  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  if (strides.size() != s || dil.size() != s || pads.size() != 2 * s || out_pad.size() != s)
+    c.fail("strides, dilations, pads and output_padding must match the spatial dimensions");
+  std::vector<int64_t> out = {xs[0], co};
+  std::vector<int64_t> pad_begin(s);
+  for (size_t d = 0; d < s; ++d) {
+    int64_t span = dil[d] * (kernel[d] - 1) + 1;
+    int64_t full = strides[d] * (xs[d + 2] - 1) + out_pad[d] + span;
+    int64_t o = full - pads[d] - pads[s + d];
+    pad_begin[d] = pads[d];
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      o = out_shape.empty() ? xs[d + 2] * strides[d] : out_shape.at(out_shape.size() - s + d);
+      int64_t total = full - o;
+      pad_begin[d] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
+    } else if (auto_pad == "VALID") {
+      o = full;
+      pad_begin[d] = 0;
+    }
+    if (o < 1) c.fail("the output would be empty");
+    out.push_back(o);
+  }
+  // Gather form: the input spread out by the strides, padded by span-1-pad_begin on the left,
+  // then a stride-1 convolution with the flipped kernel.
+  std::vector<int64_t> spread_shape = {xs[0], xs[1]};
+  std::vector<int64_t> left(s);
+  for (size_t d = 0; d < s; ++d) {
+    left[d] = dil[d] * (kernel[d] - 1) - pad_begin[d];
+    spread_shape.push_back(out[d + 2] + dil[d] * (kernel[d] - 1));
+  }
+  const Tensor& x = c.input(0);
+  Tensor spread = te::compute(
+      spread_shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr cond = ir::make_bool(true);
+        std::vector<Expr> idx = {v[0], v[1]};
+        for (size_t d = 0; d < s; ++d) {
+          Expr t = v[d + 2] - i32(left[d]);
+          cond = cond && t >= Expr(0) && ir::floormod(t, i32(strides[d])) == Expr(0) &&
+                 t < i32((xs[d + 2] - 1) * strides[d] + 1);
+          idx.push_back(ir::floordiv(t, i32(strides[d])));
+        }
+        return te::if_then_else(cond, x(idx), ir::make_float(0));
+      },
+      c.name("spread"));
+  const Tensor& weight = c.input(1);
+  std::vector<ir::IterVar> axes;
+  auto rc = te::reduce_axis(ci_group, "rc");
+  axes.push_back(rc);
+  Window w{kernel, std::vector<int64_t>(s, 1), dil, {}, {}, {}};
+  std::vector<ir::IterVar> win = window_axes(w);
+  axes.insert(axes.end(), win.begin(), win.end());
+  Tensor y = te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr in_c = groups > 1 ? ir::floordiv(v[1], i32(co_group)) * i32(ci_group) + rc.var : Expr(rc.var);
+        std::vector<Expr> xi = {v[0], in_c};
+        std::vector<Expr> wi = {in_c, groups > 1 ? ir::floormod(v[1], i32(co_group)) : Expr(v[1])};
+        for (size_t d = 0; d < s; ++d) {
+          xi.push_back(v[d + 2] + win[d].var * i32(dil[d]));
+          wi.push_back(i32(kernel[d] - 1) - win[d].var);
+        }
+        return te::sum(spread(xi) * weight(wi), axes);
+      },
+      c.name("conv_transpose"));
+  if (c.has_input(2)) y = add_channel_bias(c, y, 2);
+  return {y};
+}
+
+std::vector<Tensor> matmul(ConvertContext& c) {
+  std::vector<int64_t> a = c.shape(0), b = c.shape(1);
+  if (a.empty() || b.empty()) c.fail("needs inputs of rank 1 or more");
+  if (c.dtype(0) != c.dtype(1)) c.fail("inputs of different types");
+  bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  int64_t k = a.back();
+  if (b[b.size() - 2] != k) c.fail(fmt::format("shapes {} and {} cannot be multiplied", shape_text(c.shape(0)), shape_text(c.shape(1))));
+  std::vector<int64_t> batch = broadcast_shapes(c.node(), {a.begin(), a.end() - 2}, {b.begin(), b.end() - 2});
+  std::vector<int64_t> out = batch;
+  if (!a_vec) out.push_back(a[a.size() - 2]);
+  if (!b_vec) out.push_back(b.back());
+  auto rk = te::reduce_axis(k, "k");
+  size_t nb = batch.size();
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr i = a_vec ? Expr(0) : Expr(v[nb]);
+        Expr j = b_vec ? Expr(0) : Expr(v[out.size() - 1]);
+        auto batch_index = [&](const std::vector<int64_t>& shape) {
+          std::vector<Expr> idx;
+          size_t own = shape.size() - 2;
+          for (size_t d = 0; d < own; ++d) idx.push_back(shape[d] == 1 ? Expr(0) : Expr(v[nb - own + d]));
+          return idx;
+        };
+        std::vector<Expr> ai = a_vec ? std::vector<Expr>{} : batch_index(a), bi = b_vec ? std::vector<Expr>{} : batch_index(b);
+        if (!a_vec) ai.push_back(i);
+        ai.push_back(rk.var);
+        bi.push_back(rk.var);
+        if (!b_vec) bi.push_back(j);
+        return te::sum(c.input(0)(ai) * c.input(1)(bi), {rk});
+      },
+      c.name("matmul"))};
+}
+
+std::vector<Tensor> gemm(ConvertContext& c) {
+  const Node& n = c.node();
+  bool ta = n.get_int("transA", 0) != 0, tb = n.get_int("transB", 0) != 0;
+  double alpha = n.get_float("alpha", 1), beta = n.get_float("beta", 1);
+  const std::vector<int64_t>& a = c.shape(0);
+  const std::vector<int64_t>& b = c.shape(1);
+  if (a.size() != 2 || b.size() != 2) c.fail("needs 2-D A and B");
+  int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1], kb = tb ? b[1] : b[0], nn = tb ? b[0] : b[1];
+  if (k != kb) c.fail(fmt::format("A {} and B {} do not agree", shape_text(a), shape_text(b)));
+  auto rk = te::reduce_axis(k, "k");
+  const Tensor& A = c.input(0);
+  const Tensor& B = c.input(1);
+  Tensor y = te::compute(
+      {m, nn},
+      [&](ir::Var i, ir::Var j) -> te::ComputeBody {
+        Expr av = ta ? A(rk.var, i) : A(i, rk.var);
+        Expr bv = tb ? B(j, rk.var) : B(rk.var, j);
+        return te::sum(av * bv, {rk});
+      },
+      c.name("matmul"));
+  bool has_c = c.has_input(2) && beta != 0;
+  if (!has_c && alpha == 1) return {y};
+  if (has_c) broadcast_shapes(n, {m, nn}, c.shape(2));
+  return {te::compute(
+      {m, nn},
+      [&](ir::Var i, ir::Var j) -> te::ComputeBody {
+        Expr r = y(i, j);
+        if (alpha != 1) r = r * ir::make_float(alpha);
+        if (has_c) {
+          Expr cv = c.load_broadcast(2, {i, j});
+          r = r + (beta == 1 ? cv : cv * ir::make_float(beta));
+        }
+        return r;
+      },
+      c.name("bias_add"))};
+}
+
+std::vector<Tensor> max_pool(ConvertContext& c) {
+  require_nc(c, 0);
+  const std::vector<int64_t>& xs = c.shape(0);
+  if (c.node().outputs.size() > 1 && c.node().outputs[1] >= 0) c.fail("the Indices output is not supported");
+  Window w = resolve_window(c, {xs.begin() + 2, xs.end()}, c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
+  Tensor padded = pad_input(c, c.input(0), w, ir::min_value(c.dtype(0)));
+  std::vector<ir::IterVar> win = window_axes(w);
+  std::vector<int64_t> out = {xs[0], xs[1]};
+  out.insert(out.end(), w.out.begin(), w.out.end());
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> xi = {v[0], v[1]};
+        for (size_t d = 0; d < win.size(); ++d) xi.push_back(v[d + 2] * i32(w.strides[d]) + win[d].var * i32(w.dilations[d]));
+        return te::max(padded(xi), win);
+      },
+      c.name("max_pool"))};
+}
+
+std::vector<Tensor> average_pool(ConvertContext& c) {
+  require_nc(c, 0);
+  const std::vector<int64_t>& xs = c.shape(0);
+  Window w = resolve_window(c, {xs.begin() + 2, xs.end()}, c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
+  for (int64_t d : w.dilations)
+    if (d != 1) c.fail("dilations are not supported");
+  bool include_pad = c.node().get_int("count_include_pad", 0) != 0;
+  Tensor padded = pad_input(c, c.input(0), w, ir::make_float(0));
+  std::vector<ir::IterVar> win = window_axes(w);
+  std::vector<int64_t> out = {xs[0], xs[1]};
+  out.insert(out.end(), w.out.begin(), w.out.end());
+  Tensor sum = te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> xi = {v[0], v[1]};
+        for (size_t d = 0; d < win.size(); ++d) xi.push_back(v[d + 2] * i32(w.strides[d]) + win[d].var);
+        return te::sum(padded(xi), win);
+      },
+      c.name("pool_sum"));
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        // Taps inside [lo, hi) along each dimension: the input, or the input and its pads.
+        Expr count = Expr(1);
+        for (size_t d = 0; d < win.size(); ++d) {
+          int64_t lo = include_pad ? -w.pad_begin[d] : 0, hi = xs[d + 2] + (include_pad ? w.pad_end[d] : 0);
+          Expr start = v[d + 2] * i32(w.strides[d]) - i32(w.pad_begin[d]);
+          count = count * (ir::min(start + i32(w.kernel[d]), i32(hi)) - ir::max(start, i32(lo)));
+        }
+        return sum(std::vector<Expr>(v.begin(), v.end())) / ir::cast(kFloat32, count);
+      },
+      c.name("average_pool"))};
+}
+
+std::vector<Tensor> global_average_pool(ConvertContext& c) {
+  require_nc(c, 0);
+  const std::vector<int64_t>& xs = c.shape(0);
+  std::vector<ir::IterVar> axes;
+  int64_t count = 1;
+  for (size_t d = 2; d < xs.size(); ++d) {
+    axes.push_back(te::reduce_axis(xs[d], fmt::format("r{}", d - 2)));
+    count *= xs[d];
+  }
+  std::vector<int64_t> out = {xs[0], xs[1]};
+  out.resize(xs.size(), 1);
+  const Tensor& x = c.input(0);
+  Tensor sum = te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> xi = {v[0], v[1]};
+        for (const auto& a : axes) xi.push_back(a.var);
+        return te::sum(x(xi), axes);
+      },
+      c.name("pool_sum"));
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return sum(std::vector<Expr>(v.begin(), v.end())) * ir::make_float(1.0 / static_cast<double>(count));
+      },
+      c.name("global_average_pool"))};
+}
+
+}  // namespace tyche::graph::ops

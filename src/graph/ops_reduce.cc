@@ -1,0 +1,188 @@
+// Reductions over axes: ReduceMean/Sum/Max, Softmax, LayerNormalization.
+#include <algorithm>
+
+#include "graph/op_registry.h"
+#include "ir/op.h"
+
+namespace tyche::graph::ops {
+
+using ir::Expr;
+using te::Tensor;
+
+namespace {
+
+
+// Which dimensions of a rank-`rank` tensor are reduced.
+std::vector<bool> reduced_mask(ConvertContext& c, const std::vector<int64_t>& axes, int rank) {
+  std::vector<bool> mask(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : axes) {
+    int d = c.axis(a, rank);
+    if (!axes.empty() && mask[static_cast<size_t>(d)] && std::count(axes.begin(), axes.end(), a) > 1) c.fail("repeated axis");
+    mask[static_cast<size_t>(d)] = true;
+  }
+  return mask;
+}
+
+struct Reduced {
+  std::vector<int64_t> shape;  // with the reduced dimensions kept as 1
+  std::vector<ir::IterVar> axes;
+  int64_t count = 1;           // elements combined into each output
+};
+
+Reduced plan(const std::vector<int64_t>& in, const std::vector<bool>& mask) {
+  Reduced r;
+  for (size_t d = 0; d < in.size(); ++d) {
+    r.shape.push_back(mask[d] ? 1 : in[d]);
+    if (!mask[d]) continue;
+    r.axes.push_back(te::reduce_axis(in[d], fmt::format("r{}", d)));
+    r.count *= in[d];
+  }
+  return r;
+}
+
+// The input index of an output element `v` (kept dims) at the reduce iterators.
+std::vector<Expr> source_index(const std::vector<bool>& mask, const Reduced& r, const std::vector<ir::Var>& v) {
+  std::vector<Expr> idx;
+  size_t next = 0;
+  for (size_t d = 0; d < mask.size(); ++d) idx.push_back(mask[d] ? Expr(r.axes[next++].var) : Expr(v[d]));
+  return idx;
+}
+
+std::vector<Expr> exprs(const std::vector<ir::Var>& vars) { return {vars.begin(), vars.end()}; }
+
+// Broadcast index into a keep-dims reduction result.
+std::vector<Expr> kept_index(const std::vector<bool>& mask, const std::vector<ir::Var>& v) {
+  std::vector<Expr> idx;
+  for (size_t d = 0; d < mask.size(); ++d) idx.push_back(mask[d] ? Expr(0) : Expr(v[d]));
+  return idx;
+}
+
+// The reduce op's axes (an attribute, or an input from `axes_input_opset` on).
+std::vector<int64_t> reduce_axes(ConvertContext& c, int axes_input_opset, bool& noop) {
+  noop = false;
+  std::vector<int64_t> axes;
+  if (c.opset() >= axes_input_opset) {
+    if (c.has_input(1)) axes = c.constant_ints(1, "the axes");
+  } else {
+    axes = c.node().get_ints("axes");
+  }
+  if (axes.empty() && c.node().get_int("noop_with_empty_axes", 0) != 0) noop = true;
+  return axes;
+}
+
+std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerKind kind, bool mean, const char* name) {
+  bool noop = false;
+  std::vector<int64_t> axes = reduce_axes(c, axes_input_opset, noop);
+  const Tensor& x = c.input(0);
+  if (noop || c.rank(0) == 0)
+    return {te::compute(c.shape(0), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return x(exprs(v)); }, c.name(name))};
+  std::vector<bool> mask = reduced_mask(c, axes, c.rank(0));
+  Reduced r = plan(c.shape(0), mask);
+  bool keep = c.node().get_int("keepdims", 1) != 0;
+  Tensor red = te::compute(
+      r.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr src = x(source_index(mask, r, v));
+        switch (kind) {
+          case te::ReducerKind::kMax: return te::max(src, r.axes);
+          default: return te::sum(src, r.axes);
+        }
+      },
+      c.name(mean ? "sum" : name));
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < mask.size(); ++d)
+    if (!mask[d] || keep) out.push_back(r.shape[d]);
+  if (!mean && keep) return {red};
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx;
+        size_t next = 0;
+        for (size_t d = 0; d < mask.size(); ++d) {
+          if (!mask[d]) {
+            idx.push_back(v[next++]);
+            continue;
+          }
+          idx.push_back(Expr(0));
+          if (keep) ++next;
+        }
+        Expr e = red(idx);
+        return mean ? e * ir::make_float(1.0 / static_cast<double>(r.count)) : e;
+      },
+      c.name(name))};
+}
+
+}  // namespace
+
+std::vector<Tensor> reduce_mean(ConvertContext& c) { return reduce(c, 18, te::ReducerKind::kSum, true, "reduce_mean"); }
+std::vector<Tensor> reduce_sum(ConvertContext& c) { return reduce(c, 13, te::ReducerKind::kSum, false, "reduce_sum"); }
+std::vector<Tensor> reduce_max(ConvertContext& c) { return reduce(c, 18, te::ReducerKind::kMax, false, "reduce_max"); }
+
+std::vector<Tensor> softmax(ConvertContext& c) {
+  if (!c.dtype(0).is_float()) c.fail("needs a float input");
+  int rank = c.rank(0);
+  std::vector<bool> mask(static_cast<size_t>(rank), false);
+  mask[static_cast<size_t>(c.axis(c.node().get_int("axis", -1), rank))] = true;
+  const Tensor& x = c.input(0);
+  Reduced rm = plan(c.shape(0), mask);
+  Tensor m = te::compute(
+      rm.shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return te::max(x(source_index(mask, rm, v)), rm.axes); },
+      c.name("softmax_max"));
+  Tensor e = te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return ir::exp(x(exprs(v)) - m(kept_index(mask, v))); },
+      c.name("softmax_exp"));
+  Reduced rs = plan(c.shape(0), mask);
+  Tensor s = te::compute(
+      rs.shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return te::sum(e(source_index(mask, rs, v)), rs.axes); },
+      c.name("softmax_sum"));
+  return {te::compute(
+      c.shape(0), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return e(exprs(v)) / s(kept_index(mask, v)); },
+      c.name("softmax"))};
+}
+
+std::vector<Tensor> layer_norm(ConvertContext& c) {
+  if (!c.dtype(0).is_float()) c.fail("needs a float input");
+  for (size_t o = 1; o < c.node().outputs.size(); ++o)
+    if (c.node().outputs[o] >= 0) c.fail("only the first output (Y) is supported");
+  int rank = c.rank(0);
+  int axis = c.axis(c.node().get_int("axis", -1), rank);
+  double eps = c.node().get_float("epsilon", 1e-5);
+  std::vector<int64_t> norm_shape(c.shape(0).begin() + axis, c.shape(0).end());
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (!c.has_input(i)) continue;
+    const std::vector<int64_t>& s = c.shape(i);
+    if (s.size() > norm_shape.size()) c.fail("the scale and bias must broadcast to the normalized dimensions");
+    broadcast_shapes(c.node(), norm_shape, s);
+  }
+  std::vector<bool> mask(static_cast<size_t>(rank), false);
+  for (int d = axis; d < rank; ++d) mask[static_cast<size_t>(d)] = true;
+  const Tensor& x = c.input(0);
+  Reduced r1 = plan(c.shape(0), mask);
+  double inv_n = 1.0 / static_cast<double>(r1.count);
+  Tensor sum = te::compute(
+      r1.shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return te::sum(x(source_index(mask, r1, v)), r1.axes); },
+      c.name("layer_norm_sum"));
+  Reduced r2 = plan(c.shape(0), mask);
+  Tensor sq = te::compute(
+      r2.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr d = x(source_index(mask, r2, v)) - sum(exprs(v)) * ir::make_float(inv_n);
+        return te::sum(d * d, r2.axes);
+      },
+      c.name("layer_norm_sqsum"));
+  return {te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> k = kept_index(mask, v);
+        Expr y = (x(exprs(v)) - sum(k) * ir::make_float(inv_n)) /
+                 ir::sqrt(sq(k) * ir::make_float(inv_n) + ir::make_float(eps));
+        std::vector<Expr> tail(v.begin() + axis, v.end());
+        if (c.has_input(1)) y = y * c.load_broadcast(1, tail);
+        if (c.has_input(2)) y = y + c.load_broadcast(2, tail);
+        return y;
+      },
+      c.name("layer_norm"))};
+}
+
+}  // namespace tyche::graph::ops

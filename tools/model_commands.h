@@ -1,0 +1,32 @@
+// The model commands of `tyche`: import, run-model (and, with the tuner, tune-model).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace tyche::tools {
+
+class ModelCommands {
+ public:
+  explicit ModelCommands(CLI::App& app);
+  // The command given, or nullptr when it is none of these.
+  bool parsed() const;
+  int run();
+
+ private:
+  int cmd_import();
+  int cmd_run_model();
+
+  CLI::App* import_ = nullptr;
+  CLI::App* run_model_ = nullptr;
+  std::string model_;
+  std::vector<std::string> input_shapes_;
+  std::vector<std::string> inputs_;
+  std::string json_file_, db_, save_outputs_, compare_, cpu_;
+  int repeat_ = 10;
+  int threads_ = 0;
+};
+
+}  // namespace tyche::tools
