@@ -95,35 +95,95 @@ class Fuser {
   void join_epilogue(int k) {
     const Node& n = g_.nodes[static_cast<size_t>(k)];
     bool waits = waits_[static_cast<size_t>(k)];
-    if (!is_pointwise(pattern_of(n)) || !single_output(k)) return;
+    if (!is_pointwise(pattern_of(n)) || !single_output(k) || group_[static_cast<size_t>(k)] != k) return;
     int best = -1;
     for (int in : n.inputs) {
-      if (in < 0 || sole_reader(in) != k) continue;
-      int p = producer_[static_cast<size_t>(in)];
-      if (p < 0 || !single_output(p)) continue;
-      int grp = group_[static_cast<size_t>(p)];
-      if (group_is_view(grp) || last_of(grp) != p || (waits && has_anchor(grp))) continue;
+      int grp = result_group(in);
+      if (grp < 0 || sole_reader(in) != k || (waits && has_anchor(grp))) continue;
       if (best < 0 || (has_anchor(grp) && !has_anchor(best))) best = grp;
     }
-    if (best >= 0) merge(best, group_[static_cast<size_t>(k)]);
+    if (best >= 0) return merge(best, group_[static_cast<size_t>(k)]);
+    if (waits) return;
+    for (int in : n.inputs) {
+      int grp = result_group(in);
+      if (grp >= 0 && sole_reader(in) < 0 && absorb_region(grp, in)) return;
+    }
   }
 
-  // Injective/pointwise groups without an anchor whose result only this anchor reads.
+  // The group whose result `value` is (made by its last node), unless that is a view.
+  int result_group(int value) const {
+    if (value < 0) return -1;
+    int p = producer_[static_cast<size_t>(value)];
+    if (p < 0 || !single_output(p)) return -1;
+    int grp = group_[static_cast<size_t>(p)];
+    return group_is_view(grp) || last_of(grp) != p ? -1 : grp;
+  }
+
+  // A value read by several pointwise nodes (GELU's x in x * 0.5 * (1 + erf(x / sqrt 2))): the
+  // pointwise nodes after it, taken in graph order until their values close into one exit,
+  // join its group together. Refused when a node would read a value made after the group (a
+  // cycle) or anything but a pointwise node is reached first.
+  bool absorb_region(int grp, int value) {
+    constexpr size_t kMaxRegion = 32;
+    int group_last = last_of(grp);
+    std::vector<int> region;
+    std::vector<int> open = {value};  // values with a reader outside the region (or graph outputs)
+    auto in_region = [&](int node) { return std::find(region.begin(), region.end(), node) != region.end(); };
+    auto made_in_region = [&](int v) { return v >= 0 && in_region(producer_[static_cast<size_t>(v)]); };
+    while (region.size() < kMaxRegion) {
+      int next = -1;
+      for (int v : open)
+        for (int r : users_[static_cast<size_t>(v)])
+          if (!in_region(r) && (next < 0 || r < next)) next = r;
+      if (next < 0) return false;
+      const Node& c = g_.nodes[static_cast<size_t>(next)];
+      if (!is_pointwise(pattern_of(c)) || !single_output(next) || waits_[static_cast<size_t>(next)] ||
+          members_[static_cast<size_t>(group_[static_cast<size_t>(next)])].size() != 1)
+        return false;
+      for (int in : c.inputs)
+        if (in >= 0 && in != value && !made_in_region(in) && producer_[static_cast<size_t>(in)] > group_last) return false;
+      region.push_back(next);
+      open.push_back(c.outputs[0]);
+      std::erase_if(open, [&](int v) {
+        if (is_output_[static_cast<size_t>(v)]) return false;
+        const auto& u = users_[static_cast<size_t>(v)];
+        return std::all_of(u.begin(), u.end(), in_region);
+      });
+      if (open.size() == 1 && open[0] != value) {
+        for (int node : region) merge(grp, group_[static_cast<size_t>(node)]);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Groups without an anchor whose result only this anchor's group reads, and recursively the
+  // groups feeding those: injective ops and views (a transpose, a reshape), and for a reduction
+  // anchor pointwise ops too (a softmax's scale and mask). Elementwise math before a conv or
+  // matmul stays out: it would be recomputed for every output that reads it.
   void take_prologues(int k) {
-    const Node& n = g_.nodes[static_cast<size_t>(k)];
     int into = group_[static_cast<size_t>(k)];
-    for (int in : n.inputs) {
-      if (in < 0 || sole_reader(in) != k) continue;
+    bool reduction = pattern_of(g_.nodes[static_cast<size_t>(k)]) == OpPattern::kReduction;
+    std::vector<int> work = g_.nodes[static_cast<size_t>(k)].inputs;
+    while (!work.empty()) {
+      int in = work.back();
+      work.pop_back();
+      int reader = sole_reader(in);
+      if (reader < 0 || group_[static_cast<size_t>(reader)] != into) continue;
       int p = producer_[static_cast<size_t>(in)];
       if (p < 0 || !single_output(p)) continue;
       int grp = group_[static_cast<size_t>(p)];
-      if (grp == into || group_is_view(grp) || has_anchor(grp) || last_of(grp) != p) continue;
+      if (grp == into || has_anchor(grp) || last_of(grp) != p) continue;
       bool movable = true;
       for (int m : members_[static_cast<size_t>(grp)]) {
         OpPattern pt = pattern_of(g_.nodes[static_cast<size_t>(m)]);
-        movable = movable && (is_pointwise(pt) || pt == OpPattern::kInjective) && single_output(m);
+        movable = movable && single_output(m) &&
+                  (pt == OpPattern::kInjective || pt == OpPattern::kView || (reduction && is_pointwise(pt)));
       }
-      if (movable) merge(into, grp);
+      if (!movable) continue;
+      for (int m : members_[static_cast<size_t>(grp)])
+        for (int v : g_.nodes[static_cast<size_t>(m)].inputs) work.push_back(v);
+      merge(into, grp);
     }
   }
 

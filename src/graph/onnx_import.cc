@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -208,6 +209,10 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     v.dtype = v.constant.dtype();
     ids[init.name()] = graph.add_value(std::move(v));
   }
+  for (const auto& [name, shape] : options.input_shapes) {
+    bool found = !ids.count(name) && std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) { return in.name() == name; });
+    if (!found) throw_input_error("{}: --input-shape names '{}', which is not an input of the model", what, name);
+  }
   for (const auto& in : g.input()) {
     if (ids.count(in.name())) continue;  // an initializer listed as an input (older exporters)
     int code = in.type().tensor_type().elem_type();
@@ -217,9 +222,6 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     ids[in.name()] = id;
     graph.inputs.push_back(id);
   }
-  for (const auto& [name, shape] : options.input_shapes)
-    if (!ids.count(name) || graph.value(ids[name]).is_constant())
-      throw_input_error("{}: --input-shape names '{}', which is not an input of the model", what, name);
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& p = g.node(i);
     Node n{p.op_type(), p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name(), {}, {}, {}};

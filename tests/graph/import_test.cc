@@ -1,0 +1,120 @@
+// ONNX import: shapes inferred, constants folded, and every kind of bad file or input refused
+// with one line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "graph/onnx_import.h"
+#include "graph/passes.h"
+#include "onnx_builder.h"
+#include "support/error.h"
+
+namespace tyche::graph {
+namespace {
+
+using testing::OnnxBuilder;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::string error_of(const std::string& bytes, const ImportOptions& options = {}) {
+  try {
+    import_onnx_bytes(bytes, "m.onnx", ".", options);
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    return msg;
+  }
+  return "no error";
+}
+
+TEST(Import, InfersShapesAndFoldsShapeArithmetic) {
+  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape: the target shape is known at compile time.
+  OnnxBuilder b;
+  b.input("x", {2, 3, 4}).ints("zero", {0}).ints("minus_one", {-1});
+  b.node("Shape", {"x"}, {"s"});
+  auto& g = b.node("Gather", {"s", "zero"}, {"n"});
+  OnnxBuilder::attr(g, "axis", int64_t{0});
+  auto& c = b.node("Concat", {"n", "minus_one"}, {"target"});
+  OnnxBuilder::attr(c, "axis", int64_t{0});
+  b.node("Reshape", {"x", "target"}, {"y"});
+  b.node("Relu", {"y"}, {"z"});
+  b.output("z");
+  Graph graph = import_onnx_bytes(b.bytes(), "m.onnx", ".");
+  ASSERT_EQ(graph.nodes.size(), 2u);  // Reshape and Relu remain
+  EXPECT_EQ(graph.nodes[0].op, "Reshape");
+  EXPECT_EQ(graph.value(graph.outputs[0]).shape, (std::vector<int64_t>{2, 12}));
+  EXPECT_TRUE(graph.value(graph.nodes[0].inputs[1]).is_constant());
+}
+
+TEST(Import, RefusesWhatIsNotAModel) {
+  EXPECT_THAT(error_of("this is a text file, not a model\n"), HasSubstr("'m.onnx' is not an ONNX model"));
+  OnnxBuilder b;
+  b.input("x", {4}).output("y").node("Relu", {"x"}, {"y"});
+  std::string bytes = b.bytes();
+  EXPECT_THAT(error_of(bytes.substr(0, bytes.size() / 2)), HasSubstr("is not an ONNX model"));
+  EXPECT_THAT(error_of(""), HasSubstr("is not an ONNX model"));
+}
+
+TEST(Import, ListsEveryUnsupportedOperatorWithItsCount) {
+  OnnxBuilder b;
+  b.input("x", {4}).input("s", {4}, onnx::TensorProto::INT64);
+  b.node("Mod", {"x", "x"}, {"a"});
+  b.node("Mod", {"a", "x"}, {"b"});
+  b.node("BitShift", {"s", "s"}, {"c"});
+  b.output("b").output("c");
+  EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("unsupported operators"), HasSubstr("BitShift (1)"), HasSubstr("Mod (2)")));
+}
+
+TEST(Import, RefusesOpsetsOutsideTheRange) {
+  OnnxBuilder b(12);
+  b.input("x", {4}).output("y").node("Relu", {"x"}, {"y"});
+  EXPECT_THAT(error_of(b.bytes()), HasSubstr("opset 12 is not supported (Tyche reads opsets 13 to 21)"));
+}
+
+TEST(Import, SymbolicDimensionsNeedAnInputShape) {
+  OnnxBuilder b;
+  b.input("x", {0, 3}, onnx::TensorProto::FLOAT, {"batch", ""}).output("y").node("Relu", {"x"}, {"y"});
+  EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("input 'x'"), HasSubstr("'batch'"), HasSubstr("--input-shape x=")));
+  ImportOptions options;
+  parse_input_shape("x=2x3", options);
+  Graph g = import_onnx_bytes(b.bytes(), "m.onnx", ".", options);
+  EXPECT_EQ(g.value(g.outputs[0]).shape, (std::vector<int64_t>{2, 3}));
+  ImportOptions wrong;
+  parse_input_shape("y=2x3", wrong);
+  EXPECT_THAT(error_of(b.bytes(), wrong), HasSubstr("--input-shape names 'y', which is not an input"));
+  ImportOptions rank;
+  parse_input_shape("x=2x3x4", rank);
+  EXPECT_THAT(error_of(b.bytes(), rank), HasSubstr("has rank 3, the input has rank 2"));
+  ImportOptions bad;
+  EXPECT_THROW(parse_input_shape("x=2xq", bad), InputError);
+  EXPECT_THROW(parse_input_shape("2x3", bad), InputError);
+}
+
+TEST(Import, ConverterErrorsNameTheNode) {
+  OnnxBuilder b;
+  b.input("a", {2, 3}).input("c", {4, 5}).output("y").node("MatMul", {"a", "c"}, {"y"});
+  EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("node 'y' (MatMul)"), HasSubstr("cannot be multiplied")));
+  OnnxBuilder r;
+  r.input("a", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64).output("y").node("Reshape", {"a", "shape"}, {"y"});
+  EXPECT_THAT(error_of(r.bytes()), HasSubstr("the shape ('shape') must be a constant"));
+}
+
+TEST(Import, BatchNormFoldsIntoTheConvBefore) {
+  // The variance goes through a Relu (folded to a constant) so that it is not negative.
+  OnnxBuilder m;
+  m.input("x", {1, 3, 5, 5}).weight("w", {4, 3, 3, 3}).weight("bias", {4});
+  m.weight("scale", {4}).weight("shift", {4}).weight("mean", {4});
+  m.weight("var", {4}, 0.2f);
+  m.node("Conv", {"x", "w", "bias"}, {"c"});
+  m.node("Relu", {"var"}, {"vpos"});  // folded: a constant
+  m.node("BatchNormalization", {"c", "scale", "shift", "mean", "vpos"}, {"y"});
+  m.output("y");
+  Graph g = import_onnx_bytes(m.bytes(), "m.onnx", ".");
+  ASSERT_EQ(g.nodes.size(), 2u);
+  fold_batch_norm(g);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op, "Conv");
+  EXPECT_EQ(g.nodes[0].outputs[0], g.outputs[0]);
+}
+
+}  // namespace
+}  // namespace tyche::graph

@@ -1,0 +1,110 @@
+// Builds small ONNX models in C++ (libonnx's protobuf classes) for the graph tests.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tyche::graph::testing {
+
+class OnnxBuilder {
+ public:
+  explicit OnnxBuilder(int opset = 17) {
+    model_.set_ir_version(8);
+    auto* o = model_.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    model_.mutable_graph()->set_name("test");
+  }
+
+  OnnxBuilder& input(const std::string& name, const std::vector<int64_t>& shape, int type = onnx::TensorProto::FLOAT,
+                     const std::vector<std::string>& symbolic = {}) {
+    auto* v = model_.mutable_graph()->add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      auto* dim = t->mutable_shape()->add_dim();
+      if (d < symbolic.size() && !symbolic[d].empty()) dim->set_dim_param(symbolic[d]);
+      else dim->set_dim_value(shape[d]);
+    }
+    return *this;
+  }
+
+  OnnxBuilder& output(const std::string& name) {
+    model_.mutable_graph()->add_output()->set_name(name);
+    return *this;
+  }
+
+  // A float initializer with values from a fixed seed in [-scale, scale).
+  OnnxBuilder& weight(const std::string& name, const std::vector<int64_t>& shape, float scale = 0.5f, unsigned seed = 1) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      t->add_dims(d);
+      n *= d;
+    }
+    std::mt19937 rng(seed + static_cast<unsigned>(model_.graph().initializer_size()));
+    std::uniform_real_distribution<float> u(-scale, scale);
+    for (int64_t i = 0; i < n; ++i) t->add_float_data(u(rng));
+    return *this;
+  }
+
+  OnnxBuilder& ints(const std::string& name, const std::vector<int64_t>& values) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+    return *this;
+  }
+
+  OnnxBuilder& scalar(const std::string& name, float value) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(value);
+    return *this;
+  }
+
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+    auto* n = model_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(outputs.empty() ? op : outputs[0]);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return *n;
+  }
+
+  static void attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, float v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+
+  std::string bytes() const { return model_.SerializeAsString(); }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+}  // namespace tyche::graph::testing
