@@ -29,7 +29,7 @@ class Flattener : public ir::StmtExprMutator {
   ir::Buffer flat(const ir::Buffer& b) {
     auto it = flat_.find(b.get());
     if (it != flat_.end()) return it->second;
-    if (b->shape.size() <= 1 && b->strides.empty()) return flat_[b.get()] = b;
+    if (b->shape.size() == 1 && b->strides.empty()) return flat_[b.get()] = b;  // a 0-d buffer becomes 1-d too
     std::vector<ir::Expr> strides = strides_of(*b);
     ir::Expr size = ir::make_int(1, kInt64);  // 1 + the offset of the last element
     for (size_t d = 0; d < b->shape.size(); ++d) size = size + (ir::cast(kInt64, b->shape[d]) - 1) * ir::cast(kInt64, strides[d]);
@@ -51,7 +51,7 @@ class Flattener : public ir::StmtExprMutator {
       ir::Expr term = ir::is_const_int(strides[d], 1) ? indices[d] : indices[d] * strides[d];
       index = index.defined() ? index + term : term;
     }
-    return index;
+    return index.defined() ? index : ir::make_int(0);
   }
 
   ir::Expr mutate_buffer_load(const ir::BufferLoadNode* n, const ir::Expr&) override {
