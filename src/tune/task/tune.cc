@@ -142,10 +142,10 @@ std::vector<Trial> leaders(const TaskState& st, const Database& db, int top) {
   return out;
 }
 
-// Times the task's leaders again (TuneOptions::confirm_top), interleaved, and records them as
-// confirmed; the task's best becomes the fastest of them.
-void confirm_leaders(TaskState& st, Database& db, Measurer& measurer, const TuneOptions& o) {
-  std::vector<Trial> trials = leaders(st, db, o.confirm_top);
+// Times the task's `top` leaders again, interleaved, and records them as confirmed; the task's
+// best becomes the fastest of them.
+void confirm_leaders(TaskState& st, Database& db, Measurer& measurer, const TuneOptions& o, int top) {
+  std::vector<Trial> trials = leaders(st, db, top);
   if (trials.size() < 2) return;  // nothing to compare
   measurer.measure_batch(trials, st.measure, [&](const std::vector<TuningRecord>& r) { db.add_records(r); },
                          {.rounds = o.confirm_rounds, .confirmed = true, .stop = o.stop});
@@ -166,11 +166,18 @@ std::string full_trace_text(const SearchTask& s, const std::string& trace_json) 
 }
 
 // The leaders timed again, then each task's result.
-void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measurer& measurer, const TuneOptions& o, TuneResult& out) {
+void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measurer& measurer, const TuneOptions& o, TuneResult& out,
+            int measured, double elapsed) {
+  // What one candidate cost this run (built once, timed once) and so how many leaders a task's
+  // share of the confirmation budget buys, each built again and timed confirm_rounds times.
+  double per_leader = measured > 0 ? (out.times.build + o.confirm_rounds * out.times.run) / measured : 0;
+  int top = o.confirm_top;
+  if (o.confirm_share > 0 && per_leader > 0 && !states.empty())
+    top = std::clamp(static_cast<int>(o.confirm_share * elapsed / static_cast<double>(states.size()) / per_leader), 2, o.confirm_top);
   for (auto& st : states) {
     if (stopped(o) || o.confirm_top <= 0 || o.confirm_rounds <= 0) continue;
     auto t = Clock::now();
-    confirm_leaders(*st, db, measurer, o);
+    confirm_leaders(*st, db, measurer, o, top);
     out.times.confirm += since(t);
   }
   out.interrupted = stopped(o);
@@ -182,6 +189,11 @@ void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measu
 }
 
 }  // namespace
+
+int round_size(int batch, int trials, int tasks) {
+  if (tasks <= 1) return batch;
+  return std::min(batch, std::max(8, trials / (4 * tasks)));
+}
 
 // The paper's loop: the task scheduler picks a task, its strategy proposes trials, they are
 // measured and recorded, the cost model and the strategy learn from them.
@@ -197,12 +209,14 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
   Measurer measurer(target, options.runner);
   std::vector<TaskProgress> task_progress(states.size());
   for (size_t i = 0; i < states.size(); ++i) task_progress[i].weight = states[i]->task.weight;
-  for (int done = 0; done < options.trials && !stopped(options);) {
+  const int round = round_size(options.batch, options.trials, static_cast<int>(states.size()));
+  int done = 0;
+  for (; done < options.trials && !stopped(options);) {
     int i = scheduler->next(task_progress);
     if (i < 0) break;
     TaskState& st = *states[static_cast<size_t>(i)];
     auto t = Clock::now();
-    std::vector<Trial> batch = st.strategy->generate(std::min(options.batch, options.trials - done));
+    std::vector<Trial> batch = st.strategy->generate(std::min(round, options.trials - done));
     out.times.search += since(t);
     if (batch.empty()) {  // nothing left to measure in this design space
       task_progress[static_cast<size_t>(i)].done = true;
@@ -215,7 +229,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
     record_point(st, task_progress[static_cast<size_t>(i)], point);
     if (progress) progress(TuneProgress{done, options.trials, &st.result, since(start)});
   }
-  finish(states, db, measurer, options, out);
+  finish(states, db, measurer, options, out, done, since(start));
   out.times.total = since(start);
   return out;
 }

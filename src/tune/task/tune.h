@@ -33,7 +33,9 @@ struct TuneTask {
 
 struct TuneOptions {
   int trials = 1000;                        // measured candidates, all tasks together
-  int batch = 64;                           // candidates per round
+  // Candidates per round, at most: with several tasks a round is sized to the budget
+  // (round_size()), so that every task gets rounds early.
+  int batch = 64;
   std::string db_dir;                       // the database directory (created if missing)
   std::string strategy = "evolutionary";    // or "replay-trace"
   // A strategy of one's own (one per task), instead of the named one.
@@ -59,6 +61,11 @@ struct TuneOptions {
   // luckiest. The task's best is then the fastest confirmed program (0: no confirmation).
   int confirm_top = 16;
   int confirm_rounds = 5;
+  // The confirmation's share of the tuning time so far: each task confirms as many leaders (at
+  // least 2, at most confirm_top) as its share of this budget pays for, at this run's cost of
+  // building and timing a candidate, so that many tasks do not make it the bulk of a tune
+  // (0: every task confirms confirm_top).
+  double confirm_share = 0.08;
   // The host's speed drifts over minutes on a shared machine, and a round measured in a quiet
   // spell would otherwise hold every leader. A yardstick (the task's fastest program of its first
   // round) is timed before and after each later round, and the round's times are scaled by its
@@ -117,6 +124,10 @@ struct TuneProgress {
   const TaskResult* task = nullptr;  // the task of the round just measured
   double elapsed_s = 0;
 };
+
+// The round size of a tune of `tasks` tasks: `batch`, or fewer so that every task gets about
+// four rounds of the budget (never under 8, the smallest useful evolutionary round).
+int round_size(int batch, int trials, int tasks);
 
 // Throws tyche::Error for bad options (unknown strategy, model file, a GPU target), never for a
 // candidate.

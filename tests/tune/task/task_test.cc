@@ -158,6 +158,7 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
   TuneOptions o = quick(db, "replay-trace", 16);
   o.confirm_top = 4;
   o.confirm_rounds = 3;
+  o.confirm_share = 0;  // exactly confirm_top
   TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
   ASSERT_EQ(r.tasks.size(), 1u);
   const TaskResult& t = r.tasks[0];
@@ -204,6 +205,30 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
   std::filesystem::remove_all(db);
 }
 
+// With several tasks every task gets rounds early, and the leaders' confirmation is held to its
+// share of the tuning time.
+TEST(Tune, RoundsAreSizedToTheBudgetAndTheConfirmationToItsShare) {
+  EXPECT_EQ(round_size(64, 1000, 1), 64);
+  EXPECT_EQ(round_size(64, 64, 2), 8);
+  EXPECT_EQ(round_size(64, 4000, 25), 40);
+  EXPECT_EQ(round_size(64, 100000, 25), 64);
+  EXPECT_EQ(round_size(64, 10, 25), 8);
+  std::string db = fresh_dir("budget");
+  TuneOptions o = quick(db, "replay-trace", 32);
+  o.batch = 64;
+  o.confirm_top = 8;
+  o.confirm_rounds = 2;
+  o.confirm_share = 1e-9;  // pays for no leader: the floor of 2
+  TuneResult r = tune({{workloads::get_preset("GMM-1"), "", 1.0, nullptr}, {workloads::get_preset("NRM-1"), "", 1.0, nullptr}},
+                      two_cores(), o);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].trials + r.tasks[1].trials, 32);
+  EXPECT_GT(r.tasks[1].trials, 0) << "the second task gets rounds too";
+  EXPECT_EQ(r.tasks[0].confirmed, 2);
+  EXPECT_EQ(r.tasks[1].confirmed, 2);
+  std::filesystem::remove_all(db);
+}
+
 // Drift correction: the first round's fastest program is timed before and after each later round,
 // and the round's times are scaled by its typical time (the median of its timings so far) over
 // its time then (interpolated over the round, held within [1/2, 2]); the records keep the raw
@@ -215,6 +240,7 @@ TEST(Tune, EachRoundIsScaledByTheYardstick) {
   o.drift_correction = true;
   o.confirm_top = 4;
   o.confirm_rounds = 1;
+  o.confirm_share = 0;
   TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
   ASSERT_EQ(r.tasks.size(), 1u);
   const TaskResult& t = r.tasks[0];
