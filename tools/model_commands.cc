@@ -7,7 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <csignal>
 #include <map>
+#include <optional>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +27,7 @@
 #include "support/median.h"
 #include "target/target.h"
 #include "tune/database/database.h"
+#include "tune/model/model_tasks.h"
 #include "tune/search/records.h"
 
 namespace tyche::tools {
@@ -78,6 +84,81 @@ runtime::NDArray random_input(const graph::Graph& g, size_t i) {
   return a;
 }
 
+// Runs the model in Python's onnxruntime (CPU provider, all graph optimizations, `threads`
+// intra-op threads) on the inputs saved in `dir`; writes its outputs there as ort_<i>.npy and
+// prints its median latency in ms.
+constexpr const char* kOnnxruntimeScript = R"(
+import sys, time, statistics
+try:
+    import numpy as np, onnxruntime as ort
+except ImportError as e:
+    sys.exit("onnxruntime is not installed (pip install onnxruntime): %s" % e)
+model, threads, repeat, d = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+names = sys.argv[5:]
+o = ort.SessionOptions()
+o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+o.intra_op_num_threads = threads
+o.inter_op_num_threads = 1
+s = ort.InferenceSession(model, o, providers=["CPUExecutionProvider"])
+feeds = {n: np.load("%s/in_%d.npy" % (d, i)) for i, n in enumerate(names)}
+outs = s.run(None, feeds)
+times = []
+for _ in range(repeat):
+    t = time.perf_counter(); s.run(None, feeds); times.append(time.perf_counter() - t)
+for i, a in enumerate(outs):
+    np.save("%s/ort_%d.npy" % (d, i), a)
+print(statistics.median(times) * 1e3)
+)";
+
+struct OrtRun {
+  double median_ms = 0;
+  std::vector<runtime::NDArray> outputs;
+};
+
+OrtRun run_onnxruntime(const std::string& model, const graph::Graph& g, const std::vector<runtime::NDArray>& inputs, int threads,
+                       int repeat) {
+  char dir[] = "/tmp/tyche_ort_XXXXXX";
+  if (!::mkdtemp(dir)) throw_error("cannot create a temporary directory");
+  std::string names;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    runtime::save_npy(fmt::format("{}/in_{}.npy", dir, i), inputs[i]);
+    names += fmt::format(" '{}'", g.value(g.inputs[i]).name);
+  }
+  std::string script = std::string(dir) + "/run.py";
+  std::ofstream(script) << kOnnxruntimeScript;
+  std::string cmd = fmt::format("python3 '{}' '{}' {} {} '{}'{} 2>&1", script, model, threads, repeat, dir, names);
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (pipe && std::fgets(buf, sizeof buf, pipe)) out += buf;
+  int status = pipe ? ::pclose(pipe) : -1;
+  OrtRun r;
+  if (status != 0) {
+    std::filesystem::remove_all(dir);
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    throw_error("--compare onnxruntime: {}", out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1));
+  }
+  r.median_ms = std::stod(out.substr(out.rfind('\n', out.size() - 2) == std::string::npos ? 0 : out.rfind('\n', out.size() - 2) + 1));
+  for (size_t o = 0; o < g.outputs.size(); ++o) r.outputs.push_back(runtime::load_npy(fmt::format("{}/ort_{}.npy", dir, o)));
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+std::atomic<bool> g_interrupted{false};
+void on_interrupt(int) { g_interrupted = true; }
+
+std::string program_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : exe.parent_path().string();
+}
+
+// The model's latency as the tuner sees it: the sum over tasks of weight x best.
+struct Estimate {
+  double seconds = 0;
+  int measured = 0;  // tasks with a best so far
+};
+
 }  // namespace
 
 ModelCommands::ModelCommands(CLI::App& app) {
@@ -88,6 +169,15 @@ ModelCommands::ModelCommands(CLI::App& app) {
     sub->add_option("--input-shape", input_shapes_, "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
     sub->add_option("--json", json_file_, "write the result as JSON here");
   }
+  tune_model_ = app.add_subcommand("tune-model", "tune every task of an ONNX model, trials shared by the gradient task scheduler");
+  tune_model_->add_option("model", model_, "the .onnx file")->required();
+  tune_model_->add_option("--input-shape", input_shapes_, "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+  tune_model_->add_option("--trials", trials_, "candidates to measure, all tasks together")->required()->check(CLI::PositiveNumber);
+  tune_model_->add_option("--db", db_, "the tuning database directory: records kept, a killed tune resumes")->required();
+  tune_model_->add_option("--threads", threads_, "threads for search and the cost model (default: all)")->check(CLI::PositiveNumber);
+  tune_model_->add_option("--seed", seed_, "seed of the spaces and the search (default 0)");
+  tune_model_->add_option("--json", json_file_, "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
+  tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
   run_model_->add_option("--db", db_, "a tuning database: each task runs its best record (others a default schedule)");
   run_model_->add_option("--input", inputs_, "NAME=FILE.npy: an input's value (others are random, from a fixed seed)");
   run_model_->add_option("--save-outputs", save_outputs_, "write DIR/OUTPUT_NAME.npy for each output");
@@ -98,11 +188,94 @@ ModelCommands::ModelCommands(CLI::App& app) {
   run_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche run --cpu)");
 }
 
-bool ModelCommands::parsed() const { return import_->parsed() || run_model_->parsed(); }
+bool ModelCommands::parsed() const { return import_->parsed() || run_model_->parsed() || tune_model_->parsed(); }
 
 int ModelCommands::run() {
   if (import_->parsed()) return cmd_import();
+  if (tune_model_->parsed()) return cmd_tune_model();
   return cmd_run_model();
+}
+
+int ModelCommands::cmd_tune_model() {
+  Model m = load_model(model_, input_shapes_);
+  std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table);
+  target::Target target = target::Target::host();
+  target.cpu = cpu_;
+  tune::TuneOptions to;
+  to.trials = trials_;
+  to.db_dir = db_;
+  to.seed = seed_;
+  to.threads = threads_;
+  to.runner.worker_path = program_dir() + "/tyche-worker";
+  to.stop = &g_interrupted;
+  fmt::print("{}: {} tasks ({} calls), {:.3f} GFLOP, {} trials; database {}\n", model_, tasks.size(), m.table.calls.size(),
+             [&] {
+               double f = 0;
+               for (const graph::Task& t : m.table.tasks) f += t.flop * t.weight;
+               return f / 1e9;
+             }(),
+             trials_, db_);
+  std::map<std::string, double> best;  // task -> best seconds so far
+  std::map<std::string, double> weight;
+  for (const tune::TuneTask& t : tasks) weight[t.workload.name] = t.weight;
+  auto estimate = [&] {
+    Estimate e;
+    for (const auto& [name, s] : best) {
+      e.seconds += weight[name] * s;
+      ++e.measured;
+    }
+    return e;
+  };
+  bool live = ::isatty(1);
+  std::signal(SIGINT, on_interrupt);
+  auto report = [&](const tune::TuneProgress& p) {
+    const tune::TaskResult& t = *p.task;
+    if (t.best_seconds > 0) best[t.name] = t.best_seconds;
+    Estimate e = estimate();
+    std::string line = fmt::format("[{}/{}] {}: {} trials, best {}; model ~{:.3f} ms ({} of {} tasks measured), elapsed {:.0f}s", p.trials,
+                                   p.budget, t.name, t.trials, t.best_seconds > 0 ? fmt::format("{:.4f} ms", t.best_seconds * 1e3) : "none",
+                                   e.seconds * 1e3, e.measured, tasks.size(), p.elapsed_s);
+    if (live) fmt::print("\r\x1b[2K{}", line);
+    else fmt::print("{}\n", line);
+    std::fflush(stdout);
+  };
+  tune::TuneResult r = tune::tune(tasks, target, to, report);
+  std::signal(SIGINT, SIG_DFL);
+  if (live) fmt::print("\n");
+  for (const std::string& w : r.warnings) fmt::print(stderr, "warning: {}\n", w);
+  best.clear();
+  for (const tune::TaskResult& t : r.tasks)
+    if (t.best_seconds > 0) best[t.name] = t.best_seconds;
+  Estimate e = estimate();
+  fmt::print("\n{:<44} {:>6} {:>7} {:>10} {:>11} {:>6}\n", "task", "weight", "trials", "best ms", "weighted ms", "share");
+  nlohmann::json tasks_json = nlohmann::json::array();
+  for (const tune::TaskResult& t : r.tasks) {
+    double w = weight[t.name], s = t.best_seconds;
+    double share = s > 0 && e.seconds > 0 ? w * s / e.seconds : 0;
+    fmt::print("{:<44} {:>6} {:>7} {:>10} {:>11} {:>5.1f}%\n", t.name, w, t.trials, s > 0 ? fmt::format("{:.4f}", s * 1e3) : "-",
+               s > 0 ? fmt::format("{:.4f}", w * s * 1e3) : "-", share * 100);
+    tasks_json.push_back({{"name", t.name}, {"weight", w}, {"trials", t.trials}, {"failed", t.failed},
+                          {"best_ms", s > 0 ? nlohmann::json(s * 1e3) : nlohmann::json(nullptr)}, {"share", share},
+                          {"gflop", t.flop / 1e9}});
+  }
+  const tune::TuneTimes& tm = r.times;
+  fmt::print("estimated model latency {:.3f} ms ({} of {} tasks measured); {} trials in {:.0f} s: build {:.0f} s, run {:.0f} s, search {:.0f} s, "
+             "model {:.0f} s, leaders timed again {:.0f} s ({:.1f}%){}\n",
+             e.seconds * 1e3, e.measured, tasks.size(), trials_, tm.total, tm.build, tm.run, tm.search, tm.model, tm.confirm,
+             tm.total > 0 ? tm.confirm / tm.total * 100 : 0, r.interrupted ? "; interrupted: run it again to resume" : "");
+  if (!json_file_.empty()) {
+    nlohmann::json j = {{"model", model_},
+                        {"trials", trials_},
+                        {"wall_s", tm.total},
+                        {"estimated_latency_ms", e.seconds * 1e3},
+                        {"tasks", tasks_json},
+                        {"interrupted", r.interrupted},
+                        {"times", {{"build", tm.build}, {"run", tm.run}, {"search", tm.search}, {"model", tm.model},
+                                   {"database", tm.database}, {"confirm", tm.confirm}}}};
+    std::ofstream out(json_file_);
+    if (!(out << j.dump(2) << "\n")) throw_error("cannot write '{}'", json_file_);
+  }
+  return r.interrupted ? 130 : 0;
 }
 
 int ModelCommands::cmd_import() {
@@ -176,16 +349,11 @@ int ModelCommands::cmd_run_model() {
   int tuned = 0;
   if (!db_.empty()) {
     if (!std::filesystem::is_directory(db_)) throw_input_error("no tuning database at '{}'", db_);
-    tune::Database db(db_);
     target::Target target = target::Target::host();
     target.cpu = cpu_;
-    for (size_t t = 0; t < m.table.tasks.size(); ++t) {
-      const graph::Task& task = m.table.tasks[t];
-      std::vector<ir::PrimFunc> best = tune::best_programs(db, task.name, task.func, target, 1);
-      if (best.empty()) continue;
-      programs[t] = best[0];
-      ++tuned;
-    }
+    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_), m.table, target);
+    programs = std::move(best.programs);
+    tuned = best.tuned;
   }
   graph::ExecutorOptions options;
   options.compile.cpu = cpu_;
@@ -219,6 +387,23 @@ int ModelCommands::cmd_run_model() {
     for (size_t o = 0; o < eg.outputs.size(); ++o)
       runtime::save_npy((std::filesystem::path(save_outputs_) / (file_name(eg.value(eg.outputs[o]).name) + ".npy")).string(), outputs[o]);
   }
+  std::optional<OrtRun> ort;
+  double max_abs_diff = 0;
+  if (!compare_.empty()) {
+    ort = run_onnxruntime(model_, eg, inputs, runtime::ThreadPool::global().num_threads(), repeat_);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const runtime::NDArray& ref = ort->outputs[o];
+      if (ref.shape() != outputs[o].shape()) throw_error("onnxruntime's output {} has shape {}", o, graph::shape_text(ref.shape()));
+      double scale = 0, diff = 0;
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        scale = std::max(scale, std::abs(ref.get_flat(i)));
+        diff = std::max(diff, std::abs(ref.get_flat(i) - outputs[o].get_flat(i)));
+      }
+      max_abs_diff = std::max(max_abs_diff, diff);
+      fmt::print("  {} vs onnxruntime: max |diff| {:.3g} (max |onnxruntime| {:.3g})\n", eg.value(eg.outputs[o]).name, diff, scale);
+    }
+    fmt::print("onnxruntime: {:.3f} ms median, same threads: Tyche / onnxruntime = {:.2f}\n", ort->median_ms, med * 1e3 / ort->median_ms);
+  }
   if (!json_file_.empty()) {
     nlohmann::json j = {{"model", model_},
                         {"latency_ms", med * 1e3},
@@ -231,6 +416,10 @@ int ModelCommands::cmd_run_model() {
                         {"lower_bound_bytes", exec.memory().lower_bound},
                         {"threads", runtime::ThreadPool::global().num_threads()},
                         {"compile_s", exec.compile_seconds()}};
+    if (ort) {
+      j["onnxruntime_ms"] = ort->median_ms;
+      j["max_abs_diff"] = max_abs_diff;
+    }
     std::ofstream out(json_file_);
     if (!(out << j.dump(2) << "\n")) throw_error("cannot write '{}'", json_file_);
   }

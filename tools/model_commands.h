@@ -1,4 +1,4 @@
-// The model commands of `tyche`: import, run-model (and, with the tuner, tune-model).
+// The model commands of `tyche`: import, tune-model, run-model.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,14 +18,18 @@ class ModelCommands {
  private:
   int cmd_import();
   int cmd_run_model();
+  int cmd_tune_model();
 
   CLI::App* import_ = nullptr;
   CLI::App* run_model_ = nullptr;
+  CLI::App* tune_model_ = nullptr;
   std::string model_;
   std::vector<std::string> input_shapes_;
   std::vector<std::string> inputs_;
   std::string json_file_, db_, save_outputs_, compare_, cpu_;
   int repeat_ = 10;
+  int trials_ = 0;
+  int64_t seed_ = 0;
   int threads_ = 0;
 };
 

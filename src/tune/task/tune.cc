@@ -168,14 +168,21 @@ std::string full_trace_text(const SearchTask& s, const std::string& trace_json) 
 // The leaders timed again, then each task's result.
 void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measurer& measurer, const TuneOptions& o, TuneResult& out,
             int measured, double elapsed) {
-  // What one candidate cost this run (built once, timed once) and so how many leaders a task's
-  // share of the confirmation budget buys, each built again and timed confirm_rounds times.
+  // What confirming one leader costs at this run's prices (built again, timed confirm_rounds
+  // times), and so how many leaders each task's part of the budget buys: the part follows the
+  // task's weighted latency, so the tasks that make up the model's time are the ones confirmed,
+  // and a task whose part buys fewer than two is not (nothing to compare).
   double per_leader = measured > 0 ? (out.times.build + o.confirm_rounds * out.times.run) / measured : 0;
-  int top = o.confirm_top;
-  if (o.confirm_share > 0 && per_leader > 0 && !states.empty())
-    top = std::clamp(static_cast<int>(o.confirm_share * elapsed / static_cast<double>(states.size()) / per_leader), 2, o.confirm_top);
+  double total = 0;
+  for (const auto& st : states) total += st->task.weight * std::max(st->result.best_seconds, 0.0);
   for (auto& st : states) {
     if (stopped(o) || o.confirm_top <= 0 || o.confirm_rounds <= 0) continue;
+    int top = o.confirm_top;
+    if (o.confirm_share > 0 && per_leader > 0 && states.size() > 1) {
+      double part = total > 0 ? st->task.weight * std::max(st->result.best_seconds, 0.0) / total : 1.0 / static_cast<double>(states.size());
+      top = std::min(o.confirm_top, static_cast<int>(o.confirm_share * elapsed * part / per_leader));
+      if (top < 2) continue;
+    }
     auto t = Clock::now();
     confirm_leaders(*st, db, measurer, o, top);
     out.times.confirm += since(t);

@@ -218,14 +218,21 @@ TEST(Tune, RoundsAreSizedToTheBudgetAndTheConfirmationToItsShare) {
   o.batch = 64;
   o.confirm_top = 8;
   o.confirm_rounds = 2;
-  o.confirm_share = 1e-9;  // pays for no leader: the floor of 2
-  TuneResult r = tune({{workloads::get_preset("GMM-1"), "", 1.0, nullptr}, {workloads::get_preset("NRM-1"), "", 1.0, nullptr}},
-                      two_cores(), o);
+  o.confirm_share = 1e-9;  // pays for no leader: nothing confirmed
+  std::vector<TuneTask> tasks = {{workloads::get_preset("GMM-1"), "", 1.0, nullptr}, {workloads::get_preset("NRM-1"), "", 1.0, nullptr}};
+  TuneResult r = tune(tasks, two_cores(), o);
   ASSERT_EQ(r.tasks.size(), 2u);
   EXPECT_EQ(r.tasks[0].trials + r.tasks[1].trials, 32);
   EXPECT_GT(r.tasks[1].trials, 0) << "the second task gets rounds too";
-  EXPECT_EQ(r.tasks[0].confirmed, 2);
-  EXPECT_EQ(r.tasks[1].confirmed, 2);
+  EXPECT_EQ(r.tasks[0].confirmed, 0);
+  EXPECT_EQ(r.tasks[1].confirmed, 0);
+  EXPECT_EQ(r.times.confirm, 0);
+  // An ample share: the task with (by far) the larger weighted latency gets the leaders.
+  tasks[0].weight = 1000;
+  o.confirm_share = 1e6;
+  o.trials = 16;
+  TuneResult again = tune(tasks, two_cores(), o);
+  EXPECT_GE(again.tasks[0].confirmed, 2);
   std::filesystem::remove_all(db);
 }
 

@@ -1,0 +1,78 @@
+#include "tune/model/model_tasks.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <mutex>
+
+#include "codegen/llvm_codegen.h"
+#include "graph/executor.h"
+#include "ir/op.h"
+#include "lower/lower.h"
+#include "tune/search/records.h"
+
+namespace tyche::tune {
+
+namespace {
+
+std::string params_text(const ir::PrimFunc& f) {
+  std::vector<std::string> parts;
+  for (const ir::Buffer& b : f->params) {
+    std::vector<int64_t> dims;
+    for (const ir::Expr& e : b->shape) dims.push_back(ir::as_const_int(e).value_or(-1));
+    parts.push_back(graph::shape_text(dims));
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+// The task's outputs by its default schedule, compiled the first time they are asked for.
+workloads::ReferenceFn default_schedule_reference(const ir::PrimFunc& func) {
+  struct Compiled {
+    std::once_flag once;
+    std::unique_ptr<codegen::CompiledKernel> kernel;
+  };
+  auto compiled = std::make_shared<Compiled>();
+  return [func, compiled](const std::vector<runtime::NDArray>& inputs) {
+    std::call_once(compiled->once, [&] { compiled->kernel = codegen::compile(lower::lower(graph::default_schedule(func)).func); });
+    std::vector<runtime::NDArray> args = inputs;
+    std::vector<runtime::NDArray> outs;
+    for (const ir::Buffer& b : func.outputs()) {
+      std::vector<int64_t> shape;
+      for (const ir::Expr& e : b->shape) shape.push_back(ir::as_const_int(e).value_or(0));
+      outs.emplace_back(shape, b->dtype);
+      args.push_back(outs.back());
+    }
+    compiled->kernel->run(args);
+    return outs;
+  };
+}
+
+}  // namespace
+
+std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table) {
+  std::vector<TuneTask> tasks;
+  for (const graph::Task& t : table.tasks) {
+    workloads::Workload w;
+    w.name = t.name;
+    w.op = "graph";
+    w.func = t.func;
+    w.flop = t.flop;
+    w.shape = params_text(t.func);
+    w.reference = default_schedule_reference(t.func);
+    tasks.push_back({std::move(w), "", static_cast<double>(t.weight), nullptr});
+  }
+  return tasks;
+}
+
+ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const Target& target) {
+  ModelPrograms out;
+  for (const graph::Task& t : table.tasks) {
+    std::vector<ir::PrimFunc> best;
+    if (!db.best(t.hash, target_key(record_target(target)), 1).empty()) best = best_programs(db, t.name, t.func, target, 1);
+    out.programs.push_back(best.empty() ? ir::PrimFunc() : best[0]);
+    if (!best.empty()) ++out.tuned;
+  }
+  return out;
+}
+
+}  // namespace tyche::tune
