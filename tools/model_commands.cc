@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/executor.h"
+#include "graph/layout.h"
 #include "graph/onnx_import.h"
 #include "graph/op_registry.h"
 #include "graph/passes.h"
@@ -44,6 +45,7 @@ Model load_model(const std::string& path, const std::vector<std::string>& input_
   for (const std::string& s : input_shapes) graph::parse_input_shape(s, options);
   Model m{graph::import_onnx(path, options), {}};
   graph::fold_batch_norm(m.graph);
+  graph::convert_layout(m.graph, graph::Layout::kNHWC);
   m.table = graph::extract_tasks(m.graph);
   return m;
 }

@@ -16,6 +16,10 @@
 
 namespace tyche::graph {
 
+// The attribute the layout pass (layout.h) sets to "NHWC" on a node whose activations it moved
+// to channels last; converters of layout-aware ops read it.
+inline constexpr const char* kLayoutAttribute = "tyche.layout";
+
 // How an op may fuse (MetaSchedule's/TVM's op patterns).
 enum class OpPattern : uint8_t {
   kElementwise,  // out[i] = f(in[i]): joins its producer's group

@@ -13,6 +13,29 @@ namespace {
 
 Expr i32(int64_t v) { return Expr(static_cast<int>(v)); }
 
+// Where an activation's channel and spatial axes are: ONNX's (N, C, spatial...) or, on a node
+// the layout pass moved to channels last (layout.h), (N, spatial..., C).
+struct Axes {
+  bool channels_last = false;
+  size_t rank = 0;
+  size_t channel() const { return channels_last ? rank - 1 : 1; }
+  size_t spatial(size_t d) const { return channels_last ? 1 + d : 2 + d; }
+  size_t num_spatial() const { return rank - 2; }
+  std::vector<int64_t> spatial_of(const std::vector<int64_t>& shape) const {
+    std::vector<int64_t> out;
+    for (size_t d = 0; d < num_spatial(); ++d) out.push_back(shape[spatial(d)]);
+    return out;
+  }
+  // An activation's shape from its batch, channels and spatial extents.
+  std::vector<int64_t> shape(int64_t n, int64_t ch, const std::vector<int64_t>& sp) const {
+    std::vector<int64_t> out(rank);
+    out[0] = n;
+    out[channel()] = ch;
+    for (size_t d = 0; d < sp.size(); ++d) out[spatial(d)] = sp[d];
+    return out;
+  }
+};
+
 // Window geometry along the spatial dimensions of an NC... input.
 struct Window {
   std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end, out;
@@ -58,16 +81,17 @@ Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::ve
   return w;
 }
 
-// `x` (N, C, spatial...) padded by `w` with `fill`, long enough for every window; `x` itself
+// `x` padded along its spatial axes by `w` with `fill`, long enough for every window; `x` itself
 // when nothing is padded.
-Tensor pad_input(ConvertContext& c, const Tensor& x, const Window& w, Expr fill) {
+Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Window& w, Expr fill) {
   std::vector<int64_t> shape = x.shape();
   bool any = false;
   for (size_t d = 0; d < w.out.size(); ++d) {
+    size_t a = ax.spatial(d);
     int64_t need = (w.out[d] - 1) * w.strides[d] + w.dilations[d] * (w.kernel[d] - 1) + 1;
-    int64_t len = std::max(need, shape[d + 2] + w.pad_begin[d]);
-    any = any || w.pad_begin[d] > 0 || len > shape[d + 2];
-    shape[d + 2] = len;
+    int64_t len = std::max(need, shape[a] + w.pad_begin[d]);
+    any = any || w.pad_begin[d] > 0 || len > shape[a];
+    shape[a] = len;
   }
   if (!any) return x;
   std::vector<int64_t> in = x.shape();
@@ -77,9 +101,10 @@ Tensor pad_input(ConvertContext& c, const Tensor& x, const Window& w, Expr fill)
         Expr cond = ir::make_bool(true);
         std::vector<Expr> idx(v.begin(), v.end());
         for (size_t d = 0; d < w.out.size(); ++d) {
-          Expr i = v[d + 2] - i32(w.pad_begin[d]);
-          cond = cond && i >= Expr(0) && i < i32(in[d + 2]);
-          idx[d + 2] = i;
+          size_t a = ax.spatial(d);
+          Expr i = v[a] - i32(w.pad_begin[d]);
+          cond = cond && i >= Expr(0) && i < i32(in[a]);
+          idx[a] = i;
         }
         return te::if_then_else(cond, x(idx), fill);
       },
@@ -94,68 +119,80 @@ std::vector<ir::IterVar> window_axes(const Window& w) {
   return axes;
 }
 
-// Adds bias input `i` (one value per channel, axis 1) to `y`, as its own compute (an epilogue).
-Tensor add_channel_bias(ConvertContext& c, const Tensor& y, size_t i) {
-  if (c.shape(i) != std::vector<int64_t>{y.shape()[1]}) c.fail(fmt::format("the bias must have {} elements", y.shape()[1]));
+// Adds bias input `i` (one value per channel) to `y`, as its own compute (an epilogue).
+Tensor add_channel_bias(ConvertContext& c, const Tensor& y, const Axes& ax, size_t i) {
+  int64_t channels = y.shape()[ax.channel()];
+  if (c.shape(i) != std::vector<int64_t>{channels}) c.fail(fmt::format("the bias must have {} elements", channels));
   return te::compute(
       y.shape(),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        return y(std::vector<Expr>(v.begin(), v.end())) + c.load(i, {v[1]});
+        return y(std::vector<Expr>(v.begin(), v.end())) + c.load(i, {v[ax.channel()]});
       },
       c.name("bias_add"));
 }
 
-void require_nc(ConvertContext& c, size_t i) {
+// The activation axes of input `i`, which must be float with 1 to 3 spatial dimensions.
+Axes activation_axes(ConvertContext& c, size_t i) {
   if (c.rank(i) < 3 || c.rank(i) > 5) c.fail("needs an (N, C, spatial...) input with 1 to 3 spatial dimensions");
   if (!c.dtype(i).is_float()) c.fail(fmt::format("needs float inputs, not {}", c.dtype(i).str()));
+  return Axes{c.node().get_string(kLayoutAttribute, "") == "NHWC", static_cast<size_t>(c.rank(i))};
 }
 
 }  // namespace
 
 std::vector<Tensor> conv(ConvertContext& c) {
-  require_nc(c, 0);
+  Axes ax = activation_axes(c, 0);
   const std::vector<int64_t>& xs = c.shape(0);
-  const std::vector<int64_t>& ws = c.shape(1);
-  size_t s = xs.size() - 2;
+  const std::vector<int64_t>& ws = c.shape(1);  // (CO, CI/group, k...), or (k..., CI/group, CO) channels last
+  size_t s = ax.num_spatial();
   int64_t groups = c.node().get_int("group", 1);
-  int64_t ci = xs[1], co = ws[0];
   if (ws.size() != xs.size()) c.fail("the weight's rank differs from the input's");
-  if (groups < 1 || ci % groups || co % groups || ws[1] * groups != ci)
+  int64_t ci = xs[ax.channel()], co = ax.channels_last ? ws.back() : ws[0];
+  int64_t ci_group = ax.channels_last ? ws[s] : ws[1];
+  std::vector<int64_t> kernel = ax.channels_last ? std::vector<int64_t>(ws.begin(), ws.begin() + static_cast<long>(s))
+                                                 : std::vector<int64_t>(ws.begin() + 2, ws.end());
+  if (groups < 1 || ci % groups || co % groups || ci_group * groups != ci)
     c.fail(fmt::format("{} input channels, weight {} and group {} do not agree", ci, shape_text(ws), groups));
-  std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
   if (c.node().has("kernel_shape") && c.node().get_ints("kernel_shape") != kernel) c.fail("kernel_shape differs from the weight's");
-  Window w = resolve_window(c, {xs.begin() + 2, xs.end()}, kernel);
-  Tensor padded = pad_input(c, c.input(0), w, ir::make_float(0));
+  Window w = resolve_window(c, ax.spatial_of(xs), kernel);
+  Tensor padded = pad_input(c, c.input(0), ax, w, ir::make_float(0));
   const Tensor& weight = c.input(1);
-  int64_t ci_group = ws[1], co_group = co / groups;
+  int64_t co_group = co / groups;
   std::vector<ir::IterVar> axes;
   std::optional<ir::IterVar> rc;
   if (ci_group > 1) rc = te::reduce_axis(ci_group, "rc");
   std::vector<ir::IterVar> win = window_axes(w);
   if (rc) axes.push_back(*rc);
   for (const auto& a : win) axes.push_back(a);
-  std::vector<int64_t> out = {xs[0], co};
-  out.insert(out.end(), w.out.begin(), w.out.end());
   if (axes.empty()) axes.push_back(te::reduce_axis(1, "rc"));  // a 1x1 depthwise convolution
   Tensor y = te::compute(
-      out,
+      ax.shape(xs[0], co, w.out),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        Expr in_c = rc ? Expr(rc->var) : Expr(0);
-        if (groups > 1) in_c = ir::floordiv(v[1], i32(co_group)) * i32(ci_group) + in_c;
-        std::vector<Expr> xi = {v[0], in_c}, wi = {v[1], rc ? Expr(rc->var) : Expr(0)};
+        Expr oc = v[ax.channel()];
+        Expr wc = rc ? Expr(rc->var) : Expr(0);
+        Expr in_c = groups > 1 ? ir::floordiv(oc, i32(co_group)) * i32(ci_group) + wc : wc;
+        std::vector<Expr> xi(xs.size()), wi;
+        xi[0] = v[0];
+        xi[ax.channel()] = in_c;
         for (size_t d = 0; d < s; ++d) {
-          xi.push_back(v[d + 2] * i32(w.strides[d]) + win[d].var * i32(w.dilations[d]));
+          xi[ax.spatial(d)] = v[ax.spatial(d)] * i32(w.strides[d]) + win[d].var * i32(w.dilations[d]);
           wi.push_back(win[d].var);
+        }
+        if (ax.channels_last) {
+          wi.push_back(wc);
+          wi.push_back(oc);
+        } else {
+          wi.insert(wi.begin(), {oc, wc});
         }
         return te::sum(padded(xi) * weight(wi), axes);
       },
       c.name("conv"));
-  if (c.has_input(2)) y = add_channel_bias(c, y, 2);
+  if (c.has_input(2)) y = add_channel_bias(c, y, ax, 2);
   return {y};
 }
 
 std::vector<Tensor> conv_transpose(ConvertContext& c) {
-  require_nc(c, 0);
+  if (activation_axes(c, 0).channels_last) c.fail("channels-last layout is not supported");
   const std::vector<int64_t>& xs = c.shape(0);
   const std::vector<int64_t>& ws = c.shape(1);  // (C, M/group, k...)
   size_t s = xs.size() - 2;
@@ -234,7 +271,7 @@ std::vector<Tensor> conv_transpose(ConvertContext& c) {
         return te::sum(spread(xi) * weight(wi), axes);
       },
       c.name("conv_transpose"));
-  if (c.has_input(2)) y = add_channel_bias(c, y, 2);
+  if (c.has_input(2)) y = add_channel_bias(c, y, Axes{false, xs.size()}, 2);
   return {y};
 }
 
@@ -312,40 +349,38 @@ std::vector<Tensor> gemm(ConvertContext& c) {
 }
 
 std::vector<Tensor> max_pool(ConvertContext& c) {
-  require_nc(c, 0);
+  Axes ax = activation_axes(c, 0);
   const std::vector<int64_t>& xs = c.shape(0);
   if (c.node().outputs.size() > 1 && c.node().outputs[1] >= 0) c.fail("the Indices output is not supported");
-  Window w = resolve_window(c, {xs.begin() + 2, xs.end()}, c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
-  Tensor padded = pad_input(c, c.input(0), w, ir::min_value(c.dtype(0)));
+  Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
+  Tensor padded = pad_input(c, c.input(0), ax, w, ir::min_value(c.dtype(0)));
   std::vector<ir::IterVar> win = window_axes(w);
-  std::vector<int64_t> out = {xs[0], xs[1]};
-  out.insert(out.end(), w.out.begin(), w.out.end());
   return {te::compute(
-      out,
+      ax.shape(xs[0], xs[ax.channel()], w.out),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        std::vector<Expr> xi = {v[0], v[1]};
-        for (size_t d = 0; d < win.size(); ++d) xi.push_back(v[d + 2] * i32(w.strides[d]) + win[d].var * i32(w.dilations[d]));
+        std::vector<Expr> xi(v.begin(), v.end());
+        for (size_t d = 0; d < win.size(); ++d)
+          xi[ax.spatial(d)] = v[ax.spatial(d)] * i32(w.strides[d]) + win[d].var * i32(w.dilations[d]);
         return te::max(padded(xi), win);
       },
       c.name("max_pool"))};
 }
 
 std::vector<Tensor> average_pool(ConvertContext& c) {
-  require_nc(c, 0);
+  Axes ax = activation_axes(c, 0);
   const std::vector<int64_t>& xs = c.shape(0);
-  Window w = resolve_window(c, {xs.begin() + 2, xs.end()}, c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
+  Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
   for (int64_t d : w.dilations)
     if (d != 1) c.fail("dilations are not supported");
   bool include_pad = c.node().get_int("count_include_pad", 0) != 0;
-  Tensor padded = pad_input(c, c.input(0), w, ir::make_float(0));
+  Tensor padded = pad_input(c, c.input(0), ax, w, ir::make_float(0));
   std::vector<ir::IterVar> win = window_axes(w);
-  std::vector<int64_t> out = {xs[0], xs[1]};
-  out.insert(out.end(), w.out.begin(), w.out.end());
+  std::vector<int64_t> out = ax.shape(xs[0], xs[ax.channel()], w.out);
   Tensor sum = te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        std::vector<Expr> xi = {v[0], v[1]};
-        for (size_t d = 0; d < win.size(); ++d) xi.push_back(v[d + 2] * i32(w.strides[d]) + win[d].var);
+        std::vector<Expr> xi(v.begin(), v.end());
+        for (size_t d = 0; d < win.size(); ++d) xi[ax.spatial(d)] = v[ax.spatial(d)] * i32(w.strides[d]) + win[d].var;
         return te::sum(padded(xi), win);
       },
       c.name("pool_sum"));
@@ -355,8 +390,8 @@ std::vector<Tensor> average_pool(ConvertContext& c) {
         // Taps inside [lo, hi) along each dimension: the input, or the input and its pads.
         Expr count = Expr(1);
         for (size_t d = 0; d < win.size(); ++d) {
-          int64_t lo = include_pad ? -w.pad_begin[d] : 0, hi = xs[d + 2] + (include_pad ? w.pad_end[d] : 0);
-          Expr start = v[d + 2] * i32(w.strides[d]) - i32(w.pad_begin[d]);
+          int64_t lo = include_pad ? -w.pad_begin[d] : 0, hi = xs[ax.spatial(d)] + (include_pad ? w.pad_end[d] : 0);
+          Expr start = v[ax.spatial(d)] * i32(w.strides[d]) - i32(w.pad_begin[d]);
           count = count * (ir::min(start + i32(w.kernel[d]), i32(hi)) - ir::max(start, i32(lo)));
         }
         return sum(std::vector<Expr>(v.begin(), v.end())) / ir::cast(kFloat32, count);
@@ -365,22 +400,21 @@ std::vector<Tensor> average_pool(ConvertContext& c) {
 }
 
 std::vector<Tensor> global_average_pool(ConvertContext& c) {
-  require_nc(c, 0);
+  Axes ax = activation_axes(c, 0);
   const std::vector<int64_t>& xs = c.shape(0);
   std::vector<ir::IterVar> axes;
   int64_t count = 1;
-  for (size_t d = 2; d < xs.size(); ++d) {
-    axes.push_back(te::reduce_axis(xs[d], fmt::format("r{}", d - 2)));
-    count *= xs[d];
+  for (size_t d = 0; d < ax.num_spatial(); ++d) {
+    axes.push_back(te::reduce_axis(xs[ax.spatial(d)], fmt::format("r{}", d)));
+    count *= xs[ax.spatial(d)];
   }
-  std::vector<int64_t> out = {xs[0], xs[1]};
-  out.resize(xs.size(), 1);
+  std::vector<int64_t> out = ax.shape(xs[0], xs[ax.channel()], std::vector<int64_t>(ax.num_spatial(), 1));
   const Tensor& x = c.input(0);
   Tensor sum = te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        std::vector<Expr> xi = {v[0], v[1]};
-        for (const auto& a : axes) xi.push_back(a.var);
+        std::vector<Expr> xi(v.begin(), v.end());
+        for (size_t d = 0; d < axes.size(); ++d) xi[ax.spatial(d)] = axes[d].var;
         return te::sum(x(xi), axes);
       },
       c.name("pool_sum"));
