@@ -1,0 +1,119 @@
+"""The small models of scripts/make_models.py end to end through the command line, against
+onnxruntime (every output within 1e-3 * max|reference|): imported, fused into tasks, run with the
+default schedules; then a tune-model killed mid-run resumes from its database without measuring
+any program twice, and run-model picks the tuned programs up.
+
+The tyche binary is $TYCHE_BINARY_DIR/tools/tyche; without it the tests are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+SOURCE = pathlib.Path(os.environ.get("TYCHE_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(SOURCE / "scripts"))
+import make_models  # noqa: E402
+
+SMALL = ["resnet_small", "mobilenet_small", "bert_small"]
+
+
+@pytest.fixture(scope="module")
+def tyche() -> pathlib.Path:
+    d = os.environ.get("TYCHE_BINARY_DIR")
+    path = pathlib.Path(d or "") / "tools" / "tyche"
+    if not d or not path.is_file():
+        pytest.skip("no tyche binary ($TYCHE_BINARY_DIR/tools/tyche)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, pathlib.Path]:
+    d = tmp_path_factory.mktemp("models")
+    paths = {}
+    for name in SMALL:
+        paths[name] = d / f"{name}.onnx"
+        onnx.save(make_models.build_model(name), str(paths[name]))
+    return paths
+
+
+def run_and_compare(tyche, model: pathlib.Path, name: str, tmp: pathlib.Path, *extra: str) -> dict:
+    inputs = make_models.example_inputs(name, seed=3)
+    args = []
+    for k, v in inputs.items():
+        np.save(tmp / f"{k}.npy", v)
+        args += ["--input", f"{k}={tmp / f'{k}.npy'}"]
+    out = tmp / "out"
+    proc = subprocess.run([str(tyche), "run-model", str(model), *args, "--save-outputs", str(out), "--repeat", "2",
+                           "--threads", "2", "--json", str(tmp / "run.json"), *extra], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    for meta, ref in zip(session.get_outputs(), session.run(None, inputs)):
+        got = np.load(out / f"{meta.name}.npy")
+        assert got.shape == ref.shape and got.dtype == ref.dtype
+        assert np.abs(got - ref).max() <= 1e-3 * max(np.abs(ref).max(), 1e-6), meta.name
+    return json.loads((tmp / "run.json").read_text())
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_small_model_matches_onnxruntime(tyche, models, name, tmp_path):
+    result = run_and_compare(tyche, models[name], name, tmp_path)
+    assert result["tasks_tuned"] == 0 and result["tasks"] > 0
+    # The arena holds every intermediate value at once no more than the liveness bound needs.
+    assert result["arena_bytes"] <= 1.1 * result["lower_bound_bytes"]
+    assert result["arena_bytes"] < result["naive_bytes"]
+    imported = subprocess.run([str(tyche), "import", str(models[name]), "--json", str(tmp_path / "import.json")],
+                              capture_output=True, text=True, timeout=120)
+    assert imported.returncode == 0, imported.stderr
+    table = json.loads((tmp_path / "import.json").read_text())
+    assert len(table["tasks"]) == result["tasks"]
+    assert sum(t["weight"] for t in table["tasks"]) == sum(1 for n in table["nodes"] if n["task"] is not None)
+
+
+def records(db: pathlib.Path) -> list[dict]:
+    path = db / "records.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass  # a line torn by the kill
+    return out
+
+
+def test_a_killed_tune_resumes_and_run_model_uses_its_records(tyche, models, tmp_path):
+    model, db = models["bert_small"], tmp_path / "db"
+    cmd = [str(tyche), "tune-model", str(model), "--db", str(db), "--threads", "2"]
+    proc = subprocess.Popen(cmd + ["--trials", "400"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while len(records(db)) < 16 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = records(db)
+    assert len(before) >= 16, "the tune recorded nothing before it was killed"
+    again = subprocess.run(cmd + ["--trials", "16", "--json", str(tmp_path / "tune.json")], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    after = [r for r in records(db) if not r.get("confirmed")]
+    seen = set()
+    for r in after:
+        key = (r["workload"]["hash"], r["program"])
+        assert key not in seen, f"program {r['program']} of {r['workload']['name']} measured twice"
+        seen.add(key)
+    summary = json.loads((tmp_path / "tune.json").read_text())
+    assert summary["trials"] == 16 and summary["estimated_latency_ms"] > 0
+    result = run_and_compare(tyche, model, "bert_small", tmp_path, "--db", str(db))
+    assert result["tasks_tuned"] > 0
