@@ -16,7 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/export.h"
 #include "graph/executor.h"
+#include "graph/export_model.h"
 #include "graph/layout.h"
 #include "graph/onnx_import.h"
 #include "graph/op_registry.h"
@@ -26,6 +28,7 @@
 #include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "support/median.h"
+#include "target/cpu.h"
 #include "target/target.h"
 #include "tune/database/database.h"
 #include "tune/model/model_tasks.h"
@@ -188,13 +191,26 @@ ModelCommands::ModelCommands(CLI::App& app) {
   run_model_->add_option("--compare", compare_, "onnxruntime: run the model there too (Python's onnxruntime), time it, compare outputs")
       ->check(CLI::IsMember({"onnxruntime"}));
   run_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche run --cpu)");
+  export_model_ = app.add_subcommand("export-model", "write an ONNX model, with a database's best programs, as a C header and a static library");
+  export_model_->add_option("model", model_, "the .onnx file")->required();
+  export_model_->add_option("--input-shape", input_shapes_, "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+  export_model_->add_option("--db", db_, "a tuning database: each task exports its best record (others a default schedule)");
+  export_model_->add_option("--name", name_, "the C function's name (a C identifier); also the header's, NAME.h, and the library's, libNAME.a")
+      ->required();
+  export_model_->add_option("-o,--output", output_, "the directory to write into (created if missing)")->required();
+  export_model_->add_option("--cpu", cpu_, "generate code for this CPU: host (default), x86-64-v3, x86-64-v4, an LLVM CPU name");
+  export_model_->add_option("--threads", threads_, "1: parallel loops run serially (default: on the library's thread pool)")
+      ->check(CLI::PositiveNumber);
 }
 
-bool ModelCommands::parsed() const { return import_->parsed() || run_model_->parsed() || tune_model_->parsed(); }
+bool ModelCommands::parsed() const {
+  return import_->parsed() || run_model_->parsed() || tune_model_->parsed() || export_model_->parsed();
+}
 
 int ModelCommands::run() {
   if (import_->parsed()) return cmd_import();
   if (tune_model_->parsed()) return cmd_tune_model();
+  if (export_model_->parsed()) return cmd_export_model();
   return cmd_run_model();
 }
 
@@ -278,6 +294,39 @@ int ModelCommands::cmd_tune_model() {
     if (!(out << j.dump(2) << "\n")) throw_error("cannot write '{}'", json_file_);
   }
   return r.interrupted ? 130 : 0;
+}
+
+// tyche export-model: the model as the executor would run it (each task's best record, or its
+// default schedule) as a C header and a static library that need nothing of Tyche to run.
+int ModelCommands::cmd_export_model() {
+  codegen::check_export_name(name_);  // refusals before any work
+  target::resolve_cpu(cpu_);
+  if (threads_ > 1) throw_input_error("--threads takes 1 (serial code); without it, parallel loops run on the library's thread pool");
+  if (!db_.empty() && !std::filesystem::is_directory(db_)) throw_input_error("no tuning database at '{}'", db_);
+  Model m = load_model(model_, input_shapes_);
+  std::vector<ir::PrimFunc> programs(m.table.tasks.size());
+  int tuned = 0;
+  if (!db_.empty()) {
+    target::Target target = target::Target::host();
+    target.cpu = cpu_;
+    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_), m.table, target);
+    programs = std::move(best.programs);
+    tuned = best.tuned;
+  }
+  size_t ntasks = m.table.tasks.size();
+  if (static_cast<size_t>(tuned) < ntasks)
+    fmt::print("{} of {} tasks have no record{}: they export a default schedule\n", ntasks - static_cast<size_t>(tuned), ntasks,
+               db_.empty() ? " (no --db)" : " in the database");
+  graph::ModelExportOptions eo;
+  eo.name = name_;
+  eo.cpu = cpu_;
+  eo.parallel = threads_ != 1;
+  eo.description = fmt::format("{}: {} tasks, {} calls; {} of them tuned{}", model_, ntasks, m.table.calls.size(), tuned,
+                               db_.empty() ? "" : fmt::format(" (the best records of {})", db_));
+  graph::ModelExportResult r = graph::export_model(m.graph, m.table, programs, output_, eo);
+  for (const std::string& note : r.notes) fmt::print(stderr, "note: {}\n", note);
+  fmt::print("exported {} ({}): {}\n", name_, model_, fmt::join(r.files, ", "));
+  return 0;
 }
 
 int ModelCommands::cmd_import() {

@@ -1,4 +1,4 @@
-// The model commands of `tyche`: import, tune-model, run-model.
+// The model commands of `tyche`: import, tune-model, run-model, export-model.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,14 +19,16 @@ class ModelCommands {
   int cmd_import();
   int cmd_run_model();
   int cmd_tune_model();
+  int cmd_export_model();
 
   CLI::App* import_ = nullptr;
   CLI::App* run_model_ = nullptr;
   CLI::App* tune_model_ = nullptr;
+  CLI::App* export_model_ = nullptr;
   std::string model_;
   std::vector<std::string> input_shapes_;
   std::vector<std::string> inputs_;
-  std::string json_file_, db_, save_outputs_, compare_, cpu_;
+  std::string json_file_, db_, save_outputs_, compare_, cpu_, name_, output_;
   int repeat_ = 10;
   int trials_ = 0;
   int64_t seed_ = 0;

@@ -18,7 +18,7 @@ static double seconds_now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Kernels take TYCHE_ALIGNMENT-aligned pointers. */
+/* Kernels take any pointer; TYCHE_ALIGNMENT-aligned ones avoid a copy. */
 static float* array_of(size_t bytes) {
   float* p = aligned_alloc(TYCHE_ALIGNMENT, (bytes + TYCHE_ALIGNMENT - 1) / TYCHE_ALIGNMENT * TYCHE_ALIGNMENT);
   if (!p) {

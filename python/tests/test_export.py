@@ -1,5 +1,6 @@
 """tyche.export: a scheduled program as a header and a static library that a C program links
-without Tyche (checked against the reference), as C source, and its refusals as InputError."""
+without Tyche (checked against the reference, on misaligned buffers), as C source, and its
+refusals as InputError."""
 
 import subprocess
 
@@ -8,14 +9,21 @@ import pytest
 
 import tyche
 
+# The buffers are deliberately misaligned (4 bytes past TYCHE_ALIGNMENT): the kernel copies them.
 DRIVER = r"""
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "mm.h"
+static float* misaligned(size_t bytes) {
+  char* p = malloc(bytes + TYCHE_ALIGNMENT + 4);
+  if (!p) exit(3);
+  return (float*)(p + (TYCHE_ALIGNMENT - (uintptr_t)p % TYCHE_ALIGNMENT) + 4);
+}
 int main(int argc, char** argv) {
-  float* x = aligned_alloc(TYCHE_ALIGNMENT, (mm_X_BYTES + 63) / 64 * 64);
-  float* y = aligned_alloc(TYCHE_ALIGNMENT, (mm_Y_BYTES + 63) / 64 * 64);
-  float* z = aligned_alloc(TYCHE_ALIGNMENT, (mm_Z_BYTES + 63) / 64 * 64);
+  float* x = misaligned(mm_X_BYTES);
+  float* y = misaligned(mm_Y_BYTES);
+  float* z = misaligned(mm_Z_BYTES);
   FILE* f = fopen(argv[1], "rb");
   if (!f || fread(x, 1, mm_X_BYTES, f) != mm_X_BYTES || fread(y, 1, mm_Y_BYTES, f) != mm_Y_BYTES) return 3;
   fclose(f);

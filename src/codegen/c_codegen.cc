@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -88,9 +89,17 @@ class CEmitter {
       }
       abi_types_.push_back(qualifier + abi);
     }
+    // The code goes in `static <name>_body`; `<name>` refuses null pointers and calls it, on
+    // 64-byte aligned copies of the buffers that are not aligned (`<name>_staged`).
     out_ = &body_;
-    *out_ << fmt::format("int32_t {}({}) {{\n", f->name, fmt::join(params, ", "));
+    *out_ << fmt::format("static int32_t {}_body({}) {{\n", f->name, fmt::join(params, ", "));
     indent_ = 1;
+    for (const std::string& l : locals) line(l);
+    stmt(f->body);
+    line("return 0;");
+    *out_ << "}\n\n";
+    if (!names.empty()) emit_staged(f, params, names);
+    *out_ << fmt::format("int32_t {}({}) {{\n", f->name, fmt::join(params, ", "));
     if (!names.empty()) {
       std::vector<std::string> nulls, misaligned;
       for (const std::string& n : names) {
@@ -98,11 +107,9 @@ class CEmitter {
         misaligned.push_back(fmt::format("((uintptr_t){} % {})", n, runtime::kKernelAlignment));
       }
       line(fmt::format("if ({}) return {};", fmt::join(nulls, " || "), static_cast<int>(runtime::kKernelNullArgument)));
-      line(fmt::format("if ({}) return {};", fmt::join(misaligned, " || "), static_cast<int>(runtime::kKernelMisaligned)));
+      line(fmt::format("if ({}) return {}_staged({});", fmt::join(misaligned, " || "), f->name, fmt::join(names, ", ")));
     }
-    for (const std::string& l : locals) line(l);
-    stmt(f->body);
-    line("return 0;");
+    line(fmt::format("return {}_body({});", f->name, fmt::join(names, ", ")));
     *out_ << "}\n\n";
     *out_ << fmt::format("int32_t {}_packed(void** args) {{\n  return {}(", f->name, f->name);
     for (size_t i = 0; i < f->params.size(); ++i) *out_ << (i ? ", " : "") << fmt::format("({}*)args[{}]", abi_types_[i], i);
@@ -111,6 +118,39 @@ class CEmitter {
   }
 
  private:
+  // `static int32_t <name>_staged(...)`: the body run on aligned copies of the misaligned
+  // buffers (inputs copied in, outputs copied back after it); out of memory, nothing computed,
+  // when a copy cannot be allocated.
+  void emit_staged(const ir::PrimFunc& f, const std::vector<std::string>& params, const std::vector<std::string>& names) {
+    size_t num_inputs = f->params.size() - static_cast<size_t>(f->num_outputs);
+    *out_ << fmt::format("static int32_t {}_staged({}) {{\n", f->name, fmt::join(params, ", "));
+    std::vector<std::string> temps, args;
+    for (size_t i = 0; i < names.size(); ++i) temps.push_back(fmt::format("temp{}", i));
+    line(fmt::format("void* {} = NULL;", fmt::join(temps, " = NULL; void* ")));
+    line(fmt::format("int32_t status = {};", static_cast<int>(runtime::kKernelOutOfMemory)));
+    std::vector<int64_t> bytes;
+    for (size_t i = 0; i < names.size(); ++i) {
+      int64_t elements = 1;
+      for (const ir::Expr& d : f->params[i]->shape) {
+        auto c = ir::as_const_int(d);
+        if (!c) throw Error(fmt::format("C backend: parameter '{}' has a symbolic shape", f->params[i]->name));
+        elements *= *c;
+      }
+      bytes.push_back(elements * f->params[i]->dtype.bytes());
+      int64_t rounded = std::max<int64_t>(1, (bytes.back() + 63) / 64) * 64;
+      std::string copy = i < num_inputs ? fmt::format(" memcpy({}, {}, {});", temps[i], names[i], bytes.back()) : "";
+      line(fmt::format("if ((uintptr_t){} % {}) {{ if (!({} = aligned_alloc(64, {}))) goto done;{} }}", names[i],
+                       runtime::kKernelAlignment, temps[i], rounded, copy));
+      args.push_back(fmt::format("{0} ? ({1}*){0} : {2}", temps[i], abi_types_[i], names[i]));
+    }
+    line(fmt::format("status = {}_body({});", f->name, fmt::join(args, ", ")));
+    for (size_t i = num_inputs; i < names.size(); ++i) line(fmt::format("if ({0}) memcpy({1}, {0}, {2});", temps[i], names[i], bytes[i]));
+    *out_ << "done:\n";
+    for (const std::string& t : temps) line(fmt::format("free({});", t));
+    line("return status;");
+    *out_ << "}\n\n";
+  }
+
   // ---- names and types ----
   static std::string sanitize(const std::string& s) {
     std::string out;

@@ -80,18 +80,9 @@ bool is_identifier(const std::string& s) {
 
 // The parameters' names in the prototype: their buffer names made C identifiers, distinct.
 std::vector<std::string> parameter_names(const ir::PrimFunc& f) {
-  std::vector<std::string> out;
-  std::set<std::string> used;
-  for (const ir::Buffer& b : f->params) {
-    std::string n;
-    for (char c : b->name) n += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-    if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) || reserved_names().count(n)) n = "arg_" + n;
-    std::string unique = n;
-    for (int k = 2; used.count(unique); ++k) unique = fmt::format("{}_{}", n, k);
-    used.insert(unique);
-    out.push_back(unique);
-  }
-  return out;
+  std::vector<std::string> names;
+  for (const ir::Buffer& b : f->params) names.push_back(b->name);
+  return export_parameter_names(names);
 }
 
 std::vector<int64_t> shape_of(const ir::Buffer& b) {
@@ -102,44 +93,6 @@ std::vector<int64_t> shape_of(const ir::Buffer& b) {
     shape.push_back(*c);
   }
   return shape;
-}
-
-std::string dtype_comment(DataType t) {
-  if (t.is_bfloat16()) return "bfloat16 (uint16_t: the high half of a float's bits)";
-  if (t.is_float() && t.bits() == 16) return "float16 (uint16_t: IEEE half-precision bits)";
-  if (t.is_bool()) return "bool (one byte, 0 or 1)";
-  return t.str();
-}
-
-// The error codes and their texts, once per program however many headers it includes.
-std::string error_codes_block() {
-  using namespace runtime;
-  std::string cases;
-  for (int32_t code : {kKernelOk, kKernelNullArgument, kKernelOutOfMemory, kKernelMisaligned})
-    cases += fmt::format("    case {}: return \"{}\";\n", code, kernel_status_text(code));
-  return fmt::format(R"(#ifndef TYCHE_OK
-#define TYCHE_OK {}
-#define TYCHE_ERROR_NULL_ARGUMENT {}
-#define TYCHE_ERROR_OUT_OF_MEMORY {}
-#define TYCHE_ERROR_MISALIGNED {}
-#define TYCHE_ALIGNMENT {}
-static inline const char* tyche_error_string(int code) {{
-  switch (code) {{
-{}  }}
-  return "unknown error code";
-}}
-#endif
-)",
-                     static_cast<int>(kKernelOk), static_cast<int>(kKernelNullArgument), static_cast<int>(kKernelOutOfMemory),
-                     static_cast<int>(kKernelMisaligned), kKernelAlignment, cases);
-}
-
-// `text` inside a /* */ comment: no end of it, on one line.
-std::string comment_text(std::string text) {
-  for (size_t i; (i = text.find("*/")) != std::string::npos;) text.replace(i, 2, "* /");
-  for (size_t i; (i = text.find("/*")) != std::string::npos;) text.replace(i, 2, "/ *");
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return text;
 }
 
 // The same function under another name.
@@ -191,6 +144,39 @@ class DirectoryLock {
  private:
   int fd_;
 };
+
+// `dir`, created when missing.
+fs::path create_directory(const std::string& dir) {
+  fs::path out(dir);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out))
+    throw Error(fmt::format("export: cannot create the directory '{}': {}", dir, ec ? ec.message() : "a file has that name"));
+  return out;
+}
+
+// Writes the files (name in `out`, content) under temporary names, then renames each over its
+// name, in order; returns their paths. A failure before the renames leaves every file as it was.
+std::vector<std::string> write_files(const fs::path& out, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::string> temporaries;
+  try {
+    for (const auto& [name, content] : files) temporaries.push_back(write_temporary(out / name, content));
+  } catch (...) {
+    for (const std::string& t : temporaries) ::unlink(t.c_str());
+    throw;
+  }
+  std::vector<std::string> written;
+  for (size_t i = 0; i < files.size(); ++i) {
+    fs::path path = out / files[i].first;
+    if (::rename(temporaries[i].c_str(), path.c_str()) != 0) {
+      std::string message = fmt::format("export: cannot write '{}': {}", path.string(), std::strerror(errno));
+      for (size_t j = i; j < files.size(); ++j) ::unlink(temporaries[j].c_str());
+      throw Error(message);
+    }
+    written.push_back(path.string());
+  }
+  return written;
+}
 
 // The archive at `path` with `members` added; its other members (kernels exported earlier) are
 // kept. `symbols`, which the first member defines, must not be defined by another member.
@@ -253,16 +239,7 @@ std::string archive_with(const fs::path& path, const std::vector<std::pair<std::
     if (same != all.end()) same->second = m.second;
     else all.push_back(m);
   }
-  std::vector<llvm::NewArchiveMember> news;
-  for (const auto& [name, data] : all) {
-    llvm::NewArchiveMember m(llvm::MemoryBufferRef(data, name));
-    m.MemberName = name;  // views `all`, alive until the archive is written
-    news.push_back(std::move(m));
-  }
-  auto written = llvm::writeArchiveToBuffer(news, llvm::SymtabWritingMode::NormalSymtab, llvm::object::Archive::K_GNU,
-                                            /*Deterministic=*/true, /*Thin=*/false);
-  if (!written) throw Error(fmt::format("export: cannot make the library: {}", llvm::toString(written.takeError())));
-  return (*written)->getBuffer().str();
+  return static_library(all);
 }
 
 }  // namespace
@@ -278,6 +255,83 @@ void check_export_name(const std::string& name) {
   if (name.rfind("tyche_", 0) == 0) throw Error(fmt::format("export: names starting with 'tyche_' are the runtime's ('{}')", name));
 }
 
+std::string export_runtime_object() {
+  return std::string(reinterpret_cast<const char*>(detail::kExportRuntimeObject), detail::kExportRuntimeObjectSize);
+}
+
+std::string export_runtime_member() { return kRuntimeMember; }
+
+std::vector<std::string> export_parameter_names(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::set<std::string> used;
+  for (const std::string& name : names) {
+    std::string n;
+    for (char c : name) n += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+    if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) || reserved_names().count(n)) n = "arg_" + n;
+    std::string unique = n;
+    for (int k = 2; used.count(unique); ++k) unique = fmt::format("{}_{}", n, k);
+    used.insert(unique);
+    out.push_back(unique);
+  }
+  return out;
+}
+
+std::string export_dtype_comment(DataType t) {
+  if (t.is_bfloat16()) return "bfloat16 (uint16_t: the high half of a float's bits)";
+  if (t.is_float() && t.bits() == 16) return "float16 (uint16_t: IEEE half-precision bits)";
+  if (t.is_bool()) return "bool (one byte, 0 or 1)";
+  return t.str();
+}
+
+std::string export_error_codes() {
+  using namespace runtime;
+  std::string cases;
+  for (int32_t code : {kKernelOk, kKernelNullArgument, kKernelOutOfMemory, kKernelMisaligned})
+    cases += fmt::format("    case {}: return \"{}\";\n", code, kernel_status_text(code));
+  return fmt::format(R"(#ifndef TYCHE_OK
+#define TYCHE_OK {}
+#define TYCHE_ERROR_NULL_ARGUMENT {}
+#define TYCHE_ERROR_OUT_OF_MEMORY {}
+#define TYCHE_ERROR_MISALIGNED {} /* no longer returned: any alignment works */
+#define TYCHE_ALIGNMENT {} /* a recommendation: any alignment; {}-byte aligned buffers avoid a copy */
+static inline const char* tyche_error_string(int code) {{
+  switch (code) {{
+{}  }}
+  return "unknown error code";
+}}
+#endif
+)",
+                     static_cast<int>(kKernelOk), static_cast<int>(kKernelNullArgument), static_cast<int>(kKernelOutOfMemory),
+                     static_cast<int>(kKernelMisaligned), kKernelAlignment, kKernelAlignment, cases);
+}
+
+std::string export_comment_text(std::string text) {
+  for (size_t i; (i = text.find("*/")) != std::string::npos;) text.replace(i, 2, "* /");
+  for (size_t i; (i = text.find("/*")) != std::string::npos;) text.replace(i, 2, "/ *");
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+std::string static_library(const std::vector<std::pair<std::string, std::string>>& all) {
+  std::vector<llvm::NewArchiveMember> news;
+  for (const auto& [name, data] : all) {
+    llvm::NewArchiveMember m(llvm::MemoryBufferRef(data, name));
+    m.MemberName = name;  // views `all`, alive until the archive is written
+    news.push_back(std::move(m));
+  }
+  auto written = llvm::writeArchiveToBuffer(news, llvm::SymtabWritingMode::NormalSymtab, llvm::object::Archive::K_GNU,
+                                            /*Deterministic=*/true, /*Thin=*/false);
+  if (!written) throw Error(fmt::format("export: cannot make the library: {}", llvm::toString(written.takeError())));
+  return (*written)->getBuffer().str();
+}
+
+
+std::vector<std::string> write_export_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  fs::path out = create_directory(dir);
+  DirectoryLock lock(out);
+  return write_files(out, files);
+}
+
 std::string export_runtime_source() {
   return std::string(reinterpret_cast<const char*>(detail::kExportRuntimeSource), detail::kExportRuntimeSourceSize);
 }
@@ -291,7 +345,7 @@ std::string export_header(const ir::PrimFunc& func, const ExportOptions& o) {
                                      : fmt::format("machine code for {}", target::resolve_cpu(o.cpu).describe());
   std::ostringstream h;
   h << fmt::format("/* {}.h: the kernel {}, exported by Tyche (tyche export).\n", n, n);
-  if (!o.description.empty()) h << fmt::format(" * {}\n", comment_text(o.description));
+  if (!o.description.empty()) h << fmt::format(" * {}\n", export_comment_text(o.description));
   h << fmt::format(" * Code: {}; {}.\n", code,
                    o.parallel ? "parallel loops run on the library's thread pool" : "serial (exported with --threads 1)");
   std::vector<std::string> proto;
@@ -300,16 +354,18 @@ std::string export_header(const ir::PrimFunc& func, const ExportOptions& o) {
   std::string prototype = fmt::format("int32_t {}({})", n, fmt::join(proto, ", "));
   h << " *\n *   " << prototype << ";\n *\n";
   h << " * Arguments, in order: dense row-major arrays (the last index varies fastest), each\n"
-    << fmt::format(" * TYCHE_ALIGNMENT ({})-byte aligned (aligned_alloc) and overlapping no other:\n", runtime::kKernelAlignment);
+    << " * overlapping no other, of any alignment; " << runtime::kKernelAlignment
+    << "-byte aligned buffers (TYCHE_ALIGNMENT, aligned_alloc) avoid a\n"
+    << " * copy (a misaligned one is copied into an aligned temporary, and back for an output):\n";
   for (size_t i = 0; i < names.size(); ++i) {
     const ir::Buffer& b = func->params[i];
     std::string dims;
     for (int64_t d : shape_of(b)) dims += fmt::format("[{}]", d);
-    h << fmt::format(" *   {:<10} {:<7} {} {}\n", names[i], i < num_inputs ? "input" : "output", dtype_comment(b->dtype), dims);
+    h << fmt::format(" *   {:<10} {:<7} {} {}\n", names[i], i < num_inputs ? "input" : "output", export_dtype_comment(b->dtype), dims);
   }
-  h << " * Returns TYCHE_OK (0), or TYCHE_ERROR_NULL_ARGUMENT or TYCHE_ERROR_MISALIGNED (nothing was\n"
-    << " * computed), or TYCHE_ERROR_OUT_OF_MEMORY (an intermediate buffer; the outputs are partial);\n"
-    << " * tyche_error_string(code) says which. Calls from several threads at once are safe.\n";
+  h << " * Returns TYCHE_OK (0), or TYCHE_ERROR_NULL_ARGUMENT (nothing was computed), or\n"
+    << " * TYCHE_ERROR_OUT_OF_MEMORY (an aligned copy or an intermediate buffer; the outputs may be\n"
+    << " * partial); tyche_error_string(code) says which. Calls from several threads at once are safe.\n";
   if (o.parallel)
     h << " *\n"
       << " * The thread pool is shared by every Tyche kernel in the program. It starts on the first\n"
@@ -318,7 +374,7 @@ std::string export_header(const ir::PrimFunc& func, const ExportOptions& o) {
   h << " */\n";
   std::string guard = "TYCHE_EXPORT_" + n + "_H";
   h << fmt::format("#ifndef {0}\n#define {0}\n\n#include <stdbool.h>\n#include <stdint.h>\n\n", guard);
-  h << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n" << error_codes_block() << "\n";
+  h << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n" << export_error_codes() << "\n";
   h << "/* Each argument's rank, shape (an initializer: int64_t s[] = ..._SHAPE;), element count,\n"
     << " * bytes and dtype. */\n";
   for (size_t i = 0; i < names.size(); ++i) {
@@ -368,40 +424,21 @@ ExportResult export_kernel(const ir::PrimFunc& func, const std::string& dir, con
       source += fmt::format("\nvoid {}_set_num_threads(int n) {{ (void)n; }}\n", o.name);
   }
 
-  fs::path out(dir);
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out))
-    throw Error(fmt::format("export: cannot create the directory '{}': {}", dir, ec ? ec.message() : "a file has that name"));
+  fs::path out = create_directory(dir);
   DirectoryLock lock(out);
   // In this order: a header never names a kernel its library or source lacks.
-  std::vector<std::pair<fs::path, std::string>> files;
+  std::vector<std::pair<std::string, std::string>> files;
   if (o.target == "llvm") {
-    std::string runtime_object(reinterpret_cast<const char*>(detail::kExportRuntimeObject), detail::kExportRuntimeObjectSize);
     fs::path archive = out / ("lib" + library + ".a");
     std::vector<std::string> symbols = {o.name, o.name + "_packed", o.name + "_set_num_threads"};
-    files.emplace_back(archive, archive_with(archive, {{o.name + ".o", object}, {kRuntimeMember, runtime_object}}, symbols));
+    files.emplace_back(archive.filename().string(),
+                       archive_with(archive, {{o.name + ".o", object}, {kRuntimeMember, export_runtime_object()}}, symbols));
   } else {
-    if (o.parallel) files.emplace_back(out / kRuntimeSourceFile, export_runtime_source());
-    files.emplace_back(out / (o.name + ".c"), source);
+    if (o.parallel) files.emplace_back(kRuntimeSourceFile, export_runtime_source());
+    files.emplace_back(o.name + ".c", source);
   }
-  files.emplace_back(out / (o.name + ".h"), header);
-
-  std::vector<std::string> temporaries;
-  try {
-    for (const auto& [path, content] : files) temporaries.push_back(write_temporary(path, content));
-  } catch (...) {
-    for (const std::string& t : temporaries) ::unlink(t.c_str());
-    throw;
-  }
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (::rename(temporaries[i].c_str(), files[i].first.c_str()) != 0) {
-      std::string message = fmt::format("export: cannot write '{}': {}", files[i].first.string(), std::strerror(errno));
-      for (size_t j = i; j < files.size(); ++j) ::unlink(temporaries[j].c_str());
-      throw Error(message);
-    }
-    result.files.push_back(files[i].first.string());
-  }
+  files.emplace_back(o.name + ".h", header);
+  result.files = write_files(out, files);
   return result;
 }
 

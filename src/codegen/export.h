@@ -12,9 +12,11 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/function.h"
+#include "support/dtype.h"
 
 namespace tyche::codegen {
 
@@ -50,5 +52,28 @@ std::string export_runtime_source();
 // of C or C++ nor a C library function, starting neither with '_' (the C implementation's) nor
 // with "tyche_" (the runtime's prefix).
 void check_export_name(const std::string& name);
+
+// ---- The pieces of exported files, for exporters of more than one kernel (graph/export_model.h).
+
+// The error codes, TYCHE_ALIGNMENT and tyche_error_string(), as every exported header holds them
+// (guarded: once per program however many headers it includes).
+std::string export_error_codes();
+// `text` fit for a line inside a /* */ comment.
+std::string export_comment_text(std::string text);
+// A dtype as a header's comment names it ("float32", "float16 (uint16_t: IEEE half-precision bits)").
+std::string export_dtype_comment(DataType dtype);
+// Names made prototype parameters: C identifiers ([^A-Za-z0-9_] as '_', "arg_" before one that
+// starts with a digit or is a keyword), distinct.
+std::vector<std::string> export_parameter_names(const std::vector<std::string>& names);
+// The runtime's object (export_runtime.c, compiled for any x86-64) and its member name in a library.
+std::string export_runtime_object();
+std::string export_runtime_member();
+// A static library (a GNU archive with its symbol table) of the members (name, object), in order.
+std::string static_library(const std::vector<std::pair<std::string, std::string>>& members);
+// Writes the files (name, content) into `dir` (created when missing) as export_kernel does: each
+// under a temporary name first, then all renamed in order, the directory locked against other
+// exports meanwhile; returns their paths. Throws tyche::Error (one line) when it cannot, leaving
+// what was there as it was.
+std::vector<std::string> write_export_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace tyche::codegen

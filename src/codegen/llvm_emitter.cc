@@ -39,7 +39,8 @@ class Emitter {
   void emit_function(const ir::PrimFunc& f) {
     // The code itself goes in `<name>.body`, whose parameters are declared noalias and aligned;
     // `<name>` checks that they are (the check would fold away inside the body, the attributes
-    // asserting it) and calls it. Not inlined, so the body keeps its attributes.
+    // asserting it) and calls it, on aligned copies of the buffers that are not. Not inlined, so
+    // the body keeps its attributes.
     std::vector<llvm::Type*> arg_types(f->params.size(), ptr_type());
     auto* fty = llvm::FunctionType::get(status_type(), arg_types, false);
     llvm::Function* body = llvm::Function::Create(fty, llvm::Function::InternalLinkage, f->name + ".body", mod_);
@@ -56,25 +57,32 @@ class Emitter {
     emit_stmt(f->body);
     b_.CreateRet(status(runtime::kKernelOk));
 
-    // A null or misaligned pointer is refused before anything runs (an exported kernel's caller
-    // is anyone's C).
+    // A null pointer is refused before anything runs (an exported kernel's caller is anyone's
+    // C). Aligned pointers go straight to the body; when any is misaligned, the body runs on
+    // aligned copies (emit_staged_call).
     llvm::Function* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, f->name, mod_);
     set_attributes(fn);
     begin_function(fn);
     llvm::Value* any_null = b_.getFalse();
     llvm::Value* any_misaligned = b_.getFalse();
-    std::vector<llvm::Value*> params;
+    std::vector<llvm::Value*> params, misaligned;
     for (size_t i = 0; i < f->params.size(); ++i) {
       llvm::Argument* a = fn->getArg(static_cast<unsigned>(i));
       a->setName(f->params[i]->name);
       params.push_back(a);
       any_null = b_.CreateOr(any_null, b_.CreateIsNull(a));
       llvm::Value* low_bits = b_.CreateAnd(b_.CreatePtrToInt(a, b_.getInt64Ty()), runtime::kKernelAlignment - 1);
-      any_misaligned = b_.CreateOr(any_misaligned, b_.CreateICmpNE(low_bits, b_.getInt64(0)));
+      misaligned.push_back(b_.CreateICmpNE(low_bits, b_.getInt64(0)));
+      any_misaligned = b_.CreateOr(any_misaligned, misaligned.back());
     }
     branch_on_error(any_null, status(runtime::kKernelNullArgument));
-    branch_on_error(any_misaligned, status(runtime::kKernelMisaligned));
+    auto* aligned_bb = llvm::BasicBlock::Create(ctx_, "aligned", fn);
+    auto* staged_bb = llvm::BasicBlock::Create(ctx_, "staged", fn);
+    b_.CreateCondBr(any_misaligned, staged_bb, aligned_bb, llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
+    b_.SetInsertPoint(aligned_bb);
     b_.CreateRet(b_.CreateCall(body, params));
+    b_.SetInsertPoint(staged_bb);
+    emit_staged_call(f, body, params, misaligned);
 
     // The packed entry: i32 name_packed(ptr* args).
     auto* pty = llvm::FunctionType::get(status_type(), {ptr_type()}, false);
@@ -151,6 +159,74 @@ class Emitter {
     for (auto it = live_heap_.rbegin(); it != live_heap_.rend(); ++it) b_.CreateCall(free_function(), {*it});
     b_.CreateRet(code);
     b_.SetInsertPoint(ok);
+  }
+
+  // The runtime's allocator: fresh memory, like malloc's (it overlaps no other buffer), 64-byte
+  // aligned; null when exhausted.
+  llvm::FunctionCallee alloc_function() {
+    llvm::FunctionCallee alloc = mod_->getOrInsertFunction(opts_.runtime_prefix + "alloc", ptr_type(), b_.getInt64Ty());
+    if (auto* decl = llvm::dyn_cast<llvm::Function>(alloc.getCallee())) {
+      decl->addRetAttr(llvm::Attribute::NoAlias);
+      decl->addRetAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(runtime::kKernelAlignment)));
+    }
+    return alloc;
+  }
+
+  // The slow path of the entry: each misaligned buffer is copied into an aligned temporary from
+  // the runtime's allocator (inputs before the body, outputs back after it), the body runs on
+  // those, the temporaries are freed and its status returned (out of memory, nothing computed,
+  // when a temporary cannot be had).
+  void emit_staged_call(const ir::PrimFunc& f, llvm::Function* body, const std::vector<llvm::Value*>& params,
+                        const std::vector<llvm::Value*>& misaligned) {
+    size_t num_inputs = f->params.size() - static_cast<size_t>(f->num_outputs);
+    std::vector<llvm::Value*> temps, args;
+    std::vector<int64_t> bytes;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ir::Buffer& p = f->params[i];
+      int64_t elements = 1;
+      for (const ir::Expr& d : p->shape) {
+        auto c = ir::as_const_int(d);
+        if (!c) throw Error(fmt::format("codegen: parameter '{}' has a symbolic shape", p->name));
+        elements *= *c;
+      }
+      bytes.push_back(elements * p->dtype.bytes());
+      llvm::BasicBlock* before = b_.GetInsertBlock();
+      auto* copy_bb = llvm::BasicBlock::Create(ctx_, p->name + ".stage", func_);
+      auto* next_bb = llvm::BasicBlock::Create(ctx_, p->name + ".staged", func_);
+      b_.CreateCondBr(misaligned[i], copy_bb, next_bb);
+      b_.SetInsertPoint(copy_bb);
+      llvm::Value* temp = b_.CreateCall(alloc_function(), {b_.getInt64(static_cast<uint64_t>(bytes.back()))});
+      branch_on_error(b_.CreateIsNull(temp), status(runtime::kKernelOutOfMemory));  // frees the earlier ones
+      if (i < num_inputs)
+        b_.CreateMemCpy(temp, llvm::MaybeAlign(runtime::kKernelAlignment), params[i], llvm::MaybeAlign(1),
+                        static_cast<uint64_t>(bytes.back()));
+      llvm::BasicBlock* copied = b_.GetInsertBlock();
+      b_.CreateBr(next_bb);
+      b_.SetInsertPoint(next_bb);
+      llvm::PHINode* t = b_.CreatePHI(ptr_type(), 2, p->name + ".temp");  // null: the caller's buffer is used
+      t->addIncoming(llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx_, 0)), before);
+      t->addIncoming(temp, copied);
+      llvm::PHINode* arg = b_.CreatePHI(ptr_type(), 2, p->name + ".arg");
+      arg->addIncoming(params[i], before);
+      arg->addIncoming(temp, copied);
+      temps.push_back(t);
+      args.push_back(arg);
+      live_heap_.push_back(t);
+    }
+    live_heap_.clear();
+    llvm::Value* result = b_.CreateCall(body, args);
+    for (size_t i = num_inputs; i < params.size(); ++i) {
+      auto* back_bb = llvm::BasicBlock::Create(ctx_, f->params[i]->name + ".copy_back", func_);
+      auto* done_bb = llvm::BasicBlock::Create(ctx_, f->params[i]->name + ".copied_back", func_);
+      b_.CreateCondBr(b_.CreateIsNull(temps[i]), done_bb, back_bb);
+      b_.SetInsertPoint(back_bb);
+      b_.CreateMemCpy(params[i], llvm::MaybeAlign(1), temps[i], llvm::MaybeAlign(runtime::kKernelAlignment),
+                      static_cast<uint64_t>(bytes[i]));
+      b_.CreateBr(done_bb);
+      b_.SetInsertPoint(done_bb);
+    }
+    for (llvm::Value* t : temps) b_.CreateCall(free_function(), {t});  // null: nothing to free
+    b_.CreateRet(result);
   }
 
   llvm::FunctionCallee free_function() { return mod_->getOrInsertFunction(opts_.runtime_prefix + "free", b_.getVoidTy(), ptr_type()); }
@@ -483,13 +559,7 @@ class Emitter {
       buffers_[buf.get()] = entry_alloca(elem, static_cast<uint64_t>(*size), 64);
       emit_stmt(n->body);
     } else {
-      llvm::FunctionCallee alloc = mod_->getOrInsertFunction(opts_.runtime_prefix + "alloc", ptr_type(), b_.getInt64Ty());
-      // Fresh memory, like malloc's: it overlaps no other buffer; 64-byte aligned.
-      if (auto* decl = llvm::dyn_cast<llvm::Function>(alloc.getCallee())) {
-        decl->addRetAttr(llvm::Attribute::NoAlias);
-        decl->addRetAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
-      }
-      llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(static_cast<uint64_t>(bytes))});
+      llvm::Value* p = b_.CreateCall(alloc_function(), {b_.getInt64(static_cast<uint64_t>(bytes))});
       branch_on_error(b_.CreateIsNull(p), status(runtime::kKernelOutOfMemory));
       buffers_[buf.get()] = p;
       live_heap_.push_back(p);

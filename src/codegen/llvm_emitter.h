@@ -31,4 +31,8 @@ std::unique_ptr<llvm::Module> emit_module(const ir::PrimFunc& lowered, llvm::LLV
 // The packed entry's symbol name for a function name.
 std::string packed_name(const std::string& func_name);
 
+// `mod` (already emitted, optimized or not) verified and compiled to a position-independent object
+// file for `cpu` (cpu.h; "" is the default), as export writes objects (llvm_jit.cc).
+std::string export_object(llvm::Module& mod, const std::string& cpu);
+
 }  // namespace tyche::codegen::detail

@@ -257,6 +257,22 @@ std::string compile_export_object(const ir::PrimFunc& lowered, const CompileOpti
   return emit_file(*mod, cpu, llvm::CodeGenFileType::ObjectFile, /*pic=*/true);
 }
 
+namespace detail {
+
+std::string export_object(llvm::Module& mod, const std::string& cpu_name) {
+  const target::Cpu& cpu = target::resolve_cpu(cpu_name);
+  auto tm = unwrap(target_builder(cpu, /*pic=*/true).createTargetMachine(), "target machine");
+  mod.setDataLayout(tm->createDataLayout());
+  mod.setTargetTriple(llvm::sys::getProcessTriple());
+  mod.setPICLevel(llvm::PICLevel::BigPIC);
+  std::string verify_errors;
+  llvm::raw_string_ostream verify_os(verify_errors);
+  if (llvm::verifyModule(mod, &verify_os)) throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
+  return emit_file(mod, cpu, llvm::CodeGenFileType::ObjectFile, /*pic=*/true);
+}
+
+}  // namespace detail
+
 std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::string& name) {
   return std::make_unique<LLVMKernel>(path, name);
 }

@@ -1,5 +1,6 @@
 #include "graph/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -68,55 +69,18 @@ Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> progr
     kernels_.push_back(codegen::compile(lower::lower(p).func, options_.compile));
   }
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  plan();
+  plan_ = plan_execution(graph_, table_);
+  arena_ = runtime::NDArray({std::max<int64_t>(plan_.memory.arena_bytes, 1)}, DataType::UInt(8));
 }
 
-void Executor::plan() {
-  const size_t nv = graph_.values.size();
-  storage_.assign(nv, {});
-  input_index_.assign(nv, -1);
-  for (size_t i = 0; i < graph_.inputs.size(); ++i) input_index_[static_cast<size_t>(graph_.inputs[i])] = static_cast<int>(i);
-  for (size_t v = 0; v < nv; ++v) storage_[v].root = static_cast<int>(v);
-  // Views: the output's bytes are the input's.
-  for (const FusedGroup& g : table_.groups) {
-    if (!g.is_view) continue;
-    const Node& n = graph_.nodes[static_cast<size_t>(g.nodes[0])];
-    storage_[static_cast<size_t>(n.outputs[0])].root = storage_[static_cast<size_t>(n.inputs[0])].root;
+void* Executor::address(const Location& where, const std::vector<runtime::NDArray>& inputs) {
+  switch (where.kind) {
+    case Location::Kind::kArena: return arena_.data_as<uint8_t>() + where.offset;
+    case Location::Kind::kConstant: return graph_.value(where.index).constant.data();
+    case Location::Kind::kInput: return const_cast<void*>(inputs[static_cast<size_t>(where.index)].data());
+    case Location::Kind::kNone: break;
   }
-  // Lifetimes of the roots written by calls, in calls.
-  const int end = static_cast<int>(table_.calls.size());
-  std::vector<int> buffer_of(nv, -1);
-  for (size_t c = 0; c < table_.calls.size(); ++c) {
-    for (int o : table_.calls[c].outputs) {
-      int root = storage_[static_cast<size_t>(o)].root;
-      buffer_of[static_cast<size_t>(root)] = static_cast<int>(buffers_.size());
-      const Value& v = graph_.value(root);
-      buffers_.push_back({static_cast<int64_t>(v.numel() * v.dtype.bytes()), static_cast<int>(c), static_cast<int>(c)});
-    }
-    for (int in : table_.calls[c].inputs) {
-      int b = buffer_of[static_cast<size_t>(storage_[static_cast<size_t>(in)].root)];
-      if (b >= 0) buffers_[static_cast<size_t>(b)].last = static_cast<int>(c);
-    }
-  }
-  for (int o : graph_.outputs) {
-    int b = buffer_of[static_cast<size_t>(storage_[static_cast<size_t>(o)].root)];
-    if (b >= 0) buffers_[static_cast<size_t>(b)].last = end;  // read back after the last call
-  }
-  for (size_t v = 0; v < nv; ++v) storage_[v].buffer = buffer_of[static_cast<size_t>(storage_[v].root)];
-  dies_after_.assign(static_cast<size_t>(end) + 1, {});
-  for (size_t b = 0; b < buffers_.size(); ++b) dies_after_[static_cast<size_t>(buffers_[b].last)].push_back(static_cast<int>(b));
-  memory_ = plan_memory(buffers_);
-  arena_ = runtime::NDArray({std::max<int64_t>(memory_.arena_bytes, 1)}, DataType::UInt(8));
-}
-
-void* Executor::address(int value, const std::vector<runtime::NDArray>& inputs) {
-  const Storage& s = storage_[static_cast<size_t>(value)];
-  if (s.buffer >= 0) return arena_.data_as<uint8_t>() + memory_.offsets[static_cast<size_t>(s.buffer)];
-  Value& root = graph_.value(s.root);
-  if (root.is_constant()) return root.constant.data();
-  int i = input_index_[static_cast<size_t>(s.root)];
-  if (i >= 0) return const_cast<void*>(inputs[static_cast<size_t>(i)].data());
-  throw InternalError(fmt::format("value '{}' has no storage", graph_.value(value).name));
+  throw InternalError("a value has no storage");
 }
 
 std::vector<runtime::NDArray> Executor::run(const std::vector<runtime::NDArray>& inputs) {
@@ -130,21 +94,19 @@ std::vector<runtime::NDArray> Executor::run(const std::vector<runtime::NDArray>&
   }
   std::vector<void*> args;
   for (size_t c = 0; c < table_.calls.size(); ++c) {
-    const Call& call = table_.calls[c];
     args.clear();
-    for (int in : call.inputs) args.push_back(address(in, inputs));
-    for (int out : call.outputs) args.push_back(address(out, inputs));
-    kernels_[static_cast<size_t>(call.task)]->run(args.data());
+    for (const Location& l : plan_.call_args[c]) args.push_back(address(l, inputs));
+    kernels_[static_cast<size_t>(table_.calls[c].task)]->run(args.data());
     if (!options_.poison_dead) continue;
-    for (int b : dies_after_[c])
-      std::memset(arena_.data_as<uint8_t>() + memory_.offsets[static_cast<size_t>(b)], 0xFF,
-                  static_cast<size_t>(buffers_[static_cast<size_t>(b)].bytes));
+    for (int b : plan_.dies_after[c])
+      std::memset(arena_.data_as<uint8_t>() + plan_.memory.offsets[static_cast<size_t>(b)], 0xFF,
+                  static_cast<size_t>(plan_.buffers[static_cast<size_t>(b)].bytes));
   }
   std::vector<runtime::NDArray> outs;
   for (int o : graph_.outputs) {
     const Value& v = graph_.value(o);
     runtime::NDArray a(v.shape, v.dtype);
-    std::memcpy(a.data(), address(o, inputs), a.nbytes());
+    std::memcpy(a.data(), address(plan_.location[static_cast<size_t>(o)], inputs), a.nbytes());
     outs.push_back(std::move(a));
   }
   return outs;

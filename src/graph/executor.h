@@ -2,8 +2,8 @@
 // scheduled program given for it (a tuning record's best) or, for a task without one, a default
 // schedule (elementwise stages inlined, the outer loops of each remaining stage fused and run in
 // parallel). Weights are laid out once, at construction; every intermediate value lives in one
-// arena at the offset of a static liveness plan (memory_plan.h); views share their input's bytes.
-// All kernels run on Tyche's thread pool.
+// arena at the offset of a static liveness plan (execution_plan.h, memory_plan.h); views share
+// their input's bytes. All kernels run on Tyche's thread pool.
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/llvm_codegen.h"
+#include "graph/execution_plan.h"
 #include "graph/graph.h"
 #include "graph/memory_plan.h"
 #include "graph/tasks.h"
@@ -34,7 +35,8 @@ class Executor {
 
   const Graph& graph() const { return graph_; }
   const TaskTable& table() const { return table_; }
-  const MemoryPlan& memory() const { return memory_; }
+  const ExecutionPlan& plan() const { return plan_; }
+  const MemoryPlan& memory() const { return plan_.memory; }
   double compile_seconds() const { return compile_seconds_; }
 
   // Runs the model on one array per graph input (in graph.inputs order); returns one per graph
@@ -42,23 +44,13 @@ class Executor {
   std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs);
 
  private:
-  // Where a value's bytes are: a weight, a graph input, or the arena (buffer index).
-  struct Storage {
-    int root = -1;    // the value whose bytes these are (views resolved)
-    int buffer = -1;  // arena buffer of the root, or -1
-  };
-  void plan();
-  void* address(int value, const std::vector<runtime::NDArray>& inputs);
+  void* address(const Location& where, const std::vector<runtime::NDArray>& inputs);
 
   Graph graph_;
   TaskTable table_;
   ExecutorOptions options_;
   std::vector<std::unique_ptr<codegen::CompiledKernel>> kernels_;  // per task
-  std::vector<Storage> storage_;                                   // per value
-  std::vector<int> input_index_;                                   // per value: position in graph.inputs or -1
-  std::vector<BufferLifetime> buffers_;
-  std::vector<std::vector<int>> dies_after_;                       // per call: buffers whose last use it is
-  MemoryPlan memory_;
+  ExecutionPlan plan_;
   runtime::NDArray arena_;
   double compile_seconds_ = 0;
 };

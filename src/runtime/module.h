@@ -17,9 +17,13 @@ enum KernelStatus : int32_t {
   kKernelOk = 0,
   kKernelNullArgument = 1,  // a buffer pointer was null; nothing was computed
   kKernelOutOfMemory = 2,   // an intermediate buffer could not be allocated; outputs are partial
-  kKernelMisaligned = 3,    // a buffer pointer was not kKernelAlignment-byte aligned; nothing was computed
+  // No longer returned: a misaligned buffer is now copied (below). Kept so that the codes of
+  // headers exported earlier keep their meaning.
+  kKernelMisaligned = 3,
 };
-// Generated code assumes every parameter this aligned (as TVM's does) and checks it on entry.
+// The alignment generated code is fastest with: the kernel's body assumes every parameter this
+// aligned (as TVM's does); the entry checks, and copies a buffer that is not into an aligned
+// temporary (inputs before, outputs after the body). Any alignment works.
 inline constexpr int kKernelAlignment = 64;
 // "a buffer pointer was null", "out of memory", or "unknown error code N".
 std::string kernel_status_text(int32_t status);
