@@ -5,60 +5,10 @@
 #include <cstring>
 #include <limits>
 
-#include "ir/functor.h"
 #include "lower/lower.h"
-#include "schedule/schedule.h"
 #include "support/error.h"
 
 namespace tyche::graph {
-
-namespace {
-
-class BlockCollector : public ir::StmtExprVisitor {
- public:
-  std::vector<const ir::BlockNode*> blocks;
-
- protected:
-  void visit_block(const ir::BlockNode* n) override {
-    blocks.push_back(n);
-    StmtExprVisitor::visit_block(n);
-  }
-};
-
-}  // namespace
-
-ir::PrimFunc default_schedule(const ir::PrimFunc& func) {
-  BlockCollector c;
-  c.visit_stmt(func->body);
-  schedule::Schedule sch(func);
-  std::vector<std::pair<std::string, size_t>> kept;  // block name, spatial iterators
-  for (size_t i = 0; i < c.blocks.size(); ++i) {
-    const ir::BlockNode* b = c.blocks[i];
-    if (b->name == "root") continue;
-    size_t spatial = 0;
-    bool reduces = false;
-    for (const ir::IterVar& iv : b->iter_vars) {
-      if (iv.kind == ir::IterKind::kSpatial) ++spatial;
-      else reduces = true;
-    }
-    auto rv = sch.get_block(b->name);
-    if (!rv.ok()) continue;
-    // Stages without a reduction are inlined into their readers where that is legal.
-    if (!reduces && i + 1 < c.blocks.size() && sch.compute_inline(rv.value()).ok()) continue;
-    kept.emplace_back(b->name, spatial);
-  }
-  for (const auto& [name, spatial] : kept) {
-    auto rv = sch.get_block(name);
-    if (!rv.ok()) continue;
-    auto loops = sch.get_loops(rv.value());
-    if (!loops.ok() || loops.value().empty() || spatial == 0) continue;
-    std::vector<schedule::LoopRV> all = loops.value();
-    std::vector<schedule::LoopRV> outer(all.begin(), all.begin() + static_cast<long>(std::min(spatial, all.size())));
-    schedule::Result<schedule::LoopRV> fused = outer.size() > 1 ? sch.fuse(outer) : schedule::Result<schedule::LoopRV>(outer[0]);
-    if (fused.ok()) (void)sch.parallel(fused.value());
-  }
-  return sch.func();
-}
 
 Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> programs, const ExecutorOptions& options)
     : graph_(std::move(graph)), table_(std::move(table)), options_(options) {
