@@ -7,6 +7,9 @@
 #include "support/error.h"
 
 namespace tyche::python {
+
+void bind_onnx(nb::module_& m);  // ONNX models: compile, tasks, tune (bind_onnx.cc)
+
 namespace {
 
 PyObject* g_tyche_error = nullptr;
@@ -64,4 +67,5 @@ NB_MODULE(_tyche, m) {
   bind_schedule(m);
   bind_kernel(m);
   bind_tune(m);
+  bind_onnx(m);
 }

@@ -14,6 +14,7 @@ from .kernel import Kernel, TimeResult, build, empty, export, interpret, zeros
 from .schedule import Schedule, Trace
 from .tune import TuneResult, tune
 from . import rules, te
+from . import onnx
 
 __all__ = [
     "BlockRV", "ExprRV", "InputError", "Kernel", "LoopRV", "PrimFunc", "Schedule", "ScheduleError", "TimeResult", "Trace",

@@ -23,12 +23,12 @@ echo "$out" | grep -q 'src/ir/up.h:3: #include "tune/core/context.h" goes up or 
 echo "$out" | grep -q 'src/tune/space/sideways.cc:1: #include "codegen/llvm_codegen.h" goes up or sideways'
 if echo "$out" | grep -q 'fine.cc'; then echo "a permitted include was refused: $out"; exit 1; fi
 
-mkdir -p "$work/src/graph"
-printf '#include "ir/expr.h"\n' > "$work/src/graph/import.cc"
+mkdir -p "$work/src/unlisted"
+printf '#include "ir/expr.h"\n' > "$work/src/unlisted/import.cc"
 set +e
 out="$("$check" --root "$work" 2>&1)"
 rc=$?
 set -e
 [ "$rc" -eq 2 ] || { echo "expected exit 2 for a folder without a row, got $rc: $out"; exit 1; }
-echo "$out" | grep -q "src/graph/import.cc: folder 'graph' has no row"
+echo "$out" | grep -q "src/unlisted/import.cc: folder 'unlisted' has no row"
 echo "check_layers refuses what it should"

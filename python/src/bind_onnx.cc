@@ -1,0 +1,328 @@
+// ONNX models from Python (tyche.onnx): a model imported, fused into tasks and compiled by the
+// graph executor, each task running its best record of a tuning database (or its default
+// schedule); the model's tasks; and tune-model. The same flow as the CLI's import, tune-model and
+// run-model (tools/model_commands.cc), with the same one-line InputErrors. The GIL is released
+// while a model is imported, compiled, run and tuned.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "graph/executor.h"
+#include "graph/layout.h"
+#include "graph/onnx_import.h"
+#include "graph/passes.h"
+#include "graph/tasks.h"
+#include "runtime/thread_pool.h"
+#include "support/error.h"
+#include "target/target.h"
+#include "tune/database/database.h"
+#include "tune/model/model_tasks.h"
+#include "tune/task/tune.h"
+
+namespace tyche::python {
+namespace {
+
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+// Where a model comes from: a file, or the bytes of a serialized ModelProto (`what` names it in
+// messages).
+struct ModelSource {
+  std::string path;   // a file; empty when `bytes` holds the model
+  std::string bytes;
+  std::string what;
+};
+
+ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what) {
+  ModelSource s;
+  if (!bytes.is_none()) {
+    nb::bytes b = nb::cast<nb::bytes>(bytes);
+    s.bytes = std::string(b.c_str(), b.size());
+  } else {
+    s.path = path;
+  }
+  s.what = what;
+  return s;
+}
+
+struct Model {
+  graph::Graph graph;
+  graph::TaskTable table;
+};
+
+// The one place the Python side loads a model, as the CLI's load_model does: import (static
+// shapes for the inputs named in `shapes`), fold batch norms, convert conv chains to NHWC, fuse
+// into tasks. Keep it in step with tools/model_commands.cc (task hashes key the database).
+Model load_model(const ModelSource& src, const Shapes& shapes) {
+  graph::ImportOptions options;
+  for (const auto& [name, dims] : shapes) {
+    for (int64_t d : dims)
+      if (d < 0 || d > (int64_t{1} << 31)) throw_input_error("input_shapes['{}']: {} is not a dimension", name, d);
+    options.input_shapes[name] = dims;
+  }
+  Model m{src.path.empty() ? graph::import_onnx_bytes(src.bytes, src.what, ".", options) : graph::import_onnx(src.path, options), {}};
+  graph::fold_batch_norm(m.graph);
+  graph::convert_layout(m.graph, graph::Layout::kNHWC);
+  m.table = graph::extract_tasks(m.graph);
+  return m;
+}
+
+Model load_released(const ModelSource& src, const Shapes& shapes) {
+  nb::gil_scoped_release release;
+  return load_model(src, shapes);
+}
+
+// Databases key records by target: the CLI's (the host), so its databases and ours are one.
+target::Target model_target() { return target::Target::host(); }
+
+nb::list task_list(const graph::TaskTable& table) {
+  nb::list out;
+  for (const graph::Task& t : table.tasks) {
+    nb::dict d;
+    d["name"] = t.name;
+    d["weight"] = t.weight;
+    d["gflop"] = t.flop / 1e9;
+    d["hash"] = fmt::format("{:016x}", t.hash);
+    out.append(d);
+  }
+  return out;
+}
+
+// A DLPack dtype as Tyche's (InputError for one it has no name for).
+DataType dtype_of(const nb::dlpack::dtype& d, const std::string& name) {
+  if (d.lanes == 1) {
+    switch (static_cast<nb::dlpack::dtype_code>(d.code)) {
+      case nb::dlpack::dtype_code::Int: return DataType::Int(d.bits);
+      case nb::dlpack::dtype_code::UInt: return DataType::UInt(d.bits);
+      case nb::dlpack::dtype_code::Float: return DataType::Float(d.bits);
+      case nb::dlpack::dtype_code::Bfloat: return DataType::BFloat16();
+      case nb::dlpack::dtype_code::Bool:
+        if (d.bits == 8) return DataType::Bool();
+        break;
+      default: break;
+    }
+  }
+  std::string kind = d.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Complex) ? "complex" : fmt::format("DLPack code {}", d.code);
+  throw_input_error("input '{}' has an element type Tyche does not support ({}, {} bits)", name, kind, d.bits);
+}
+
+using InputArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+runtime::NDArray to_ndarray(const InputArray& a, const std::string& name) {
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < a.ndim(); ++d) shape.push_back(static_cast<int64_t>(a.shape(d)));
+  runtime::NDArray out(shape, dtype_of(a.dtype(), name));
+  if (out.nbytes() != a.nbytes()) throw_input_error("input '{}': {} bytes where its type needs {}", name, a.nbytes(), out.nbytes());
+  if (out.nbytes() > 0) std::memcpy(out.data(), a.data(), out.nbytes());
+  return out;
+}
+
+nb::ndarray<nb::numpy> to_numpy(runtime::NDArray a) {
+  auto* owner = new runtime::NDArray(std::move(a));
+  nb::capsule deleter(owner, [](void* p) noexcept { delete static_cast<runtime::NDArray*>(p); });
+  std::vector<size_t> shape(owner->shape().begin(), owner->shape().end());
+  DataType t = owner->dtype();
+  nb::dlpack::dtype d{t.is_bool() ? static_cast<uint8_t>(nb::dlpack::dtype_code::Bool) : static_cast<uint8_t>(t.code()),
+                      static_cast<uint8_t>(t.is_bool() ? 8 : t.bits()), 1};
+  return nb::ndarray<nb::numpy>(owner->data(), shape.size(), shape.data(), deleter, nullptr, d);
+}
+
+nb::tuple as_tuple(const std::vector<int64_t>& dims) {
+  nb::list l;
+  for (int64_t d : dims) l.append(d);
+  return nb::steal<nb::tuple>(PyList_AsTuple(l.ptr()));
+}
+
+// A compiled model. One run at a time (the executor has one arena).
+struct CompiledModel {
+  std::unique_ptr<graph::Executor> exec;
+  int tuned = 0;
+  std::unique_ptr<std::mutex> running = std::make_unique<std::mutex>();
+
+  std::vector<std::string> names(const std::vector<int>& ids) const {
+    std::vector<std::string> out;
+    for (int v : ids) out.push_back(exec->graph().value(v).name);
+    return out;
+  }
+
+  nb::dict run(const nb::dict& given) {
+    const graph::Graph& g = exec->graph();
+    std::vector<std::string> inputs = names(g.inputs);
+    for (auto [key, value] : given) {
+      std::string k = nb::cast<std::string>(key);
+      if (std::find(inputs.begin(), inputs.end(), k) == inputs.end())
+        throw_input_error("'{}' is not an input of the model (its inputs: {})", k, fmt::join(inputs, ", "));
+    }
+    std::vector<runtime::NDArray> arrays;
+    for (const std::string& name : inputs) {
+      if (!given.contains(name.c_str())) throw_input_error("missing input '{}' (the model takes: {})", name, fmt::join(inputs, ", "));
+      nb::object v = given[name.c_str()];
+      InputArray a;
+      if (!nb::try_cast(v, a, false))
+        throw_input_error("input '{}' is not an array Tyche can read (numeric, C-contiguous, in CPU memory): a {}", name,
+                          python_type_name(v));
+      arrays.push_back(to_ndarray(a, name));
+    }
+    std::vector<runtime::NDArray> outs;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(*running);
+      outs = exec->run(arrays);
+    }
+    nb::dict result;
+    std::vector<std::string> out_names = names(g.outputs);
+    for (size_t o = 0; o < outs.size(); ++o) result[out_names[o].c_str()] = nb::cast(to_numpy(std::move(outs[o])));
+    return result;
+  }
+};
+
+CompiledModel compile_model(const ModelSource& src, const std::string& db, int threads, const Shapes& shapes) {
+  if (threads < 0) throw InputError("compile: threads must be positive");
+  if (!db.empty() && !std::filesystem::is_directory(db)) throw_input_error("no tuning database at '{}'", db);
+  if (threads > 0) runtime::ThreadPool::global().set_num_threads(threads);
+  CompiledModel c;
+  nb::gil_scoped_release release;
+  Model m = load_model(src, shapes);
+  std::vector<ir::PrimFunc> programs(m.table.tasks.size());
+  if (!db.empty()) {
+    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db), m.table, model_target());
+    programs = std::move(best.programs);
+    c.tuned = best.tuned;
+  }
+  c.exec = std::make_unique<graph::Executor>(std::move(m.graph), std::move(m.table), std::move(programs));
+  return c;
+}
+
+nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, int threads, const Shapes& shapes, int64_t seed,
+                    const std::string& worker, nb::handle progress) {
+  if (trials <= 0) throw InputError("tune: trials must be positive");
+  if (threads < 0) throw InputError("tune: threads must be positive");
+  if (db.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
+  Model m = load_released(src, shapes);
+  std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table);
+  tune::TuneOptions o;
+  o.trials = trials;
+  o.db_dir = db;
+  o.seed = seed;
+  o.threads = threads;
+  o.runner.worker_path = worker;
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  std::map<std::string, double> weight, best;  // by task; best: seconds so far
+  for (const tune::TuneTask& t : tasks) weight[t.workload.name] = t.weight;
+  auto estimate = [&] {
+    double s = 0;
+    for (const auto& [name, b] : best) s += weight[name] * b;
+    return s;
+  };
+  // At the end of each round: a signal (Ctrl-C) or an exception of the callback stops the tune
+  // once what was measured is saved, and is raised when the tune has returned.
+  std::optional<nb::python_error> pending;
+  auto on_progress = [&](const tune::TuneProgress& p) {
+    if (p.task->best_seconds > 0) best[p.task->name] = p.task->best_seconds;
+    double estimated_ms = estimate() * 1e3;
+    nb::gil_scoped_acquire gil;
+    try {
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+      if (!progress.is_none())
+        progress(p.trials, p.budget, p.task->name, p.task->best_seconds, estimated_ms, static_cast<int>(best.size()), tasks.size(),
+                 p.elapsed_s);
+    } catch (nb::python_error& e) {
+      if (!pending) pending.emplace(std::move(e));
+      stop = true;
+    }
+  };
+  tune::TuneResult r;
+  {
+    nb::gil_scoped_release release;
+    r = tune::tune(tasks, model_target(), o, on_progress);
+  }
+  if (pending) {
+    nb::python_error e = std::move(*pending);
+    throw e;
+  }
+  best.clear();
+  for (const tune::TaskResult& t : r.tasks)
+    if (t.best_seconds > 0) best[t.name] = t.best_seconds;
+  double total = estimate();
+  nb::list task_rows;
+  for (const tune::TaskResult& t : r.tasks) {
+    double w = weight[t.name], s = t.best_seconds;
+    nb::dict d;
+    d["name"] = t.name;
+    d["weight"] = w;
+    d["trials"] = t.trials;
+    d["failed"] = t.failed;
+    d["best_ms"] = s > 0 ? nb::cast(s * 1e3) : nb::object(nb::none());
+    d["share"] = s > 0 && total > 0 ? w * s / total : 0.0;
+    d["gflop"] = t.flop / 1e9;
+    task_rows.append(d);
+  }
+  const tune::TuneTimes& tm = r.times;
+  nb::dict times;
+  times["build"] = tm.build;
+  times["run"] = tm.run;
+  times["search"] = tm.search;
+  times["model"] = tm.model;
+  times["database"] = tm.database;
+  times["confirm"] = tm.confirm;
+  nb::dict d;
+  d["model"] = src.what;
+  d["trials"] = trials;
+  d["wall_s"] = tm.total;
+  d["estimated_latency_ms"] = total * 1e3;
+  d["tasks"] = task_rows;
+  d["interrupted"] = r.interrupted;
+  d["times"] = times;
+  d["warnings"] = r.warnings;
+  return d;
+}
+
+}  // namespace
+
+void bind_onnx(nb::module_& m) {
+  nb::class_<CompiledModel>(m, "CompiledModelNative", "An ONNX model compiled by the graph executor.")
+      .def("run", &CompiledModel::run, nb::arg("inputs"), "Runs the model on {input name: array}; returns {output name: array}.")
+      .def_prop_ro("input_names", [](const CompiledModel& c) { return c.names(c.exec->graph().inputs); })
+      .def_prop_ro("output_names", [](const CompiledModel& c) { return c.names(c.exec->graph().outputs); })
+      .def_prop_ro("inputs", [](const CompiledModel& c) {
+        nb::dict d;
+        const graph::Graph& g = c.exec->graph();
+        for (int v : g.inputs) d[g.value(v).name.c_str()] = nb::make_tuple(as_tuple(g.value(v).shape), g.value(v).dtype.str());
+        return d;
+      })
+      .def_prop_ro("tasks", [](const CompiledModel& c) { return task_list(c.exec->table()); })
+      .def_ro("tasks_tuned", &CompiledModel::tuned)
+      .def_prop_ro("arena_bytes", [](const CompiledModel& c) { return c.exec->memory().arena_bytes; })
+      .def_prop_ro("naive_bytes", [](const CompiledModel& c) { return c.exec->memory().naive_bytes; })
+      .def_prop_ro("compile_seconds", [](const CompiledModel& c) { return c.exec->compile_seconds(); });
+  m.def("onnx_compile", [](const std::string& path, nb::handle bytes, const std::string& what, const std::string& db,
+                           int threads, const Shapes& shapes) { return compile_model(model_source(path, bytes, what), db, threads, shapes); },
+        nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"), nb::arg("input_shapes"));
+  m.def("onnx_tasks", [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes) {
+    return task_list(load_released(model_source(path, bytes, what), shapes).table);
+  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"));
+  m.def("onnx_tune", [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
+                        const std::string& db, int threads, const Shapes& shapes, int64_t seed, const std::string& worker, nb::handle progress) {
+    return tune_model(model_source(path, bytes, what), trials, db, threads, shapes, seed, worker, progress);
+  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"), nb::arg("threads"),
+        nb::arg("input_shapes"), nb::arg("seed"), nb::arg("worker"), nb::arg("progress").none());
+}
+
+}  // namespace tyche::python

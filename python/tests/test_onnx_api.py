@@ -1,0 +1,166 @@
+"""tyche.onnx: whole ONNX models from Python. Tiny models built with onnx.helper are compiled
+(from a file and from a ModelProto) and checked against onnxruntime (every output within
+1e-3 * max|reference|); tasks() shares one task between identical blocks; tune() fills a
+database that compile() then picks up; bad models and bad inputs are tyche.InputError."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tyche
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def U(*shape):
+    return RNG.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+def model(name, nodes, inputs, outputs, inits, opset=17):
+    """A checked model: `inputs` and `outputs` are {name: shape} (float32; a None dim is symbolic)."""
+    vin = [helper.make_tensor_value_info(k, TensorProto.FLOAT, [d if d is not None else "batch" for d in s])
+           for k, s in inputs.items()]
+    vout = [helper.make_tensor_value_info(k, TensorProto.FLOAT, s) for k, s in outputs.items()]
+    g = helper.make_graph(nodes, name, vin, vout, initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="tyche-test")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def conv_relu_gemm():
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Flatten", ["r"], ["f"]), helper.make_node("Gemm", ["f", "w2", "b2"], ["y"], transB=1)]
+    return model("conv_relu_gemm", nodes, {"x": [1, 3, 8, 8]}, {"y": [1, 10]},
+                 {"w": U(4, 3, 3, 3), "b": U(4), "w2": U(10, 256) * 0.1, "b2": U(10)})
+
+
+def matmul_softmax():
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1)]
+    return model("matmul_softmax", nodes, {"a": [4, 16]}, {"p": [4, 8]}, {"w": U(16, 8), "b": U(8)})
+
+
+def two_blocks():
+    """A stem conv (3 -> 4 channels; the layout's transpose fuses into it), then two conv+relu
+    blocks of the same shape (different weights): one task, called twice."""
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c0", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c2"], ["y"])]
+    return model("two_blocks", nodes, {"x": [1, 3, 8, 8]}, {"y": [1, 4, 8, 8]},
+                 {"w0": U(4, 3, 3, 3), "b0": U(4), "w1": U(4, 4, 3, 3), "b1": U(4), "w2": U(4, 4, 3, 3), "b2": U(4)})
+
+
+def reference(m, feeds):
+    s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in m.graph.output], s.run(None, feeds)))
+
+
+def assert_matches(got, ref):
+    assert set(got) == set(ref)
+    for k, r in ref.items():
+        assert got[k].shape == r.shape and got[k].dtype == r.dtype, k
+        assert np.abs(got[k] - r).max() <= 1e-3 * np.abs(r).max(), k
+
+
+@pytest.fixture(scope="module")
+def gemm_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "conv_relu_gemm.onnx"
+    onnx.save(conv_relu_gemm(), str(path))
+    return path
+
+
+def test_compile_from_path(gemm_path):
+    c = tyche.onnx.compile(gemm_path, threads=2)
+    assert c.input_names == ["x"] and c.output_names == ["y"]
+    assert c.inputs == {"x": ((1, 3, 8, 8), "float32")}
+    assert c.tasks_tuned == 0 and len(c.tasks) >= 2
+    assert 0 < c.arena_bytes <= c.naive_bytes
+    x = U(1, 3, 8, 8)
+    ref = reference(onnx.load(str(gemm_path)), {"x": x})
+    assert_matches(c(x=x), ref)
+    assert_matches(c({"x": x}), ref)
+    assert_matches(c({"x": np.asfortranarray(x)}), ref)  # copied to C order
+
+
+def test_compile_from_modelproto():
+    m = matmul_softmax()
+    c = tyche.onnx.compile(m)
+    a = U(4, 16)
+    out = c(a=a)
+    assert_matches(out, reference(m, {"a": a}))
+    np.testing.assert_allclose(out["p"].sum(axis=-1), 1, rtol=1e-5)
+
+
+def test_tasks_share_identical_blocks():
+    tasks = tyche.onnx.tasks(two_blocks())
+    shared = [t for t in tasks if t["weight"] == 2]
+    assert len(shared) == 1 and "conv_relu" in shared[0]["name"], tasks
+    assert sum(t["weight"] for t in tasks if "conv" in t["name"]) == 3, tasks
+    t = shared[0]
+    assert t["gflop"] > 0 and len(t["hash"]) == 16 and int(t["hash"], 16) >= 0
+    assert len({t["hash"] for t in tasks}) == len(tasks)
+    assert tasks == tyche.onnx.compile(two_blocks()).tasks
+    m = two_blocks()
+    x = U(1, 3, 8, 8)
+    assert_matches(tyche.onnx.compile(m)(x=x), reference(m, {"x": x}))
+
+
+def test_tune_then_compile(gemm_path, tmp_path):
+    db = tmp_path / "db"
+    r = tyche.onnx.tune(gemm_path, trials=16, db=db, threads=2, progress=False)
+    assert r["trials"] == 16 and r["model"] == str(gemm_path)
+    assert sum(t["trials"] for t in r["tasks"]) <= 16
+    assert {t["name"] for t in r["tasks"]} == {t["name"] for t in tyche.onnx.tasks(gemm_path)}
+    assert r["estimated_latency_ms"] > 0 and not r["interrupted"]
+    assert abs(sum(t["share"] for t in r["tasks"]) - 1) < 1e-6
+    c = tyche.onnx.compile(gemm_path, db=db)
+    assert c.tasks_tuned > 0
+    x = U(1, 3, 8, 8)
+    assert_matches(c(x=x), reference(onnx.load(str(gemm_path)), {"x": x}))
+
+
+def test_input_errors(gemm_path):
+    c = tyche.onnx.compile(gemm_path)
+    with pytest.raises(tyche.InputError, match="missing input 'x'"):
+        c()
+    with pytest.raises(tyche.InputError, match="'z' is not an input"):
+        c(x=U(1, 3, 8, 8), z=U(1))
+    with pytest.raises(tyche.InputError, match="input 'x' must be float32"):
+        c(x=U(1, 3, 8, 8).astype(np.float64))
+    with pytest.raises(tyche.InputError, match="input 'x' must be float32"):
+        c(x=U(1, 3, 8, 9))
+    with pytest.raises(tyche.InputError, match="no tuning database"):
+        tyche.onnx.compile(gemm_path, db=gemm_path.parent / "missing")
+
+
+def test_model_errors(tmp_path):
+    m = model("mod", [helper.make_node("Mod", ["x", "k"], ["y"], fmod=1)], {"x": [2, 3]}, {"y": [2, 3]},
+              {"k": np.full([1], 0.75, np.float32)})
+    with pytest.raises(tyche.InputError, match="unsupported operators: Mod"):
+        tyche.onnx.compile(m)
+    bad = tmp_path / "not_a_model.onnx"
+    bad.write_text("hello, not a model\n")
+    for f in (tyche.onnx.compile, tyche.onnx.tasks):
+        with pytest.raises(tyche.InputError, match="is not an ONNX model"):
+            f(bad)
+    with pytest.raises(tyche.InputError, match="cannot open"):
+        tyche.onnx.tasks(tmp_path / "missing.onnx")
+    with pytest.raises(tyche.InputError, match="path to a .onnx file or an onnx.ModelProto"):
+        tyche.onnx.compile(42)
+
+
+def test_symbolic_input_shape():
+    m = model("symbolic", [helper.make_node("Relu", ["x"], ["y"])], {"x": [None, 5]}, {"y": [None, 5]}, {})
+    with pytest.raises(tyche.InputError, match="symbolic dimension"):
+        tyche.onnx.compile(m)
+    c = tyche.onnx.compile(m, input_shapes={"x": (3, 5)})
+    x = U(3, 5)
+    np.testing.assert_array_equal(c(x=x)["y"], np.maximum(x, 0))
+    with pytest.raises(tyche.InputError, match="not an input of the model"):
+        tyche.onnx.tasks(m, input_shapes={"nope": (3, 5)})
