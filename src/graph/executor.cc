@@ -1,6 +1,9 @@
 #include "graph/executor.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -13,11 +16,30 @@ namespace tyche::graph {
 Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> programs, const ExecutorOptions& options)
     : graph_(std::move(graph)), table_(std::move(table)), options_(options) {
   auto start = std::chrono::steady_clock::now();
-  programs.resize(table_.tasks.size());
-  for (size_t t = 0; t < table_.tasks.size(); ++t) {
-    ir::PrimFunc p = programs[t].defined() ? programs[t] : default_schedule(table_.tasks[t].func);
-    kernels_.push_back(codegen::compile(lower::lower(p).func, options_.compile));
-  }
+  size_t n = table_.tasks.size();
+  programs.resize(n);
+  kernels_.resize(n);
+  // Tasks compile independently (LLVM contexts are per kernel), so on as many threads as the
+  // machine has; the first error, by task order, is the one reported.
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t t = next.fetch_add(1); t < n; t = next.fetch_add(1)) {
+      try {
+        ir::PrimFunc p = programs[t].defined() ? programs[t] : default_schedule(table_.tasks[t].func);
+        kernels_[t] = codegen::compile(lower::lower(p).func, options_.compile);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    }
+  };
+  size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   plan_ = plan_execution(graph_, table_);
   arena_ = runtime::NDArray({std::max<int64_t>(plan_.memory.arena_bytes, 1)}, DataType::UInt(8));

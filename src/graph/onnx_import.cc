@@ -209,7 +209,8 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     v.dtype = v.constant.dtype();
     ids[init.name()] = graph.add_value(std::move(v));
   }
-  for (const auto& [name, shape] : options.input_shapes) {
+  for (const auto& entry : options.input_shapes) {
+    const std::string& name = entry.first;
     bool found = !ids.count(name) && std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) { return in.name() == name; });
     if (!found) throw_input_error("{}: --input-shape names '{}', which is not an input of the model", what, name);
   }
