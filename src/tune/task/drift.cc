@@ -24,12 +24,11 @@ double DriftCorrection::time_yardstick(Measurer& measurer, const MeasureTask& ta
 
 double DriftCorrection::scale(std::vector<Trial>& round, double before, double after) const {
   if ((before <= 0 && after <= 0) || times_.empty()) return 0;
-  double y0 = before > 0 ? before : after, y1 = after > 0 ? after : before;
+  // A hiccup only ever slows a timing, so the faster of the two is the host's speed then.
+  double y = before > 0 && after > 0 ? std::min(before, after) : std::max(before, after);
   double typical = median(times_);
-  for (size_t k = 0; k < round.size(); ++k) {
-    double y = y0 + (y1 - y0) * (static_cast<double>(k) + 0.5) / static_cast<double>(round.size());
-    round[k].ranked_seconds *= std::clamp(typical / y, 0.5, 2.0);
-  }
+  double factor = std::clamp(typical / y, kMinFactor, kMaxFactor);
+  for (Trial& t : round) t.ranked_seconds *= factor;
   return typical;
 }
 

@@ -2,9 +2,11 @@
 // and a round measured in a quiet spell would otherwise hold every leader. A yardstick (the
 // task's fastest program of its first measured round, built once) is timed before and after each
 // later round, and the round's ranked times are scaled by its typical time (the median of all
-// its timings so far) over its time then, interpolated over the round and held within [1/2, 2]:
-// the host's drift stays well inside that, and a timing that caught a hiccup cannot rank a round
-// first. Records keep the raw times.
+// its timings so far) over the faster of its two times then, held within [0.8, 1.25]. The bound
+// is tight because most of the host's swings are not slow drift: on a 2-vCPU AMD EPYC tuning
+// ResNet-50, the yardstick's speed halved and recovered within seconds (a neighbour's memory
+// traffic), so a factor of 2 ranked whole rounds of ordinary programs first. Records keep the
+// raw times.
 #pragma once
 
 #include <optional>
@@ -16,6 +18,8 @@ namespace tyche::tune {
 
 class DriftCorrection {
  public:
+  static constexpr double kMinFactor = 0.8, kMaxFactor = 1.25;
+
   bool has_yardstick() const { return yardstick_.has_value(); }
   // Takes the fastest trial of `round` (its first measured round) as the yardstick; none when
   // nothing ran or it does not build (the next round chooses).

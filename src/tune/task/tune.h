@@ -70,8 +70,8 @@ struct TuneOptions {
   // The host's speed drifts over minutes on a shared machine, and a round measured in a quiet
   // spell would otherwise hold every leader. A yardstick (the task's fastest program of its first
   // round) is timed before and after each later round, and the round's times are scaled by its
-  // typical time (the median of its timings so far) over its time then, interpolated over the
-  // round and held within [1/2, 2]. Records keep the raw times; the cost model, the search, the
+  // typical time (the median of its timings so far) over the faster of its times then, held
+  // within [0.8, 1.25] (drift.h says why). Records keep the raw times; the cost model, the search, the
   // best and the choice of leaders use the scaled ones.
   bool drift_correction = true;
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): stop after saving what was measured

@@ -238,7 +238,7 @@ TEST(Tune, RoundsAreSizedToTheBudgetAndTheConfirmationToItsShare) {
 
 // Drift correction: the first round's fastest program is timed before and after each later round,
 // and the round's times are scaled by its typical time (the median of its timings so far) over
-// its time then (interpolated over the round, held within [1/2, 2]); the records keep the raw
+// the faster of its two times then (held within [0.8, 1.25]); the records keep the raw
 // times, the best and the leaders follow the scaled ones, the fastest measurement stays as timed.
 TEST(Tune, EachRoundIsScaledByTheYardstick) {
   auto w = workloads::get_preset("GMM-1");
@@ -277,10 +277,7 @@ TEST(Tune, EachRoundIsScaledByTheYardstick) {
       if (!rec.ok()) continue;
       double s = rec.mean_seconds();
       round_best = std::min(round_best, s);
-      if (round > 0) {
-        double y = h.yardstick_before + (h.yardstick_after - h.yardstick_before) * (static_cast<double>(k) + 0.5) / 8;
-        s *= std::clamp(h.yardstick_typical / y, 0.5, 2.0);
-      }
+      if (round > 0) s *= std::clamp(h.yardstick_typical / std::min(h.yardstick_before, h.yardstick_after), 0.8, 1.25);
       corrected.emplace_back(s, rec.program);
     }
     if (round == 0) yardstick.push_back(round_best);  // its first time: the first round's fastest
