@@ -19,7 +19,8 @@ and loaded by onnxruntime (CPU provider, all graph optimizations). Fair by const
     work for both, so the ratio does not depend on them; GFLOP/s is shown only as a guide).
 The tuning gap is stated for Tyche: the tuner's estimate (sum over tasks of weight x best
 measured latency, from tune-model's JSON when --tune-json-dir has it) against the whole model
-timed here; onnxruntime is not tuned.
+timed here; onnxruntime is not tuned. With --tvm-dir, TVM's model tuned by bench/suitelib/tvm_model.py
+runs as a third system in the same rotation (its tuner estimate and gap stated too).
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def bootstrap_ratio(a: list[float], b: list[float], samples: int = 2000, seed: i
     return ratios[int(0.025 * samples)], ratios[int(0.975 * samples) - 1]
 
 
+def load_tvm(args, name: str):
+    """TVM's tuned model (suitelib/tvm_model.py's work dir TVM_DIR/<model>), or None."""
+    if not args.tvm_dir or not (pathlib.Path(args.tvm_dir) / name / "model.so").exists():
+        return None
+    sys.path.insert(0, str(ROOT / "bench" / "suitelib"))
+    import tvm_model
+
+    return tvm_model.TvmModel(str(pathlib.Path(args.tvm_dir) / name), threads=args.threads)
+
+
 def bench_model(name: str, args, tyche, ort, make_models) -> dict:
     import onnx
 
@@ -97,11 +108,18 @@ def bench_model(name: str, args, tyche, ort, make_models) -> dict:
         diff = max(float(np.abs(got[o.name] - r).max() / max(np.abs(r).max(), 1e-6))
                    for o, r in zip(session.get_outputs(), reference))
         systems = {"tyche": lambda: compiled(inputs), "onnxruntime": lambda: session.run(None, inputs)}
+        tvm_model = load_tvm(args, name)
+        tvm_diff = None
+        if tvm_model is not None:
+            got_tvm = tvm_model.run(inputs)
+            tvm_diff = max(float(np.abs(g - r).max() / max(np.abs(r).max(), 1e-6)) for g, r in zip(got_tvm, reference))
+            systems["tvm"] = lambda: tvm_model.run(inputs)
         calls = {k: calibrate(fn, args.window) for k, fn in systems.items()}
         seconds = {k: [] for k in systems}
         order = list(systems)
         for r in range(args.rounds):
-            for k in order[r % 2:] + order[:r % 2]:
+            shift = r % len(order)
+            for k in order[shift:] + order[:shift]:
                 time.sleep(0.05)
                 seconds[k].append(window(systems[k], calls[k]))
         ratio = statistics.median(seconds["tyche"]) / statistics.median(seconds["onnxruntime"])
@@ -121,6 +139,13 @@ def bench_model(name: str, args, tyche, ort, make_models) -> dict:
             "naive_bytes": compiled.naive_bytes, "compile_s": compile_s, "max_rel_diff": diff,
             "tuner_estimate_ms": estimate,
         }
+        if tvm_model is not None:
+            row["tvm_ms"] = statistics.median(seconds["tvm"]) * 1e3
+            row["tyche_over_tvm"] = statistics.median(seconds["tyche"]) / statistics.median(seconds["tvm"])
+            row["tyche_over_tvm_ci95"] = list(bootstrap_ratio(seconds["tyche"], seconds["tvm"]))
+            row["tvm_over_onnxruntime"] = statistics.median(seconds["tvm"]) / statistics.median(seconds["onnxruntime"])
+            row["tvm_max_rel_diff"] = tvm_diff
+            row["tvm_tune"] = {k: tvm_model.result.get(k) for k in ("trials", "tasks", "wall_s", "estimated_latency_ms", "tvm_version")}
         return row
 
 
@@ -133,6 +158,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--window", type=float, default=0.3, help="seconds of back-to-back calls per window")
     p.add_argument("--json", default="")
+    p.add_argument("--tvm-dir", default="", help="TVM's tuned models (bench/suitelib/tvm_model.py tune --work-dir TVM_DIR/<model>)")
     args = p.parse_args()
     import onnxruntime as ort
     import make_models
@@ -149,6 +175,13 @@ def main() -> int:
         print(f"{name:<16} {r['tyche_ms']:>9.3f} {r['onnxruntime_ms']:>9.3f} {r['ratio']:>6.2f} "
               f"[{r['ratio_ci95'][0]:>5.2f}, {r['ratio_ci95'][1]:>5.2f}] {r['tasks_tuned']:>3}/{r['tasks']:<3} "
               f"{r['arena_bytes'] / 2**20:>10.2f} {r['naive_bytes'] / 2**20:>10.2f} {r['compile_s']:>9.2f}  {est}")
+        if "tvm_ms" in r:
+            t = r["tvm_tune"]
+            tvm_est = t["estimated_latency_ms"]
+            print(f"{'':<16} TVM {r['tvm_ms']:.3f} ms after {t['trials']} trials ({t['wall_s']:.0f} s): Tyche / TVM = "
+                  f"{r['tyche_over_tvm']:.2f} [{r['tyche_over_tvm_ci95'][0]:.2f}, {r['tyche_over_tvm_ci95'][1]:.2f}], "
+                  f"TVM / onnxruntime = {r['tvm_over_onnxruntime']:.2f}; TVM's tuner estimate {tvm_est:.3f} ms "
+                  f"(gap {r['tvm_ms'] / tvm_est:.2f}x), max rel diff {r['tvm_max_rel_diff']:.1e}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"cpu": cpu_name(), "threads": args.threads, "models": rows}, indent=2) + "\n")
     return 0

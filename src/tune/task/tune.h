@@ -61,11 +61,11 @@ struct TuneOptions {
   // luckiest. The task's best is then the fastest confirmed program (0: no confirmation).
   int confirm_top = 16;
   int confirm_rounds = 5;
-  // With several tasks, the confirmation's share of the tuning time so far: each task confirms
-  // as many leaders (at most confirm_top) as its part of this budget pays for at this run's cost
-  // of building and timing a candidate, its part following its weighted latency; a task whose
-  // part buys fewer than two confirms none. So many small tasks do not make confirmation the
-  // bulk of a tune (0: every task confirms confirm_top).
+  // With several tasks, the confirmation's share of the tuning time so far. Tasks go largest
+  // weighted latency first, each confirming as many leaders (at most confirm_top) as its part of
+  // what is left of this budget pays for at the price a leader has cost so far; a task whose part
+  // buys fewer than two confirms none. So many small tasks do not make confirmation the bulk of a
+  // tune (0: every task confirms confirm_top).
   double confirm_share = 0.08;
   // The host's speed drifts over minutes on a shared machine, and a round measured in a quiet
   // spell would otherwise hold every leader. A yardstick (the task's fastest program of its first
