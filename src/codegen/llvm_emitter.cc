@@ -443,7 +443,9 @@ class Emitter {
       case ir::CallOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
       case ir::CallOp::kRsqrt: return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
       case ir::CallOp::kTanh: return libm_call("tanhf", "tanh", x);
-      case ir::CallOp::kErf: return libm_call("erff", "erf", x);
+      case ir::CallOp::kErf:
+        if (x->getType()->getScalarType()->isFloatTy()) return detail::f32_erf(b_, x);
+        return libm_call("erff", "erf", x);
       case ir::CallOp::kSigmoid: {
         // e^-|x| never overflows: 1 / (1 + t) for x >= 0, t / (1 + t) below, so that results
         // down to the subnormals keep their digits (1 / (1 + e^-x) is 0 from x = -88).

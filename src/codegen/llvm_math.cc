@@ -27,6 +27,7 @@ struct Exact {
   llvm::Value* fma(llvm::Value* x, llvm::Value* y, llvm::Value* z) const {
     return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f}, {x, y, z});
   }
+  llvm::Value* div(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FDiv, x, y); }
   // 2^n for integer n in [-126, 127], as float bits.
   llvm::Value* pow2(llvm::Value* n) const { return b.CreateBitCast(b.CreateShl(b.CreateAdd(n, k(127)), k(23)), f); }
 };
@@ -56,6 +57,27 @@ llvm::Value* f32_exp(llvm::IRBuilderBase& b, llvm::Value* x) {
   // product is exact, the second rounds once (into the subnormals, or to infinity).
   llvm::Value* half = b.CreateAShr(n, e.k(1));
   return e.mul(e.mul(p, e.pow2(half)), e.pow2(b.CreateSub(n, half)));
+}
+
+llvm::Value* f32_erf(llvm::IRBuilderBase& b, llvm::Value* x) {
+  Exact e{b, x->getType(), same_shape(x->getType(), b.getInt32Ty())};
+  llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value* z = e.mul(a, a);
+  // Small |x|: 2/sqrt(pi) * a * sum_k (-z)^k / (k! (2k+1)), k = 0..7, by Horner in z.
+  llvm::Value* s = e.c(-1.0f / 75600.0f);
+  for (float coef : {1.0f / 9360.0f, -1.0f / 1320.0f, 1.0f / 216.0f, -1.0f / 42.0f, 1.0f / 10.0f, -1.0f / 3.0f, 1.0f})
+    s = e.fma(s, z, e.c(coef));
+  s = e.mul(e.mul(s, a), e.c(1.12837916709551257f));
+  // Large |x|: 1 - (a1 t + ... + a5 t^5) e^(-z).
+  llvm::Value* t = e.div(e.c(1.0f), e.fma(a, e.c(0.3275911f), e.c(1.0f)));
+  llvm::Value* q = e.c(1.061405429f);
+  for (float coef : {-1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f}) q = e.fma(q, t, e.c(coef));
+  q = e.mul(q, t);
+  llvm::Value* big = e.sub(e.c(1.0f), e.mul(q, f32_exp(b, e.sub(e.c(0.0f), z))));
+  // Both sides are computed (a select vectorizes); NaN compares false and takes the large side,
+  // which is NaN too.
+  llvm::Value* r = b.CreateSelect(b.CreateFCmpOLT(a, e.c(0.75f)), s, big);
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
 }
 
 }  // namespace tyche::codegen::detail
