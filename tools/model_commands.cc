@@ -164,6 +164,46 @@ struct Estimate {
   int measured = 0;  // tasks with a best so far
 };
 
+// run-model --profile: `repeat` more runs with every call timed; per task (largest share first)
+// its calls, time per call in the model, its tuned best (as measured alone) and their ratio.
+nlohmann::json print_profile(graph::Executor& exec, const std::vector<runtime::NDArray>& inputs, int repeat,
+                             const std::vector<double>& tuned_seconds) {
+  const graph::TaskTable& table = exec.table();
+  std::vector<double> call_seconds;
+  auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < repeat; ++r) exec.run(inputs, &call_seconds);
+  double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeat;
+  std::vector<double> task_seconds(table.tasks.size(), 0.0);
+  std::vector<int> calls(table.tasks.size(), 0);
+  for (size_t c = 0; c < table.calls.size(); ++c) {
+    auto t = static_cast<size_t>(table.calls[c].task);
+    task_seconds[t] += call_seconds[c] / repeat;
+    ++calls[t];
+  }
+  std::vector<size_t> order(table.tasks.size());
+  for (size_t t = 0; t < order.size(); ++t) order[t] = t;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return task_seconds[a] > task_seconds[b]; });
+  double in_calls = 0, tuned_total = 0;
+  for (size_t t = 0; t < order.size(); ++t) {
+    in_calls += task_seconds[t];
+    tuned_total += tuned_seconds[t] * calls[t];
+  }
+  fmt::print("\nprofile ({} runs): {:<40} {:>5} {:>12} {:>10} {:>7} {:>6}\n", repeat, "task", "calls", "in model ms", "tuned ms",
+             "ratio", "share");
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t t : order) {
+    double per_call = calls[t] ? task_seconds[t] / calls[t] : 0, tuned = tuned_seconds[t];
+    fmt::print("{:>18}{:<40} {:>5} {:>12.4f} {:>10} {:>7} {:>5.1f}%\n", "", table.tasks[t].name, calls[t], per_call * 1e3,
+               tuned > 0 ? fmt::format("{:.4f}", tuned * 1e3) : "-", tuned > 0 ? fmt::format("{:.2f}", per_call / tuned) : "-",
+               total > 0 ? task_seconds[t] / total * 100 : 0);
+    rows.push_back({{"task", table.tasks[t].name}, {"calls", calls[t]}, {"in_model_ms", per_call * 1e3},
+                    {"tuned_ms", tuned > 0 ? nlohmann::json(tuned * 1e3) : nlohmann::json(nullptr)}});
+  }
+  fmt::print("calls {:.3f} ms of {:.3f} ms per run (the rest: between calls); tuned tasks alone sum to {:.3f} ms\n", in_calls * 1e3,
+             total * 1e3, tuned_total * 1e3);
+  return {{"run_ms", total * 1e3}, {"calls_ms", in_calls * 1e3}, {"tuned_sum_ms", tuned_total * 1e3}, {"tasks", rows}};
+}
+
 }  // namespace
 
 ModelCommands::ModelCommands(CLI::App& app) {
@@ -183,6 +223,9 @@ ModelCommands::ModelCommands(CLI::App& app) {
   tune_model_->add_option("--seed", seed_, "seed of the spaces and the search (default 0)");
   tune_model_->add_option("--json", json_file_, "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
   tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
+  tune_model_->add_option("--timing", timing_,
+                          "cold (default: each argument evicted from the caches before each of 10 runs, as the model meets it) or warm "
+                          "(repeated back to back for 20 ms, as tyche tune)");
   run_model_->add_option("--db", db_, "a tuning database: each task runs its best record (others a default schedule)");
   run_model_->add_option("--input", inputs_, "NAME=FILE.npy: an input's value (others are random, from a fixed seed)");
   run_model_->add_option("--save-outputs", save_outputs_, "write DIR/OUTPUT_NAME.npy for each output");
@@ -191,6 +234,7 @@ ModelCommands::ModelCommands(CLI::App& app) {
   run_model_->add_option("--compare", compare_, "onnxruntime: run the model there too (Python's onnxruntime), time it, compare outputs")
       ->check(CLI::IsMember({"onnxruntime"}));
   run_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche run --cpu)");
+  run_model_->add_flag("--profile", profile_, "time every call as the model runs: per task, its time in the model against its tuned best");
   export_model_ = app.add_subcommand("export-model", "write an ONNX model, with a database's best programs, as a C header and a static library");
   export_model_->add_option("model", model_, "the .onnx file")->required();
   export_model_->add_option("--input-shape", input_shapes_, "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
@@ -225,6 +269,7 @@ int ModelCommands::cmd_tune_model() {
   to.seed = seed_;
   to.threads = threads_;
   to.runner.worker_path = program_dir() + "/tyche-worker";
+  to.runner.time = tune::timing_named(timing_);
   to.stop = &g_interrupted;
   fmt::print("{}: {} tasks ({} calls), {:.3f} GFLOP, {} trials; database {}\n", model_, tasks.size(), m.table.calls.size(),
              [&] {
@@ -397,6 +442,7 @@ int ModelCommands::cmd_run_model() {
   if (!given.empty()) throw_input_error("--input names '{}', which is not an input of the model", given.begin()->first);
   // Programs: each task's best record, where the database has one.
   std::vector<ir::PrimFunc> programs(m.table.tasks.size());
+  std::vector<double> tuned_seconds(m.table.tasks.size(), 0.0);
   int tuned = 0;
   if (!db_.empty()) {
     if (!std::filesystem::is_directory(db_)) throw_input_error("no tuning database at '{}'", db_);
@@ -404,6 +450,7 @@ int ModelCommands::cmd_run_model() {
     target.cpu = cpu_;
     tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_), m.table, target);
     programs = std::move(best.programs);
+    tuned_seconds = std::move(best.best_seconds);
     tuned = best.tuned;
   }
   graph::ExecutorOptions options;
@@ -425,6 +472,7 @@ int ModelCommands::cmd_run_model() {
              model_, med * 1e3, best * 1e3, repeat_, runtime::ThreadPool::global().num_threads(), exec.compile_seconds(),
              static_cast<double>(exec.memory().arena_bytes) / (1 << 20), static_cast<double>(exec.memory().naive_bytes) / (1 << 20),
              static_cast<double>(exec.memory().lower_bound) / (1 << 20));
+  nlohmann::json profile = profile_ ? print_profile(exec, inputs, repeat_, tuned_seconds) : nlohmann::json();
   nlohmann::json shapes = nlohmann::json::object();
   for (size_t o = 0; o < eg.outputs.size(); ++o) {
     const graph::Value& v = eg.value(eg.outputs[o]);
@@ -467,6 +515,7 @@ int ModelCommands::cmd_run_model() {
                         {"lower_bound_bytes", exec.memory().lower_bound},
                         {"threads", runtime::ThreadPool::global().num_threads()},
                         {"compile_s", exec.compile_seconds()}};
+    if (profile_) j["profile"] = profile;
     if (ort) {
       j["onnxruntime_ms"] = ort->median_ms;
       j["max_abs_diff"] = max_abs_diff;

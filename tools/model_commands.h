@@ -33,6 +33,8 @@ class ModelCommands {
   int trials_ = 0;
   int64_t seed_ = 0;
   int threads_ = 0;
+  bool profile_ = false;
+  std::string timing_ = "cold";
 };
 
 }  // namespace tyche::tools

@@ -210,10 +210,11 @@ CompiledModel compile_model(const ModelSource& src, const std::string& db, int t
 }
 
 nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, int threads, const Shapes& shapes, int64_t seed,
-                    const std::string& worker, nb::handle progress) {
+                    const std::string& timing, const std::string& worker, nb::handle progress) {
   if (trials <= 0) throw InputError("tune: trials must be positive");
   if (threads < 0) throw InputError("tune: threads must be positive");
   if (db.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
+  runtime::TimeOptions time = tune::timing_named(timing);
   Model m = load_released(src, shapes);
   std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table);
   tune::TuneOptions o;
@@ -222,6 +223,7 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
   o.seed = seed;
   o.threads = threads;
   o.runner.worker_path = worker;
+  o.runner.time = time;
   std::atomic<bool> stop{false};
   o.stop = &stop;
   std::map<std::string, double> weight, best;  // by task; best: seconds so far
@@ -319,10 +321,11 @@ void bind_onnx(nb::module_& m) {
     return task_list(load_released(model_source(path, bytes, what), shapes).table);
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"));
   m.def("onnx_tune", [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
-                        const std::string& db, int threads, const Shapes& shapes, int64_t seed, const std::string& worker, nb::handle progress) {
-    return tune_model(model_source(path, bytes, what), trials, db, threads, shapes, seed, worker, progress);
+                        const std::string& db, int threads, const Shapes& shapes, int64_t seed, const std::string& timing,
+                        const std::string& worker, nb::handle progress) {
+    return tune_model(model_source(path, bytes, what), trials, db, threads, shapes, seed, timing, worker, progress);
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"), nb::arg("threads"),
-        nb::arg("input_shapes"), nb::arg("seed"), nb::arg("worker"), nb::arg("progress").none());
+        nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"), nb::arg("worker"), nb::arg("progress").none());
 }
 
 }  // namespace tyche::python

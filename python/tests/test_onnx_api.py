@@ -5,6 +5,8 @@ database that compile() then picks up; bad models and bad inputs are tyche.Input
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -123,6 +125,18 @@ def test_tune_then_compile(gemm_path, tmp_path):
     assert c.tasks_tuned > 0
     x = U(1, 3, 8, 8)
     assert_matches(c(x=x), reference(onnx.load(str(gemm_path)), {"x": x}))
+    # A model's tasks are timed cold by default: every record says so, with ten single runs.
+    lines = [json.loads(line) for line in (db / "records.jsonl").read_text().splitlines()]
+    measured = [r for r in lines if r["seconds"]]
+    assert measured and all(r["target"]["timing"] == "cold" for r in lines)
+    searched = [r for r in measured if not r.get("confirmed")]  # a leader timed again has its rounds together
+    assert all(len(r["seconds"]) in (1, 10) for r in searched)  # 1: far slower than the best, its checking run only
+    assert any(len(r["seconds"]) == 10 for r in searched)
+    warm = tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "warm", threads=2, progress=False, timing="warm")
+    assert warm["trials"] == 8
+    assert all("timing" not in json.loads(line)["target"] for line in (tmp_path / "warm" / "records.jsonl").read_text().splitlines())
+    with pytest.raises(tyche.InputError, match="unknown timing 'hot' \\(expected cold or warm\\)"):
+        tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "hot", threads=2, progress=False, timing="hot")
 
 
 def test_input_errors(gemm_path):

@@ -115,5 +115,14 @@ def test_a_killed_tune_resumes_and_run_model_uses_its_records(tyche, models, tmp
         seen.add(key)
     summary = json.loads((tmp_path / "tune.json").read_text())
     assert summary["trials"] == 16 and summary["estimated_latency_ms"] > 0
-    result = run_and_compare(tyche, model, "bert_small", tmp_path, "--db", str(db))
+    result = run_and_compare(tyche, model, "bert_small", tmp_path, "--db", str(db), "--profile")
     assert result["tasks_tuned"] > 0
+    # --profile: every call timed, per task; a tuned task shows its tuned time beside its time in the model.
+    profile = result["profile"]
+    rows = {r["task"]: r for r in profile["tasks"]}
+    assert len(rows) == result["tasks"]
+    assert sum(r["calls"] for r in rows.values()) == sum(t["weight"] for t in summary["tasks"])
+    assert all(r["in_model_ms"] > 0 for r in rows.values())
+    tuned = [r for r in rows.values() if r["tuned_ms"] is not None]
+    assert len(tuned) == result["tasks_tuned"] and all(r["tuned_ms"] > 0 for r in tuned)
+    assert 0 < profile["calls_ms"] <= profile["run_ms"] and profile["tuned_sum_ms"] > 0

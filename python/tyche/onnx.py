@@ -146,10 +146,13 @@ def _print_progress(trials: int, budget: int, task: str, best_seconds: float, es
 
 
 def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = None,
-         input_shapes: Mapping[str, Any] | None = None, seed: int = 0, progress: bool | Callable = True) -> dict:
+         input_shapes: Mapping[str, Any] | None = None, seed: int = 0, progress: bool | Callable = True,
+         timing: str = "cold") -> dict:
     """Tunes every task of ``model`` for ``trials`` measured candidates in all, shared by the
     gradient task scheduler, keeping the records in the database directory ``db`` (a rerun
-    resumes). ``threads``: for the search and the cost model (default: all).
+    resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "cold"
+    (each candidate's arguments evicted from the caches before each of 10 runs, as the model
+    meets them) or "warm" (repeated back to back, as ``tyche.tune``).
 
     Returns what ``tyche tune-model --json`` writes: model, trials, wall_s, estimated_latency_ms
     (sum of weight x best), tasks (name, weight, trials, failed, best_ms, share, gflop),
@@ -160,4 +163,4 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
     path, data, what = _source(model)
     callback = _print_progress if progress is True else (progress or None)
     return _tyche.onnx_tune(path, data, what, int(trials), os.fspath(db), _threads(threads), _shapes(input_shapes), int(seed),
-                            os.environ.get("TYCHE_WORKER", _WORKER), callback)
+                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback)

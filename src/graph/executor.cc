@@ -55,7 +55,8 @@ void* Executor::address(const Location& where, const std::vector<runtime::NDArra
   throw InternalError("a value has no storage");
 }
 
-std::vector<runtime::NDArray> Executor::run(const std::vector<runtime::NDArray>& inputs) {
+std::vector<runtime::NDArray> Executor::run(const std::vector<runtime::NDArray>& inputs, std::vector<double>* call_seconds) {
+  if (call_seconds) call_seconds->resize(table_.calls.size(), 0.0);
   if (inputs.size() != graph_.inputs.size())
     throw_input_error("the model takes {} inputs, {} given", graph_.inputs.size(), inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -68,7 +69,9 @@ std::vector<runtime::NDArray> Executor::run(const std::vector<runtime::NDArray>&
   for (size_t c = 0; c < table_.calls.size(); ++c) {
     args.clear();
     for (const Location& l : plan_.call_args[c]) args.push_back(address(l, inputs));
+    auto start = call_seconds ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     kernels_[static_cast<size_t>(table_.calls[c].task)]->run(args.data());
+    if (call_seconds) (*call_seconds)[c] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!options_.poison_dead) continue;
     for (int b : plan_.dies_after[c])
       std::memset(arena_.data_as<uint8_t>() + plan_.memory.offsets[static_cast<size_t>(b)], 0xFF,

@@ -41,7 +41,10 @@ class Executor {
 
   // Runs the model on one array per graph input (in graph.inputs order); returns one per graph
   // output. InputError naming the input when one has the wrong type or shape.
-  std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs);
+  // With `call_seconds` (one entry per call of table().calls), each call's wall time is added
+  // to its entry: the profile of the model as run, where a kernel meets the caches its
+  // neighbours left rather than the warm ones of a tuning measurement.
+  std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs, std::vector<double>* call_seconds = nullptr);
 
  private:
   void* address(const Location& where, const std::vector<runtime::NDArray>& inputs);

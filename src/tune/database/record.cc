@@ -109,6 +109,7 @@ std::string to_json_line(const TuningRecord& r) {
             {"seconds", r.seconds},
             {"error", r.error.empty() ? json(nullptr) : json(r.error)},
             {"measured_at", r.measured_at}};
+  if (!r.target.timing.empty()) j["target"]["timing"] = r.target.timing;
   if (r.confirmed) j["confirmed"] = true;
   return j.dump();
 }
@@ -140,6 +141,8 @@ TuningRecord parse_record(const std::string& line) {
   r.target.llvm_cpu = t.value("llvm_cpu", "");
   r.target.cpu_model = t.value("cpu_model", "");
   r.target.features = t.value("features", "");
+  r.target.timing = t.value("timing", "");
+  if (!r.target.timing.empty() && r.target.timing != "cold") throw Error(fmt::format("record: unknown timing '{}'", r.target.timing));
   if (j.contains("program") && !j["program"].is_null()) r.program = parse_hex(field<std::string>(j, "program", "record"));
   r.seconds = field<std::vector<double>>(j, "seconds", "record");
   for (double s : r.seconds)
@@ -196,7 +199,8 @@ void append_records(const std::string& path, const std::vector<TuningRecord>& re
 }
 
 std::string target_key(const RecordTarget& t) {
-  return fmt::format("{}|{}|{}|{}|{:016x}", t.kind, t.num_cores, t.cpu, t.llvm_cpu, hash_string(t.features));
+  std::string key = fmt::format("{}|{}|{}|{}|{:016x}", t.kind, t.num_cores, t.cpu, t.llvm_cpu, hash_string(t.features));
+  return t.timing.empty() ? key : key + "|" + t.timing;
 }
 
 std::string utc_now() {

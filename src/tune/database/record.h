@@ -7,6 +7,7 @@
 //                                  // before the postprocessors, which run again on replay
 //    "target": {"kind": "llvm", "num_cores": 2, "cpu": "host", "llvm_cpu": "sapphirerapids",
 //               "cpu_model": "Intel(R) Xeon(R) ...", "features": "+adx,+aes,..."},
+//               (and "timing": "cold" for candidates timed with cold caches; absent: warm)
 //    "program": "<16 hex digits>",          // structural hash of the program measured (optional)
 //    "seconds": [0.0123, 0.0121, 0.0125],   // every timed repeat (empty on error)
 //    "error": null,                         // or why it was not measured (build, run, wrong result)
@@ -40,6 +41,11 @@ struct RecordTarget {
   int num_cores = 1;
   std::string cpu = "host";  // what code was generated for (target/cpu.h)
   std::string llvm_cpu, cpu_model, features;
+  // How the candidates were timed: "" warm (repeated back to back, caches warm: an operator
+  // tuned on its own), "cold" (every argument evicted from the caches before each run, as a
+  // model's task meets its weights and activations). Times of the two do not compare, so it is
+  // part of target_key.
+  std::string timing;
 };
 
 struct TuningRecord {

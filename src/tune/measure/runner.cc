@@ -90,6 +90,18 @@ std::string Runner::reap_worker() {
   return "the worker stopped";
 }
 
+runtime::TimeOptions cold_timing() {
+  return {.warmup = 0, .number = 1, .repeat = 10, .min_repeat_ms = 0, .flush_cache = true, .flush_ranges = {}};
+}
+
+runtime::TimeOptions timing_named(const std::string& name) {
+  if (name == "cold") return cold_timing();
+  if (name == "warm") return RunnerOptions{}.time;
+  throw InputError(fmt::format("unknown timing '{}' (expected cold or warm)", name));
+}
+
+std::string timing_name(const runtime::TimeOptions& time) { return time.flush_cache ? "cold" : ""; }
+
 RunInput run_input_for(const std::string& object_path, const std::string& name, const ir::PrimFunc& func,
                        std::vector<runtime::NDArray> expected) {
   RunInput in;

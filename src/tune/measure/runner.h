@@ -24,6 +24,16 @@ struct RunnerOptions {
   int threads = 0;  // threads for parallel loops in the worker (0: all)
 };
 
+// How a model's tasks are timed: every argument evicted from the caches before each of ten
+// single runs. In a model a kernel meets its weights and its input where the calls before it
+// left them, not warm in L1/L2 as when it runs back to back; on MobileNet-v2 the warm-tuned
+// kernels took 1.5x their tuned time in the model, mostly memory-bound depthwise convolutions.
+runtime::TimeOptions cold_timing();
+// "cold" (cold_timing()) or "warm" (RunnerOptions' default); tyche::InputError otherwise.
+runtime::TimeOptions timing_named(const std::string& name);
+// RecordTarget::timing for these options: "cold" when they evict the caches, "" (warm) else.
+std::string timing_name(const runtime::TimeOptions& time);
+
 struct ParamSpec {
   std::vector<int64_t> shape;
   DataType dtype;

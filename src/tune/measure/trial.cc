@@ -25,9 +25,9 @@ TuningRecord Trial::record(const RecordWorkload& workload, const RecordTarget& t
 }
 
 RecordTarget record_target(const Target& target) {
-  if (target.is_gpu()) return RecordTarget{"cuda", 1, "", "", "", ""};
+  if (target.is_gpu()) return RecordTarget{"cuda", 1, "", "", "", "", ""};
   const target::Cpu& cpu = target.cpu_info();
-  return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string};
+  return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string, ""};
 }
 
 }  // namespace tyche::tune

@@ -68,8 +68,10 @@ ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& ta
   ModelPrograms out;
   for (const graph::Task& t : table.tasks) {
     std::vector<ir::PrimFunc> best;
-    if (!db.best(t.hash, target_key(record_target(target)), 1).empty()) best = best_programs(db, t.name, t.func, target, 1);
+    std::vector<const TuningRecord*> records = db.best(t.hash, preferred_target_key(db, t.hash, target), 1);
+    if (!records.empty()) best = best_programs(db, t.name, t.func, target, 1);
     out.programs.push_back(best.empty() ? ir::PrimFunc() : best[0]);
+    out.best_seconds.push_back(best.empty() ? 0.0 : records[0]->mean_seconds());
     if (!best.empty()) ++out.tuned;
   }
   return out;

@@ -20,6 +20,7 @@ std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table);
 // executor then runs the default schedule).
 struct ModelPrograms {
   std::vector<ir::PrimFunc> programs;
+  std::vector<double> best_seconds;  // per task: its best record's mean time, 0 without one
   int tuned = 0;
 };
 ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const Target& target);

@@ -28,10 +28,17 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
   return out;
 }
 
+std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target) {
+  RecordTarget t = record_target(target);
+  t.timing = "cold";
+  std::string cold = target_key(t);
+  return db.best(hash, cold, 1).empty() ? target_key(record_target(target)) : cold;
+}
+
 std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,
                                         const Target& target, int k, int64_t seed) {
   uint64_t hash = ir::structural_hash(func);
-  auto best = db.best(hash, target_key(record_target(target)), k);
+  auto best = db.best(hash, preferred_target_key(db, hash, target), k);
   if (best.empty()) {
     bool other = std::any_of(db.records().begin(), db.records().end(), [&](const TuningRecord& r) { return r.workload.hash == hash && r.ok(); });
     throw Error(fmt::format("the database at '{}' has no measured {} for {}{}", db.dir(), name, target.str(),

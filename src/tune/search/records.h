@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace tyche::tune {
 std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRecord*>& records, const TuneContext& context,
                                                const std::vector<PostprocPtr>& postprocs);
 
+// The key of `target`'s records of the workload `hash` that its best programs come from: the
+// cold-timed ones when `db` has any (timed as a model's task runs), else the warm ones.
+std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target);
 // The best program `db` measured of the workload `func` (named `name` in messages) for `target`:
 // its trace replayed and postprocessed, sampling without a recorded decision drawing from `seed`.
 // Throws when there is no such record, when its trace no longer replays, or when it replays to

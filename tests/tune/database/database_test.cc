@@ -24,7 +24,7 @@ TuningRecord record(double seconds, uint64_t program, const std::string& cpu = "
   TuningRecord r;
   r.workload = gmm();
   r.trace_json = R"({"format":"tyche.trace","version":1,"instructions":[]})";
-  r.target = {"llvm", 2, cpu, "sapphirerapids", "Intel", "+avx2"};
+  r.target = {"llvm", 2, cpu, "sapphirerapids", "Intel", "+avx2", ""};
   r.program = program;
   if (seconds > 0) r.seconds = {seconds};
   else r.error = "run: timed out";

@@ -18,7 +18,7 @@ TuningRecord sample(double t) {
   TuningRecord r;
   r.workload = {"GMM-4", "", 0x0123456789abcdefULL, "B=1,N=1024,M=1024,K=1024", 2147483648.0};
   r.trace_json = R"({"format":"tyche.trace","version":1,"instructions":[]})";
-  r.target = {"llvm", 2, "x86-64-v3", "x86-64-v3", "Intel(R) Xeon(R) Processor", "+avx2,+fma"};
+  r.target = {"llvm", 2, "x86-64-v3", "x86-64-v3", "Intel(R) Xeon(R) Processor", "+avx2,+fma", ""};
   r.seconds = {t, t * 1.01, t * 0.99};
   r.measured_at = utc_now();
   return r;
@@ -54,6 +54,27 @@ TEST(Records, RoundTrip) {
   EXPECT_EQ(f.error, failed.error);
   EXPECT_EQ(f.mean_seconds(), std::numeric_limits<double>::infinity());
   EXPECT_THAT(utc_now(), ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"));
+}
+
+TEST(Records, ColdTimingIsKeptAndKeysItsOwnRecords) {
+  TuningRecord warm = sample(0.01);
+  EXPECT_EQ(to_json_line(warm).find("timing"), std::string::npos);  // old records read as warm
+  TuningRecord cold = sample(0.02);
+  cold.target.timing = "cold";
+  TuningRecord back = parse_record(to_json_line(cold));
+  EXPECT_EQ(back.target.timing, "cold");
+  EXPECT_EQ(parse_record(to_json_line(warm)).target.timing, "");
+  // Times taken cold and warm do not compare: each has its own key.
+  EXPECT_NE(target_key(back.target), target_key(warm.target));
+  EXPECT_EQ(target_key(back.target), target_key(warm.target) + "|cold");
+  std::string line = to_json_line(cold);
+  line.replace(line.find("\"cold\""), 6, "\"tepid\"");
+  try {
+    parse_record(line);
+    FAIL() << "an unknown timing was read";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown timing 'tepid'"));
+  }
 }
 
 TEST(Records, BadLinesAreSkippedCountedAndWarnedAbout) {

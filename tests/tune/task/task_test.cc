@@ -152,6 +152,37 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
   }
 }
 
+TEST(Tune, ColdTimedRecordsAreKeptApartAndPreferredByTheirReaders) {
+  auto w = workloads::get_preset("GMM-1");
+  std::string db = fresh_dir("cold");
+  tune({{w, "", 1.0, nullptr}}, two_cores(), quick(db, "replay-trace", 8));
+  TuneOptions o = quick(db, "replay-trace", 8);
+  o.runner.time = timing_named("cold");
+  TuneResult cold = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
+  EXPECT_EQ(cold.resumed_records, 0);  // warm times are not resumed into a cold tune
+  EXPECT_EQ(cold.tasks[0].trials, 8);
+  Database d(db);
+  ASSERT_EQ(d.records().size(), 16u);
+  int ten_runs = 0;
+  for (size_t k = 0; k < 16; ++k) {
+    const TuningRecord& r = d.records()[k];
+    EXPECT_EQ(r.target.timing, k < 8 ? "" : "cold");
+    if (k < 8 || !r.ok()) continue;
+    // Ten single cold runs; a candidate far slower than the best so far, its checking run only.
+    EXPECT_TRUE(r.seconds.size() == 10u || r.seconds.size() == 1u) << r.seconds.size();
+    ten_runs += r.seconds.size() == 10u;
+  }
+  EXPECT_GT(ten_runs, 0);
+  RecordTarget as_cold = record_target(two_cores());
+  as_cold.timing = "cold";
+  auto best = d.best(ir::structural_hash(w.func), target_key(as_cold), 1);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(preferred_target_key(d, ir::structural_hash(w.func), two_cores()), target_key(as_cold));
+  EXPECT_EQ(ir::structural_hash(best_program(d, "GMM-1", w.func, two_cores())), best[0]->program);
+  EXPECT_THAT([] { timing_named("lukewarm"); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown timing 'lukewarm' (expected cold or warm)")));
+  std::filesystem::remove_all(db);
+}
+
 TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
   auto w = workloads::get_preset("GMM-1");
   std::string db = fresh_dir("confirm");
