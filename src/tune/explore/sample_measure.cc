@@ -89,9 +89,8 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
     std::fclose(f);
   }
   Sampler sampler = make_sampler(w, target, options);
-  RecordTarget record_as = record_target(target);
-  record_as.timing = timing_name(options.runner.time);
-  MeasureTask task{RecordWorkload{w.name, options.extents, ir::structural_hash(w.func), w.shape, w.flop}, record_as,
+  MeasureTask task{RecordWorkload{w.name, options.extents, ir::structural_hash(w.func), w.shape, w.flop},
+                   record_target(target, options.runner.time),
                    w.reference(workloads::make_inputs(w.func, 42))};
   Measurer measurer(target, options.runner);
   RecordSink append = [&](const std::vector<TuningRecord>& records) { append_records(options.records_path, records); };

@@ -1,6 +1,7 @@
 #include "tune/measure/trial.h"
 
 #include "ir/structural.h"
+#include "tune/measure/runner.h"
 #include "target/host.h"
 
 namespace tyche::tune {
@@ -28,6 +29,12 @@ RecordTarget record_target(const Target& target) {
   if (target.is_gpu()) return RecordTarget{"cuda", 1, "", "", "", "", ""};
   const target::Cpu& cpu = target.cpu_info();
   return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string, ""};
+}
+
+RecordTarget record_target(const Target& target, const runtime::TimeOptions& time) {
+  RecordTarget t = record_target(target);
+  t.timing = timing_name(time);
+  return t;
 }
 
 }  // namespace tyche::tune

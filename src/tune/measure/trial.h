@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/time_evaluator.h"
 #include "schedule/trace.h"
 #include "tune/core/context.h"
 #include "tune/database/record.h"
@@ -44,5 +45,7 @@ struct Trial {
 // How a record names code generated for `target` on this machine: its CPU (target/cpu.h), the
 // LLVM name, the model name /proc/cpuinfo gives and the feature list.
 RecordTarget record_target(const Target& target);
+// The same, timed as `time` says (RecordTarget::timing).
+RecordTarget record_target(const Target& target, const runtime::TimeOptions& time);
 
 }  // namespace tyche::tune

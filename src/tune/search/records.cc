@@ -6,6 +6,7 @@
 
 #include "ir/structural.h"
 #include "support/error.h"
+#include "tune/measure/runner.h"
 #include "tune/postproc/candidate.h"
 
 namespace tyche::tune {
@@ -29,9 +30,7 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
 }
 
 std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target) {
-  RecordTarget t = record_target(target);
-  t.timing = "cold";
-  std::string cold = target_key(t);
+  std::string cold = target_key(record_target(target, cold_timing()));
   return db.best(hash, cold, 1).empty() ? target_key(record_target(target)) : cold;
 }
 
