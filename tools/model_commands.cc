@@ -224,8 +224,9 @@ ModelCommands::ModelCommands(CLI::App& app) {
   tune_model_->add_option("--json", json_file_, "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
   tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
   tune_model_->add_option("--timing", timing_,
-                          "cold (default: each argument evicted from the caches before each of 10 runs, as the model meets it) or warm "
-                          "(repeated back to back for 20 ms, as tyche tune)");
+                          "llc (default: before each of 10 runs the cores' private caches are evicted, so the arguments wait in "
+                          "the last-level cache, as between a model's calls), cold (evicted from every cache) or warm (repeated "
+                          "back to back for 20 ms, as tyche tune)");
   run_model_->add_option("--db", db_, "a tuning database: each task runs its best record (others a default schedule)");
   run_model_->add_option("--input", inputs_, "NAME=FILE.npy: an input's value (others are random, from a fixed seed)");
   run_model_->add_option("--save-outputs", save_outputs_, "write DIR/OUTPUT_NAME.npy for each output");

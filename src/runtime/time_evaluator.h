@@ -20,6 +20,10 @@ struct TimeOptions {
   int min_repeat_ms = 0;
   bool flush_cache = false;
   std::vector<std::pair<const void*, size_t>> flush_ranges;  // with flush_cache: evict only these
+  // With flush_cache: instead, every pool thread evicts its core's private caches (L1, L2), so
+  // the arguments wait in the shared last-level cache, as a model's activations do between its
+  // calls; flush_ranges are then unused.
+  bool keep_in_llc = false;
 };
 
 struct TimeResult {
@@ -34,5 +38,8 @@ TimeResult time_function(const std::function<void()>& f, const TimeOptions& opti
 void flush_cpu_cache();
 // Writes back and evicts the cache lines of [data, data + bytes) from every level.
 void flush_cpu_cache(const void* data, size_t bytes);
+// Every thread of the pool evicts its core's L1 and L2 by reading a private buffer twice their
+// size (read from sysfs): what they held moves to the last-level cache, if there is one.
+void evict_private_caches();
 
 }  // namespace tyche::runtime

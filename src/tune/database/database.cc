@@ -134,7 +134,7 @@ std::vector<const TuningRecord*> Database::best(uint64_t workload, const std::st
     if (r->ok()) out.push_back(r);
   std::stable_sort(out.begin(), out.end(), [](const TuningRecord* a, const TuningRecord* b) {
     if (a->confirmed != b->confirmed) return a->confirmed;
-    return a->mean_seconds() < b->mean_seconds();
+    return a->typical_seconds() < b->typical_seconds();
   });
   if (k >= 0 && out.size() > static_cast<size_t>(k)) out.resize(static_cast<size_t>(k));
   return out;

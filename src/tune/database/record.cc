@@ -15,6 +15,7 @@
 
 #include "support/error.h"
 #include "support/hash.h"
+#include "support/median.h"
 
 namespace tyche::tune {
 
@@ -75,11 +76,9 @@ T field(const json& j, const char* key, const char* what) {
 
 }  // namespace
 
-double TuningRecord::mean_seconds() const {
+double TuningRecord::typical_seconds() const {
   if (!ok()) return std::numeric_limits<double>::infinity();
-  double s = 0;
-  for (double x : seconds) s += x;
-  return s / static_cast<double>(seconds.size());
+  return median(seconds);
 }
 
 std::string to_json_line(const TuningRecord& r) {
@@ -142,7 +141,7 @@ TuningRecord parse_record(const std::string& line) {
   r.target.cpu_model = t.value("cpu_model", "");
   r.target.features = t.value("features", "");
   r.target.timing = t.value("timing", "");
-  if (!r.target.timing.empty() && r.target.timing != "cold") throw Error(fmt::format("record: unknown timing '{}'", r.target.timing));
+  if (!r.target.timing.empty() && r.target.timing != "cold" && r.target.timing != "llc") throw Error(fmt::format("record: unknown timing '{}'", r.target.timing));
   if (j.contains("program") && !j["program"].is_null()) r.program = parse_hex(field<std::string>(j, "program", "record"));
   r.seconds = field<std::vector<double>>(j, "seconds", "record");
   for (double s : r.seconds)

@@ -7,7 +7,7 @@
 //                                  // before the postprocessors, which run again on replay
 //    "target": {"kind": "llvm", "num_cores": 2, "cpu": "host", "llvm_cpu": "sapphirerapids",
 //               "cpu_model": "Intel(R) Xeon(R) ...", "features": "+adx,+aes,..."},
-//               (and "timing": "cold" for candidates timed with cold caches; absent: warm)
+//               (and "timing": "cold" or "llc" for candidates timed with evicted caches; absent: warm)
 //    "program": "<16 hex digits>",          // structural hash of the program measured (optional)
 //    "seconds": [0.0123, 0.0121, 0.0125],   // every timed repeat (empty on error)
 //    "error": null,                         // or why it was not measured (build, run, wrong result)
@@ -43,7 +43,8 @@ struct RecordTarget {
   std::string llvm_cpu, cpu_model, features;
   // How the candidates were timed: "" warm (repeated back to back, caches warm: an operator
   // tuned on its own), "cold" (every argument evicted from the caches before each run, as a
-  // model's task meets its weights and activations). Times of the two do not compare, so it is
+  // model's task meets weights too large for the last-level cache) or "llc" (the private caches
+  // evicted before each run: the arguments wait in the last-level cache). Times of the two do not compare, so it is
   // part of target_key.
   std::string timing;
 };
@@ -59,7 +60,11 @@ struct TuningRecord {
   bool confirmed = false;        // measured again among a tune's leaders (database.h)
 
   bool ok() const { return error.empty() && !seconds.empty(); }
-  double mean_seconds() const;   // +inf unless ok()
+  // The median of the timed runs: what candidates are ranked by. A shared host stalls a short
+  // kernel's run now and then for far longer than the kernel (MobileNet-v2's tasks, timed one
+  // call at a time: 3% of runs, +0.5-5 ms on 10-100 us); the mean turned one stall into a
+  // slower program.
+  double typical_seconds() const;  // +inf unless ok()
 };
 
 // One line, without the newline. Throws tyche::Error if trace_json is not JSON.

@@ -134,7 +134,7 @@ Dataset load_dataset(const std::vector<std::string>& record_files, int threads) 
       continue;
     }
     out.inputs.push_back(std::move(inputs[i]));
-    out.seconds.push_back(records[i].ok() ? records[i].mean_seconds() : std::numeric_limits<double>::quiet_NaN());
+    out.seconds.push_back(records[i].ok() ? records[i].typical_seconds() : std::numeric_limits<double>::quiet_NaN());
     out.workload_names.push_back(records[i].workload.name);
   }
   return out;

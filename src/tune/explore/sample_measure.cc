@@ -104,7 +104,7 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
     if (trials.empty()) break;
     measurer.measure_batch(trials, task, append);
     for (const Trial& t : trials) {
-      if (t.ok()) report.best_seconds = std::min(report.best_seconds, t.mean_seconds());
+      if (t.ok()) report.best_seconds = std::min(report.best_seconds, t.typical_seconds());
       ++(t.ok() ? report.measured : report.failed);
     }
     if (options.progress) options.progress(progress_line(batch_no, report, w.flop));

@@ -79,7 +79,7 @@ BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask
         continue;
       }
       run_built(t, built[k], task, limits);
-      if (t.ok() && (limits.best_seconds == 0 || t.mean_seconds() < limits.best_seconds)) limits.best_seconds = t.mean_seconds();
+      if (t.ok() && (limits.best_seconds == 0 || t.typical_seconds() < limits.best_seconds)) limits.best_seconds = t.typical_seconds();
     }
   }
   remove_objects(built);
@@ -91,7 +91,7 @@ BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask
   std::vector<TuningRecord> records;
   for (Trial& t : trials) {
     if (!t.measured) continue;
-    t.ranked_seconds = t.ok() ? t.mean_seconds() : std::numeric_limits<double>::quiet_NaN();
+    t.ranked_seconds = t.ok() ? t.typical_seconds() : std::numeric_limits<double>::quiet_NaN();
     records.push_back(t.record(task.workload, task.target, o.confirmed));
   }
   t0 = Clock::now();

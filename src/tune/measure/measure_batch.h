@@ -68,7 +68,7 @@ class Measurer {
   Measurer& operator=(const Measurer&) = delete;
 
   // Builds, runs and records `trials` (see above); fills each trial's outcome, with
-  // ranked_seconds = mean_seconds(). `save` receives the records of the trials measured.
+  // ranked_seconds = typical_seconds(). `save` receives the records of the trials measured.
   BatchTimes measure_batch(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save,
                            const BatchOptions& options = {});
 

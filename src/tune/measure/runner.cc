@@ -94,13 +94,23 @@ runtime::TimeOptions cold_timing() {
   return {.warmup = 0, .number = 1, .repeat = 10, .min_repeat_ms = 0, .flush_cache = true, .flush_ranges = {}};
 }
 
-runtime::TimeOptions timing_named(const std::string& name) {
-  if (name == "cold") return cold_timing();
-  if (name == "warm") return RunnerOptions{}.time;
-  throw InputError(fmt::format("unknown timing '{}' (expected cold or warm)", name));
+runtime::TimeOptions llc_timing() {
+  runtime::TimeOptions t = cold_timing();
+  t.keep_in_llc = true;
+  return t;
 }
 
-std::string timing_name(const runtime::TimeOptions& time) { return time.flush_cache ? "cold" : ""; }
+runtime::TimeOptions timing_named(const std::string& name) {
+  if (name == "cold") return cold_timing();
+  if (name == "llc") return llc_timing();
+  if (name == "warm") return RunnerOptions{}.time;
+  throw InputError(fmt::format("unknown timing '{}' (expected cold, llc or warm)", name));
+}
+
+std::string timing_name(const runtime::TimeOptions& time) {
+  if (!time.flush_cache) return "";
+  return time.keep_in_llc ? "llc" : "cold";
+}
 
 RunInput run_input_for(const std::string& object_path, const std::string& name, const ir::PrimFunc& func,
                        std::vector<runtime::NDArray> expected) {
@@ -126,7 +136,7 @@ RunResult Runner::run(const RunInput& input) {
   json request = {{"object", input.object_path}, {"name", input.name}, {"params", params},
                   {"num_inputs", input.num_inputs}, {"seed", input.seed}, {"outputs_file", outputs_file},
                   {"warmup", t.warmup}, {"number", t.number}, {"repeat", t.repeat},
-                  {"min_repeat_ms", t.min_repeat_ms}, {"flush_cache", t.flush_cache},
+                  {"min_repeat_ms", t.min_repeat_ms}, {"flush_cache", t.flush_cache}, {"keep_in_llc", t.keep_in_llc},
                   {"single_run_after_s", input.single_run_after_s}};
   if (!write_all(to_worker_, request.dump() + "\n")) {
     result.error = reap_worker();

@@ -29,9 +29,14 @@ struct RunnerOptions {
 // left them, not warm in L1/L2 as when it runs back to back; on MobileNet-v2 the warm-tuned
 // kernels took 1.5x their tuned time in the model, mostly memory-bound depthwise convolutions.
 runtime::TimeOptions cold_timing();
-// "cold" (cold_timing()) or "warm" (RunnerOptions' default); tyche::InputError otherwise.
+// As cold_timing(), but only the cores' private caches are evicted before each run: the
+// arguments wait in the last-level cache, as a model's activations (and, where all of them fit
+// there, its weights) do between its calls.
+runtime::TimeOptions llc_timing();
+// "cold" (cold_timing()), "llc" (llc_timing()) or "warm" (RunnerOptions' default);
+// tyche::InputError otherwise.
 runtime::TimeOptions timing_named(const std::string& name);
-// RecordTarget::timing for these options: "cold" when they evict the caches, "" (warm) else.
+// RecordTarget::timing for these options: "cold" or "llc" when they evict the caches, "" (warm) else.
 std::string timing_name(const runtime::TimeOptions& time);
 
 struct ParamSpec {

@@ -3,6 +3,7 @@
 #include "ir/structural.h"
 #include "tune/measure/runner.h"
 #include "target/host.h"
+#include "support/median.h"
 
 namespace tyche::tune {
 
@@ -14,11 +15,9 @@ Trial Trial::of(schedule::Trace trace, ir::PrimFunc program, bool is_gpu) {
   return t;
 }
 
-double Trial::mean_seconds() const {
+double Trial::typical_seconds() const {
   if (!ok()) return std::numeric_limits<double>::infinity();
-  double s = 0;
-  for (double x : seconds) s += x;
-  return s / static_cast<double>(seconds.size());
+  return median(seconds);
 }
 
 TuningRecord Trial::record(const RecordWorkload& workload, const RecordTarget& target, bool confirmed) const {

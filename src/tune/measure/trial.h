@@ -28,7 +28,7 @@ struct Trial {
   bool measured = false;        // built and run, or failed trying: it has a record
   std::string error;            // "build: ...", "run: ...", "wrong result: ..."; empty when it ran correctly
   std::vector<double> seconds;  // every timed repeat
-  // What search ranks it by: mean_seconds(), or the tuner's drift-corrected figure; NaN unless ok().
+  // What search ranks it by: typical_seconds(), or the tuner's drift-corrected figure; NaN unless ok().
   double ranked_seconds = std::numeric_limits<double>::quiet_NaN();
 
   // A trial of `program` (postprocessed) replayed from `trace`.
@@ -37,7 +37,7 @@ struct Trial {
   // After the postprocessors: what is built and run.
   const ir::PrimFunc& program() const { return lowered->program(); }
   bool ok() const { return measured && error.empty() && !seconds.empty(); }
-  double mean_seconds() const;  // +inf unless ok()
+  double typical_seconds() const;  // the median run (TuningRecord::typical_seconds); +inf unless ok()
   // Its record, as measured.
   TuningRecord record(const RecordWorkload& workload, const RecordTarget& target, bool confirmed = false) const;
 };

@@ -50,6 +50,7 @@ json handle(const json& req) {
   t.repeat = req.value("repeat", 5);
   t.min_repeat_ms = req.value("min_repeat_ms", 0);
   t.flush_cache = req.value("flush_cache", false);
+  t.keep_in_llc = req.value("keep_in_llc", false);
   for (const auto& a : args) t.flush_ranges.emplace_back(a.data(), a.nbytes());  // each repeat starts with cold arguments
   runtime::TimeResult r = runtime::time_function([&] { kernel->run(ptrs.data()); }, t);
   return {{"ok", true}, {"seconds", r.seconds}, {"number", r.number}, {"median", r.median},

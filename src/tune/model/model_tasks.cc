@@ -71,7 +71,7 @@ ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& ta
     std::vector<const TuningRecord*> records = db.best(t.hash, preferred_target_key(db, t.hash, target), 1);
     if (!records.empty()) best = best_programs(db, t.name, t.func, target, 1);
     out.programs.push_back(best.empty() ? ir::PrimFunc() : best[0]);
-    out.best_seconds.push_back(best.empty() ? 0.0 : records[0]->mean_seconds());
+    out.best_seconds.push_back(best.empty() ? 0.0 : records[0]->typical_seconds());
     if (!best.empty()) ++out.tuned;
   }
   return out;

@@ -30,8 +30,11 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
 }
 
 std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target) {
-  std::string cold = target_key(record_target(target, cold_timing()));
-  return db.best(hash, cold, 1).empty() ? target_key(record_target(target)) : cold;
+  for (const runtime::TimeOptions& time : {llc_timing(), cold_timing()}) {
+    std::string key = target_key(record_target(target, time));
+    if (!db.best(hash, key, 1).empty()) return key;
+  }
+  return target_key(record_target(target));
 }
 
 std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,

@@ -9,10 +9,10 @@ namespace tyche::tune {
 void DriftCorrection::choose_yardstick(Measurer& measurer, const std::vector<Trial>& round) {
   const Trial* best = nullptr;
   for (const Trial& t : round)
-    if (t.ok() && (!best || t.mean_seconds() < best->mean_seconds())) best = &t;
+    if (t.ok() && (!best || t.typical_seconds() < best->typical_seconds())) best = &t;
   if (!best) return;
   yardstick_ = measurer.keep(*best);
-  if (yardstick_) times_ = {best->mean_seconds()};
+  if (yardstick_) times_ = {best->typical_seconds()};
 }
 
 double DriftCorrection::time_yardstick(Measurer& measurer, const MeasureTask& task) {

@@ -45,10 +45,10 @@ void resume_from(TaskState& st, const Database& db, ModelSeeds& seeds) {
       schedule::Trace trace = schedule::Trace::from_json(r->trace_json);
       std::optional<Trial> t = s.replay(trace, 0);
       if (!t) continue;
-      s.measured_traces.emplace_back(r->mean_seconds(), trace);
+      s.measured_traces.emplace_back(r->typical_seconds(), trace);
       seeds.candidates.push_back(s.model_candidate(*t));
-      seeds.seconds.push_back(r->mean_seconds());
-      st.note_result(r->mean_seconds(), r->trace_json);
+      seeds.seconds.push_back(r->typical_seconds());
+      st.note_result(r->typical_seconds(), r->trace_json);
     } catch (const Error&) {
       // a record of other rules: it cannot seed this search
     }
@@ -73,7 +73,7 @@ void TaskState::absorb(const std::vector<Trial>& round) {
       continue;
     }
     ranked[t.program_hash] = t.ranked_seconds;
-    double raw = t.mean_seconds();
+    double raw = t.typical_seconds();
     if (result.search_best_seconds == 0 || raw < result.search_best_seconds) result.search_best_seconds = raw;
     search.measured_traces.emplace_back(t.ranked_seconds, t.trace);
     if (result.best_seconds == 0 || t.ranked_seconds < result.best_seconds) note_result(t.ranked_seconds, t.trace.to_json());

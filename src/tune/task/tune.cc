@@ -123,7 +123,7 @@ std::vector<Trial> leaders(const TaskState& st, const Database& db, int top) {
     if (r->ok()) latest.push_back(r);
   auto seconds = [&](const TuningRecord* r) {
     auto it = st.ranked.find(r->program);
-    return it != st.ranked.end() ? it->second : r->mean_seconds();
+    return it != st.ranked.end() ? it->second : r->typical_seconds();
   };
   std::stable_sort(latest.begin(), latest.end(), [&](const TuningRecord* a, const TuningRecord* b) { return seconds(a) < seconds(b); });
   std::vector<Trial> out;
@@ -155,7 +155,7 @@ void confirm_leaders(TaskState& st, Database& db, Measurer& measurer, const Tune
   st.result.best_seconds = 0;
   st.best_trace_json.clear();
   for (const Trial& t : trials)
-    if (t.ok()) st.note_result(t.mean_seconds(), t.trace.to_json());
+    if (t.ok()) st.note_result(t.typical_seconds(), t.trace.to_json());
 }
 
 // The full trace (postprocessors included) of a recorded design-space trace, text form.

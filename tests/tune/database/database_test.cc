@@ -69,13 +69,13 @@ TEST(Database, AProgramMeasuredAgainCountsByItsLatestRecord) {
   auto latest = db.latest_of(0xabc, host);
   ASSERT_EQ(latest.size(), 6u);  // two records without a program hash are two programs
   EXPECT_EQ(latest[0]->program, 1u);
-  EXPECT_DOUBLE_EQ(latest[0]->mean_seconds(), 2.8e-3);  // in the slot where 1 was first measured
-  EXPECT_DOUBLE_EQ(latest[1]->mean_seconds(), 2.5e-3);
+  EXPECT_DOUBLE_EQ(latest[0]->typical_seconds(), 2.8e-3);  // in the slot where 1 was first measured
+  EXPECT_DOUBLE_EQ(latest[1]->typical_seconds(), 2.5e-3);
   EXPECT_FALSE(latest[2]->ok());
   auto best = db.best(0xabc, host, -1);
   ASSERT_EQ(best.size(), 5u);
   EXPECT_EQ(best[0]->program, 2u);
-  EXPECT_DOUBLE_EQ(best[0]->mean_seconds(), 2.5e-3);
+  EXPECT_DOUBLE_EQ(best[0]->typical_seconds(), 2.5e-3);
   EXPECT_EQ(best[1]->program, 1u);
   EXPECT_EQ(best[2]->program, 6u);
   EXPECT_EQ(db.records_of(0xabc, host).size(), 9u);  // every measurement is kept

@@ -41,7 +41,7 @@ TEST(Records, RoundTrip) {
   EXPECT_EQ(back.target.num_cores, 2);
   EXPECT_EQ(back.seconds, r.seconds);
   EXPECT_TRUE(back.ok());
-  EXPECT_NEAR(back.mean_seconds(), 0.01, 1e-12);
+  EXPECT_NEAR(back.typical_seconds(), 0.01, 1e-12);
   EXPECT_FALSE(back.confirmed);
   EXPECT_EQ(to_json_line(r).find("confirmed"), std::string::npos);  // written only when set
   r.confirmed = true;
@@ -52,7 +52,7 @@ TEST(Records, RoundTrip) {
   TuningRecord f = parse_record(to_json_line(failed));
   EXPECT_FALSE(f.ok());
   EXPECT_EQ(f.error, failed.error);
-  EXPECT_EQ(f.mean_seconds(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(f.typical_seconds(), std::numeric_limits<double>::infinity());
   EXPECT_THAT(utc_now(), ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"));
 }
 
@@ -67,6 +67,10 @@ TEST(Records, ColdTimingIsKeptAndKeysItsOwnRecords) {
   // Times taken cold and warm do not compare: each has its own key.
   EXPECT_NE(target_key(back.target), target_key(warm.target));
   EXPECT_EQ(target_key(back.target), target_key(warm.target) + "|cold");
+  TuningRecord llc = sample(0.03);
+  llc.target.timing = "llc";
+  EXPECT_EQ(parse_record(to_json_line(llc)).target.timing, "llc");
+  EXPECT_EQ(target_key(parse_record(to_json_line(llc)).target), target_key(warm.target) + "|llc");
   std::string line = to_json_line(cold);
   line.replace(line.find("\"cold\""), 6, "\"tepid\"");
   try {
@@ -105,7 +109,7 @@ TEST(Records, BadLinesAreSkippedCountedAndWarnedAbout) {
   RecordFile again = read_records(path);
   EXPECT_EQ(again.records.size(), 3u);
   EXPECT_EQ(again.skipped, 5);
-  EXPECT_NEAR(again.records.back().mean_seconds(), 0.04, 1e-12);
+  EXPECT_NEAR(again.records.back().typical_seconds(), 0.04, 1e-12);
   std::remove(path.c_str());
 }
 

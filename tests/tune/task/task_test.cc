@@ -179,7 +179,22 @@ TEST(Tune, ColdTimedRecordsAreKeptApartAndPreferredByTheirReaders) {
   ASSERT_EQ(best.size(), 1u);
   EXPECT_EQ(preferred_target_key(d, ir::structural_hash(w.func), two_cores()), target_key(as_cold));
   EXPECT_EQ(ir::structural_hash(best_program(d, "GMM-1", w.func, two_cores())), best[0]->program);
-  EXPECT_THAT([] { timing_named("lukewarm"); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown timing 'lukewarm' (expected cold or warm)")));
+  // Timed with the arguments in the last-level cache: kept apart again, and preferred to cold.
+  o.runner.time = timing_named("llc");
+  EXPECT_TRUE(o.runner.time.flush_cache && o.runner.time.keep_in_llc);
+  EXPECT_EQ(timing_name(o.runner.time), "llc");
+  EXPECT_EQ(timing_name(timing_named("cold")), "cold");
+  EXPECT_EQ(timing_name(timing_named("warm")), "");
+  TuneResult llc = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
+  EXPECT_EQ(llc.resumed_records, 0);
+  EXPECT_EQ(llc.tasks[0].trials, 8);
+  Database again(db);
+  ASSERT_EQ(again.records().size(), 24u);
+  for (size_t k = 16; k < 24; ++k) EXPECT_EQ(again.records()[k].target.timing, "llc");
+  RecordTarget as_llc = record_target(two_cores(), llc_timing());
+  EXPECT_EQ(preferred_target_key(again, ir::structural_hash(w.func), two_cores()), target_key(as_llc));
+  EXPECT_THAT([] { timing_named("lukewarm"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("unknown timing 'lukewarm' (expected cold, llc or warm)")));
   std::filesystem::remove_all(db);
 }
 
@@ -203,9 +218,9 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
     EXPECT_FALSE(d.records()[k].confirmed);
     if (d.records()[k].ok()) searched.push_back(&d.records()[k]);
   }
-  std::sort(searched.begin(), searched.end(), [](auto* a, auto* b) { return a->mean_seconds() < b->mean_seconds(); });
+  std::sort(searched.begin(), searched.end(), [](auto* a, auto* b) { return a->typical_seconds() < b->typical_seconds(); });
   ASSERT_GE(searched.size(), 4u);
-  EXPECT_DOUBLE_EQ(t.search_best_seconds, searched[0]->mean_seconds());
+  EXPECT_DOUBLE_EQ(t.search_best_seconds, searched[0]->typical_seconds());
   double fastest_confirmed = std::numeric_limits<double>::infinity();
   for (size_t k = 16; k < 20; ++k) {
     const TuningRecord& c = d.records()[k];
@@ -214,14 +229,14 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
     EXPECT_EQ(c.trace_json, searched[k - 16]->trace_json);
     ASSERT_TRUE(c.ok()) << c.error;
     EXPECT_EQ(c.seconds.size(), 6u);  // 3 rounds of 2 repeats
-    fastest_confirmed = std::min(fastest_confirmed, c.mean_seconds());
+    fastest_confirmed = std::min(fastest_confirmed, c.typical_seconds());
   }
   EXPECT_DOUBLE_EQ(t.best_seconds, fastest_confirmed);
   std::string key = target_key(record_target(two_cores()));
   auto best = d.best(ir::structural_hash(w.func), key, 5);
   ASSERT_EQ(best.size(), 5u);
   for (size_t k = 0; k < 4; ++k) EXPECT_TRUE(best[k]->confirmed);
-  EXPECT_DOUBLE_EQ(best[0]->mean_seconds(), t.best_seconds);
+  EXPECT_DOUBLE_EQ(best[0]->typical_seconds(), t.best_seconds);
   EXPECT_FALSE(best[4]->confirmed);
   // A rerun resumes from the latest record of each program and measures only new ones.
   TuneResult again = tune({{w, "", 1.0, nullptr}}, two_cores(), quick(db, "replay-trace", 8));
@@ -306,7 +321,7 @@ TEST(Tune, EachRoundIsScaledByTheYardstick) {
     for (size_t k = 0; k < 8; ++k) {
       const TuningRecord& rec = d.records()[round * 8 + k];
       if (!rec.ok()) continue;
-      double s = rec.mean_seconds();
+      double s = rec.typical_seconds();
       round_best = std::min(round_best, s);
       if (round > 0) s *= std::clamp(h.yardstick_typical / std::min(h.yardstick_before, h.yardstick_after), 0.8, 1.25);
       corrected.emplace_back(s, rec.program);
@@ -317,7 +332,7 @@ TEST(Tune, EachRoundIsScaledByTheYardstick) {
   EXPECT_NEAR(t.history.back().best_seconds, corrected[0].first, 1e-12);  // before the leaders are timed again
   double fastest = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < 24; ++k)
-    if (d.records()[k].ok()) fastest = std::min(fastest, d.records()[k].mean_seconds());
+    if (d.records()[k].ok()) fastest = std::min(fastest, d.records()[k].typical_seconds());
   EXPECT_DOUBLE_EQ(t.search_best_seconds, fastest);  // as timed
   EXPECT_DOUBLE_EQ(t.history.back().measured_best_seconds, fastest);
   for (size_t k = 0; k < 4; ++k)  // the leaders, in the order of their scaled times
