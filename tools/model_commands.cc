@@ -29,6 +29,7 @@
 #include "support/error.h"
 #include "support/median.h"
 #include "target/cpu.h"
+#include "target/host.h"
 #include "target/target.h"
 #include "tune/database/database.h"
 #include "tune/model/model_tasks.h"
@@ -224,9 +225,9 @@ ModelCommands::ModelCommands(CLI::App& app) {
   tune_model_->add_option("--json", json_file_, "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
   tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
   tune_model_->add_option("--timing", timing_,
-                          "llc (default: before each of 10 runs the cores' private caches are evicted, so the arguments wait in "
-                          "the last-level cache, as between a model's calls), cold (evicted from every cache) or warm (repeated "
-                          "back to back for 20 ms, as tyche tune)");
+                          "auto (default: llc where the model's weights take at most half of the last-level cache, else cold), "
+                          "llc (before each of 10 runs the cores' private caches are evicted, so the arguments wait in the "
+                          "last-level cache), cold (evicted from every cache) or warm (repeated back to back for 20 ms, as tyche tune)");
   run_model_->add_option("--db", db_, "a tuning database: each task runs its best record (others a default schedule)");
   run_model_->add_option("--input", inputs_, "NAME=FILE.npy: an input's value (others are random, from a fixed seed)");
   run_model_->add_option("--save-outputs", save_outputs_, "write DIR/OUTPUT_NAME.npy for each output");
@@ -270,15 +271,17 @@ int ModelCommands::cmd_tune_model() {
   to.seed = seed_;
   to.threads = threads_;
   to.runner.worker_path = program_dir() + "/tyche-worker";
-  to.runner.time = tune::timing_named(timing_);
+  to.runner.time = tune::model_timing(timing_, m.graph, target::last_level_cache_bytes(0));
+  std::string timing = tune::timing_name(to.runner.time).empty() ? "warm" : tune::timing_name(to.runner.time);
   to.stop = &g_interrupted;
-  fmt::print("{}: {} tasks ({} calls), {:.3f} GFLOP, {} trials; database {}\n", model_, tasks.size(), m.table.calls.size(),
+  fmt::print("{}: {} tasks ({} calls), {:.3f} GFLOP, {:.1f} MB of weights, {} trials, timed {}; database {}\n", model_, tasks.size(),
+             m.table.calls.size(),
              [&] {
                double f = 0;
                for (const graph::Task& t : m.table.tasks) f += t.flop * t.weight;
                return f / 1e9;
              }(),
-             trials_, db_);
+             tune::model_weight_bytes(m.graph) / 1e6, trials_, timing, db_);
   std::map<std::string, double> best;  // task -> best seconds so far
   std::map<std::string, double> weight;
   for (const tune::TuneTask& t : tasks) weight[t.workload.name] = t.weight;
@@ -330,6 +333,7 @@ int ModelCommands::cmd_tune_model() {
   if (!json_file_.empty()) {
     nlohmann::json j = {{"model", model_},
                         {"trials", trials_},
+                        {"timing", timing},
                         {"wall_s", tm.total},
                         {"estimated_latency_ms", e.seconds * 1e3},
                         {"tasks", tasks_json},

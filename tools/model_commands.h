@@ -34,7 +34,7 @@ class ModelCommands {
   int64_t seed_ = 0;
   int threads_ = 0;
   bool profile_ = false;
-  std::string timing_ = "llc";
+  std::string timing_ = "auto";
 };
 
 }  // namespace tyche::tools

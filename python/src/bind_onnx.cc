@@ -31,6 +31,7 @@
 #include "graph/tasks.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "target/host.h"
 #include "target/target.h"
 #include "tune/database/database.h"
 #include "tune/model/model_tasks.h"
@@ -214,8 +215,8 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
   if (trials <= 0) throw InputError("tune: trials must be positive");
   if (threads < 0) throw InputError("tune: threads must be positive");
   if (db.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
-  runtime::TimeOptions time = tune::timing_named(timing);
   Model m = load_released(src, shapes);
+  runtime::TimeOptions time = tune::model_timing(timing, m.graph, target::last_level_cache_bytes(0));
   std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table);
   tune::TuneOptions o;
   o.trials = trials;
@@ -287,6 +288,7 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
   nb::dict d;
   d["model"] = src.what;
   d["trials"] = trials;
+  d["timing"] = tune::timing_name(time).empty() ? "warm" : tune::timing_name(time);
   d["wall_s"] = tm.total;
   d["estimated_latency_ms"] = total * 1e3;
   d["tasks"] = task_rows;

@@ -147,17 +147,18 @@ def _print_progress(trials: int, budget: int, task: str, best_seconds: float, es
 
 def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = None,
          input_shapes: Mapping[str, Any] | None = None, seed: int = 0, progress: bool | Callable = True,
-         timing: str = "llc") -> dict:
+         timing: str = "auto") -> dict:
     """Tunes every task of ``model`` for ``trials`` measured candidates in all, shared by the
     gradient task scheduler, keeping the records in the database directory ``db`` (a rerun
-    resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "llc"
-    (before each of 10 runs the cores' private caches are evicted, so the arguments wait in the
-    last-level cache, as between a model's calls), "cold" (evicted from every cache) or "warm"
-    (repeated back to back, as ``tyche.tune``).
+    resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "auto"
+    ("llc" where the model's weights take at most half of the last-level cache, else "cold"),
+    "llc" (before each of 10 runs the cores' private caches are evicted, so the arguments wait in
+    the last-level cache, as between a model's calls), "cold" (evicted from every cache) or
+    "warm" (repeated back to back, as ``tyche.tune``).
 
-    Returns what ``tyche tune-model --json`` writes: model, trials, wall_s, estimated_latency_ms
-    (sum of weight x best), tasks (name, weight, trials, failed, best_ms, share, gflop),
-    interrupted, times. ``progress`` prints a line per round to stderr, or is called as
+    Returns what ``tyche tune-model --json`` writes: model, trials, timing (as chosen), wall_s,
+    estimated_latency_ms (sum of weight x best), tasks (name, weight, trials, failed, best_ms,
+    share, gflop), interrupted, times. ``progress`` prints a line per round to stderr, or is called as
     ``progress(trials, budget, task, best_seconds, estimated_ms, measured, ntasks, elapsed_s)``.
     Ctrl-C stops the tune after saving what was measured, then raises KeyboardInterrupt.
     """

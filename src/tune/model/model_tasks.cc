@@ -9,6 +9,8 @@
 #include "graph/executor.h"
 #include "ir/op.h"
 #include "lower/lower.h"
+#include "support/error.h"
+#include "tune/measure/runner.h"
 #include "tune/search/records.h"
 
 namespace tyche::tune {
@@ -75,6 +77,20 @@ ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& ta
     if (!best.empty()) ++out.tuned;
   }
   return out;
+}
+
+size_t model_weight_bytes(const graph::Graph& graph) {
+  size_t bytes = 0;
+  for (const graph::Value& v : graph.values)
+    if (v.is_constant()) bytes += v.constant.nbytes();
+  return bytes;
+}
+
+runtime::TimeOptions model_timing(const std::string& name, const graph::Graph& graph, size_t llc_bytes) {
+  if (name != "auto" && name != "llc" && name != "cold" && name != "warm")
+    throw InputError(fmt::format("unknown timing '{}' (expected auto, llc, cold or warm)", name));
+  if (name != "auto") return timing_named(name);
+  return llc_bytes > 0 && 2 * model_weight_bytes(graph) <= llc_bytes ? llc_timing() : cold_timing();
 }
 
 }  // namespace tyche::tune
