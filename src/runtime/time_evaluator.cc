@@ -74,10 +74,6 @@ void flush_ranges_in_parallel(const std::vector<std::pair<const void*, size_t>>&
       pieces.data());
 }
 
-}  // namespace
-
-namespace {
-
 // Reads a private buffer twice the size of this thread's core's L1 and L2, once per epoch.
 void evict_own_private_caches(uint64_t epoch) {
   static const size_t bytes = 2 * (target::data_cache_bytes(1, size_t{48} << 10) + target::data_cache_bytes(2, size_t{2} << 20));

@@ -1,9 +1,11 @@
 // Times a function the way TVM's time_evaluator does: warm-up runs, then `repeat` measurements,
 // each the mean of `number` calls, where `number` grows until one measurement lasts at least
-// min_repeat_ms (a first call that already lasts that long counts as the first repeat). Optionally evicts the caches before each measurement so every repeat starts
-// cold: the given memory ranges (the kernel's arguments, as TVM does) line by line, or else
-// everything, by touching a buffer larger than the last-level cache. Reports every measurement
-// with its median, min, mean and coefficient of variation.
+// min_repeat_ms (a first call that already lasts that long counts as the first repeat).
+// Optionally evicts the caches before each measurement so every repeat starts cold: the given
+// memory ranges (the kernel's arguments, as TVM does) line by line, or else everything, by
+// touching a buffer larger than the last-level cache; or only the cores' private caches, leaving
+// the data in the last-level cache. Reports every measurement with its median, min, mean and
+// coefficient of variation.
 #pragma once
 
 #include <cstddef>

@@ -31,7 +31,7 @@ runtime::TimeOptions model_timing(const std::string& name, const graph::Graph& g
 // executor then runs the default schedule).
 struct ModelPrograms {
   std::vector<ir::PrimFunc> programs;
-  std::vector<double> best_seconds;  // per task: its best record's mean time, 0 without one
+  std::vector<double> best_seconds;  // per task: its best record's median time, 0 without one
   int tuned = 0;
 };
 ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const Target& target);
