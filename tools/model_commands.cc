@@ -29,7 +29,6 @@
 #include "support/error.h"
 #include "support/median.h"
 #include "target/cpu.h"
-#include "target/host.h"
 #include "target/target.h"
 #include "tune/database/database.h"
 #include "tune/model/model_tasks.h"
@@ -225,9 +224,10 @@ ModelCommands::ModelCommands(CLI::App& app) {
   tune_model_->add_option("--json", json_file_, "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
   tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
   tune_model_->add_option("--timing", timing_,
-                          "auto (default: llc where the model's weights take at most half of the last-level cache, else cold), "
-                          "llc (before each of 10 runs the cores' private caches are evicted, so the arguments wait in the "
-                          "last-level cache), cold (evicted from every cache) or warm (repeated back to back for 20 ms, as tyche tune)");
+                          "auto (default: mixed), mixed (before each of 10 runs the cores' private caches are evicted, so the "
+                          "activations wait in the last-level cache, and the weights are evicted from every cache), llc (the "
+                          "weights too in the last-level cache), cold (every argument evicted from every cache) or warm "
+                          "(repeated back to back for 20 ms, as tyche tune)");
   run_model_->add_option("--db", db_, "a tuning database: each task runs its best record (others a default schedule)");
   run_model_->add_option("--input", inputs_, "NAME=FILE.npy: an input's value (others are random, from a fixed seed)");
   run_model_->add_option("--save-outputs", save_outputs_, "write DIR/OUTPUT_NAME.npy for each output");
@@ -262,7 +262,7 @@ int ModelCommands::run() {
 
 int ModelCommands::cmd_tune_model() {
   Model m = load_model(model_, input_shapes_);
-  std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table);
+  std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table, m.graph);
   target::Target target = target::Target::host();
   target.cpu = cpu_;
   tune::TuneOptions to;
@@ -271,7 +271,7 @@ int ModelCommands::cmd_tune_model() {
   to.seed = seed_;
   to.threads = threads_;
   to.runner.worker_path = program_dir() + "/tyche-worker";
-  to.runner.time = tune::model_timing(timing_, m.graph, target::last_level_cache_bytes(0));
+  to.runner.time = tune::model_timing(timing_);
   std::string timing = tune::timing_name(to.runner.time).empty() ? "warm" : tune::timing_name(to.runner.time);
   to.stop = &g_interrupted;
   fmt::print("{}: {} tasks ({} calls), {:.3f} GFLOP, {:.1f} MB of weights, {} trials, timed {}; database {}\n", model_, tasks.size(),

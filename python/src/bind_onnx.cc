@@ -31,7 +31,6 @@
 #include "graph/tasks.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
-#include "target/host.h"
 #include "target/target.h"
 #include "tune/database/database.h"
 #include "tune/model/model_tasks.h"
@@ -216,8 +215,8 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
   if (threads < 0) throw InputError("tune: threads must be positive");
   if (db.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
   Model m = load_released(src, shapes);
-  runtime::TimeOptions time = tune::model_timing(timing, m.graph, target::last_level_cache_bytes(0));
-  std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table);
+  runtime::TimeOptions time = tune::model_timing(timing);
+  std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table, m.graph);
   tune::TuneOptions o;
   o.trials = trials;
   o.db_dir = db;

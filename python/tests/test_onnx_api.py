@@ -125,21 +125,24 @@ def test_tune_then_compile(gemm_path, tmp_path):
     assert c.tasks_tuned > 0
     x = U(1, 3, 8, 8)
     assert_matches(c(x=x), reference(onnx.load(str(gemm_path)), {"x": x}))
-    # A model's tasks are timed with their arguments in the last-level cache by default where its
-    # weights fit there (a few KiB here): every record says so, with ten single runs.
+    # A model's tasks are timed mixed by default (activations in the last-level cache, weights from
+    # memory): every record says so, with ten single runs.
     lines = [json.loads(line) for line in (db / "records.jsonl").read_text().splitlines()]
     measured = [r for r in lines if r["seconds"]]
-    assert r["timing"] == "llc" and measured and all(r["target"]["timing"] == "llc" for r in lines)
+    assert r["timing"] == "mixed" and measured and all(r["target"]["timing"] == "mixed" for r in lines)
     searched = [r for r in measured if not r.get("confirmed")]  # a leader timed again has its rounds together
     assert all(len(r["seconds"]) in (1, 10) for r in searched)  # 1: far slower than the best, its checking run only
     assert any(len(r["seconds"]) == 10 for r in searched)
     cold = tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "cold", threads=2, progress=False, timing="cold")
     assert cold["trials"] == 8 and cold["timing"] == "cold"
     assert all(json.loads(line)["target"]["timing"] == "cold" for line in (tmp_path / "cold" / "records.jsonl").read_text().splitlines())
+    llc = tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "llc", threads=2, progress=False, timing="llc")
+    assert llc["trials"] == 8 and llc["timing"] == "llc"
+    assert all(json.loads(line)["target"]["timing"] == "llc" for line in (tmp_path / "llc" / "records.jsonl").read_text().splitlines())
     warm = tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "warm", threads=2, progress=False, timing="warm")
     assert warm["trials"] == 8
     assert all("timing" not in json.loads(line)["target"] for line in (tmp_path / "warm" / "records.jsonl").read_text().splitlines())
-    with pytest.raises(tyche.InputError, match="unknown timing 'hot' \\(expected auto, llc, cold or warm\\)"):
+    with pytest.raises(tyche.InputError, match="unknown timing 'hot' \\(expected auto, llc, mixed, cold or warm\\)"):
         tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "hot", threads=2, progress=False, timing="hot")
 
 

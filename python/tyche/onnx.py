@@ -151,10 +151,10 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
     """Tunes every task of ``model`` for ``trials`` measured candidates in all, shared by the
     gradient task scheduler, keeping the records in the database directory ``db`` (a rerun
     resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "auto"
-    ("llc" where the model's weights take at most half of the last-level cache, else "cold"),
-    "llc" (before each of 10 runs the cores' private caches are evicted, so the arguments wait in
-    the last-level cache, as between a model's calls), "cold" (evicted from every cache) or
-    "warm" (repeated back to back, as ``tyche.tune``).
+    (default: "mixed"), "llc" (before each of 10 runs the cores' private caches are evicted, so the arguments wait in
+    the last-level cache, as between a model's calls), "mixed" (as "llc", but the weights are
+    evicted from every cache), "cold" (every argument evicted from every cache) or "warm"
+    (repeated back to back, as ``tyche.tune``).
 
     Returns what ``tyche tune-model --json`` writes: model, trials, timing (as chosen), wall_s,
     estimated_latency_ms (sum of weight x best), tasks (name, weight, trials, failed, best_ms,

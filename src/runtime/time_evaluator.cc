@@ -125,9 +125,14 @@ TimeResult time_function(const std::function<void()>& f, const TimeOptions& o) {
   }
   for (int rep = static_cast<int>(r.seconds.size()); rep < std::max(1, o.repeat); ++rep) {
     if (o.flush_cache) {
-      if (o.keep_in_llc) evict_private_caches();
-      else if (o.flush_ranges.empty()) flush_cpu_cache();
-      else flush_ranges_in_parallel(o.flush_ranges);
+      if (o.keep_in_llc) {
+        evict_private_caches();
+        if (!o.flush_ranges.empty()) flush_ranges_in_parallel(o.flush_ranges);
+      } else if (o.flush_ranges.empty()) {
+        flush_cpu_cache();
+      } else {
+        flush_ranges_in_parallel(o.flush_ranges);
+      }
     }
     double t0 = now();
     for (int i = 0; i < r.number; ++i) f();

@@ -24,8 +24,11 @@ struct TimeOptions {
   std::vector<std::pair<const void*, size_t>> flush_ranges;  // with flush_cache: evict only these
   // With flush_cache: instead, every pool thread evicts its core's private caches (L1, L2), so
   // the arguments wait in the shared last-level cache, as a model's activations do between its
-  // calls; flush_ranges are then unused.
+  // calls; then flush_ranges (if any) are evicted from every cache.
   bool keep_in_llc = false;
+  // Not read here: that the caller fills flush_ranges with the constant arguments only (the
+  // measuring worker does, for the "mixed" timing).
+  bool flush_constants = false;
 };
 
 struct TimeResult {

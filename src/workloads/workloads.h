@@ -22,6 +22,9 @@ struct Workload {
   ReferenceFn reference;        // computes the outputs from the inputs without the IR
   // "B=1,N=1024,M=1024,K=1024" for presets; the extents for index notation.
   std::string shape;
+  // The inputs (by param index) that hold constants: a model's weights, which the "mixed"
+  // timing evicts from every cache before each run (tune/measure/runner.h).
+  std::vector<size_t> constant_params;
 };
 
 // Names of the 14 op families in docs/workloads.md order, and their parameter names.

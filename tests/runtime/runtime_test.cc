@@ -240,10 +240,12 @@ TEST(TimeEvaluator, EvictingThePrivateCachesLeavesTheArgumentsInTheLastLevelCach
   TimeResult warm = time_function(chase, options);
   options.flush_cache = true;
   options.keep_in_llc = true;
-  options.flush_ranges = {{data.data(), data.size() * sizeof(uint32_t)}};  // unused: the private caches are
   TimeResult llc = time_function(chase, options);
+  options.flush_ranges = {{data.data(), data.size() * sizeof(uint32_t)}};  // and these from every cache
+  TimeResult mixed = time_function(chase, options);
   options.keep_in_llc = false;
   TimeResult cold = time_function(chase, options);
+  EXPECT_GT(mixed.min, 2 * warm.median) << "mixed " << mixed.min * 1e6 << " us, warm " << warm.median * 1e6 << " us";
   EXPECT_GT(llc.median, 1.25 * warm.min) << "llc " << llc.median * 1e6 << " us, warm " << warm.min * 1e6 << " us";
   if (target::data_cache_bytes(3, 0) > 4 * bytes) {
     EXPECT_LT(llc.median, cold.median) << "llc " << llc.median * 1e6 << " us, cold " << cold.median * 1e6 << " us";

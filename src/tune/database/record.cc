@@ -141,7 +141,9 @@ TuningRecord parse_record(const std::string& line) {
   r.target.cpu_model = t.value("cpu_model", "");
   r.target.features = t.value("features", "");
   r.target.timing = t.value("timing", "");
-  if (!r.target.timing.empty() && r.target.timing != "cold" && r.target.timing != "llc") throw Error(fmt::format("record: unknown timing '{}'", r.target.timing));
+  if (!r.target.timing.empty() && r.target.timing != "cold" && r.target.timing != "llc" &&
+      r.target.timing != "mixed")
+    throw Error(fmt::format("record: unknown timing '{}'", r.target.timing));
   if (j.contains("program") && !j["program"].is_null()) r.program = parse_hex(field<std::string>(j, "program", "record"));
   r.seconds = field<std::vector<double>>(j, "seconds", "record");
   for (double s : r.seconds)

@@ -91,7 +91,7 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
   Sampler sampler = make_sampler(w, target, options);
   MeasureTask task{RecordWorkload{w.name, options.extents, ir::structural_hash(w.func), w.shape, w.flop},
                    record_target(target, options.runner.time),
-                   w.reference(workloads::make_inputs(w.func, 42))};
+                   w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   Measurer measurer(target, options.runner);
   RecordSink append = [&](const std::vector<TuningRecord>& records) { append_records(options.records_path, records); };
 

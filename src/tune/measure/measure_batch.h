@@ -26,6 +26,7 @@ struct MeasureTask {
   RecordWorkload workload;
   RecordTarget target;
   std::vector<runtime::NDArray> expected;  // the reference outputs for the inputs of seed 42
+  std::vector<size_t> constant_params;     // Workload::constant_params
 };
 
 struct BatchOptions {

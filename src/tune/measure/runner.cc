@@ -100,16 +100,24 @@ runtime::TimeOptions llc_timing() {
   return t;
 }
 
+runtime::TimeOptions mixed_timing() {
+  runtime::TimeOptions t = llc_timing();
+  t.flush_constants = true;
+  return t;
+}
+
 runtime::TimeOptions timing_named(const std::string& name) {
   if (name == "cold") return cold_timing();
   if (name == "llc") return llc_timing();
+  if (name == "mixed") return mixed_timing();
   if (name == "warm") return RunnerOptions{}.time;
-  throw InputError(fmt::format("unknown timing '{}' (expected cold, llc or warm)", name));
+  throw InputError(fmt::format("unknown timing '{}' (expected cold, llc, mixed or warm)", name));
 }
 
 std::string timing_name(const runtime::TimeOptions& time) {
   if (!time.flush_cache) return "";
-  return time.keep_in_llc ? "llc" : "cold";
+  if (!time.keep_in_llc) return "cold";
+  return time.flush_constants ? "mixed" : "llc";
 }
 
 RunInput run_input_for(const std::string& object_path, const std::string& name, const ir::PrimFunc& func,
@@ -137,6 +145,7 @@ RunResult Runner::run(const RunInput& input) {
                   {"num_inputs", input.num_inputs}, {"seed", input.seed}, {"outputs_file", outputs_file},
                   {"warmup", t.warmup}, {"number", t.number}, {"repeat", t.repeat},
                   {"min_repeat_ms", t.min_repeat_ms}, {"flush_cache", t.flush_cache}, {"keep_in_llc", t.keep_in_llc},
+                  {"constant_params", t.flush_constants ? input.constant_params : std::vector<size_t>{}},
                   {"single_run_after_s", input.single_run_after_s}};
   if (!write_all(to_worker_, request.dump() + "\n")) {
     result.error = reap_worker();

@@ -33,10 +33,14 @@ runtime::TimeOptions cold_timing();
 // arguments wait in the last-level cache, as a model's activations (and, where all of them fit
 // there, its weights) do between its calls.
 runtime::TimeOptions llc_timing();
-// "cold" (cold_timing()), "llc" (llc_timing()) or "warm" (RunnerOptions' default);
-// tyche::InputError otherwise.
+// As llc_timing(), but the arguments that hold constants (RunInput::constant_params: a model's
+// weights) are evicted from every cache too: activations wait in the last-level cache, weights
+// come from memory, as in a model whose weights do not stay cached between runs.
+runtime::TimeOptions mixed_timing();
+// "cold" (cold_timing()), "llc" (llc_timing()), "mixed" (mixed_timing()) or "warm"
+// (RunnerOptions' default); tyche::InputError otherwise.
 runtime::TimeOptions timing_named(const std::string& name);
-// RecordTarget::timing for these options: "cold" or "llc" when they evict the caches, "" (warm) else.
+// RecordTarget::timing for these options: "cold", "llc" or "mixed" when they evict the caches, "" (warm) else.
 std::string timing_name(const runtime::TimeOptions& time);
 
 struct ParamSpec {
@@ -57,6 +61,7 @@ struct RunInput {
   // from several, and the tuner need not wait for its repeats.
   double single_run_after_s = 0;
   double timeout_s = 0;  // > 0: this candidate's timeout, below RunnerOptions::timeout_s
+  std::vector<size_t> constant_params;  // evicted from every cache by the mixed timing
 };
 
 // The request for running `func` compiled into `object_path` under `name`: its parameters'

@@ -51,9 +51,10 @@ workloads::ReferenceFn default_schedule_reference(const ir::PrimFunc& func) {
 
 }  // namespace
 
-std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table) {
+std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table, const graph::Graph& graph) {
   std::vector<TuneTask> tasks;
-  for (const graph::Task& t : table.tasks) {
+  for (size_t k = 0; k < table.tasks.size(); ++k) {
+    const graph::Task& t = table.tasks[k];
     workloads::Workload w;
     w.name = t.name;
     w.op = "graph";
@@ -61,6 +62,13 @@ std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table) {
     w.flop = t.flop;
     w.shape = params_text(t.func);
     w.reference = default_schedule_reference(t.func);
+    // Calls of one task bind the same kinds of value: its first call says which are weights.
+    for (const graph::Call& c : table.calls) {
+      if (c.task != static_cast<int>(k)) continue;
+      for (size_t i = 0; i < c.inputs.size(); ++i)
+        if (graph.value(c.inputs[i]).is_constant()) w.constant_params.push_back(i);
+      break;
+    }
     tasks.push_back({std::move(w), "", static_cast<double>(t.weight), nullptr});
   }
   return tasks;
@@ -86,11 +94,10 @@ size_t model_weight_bytes(const graph::Graph& graph) {
   return bytes;
 }
 
-runtime::TimeOptions model_timing(const std::string& name, const graph::Graph& graph, size_t llc_bytes) {
-  if (name != "auto" && name != "llc" && name != "cold" && name != "warm")
-    throw InputError(fmt::format("unknown timing '{}' (expected auto, llc, cold or warm)", name));
-  if (name != "auto") return timing_named(name);
-  return llc_bytes > 0 && 2 * model_weight_bytes(graph) <= llc_bytes ? llc_timing() : cold_timing();
+runtime::TimeOptions model_timing(const std::string& name) {
+  if (name != "auto" && name != "llc" && name != "mixed" && name != "cold" && name != "warm")
+    throw InputError(fmt::format("unknown timing '{}' (expected auto, llc, mixed, cold or warm)", name));
+  return timing_named(name == "auto" ? "mixed" : name);
 }
 
 }  // namespace tyche::tune

@@ -13,19 +13,21 @@
 namespace tyche::tune {
 
 // One TuneTask per model task: a workload named after the task (op "graph"), its reference the
-// task's default schedule compiled with LLVM (built on first use), its weight the task's calls.
-std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table);
+// task's default schedule compiled with LLVM (built on first use), its weight the task's calls,
+// its constant_params the params `graph` binds to weights.
+std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table, const graph::Graph& graph);
 
 // The bytes of the model's weights (its constant values).
 size_t model_weight_bytes(const graph::Graph& graph);
 
-// How a model's tasks are timed. "auto": as the model meets its arguments. Where the weights take
-// at most half of the last-level cache (`llc_bytes`; 0: unknown) they stay there from one run to
-// the next, with the activations: llc_timing(). Else every call streams its weights from memory:
-// cold_timing(). On AMD EPYC Zen 5 (32 MiB L3) BERT-base (340 MB of weights) tuned llc ran at
-// 1.19x onnxruntime, tuned cold at 0.97x; MobileNet-v2 (14 MB) ran the same either way, and its
-// llc estimate was the closer. Any other name: timing_named(name).
-runtime::TimeOptions model_timing(const std::string& name, const graph::Graph& graph, size_t llc_bytes);
+// How a model's tasks are timed. "auto": as the model meets its arguments, mixed_timing(): the
+// activations a call reads were just written, so they wait in the last-level cache; the weights
+// were last read a whole run ago and, with the rest of the model and the other tenants of a
+// shared L3, come from memory. On AMD EPYC Zen 5 (32 MiB L3), interleaved with onnxruntime:
+// MobileNet-v2 (14 MB of weights) tuned mixed ran at 1.00x, llc 1.07x, cold 1.06x; BERT-base
+// (340 MB) mixed 0.96x, cold 0.97x, llc 1.19x. Any other name ("llc", "mixed", "cold", "warm"):
+// timing_named(name).
+runtime::TimeOptions model_timing(const std::string& name);
 
 // Each task's best program in `db` on `target`, undefined where the database has none (the
 // executor then runs the default schedule).

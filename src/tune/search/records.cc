@@ -30,7 +30,7 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
 }
 
 std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target) {
-  for (const runtime::TimeOptions& time : {llc_timing(), cold_timing()}) {
+  for (const runtime::TimeOptions& time : {mixed_timing(), llc_timing(), cold_timing()}) {
     std::string key = target_key(record_target(target, time));
     if (!db.best(hash, key, 1).empty()) return key;
   }

@@ -21,7 +21,7 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
                                                const std::vector<PostprocPtr>& postprocs);
 
 // The key of `target`'s records of the workload `hash` that its best programs come from: the
-// ones timed as a model's task runs when `db` has any (llc, else cold), else the warm ones.
+// ones timed as a model's task runs when `db` has any (mixed, else llc, else cold), else the warm ones.
 std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target);
 // The best program `db` measured of the workload `func` (named `name` in messages) for `target`:
 // its trace replayed and postprocessed, sampling without a recorded decision drawing from `seed`.

@@ -71,6 +71,8 @@ TEST(Records, ColdTimingIsKeptAndKeysItsOwnRecords) {
   llc.target.timing = "llc";
   EXPECT_EQ(parse_record(to_json_line(llc)).target.timing, "llc");
   EXPECT_EQ(target_key(parse_record(to_json_line(llc)).target), target_key(warm.target) + "|llc");
+  llc.target.timing = "mixed";
+  EXPECT_EQ(target_key(parse_record(to_json_line(llc)).target), target_key(warm.target) + "|mixed");
   std::string line = to_json_line(cold);
   line.replace(line.find("\"cold\""), 6, "\"tepid\"");
   try {

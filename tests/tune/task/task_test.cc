@@ -184,6 +184,8 @@ TEST(Tune, ColdTimedRecordsAreKeptApartAndPreferredByTheirReaders) {
   EXPECT_TRUE(o.runner.time.flush_cache && o.runner.time.keep_in_llc);
   EXPECT_EQ(timing_name(o.runner.time), "llc");
   EXPECT_EQ(timing_name(timing_named("cold")), "cold");
+  EXPECT_EQ(timing_name(timing_named("mixed")), "mixed");
+  EXPECT_TRUE(timing_named("mixed").keep_in_llc && timing_named("mixed").flush_constants);
   EXPECT_EQ(timing_name(timing_named("warm")), "");
   TuneResult llc = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
   EXPECT_EQ(llc.resumed_records, 0);
@@ -194,7 +196,7 @@ TEST(Tune, ColdTimedRecordsAreKeptApartAndPreferredByTheirReaders) {
   RecordTarget as_llc = record_target(two_cores(), llc_timing());
   EXPECT_EQ(preferred_target_key(again, ir::structural_hash(w.func), two_cores()), target_key(as_llc));
   EXPECT_THAT([] { timing_named("lukewarm"); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("unknown timing 'lukewarm' (expected cold, llc or warm)")));
+              ::testing::ThrowsMessage<Error>(HasSubstr("unknown timing 'lukewarm' (expected cold, llc, mixed or warm)")));
   std::filesystem::remove_all(db);
 }
 
