@@ -186,68 +186,71 @@ TEST(TimeEvaluator, ASlowFirstCallIsTheFirstRepeat) {
   EXPECT_EQ(calls, 4);
 }
 
-TEST(TimeEvaluator, FlushingTheArgumentsMakesEveryRepeatCold) {
-  // A walk over half of this host's L2 (as sysfs reports it) stays in L2 between warm calls;
-  // flushed, every repeat reads it from memory. The reads chase a random cycle through its cache
-  // lines, so each waits for the one before and the time is the latency of where the data is,
-  // whatever the build does to the loop around it. L2 against memory is an order of magnitude
-  // on every host; the bound is twice the warm median measured here.
-  constexpr size_t kLine = 16;  // 4-byte words per 64-byte line
-  size_t bytes = std::max<size_t>(target::data_cache_bytes(2, size_t{256} << 10) / 2, size_t{64} << 10);
-  std::vector<uint32_t> data(bytes / sizeof(uint32_t));
-  std::vector<uint32_t> order(data.size() / kLine);
-  std::iota(order.begin(), order.end(), 0u);
-  std::shuffle(order.begin() + 1, order.end(), std::mt19937(7));
-  for (size_t i = 0; i < order.size(); ++i) data[order[i] * kLine] = order[(i + 1) % order.size()];
-  volatile uint32_t sink = 0;
-  auto chase = [&] {
+// A walk over half of this host's L2 (as sysfs reports it). The reads chase a random cycle through
+// its cache lines, so each waits for the one before and the time is the latency of where the
+// data is, whatever the build does to the loop around it.
+class PointerChase {
+ public:
+  explicit PointerChase(unsigned seed)
+      : bytes_(std::max<size_t>(target::data_cache_bytes(2, size_t{256} << 10) / 2, size_t{64} << 10)),
+        data_(bytes_ / sizeof(uint32_t)),
+        lines_(data_.size() / kLine) {
+    std::vector<uint32_t> order(lines_);
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin() + 1, order.end(), std::mt19937(seed));
+    for (size_t i = 0; i < order.size(); ++i) data_[order[i] * kLine] = order[(i + 1) % order.size()];
+  }
+  void operator()() {
     uint32_t line = 0;
-    for (size_t i = 0; i < order.size(); ++i) line = data[line * kLine];
-    sink = line;
-  };
+    for (size_t i = 0; i < lines_; ++i) line = data_[line * kLine];
+    sink_ = line;
+  }
+  size_t bytes() const { return bytes_; }
+  std::pair<const void*, size_t> range() const { return {data_.data(), data_.size() * sizeof(uint32_t)}; }
+
+ private:
+  static constexpr size_t kLine = 16;  // 4-byte words per 64-byte line
+  size_t bytes_;
+  std::vector<uint32_t> data_;
+  size_t lines_;
+  volatile uint32_t sink_ = 0;
+};
+
+TEST(TimeEvaluator, FlushingTheArgumentsMakesEveryRepeatCold) {
+  // The walk stays in L2 between warm calls; flushed, every repeat reads it from memory. L2
+  // against memory is an order of magnitude on every host; the bound is twice the warm median.
+  PointerChase chase(7);
   TimeOptions options;
   options.warmup = 2;
   options.repeat = 9;
-  TimeResult warm = time_function(chase, options);
+  TimeResult warm = time_function([&] { chase(); }, options);
   options.flush_cache = true;
-  options.flush_ranges = {{data.data(), data.size() * sizeof(uint32_t)}};
-  TimeResult cold = time_function(chase, options);
-  EXPECT_GT(cold.min, 2 * warm.median) << bytes / 1024 << " KiB: cold " << cold.min * 1e6 << " us, warm "
+  options.flush_ranges = {chase.range()};
+  TimeResult cold = time_function([&] { chase(); }, options);
+  EXPECT_GT(cold.min, 2 * warm.median) << chase.bytes() / 1024 << " KiB: cold " << cold.min * 1e6 << " us, warm "
                                        << warm.median * 1e6 << " us";
 }
 
 TEST(TimeEvaluator, EvictingThePrivateCachesLeavesTheArgumentsInTheLastLevelCache) {
-  // The same chase: with only L1 and L2 evicted before each repeat it reads from the last-level
-  // cache: slower than L2 (1.7x on Zen 5 for this walk, TLB misses included) and faster than memory.
+  // With only L1 and L2 evicted before each repeat the walk reads from the last-level cache:
+  // slower than L2 (1.7x on Zen 5 for this walk, TLB misses included) and faster than memory.
   // Medians against the fastest warm repeat: another process on the other core (ctest -j) slows
   // the warm repeats too.
-  constexpr size_t kLine = 16;
-  size_t bytes = std::max<size_t>(target::data_cache_bytes(2, size_t{256} << 10) / 2, size_t{64} << 10);
-  std::vector<uint32_t> data(bytes / sizeof(uint32_t));
-  std::vector<uint32_t> order(data.size() / kLine);
-  std::iota(order.begin(), order.end(), 0u);
-  std::shuffle(order.begin() + 1, order.end(), std::mt19937(11));
-  for (size_t i = 0; i < order.size(); ++i) data[order[i] * kLine] = order[(i + 1) % order.size()];
-  volatile uint32_t sink = 0;
-  auto chase = [&] {
-    uint32_t line = 0;
-    for (size_t i = 0; i < order.size(); ++i) line = data[line * kLine];
-    sink = line;
-  };
+  PointerChase chase(11);
   TimeOptions options;
   options.warmup = 2;
   options.repeat = 9;
-  TimeResult warm = time_function(chase, options);
+  TimeResult warm = time_function([&] { chase(); }, options);
   options.flush_cache = true;
   options.keep_in_llc = true;
-  TimeResult llc = time_function(chase, options);
-  options.flush_ranges = {{data.data(), data.size() * sizeof(uint32_t)}};  // and these from every cache
-  TimeResult mixed = time_function(chase, options);
+  TimeResult llc = time_function([&] { chase(); }, options);
+  options.flush_ranges = {chase.range()};  // and these from every cache
+  TimeResult mixed = time_function([&] { chase(); }, options);
   options.keep_in_llc = false;
-  TimeResult cold = time_function(chase, options);
+  TimeResult cold = time_function([&] { chase(); }, options);
   EXPECT_GT(mixed.min, 2 * warm.median) << "mixed " << mixed.min * 1e6 << " us, warm " << warm.median * 1e6 << " us";
   EXPECT_GT(llc.median, 1.25 * warm.min) << "llc " << llc.median * 1e6 << " us, warm " << warm.min * 1e6 << " us";
-  if (target::data_cache_bytes(3, 0) > 4 * bytes) {
+  if (target::data_cache_bytes(3, 0) > 4 * chase.bytes()) {
     EXPECT_LT(llc.median, cold.median) << "llc " << llc.median * 1e6 << " us, cold " << cold.median * 1e6 << " us";
   }
 }
