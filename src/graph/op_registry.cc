@@ -63,11 +63,11 @@ ir::Expr ConvertContext::load(size_t i, const std::vector<ir::Expr>& indices) co
   return input(i)(indices);
 }
 
-ir::Expr ConvertContext::load_broadcast(size_t i, const std::vector<ir::Expr>& out) const {
+ir::Expr ConvertContext::load_broadcast(size_t i, const std::vector<ir::Expr>& out, const std::vector<int64_t>& out_shape) const {
   const std::vector<int64_t>& s = shape(i);
   size_t offset = out.size() - s.size();
   std::vector<ir::Expr> idx;
-  for (size_t d = 0; d < s.size(); ++d) idx.push_back(s[d] == 1 ? ir::Expr(0) : out[offset + d]);
+  for (size_t d = 0; d < s.size(); ++d) idx.push_back(s[d] == 1 && out_shape[offset + d] != 1 ? ir::Expr(0) : out[offset + d]);
   return load(i, idx);
 }
 

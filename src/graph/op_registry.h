@@ -65,9 +65,11 @@ class ConvertContext {
 
   // Element `indices` of input `i`, or its literal value when it is a one-element constant.
   ir::Expr load(size_t i, const std::vector<ir::Expr>& indices) const;
-  // Element of input `i` under numpy broadcasting to an output indexed by `out` (right-aligned,
-  // size-1 dimensions read at 0).
-  ir::Expr load_broadcast(size_t i, const std::vector<ir::Expr>& out) const;
+  // Element of input `i` under numpy broadcasting to an output of shape `out_shape` indexed by
+  // `out` (right-aligned). A size-1 dimension is read at 0 only where the output's is longer: an
+  // operand of the output's own shape keeps the output's indices, the element-wise pattern that
+  // inlining and consumer fusion look for (a residual add read at [0, h, w, c] is not one).
+  ir::Expr load_broadcast(size_t i, const std::vector<ir::Expr>& out, const std::vector<int64_t>& out_shape) const;
 
   // A fresh compute name in the function being built.
   std::string name(const std::string& base) const { return names_(base); }

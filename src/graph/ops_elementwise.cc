@@ -30,7 +30,7 @@ std::vector<Tensor> broadcast(ConvertContext& c, const char* name, size_t n, con
       shape,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> args;
-        for (size_t i = 0; i < n; ++i) args.push_back(c.load_broadcast(i, exprs(v)));
+        for (size_t i = 0; i < n; ++i) args.push_back(c.load_broadcast(i, exprs(v), shape));
         return f(std::move(args));
       },
       c.name(name))};

@@ -298,7 +298,7 @@ std::vector<Tensor> matmul(ConvertContext& c) {
         auto batch_index = [&](const std::vector<int64_t>& shape) {
           std::vector<Expr> idx;
           size_t own = shape.size() - 2;
-          for (size_t d = 0; d < own; ++d) idx.push_back(shape[d] == 1 ? Expr(0) : Expr(v[nb - own + d]));
+          for (size_t d = 0; d < own; ++d) idx.push_back(shape[d] == 1 && batch[nb - own + d] != 1 ? Expr(0) : Expr(v[nb - own + d]));
           return idx;
         };
         std::vector<Expr> ai = a_vec ? std::vector<Expr>{} : batch_index(a), bi = b_vec ? std::vector<Expr>{} : batch_index(b);
@@ -340,7 +340,7 @@ std::vector<Tensor> gemm(ConvertContext& c) {
         Expr r = y(i, j);
         if (alpha != 1) r = r * ir::make_float(alpha);
         if (has_c) {
-          Expr cv = c.load_broadcast(2, {i, j});
+          Expr cv = c.load_broadcast(2, {i, j}, {m, nn});
           r = r + (beta == 1 ? cv : cv * ir::make_float(beta));
         }
         return r;

@@ -178,8 +178,9 @@ std::vector<Tensor> layer_norm(ConvertContext& c) {
         Expr y = (x(exprs(v)) - sum(k) * ir::make_float(inv_n)) /
                  ir::sqrt(sq(k) * ir::make_float(inv_n) + ir::make_float(eps));
         std::vector<Expr> tail(v.begin() + axis, v.end());
-        if (c.has_input(1)) y = y * c.load_broadcast(1, tail);
-        if (c.has_input(2)) y = y + c.load_broadcast(2, tail);
+        std::vector<int64_t> tail_shape(c.shape(0).begin() + axis, c.shape(0).end());
+        if (c.has_input(1)) y = y * c.load_broadcast(1, tail, tail_shape);
+        if (c.has_input(2)) y = y + c.load_broadcast(2, tail, tail_shape);
         return y;
       },
       c.name("layer_norm"))};

@@ -283,7 +283,7 @@ std::vector<Tensor> gather(ConvertContext& c) {
 std::vector<Tensor> expand(ConvertContext& c) {
   std::vector<int64_t> shape = broadcast_shapes(c.node(), c.shape(0), c.constant_ints(1, "the shape"));
   return {te::compute(
-      shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return c.load_broadcast(0, exprs(v)); }, c.name("expand"))};
+      shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return c.load_broadcast(0, exprs(v), shape); }, c.name("expand"))};
 }
 
 std::vector<Tensor> shape(ConvertContext& c) {
