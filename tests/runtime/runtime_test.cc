@@ -5,6 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -12,6 +16,7 @@
 #include "../common/sanitizers.h"
 #include "target/host.h"
 #include "runtime/module.h"
+#include "runtime/ndarray.h"
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "support/error.h"
@@ -145,6 +150,40 @@ TEST(ThreadPool, AlignedAllocationAndExhaustion) {
 #if !TYCHE_ASAN  // AddressSanitizer aborts on such a request by default
   EXPECT_EQ(tyche_alloc(int64_t{1} << 62), nullptr) << "no process has 4 EiB: the kernel reports it";
 #endif
+}
+
+// The VmFlags of the mapping of this process that holds `p` ("" when none does).
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (line.find('-') != std::string::npos && (range >> std::hex >> lo >> dash >> hi) && dash == '-') {
+      inside = lo <= at && at < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+TEST(NDArray, BuffersOfTwoMebibytesOrMoreAreAlignedForAndAskForHugePages) {
+  runtime::NDArray small({1000}, DataType::Float(32));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data_as<float>()) % 64, 0u);
+  runtime::NDArray weights({1 << 20}, DataType::Float(32));  // 4 MiB
+  const float* p = weights.data_as<float>();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (uintptr_t{2} << 20), 0u);
+  EXPECT_EQ(p[0], 0.0f);
+  EXPECT_EQ(p[(1 << 20) - 1], 0.0f);
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled"))
+    GTEST_SKIP() << "no transparent huge pages in this kernel";
+  // "hg": the mapping was advised MADV_HUGEPAGE (whether the kernel found huge pages is its call).
+  std::string flags = vm_flags_of(p);
+  ASSERT_FALSE(flags.empty());
+  EXPECT_THAT(flags, HasSubstr(" hg"));
 }
 
 TEST(Module, KernelStatusesHaveTexts) {
