@@ -272,7 +272,7 @@ int ModelCommands::cmd_tune_model() {
   to.threads = threads_;
   to.runner.worker_path = program_dir() + "/tyche-worker";
   to.runner.time = tune::model_timing(timing_);
-  std::string timing = tune::timing_name(to.runner.time).empty() ? "warm" : tune::timing_name(to.runner.time);
+  std::string timing = tune::timing_label(to.runner.time);
   to.stop = &g_interrupted;
   fmt::print("{}: {} tasks ({} calls), {:.3f} GFLOP, {:.1f} MB of weights, {} trials, timed {}; database {}\n", model_, tasks.size(),
              m.table.calls.size(),

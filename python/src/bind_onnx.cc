@@ -287,7 +287,7 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
   nb::dict d;
   d["model"] = src.what;
   d["trials"] = trials;
-  d["timing"] = tune::timing_name(time).empty() ? "warm" : tune::timing_name(time);
+  d["timing"] = tune::timing_label(time);
   d["wall_s"] = tm.total;
   d["estimated_latency_ms"] = total * 1e3;
   d["tasks"] = task_rows;

@@ -64,11 +64,15 @@ ir::Expr ConvertContext::load(size_t i, const std::vector<ir::Expr>& indices) co
 }
 
 ir::Expr ConvertContext::load_broadcast(size_t i, const std::vector<ir::Expr>& out, const std::vector<int64_t>& out_shape) const {
-  const std::vector<int64_t>& s = shape(i);
-  size_t offset = out.size() - s.size();
+  return load(i, broadcast_index(shape(i), out, out_shape));
+}
+
+std::vector<ir::Expr> broadcast_index(const std::vector<int64_t>& in, const std::vector<ir::Expr>& out,
+                                      const std::vector<int64_t>& out_shape) {
+  size_t offset = out.size() - in.size();
   std::vector<ir::Expr> idx;
-  for (size_t d = 0; d < s.size(); ++d) idx.push_back(s[d] == 1 && out_shape[offset + d] != 1 ? ir::Expr(0) : out[offset + d]);
-  return load(i, idx);
+  for (size_t d = 0; d < in.size(); ++d) idx.push_back(in[d] == 1 && out_shape[offset + d] != 1 ? ir::Expr(0) : out[offset + d]);
+  return idx;
 }
 
 int ConvertContext::axis(int64_t axis, int rank, const char* what) const {

@@ -66,9 +66,7 @@ class ConvertContext {
   // Element `indices` of input `i`, or its literal value when it is a one-element constant.
   ir::Expr load(size_t i, const std::vector<ir::Expr>& indices) const;
   // Element of input `i` under numpy broadcasting to an output of shape `out_shape` indexed by
-  // `out` (right-aligned). A size-1 dimension is read at 0 only where the output's is longer: an
-  // operand of the output's own shape keeps the output's indices, the element-wise pattern that
-  // inlining and consumer fusion look for (a residual add read at [0, h, w, c] is not one).
+  // `out` (broadcast_index).
   ir::Expr load_broadcast(size_t i, const std::vector<ir::Expr>& out, const std::vector<int64_t>& out_shape) const;
 
   // A fresh compute name in the function being built.
@@ -103,6 +101,12 @@ std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node, const
 
 // Numpy broadcasting of two shapes; InputError (naming `node`) when they do not broadcast.
 std::vector<int64_t> broadcast_shapes(const Node& node, const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// The index into an operand of shape `in` that broadcasts to an output of shape `out_shape`
+// indexed by `out` (right-aligned). A size-1 dimension is read at 0 only where the output's is
+// longer: an operand of the output's own shape keeps the output's indices, the element-wise
+// pattern that inlining and consumer fusion look for (a residual add read at [0, h, w, c] is not one).
+std::vector<ir::Expr> broadcast_index(const std::vector<int64_t>& in, const std::vector<ir::Expr>& out,
+                                      const std::vector<int64_t>& out_shape);
 
 // The op families' converters (ops_*.cc), for the table.
 namespace ops {

@@ -295,11 +295,9 @@ std::vector<Tensor> matmul(ConvertContext& c) {
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr i = a_vec ? Expr(0) : Expr(v[nb]);
         Expr j = b_vec ? Expr(0) : Expr(v[out.size() - 1]);
+        std::vector<Expr> out_batch(v.begin(), v.begin() + static_cast<long>(nb));
         auto batch_index = [&](const std::vector<int64_t>& shape) {
-          std::vector<Expr> idx;
-          size_t own = shape.size() - 2;
-          for (size_t d = 0; d < own; ++d) idx.push_back(shape[d] == 1 && batch[nb - own + d] != 1 ? Expr(0) : Expr(v[nb - own + d]));
-          return idx;
+          return broadcast_index({shape.begin(), shape.end() - 2}, out_batch, batch);
         };
         std::vector<Expr> ai = a_vec ? std::vector<Expr>{} : batch_index(a), bi = b_vec ? std::vector<Expr>{} : batch_index(b);
         if (!a_vec) ai.push_back(i);

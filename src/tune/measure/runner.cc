@@ -120,6 +120,11 @@ std::string timing_name(const runtime::TimeOptions& time) {
   return time.flush_constants ? "mixed" : "llc";
 }
 
+std::string timing_label(const runtime::TimeOptions& time) {
+  std::string name = timing_name(time);
+  return name.empty() ? "warm" : name;
+}
+
 RunInput run_input_for(const std::string& object_path, const std::string& name, const ir::PrimFunc& func,
                        std::vector<runtime::NDArray> expected) {
   RunInput in;

@@ -42,6 +42,8 @@ runtime::TimeOptions mixed_timing();
 runtime::TimeOptions timing_named(const std::string& name);
 // RecordTarget::timing for these options: "cold", "llc" or "mixed" when they evict the caches, "" (warm) else.
 std::string timing_name(const runtime::TimeOptions& time);
+// The timing as reported to users: timing_name(), or "warm".
+std::string timing_label(const runtime::TimeOptions& time);
 
 struct ParamSpec {
   std::vector<int64_t> shape;
