@@ -8,10 +8,36 @@
 #include <cstring>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "lower/lower.h"
 #include "support/error.h"
 
 namespace tyche::graph {
+
+CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table, const ExecutionPlan& plan,
+                                 const std::vector<std::vector<lower::LayoutRewrite>>& rewrites) {
+  CallWeights out(table.calls.size());
+  std::vector<std::vector<std::unique_ptr<codegen::CompiledKernel>>> kernels(rewrites.size());
+  for (size_t t = 0; t < rewrites.size(); ++t)
+    for (const lower::LayoutRewrite& rw : rewrites[t]) kernels[t].push_back(codegen::compile(lower::lower(rw.preproc).func));
+  for (size_t c = 0; c < table.calls.size(); ++c) {
+    size_t t = static_cast<size_t>(table.calls[c].task);
+    if (t >= rewrites.size()) continue;
+    for (size_t k = 0; k < rewrites[t].size(); ++k) {
+      size_t arg = rewrites[t][k].param;
+      const Location& l = plan.call_args[c][arg];
+      if (l.kind != Location::Kind::kConstant)
+        throw InternalError(fmt::format("task '{}' rewrites the layout of argument {}, which is not a weight", table.tasks[t].name, arg));
+      const runtime::NDArray& weight = graph.value(l.index).constant;
+      runtime::NDArray packed(weight.shape(), weight.dtype());  // the same elements, laid out anew
+      void* args[] = {const_cast<void*>(weight.data()), packed.data()};
+      kernels[t][k]->run(args);
+      out[c].emplace_back(arg, std::move(packed));
+    }
+  }
+  return out;
+}
 
 Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> programs, const ExecutorOptions& options)
     : graph_(std::move(graph)), table_(std::move(table)), options_(options) {
@@ -23,11 +49,14 @@ Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> progr
   // machine has; the first error, by task order, is the one reported.
   std::vector<std::exception_ptr> errors(n);
   std::atomic<size_t> next{0};
+  std::vector<std::vector<lower::LayoutRewrite>> rewrites(n);
   auto worker = [&] {
     for (size_t t = next.fetch_add(1); t < n; t = next.fetch_add(1)) {
       try {
         ir::PrimFunc p = programs[t].defined() ? programs[t] : default_schedule(table_.tasks[t].func);
-        kernels_[t] = codegen::compile(lower::lower(p).func, options_.compile);
+        lower::SplitProgram split = lower::split_layout_rewrites(p);
+        rewrites[t] = std::move(split.rewrites);
+        kernels_[t] = codegen::compile(lower::lower(split.main).func, options_.compile);
       } catch (...) {
         errors[t] = std::current_exception();
       }
@@ -40,8 +69,9 @@ Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> progr
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   plan_ = plan_execution(graph_, table_);
+  call_weights_ = rewrite_call_weights(graph_, table_, plan_, rewrites);
+  compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   arena_ = runtime::NDArray({std::max<int64_t>(plan_.memory.arena_bytes, 1)}, DataType::UInt(8));
 }
 
@@ -69,6 +99,7 @@ std::vector<runtime::NDArray> Executor::run(const std::vector<runtime::NDArray>&
   for (size_t c = 0; c < table_.calls.size(); ++c) {
     args.clear();
     for (const Location& l : plan_.call_args[c]) args.push_back(address(l, inputs));
+    for (auto& [arg, weight] : call_weights_[c]) args[arg] = weight.data();
     auto start = call_seconds ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     kernels_[static_cast<size_t>(table_.calls[c].task)]->run(args.data());
     if (call_seconds) (*call_seconds)[c] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

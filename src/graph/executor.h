@@ -1,7 +1,8 @@
 // The graph executor: a model's calls compiled once and run in order. Each task's kernel is the
 // scheduled program given for it (a tuning record's best) or, for a task without one, a default
 // schedule (elementwise stages inlined, the outer loops of each remaining stage fused and run in
-// parallel). Weights are laid out once, at construction; every intermediate value lives in one
+// parallel). Weights are laid out once, at construction, in the layout each kernel reads (a
+// tuned program's layout rewrites run then, on every call's weight); every intermediate value lives in one
 // arena at the offset of a static liveness plan (execution_plan.h, memory_plan.h); views share
 // their input's bytes. All kernels run on Tyche's thread pool.
 #pragma once
@@ -15,11 +16,19 @@
 #include "graph/graph.h"
 #include "graph/memory_plan.h"
 #include "graph/tasks.h"
+#include "lower/layout_rewrite.h"
 
 namespace tyche::graph {
 
 // The default schedule of an untuned task.
 ir::PrimFunc default_schedule(const ir::PrimFunc& func);
+
+// Weights in the layouts their kernels read: a task program's layout rewrites
+// (lower/layout_rewrite.h, `rewrites[task]`) run once on each call's weight, JIT-compiled for this
+// host. Per call: (argument index, the rewritten weight), to pass in place of the constant.
+using CallWeights = std::vector<std::vector<std::pair<size_t, runtime::NDArray>>>;
+CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table, const ExecutionPlan& plan,
+                                 const std::vector<std::vector<lower::LayoutRewrite>>& rewrites);
 
 struct ExecutorOptions {
   codegen::CompileOptions compile;
@@ -54,6 +63,7 @@ class Executor {
   ExecutorOptions options_;
   std::vector<std::unique_ptr<codegen::CompiledKernel>> kernels_;  // per task
   ExecutionPlan plan_;
+  CallWeights call_weights_;  // weights laid out for their kernels, at construction
   runtime::NDArray arena_;
   double compile_seconds_ = 0;
 };

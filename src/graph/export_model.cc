@@ -173,14 +173,20 @@ ModelExportResult export_model(const Graph& g, const TaskTable& table, const std
 
   // Everything compiled first: an error here writes nothing.
   std::vector<ir::PrimFunc> lowered;
+  std::vector<std::vector<lower::LayoutRewrite>> rewrites;
   for (size_t t = 0; t < table.tasks.size(); ++t) {
     ir::PrimFunc p = t < programs.size() && programs[t].defined() ? programs[t] : default_schedule(table.tasks[t].func);
+    lower::SplitProgram split = lower::split_layout_rewrites(p);
+    rewrites.push_back(std::move(split.rewrites));
+    p = split.main;
     lower::Lowered l = lower::lower(ir::PrimFunc(task_symbol(o.name, t), p->params, p->num_outputs, p->body));
     for (const std::string& note : l.notes) result.notes.push_back(fmt::format("{}: {}", table.tasks[t].name, note));
     lowered.push_back(l.func);
   }
   std::vector<std::string> objects =
       compile_tasks(lowered, {.cpu = o.cpu, .keep_module = false, .max_stack_bytes = o.max_stack_bytes, .parallel = o.parallel});
+  // Weights a kernel reads in a layout of its own are stored in that layout.
+  CallWeights call_weights = rewrite_call_weights(g, table, plan, rewrites);
 
   // The entry: the plan's locations as the program's buffers, each weight once.
   codegen::ExportProgram program;
@@ -209,7 +215,16 @@ ModelExportResult export_model(const Graph& g, const TaskTable& table, const std
   for (size_t c = 0; c < table.calls.size(); ++c) {
     codegen::ProgramCall& call = program.calls.emplace_back();
     call.kernel = task_symbol(o.name, static_cast<size_t>(table.calls[c].task));
-    for (const Location& l : plan.call_args[c]) call.args.push_back(buffer(l));
+    for (size_t a = 0; a < plan.call_args[c].size(); ++a) {
+      auto rewritten = std::find_if(call_weights[c].begin(), call_weights[c].end(), [&](const auto& w) { return w.first == a; });
+      if (rewritten == call_weights[c].end()) {
+        call.args.push_back(buffer(plan.call_args[c][a]));
+        continue;
+      }
+      call.args.push_back({codegen::ProgramBuffer::Kind::kConstant, static_cast<int64_t>(program.constants.size())});
+      const runtime::NDArray& weight = rewritten->second;
+      program.constants.emplace_back(static_cast<const char*>(weight.data()), weight.nbytes());
+    }
   }
   for (int out : g.outputs) {
     program.outputs.push_back(buffer(plan.location[static_cast<size_t>(out)]));

@@ -6,6 +6,7 @@
 
 #include "graph/op_registry.h"
 #include "ir/functor.h"
+#include "ir/layout_free.h"
 #include "ir/structural.h"
 #include "support/error.h"
 
@@ -112,7 +113,11 @@ ir::PrimFunc group_function(const Graph& graph, const FusedGroup& group, const s
       }, names("copy"));
     }
   args.insert(args.end(), results.begin(), results.end());
-  return te::create_prim_func(args, name);
+  // Weights may be stored in whatever layout the tuned kernel reads (RewriteLayout).
+  std::vector<size_t> weights;
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    if (graph.value(call.inputs[i]).is_constant()) weights.push_back(i);
+  return ir::with_layout_free_params(te::create_prim_func(args, name), weights);
 }
 
 TaskTable extract_tasks(const Graph& graph) {

@@ -25,5 +25,11 @@ inline constexpr const char* kRandomComputeProducer = "meta_schedule.random_comp
 // size is at most this; with kUnrollExplicitPragma = 0 the limit is left to the compiler.
 inline constexpr const char* kAutoUnrollMaxStep = "pragma_auto_unroll_max_step";
 inline constexpr const char* kUnrollExplicitPragma = "pragma_unroll_explicit";
+// On the root block: the input params (comma-separated indices) that hold constants, which a
+// schedule may store in a layout of its own (ir/layout_free.h).
+inline constexpr const char* kLayoutFreeBuffers = "layout_free_buffers";
+// On a root-level stage block that copies a layout-free param into the layout its reader walks
+// (RewriteLayout): run once at load, not at every call (lower/layout_rewrite.h).
+inline constexpr const char* kLayoutRewritePreproc = "meta_schedule.layout_rewrite_preproc";
 
 }  // namespace tyche::ir::ann

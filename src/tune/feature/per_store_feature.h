@@ -67,7 +67,8 @@ FeatureRows features_of_loops(const ir::PrimFunc& loops, const FeatureOptions& o
 // A candidate program lowered to loops with its intermediates compacted, and its features: each
 // computed once, on first use, by whichever needs it first (the cost model scoring or learning
 // from the candidate, the builder compiling it, which goes on lowering from there). Threads may
-// share one.
+// share one. The loops are those of the program's main part (lower::split_layout_rewrites): its
+// layout rewrites run once at load.
 class LoweredProgram {
  public:
   explicit LoweredProgram(ir::PrimFunc program, bool is_gpu = false);

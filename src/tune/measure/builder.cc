@@ -12,6 +12,7 @@
 
 #include "target/cpu.h"
 #include "lower/lower.h"
+#include "lower/layout_rewrite.h"
 #include "support/error.h"
 
 namespace tyche::tune {
@@ -38,13 +39,25 @@ BuildResult build_one(const BuildInput& input, const std::string& object_path, c
   auto start = std::chrono::steady_clock::now();
   try {
     bool reuse = input.lowered && !input.lowered->is_gpu();
-    ir::PrimFunc lowered = (reuse ? lower::finish_lowering(input.lowered->loops()) : lower::lower(input.func)).func;
+    lower::SplitProgram split = lower::split_layout_rewrites(input.func);
+    ir::PrimFunc lowered = (reuse ? lower::finish_lowering(input.lowered->loops()) : lower::lower(split.main)).func;
     codegen::CompileOptions options{.cpu = cpu};
     if (object_path.empty()) {
       r.kernel = codegen::compile(lowered, options);
     } else {
       codegen::compile_to_object(lowered, object_path, options);
       r.object_path = object_path;
+    }
+    for (const lower::LayoutRewrite& rw : split.rewrites) {
+      BuiltPreproc p{rw.param, nullptr, {}, rw.preproc->name};
+      ir::PrimFunc pre = lower::lower(rw.preproc).func;
+      if (object_path.empty()) {
+        p.kernel = codegen::compile(pre, options);
+      } else {
+        p.object_path = fmt::format("{}.pack{}.o", object_path, rw.param);
+        codegen::compile_to_object(pre, p.object_path, options);
+      }
+      r.preprocs.push_back(std::move(p));
     }
   } catch (const std::exception& e) {
     r.error = e.what();

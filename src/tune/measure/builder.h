@@ -22,10 +22,22 @@ struct BuilderOptions {
   std::string cpu = {};         // code for this CPU (target/cpu.h; "" = default); must run here
 };
 
+// A layout rewrite's preproc (lower/layout_rewrite.h), built beside its program: run it on the
+// weight param `param` and pass its output in that param's place.
+struct BuiltPreproc {
+  size_t param = 0;
+  std::shared_ptr<codegen::CompiledKernel> kernel;  // in-process
+  std::string object_path;                          // with object_dir
+  std::string name;
+};
+
 struct BuildResult {
   std::shared_ptr<codegen::CompiledKernel> kernel;  // when built in-process (no object_dir)
   std::string object_path;                          // when object_dir is set
   std::string name;                                 // the function's name (the symbol)
+  // The program's layout rewrites: the kernel is its main program (lower::split_layout_rewrites),
+  // which takes each rewritten weight as its preproc left it.
+  std::vector<BuiltPreproc> preprocs;
   std::string error;                                // empty on success
   double seconds = 0;
   bool ok() const { return error.empty(); }

@@ -152,6 +152,11 @@ RunResult Runner::run(const RunInput& input) {
                   {"min_repeat_ms", t.min_repeat_ms}, {"flush_cache", t.flush_cache}, {"keep_in_llc", t.keep_in_llc},
                   {"constant_params", t.flush_constants ? input.constant_params : std::vector<size_t>{}},
                   {"single_run_after_s", input.single_run_after_s}};
+  if (!input.preprocs.empty()) {
+    json preprocs = json::array();
+    for (const RunPreproc& p : input.preprocs) preprocs.push_back({{"param", p.param}, {"object", p.object_path}, {"name", p.name}});
+    request["preprocs"] = preprocs;
+  }
   if (!write_all(to_worker_, request.dump() + "\n")) {
     result.error = reap_worker();
     return result;

@@ -50,9 +50,19 @@ struct ParamSpec {
   DataType dtype;
 };
 
+// A layout rewrite's preproc the worker runs on a weight before the kernel (BuiltPreproc).
+struct RunPreproc {
+  size_t param = 0;
+  std::string object_path;
+  std::string name;
+};
+
 struct RunInput {
   std::string object_path;  // from the Builder (BuilderOptions::object_dir)
   std::string name;         // the function's name
+  // Run on the filled inputs first, each output taking its weight's place (untimed, as the
+  // weights of a model are laid out once at load). `params` keep the weights' own shapes.
+  std::vector<RunPreproc> preprocs;
   std::vector<ParamSpec> params;
   size_t num_inputs = 0;    // the first num_inputs params are inputs, filled as make_inputs does
   uint64_t seed = 42;

@@ -29,6 +29,17 @@ json handle(const json& req) {
     if (args.size() < num_inputs) a.fill_uniform(seed++);
     args.push_back(std::move(a));
   }
+  if (req.contains("preprocs")) {
+    for (const json& p : req.at("preprocs")) {
+      size_t param = p.at("param").get<size_t>();
+      if (param >= num_inputs) throw Error(fmt::format("preproc of param {}, which is not an input", param));
+      auto pack = codegen::load_object(p.at("object").get<std::string>(), p.at("name").get<std::string>());
+      runtime::NDArray packed(args[param].shape(), args[param].dtype());  // the same elements, laid out anew
+      void* pack_args[] = {args[param].data(), packed.data()};
+      pack->run(pack_args);
+      args[param] = std::move(packed);
+    }
+  }
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
   auto t0 = std::chrono::steady_clock::now();

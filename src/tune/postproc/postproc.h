@@ -49,9 +49,15 @@ PostprocPtr rewrite_reduction_block();
 // each buffer, as buffer compaction would allocate it. Reads the target in initialize().
 PostprocPtr verify_gpu_code();
 
+// A layout-free param (a model's weight, ir/layout_free.h) read by one block is copied, in a
+// root-level stage annotated meta_schedule.layout_rewrite_preproc, into the order that block's
+// loops walk it (see rewrite_layout.cc for what is left alone). lower/layout_rewrite.h splits the
+// stage off so it runs once at load. Programs without layout-free params are untouched.
+PostprocPtr rewrite_layout();
+
 // TVM's lists (Postproc::DefaultLLVM / DefaultCUDA), less what has no counterpart here:
-// llvm: DisallowDynamicLoop, RewriteParallelVectorizeUnroll, RewriteReductionBlock (TVM adds
-// RewriteLayout). cuda: DisallowDynamicLoop, RewriteCooperativeFetch,
+// llvm: DisallowDynamicLoop, RewriteLayout, RewriteParallelVectorizeUnroll, RewriteReductionBlock
+// (RewriteLayout before the others, so it reads the tiles' own loops, unfused). cuda: DisallowDynamicLoop, RewriteCooperativeFetch,
 // RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyGPUCode (TVM has
 // RewriteUnboundBlock after RewriteCooperativeFetch; here VerifyGPUCode refuses unbound blocks).
 // The one place a target's postprocessors come from: returned initialized with `context`.

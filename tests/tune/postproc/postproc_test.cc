@@ -654,7 +654,8 @@ TEST(Postproc, Names) {
   };
   ir::PrimFunc f = small("GMM-1").func;
   EXPECT_THAT(names(default_postprocs(TuneContext{f, Target{}})),
-              ::testing::ElementsAre("DisallowDynamicLoop", "RewriteParallelVectorizeUnroll", "RewriteReductionBlock"));
+              ::testing::ElementsAre("DisallowDynamicLoop", "RewriteLayout", "RewriteParallelVectorizeUnroll",
+                                     "RewriteReductionBlock"));
   EXPECT_THAT(names(default_postprocs(TuneContext{f, cuda()})),
               ::testing::ElementsAre("DisallowDynamicLoop", "RewriteCooperativeFetch", "RewriteParallelVectorizeUnroll",
                                      "RewriteReductionBlock", "VerifyGPUCode"));

@@ -1,0 +1,31 @@
+// Layout rewrites split off a scheduled program: each root-level stage block annotated
+// meta_schedule.layout_rewrite_preproc (the tuner's RewriteLayout) copies a layout-free param W
+// (a model's weight) into a buffer P of the layout its reader walks. The main program takes P in
+// W's place and no longer copies; each rewrite's preproc program computes P from W, once, when the
+// weights are loaded (TVM splits its layout_rewrite_preproc blocks off the same way). P has W's
+// element count and type, so a caller may keep P in an array shaped as W was.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "ir/function.h"
+
+namespace tyche::lower {
+
+struct LayoutRewrite {
+  size_t param;          // the index of W (and P, in main)
+  ir::PrimFunc preproc;  // (W) -> (P), named "<main's name>_pack<param>"
+};
+
+struct SplitProgram {
+  ir::PrimFunc main;  // `scheduled` itself when it has no stage to split off
+  std::vector<LayoutRewrite> rewrites;
+};
+
+// Splits every root-level layout_rewrite_preproc stage (a program without a root block, loops
+// already, is returned as it is) that reads a param and writes a buffer the
+// root allocates; any other such stage stays where it is (and runs at every call).
+SplitProgram split_layout_rewrites(const ir::PrimFunc& scheduled);
+
+}  // namespace tyche::lower
