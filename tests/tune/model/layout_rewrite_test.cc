@@ -65,6 +65,17 @@ struct ConvModel {
     tasks = model_tune_tasks(table, graph);
     while (conv < tasks.size() && tasks[conv].workload.name.find("conv") == std::string::npos) ++conv;
   }
+  std::vector<ir::PrimFunc> rewritten_programs() const;
+  static graph::ExecutorOptions executor_options() {
+    graph::ExecutorOptions options;
+    options.compile.cpu = "x86-64-v3";
+    return options;
+  }
+  static runtime::NDArray input() {
+    runtime::NDArray x({1, 16, 10, 10}, DataType::Float(32));
+    x.fill_uniform(7);
+    return x;
+  }
 };
 
 Target avx2_target() {
@@ -90,6 +101,17 @@ std::vector<schedule::Schedule> rewritten_candidates(const workloads::Workload& 
     }
   }
   return out;
+}
+
+// The model's programs with the convolution's a rewritten candidate (the rest default); empty
+// when no candidate rewrote its weight.
+std::vector<ir::PrimFunc> ConvModel::rewritten_programs() const {
+  if (conv >= tasks.size()) return {};
+  std::vector<schedule::Schedule> candidates = rewritten_candidates(tasks[conv].workload, avx2_target(), 1);
+  if (candidates.empty()) return {};
+  std::vector<ir::PrimFunc> programs(table.tasks.size());
+  programs[conv] = candidates[0].func();
+  return programs;
 }
 
 TEST(RewriteLayout, ModelTasksNameTheirWeightsAsLayoutFree) {
@@ -164,17 +186,12 @@ TEST(RewriteLayout, TheIsolatedWorkerRunsThePreprocBeforeCheckingAndTiming) {
 
 TEST(RewriteLayout, TheExecutorLaysTheWeightsOutOnceAndMatchesTheDefaultSchedule) {
   ConvModel m;
-  ASSERT_LT(m.conv, m.tasks.size());
-  std::vector<schedule::Schedule> candidates = rewritten_candidates(m.tasks[m.conv].workload, avx2_target(), 1);
-  ASSERT_FALSE(candidates.empty());
-  std::vector<ir::PrimFunc> programs(m.table.tasks.size());
-  programs[m.conv] = candidates[0].func();
-  graph::ExecutorOptions options;
-  options.compile.cpu = "x86-64-v3";
+  std::vector<ir::PrimFunc> programs = m.rewritten_programs();
+  ASSERT_FALSE(programs.empty());
+  graph::ExecutorOptions options = ConvModel::executor_options();
   graph::Executor tuned(m.graph, m.table, programs, options);
   graph::Executor plain(m.graph, m.table, {}, options);
-  runtime::NDArray x({1, 16, 10, 10}, DataType::Float(32));
-  x.fill_uniform(7);
+  runtime::NDArray x = ConvModel::input();
   std::vector<runtime::NDArray> a = tuned.run({x}), b = plain.run({x});
   auto cmp = runtime::compare_outputs(a, b);
   EXPECT_TRUE(cmp.ok) << cmp.message;
@@ -185,15 +202,10 @@ TEST(RewriteLayout, TheExecutorLaysTheWeightsOutOnceAndMatchesTheDefaultSchedule
 
 TEST(RewriteLayout, AnExportedModelStoresTheWeightsLaidOut) {
   ConvModel m;
-  ASSERT_LT(m.conv, m.tasks.size());
-  std::vector<schedule::Schedule> candidates = rewritten_candidates(m.tasks[m.conv].workload, avx2_target(), 1);
-  ASSERT_FALSE(candidates.empty());
-  std::vector<ir::PrimFunc> programs(m.table.tasks.size());
-  programs[m.conv] = candidates[0].func();
-  graph::ExecutorOptions options;
-  options.compile.cpu = "x86-64-v3";
-  runtime::NDArray x({1, 16, 10, 10}, DataType::Float(32));
-  x.fill_uniform(7);
+  std::vector<ir::PrimFunc> programs = m.rewritten_programs();
+  ASSERT_FALSE(programs.empty());
+  graph::ExecutorOptions options = ConvModel::executor_options();
+  runtime::NDArray x = ConvModel::input();
   std::vector<runtime::NDArray> expected = graph::Executor(m.graph, m.table, {}, options).run({x});
 
   std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tyche_layout_export_{}", ::getpid());
