@@ -477,12 +477,28 @@ struct RfactorIters {
 };
 
 // Loops of reduce iterators that the rfactor loop touches become reduce iterators of their own.
+// So do the loops of any reduce iterator sharing a loop with those: after split(fuse(i, j), [1,
+// 49]) the binding of j, (o*49 + r) % 7, simplifies to r % 7 and no longer names the rfactor
+// loop o; kept as an iterator of its own beside the new one of loop r, it would make r drive two
+// iterators, and a later compute_at would give each a loop of its own (summing 7 times over).
 Result<RfactorIters> rfactor_iters(const RfactorTarget& t) {
   const ir::ForNode* rf_loop = t.rf_loop;
   const ir::VarNode* rf_var = rf_loop->loop_var.get();
   std::unordered_map<const ir::VarNode*, size_t> loop_index;
   for (size_t i = 0; i < t.loops.size(); ++i) loop_index[t.loops[i]->as_for()->loop_var.get()] = i;
   std::unordered_map<const ir::VarNode*, ir::Expr> loop_iter;  // loop var -> new iter var
+  std::vector<bool> expand(t.block->iter_vars.size(), false);
+  std::unordered_set<const ir::VarNode*> expanded_loops = {rf_var};
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k = 0; k < t.block->iter_vars.size(); ++k) {
+      if (expand[k] || t.block->iter_vars[k].kind == ir::IterKind::kSpatial) continue;
+      std::vector<const ir::VarNode*> vars = vars_of(t.realize->iter_values[k]);
+      if (std::none_of(vars.begin(), vars.end(), [&](const ir::VarNode* v) { return expanded_loops.count(v) > 0; })) continue;
+      expand[k] = changed = true;
+      expanded_loops.insert(vars.begin(), vars.end());
+    }
+  }
   RfactorIters out{ir::Var("v" + rf_loop->loop_var.name(), rf_loop->loop_var.dtype()), {}, {}, {}};
   out.iters.push_back(ir::IterVar{out.rf_iter, ir::Range(rf_loop->min, rf_loop->extent), ir::IterKind::kSpatial});
   out.values.push_back(rf_loop->loop_var);
@@ -490,7 +506,7 @@ Result<RfactorIters> rfactor_iters(const RfactorTarget& t) {
   for (size_t k = 0; k < t.block->iter_vars.size(); ++k) {
     const ir::IterVar& iv = t.block->iter_vars[k];
     const ir::Expr& binding = t.realize->iter_values[k];
-    if (iv.kind == ir::IterKind::kSpatial || !ir::uses_var(binding, rf_var)) {
+    if (!expand[k]) {
       ir::Var nv(iv.var.name(), iv.var.dtype());
       out.iters.push_back(ir::IterVar{nv, iv.dom, iv.kind});
       out.values.push_back(binding);

@@ -214,6 +214,28 @@ TEST(RFactor, DenseFactorAxisFirstAndLast) {
   }
 }
 
+TEST(RFactor, AnOuterPartOfOneLeavesEveryFusedReduceIteratorToTheNewLoops) {
+  // A global average pool's sum: the window fused (49) and split [1, 49]. The binding of k,
+  // (o * 49 + r) % 7, simplifies to r % 7 and no longer names the rfactor loop o; were k kept as
+  // an iterator of its own beside r's, r would drive two iterators, and compute_at would give
+  // each a loop (the sum taken 7 times over, as a tuned ResNet-50 candidate once computed).
+  auto w = workloads::from_index_notation("S[i] += A[i, j, k]", "i=16,j=7,k=7");
+  Schedule sch(w.func, true);
+  BlockRV s = sch.get_block("S").value();
+  auto loops = sch.get_loops(s).value();  // i j k
+  LoopRV fused = sch.fuse({loops[1], loops[2]}).value();
+  auto parts = sch.split(fused, {1, 49}).value();
+  BlockRV rf = sch.rfactor(parts[0], 0).value();
+  EXPECT_TRUE(computes_reference(w, sch.func()));
+  // Every reduce iterator of the rfactor block now has its own loop: each iterator once.
+  const ir::BlockNode* rf_block = sch.block_sref(rf).value()->as_block();
+  size_t reduce = 0;
+  for (const ir::IterVar& iv : rf_block->iter_vars) reduce += iv.kind == ir::IterKind::kReduce;
+  EXPECT_EQ(reduce, 1u) << ir::to_string(sch.func());
+  ASSERT_TRUE(sch.compute_at(rf, sch.get_loops(s).value()[0], false).ok());
+  EXPECT_TRUE(computes_reference(w, sch.func())) << ir::to_string(sch.func());
+}
+
 TEST(RFactor, GemmImperfectSplitAndBothHalves) {
   auto w = small("GMM-1");
   for (int half : {0, 1}) {
