@@ -15,24 +15,27 @@
 
 namespace tyche::graph {
 
+std::vector<CompiledRewrite> compile_rewrites(const std::vector<lower::LayoutRewrite>& rewrites) {
+  std::vector<CompiledRewrite> out;
+  for (const lower::LayoutRewrite& rw : rewrites) out.push_back({rw.param, codegen::compile(lower::lower(rw.preproc).func)});
+  return out;
+}
+
 CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table, const ExecutionPlan& plan,
-                                 const std::vector<std::vector<lower::LayoutRewrite>>& rewrites) {
+                                 const std::vector<std::vector<CompiledRewrite>>& rewrites) {
   CallWeights out(table.calls.size());
-  std::vector<std::vector<std::unique_ptr<codegen::CompiledKernel>>> kernels(rewrites.size());
-  for (size_t t = 0; t < rewrites.size(); ++t)
-    for (const lower::LayoutRewrite& rw : rewrites[t]) kernels[t].push_back(codegen::compile(lower::lower(rw.preproc).func));
   for (size_t c = 0; c < table.calls.size(); ++c) {
     size_t t = static_cast<size_t>(table.calls[c].task);
     if (t >= rewrites.size()) continue;
-    for (size_t k = 0; k < rewrites[t].size(); ++k) {
-      size_t arg = rewrites[t][k].param;
+    for (const CompiledRewrite& rw : rewrites[t]) {
+      size_t arg = rw.param;
       const Location& l = plan.call_args[c][arg];
       if (l.kind != Location::Kind::kConstant)
         throw InternalError(fmt::format("task '{}' rewrites the layout of argument {}, which is not a weight", table.tasks[t].name, arg));
       const runtime::NDArray& weight = graph.value(l.index).constant;
       runtime::NDArray packed(weight.shape(), weight.dtype());  // the same elements, laid out anew
       void* args[] = {const_cast<void*>(weight.data()), packed.data()};
-      kernels[t][k]->run(args);
+      rw.preproc->run(args);
       out[c].emplace_back(arg, std::move(packed));
     }
   }
@@ -49,13 +52,13 @@ Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> progr
   // machine has; the first error, by task order, is the one reported.
   std::vector<std::exception_ptr> errors(n);
   std::atomic<size_t> next{0};
-  std::vector<std::vector<lower::LayoutRewrite>> rewrites(n);
+  std::vector<std::vector<CompiledRewrite>> rewrites(n);
   auto worker = [&] {
     for (size_t t = next.fetch_add(1); t < n; t = next.fetch_add(1)) {
       try {
         ir::PrimFunc p = programs[t].defined() ? programs[t] : default_schedule(table_.tasks[t].func);
         lower::SplitProgram split = lower::split_layout_rewrites(p);
-        rewrites[t] = std::move(split.rewrites);
+        rewrites[t] = compile_rewrites(split.rewrites);
         kernels_[t] = codegen::compile(lower::lower(split.main).func, options_.compile);
       } catch (...) {
         errors[t] = std::current_exception();

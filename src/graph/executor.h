@@ -2,9 +2,9 @@
 // scheduled program given for it (a tuning record's best) or, for a task without one, a default
 // schedule (elementwise stages inlined, the outer loops of each remaining stage fused and run in
 // parallel). Weights are laid out once, at construction, in the layout each kernel reads (a
-// tuned program's layout rewrites run then, on every call's weight); every intermediate value lives in one
-// arena at the offset of a static liveness plan (execution_plan.h, memory_plan.h); views share
-// their input's bytes. All kernels run on Tyche's thread pool.
+// tuned program's layout rewrites run then, on every call's weight); every intermediate value
+// lives in one arena at the offset of a static liveness plan (execution_plan.h, memory_plan.h);
+// views share their input's bytes. All kernels run on Tyche's thread pool.
 #pragma once
 
 #include <memory>
@@ -23,12 +23,19 @@ namespace tyche::graph {
 // The default schedule of an untuned task.
 ir::PrimFunc default_schedule(const ir::PrimFunc& func);
 
-// Weights in the layouts their kernels read: a task program's layout rewrites
-// (lower/layout_rewrite.h, `rewrites[task]`) run once on each call's weight, JIT-compiled for this
-// host. Per call: (argument index, the rewritten weight), to pass in place of the constant.
+// A task program's layout rewrite (lower/layout_rewrite.h), JIT-compiled for this host.
+struct CompiledRewrite {
+  size_t param;
+  std::unique_ptr<codegen::CompiledKernel> preproc;
+};
+std::vector<CompiledRewrite> compile_rewrites(const std::vector<lower::LayoutRewrite>& rewrites);
+
+// Weights in the layouts their kernels read: each task's rewrites (`rewrites[task]`) run once on
+// each of its calls' weights. Per call: (argument index, the rewritten weight), to pass in place
+// of the constant.
 using CallWeights = std::vector<std::vector<std::pair<size_t, runtime::NDArray>>>;
 CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table, const ExecutionPlan& plan,
-                                 const std::vector<std::vector<lower::LayoutRewrite>>& rewrites);
+                                 const std::vector<std::vector<CompiledRewrite>>& rewrites);
 
 struct ExecutorOptions {
   codegen::CompileOptions compile;

@@ -173,11 +173,11 @@ ModelExportResult export_model(const Graph& g, const TaskTable& table, const std
 
   // Everything compiled first: an error here writes nothing.
   std::vector<ir::PrimFunc> lowered;
-  std::vector<std::vector<lower::LayoutRewrite>> rewrites;
+  std::vector<std::vector<CompiledRewrite>> rewrites;  // for this host, to lay the weights out now
   for (size_t t = 0; t < table.tasks.size(); ++t) {
     ir::PrimFunc p = t < programs.size() && programs[t].defined() ? programs[t] : default_schedule(table.tasks[t].func);
     lower::SplitProgram split = lower::split_layout_rewrites(p);
-    rewrites.push_back(std::move(split.rewrites));
+    rewrites.push_back(compile_rewrites(split.rewrites));
     p = split.main;
     lower::Lowered l = lower::lower(ir::PrimFunc(task_symbol(o.name, t), p->params, p->num_outputs, p->body));
     for (const std::string& note : l.notes) result.notes.push_back(fmt::format("{}: {}", table.tasks[t].name, note));

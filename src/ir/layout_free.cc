@@ -11,14 +11,6 @@
 
 namespace tyche::ir {
 
-namespace {
-const BlockRealizeNode* root_realize(const PrimFunc& func) {
-  const auto* realize = func->body.as<BlockRealizeNode>();
-  TYCHE_CHECK(realize != nullptr, "a PrimFunc's body is the realize of its root block");
-  return realize;
-}
-}  // namespace
-
 std::vector<size_t> layout_free_params(const PrimFunc& func) {
   const auto* realize = func->body.as<BlockRealizeNode>();
   if (!realize) return {};  // no root block (loops already): nothing named
@@ -42,7 +34,8 @@ std::vector<size_t> layout_free_params(const PrimFunc& func) {
 }
 
 PrimFunc with_layout_free_params(const PrimFunc& func, const std::vector<size_t>& params) {
-  const BlockRealizeNode* realize = root_realize(func);
+  const auto* realize = func->body.as<BlockRealizeNode>();
+  TYCHE_CHECK(realize != nullptr, "a PrimFunc's body is the realize of its root block");
   const BlockNode* root = realize->block.get();
   Annotations annotations = root->annotations;
   annotations.erase(ann::kLayoutFreeBuffers);

@@ -23,9 +23,9 @@ struct SplitProgram {
   std::vector<LayoutRewrite> rewrites;
 };
 
-// Splits every root-level layout_rewrite_preproc stage (a program without a root block, loops
-// already, is returned as it is) that reads a param and writes a buffer the
-// root allocates; any other such stage stays where it is (and runs at every call).
+// Splits off every root-level layout_rewrite_preproc stage that reads a param and writes a buffer
+// the root allocates; any other such stage stays where it is (and runs at every call). A program
+// without a root block (loops already) is returned as it is.
 SplitProgram split_layout_rewrites(const ir::PrimFunc& scheduled);
 
 }  // namespace tyche::lower

@@ -27,7 +27,6 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "lower/lower.h"
-#include "lower/layout_rewrite.h"
 #include "tune/feature/per_store_feature.h"
 #include "support/int_division.h"
 
@@ -572,11 +571,12 @@ FeatureRows per_store_features(const ir::PrimFunc& scheduled, const FeatureOptio
   return features_of_loops(lower::lower_loops(scheduled, {}, options.is_gpu).func, options);
 }
 
-LoweredProgram::LoweredProgram(ir::PrimFunc program, bool is_gpu) : program_(std::move(program)), is_gpu_(is_gpu) {}
+LoweredProgram::LoweredProgram(ir::PrimFunc program, bool is_gpu)
+    : program_(std::move(program)), split_(lower::split_layout_rewrites(program_)), is_gpu_(is_gpu) {}
 
 const lower::Lowered& LoweredProgram::loops() const {
   // Layout rewrites run once at load, not in the kernel: neither timed nor featurized.
-  std::call_once(loops_once_, [&] { loops_ = lower::lower_loops(lower::split_layout_rewrites(program_).main, {}, is_gpu_); });
+  std::call_once(loops_once_, [&] { loops_ = lower::lower_loops(split_.main, {}, is_gpu_); });
   return loops_;
 }
 

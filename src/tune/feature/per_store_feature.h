@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ir/function.h"
+#include "lower/layout_rewrite.h"
 #include "lower/lower.h"
 
 namespace tyche::tune {
@@ -73,12 +74,15 @@ class LoweredProgram {
  public:
   explicit LoweredProgram(ir::PrimFunc program, bool is_gpu = false);
   const ir::PrimFunc& program() const { return program_; }
+  // What the program's main part leaves to load time (lower::split_layout_rewrites).
+  const std::vector<lower::LayoutRewrite>& rewrites() const { return split_.rewrites; }
   bool is_gpu() const { return is_gpu_; }
   const lower::Lowered& loops() const;
   const FeatureRows& features() const;
 
  private:
   ir::PrimFunc program_;
+  lower::SplitProgram split_;
   bool is_gpu_;
   mutable std::once_flag loops_once_, features_once_;
   mutable lower::Lowered loops_;

@@ -39,24 +39,21 @@ BuildResult build_one(const BuildInput& input, const std::string& object_path, c
   auto start = std::chrono::steady_clock::now();
   try {
     bool reuse = input.lowered && !input.lowered->is_gpu();
-    lower::SplitProgram split = lower::split_layout_rewrites(input.func);
+    lower::SplitProgram split =
+        reuse ? lower::SplitProgram{ir::PrimFunc(), input.lowered->rewrites()} : lower::split_layout_rewrites(input.func);
     ir::PrimFunc lowered = (reuse ? lower::finish_lowering(input.lowered->loops()) : lower::lower(split.main)).func;
     codegen::CompileOptions options{.cpu = cpu};
-    if (object_path.empty()) {
-      r.kernel = codegen::compile(lowered, options);
-    } else {
-      codegen::compile_to_object(lowered, object_path, options);
-      r.object_path = object_path;
-    }
+    // In-process (no object path), or to the object file the worker loads.
+    auto build = [&](const ir::PrimFunc& f, const std::string& path, std::shared_ptr<codegen::CompiledKernel>* kernel) {
+      if (path.empty()) *kernel = codegen::compile(f, options);
+      else codegen::compile_to_object(f, path, options);
+    };
+    build(lowered, object_path, &r.kernel);
+    r.object_path = object_path;
     for (const lower::LayoutRewrite& rw : split.rewrites) {
-      BuiltPreproc p{rw.param, nullptr, {}, rw.preproc->name};
-      ir::PrimFunc pre = lower::lower(rw.preproc).func;
-      if (object_path.empty()) {
-        p.kernel = codegen::compile(pre, options);
-      } else {
-        p.object_path = fmt::format("{}.pack{}.o", object_path, rw.param);
-        codegen::compile_to_object(pre, p.object_path, options);
-      }
+      BuiltPreproc p{rw.param, nullptr, object_path.empty() ? "" : fmt::format("{}.pack{}.o", object_path, rw.param),
+                     rw.preproc->name};
+      build(lower::lower(rw.preproc).func, p.object_path, &p.kernel);
       r.preprocs.push_back(std::move(p));
     }
   } catch (const std::exception& e) {

@@ -57,8 +57,9 @@ PostprocPtr rewrite_layout();
 
 // TVM's lists (Postproc::DefaultLLVM / DefaultCUDA), less what has no counterpart here:
 // llvm: DisallowDynamicLoop, RewriteLayout, RewriteParallelVectorizeUnroll, RewriteReductionBlock
-// (RewriteLayout before the others, so it reads the tiles' own loops, unfused). cuda: DisallowDynamicLoop, RewriteCooperativeFetch,
-// RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyGPUCode (TVM has
+// (RewriteLayout before the others, so it reads the tiles' own loops, unfused). cuda:
+// DisallowDynamicLoop, RewriteCooperativeFetch, RewriteParallelVectorizeUnroll,
+// RewriteReductionBlock, VerifyGPUCode (TVM has
 // RewriteUnboundBlock after RewriteCooperativeFetch; here VerifyGPUCode refuses unbound blocks).
 // The one place a target's postprocessors come from: returned initialized with `context`.
 std::vector<PostprocPtr> default_postprocs(const TuneContext& context);

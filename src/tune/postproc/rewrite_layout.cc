@@ -115,11 +115,11 @@ std::optional<std::vector<Piece>> layout_pieces(const Schedule& sch, const sched
 // per extra piece of a dimension (a // s, a % s, in place), then one permutation. Empty when the
 // weight is already read in its own order.
 std::vector<std::string> layout_maps(const std::vector<Piece>& pieces, size_t rank) {
-  // The current layout's dimensions, each (dim, stride, extent) of the original.
+  // The current layout's dimensions: each the digits of original dimension `dim` from `stride`
+  // up (stride 1 on an axis still to be split: the rest of the dimension).
   struct Axis {
     size_t dim;
     int64_t stride;
-    int64_t extent;
   };
   std::vector<size_t> count(rank, 0);
   for (const Piece& p : pieces) ++count[p.dim];
@@ -129,7 +129,7 @@ std::vector<std::string> layout_maps(const std::vector<Piece>& pieces, size_t ra
   if (in_order) return {};
   std::vector<std::string> maps;
   std::vector<Axis> axes;
-  for (size_t d = 0; d < rank; ++d) axes.push_back({d, 1, 0});
+  for (size_t d = 0; d < rank; ++d) axes.push_back({d, 1});
   for (size_t d = 0; d < rank; ++d) {
     std::vector<int64_t> strides;  // this dimension's pieces, largest stride first
     for (const Piece& p : pieces)
@@ -150,7 +150,7 @@ std::vector<std::string> layout_maps(const std::vector<Piece>& pieces, size_t ra
       }
       maps.push_back(lambda_text(axes.size(), outs));
       axes[at].stride = strides[k];
-      axes.insert(axes.begin() + static_cast<std::ptrdiff_t>(at) + 1, Axis{d, 1, 0});
+      axes.insert(axes.begin() + static_cast<std::ptrdiff_t>(at) + 1, Axis{d, 1});
     }
   }
   // The permutation: axes of extent-1 dimensions first (no piece drives them), then the pieces.
