@@ -173,15 +173,41 @@ class Softmax : public Primitive {
   }
 };
 
-// NRM: the L2 norm of each batch's matrix, oneDNN's reduction (norm_lp_sum with p = 2).
+// NRM: the L2 norm of each batch's matrix. oneDNN 2.6 has norm_lp_sum only as its reference
+// kernel (ref:any, 0.1 GFLOP/s, a baseline in name only); its jit reduction sums. So the norm is
+// what a oneDNN user composes: an eltwise square into a scratch buffer, then the sum reduction
+// with a sqrt post-op, both jit kernels (two passes over the data: the price of the composition).
 class Norm : public Primitive {
  public:
   Norm(int64_t batch, int64_t m, int64_t n, const std::vector<float*>& b) {
-    dnnl::memory::desc src = strided({batch, m, n}, {m * n, n, 1}), dst = strided({batch, 1, 1}, {1, 1, 1});
-    dnnl::reduction::desc desc(dnnl::algorithm::reduction_norm_lp_sum, src, dst, 2.0f, 0.0f);
-    primitive_ = dnnl::reduction(dnnl::reduction::primitive_desc(desc, engine_));
-    args_ = {{DNNL_ARG_SRC, wrap(src, b[0])}, {DNNL_ARG_DST, wrap(dst, b[1])}};
+    dnnl::memory::desc src = strided({batch, m * n}, {m * n, 1}), dst = strided({batch, 1}, {1, 1});
+    dnnl::eltwise_forward::desc square(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_square, src);
+    square_ = dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(square, engine_));
+    squares_ = dnnl::memory(src, engine_);
+    square_args_ = {{DNNL_ARG_SRC, wrap(src, b[0])}, {DNNL_ARG_DST, squares_}};
+    dnnl::post_ops sqrt;
+    sqrt.append_eltwise(1.0f, dnnl::algorithm::eltwise_sqrt, 0.0f, 0.0f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(sqrt);
+    dnnl::reduction::desc sum(dnnl::algorithm::reduction_sum, src, dst, 0.0f, 0.0f);
+    primitive_ = dnnl::reduction(dnnl::reduction::primitive_desc(sum, attr, engine_));
+    args_ = {{DNNL_ARG_SRC, squares_}, {DNNL_ARG_DST, wrap(dst, b[1])}};
   }
+  void run() override {
+    square_.execute(stream_, square_args_);
+    primitive_.execute(stream_, args_);
+    stream_.wait();
+  }
+  std::string describe() const override {
+    const char* info = nullptr;
+    dnnl_primitive_desc_query(square_.get_primitive_desc(), dnnl_query_impl_info_str, 0, &info);
+    return std::string("square ") + (info ? info : "unknown") + " + sum " + Primitive::describe();
+  }
+
+ private:
+  dnnl::primitive square_;
+  dnnl::memory squares_;
+  std::unordered_map<int, dnnl::memory> square_args_;
 };
 
 ConvShape conv2d_shape(const std::vector<int64_t>& p, int64_t groups, int64_t dilation) {

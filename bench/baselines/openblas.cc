@@ -1,9 +1,11 @@
 // OpenBLAS's sgemm for the families that are matrix products: GMM (one sgemm per batch), dense +
 // ReLU (sgemm, then the ReLU as a separate pass over C, as a BLAS user writes it) and TBG (one
-// sgemm per batch and head on strided views, K transposed).
+// sgemm per batch and head on strided views, K transposed); and NRM as numpy.linalg.norm computes
+// a vector's 2-norm: sqrt(sdot(x, x)).
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "bench/baselines/driver.h"
 
@@ -43,6 +45,26 @@ class Gemm : public Driver {
   bool relu_;
 };
 
+// NRM: per batch, sqrt(sdot(x, x)) over its M·N contiguous elements. Not snrm2: that one scales
+// against overflow (a division per element in OpenBLAS's x86 kernel), which the workload does not
+// ask for; numpy's norm of a float32 vector takes this path too.
+class Norm : public Driver {
+ public:
+  Norm(int64_t batch, int64_t size, const std::vector<float*>& b) : batch_(batch), size_(size), x_(b[0]), out_(b[1]) {}
+  std::string describe() const override { return std::string("sqrt(sdot), ") + openblas_get_corename() + " kernels"; }
+  void run() override {
+    for (int64_t i = 0; i < batch_; ++i) {
+      const float* x = x_ + i * size_;
+      out_[i] = std::sqrt(cblas_sdot(static_cast<int>(size_), x, 1, x, 1));
+    }
+  }
+
+ private:
+  int64_t batch_, size_;
+  const float* x_;
+  float* out_;
+};
+
 }  // namespace
 
 std::unique_ptr<Driver> make_openblas_driver(const std::string& f, const std::vector<int64_t>& p, const std::vector<float*>& b) {
@@ -61,6 +83,10 @@ std::unique_ptr<Driver> make_openblas_driver(const std::string& f, const std::ve
     int64_t bt = p[0], l = p[1], h = p[2], d = p[3];
     Gemm::Shape s{bt * h, l, l, d, h * d, h * d, l, l * h * d, l * h * d, l * l, true, h, d, d};
     return std::make_unique<Gemm>(s, b, false);
+  }
+  if (f == "NRM") {
+    expect_shape(f, p, 3, b, 2);
+    return std::make_unique<Norm>(p[0], p[1] * p[2], b);
   }
   return nullptr;
 }

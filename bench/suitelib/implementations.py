@@ -61,8 +61,9 @@ def tvm_kernel(library_path: str, family: str, inputs, func) -> Implementation:
 
 
 def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
-    """max |out - ref| / max(1, max |ref|); NaN (an output never written) counts as infinite."""
+    """max |out - ref| / max |ref|: relative to the result's scale, however small (a softmax's
+    values are ~1/N); NaN (an output never written) counts as infinite."""
     diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
     if not np.all(np.isfinite(diff)):
         return float("inf")
-    return float(diff.max() / max(1.0, float(np.abs(ref).max())))
+    return float(diff.max() / max(float(np.abs(ref).max()), np.finfo(np.float64).tiny))

@@ -7,8 +7,12 @@ suite starts one worker per implementation; the workers load the same inputs and
 files, build their kernel, check its output, then time windows when asked. The parent still
 interleaves the windows round by round (measure.py), so all see the same periods of the host.
 
+Every worker gets the same environment (the suite's explicit thread count for each library, see
+suite.worker_env) and is confined to the same CPUs; it reports how many threads its library
+actually runs, which the suite checks.
+
 Protocol: one JSON line per request on the worker's stdin, one JSON line per answer on stdout.
-    start  -> {"ok": true, "max_error": ..., "implementation": ...} or {"error": "..."}
+    start  -> {"ok": true, "max_error": ..., "implementation": ..., "threads": N} or {"error": "..."}
     {"window": N} -> {"seconds": mean seconds per call} or {"error": "..."}
     {"quit": true} -> the worker exits
 """
@@ -46,18 +50,20 @@ class Worker:
     and, by kind, "trace" (Tyche's best, text), "system" and "library" (the baselines library),
     or "tvm_library" (TVM's exported best)."""
 
-    def __init__(self, name: str, spec: dict, log_path: str):
+    def __init__(self, name: str, spec: dict, log_path: str, env: dict | None = None, cpus: list[int] | None = None):
         self.name = name
         self.alive, self.failed = True, False
-        env = dict(os.environ)
+        env = {**os.environ, **(env or {})}
         env["PYTHONPATH"] = BENCH + os.pathsep + env.get("PYTHONPATH", "")
         self._log = open(log_path, "a")
         spec_path = os.path.splitext(log_path)[0] + ".spec.json"  # a file: a trace may be long
         with open(spec_path, "w") as f:
             json.dump(spec, f)
         try:
+            pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
             self._proc = subprocess.Popen([sys.executable, "-m", "suitelib.isolated", spec_path], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=self._log, text=True, env=env, bufsize=1)
+                                          stdout=subprocess.PIPE, stderr=self._log, text=True, env=env, bufsize=1,
+                                          preexec_fn=pin)
         except OSError as e:
             self._log.close()
             raise WorkerError(f"the {name} worker could not start: {e}") from e
@@ -69,6 +75,16 @@ class Worker:
             raise
         self.max_error = answer.get("max_error")
         self.implementation = answer.get("implementation", "")
+        self.threads = answer.get("threads")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the worker process, all its threads, so far (0 once it is gone)."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return 0.0
 
     def _fail(self, why: str) -> WorkerError:
         self.failed = True
@@ -145,6 +161,24 @@ def build_implementation(spec: dict, inputs: list[np.ndarray]):
     raise WorkerError(f"unknown implementation kind '{kind}'")
 
 
+def library_threads(spec: dict) -> int | None:
+    """How many threads the implementation's library will run, as the library itself says."""
+    import ctypes
+
+    kind = spec["kind"]
+    if kind in ("tyche", "unscheduled"):
+        import tyche
+        return int(tyche.num_threads())
+    if kind == "tvm":
+        import tvm
+        return int(tvm.get_global_func("runtime.NumThreads")())
+    if spec.get("system") == "onednn":  # OpenMP (libgomp), already loaded by the baselines library
+        return int(ctypes.CDLL("libgomp.so.1").omp_get_max_threads())
+    if spec.get("system") == "openblas":
+        return int(ctypes.CDLL("libopenblas.so.0").openblas_get_num_threads())
+    return None
+
+
 def serve(spec: dict, requests, answers) -> None:
     from .implementations import aligned_copies, relative_error
 
@@ -160,10 +194,11 @@ def serve(spec: dict, requests, answers) -> None:
         impl = build_implementation(spec, inputs)
         impl.run()
         err = relative_error(impl.output, reference)
+        threads = library_threads(spec)
     except Exception as e:  # noqa: BLE001 - any failure to build, run or check is the answer, on one line
         say({"error": (str(e).splitlines() or [type(e).__name__])[0]})
         return
-    say({"ok": True, "max_error": err if np.isfinite(err) else None, "implementation": impl.implementation})
+    say({"ok": True, "max_error": err if np.isfinite(err) else None, "implementation": impl.implementation, "threads": threads})
     for line in requests:
         request = json.loads(line)
         if request.get("quit"):

@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .report import LABELS, SYSTEMS, gflops, host_line, ok  # noqa: E402
 
-COLORS = {"tyche": "#d62728", "onednn": "#1f77b4", "openblas": "#2ca02c", "tvm": "#ff7f0e", "unscheduled": "#7f7f7f"}
+COLORS = {"tyche": "#d62728", "onednn": "#1f77b4", "openblas": "#2ca02c", "tvm": "#ff7f0e", "tvm_fastexp": "#bcbd22",
+          "unscheduled": "#7f7f7f"}
 # Tyche's tuning time by phase (TuneResult.times) and TVM's (its Profiler's scopes) in common terms.
 TYCHE_PHASES = {"search": "search", "build": "build", "run": "measure", "model": "cost model", "database": "database",
                 "confirm": "confirm best"}

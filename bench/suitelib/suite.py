@@ -25,7 +25,34 @@ from .measure import Timed, measure_interleaved
 
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_PRESET = 3  # one shape per family: the third of docs/workloads.md's four
-TOLERANCE = 1e-3    # max |out - ref| / max(1, max |ref|)
+# Each result is checked against the float64 reference: max |out - ref| / max |ref| at most this.
+# 1e-4 wherever float32 allows it; NRM sums M·N = 1M squares into one float, and the unscheduled
+# program's serial sum (like any sequential accumulation) drifts by ~n·eps/8 = 1e-4..1e-3.
+TOLERANCE = {"NRM": 1e-3}
+DEFAULT_TOLERANCE = 1e-4
+
+
+def tolerance(family: str) -> float:
+    return TOLERANCE.get(family, DEFAULT_TOLERANCE)
+
+
+def worker_env(threads: int) -> dict[str, str]:
+    """The environment of every measured implementation's process: one explicit thread count for
+    every library, each library's own spin-wait left at its default (the settle time between
+    windows lets every pool park; measure.py records that it did). Every process is confined to
+    the same CPUs (worker_cpus); inside them no binding is forced: OMP_PROC_BIND binds libgomp's
+    initial thread to one CPU at load, and OpenBLAS, started after it in oneDNN's and OpenBLAS's
+    process, then counted one CPU and ran one thread (the suite's thread check caught it)."""
+    n = str(threads)
+    return {"TYCHE_NUM_THREADS": n, "OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "TVM_NUM_THREADS": n}
+
+
+def worker_cpus(threads: int) -> list[int]:
+    """The CPUs every implementation's process is confined to: the first ``threads`` this process may use."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if threads > len(allowed):
+        raise SuiteError(f"--threads {threads}: only {len(allowed)} CPUs are available to this process")
+    return allowed[:threads]
 
 
 class SuiteError(RuntimeError):
@@ -44,6 +71,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=10, help="measuring rounds (default 10)")
     p.add_argument("--window", type=float, default=0.2, help="seconds per measuring window (default 0.2)")
     p.add_argument("--roofline-seconds", type=float, default=1.0, help="seconds of the peak-FMA probe (default 1)")
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                   help="threads of every system, tuning and measuring (default: the CPUs this process may use)")
+    p.add_argument("--settle", type=float, default=0.25,
+                   help="seconds of sleep before each measuring window, so every library's spinning threads park (default 0.25)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--confirm-top", type=int, default=16, help="Tyche's leaders timed again at the end of a tune (default 16)")
     p.add_argument("--build", default=os.environ.get("TYCHE_BUILD_DIR", os.path.join(BENCH, "..", "build-bench")),
@@ -53,8 +84,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.trials < 1:
         p.error("--trials must be at least 1")
-    if a.rounds < 1 or a.window <= 0 or a.roofline_seconds <= 0 or a.confirm_top < 0:
-        p.error("--rounds, --window and --roofline-seconds must be positive, --confirm-top not negative")
+    if a.rounds < 1 or a.window <= 0 or a.roofline_seconds <= 0 or a.confirm_top < 0 or a.threads < 1 or a.settle < 0:
+        p.error("--rounds, --window, --threads and --roofline-seconds must be positive, --confirm-top and --settle not negative")
     return a
 
 
@@ -97,8 +128,7 @@ def describe_host(library: Library) -> dict:
             "date": datetime.date.today().isoformat(), "tyche_commit": git_commit()}
 
 
-def measure_roofline(library: Library, seconds: float, bandwidth_bytes: int) -> dict:
-    threads = os.cpu_count() or 1
+def measure_roofline(library: Library, seconds: float, bandwidth_bytes: int, threads: int) -> dict:
     peaks = [library.peak_gflops(threads, seconds / 3) for _ in range(3)]
     bws = [library.memory_bandwidth(threads, bandwidth_bytes, 3) for _ in range(3)]
     cv = lambda xs: float(np.std(xs, ddof=1) / np.mean(xs))  # noqa: E731
@@ -110,32 +140,35 @@ def compulsory_bytes(func) -> int:
     return sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for _, shape, dtype in func.params)
 
 
-def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, step: str) -> dict:
+def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, threads: int, step: str) -> dict:
     db = os.path.join(work, "tyche", w.name.replace(" ", "_"))
     def show(done, budget, task, best, elapsed):
         rate = f"{w.flop / best / 1e9:.1f} GFLOP/s" if best > 0 else "-"
         progress(step, f"Tyche {done}/{budget} trials, best {rate}, {elapsed:.0f} s")
     t0 = time.monotonic()
-    r = tyche.tune(w, trials=trials, db=db, seed=seed, confirm_top=confirm_top, progress=show)
+    r = tyche.tune(w, trials=trials, db=db, seed=seed, confirm_top=confirm_top, threads=threads, progress=show)
     wall = time.monotonic() - t0
+    measured = [h["measured_best_seconds"] for h in r.history if h.get("measured_best_seconds", 0) > 0]
     record = {"trials": r.trials, "failed": r.failed, "wall_s": wall, "best_seconds": r.best_seconds, "history": r.history,
+              "measured_best_seconds": min(measured) if measured else r.best_seconds,
               "times": r.times, "best_trace": str(r.best_trace) if r.best_trace else None, "database": db}
     return record
 
 
-def tune_tvm(w, trials: int, work: str, seed: int, step: str) -> dict:
-    d = os.path.join(work, "tvm", w.name.replace(" ", "_"))
+def tune_tvm(w, trials: int, work: str, seed: int, threads: int, step: str, fast_exp: bool = False) -> dict:
+    d = os.path.join(work, "tvm-fast-exp" if fast_exp else "tvm", w.name.replace(" ", "_"))
     os.makedirs(d, exist_ok=True)
     out = os.path.join(d, "result.json")
     cmd = [sys.executable, os.path.join(BENCH, "suitelib", "tvm_driver.py"), "tune", "--family", w.op, "--params",
-           ",".join(str(p) for p in w.params), "--trials", str(trials), "--work-dir", d, "--out", out, "--seed", str(seed)]
+           ",".join(str(p) for p in w.params), "--trials", str(trials), "--work-dir", d, "--out", out, "--seed", str(seed),
+           "--threads", str(threads)] + (["--fast-exp"] if fast_exp else [])
     with open(os.path.join(d, "log.txt"), "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.PIPE, text=True, env={**os.environ, **worker_env(threads)})
         last = ""
         for line in proc.stderr:
             log.write(line)
             if line.startswith("[tvm]"):
-                progress(step, "TVM " + line[5:].strip())
+                progress(step, ("TVM (fast exp) " if fast_exp else "TVM ") + line[5:].strip())
             elif line.strip():
                 last = line.strip()
         proc.wait()
@@ -145,10 +178,11 @@ def tune_tvm(w, trials: int, work: str, seed: int, step: str) -> dict:
         return json.load(f)
 
 
-def measure_workload(name: str, w, library_path: str, best_trace: str | None, tvm_library: str | None, a: argparse.Namespace,
-                     directory: str) -> dict:
-    """Every implementation in a worker process of its own (isolated.py), checked against the
-    reference, then timed interleaved."""
+def measure_workload(name: str, w, library_path: str, best_trace: str | None, tvm_libraries: dict[str, str],
+                     a: argparse.Namespace, directory: str) -> dict:
+    """Every implementation in a worker process of its own (isolated.py), all with the same
+    threads on the same CPUs, checked against the reference, then timed interleaved with the
+    order rotated and a settle time before each window (measure.py)."""
     specs = []
     if best_trace:
         specs.append(("tyche", {"kind": "tyche", "trace": best_trace}))
@@ -156,28 +190,34 @@ def measure_workload(name: str, w, library_path: str, best_trace: str | None, tv
     for s in LIBRARIES:
         if library.supports(s, w.op):
             specs.append((s, {"kind": "library", "system": s, "library": library_path}))
-    if tvm_library:
-        specs.append(("tvm", {"kind": "tvm", "tvm_library": tvm_library}))
+    for system, path in tvm_libraries.items():
+        specs.append((system, {"kind": "tvm", "tvm_library": path}))
     specs.append(("unscheduled", {"kind": "unscheduled"}))
     inputs = aligned_copies(w.inputs())
     data = save_data(directory, inputs, w.reference(*inputs)[0])
     common = {"workload": name, "scale_down": a.scale_down, "data": data}
+    env, cpus, limit = worker_env(a.threads), worker_cpus(a.threads), tolerance(w.op)
     workers, systems = [], {}
     try:
         for system, spec in specs:
             try:
-                worker = Worker(system, {**common, **spec}, os.path.join(directory, f"{system}.log"))
+                worker = Worker(system, {**common, **spec}, os.path.join(directory, f"{system}.log"), env=env, cpus=cpus)
             except WorkerError as e:
                 systems[system] = {"error": str(e)}
                 continue
             err = worker.max_error
-            systems[system] = {"max_error": err, "correct": err is not None and err <= TOLERANCE}
+            systems[system] = {"max_error": err, "correct": err is not None and err <= limit, "threads": worker.threads}
             if worker.implementation:
                 systems[system]["implementation"] = worker.implementation
+            if worker.threads is not None and worker.threads != a.threads:
+                systems[system] = {"error": f"runs {worker.threads} threads, not {a.threads}"}
+                worker.close()
+                continue
             workers.append(worker)
         while True:  # a worker that dies while timing is reported; the others are timed again
             try:
-                timed = measure_interleaved([Timed(wk.name, wk.window) for wk in workers if wk.alive], a.rounds, a.window)
+                timed = measure_interleaved([Timed(wk.name, wk.window, wk.cpu_seconds) for wk in workers if wk.alive], a.rounds,
+                                            a.window, settle_s=a.settle)
                 break
             except WorkerError as e:
                 dead = [wk for wk in workers if wk.alive and wk.failed]
@@ -192,7 +232,8 @@ def measure_workload(name: str, w, library_path: str, best_trace: str | None, tv
         os.remove(data)
     for t in timed:
         systems[t.name].update({"seconds": t.median, "cv": t.cv, "calls_per_window": t.calls, "windows": len(t.seconds),
-                                "window_seconds": t.seconds, "gflops": w.flop / t.median / 1e9})
+                                "window_seconds": t.seconds, "gflops": w.flop / t.median / 1e9,
+                                "foreign_cpu_fraction": t.foreign_cpu_s / t.foreign_window_s if t.foreign_window_s else 0.0})
     return systems
 
 
@@ -215,15 +256,17 @@ def run_suite(a: argparse.Namespace) -> str:
         stem = report.results_stem(a.out, host, host["date"])
         results = {"format": report.FORMAT, "host": host,
                    "config": {"trials": a.trials, "workloads": names, "tvm": a.tvm, "scale_down": a.scale_down, "rounds": a.rounds,
-                              "window_s": a.window, "seed": a.seed, "confirm_top": a.confirm_top,
-                              "tolerance": TOLERANCE},
+                              "window_s": a.window, "settle_s": a.settle, "seed": a.seed, "confirm_top": a.confirm_top,
+                              "threads": a.threads, "cpus": worker_cpus(a.threads), "worker_env": worker_env(a.threads),
+                              "order": "rotated by one each round", "tolerance": {"default": DEFAULT_TOLERANCE, **TOLERANCE},
+                              "flop": "without padding taps (docs/workloads.md)"},
                    "roofline": {}, "workloads": []}
     done = {w["name"] for w in results["workloads"]}
     progress("0", f"{len(names)} workloads ({len(done & set(names))} already measured), {a.trials} trials, TVM "
                   f"{'on' if a.tvm else 'off'}; {host['cpu_name']} ({host['llvm_cpu']}); results {stem}.json; work {work}")
     if not results["roofline"]:
         progress("0", "measuring the roofline: peak FMA throughput and memory bandwidth")
-        results["roofline"] = measure_roofline(library, a.roofline_seconds, 16 << 20 if a.scale_down else 256 << 20)
+        results["roofline"] = measure_roofline(library, a.roofline_seconds, 16 << 20 if a.scale_down else 256 << 20, a.threads)
     roof = results["roofline"]
     progress("0", f"peak {roof['peak_gflops']:.1f} GFLOP/s ({roof['vector_bits']}-bit FMA, {roof['threads']} threads), "
                   f"bandwidth {roof['bandwidth_gbs']:.1f} GB/s")
@@ -238,19 +281,24 @@ def run_suite(a: argparse.Namespace) -> str:
                  "bytes": compulsory_bytes(w.func), "tyche_commit": git_commit(), "tuning": {}, "systems": {}}
         progress(step, f"tuning with Tyche ({a.trials} trials)")
         try:
-            entry["tuning"]["tyche"] = tune_tyche(w, a.trials, work, a.seed, a.confirm_top, step)
+            entry["tuning"]["tyche"] = tune_tyche(w, a.trials, work, a.seed, a.confirm_top, a.threads, step)
         except tyche.TycheError as e:
             entry["tuning"]["tyche"] = {"error": str(e).splitlines()[0]}
         best_trace = entry["tuning"]["tyche"].get("best_trace") if entry["tuning"]["tyche"].get("best_seconds", 0) > 0 else None
-        tvm_lib = None
-        if a.tvm:
-            progress(step, f"tuning with TVM MetaSchedule ({a.trials} trials)")
-            entry["tuning"]["tvm"] = tvm = tune_tvm(w, a.trials, work, a.seed, step)
-            tvm_lib = tvm.get("library")
+        tvm_libs = {}
+        # SFM twice: TVM's softmax as it tunes by default calls libm's expf per element; with
+        # fast_exp (what its FastMath pass substitutes) it is the fair comparison.
+        for system, fast_exp in ([("tvm", False)] + ([("tvm_fastexp", True)] if w.op == "SFM" else [])) if a.tvm else []:
+            label = report.LABELS[system]
+            progress(step, f"tuning with {label} ({a.trials} trials)")
+            entry["tuning"][system] = tvm = tune_tvm(w, a.trials, work, a.seed, a.threads, step, fast_exp)
             if "error" in tvm:
-                progress(step, f"TVM failed: {tvm['error']}")
-        progress(step, "measuring every implementation, each in its own process, interleaved")
-        entry["systems"] = measure_workload(name, w, library_path, best_trace, tvm_lib, a,
+                progress(step, f"{label} failed: {tvm['error']}")
+            elif tvm.get("library"):
+                tvm_libs[system] = tvm["library"]
+        progress(step, f"measuring every implementation, each in its own process on CPUs {worker_cpus(a.threads)} with "
+                       f"{a.threads} threads, interleaved, order rotated")
+        entry["systems"] = measure_workload(name, w, library_path, best_trace, tvm_libs, a,
                                             os.path.join(work, "measure", name.replace(" ", "_")))
         bound = min(roof["peak_gflops"], w.flop / entry["bytes"] * roof["bandwidth_gbs"])
         entry["roofline_gflops"] = bound
@@ -273,7 +321,7 @@ def resume_results(a: argparse.Namespace, host: dict, names: list[str]) -> tuple
     """A results file to add the missing workloads to: it must come from this CPU and the same settings."""
     results = report.load(a.resume)
     c, h = results["config"], results["host"]
-    for key, value in (("trials", a.trials), ("tvm", a.tvm), ("scale_down", a.scale_down)):
+    for key, value in (("trials", a.trials), ("tvm", a.tvm), ("scale_down", a.scale_down), ("threads", a.threads)):
         if c.get(key) != value:
             raise SuiteError(f"--resume: {a.resume} was measured with {key} = {c.get(key)}, not {value}")
     if (h.get("cpu_name"), h.get("llvm_cpu")) != (host["cpu_name"], host["llvm_cpu"]):

@@ -121,11 +121,20 @@ def check_params(family: str, params) -> list[int]:
     return p
 
 
-def te_tensors(family: str, params):
-    """TVM's TE definition of `family` at Tyche's tuple: the tensors (inputs..., output)."""
+def te_tensors(family: str, params, fast_exp: bool = False):
+    """TVM's TE definition of `family` at Tyche's tuple: the tensors (inputs..., output). With
+    ``fast_exp`` (SFM only), TOPI's fast_softmax: exp as the polynomial ``fast_exp`` that TVM's
+    FastMath pass substitutes, instead of libm's expf per element."""
     from tvm.s_tir.meta_schedule.testing import te_workload as tw
 
     p = check_params(family, params)
+    if fast_exp:
+        if family != "SFM":
+            raise DriverError(f"--fast-exp applies to SFM only, not {family}")
+        from tvm import te, topi
+
+        a = te.placeholder((p[0], p[1]), name="A")
+        return a, topi.nn.fast_softmax(a, axis=1)
     if family == "DENSE_RELU":
         return tw.matmul_relu(p[0], p[1], p[2])  # Tyche's (N, M, K)
     fn = tw.CONFIGS[family][0]
@@ -138,11 +147,11 @@ def te_tensors(family: str, params):
     return fn(*p)
 
 
-def prim_func(family: str, params):
+def prim_func(family: str, params, fast_exp: bool = False):
     """The PrimFunc TVM tunes for `family` (te.create_prim_func of ``te_tensors``)."""
     from tvm import te
 
-    return te.create_prim_func(list(te_tensors(family, params)))
+    return te.create_prim_func(list(te_tensors(family, params, fast_exp)))
 
 
 def tvm_arguments(family: str, tyche_inputs, tyche_outputs) -> list:
@@ -273,7 +282,7 @@ def _make_recorder(t0_box: list, history: list, flop: float | None):
 
 
 def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int | None = None,
-         mcpu: str | None = None, seed: int = 0) -> dict:
+         mcpu: str | None = None, seed: int = 0, fast_exp: bool = False) -> dict:
     """Tune with MetaSchedule, export the best kernel to WORK_DIR/best.so, write and return the summary:
     {family, params, trials (measured), wall_s (tune_tir alone), best_seconds (database's best record,
     mean of its run_secs), history [{trials, best_seconds, elapsed_s}], times {profiler scope: s},
@@ -282,6 +291,8 @@ def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int
     params = check_params(family, params)
     if trials <= 0:
         raise DriverError(f"--trials must be positive, got {trials}")
+    if fast_exp and family != "SFM":
+        raise DriverError(f"--fast-exp applies to SFM only, not {family}")
     threads = int(threads or os.cpu_count() or 1)
     if threads <= 0:
         raise DriverError(f"--threads must be positive, got {threads}")
@@ -304,7 +315,7 @@ def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int
         if os.path.exists(path):
             os.remove(path)
     try:
-        func = prim_func(family, params)
+        func = prim_func(family, params, fast_exp)
     except DriverError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -361,6 +372,7 @@ def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int
     result = {
         "family": family,
         "params": params,
+        "fast_exp": fast_exp,
         "trials": recorder.trials,
         "valid_trials": recorder.valid,
         "wall_s": wall,
@@ -488,6 +500,7 @@ def main(argv=None) -> int:
     t.add_argument("--threads", type=int, default=None, help="num-cores of the target (default: os.cpu_count())")
     t.add_argument("--mcpu", default=None, help="LLVM CPU name (default: the host's)")
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--fast-exp", action="store_true", help="SFM: TOPI's fast_softmax (TVM's FastMath exp)")
     sub.add_parser("available", help="say whether TVM MetaSchedule can run here")
     a = ap.parse_args(argv)
     try:
@@ -496,7 +509,7 @@ def main(argv=None) -> int:
             print(why or "ok")
             return 1 if why else 0
         params = [x for x in a.params.replace(" ", "").split(",") if x != ""]
-        tune(a.family, params, a.trials, a.work_dir, a.out, a.threads, a.mcpu, a.seed)
+        tune(a.family, params, a.trials, a.work_dir, a.out, a.threads, a.mcpu, a.seed, a.fast_exp)
         return 0
     except DriverError as e:
         print(f"tvm_driver: {e}", file=sys.stderr, flush=True)

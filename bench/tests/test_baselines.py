@@ -10,10 +10,11 @@ import tyche
 from suitelib.baselines import SYSTEMS, BaselineError
 
 PRESETS = [p for p in tyche.preset_names()]
-# What each library is expected to implement (the list, plus CBR, NRM and TBG for oneDNN).
+# What each library is expected to implement (the list, plus CBR, NRM and TBG for oneDNN,
+# and NRM for OpenBLAS as numpy's norm).
 EXPECTED = {
     "onednn": {"GMM", "C1D", "C2D", "C3D", "GRP", "DIL", "DEP", "T2D", "NRM", "SFM", "CBR", "TBG", "DENSE_RELU"},
-    "openblas": {"GMM", "TBG", "DENSE_RELU"},
+    "openblas": {"GMM", "TBG", "NRM", "DENSE_RELU"},
 }
 
 
@@ -57,6 +58,20 @@ def test_each_baseline_says_which_implementation_runs(library):
     onednn = library.baseline("onednn", "GMM", w.params, arrays).describe()
     assert onednn and onednn != "unknown", onednn  # e.g. "brg:avx2", "jit:gemm:any"
     assert library.baseline("openblas", "GMM", w.params, arrays).describe().startswith("sgemm, ")
+
+
+def test_the_norm_baselines_are_real_kernels_not_reference_code(library):
+    # oneDNN's norm_lp_sum is its reference kernel (ref:any, ~0.1 GFLOP/s): the NRM baseline
+    # composes jit primitives instead; OpenBLAS's is sdot. Both well above a scalar loop's speed.
+    w = tyche.workload("NRM-3")
+    inputs = w.inputs()
+    out = np.zeros(1, dtype=np.float32)
+    for system in ("onednn", "openblas"):
+        b = library.baseline(system, "NRM", w.params, inputs + [out])
+        assert "ref" not in b.describe(), b.describe()
+        b.run()
+        assert relative_error(out, w.reference(*inputs)[0]) < 1e-5, system
+        assert w.flop / min(b.window(4) for _ in range(3)) / 1e9 > 1.0, system
 
 
 def test_timing_windows_are_positive_and_scale_with_calls(library):

@@ -110,8 +110,8 @@ def test_the_suite_reports_a_worker_that_dies_while_timing_and_measures_the_othe
     started = []
 
     class Dying(Worker):
-        def __init__(self, name, spec, log):
-            super().__init__(name, spec, log)
+        def __init__(self, name, spec, log, **kw):
+            super().__init__(name, spec, log, **kw)
             started.append(self)
             self.windows = 0
 
@@ -123,8 +123,8 @@ def test_the_suite_reports_a_worker_that_dies_while_timing_and_measures_the_othe
 
     monkeypatch.setattr(suite, "Worker", Dying)
     w = tyche.workload(NAME, scale_down=True)
-    a = argparse.Namespace(rounds=3, window=0.005, scale_down=True)
-    systems = suite.measure_workload(NAME, w, os.path.join(build_dir, "bench", "libtyche_baselines.so"), None, None, a,
+    a = argparse.Namespace(rounds=3, window=0.005, scale_down=True, threads=1, settle=0.01)
+    systems = suite.measure_workload(NAME, w, os.path.join(build_dir, "bench", "libtyche_baselines.so"), None, {}, a,
                                      str(tmp_path / "measure"))
     assert set(systems) == {"onednn", "openblas", "unscheduled"}
     assert "died" in systems["onednn"]["error"]

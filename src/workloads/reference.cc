@@ -405,19 +405,34 @@ std::vector<NDArray> run_reference(const std::string& op, const std::vector<int6
   return outs;
 }
 
-// Per op (MAC = one multiply-accumulate = 2 FLOPs; padding and index arithmetic count nothing):
+// The multiply-accumulates of one spatial dimension: (output, tap) pairs that read a real input
+// element. A forward conv's padding taps and a transposed conv's stuffed zeros (and the outputs
+// its padding crops) multiply zeros: no implementation has to do them, so none is counted.
+double real_taps(const ConvGeom& g, int dim, bool transposed) {
+  const int64_t in = g.in[dim], out = g.out[dim], k = g.k[dim], s = g.s[dim], p = g.p[dim], d = g.d[dim];
+  double count = 0;
+  if (transposed) {  // input i feeds output i*s + kk - p
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t kk = 0; kk < k; ++kk) count += (i * s + kk - p >= 0 && i * s + kk - p < out) ? 1 : 0;
+  } else {  // output o reads input o*s + kk*d - p
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t kk = 0; kk < k; ++kk) count += (o * s + kk * d - p >= 0 && o * s + kk * d - p < in) ? 1 : 0;
+  }
+  return count;
+}
+
+// Per op (MAC = one multiply-accumulate = 2 FLOPs; only MACs with a real input element count,
+// T = Π over spatial dims of real_taps, ≤ output pixels × kernel taps; index arithmetic counts nothing):
 //   GMM         2·B·N·M·K
-//   C1D         2·N·OL·CO·K·CI
-//   C2D, DIL    2·N·OH·OW·CO·K²·CI             (DIL: OH/OW of the dilated kernel)
-//   C3D         2·N·OD·OH·OW·CO·K³·CI
-//   GRP         2·N·OH·OW·CO·K²·(CI/4)
-//   DEP         2·N·OH·OW·C·K²
-//   T2D         2·N·OH·OW·CO·K²·CI             gather form over the zero-stuffed input, as TVM /
-//                                              Ansor count it (≈ stride² × the nonzero MACs)
-//   CAP         2·N·OH·OW·4·4·CO·K²·4·CI
+//   C1D C2D C3D 2·N·CO·CI·T
+//   DIL         2·N·CO·CI·T                    (T of the dilated kernel)
+//   GRP         2·N·CO·(CI/4)·T
+//   DEP         2·N·C·T
+//   T2D         2·N·CO·CI·T                    T over the real input pixels: the scatter form
+//   CAP         2·N·4·4·CO·4·CI·T
 //   NRM         2·B·M·N (square + add) + B (sqrt)
 //   SFM         5·M·N: max-reduce M·N, subtract + exp 2·M·N, sum M·N, divide M·N
-//   CBR         conv 2·N·OH·OW·CO·K²·CI + 4·N·OH·OW·CO (bias add, scale mul, offset add, ReLU)
+//   CBR         conv 2·N·CO·CI·T + 4·N·OH·OW·CO (bias add, scale mul, offset add, ReLU)
 //   TBG         2·B·H·L·L·D
 //   DENSE_RELU  2·N·M·K + N·M (ReLU)
 double reference_flop(const std::string& op, const std::vector<int64_t>& params) {
@@ -439,17 +454,19 @@ double reference_flop(const std::string& op, const std::vector<int64_t>& params)
   }
   const ConvGeom g = conv_geom(info, params);
   const double pixels = static_cast<double>(g.n) * g.out[0] * g.out[1] * g.out[2];
-  const double taps = static_cast<double>(g.k[0]) * g.k[1] * g.k[2];
+  const bool transposed = info.id == Op::kT2d;
+  const double taps = static_cast<double>(g.n) * real_taps(g, 0, transposed) * real_taps(g, 1, transposed) *
+                      real_taps(g, 2, transposed);  // batch × real (pixel, tap) pairs
   const double cig = static_cast<double>(g.ci / g.groups);
   switch (info.id) {
     case Op::kDep:
-      return 2 * pixels * g.co * taps;
+      return 2 * taps * g.co;
     case Op::kCap:
-      return 2 * pixels * info.capsule * info.capsule * g.co * taps * info.capsule * g.ci;
+      return 2 * taps * info.capsule * info.capsule * g.co * info.capsule * g.ci;
     case Op::kCbr:
-      return 2 * pixels * g.co * taps * cig + 4 * pixels * g.co;
+      return 2 * taps * g.co * cig + 4 * pixels * g.co;
     default:
-      return 2 * pixels * g.co * taps * cig;  // C1D C2D C3D GRP DIL T2D
+      return 2 * taps * g.co * cig;  // C1D C2D C3D GRP DIL T2D
   }
 }
 

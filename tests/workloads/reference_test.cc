@@ -505,20 +505,30 @@ TEST(Reference, FlopCounts) {
   EXPECT_DOUBLE_EQ(reference_flop("DENSE_RELU", {4, 5, 6}), 2.0 * 4 * 5 * 6 + 4 * 5);
   EXPECT_DOUBLE_EQ(reference_flop("NRM", {2, 3, 4}), 2.0 * 2 * 3 * 4 + 2);
   EXPECT_DOUBLE_EQ(reference_flop("SFM", {3, 4}), 5.0 * 3 * 4);
-  EXPECT_DOUBLE_EQ(reference_flop("C2D", {1, 224, 224, 3, 64, 7, 2, 3}),
-                   2.0 * 112 * 112 * 64 * 7 * 7 * 3);
+  // Padding taps multiply zeros and count nothing. Per spatial dim, the (output, tap) pairs that
+  // read a real input element, by hand: 224 wide, K 7, stride 2, pad 3 -> 112 outputs with
+  // 4, 6, 7 x 109, 5 real taps = 778 (not 112 x 7 = 784).
+  EXPECT_DOUBLE_EQ(reference_flop("C2D", {1, 224, 224, 3, 64, 7, 2, 3}), 2.0 * 778 * 778 * 64 * 3);
   EXPECT_DOUBLE_EQ(reference_flop("CBR", {1, 224, 224, 3, 64, 7, 2, 3}),
-                   2.0 * 112 * 112 * 64 * 7 * 7 * 3 + 4.0 * 112 * 112 * 64);
-  EXPECT_DOUBLE_EQ(reference_flop("GRP", {1, 56, 56, 64, 128, 3, 2, 1}),
-                   2.0 * 28 * 28 * 128 * 3 * 3 * 16);
-  EXPECT_DOUBLE_EQ(reference_flop("DEP", {1, 112, 112, 32, 3, 1, 1}), 2.0 * 112 * 112 * 32 * 9);
-  EXPECT_DOUBLE_EQ(reference_flop("C1D", {1, 256, 64, 128, 3, 2, 1}), 2.0 * 128 * 128 * 3 * 64);
-  EXPECT_DOUBLE_EQ(reference_flop("C3D", {1, 16, 224, 224, 3, 64, 7, 2, 3}),
-                   2.0 * 8 * 112 * 112 * 64 * 343 * 3);
-  EXPECT_DOUBLE_EQ(reference_flop("T2D", {1, 4, 4, 512, 256, 4, 2, 1}),
-                   2.0 * 8 * 8 * 256 * 16 * 512);
-  EXPECT_DOUBLE_EQ(reference_flop("CAP", {1, 16, 16, 32, 32, 3, 2, 1}),
-                   2.0 * 8 * 8 * 16 * 32 * 9 * 4 * 32);
+                   2.0 * 778 * 778 * 64 * 3 + 4.0 * 112 * 112 * 64);
+  // 56 wide, K 3, stride 2, pad 1: 28 outputs, 2 + 27 x 3 = 83 taps.
+  EXPECT_DOUBLE_EQ(reference_flop("GRP", {1, 56, 56, 64, 128, 3, 2, 1}), 2.0 * 83 * 83 * 128 * 16);
+  // 112 wide, K 3, stride 1, pad 1: 2 + 110 x 3 + 2 = 334.
+  EXPECT_DOUBLE_EQ(reference_flop("DEP", {1, 112, 112, 32, 3, 1, 1}), 2.0 * 334 * 334 * 32);
+  // 256 long, K 3, stride 2, pad 1: 2 + 127 x 3 = 383.
+  EXPECT_DOUBLE_EQ(reference_flop("C1D", {1, 256, 64, 128, 3, 2, 1}), 2.0 * 383 * 128 * 64);
+  // depth 16, K 7, stride 2, pad 3: 8 outputs with 4, 6, 7 x 5, 5 = 50 taps.
+  EXPECT_DOUBLE_EQ(reference_flop("C3D", {1, 16, 224, 224, 3, 64, 7, 2, 3}), 2.0 * 50 * 778 * 778 * 64 * 3);
+  // Transposed, 4 wide, K 4, stride 2, pad 1: input i feeds outputs 2i-1 .. 2i+2 of 8, so
+  // 3 + 4 + 4 + 3 = 14 real taps per dim (the gather form over the zero-stuffed input: 8 x 16).
+  EXPECT_DOUBLE_EQ(reference_flop("T2D", {1, 4, 4, 512, 256, 4, 2, 1}), 2.0 * 14 * 14 * 256 * 512);
+  // 16 wide, K 3, stride 2, pad 1: 2 + 7 x 3 = 23.
+  EXPECT_DOUBLE_EQ(reference_flop("CAP", {1, 16, 16, 32, 32, 3, 2, 1}), 2.0 * 23 * 23 * 16 * 32 * 4 * 32);
+  // Dilation 2 on 8 wide, K 3, pad 1 (6 outputs): output o reads o - 1, o + 1, o + 3 of 0..7:
+  // 2 + 3 + 3 + 3 + 3 + 2 = 16.
+  EXPECT_DOUBLE_EQ(reference_flop("DIL", {1, 8, 8, 4, 4, 3, 1, 1}), 2.0 * 16 * 16 * 4 * 4);
+  // Unpadded: every tap is real.
+  EXPECT_DOUBLE_EQ(reference_flop("C2D", {1, 14, 14, 8, 8, 3, 1, 0}), 2.0 * 12 * 12 * 9 * 8 * 8);
   EXPECT_DOUBLE_EQ(reference_flop("TBG", {1, 128, 12, 64}), 2.0 * 12 * 128 * 128 * 64);
 }
 
