@@ -127,3 +127,29 @@ def test_aligned_arrays_pass_without_copy_and_misaligned_ones_are_staged():
     assert out_buf[0] == 0
     out = k(in_buf[1:])  # allocated outputs are aligned
     assert out.ctypes.data % 64 == 0 and k.last_call_copies == 1
+
+
+def test_a_weight_laid_out_anew_is_packed_at_every_call_and_once_before_timing():
+    """A schedule that reads DENSE_RELU's weight (layout-free) as panels of 16 columns, written as
+    the RewriteLayout postprocessor writes it: the kernel lays the weight out before it runs, so
+    its result is right, and timing leaves the layout out."""
+    w = tyche.workload("DENSE_RELU-1", scale_down=True)  # N = M = K = 32
+    sch = tyche.Schedule(w.func)
+    dense = sch.get_block("dense")
+    i, j, k = sch.get_loops(dense)
+    j0, j1 = sch.split(j, [2, 16])
+    sch.reorder(j0, i, k, j1)
+    packed = sch.cache_read(dense, 1, "global")
+    sch.transform_layout(packed, 0, "lambda k, j: (j // 16, k, j % 16)")
+    sch.annotate(packed, "meta_schedule.layout_rewrite_preproc", 1)
+    kernel = tyche.build(sch)
+    assert kernel.layout_rewrites == [1]
+    ir = kernel.source("ir")  # the main part takes the packed weight as its parameter and copies nothing
+    assert ", B_global: Buffer(" in ir and "B[" not in ir
+    a, b = w.inputs()
+    (ref,) = w.reference(a, b)
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-5, atol=1e-5)
+    b2 = (b * 2).astype(np.float32)  # a new weight is laid out anew at the next call
+    np.testing.assert_allclose(kernel(a, b2), w.reference(a, b2)[0], rtol=1e-5, atol=1e-5)
+    assert kernel.time(a, b, repeat=3, min_repeat_ms=1).median > 0
+    assert tyche.build(w).layout_rewrites == []

@@ -76,6 +76,12 @@ class Kernel:
         return self._native.compile_seconds
 
     @property
+    def layout_rewrites(self) -> list[int]:
+        """The weights (input indices) the schedule reads in a layout of its own (RewriteLayout):
+        a call lays them out anew before the kernel runs; ``time`` does it once, untimed."""
+        return list(self._native.layout_rewrites)
+
+    @property
     def notes(self) -> list[str]:
         """Loops that were not lowered as asked (a vectorized loop that became serial, ...)."""
         return self._native.notes
@@ -122,7 +128,8 @@ class Kernel:
     def time(self, *args, warmup: int = 1, number: int = 1, repeat: int = 10, min_repeat_ms: int = 50,
              flush_cache: bool = False) -> TimeResult:
         """Latency statistics as TVM's time_evaluator measures them (outputs are allocated when
-        only the inputs are given)."""
+        only the inputs are given). Weights in ``layout_rewrites`` are laid out once before the
+        timing, as a model lays them out when it loads."""
         passed, _, _ = self._arguments(args)
         return TimeResult(**self._native.time(passed, warmup, number, repeat, min_repeat_ms, flush_cache))
 

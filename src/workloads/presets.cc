@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "ir/layout_free.h"
 #include "te/tensor.h"
 #include "workloads/families.h"
 #include "workloads/reference.h"
@@ -403,6 +404,24 @@ std::vector<std::string> preset_names() {
   return out;
 }
 
+// The inputs that hold a layer's constants (weights; CBR's per-channel bias, scale and offset):
+// layout-free, so a schedule may read them in a layout of its own, made once when they are loaded
+// (RewriteLayout), as oneDNN's baseline reorders its weights once. GMM's and TBG's operands are
+// activations.
+std::vector<size_t> constant_inputs(FamilyId id) {
+  switch (id) {
+    case FamilyId::kGmm:
+    case FamilyId::kTbg:
+    case FamilyId::kNrm:
+    case FamilyId::kSfm:
+      return {};
+    case FamilyId::kCbr:
+      return {1, 2, 3, 4};
+    default:
+      return {1};  // the convolutions' W, DENSE_RELU's B
+  }
+}
+
 Workload make_workload(const std::string& op, const std::vector<int64_t>& params) {
   const Family& info = family_of(op);
   if (params.size() != info.params.size())
@@ -417,7 +436,7 @@ Workload make_workload(const std::string& op, const std::vector<int64_t>& params
   std::vector<std::string> parts;
   for (size_t i = 0; i < params.size(); ++i) parts.push_back(fmt::format("{}={}", info.params[i], params[i]));
   w.shape = fmt::format("{}", fmt::join(parts, ","));
-  w.func = te::create_prim_func(args, op);
+  w.func = ir::with_layout_free_params(te::create_prim_func(args, op), constant_inputs(info.id));
   w.flop = reference_flop(op, params);
   w.reference = [op, params](const std::vector<runtime::NDArray>& inputs) { return run_reference(op, params, inputs); };
   return w;

@@ -17,6 +17,19 @@
 
 namespace tyche::tune {
 
+void run_built(const BuildResult& built, std::vector<runtime::NDArray> args) {
+  if (!built.kernel) throw InternalError("run_built: the program was not built in-process");
+  for (const BuiltPreproc& p : built.preprocs) {
+    if (!p.kernel || p.param >= args.size()) throw InternalError("run_built: a preproc was not built in-process");
+    runtime::NDArray packed(args[p.param].shape(), args[p.param].dtype());
+    std::vector<runtime::NDArray> io = {args[p.param], packed};
+    p.kernel->run(io);
+    args[p.param] = packed;
+  }
+  built.kernel->run(args);
+}
+
+
 namespace {
 
 // State shared with the compile threads; outlives the batch if a compile times out.

@@ -43,6 +43,10 @@ struct BuildResult {
   bool ok() const { return error.empty(); }
 };
 
+// Runs an in-process build on `args` (inputs, then outputs, as the program's params): each
+// preproc first lays its weight out into a fresh array, which the kernel then reads in its place.
+void run_built(const BuildResult& built, std::vector<runtime::NDArray> args);
+
 // A program to build. With `lowered` (a tuning candidate's, its first half of lowering perhaps
 // already done for the cost model), lowering goes on from its loops instead of starting again.
 struct BuildInput {
