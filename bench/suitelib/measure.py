@@ -57,7 +57,9 @@ def calls_per_window(t: Timed, window_s: float) -> tuple[int, float]:
         if per_call * calls >= window_s / 20 or calls >= 1 << 24:
             break
         calls *= 4
-    per_call = min(per_call, t.window(calls))
+    # The fastest of three: one batch slowed by the host (a vCPU descheduled for ~20 ms after the
+    # settle's idle) made C2D-2's windows 39 calls long instead of 30000.
+    per_call = min(per_call, t.window(calls), t.window(calls))
     return max(1, int(window_s / max(per_call, 1e-12))), per_call
 
 

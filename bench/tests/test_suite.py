@@ -239,14 +239,14 @@ def test_measuring_interleaves_rotates_settles_and_spares_slow_implementations()
     measure_interleaved([fast, slow], rounds=6, window_s=0.01, settle_s=0.3, sleep=lambda s: log.append(f"sleep {s}"))
     assert fast.calls == 100 and slow.calls == 1
     assert len(fast.seconds) == 6 and len(slow.seconds) == 3  # the slow one: min_rounds
-    # calibration, each after a settle (a warm-up, batches of 1, 4 and 16 calls, 16 again; the
-    # slow one's single call already lasts a twentieth of the window), then round by round in
+    # calibration, each after a settle (a warm-up, batches of 1, 4 and 16 calls, 16 twice more;
+    # the slow one's single call already lasts a twentieth of the window), then round by round in
     # the rotated order, every window after a settle and, for a fast one, an untimed call
-    assert log[:10] == ["sleep 0.3"] + ["fast"] * 5 + ["sleep 0.3"] + ["slow"] * 3
-    rounds = [x for x in log[10:] if x != "sleep 0.3"]
+    assert log[:12] == ["sleep 0.3"] + ["fast"] * 6 + ["sleep 0.3"] + ["slow"] * 4
+    rounds = [x for x in log[12:] if x != "sleep 0.3"]
     assert rounds == ["fast", "fast", "slow", "slow", "fast", "fast", "fast", "fast", "slow", "fast", "fast", "fast", "fast",
                       "fast", "fast"]
-    assert log[10:].count("sleep 0.3") == 9  # one per window
+    assert log[12:].count("sleep 0.3") == 9  # one per window
     assert fast.median == 1e-4 and fast.cv == 0.0
     json.dumps({"cv": slow.cv})
 
