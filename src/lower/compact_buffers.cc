@@ -256,8 +256,10 @@ class Compactor : public ir::StmtExprMutator {
     return true;
   }
 
-  // Whether consecutive iterations of `loop` touch disjoint parts of a region (given relative
-  // to one iteration): some dimension's start moves by at least its extent per iteration.
+  // Whether the iterations of `loop` touch disjoint parts of a region (given relative to one
+  // iteration): some dimension's start moves by at least its extent per iteration, or else (a
+  // fused loop, whose digits f // c % m drive several dimensions) no two iterations start at the
+  // same cell of the dimensions that move by whole extents.
   static bool iterations_disjoint(const Region& r, const ir::ForNode* loop) {
     if (ir::is_const_int(loop->extent, 1)) return true;
     arith::Analyzer analyzer;
@@ -267,7 +269,34 @@ class Compactor : public ir::StmtExprMutator {
       auto step = ir::as_const_int(analyzer.simplify(shifted - r.min[d]));
       if (step && (*step >= r.extent[d] || -*step >= r.extent[d])) return true;
     }
-    return false;
+    return cells_distinct(r, loop, &analyzer);
+  }
+
+  // Each iteration i's start, relative to the first's, per dimension; a dimension counts when
+  // every such shift is a constant multiple of its extent (two iterations that differ in it
+  // then touch disjoint elements), and the iterations are disjoint when no two agree on all of
+  // the dimensions that count. Enumerated: loops of up to kMaxEnumerated iterations.
+  static bool cells_distinct(const Region& r, const ir::ForNode* loop, arith::Analyzer* analyzer) {
+    constexpr int64_t kMaxEnumerated = 1024;
+    auto min = ir::as_const_int(loop->min), extent = ir::as_const_int(loop->extent);
+    if (!min || !extent || *extent > kMaxEnumerated) return false;
+    auto at = [&](const ir::Expr& e, int64_t i) {
+      return ir::substitute(e, [&](const ir::Var& v) { return v.same_as(loop->loop_var) ? ir::make_int(i, v.dtype()) : ir::Expr(); });
+    };
+    std::vector<std::vector<int64_t>> cells(static_cast<size_t>(*extent));
+    for (size_t d = 0; d < r.min.size(); ++d) {
+      ir::Expr first = at(r.min[d], *min);
+      std::vector<int64_t> shifts;
+      for (int64_t i = 0; i < *extent; ++i) {
+        auto shift = ir::as_const_int(analyzer->simplify(at(r.min[d], *min + i) - first));
+        if (!shift || *shift % r.extent[d] != 0) break;
+        shifts.push_back(*shift / r.extent[d]);
+      }
+      if (static_cast<int64_t>(shifts.size()) != *extent) continue;  // this dimension does not count
+      for (size_t i = 0; i < shifts.size(); ++i) cells[i].push_back(shifts[i]);
+    }
+    std::sort(cells.begin(), cells.end());
+    return std::adjacent_find(cells.begin(), cells.end()) == cells.end() && !cells.front().empty();
   }
 
   static ir::Stmt rebuild(const ir::AllocateNode* n, const ir::Stmt& self, const ir::Stmt& body) {

@@ -275,6 +275,29 @@ TEST(Lower, ACacheReadUnderAParallelLoopIsPerIterationEvenWhenIterationsCopyTheS
   EXPECT_THAT(loops, ::testing::ElementsAre("j_0", "i_0"));
 }
 
+TEST(Lower, AWriteCacheUnderAFusedParallelLoopIsPerIteration) {
+  // C's tiles accumulate in a write cache placed under the j-tile loop; the outer tile loops are
+  // fused into one parallel loop, whose iteration f drives both i (f // 4) and j (f % 4): no
+  // single dimension moves by a whole tile each iteration, yet no two iterations share a tile,
+  // so the cache is one tile per iteration (per thread), not a buffer of all of C the threads share.
+  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=16,j=32,k=8");
+  schedule::Schedule sch(w.func);
+  auto c = sch.get_block("C").value();
+  auto cache = sch.cache_write(c, 0, "global").value();
+  auto l = sch.get_loops(c).value();  // i, j, k
+  auto i = sch.split(l[0], {std::nullopt, 4}).value();
+  auto j = sch.split(l[1], {std::nullopt, 8}).value();
+  sch.reorder({i[0], j[0], i[1], l[2], j[1]}).value();
+  sch.reverse_compute_at(cache, j[0]).value();
+  auto fused = sch.fuse({i[0], j[0]}).value();
+  sch.parallel(fused).value();
+  Lowered lowered;
+  expect_every_pass_correct(w, sch.func(), &lowered);
+  auto [size, loops] = allocation_of(lowered.func->body, "C_global");
+  EXPECT_EQ(size, 4 * 8) << ir::to_string(lowered.func);
+  EXPECT_THAT(loops, ::testing::ElementsAre("i_0_j_0_fused"));
+}
+
 // Loops only (as after lower_blocks): T[4] at the root; per iteration of i, `fill` stores to T
 // and `use` reads it into C.
 ir::PrimFunc staged(const ir::Var& i, const ir::Stmt& fill, const ir::Stmt& use, const ir::Buffer& t, const ir::Buffer& a,
