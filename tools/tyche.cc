@@ -92,6 +92,7 @@ struct Options {
   int trials = 1000;
   int confirm = 16;  // tune: leaders timed again at the end
   std::string db, strategy = "evolutionary", acceptance = "eps-greedy", cost_model = "xgb", scheduler = "gradient";
+  bool no_warm_start = false;
   // export
   std::string export_name, library, export_target = "llvm";
 };
@@ -408,6 +409,7 @@ int cmd_tune(const Options& o) {
   to.evolutionary.acceptance = o.acceptance;
   to.cost_model = o.cost_model;
   to.model_path = o.model;
+  to.warm_start = !o.no_warm_start;
   to.scheduler = o.scheduler;
   to.seed = o.seed;
   to.threads = o.threads;
@@ -473,11 +475,13 @@ int cmd_tune(const Options& o) {
              duration_text(tm.total), tm.build, tm.run, tm.search, tm.model, tm.database, tm.confirm, tm.total > 0 ? 100 * outside / tm.total : 0.0);
   fmt::print("records: {}{}{}\n", to.db_dir, temporary_db ? " (a temporary database: pass --db DIR to keep and resume)" : "",
              r.resumed_records ? fmt::format("; resumed from {} records", r.resumed_records) : "");
+  fmt::print("cost model: started from {}\n", r.model == "untrained" || r.model == "random" ? r.model : "the model in " + r.model);
   if (!o.json_file.empty()) {
     nlohmann::json j = tasks_json.size() == 1 ? tasks_json[0] : nlohmann::json{{"tasks", tasks_json}, {"wall_s", tm.total}};
     j["times"] = {{"build_s", tm.build}, {"run_s", tm.run}, {"search_s", tm.search}, {"model_s", tm.model}, {"database_s", tm.database}, {"confirm_s", tm.confirm}, {"total_s", tm.total}};
     j["interrupted"] = r.interrupted;
     j["db"] = to.db_dir;
+    j["cost_model"] = r.model;
     if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
   }
   if (r.interrupted) {
@@ -592,7 +596,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(tune::search_strategy_names()));
   tune_cmd->add_option("--acceptance", opts.acceptance, "eps-greedy (default) or annealing")->check(CLI::IsMember({"eps-greedy", "annealing"}));
   tune_cmd->add_option("--cost-model", opts.cost_model, "xgb (default) or random")->check(CLI::IsMember({"xgb", "random"}));
-  tune_cmd->add_option("--model", opts.model, "a cost model saved by 'tyche model train' to start from");
+  tune_cmd->add_option("--model", opts.model,
+                       "a cost model saved by 'tyche model train' to start from (default: the one pre-trained on bench/data; "
+                       "'none': untrained)");
+  tune_cmd->add_flag("--no-warm-start", opts.no_warm_start,
+                     "do not start a workload the database has few records of from the best of similar ones");
   tune_cmd->add_option("--scheduler", opts.scheduler, "gradient (default) or round-robin: which workload gets the next round")
       ->check(CLI::IsMember({"gradient", "round-robin"}));
   tune_cmd->add_option("--seed", opts.seed, "seed of the spaces and the search (default 0)");

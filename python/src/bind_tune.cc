@@ -253,7 +253,7 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
   std::string target_text = "llvm";
   apply_overrides("tune", options, {{"trials", set(o.trials)}, {"batch", set(o.batch)}, {"db", set(o.db_dir)},
                                     {"strategy", set(o.strategy)}, {"cost_model", set(o.cost_model)}, {"model", set(o.model_path)},
-                                    {"seed", set(o.seed)}, {"threads", set(o.threads)}, {"target", set(target_text)},
+                                    {"warm_start", set(o.warm_start)}, {"seed", set(o.seed)}, {"threads", set(o.threads)}, {"target", set(target_text)},
                                     {"worker", set(o.runner.worker_path)}, {"timeout_s", set(o.runner.timeout_s)},
                                     {"confirm_top", set(o.confirm_top)}, {"confirm_rounds", set(o.confirm_rounds)},
                                     {"population", set(o.evolutionary.population)}, {"generations", set(o.evolutionary.generations)},
@@ -287,6 +287,7 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
   nb::dict d;
   d["task"] = task_result(r.tasks.at(0));
   d["resumed_records"] = r.resumed_records;
+  d["model"] = r.model;
   d["warnings"] = r.warnings;
   nb::dict times;
   times["search"] = r.times.search;

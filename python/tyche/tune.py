@@ -30,6 +30,7 @@ class TuneResult:
     times: dict[str, float] = field(default_factory=dict)
     target: str = "llvm"
     resumed_records: int = 0      # records of this program the database already held
+    model: str = ""               # what the cost model started from: a saved model's path, or "untrained"
     warnings: list[str] = field(default_factory=list)  # database lines that were skipped
 
     @property
@@ -68,7 +69,9 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     round (or is called as ``progress(trials, budget, task, best_seconds, elapsed_s)``, with the
     fastest time measured so far). Further
     options: threads, timeout_s, repeat and min_repeat_ms (how each candidate is timed), confirm_top,
-    confirm_rounds, population, generations, model (a saved cost model to start from).
+    confirm_rounds, population, generations, model (a saved cost model to start from; default the
+    one pre-trained on bench/data, "none" an untrained one), warm_start (default True: a program the
+    database has few records of starts from the best of similar workloads' records).
     A program without a reference (TE, a PrimFunc) is checked against the interpreter.
     """
     native_program = program._native if hasattr(program, "_native") else program
@@ -83,5 +86,5 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     return TuneResult(name=t["name"], program=func, best_seconds=t["best_seconds"],
                       best_trace=Trace.parse(t["best_trace"]) if t["best_trace"] else None, trials=t["trials"],
                       failed=t["failed"], flop=t["flop"], history=t["history"], refusals=t["refusals"],
-                      times=r["times"], target=r["target"], resumed_records=r["resumed_records"],
+                      times=r["times"], target=r["target"], resumed_records=r["resumed_records"], model=r["model"],
                       warnings=r["warnings"])

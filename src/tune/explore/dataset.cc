@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "ir/layout_free.h"
 #include "ir/structural.h"
 #include "support/error.h"
 #include "tune/database/record.h"
@@ -89,7 +90,10 @@ Dataset load_dataset(const std::vector<std::string>& record_files, int threads) 
       task = std::make_unique<Task>();
       try {
         workloads::Workload w = workloads::resolve(r.workload.name, r.workload.extents);
-        if (ir::structural_hash(w.func) != r.workload.hash)
+        // Records from before a preset named its weights layout-free (bench/data) hash the same
+        // computation without that root annotation.
+        if (ir::structural_hash(w.func) != r.workload.hash &&
+            ir::structural_hash(ir::with_layout_free_params(w.func, {})) != r.workload.hash)
           throw Error(fmt::format("workload '{}' is not the one measured (its structural hash differs)", r.workload.name));
         task->context = TuneContext{w.func, target_of(r.target)};
         task->postprocs = default_postprocs(task->context);

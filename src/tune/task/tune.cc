@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <limits>
 
 #include "support/error.h"
@@ -33,16 +35,38 @@ void check_options(const std::vector<TuneTask>& tasks, const Target& target, con
   if (!o.make_strategy) make_search_strategy(o.strategy, o.evolutionary);  // an unknown name or acceptance
 }
 
-std::unique_ptr<CostModel> make_model(const TuneOptions& o) {
+// The model, and what it started from (TuneResult::model). A default model that cannot be read
+// (another feature layout, a corrupt file) is a warning, and the tune starts untrained.
+std::unique_ptr<CostModel> make_model(const TuneOptions& o, TuneResult& out) {
   XGBoostOptions xo;
   xo.threads = o.threads;
   xo.seed = static_cast<uint64_t>(o.seed);
   if (o.cost_model == "random") {
-    if (!o.model_path.empty()) throw Error("--model needs the xgb cost model");
+    if (!o.model_path.empty() && o.model_path != "none") throw Error("--model needs the xgb cost model");
+    out.model = "random";
     return make_random_model(static_cast<uint64_t>(o.seed));
   }
   if (o.cost_model != "xgb") throw Error(fmt::format("unknown cost model '{}' (expected xgb or random)", o.cost_model));
-  return o.model_path.empty() ? make_xgboost_model(xo) : load_cost_model(o.model_path, xo);
+  if (o.model_path == "none") {
+    out.model = "untrained";
+    return make_xgboost_model(xo);
+  }
+  if (!o.model_path.empty()) {
+    out.model = o.model_path;
+    return load_cost_model(o.model_path, xo);
+  }
+  const std::string path = default_cost_model_path();
+  if (!path.empty()) {
+    try {
+      std::unique_ptr<CostModel> m = load_cost_model(path, xo);
+      out.model = path;
+      return m;
+    } catch (const Error& e) {
+      out.warnings.push_back(fmt::format("the pre-trained cost model was not loaded ({}); starting untrained", e.what()));
+    }
+  }
+  out.model = "untrained";
+  return make_xgboost_model(xo);
 }
 
 // Every task set up, resumed from the database, and the model seeded with what it measured.
@@ -211,6 +235,19 @@ void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measu
 
 }  // namespace
 
+std::string default_cost_model_path() {
+  std::string path;
+  if (const char* env = std::getenv("TYCHE_COST_MODEL")) {
+    path = env;
+  } else {
+#ifdef TYCHE_DEFAULT_COST_MODEL
+    path = TYCHE_DEFAULT_COST_MODEL;
+#endif
+  }
+  if (path == "none" || path.empty() || !std::filesystem::exists(path)) return "";
+  return path;
+}
+
 int round_size(int batch, int trials, int tasks) {
   if (tasks <= 1) return batch;
   return std::min(batch, std::max(8, trials / (4 * tasks)));
@@ -223,9 +260,9 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
   auto start = Clock::now();
   check_options(tasks, target, options);
   std::unique_ptr<TaskScheduler> scheduler = make_task_scheduler(options.scheduler);
-  std::unique_ptr<CostModel> model = make_model(options);
-  Database db(options.db_dir);
   TuneResult out;
+  std::unique_ptr<CostModel> model = make_model(options, out);
+  Database db(options.db_dir);
   std::vector<std::unique_ptr<TaskState>> states = start_tasks(tasks, target, options, *model, db, out);
   Measurer measurer(target, options.runner);
   std::vector<TaskProgress> task_progress(states.size());

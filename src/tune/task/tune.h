@@ -42,8 +42,14 @@ struct TuneOptions {
   std::function<std::unique_ptr<SearchStrategy>()> make_strategy;
   EvolutionaryOptions evolutionary;         // population, generations, acceptance, ...
   std::string cost_model = "xgb";           // or "random"
-  std::string model_path;                   // a saved model to start from (xgb)
+  // The model to start from (xgb): a saved model's path; "" the pre-trained one
+  // (default_cost_model_path(), trained on bench/data at build time) where it exists; "none" an
+  // untrained model.
+  std::string model_path;
   std::string scheduler = "gradient";       // or "round-robin"
+  // A task with few records of its own starts from the fastest programs of the database's other
+  // workloads whose design space has its structure (SearchTask::warm_start, search/transfer.h).
+  bool warm_start = true;
   int64_t seed = 0;
   int threads = 0;                          // for search, features and the model; 0: all
   RunnerOptions runner;                     // worker path, timeout, timing
@@ -116,6 +122,7 @@ struct TuneResult {
   std::vector<TaskResult> tasks;
   TuneTimes times;
   int resumed_records = 0;            // records of these tasks the database already held
+  std::string model;                  // what the cost model started from: a path, or "untrained"
   bool interrupted = false;
   std::vector<std::string> warnings;  // lines of the database that were skipped
 };
@@ -125,6 +132,10 @@ struct TuneProgress {
   const TaskResult* task = nullptr;  // the task of the round just measured
   double elapsed_s = 0;
 };
+
+// The pre-trained cost model a tune starts from by default: TYCHE_COST_MODEL when set ("none":
+// no default), else the one the build trained on bench/data; "" when there is none.
+std::string default_cost_model_path();
 
 // The round size of a tune of `tasks` tasks: `batch`, or fewer so that every task gets about
 // four rounds of the budget (never under 8, the smallest useful evolutionary round).

@@ -437,6 +437,27 @@ TEST(Tune, SearchesTheTasksOwnSpace) {
   std::filesystem::remove_all(db);
 }
 
+TEST(Tune, StartsFromThePreTrainedModelUnlessToldOtherwise) {
+  auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
+  const std::string path = default_cost_model_path();
+  ASSERT_FALSE(path.empty()) << "the build trains the default cost model on bench/data (tools/CMakeLists.txt)";
+  std::string db = fresh_dir("pretrained");
+  TuneOptions o = quick(db, "evolutionary", 8);
+  EXPECT_EQ(tune({{w, "", 1.0, nullptr}}, two_cores(), o).model, path);
+  o.model_path = "none";
+  EXPECT_EQ(tune({{w, "", 1.0, nullptr}}, two_cores(), o).model, "untrained");
+  // A default that cannot be read is a warning, and the tune starts untrained.
+  std::string bad = db + "/corrupt_model.json";
+  std::ofstream(bad) << "{not a model";
+  ::setenv("TYCHE_COST_MODEL", bad.c_str(), 1);
+  o.model_path = "";
+  TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
+  ::unsetenv("TYCHE_COST_MODEL");
+  EXPECT_EQ(r.model, "untrained");
+  EXPECT_THAT(r.warnings, ::testing::Contains(HasSubstr("the pre-trained cost model was not loaded")));
+  std::filesystem::remove_all(db);
+}
+
 TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
   auto w = workloads::get_preset("GMM-1");
   std::string db = fresh_dir("refusals");
