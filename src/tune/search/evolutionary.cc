@@ -5,7 +5,8 @@
 //     (with probability 0.85, by a mutator drawn by its weight) and validated by replaying it
 //     through the postprocessors; every scored program not measured yet is remembered;
 //  3. the batch: the best-scored remembered programs, except a fraction epsilon drawn from the
-//     fresh samples, none measured before and none twice.
+//     fresh samples, none measured before and none twice. The first batch leads with the warm
+//     start (SearchTask::warm_start), which also joins the first population.
 // Annealing acceptance keeps a parent instead of its child when the child scores lower, unless
 // a draw below exp(gain / T) says otherwise; T falls to zero over the generations.
 #include <algorithm>
@@ -58,7 +59,9 @@ class Evolutionary : public SearchStrategy {
   std::vector<Trial> generate(int count) override {
     scores_.clear();
     std::vector<Trial> population, fresh;
+    std::vector<Trial> warm = warm_start(count / 2);
     initial_population(population, fresh);
+    population.insert(population.end(), warm.begin(), warm.end());
     if (population.empty()) return {};
     // Remembered: scored and not measured yet, by program.
     std::unordered_map<uint64_t, std::pair<double, Trial>> seen;
@@ -72,10 +75,29 @@ class Evolutionary : public SearchStrategy {
       double temperature = temperature0 * (1.0 - static_cast<double>(gen + 1) / (options_.generations - 1));
       population = next_generation(population, s, temperature);
     }
-    return pick(count, seen, fresh);
+    std::vector<Trial> out = pick(count - static_cast<int>(warm.size()), seen, fresh, warm);
+    warm.insert(warm.end(), out.begin(), out.end());
+    return warm;
   }
 
  private:
+  // The first call's share of the warm start: replayed, new and distinct, in its order.
+  std::vector<Trial> warm_start(int limit) {
+    std::vector<Trial> out;
+    if (warm_started_ || task_->warm_start.empty()) return out;
+    warm_started_ = true;
+    const std::vector<schedule::Trace>& traces = task_->warm_start;
+    std::vector<int64_t> seeds;
+    for (size_t i = 0; i < traces.size(); ++i) seeds.push_back(rng_.fork().seed());
+    std::vector<std::optional<Trial>> replayed(traces.size());
+    parallel_indices(traces.size(), task_->threads, [&](size_t i) { replayed[i] = task_->replay(traces[i], seeds[i]); });
+    std::unordered_set<uint64_t> taken;
+    for (auto& t : replayed)
+      if (t && static_cast<int>(out.size()) < limit && !task_->measured.count(t->program_hash) && taken.insert(t->program_hash).second)
+        out.push_back(std::move(*t));
+    return out;
+  }
+
   void initial_population(std::vector<Trial>& population, std::vector<Trial>& fresh) {
     std::vector<std::pair<double, schedule::Trace>> best = task_->measured_traces;
     std::stable_sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -172,7 +194,7 @@ class Evolutionary : public SearchStrategy {
   }
 
   std::vector<Trial> pick(int count, std::unordered_map<uint64_t, std::pair<double, Trial>>& seen,
-                                    std::vector<Trial>& fresh) {
+                                    std::vector<Trial>& fresh, const std::vector<Trial>& already) {
     std::vector<std::pair<double, Trial>*> ranked;
     for (auto& [h, e] : seen) ranked.push_back(&e);
     std::sort(ranked.begin(), ranked.end(), [](const auto* a, const auto* b) {
@@ -182,6 +204,7 @@ class Evolutionary : public SearchStrategy {
     int n_random = static_cast<int>(std::lround(count * options_.epsilon));
     std::vector<Trial> out;
     std::unordered_set<uint64_t> taken;
+    for (const Trial& c : already) taken.insert(c.program_hash);
     auto take = [&](const Trial& c) {
       if (static_cast<int>(out.size()) >= count || task_->measured.count(c.program_hash) || !taken.insert(c.program_hash).second) return;
       out.push_back(c);
@@ -202,6 +225,7 @@ class Evolutionary : public SearchStrategy {
   RandomEngine rng_{0};
   std::vector<double> mutator_weights_;
   std::unordered_map<uint64_t, double> scores_;
+  bool warm_started_ = false;
 };
 
 }  // namespace

@@ -33,6 +33,11 @@ struct SearchTask {
   uint64_t workload = 0;
   int threads = 1;  // for sampling, mutation and validation
   RefusalCounts* refusals = nullptr;  // when set, counts why replays and samples were refused
+  // The warm start: programs to measure first, fastest first (the best of similar workloads'
+  // records with their decisions transferred to this one: transfer.h). The evolutionary search
+  // leads its first batch with those that replay and were not measured, up to half of it, and
+  // breeds from them.
+  std::vector<schedule::Trace> warm_start;
 
   // The trial `trace` replays to with its recorded decisions, or nullopt when the
   // postprocessors refuse it.

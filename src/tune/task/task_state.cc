@@ -9,6 +9,7 @@
 #include "ir/structural.h"
 #include "support/error.h"
 #include "tune/search/records.h"
+#include "tune/search/transfer.h"
 #include "tune/space/space_generator.h"
 
 namespace tyche::tune {
@@ -55,6 +56,39 @@ void resume_from(TaskState& st, const Database& db, ModelSeeds& seeds) {
   }
 }
 
+// The warm start (SearchTask::warm_start) of a task the database knows little of: the fastest
+// programs of the other workloads it holds, workloads of the task's own name first, whose traces
+// have the instructions of one of the task's design spaces, their decisions carried over.
+constexpr size_t kWarmStartOwnRecords = 16;  // a task with this many programs of its own needs none
+constexpr int kWarmStartPerWorkload = 4;
+constexpr size_t kWarmStartTraces = 32;
+
+void warm_start_from(TaskState& st, const Database& db) {
+  SearchTask& s = st.search;
+  if (s.measured_traces.size() >= kWarmStartOwnRecords) return;
+  std::vector<const RecordWorkload*> others;
+  for (const RecordWorkload& w : db.workloads())
+    if (w.hash != s.workload) others.push_back(&w);
+  std::stable_partition(others.begin(), others.end(), [&](const RecordWorkload* w) { return w->name == st.task.workload.name; });
+  const std::string target = target_key(st.measure.target);
+  for (const RecordWorkload* w : others) {
+    for (const TuningRecord* r : db.best(w->hash, target, kWarmStartPerWorkload)) {
+      if (s.warm_start.size() >= kWarmStartTraces) return;
+      std::optional<schedule::Trace> measured;
+      try {
+        measured = schedule::Trace::from_json(r->trace_json);
+      } catch (const Error&) {
+        continue;
+      }
+      for (const schedule::Trace& space : s.spaces)
+        if (std::optional<schedule::Trace> t = transfer_decisions(s.context, space, *measured)) {
+          s.warm_start.push_back(std::move(*t));
+          break;
+        }
+    }
+  }
+}
+
 }  // namespace
 
 void TaskState::note_result(double seconds, const std::string& trace_json) {
@@ -91,6 +125,7 @@ std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const 
                             w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   db.add_workload(st->measure.workload);
   resume_from(*st, db, seeds);
+  if (options.warm_start) warm_start_from(*st, db);
   st->strategy = options.make_strategy ? options.make_strategy() : make_search_strategy(options.strategy, options.evolutionary);
   st->strategy->initialize(&st->search, options.seed + static_cast<int64_t>(index));
   st->result.name = w.name;
