@@ -129,18 +129,17 @@ def _geomean_with_ci(ws: list[dict], system: str, over) -> tuple[float | None, t
     """Geomean over workloads of system's speedup over ``over`` (a name or a function of the
     workload), its 95% interval, and the workloads it covers; workloads marked
     ``"no_baseline": [systems]`` for ``over`` are left out."""
-    pairs, names = [], []
+    pairs, ratios, names = [], [], []
     for w in ws:
         o = over(w) if callable(over) else over
         if o in w.get("no_baseline", []) or speedup(w, system, o) is None:
             continue
         pairs.append((_windows(w, o), _windows(w, system)))
+        ratios.append(speedup(w, system, o))
         names.append(w["name"])
     if not pairs:
         return None, None, []
-    g = geomean(w["systems"][o]["seconds"] / w["systems"][system]["seconds"]
-                for w in ws if w["name"] in names for o in [over(w) if callable(over) else over])
-    return g, bootstrap_geomean(pairs), names
+    return geomean(ratios), bootstrap_geomean(pairs), names
 
 
 def summarize(results: dict) -> dict:
