@@ -18,10 +18,12 @@ The tyche binary is $TYCHE_BINARY_DIR/tools/tyche; without it the tests are skip
 from __future__ import annotations
 
 import concurrent.futures
+import errno
 import os
 import pathlib
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -35,6 +37,7 @@ import onnx_cases  # noqa: E402
 CASES = {cid: (model, inputs) for cid, model, inputs in onnx_cases.CASES}
 TIMEOUT_S = 120
 THREADS = 2
+SPAWN_LOCK = threading.Lock()
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,24 @@ def run_tyche(binary: pathlib.Path, model_path, input_files: dict[str, pathlib.P
     cmd += ["--save-outputs", str(out_dir), "--repeat", "1", *extra]
     if threads is not None:
         cmd += ["--threads", str(threads)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+    # Runs start from several threads; CPython spawns with vfork, and concurrent vforks have
+    # failed here with EFAULT on exec (CI, 2026-12-04). Starting them one at a time avoids the
+    # race; an EFAULT that still happens is the host's, so the spawn is tried once more.
+    for attempt in range(2):
+        try:
+            with SPAWN_LOCK:
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            break
+        except OSError as e:
+            if e.errno != errno.EFAULT or attempt == 1:
+                raise
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def onnxruntime_outputs(model_path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
