@@ -147,11 +147,101 @@ def te_tensors(family: str, params, fast_exp: bool = False):
     return fn(*p)
 
 
+def layout_free_params(family: str) -> list[int]:
+    """TVM's parameter positions of `family`'s weights. MetaSchedule's RewriteLayout may store them
+    in the order its kernel reads them, laid out once when a model loads: the same freedom Tyche's
+    presets give their weights (constant_inputs, src/workloads/presets.cc) and oneDNN's baseline
+    takes (weights reordered once, outside the timing). Matmuls' and reductions' operands are
+    activations."""
+    family = family.upper()
+    if family in ("GMM", "TBG", "NRM", "SFM"):
+        return []
+    return [1, 2, 3, 4] if family == "CBR" else [1]
+
+
 def prim_func(family: str, params, fast_exp: bool = False):
-    """The PrimFunc TVM tunes for `family` (te.create_prim_func of ``te_tensors``)."""
+    """The PrimFunc TVM tunes for `family` (te.create_prim_func of ``te_tensors``), its weights
+    marked ``layout_free_buffers``."""
     from tvm import te
 
-    return te.create_prim_func(list(te_tensors(family, params, fast_exp)))
+    func = te.create_prim_func(list(te_tensors(family, params, fast_exp)))
+    free = layout_free_params(family)
+    return func.with_attr("layout_free_buffers", free) if free else func
+
+
+_PARAM_RE = r'(\w+): T\.Buffer\(\(([^)]*)\), "(\w+)"\)'
+
+
+def _signature(script: str) -> list[tuple[str, list[int], str]]:
+    """(name, shape, dtype) of each parameter of the module's ``main``, from its TVMScript."""
+    import re
+
+    head = re.search(r"def main\((.*)\):", script)
+    if head is None:
+        raise DriverError("no main in the tuned module")
+    return [(n, [int(x) for x in shape.split(",") if x.strip()], dt) for n, shape, dt in re.findall(_PARAM_RE, head.group(1))]
+
+
+def _preproc_nests(script: str) -> dict[str, str]:
+    """The root-level loop nests of ``main`` that hold a layout-rewrite block, by the name of the
+    buffer the block writes: the statement's text, re-indented to a function body's level."""
+    import re
+
+    lines = script.splitlines()
+    nests = {}
+    for i, line in enumerate(lines):
+        if '"meta_schedule.layout_rewrite_preproc"' not in line:
+            continue
+        start = i
+        while not re.match(r"^ {8}for ", lines[start]):  # the enclosing root-level loop
+            start -= 1
+            if start < 0 or not lines[start].startswith(" " * 8):
+                raise DriverError("a layout-rewrite block outside a root-level loop nest")
+        end = start + 1
+        while end < len(lines) and lines[end].startswith(" " * 9):
+            end += 1
+        body = "\n".join(lines[start:end])
+        written = re.search(r"T\.writes\((\w+)\[", body)
+        if written is None:
+            raise DriverError("a layout-rewrite block without a written buffer")
+        nests[written.group(1)] = body.replace('T.sblock_attr({"meta_schedule.layout_rewrite_preproc": True})', "")
+    return nests
+
+
+def split_layout_rewrites(mod):
+    """A tuned module whose kernel reads packed weights, split as a model runs it: ``main`` takes
+    the packed weights (RemoveWeightLayoutRewriteBlock: what MetaSchedule's builder measured in
+    tuning) and ``layout_rewrite_<i>(weight, packed)`` fills parameter i's packed copy, run once
+    (what Relax's SplitLayoutRewritePreproc does for a model). Returns (module, rewrites) with
+    rewrites [{"arg", "entry", "shape", "dtype"}]; a module that packs nothing comes back as is."""
+    import tvm
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    full = mod.script()
+    nests = _preproc_nests(full)
+    if not nests:
+        return mod, []
+    before = _signature(full)
+    split = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+    after = _signature(split.script())
+    funcs = {"main": split["main"]}
+    rewrites = []
+    for i, ((name, shape, dtype), (packed, packed_shape, _)) in enumerate(zip(before, after)):
+        if packed == name:
+            continue
+        if packed not in nests:
+            raise DriverError(f"parameter {name} became {packed} without a layout-rewrite block that writes it")
+        entry = f"layout_rewrite_{i}"
+        src = ("# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n@I.ir_module\nclass Module:\n"
+               f"    @T.prim_func(s_tir=True)\n"
+               f"    def {entry}({name}: T.Buffer(({', '.join(map(str, shape))},), \"{dtype}\"), "
+               f"{packed}: T.Buffer(({', '.join(map(str, packed_shape))},), \"{dtype}\")):\n"
+               f"        T.func_attr({{\"tirx.noalias\": True}})\n{nests[packed]}\n")
+        funcs[entry] = tvm.script.from_source(src)[entry].with_attr("global_symbol", entry)
+        rewrites.append({"arg": i, "entry": entry, "shape": packed_shape, "dtype": dtype})
+    if len(rewrites) != len(nests):
+        raise DriverError(f"{len(nests)} layout-rewrite blocks but {len(rewrites)} rewritten parameters")
+    return tvm.IRModule(funcs), rewrites
 
 
 def tvm_arguments(family: str, tyche_inputs, tyche_outputs) -> list:
@@ -362,10 +452,15 @@ def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int
         raise DriverError(f"{family}: the database has no schedule for the workload")
     library = os.path.join(work_dir, "best.so")
     try:
-        lib = tvm.compile(sch.mod, target=target)
+        split, rewrites = split_layout_rewrites(sch.mod)
+        lib = tvm.compile(split, target=target)
         lib.export_library(library)
+    except DriverError:
+        raise
     except Exception as e:  # noqa: BLE001
         raise DriverError(f"compiling TVM's best schedule failed: {str(e).strip().splitlines()[-1]}") from e
+    with open(layout_rewrites_path(library), "w") as f:
+        json.dump(rewrites, f)
     with open(os.path.join(work_dir, "best_schedule.py"), "w") as f:
         f.write(sch.mod.script())
 
@@ -381,6 +476,7 @@ def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int
         "history": history,
         "times": times,
         "library": library,
+        "layout_rewrites": rewrites,
         "arg_names": arg_names,
         "target": str(target),
         "runner": "LocalRunner, EvaluatorConfig defaults (number=3, repeat=1, min_repeat_ms=100, no cache flush)",
@@ -401,8 +497,17 @@ def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int
 # Measuring
 
 
+def layout_rewrites_path(library: str) -> str:
+    """Where ``tune`` says which of the library's parameters ``main`` takes packed (a JSON list of
+    split_layout_rewrites' entries; no file: none)."""
+    return os.path.splitext(library)[0] + ".layout_rewrites.json"
+
+
 class TvmKernel:
     """An exported TVM kernel (``tune``'s best.so), run and timed through TVM's runtime.
+
+    Weights that ``main`` takes packed (``layout_rewrites_path``) are laid out by the library's
+    ``layout_rewrite_<i>`` once in ``bind``, as a model does at load, so they are never timed.
 
     ``bind(arrays)`` takes numpy arrays in TVM's argument order (``tvm_arguments``) and wraps them
     once: 64-byte-aligned C-contiguous arrays are shared with TVM (the kernel writes the output
@@ -435,6 +540,8 @@ class TvmKernel:
         self._tensors = None
         self._copy_back: list = []
         self._evaluators: dict = {}
+        rewrites = layout_rewrites_path(library)
+        self.layout_rewrites = json.load(open(rewrites)) if os.path.exists(rewrites) else []
 
     def bind(self, arrays) -> None:
         import numpy as np
@@ -457,6 +564,10 @@ class TvmKernel:
                 if i >= first_output:
                     copy_back.append((a, t))
             tensors.append(t)
+        for r in self.layout_rewrites:
+            packed = tvm.runtime.empty(tuple(r["shape"]), r["dtype"], self._device)
+            self._module[r["entry"]](tensors[r["arg"]], packed)
+            tensors[r["arg"]] = packed
         self._tensors, self._copy_back = tensors, copy_back
         self._arrays = arrays  # keep the shared numpy buffers alive
 

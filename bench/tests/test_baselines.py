@@ -62,7 +62,9 @@ def test_each_baseline_says_which_implementation_runs(library):
 
 def test_the_norm_baselines_are_real_kernels_not_reference_code(library):
     # oneDNN's norm_lp_sum is its reference kernel (ref:any, ~0.1 GFLOP/s): the NRM baseline
-    # composes jit primitives instead; OpenBLAS's is sdot. Both well above a scalar loop's speed.
+    # composes jit primitives instead; OpenBLAS's is sdot. Both well above the reference kernel's
+    # speed: 19 and 43 GFLOP/s on an idle AMD EPYC Zen 4; the bound is 3x the reference's, because
+    # a host busy with other work (CI beside a tune) slowed oneDNN's two spinning threads to 0.75.
     w = tyche.workload("NRM-3")
     inputs = w.inputs()
     out = np.zeros(1, dtype=np.float32)
@@ -71,7 +73,7 @@ def test_the_norm_baselines_are_real_kernels_not_reference_code(library):
         assert "ref" not in b.describe(), b.describe()
         b.run()
         assert relative_error(out, w.reference(*inputs)[0]) < 1e-5, system
-        assert w.flop / min(b.window(4) for _ in range(3)) / 1e9 > 1.0, system
+        assert w.flop / min(b.window(4) for _ in range(5)) / 1e9 > 0.3, system
 
 
 def test_timing_windows_are_positive_and_scale_with_calls(library):

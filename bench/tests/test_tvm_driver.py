@@ -73,3 +73,24 @@ def test_softmax_with_tvms_fast_exp_is_accurate_and_is_another_program(tvm_ready
     assert "T.exp(" not in fast and "T_fast_exp" in fast
     with pytest.raises(DriverError, match="--fast-exp applies to SFM only, not GMM"):
         tvm_driver.te_tensors("GMM", [1, 2, 2, 2], fast_exp=True)
+
+
+@pytest.mark.parametrize("op", ["DENSE_RELU", "CBR"])
+def test_tuned_weights_are_packed_once_outside_main(tvm_ready, op, tmp_path):
+    """Weights are layout-free for TVM as for Tyche: its best kernel takes them packed, the library
+    lays them out (layout_rewrite_<i>, run once in bind) and the result is still the reference."""
+    import numpy as np
+
+    assert tvm_driver.layout_free_params(op) == ([1, 2, 3, 4] if op == "CBR" else [1])
+    assert tvm_driver.layout_free_params("GMM") == []
+    w = tyche.workload(f"{op}-1", scale_down=True)
+    r = tvm_driver.tune(op, w.params, 8, str(tmp_path / "work"), str(tmp_path / "r.json"), threads=2)
+    assert r["layout_rewrites"] and {x["arg"] for x in r["layout_rewrites"]} <= set(tvm_driver.layout_free_params(op))
+    kernel = tvm_driver.TvmKernel(r["library"])
+    assert kernel.layout_rewrites == r["layout_rewrites"]
+    inputs = w.inputs()
+    (ref,) = w.reference(*inputs)
+    out = np.full_like(ref, np.nan)
+    kernel.bind(tvm_arguments(op, inputs, [out]))
+    kernel.run_bound()
+    assert float(np.abs(out - ref).max()) / float(np.abs(ref).max()) <= 1e-4
