@@ -198,9 +198,9 @@ void bind_schedule(nb::module_& m) {
         d["writes"] = describe(block->writes);
         return d;
       })
-      .def("compute_location_choices", [](const ScheduleHolder& h, const BlockRV& b) {
-        return h.get().compute_location_choices(b).value();
-      })
+      .def("compute_location_choices", [](const ScheduleHolder& h, const BlockRV& b, bool useful_only) {
+        return h.get().compute_location_choices(b, useful_only).value();
+      }, nb::arg("block"), nb::arg("useful_only") = false)
       .def_prop_ro("usable", [](const ScheduleHolder& h) { return h.sch != nullptr; });
 
   nb::class_<schedule::Trace>(m, "TraceNative")

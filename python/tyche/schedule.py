@@ -135,8 +135,11 @@ class Schedule:
         cache_read's read_buffer_index and cache_write's write_buffer_index count them."""
         return self._native.block_buffers(block)
 
-    def compute_location_choices(self, block: _tyche.BlockRV) -> list[int]:
-        return self._native.compute_location_choices(block)
+    def compute_location_choices(self, block: _tyche.BlockRV, useful_only: bool = False) -> list[int]:
+        """The decisions sample_compute_location may take for ``block`` now: -1 (stay), -2 (inline,
+        when legal) and each legal loop's index; ``useful_only``: only the loops a fresh draw picks
+        from, those where the block's region changes from one iteration to the next."""
+        return self._native.compute_location_choices(block, useful_only)
 
     def show(self) -> None:
         print(self.func)

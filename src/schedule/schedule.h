@@ -89,15 +89,17 @@ class Schedule {
   // One of `candidates` with the given probabilities; the decision is the chosen index.
   Result<ExprRV> sample_categorical(const std::vector<int64_t>& candidates, const std::vector<double>& probs,
                                     std::optional<int64_t> decision = std::nullopt);
-  // A loop where compute_at(block, loop) is legal now, uniformly among those plus "stay"
-  // (kComputeLocationRoot) and "inline" when compute_inline is legal. The decision is the loop's
-  // index among the legal loops in pre-order, or one of the two constants.
+  // A loop where compute_at(block, loop) is legal now, uniformly among "stay"
+  // (kComputeLocationRoot), "inline" when compute_inline is legal, and the legal loops where
+  // the block's region varies with the loop (at any other it would recompute the same values on
+  // every iteration). The decision is the loop's index among all legal loops in pre-order, or
+  // one of the two constants; a given decision may name any legal loop.
   Result<LoopRV> sample_compute_location(const BlockRV& block, std::optional<int64_t> decision = std::nullopt);
 
   // The decisions sample_compute_location could take for `block` now: kComputeLocationRoot,
-  // kComputeLocationInline when legal, and the index of each legal loop (MutateComputeLocation
-  // draws another one).
-  Result<std::vector<int64_t>> compute_location_choices(const BlockRV& block) const;
+  // kComputeLocationInline when legal, and the index of each legal loop; with `useful_only`,
+  // only the loops a fresh draw picks from (MutateComputeLocation draws another one of those).
+  Result<std::vector<int64_t>> compute_location_choices(const BlockRV& block, bool useful_only = false) const;
 
   // ---- lookup ----
   Result<BlockRV> get_block(const std::string& name);

@@ -2,6 +2,8 @@
 // mapping its handles, listing the legal compute locations, and binding a reduction to threads.
 #include <gmock/gmock.h>
 
+#include <algorithm>
+
 #include "ir/printer.h"
 #include "schedule_test_util.h"
 #include "support/error.h"
@@ -66,6 +68,33 @@ TEST(TraceEdit, ComputeLocationChoicesMatchTheSampler) {
   }
   auto relu = sch.get_block("relu").value();  // an output: stays, no loop of a consumer
   EXPECT_EQ(sch.compute_location_choices(relu).value(), std::vector<int64_t>{kComputeLocationRoot});
+}
+
+TEST(TraceEdit, AFreshComputeLocationNeverRecomputesTheSameRegionOnEveryIteration) {
+  // row_sum[i] is legal under each of the softmax's loops i and j; under j it would be summed
+  // again for every j. A fresh draw (and a mutation) skips j; a replay may still name it.
+  auto w = small("SFM-1");
+  Schedule sch(w.func);
+  auto all = sch.compute_location_choices(sch.get_block("row_sum").value()).value();
+  auto useful = sch.compute_location_choices(sch.get_block("row_sum").value(), /*useful_only=*/true).value();
+  std::vector<int64_t> skipped;
+  for (int64_t c : all)
+    if (std::find(useful.begin(), useful.end(), c) == useful.end()) skipped.push_back(c);
+  ASSERT_EQ(skipped.size(), 1u);
+  ASSERT_GE(useful.size(), 2u);  // stay, and the softmax's row loop
+  for (int64_t seed = 0; seed < 64; ++seed) {
+    Schedule s(w.func, ScheduleOptions{.seed = seed});
+    ASSERT_TRUE(s.sample_compute_location(s.get_block("row_sum").value()).ok());
+    const Trace& t = *s.trace();
+    int64_t drawn = t.decisions().at(t.size() - 1).i;
+    EXPECT_NE(std::find(useful.begin(), useful.end(), drawn), useful.end()) << "seed " << seed << " drew " << drawn;
+  }
+  Schedule replay(w.func);
+  auto sum = replay.get_block("row_sum").value();
+  auto at = replay.sample_compute_location(sum, skipped[0]);
+  ASSERT_TRUE(at.ok());
+  ASSERT_TRUE(replay.compute_at(sum, at.value()).ok());
+  EXPECT_TRUE(computes_reference(w, replay.func()));
 }
 
 TEST(TraceEdit, ReductionMayBeBoundToThreadsOnly) {

@@ -572,6 +572,7 @@ Result<ir::Block> moved_scope(const ScheduleState& state, const SRef& block, con
 struct MovePlan {
   const SRefNode* scope = nullptr;
   ir::Block new_scope;
+  bool varies_with_loop = true;  // the moved block's region depends on the loop's variable
 };
 
 Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops,
@@ -588,7 +589,14 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
   std::vector<IntervalSet> ranges = iter_ranges(b, accesses, !is_compute_at, &a);
   TYCHE_TRY_ASSIGN(nest, make_nest(state, block.get(), loop.get(), ranges, preserve_unit_loops, is_compute_at));
   TYCHE_TRY_ASSIGN(new_scope, moved_scope(state, block, loop, others, nest, is_compute_at));
-  return MovePlan{scope_block(block.get()), std::move(new_scope)};
+  const ir::VarNode* loop_var = loop->as_for()->loop_var.get();
+  auto uses_loop_var = [&](const ir::Expr& e) {
+    return e.defined() && ir::uses_var(e, [&](const ir::VarNode* v) { return v == loop_var; });
+  };
+  bool varies = std::any_of(ranges.begin(), ranges.end(), [&](const IntervalSet& r) {
+    return uses_loop_var(r.min_value) || uses_loop_var(r.max_value);
+  });
+  return MovePlan{scope_block(block.get()), std::move(new_scope), varies};
 }
 
 Status move_block(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops, bool is_compute_at) {
@@ -607,6 +615,11 @@ Status check_compute_at(const ScheduleState& state, const SRef& block, const SRe
   auto plan = plan_move(state, block, loop, preserve_unit_loops, true);
   if (!plan) return plan.error();
   return ok_status();
+}
+
+Result<bool> compute_at_varies_with_loop(const ScheduleState& state, const SRef& block, const SRef& loop) {
+  TYCHE_TRY_ASSIGN(plan, plan_move(state, block, loop, false, true));
+  return plan.varies_with_loop;
 }
 
 Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops) {

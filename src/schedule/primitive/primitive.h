@@ -41,6 +41,11 @@ Status unannotate(ScheduleState& state, const SRef& sref, const std::string& key
 Status compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops);
 // Whether compute_at would succeed, without changing the state.
 Status check_compute_at(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops);
+// Whether the region compute_at(block, loop) would compute changes from one iteration of `loop`
+// to the next; compute_at's refusal as the error. A region that does not is the same on every
+// iteration: the block would recompute identical values extent(loop) times, where the enclosing
+// loop (or staying at the root) computes them once and keeps them as close.
+Result<bool> compute_at_varies_with_loop(const ScheduleState& state, const SRef& block, const SRef& loop);
 Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops);
 Status compute_inline(ScheduleState& state, const SRef& block);
 Status reverse_compute_inline(ScheduleState& state, const SRef& block);

@@ -125,7 +125,8 @@ Result<std::vector<int64_t>> perfect_tile(RandomEngine& rng, const SRef& loop, i
 }
 
 struct ComputeLocations {
-  std::vector<SRef> loops;  // where compute_at is legal, in pre-order
+  std::vector<SRef> loops;   // where compute_at is legal, in pre-order
+  std::vector<bool> useful;  // per loop: the block's region there varies with the loop
   bool can_inline = false;
 };
 
@@ -140,7 +141,10 @@ ComputeLocations compute_locations(const ScheduleState& state, const SRef& block
     SRef loop_ref = state.get_sref(loop);
     if (!loop_ref || std::find(ancestors_of_block.begin(), ancestors_of_block.end(), loop_ref.get()) != ancestors_of_block.end())
       continue;
-    if (check_compute_at(state, block, loop_ref, false)) out.loops.push_back(loop_ref);
+    if (auto varies = compute_at_varies_with_loop(state, block, loop_ref)) {
+      out.loops.push_back(loop_ref);
+      out.useful.push_back(varies.value());
+    }
   }
   ScheduleState scratch(state.func());
   out.can_inline = compute_inline(scratch, scratch.get_sref(block->stmt)).ok();
@@ -206,10 +210,15 @@ Result<LoopRV> apply_sample_compute_location(InstructionContext& ctx, BlockRV bl
           fmt::format("sample_compute_location: decision {} is not legal for block '{}': {} loops are legal locations{}",
                       choice, sref->as_block()->name, n, locs.can_inline ? " and inlining" : ", inlining is not"));
   } else {
-    // Uniform over: stay, inline (when legal), and each legal loop.
-    int64_t options = n + 1 + (locs.can_inline ? 1 : 0);
-    int64_t x = ctx.rng().uniform_int(0, options);
-    choice = x < n ? x : (x == n ? kComputeLocationRoot : kComputeLocationInline);
+    // Uniform over: stay, inline (when legal), and each legal loop where the block's region
+    // varies. The others only recompute what their enclosing loop would compute once; replays
+    // and edits may still name them (the decision indexes every legal loop).
+    std::vector<int64_t> options;
+    for (int64_t i = 0; i < n; ++i)
+      if (locs.useful[static_cast<size_t>(i)]) options.push_back(i);
+    options.push_back(kComputeLocationRoot);
+    if (locs.can_inline) options.push_back(kComputeLocationInline);
+    choice = options[static_cast<size_t>(ctx.rng().uniform_int(0, static_cast<int64_t>(options.size())))];
   }
   ctx.decision() = Value::integer(choice);
   if (choice < 0) return ctx.issue_location_mark(choice);
@@ -240,12 +249,13 @@ Result<LoopRV> Schedule::sample_compute_location(const BlockRV& block, std::opti
   return sample_compute_location_kind().sample(*this, to_value(decision), block);
 }
 
-Result<std::vector<int64_t>> Schedule::compute_location_choices(const BlockRV& block) const {
+Result<std::vector<int64_t>> Schedule::compute_location_choices(const BlockRV& block, bool useful_only) const {
   TYCHE_TRY_ASSIGN(sref, block_sref(block));
   ComputeLocations locs = compute_locations(state_, sref);
   std::vector<int64_t> choices = {kComputeLocationRoot};
   if (locs.can_inline) choices.push_back(kComputeLocationInline);
-  for (size_t i = 0; i < locs.loops.size(); ++i) choices.push_back(static_cast<int64_t>(i));
+  for (size_t i = 0; i < locs.loops.size(); ++i)
+    if (!useful_only || locs.useful[i]) choices.push_back(static_cast<int64_t>(i));
   return choices;
 }
 

@@ -1,5 +1,6 @@
-// MutateComputeLocation: another legal outcome of a sample_compute_location. The legal outcomes
-// depend on everything before it, so the trace prefix is replayed to ask the schedule.
+// MutateComputeLocation: another outcome a fresh sample_compute_location could draw (a legal
+// one, not a loop where the block would recompute the same region on every iteration). The
+// outcomes depend on everything before it, so the trace prefix is replayed to ask the schedule.
 #include <algorithm>
 
 #include "schedule/schedule.h"
@@ -43,7 +44,7 @@ class MutateComputeLocation : public Mutator {
     if (!trace.apply_to(sch, {.stop_before = index, .handles = &handles}).ok()) return {};
     auto block = handles.find(trace.instructions()[index].arg("block").i);
     if (block == handles.end()) return {};
-    auto choices = sch.compute_location_choices(schedule::BlockRV{block->second.i});
+    auto choices = sch.compute_location_choices(schedule::BlockRV{block->second.i}, /*useful_only=*/true);
     if (!choices) return {};
     std::vector<int64_t> out = std::move(choices).value();
     std::erase(out, trace.decisions().at(index).i);
