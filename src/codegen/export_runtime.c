@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -31,7 +32,8 @@
 
 typedef int32_t (*tyche_parallel_body)(int64_t begin, int64_t end, void* env);
 
-enum { kTycheMaxThreads = 256, kTycheSpin = 20000 };
+enum { kTycheMaxThreads = 256, kTycheSpin = 20000, kTycheCallerSpin = 2000 };
+#define TYCHE_GATE_CLOSED ((uint64_t)1 << 31)
 
 /* One state for the whole program (weak like the functions, so every copy's functions would
  * agree on it even if a linker mixed them). */
@@ -41,7 +43,11 @@ struct tyche_pool {
   pthread_cond_t cv;
   _Atomic uint64_t generation; /* (sequence << 16) | parts of the current loop */
   _Atomic int sleeping;
-  _Atomic int remaining;       /* parts not finished by the workers */
+  /* (sequence << 32) | closed | workers joined: a worker joins before it reads the loop, the
+   * caller closes the gate once every chunk is taken and waits only for those that joined, never
+   * for a worker that wakes late or is not scheduled. */
+  _Atomic uint64_t gate;
+  _Atomic int finished;        /* joined workers done */
   _Atomic int64_t next;        /* the next iteration to hand out */
   _Atomic int32_t status;      /* the first failing body's */
   tyche_parallel_body body;
@@ -73,6 +79,14 @@ static void tyche_run_part(struct tyche_pool* p) {
   tyche_rt1_in_parallel_loop = 0;
 }
 
+/* Takes part in loop `sequence` unless it is over (or the gate closed on it). */
+static int tyche_join(struct tyche_pool* p, uint64_t sequence) {
+  uint64_t g = atomic_load_explicit(&p->gate, memory_order_acquire);
+  while ((g >> 32) == (sequence & 0xffffffffu) && (g & TYCHE_GATE_CLOSED) == 0)
+    if (atomic_compare_exchange_weak_explicit(&p->gate, &g, g + 1, memory_order_acq_rel, memory_order_acquire)) return 1;
+  return 0;
+}
+
 struct tyche_worker_start {
   int index;
   uint64_t seen;
@@ -101,9 +115,9 @@ static void* tyche_worker(void* arg) {
     }
     seen = g;
     int parts = (int)(g & 0xffff);
-    if (start.index + 1 < parts) { /* part 0 is the caller's */
+    if (start.index + 1 < parts && tyche_join(p, g >> 16)) { /* part 0 is the caller's */
       tyche_run_part(p);
-      atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel);
+      atomic_fetch_add_explicit(&p->finished, 1, memory_order_acq_rel);
     }
   }
 }
@@ -212,8 +226,10 @@ TYCHE_RUNTIME int32_t tyche_rt1_parallel_for(int64_t n, tyche_parallel_body body
   p->chunk = n / (parts * 4) > 1 ? n / (parts * 4) : 1;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
   atomic_store_explicit(&p->status, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->remaining, (int)parts - 1, memory_order_relaxed);
-  uint64_t next = ((atomic_load_explicit(&p->generation, memory_order_relaxed) >> 16) + 1) << 16 | (uint64_t)parts;
+  atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
+  uint64_t sequence = (atomic_load_explicit(&p->generation, memory_order_relaxed) >> 16) + 1;
+  atomic_store_explicit(&p->gate, (sequence & 0xffffffffu) << 32, memory_order_relaxed); /* published with the generation */
+  uint64_t next = sequence << 16 | (uint64_t)parts;
   /* Publishing the loop and checking for sleepers must not be reordered (a Dekker pattern with
    * the workers' sleeping increment, then generation check): both sequentially consistent. */
   atomic_store(&p->generation, next);
@@ -223,16 +239,22 @@ TYCHE_RUNTIME int32_t tyche_rt1_parallel_for(int64_t n, tyche_parallel_body body
     pthread_mutex_unlock(&p->mu);
   }
   tyche_run_part(p);
-  while (atomic_load_explicit(&p->remaining, memory_order_acquire) > 0) TYCHE_PAUSE();
+  int joined = (int)(atomic_fetch_or_explicit(&p->gate, TYCHE_GATE_CLOSED, memory_order_acq_rel) & (TYCHE_GATE_CLOSED - 1));
+  for (int spin = 0; atomic_load_explicit(&p->finished, memory_order_acquire) < joined; ++spin) {
+    if (spin < kTycheCallerSpin) TYCHE_PAUSE();
+    else sched_yield(); /* a joined worker preempted on our CPU gets it back */
+  }
   int32_t status = atomic_load_explicit(&p->status, memory_order_relaxed);
   pthread_mutex_unlock(&p->caller_mu);
   return status;
 }
 
-/* Large intermediates are allocated and freed once per iteration of some loop; a small cache
- * of freed blocks per thread keeps that from becoming an mmap and page faults each time. Each
- * block carries its size in a 64-byte header. */
+/* Large intermediates are allocated and freed once per iteration of some loop (or call); a small
+ * cache of freed blocks per thread keeps that from becoming an mmap and page faults each time.
+ * Each block carries its size in a 64-byte header. A full cache drops its least recently freed
+ * block, so that a program running many kernels keeps those of the kernel running now. */
 enum { kTycheHeader = 64, kTycheCachedBlocks = 16 };
+#define TYCHE_MAX_CACHED_BYTES ((size_t)1 << 30)
 struct tyche_block_cache {
   int count;
   void* blocks[kTycheCachedBlocks];
@@ -263,7 +285,8 @@ TYCHE_RUNTIME void* tyche_rt1_alloc(int64_t bytes) {
   for (int i = 0; i < c->count; ++i) {
     if (*(size_t*)c->blocks[i] != size) continue;
     void* base = c->blocks[i];
-    c->blocks[i] = c->blocks[--c->count];
+    memmove(&c->blocks[i], &c->blocks[i + 1], (size_t)(c->count - i - 1) * sizeof(void*));
+    --c->count;
     return (char*)base + kTycheHeader;
   }
   void* base = aligned_alloc(64, size + kTycheHeader);
@@ -276,12 +299,20 @@ TYCHE_RUNTIME void tyche_rt1_free(void* ptr) {
   if (!ptr) return;
   void* base = (char*)ptr - kTycheHeader;
   struct tyche_block_cache* c = &tyche_rt1_blocks;
-  if (c->count < kTycheCachedBlocks) {
-    /* A thread that caches a block frees its cache when it exits. */
-    pthread_once(&tyche_rt1_blocks_once, tyche_make_blocks_key);
-    if (c->count == 0 && tyche_rt1_blocks_key_made) pthread_setspecific(tyche_rt1_blocks_key, c);
-    c->blocks[c->count++] = base;
-  } else {
+  size_t size = *(size_t*)base, cached = size;
+  if (size > TYCHE_MAX_CACHED_BYTES) {
     free(base);
+    return;
   }
+  for (int i = 0; i < c->count; ++i) cached += *(size_t*)c->blocks[i];
+  while (c->count > 0 && (c->count >= kTycheCachedBlocks || cached > TYCHE_MAX_CACHED_BYTES)) {
+    cached -= *(size_t*)c->blocks[0];
+    free(c->blocks[0]);
+    memmove(&c->blocks[0], &c->blocks[1], (size_t)(c->count - 1) * sizeof(void*));
+    --c->count;
+  }
+  /* A thread that caches a block frees its cache when it exits. */
+  pthread_once(&tyche_rt1_blocks_once, tyche_make_blocks_key);
+  if (c->count == 0 && tyche_rt1_blocks_key_made) pthread_setspecific(tyche_rt1_blocks_key, c);
+  c->blocks[c->count++] = base;
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -25,6 +26,9 @@ namespace {
 
 // How long a worker spins for the next region before sleeping (pause iterations, ~100 us).
 constexpr int kSpinIterations = 20000;
+// How long the caller spins for the workers of its region before yielding its CPU between checks.
+constexpr int kCallerSpinIterations = 2000;
+constexpr uint64_t kGateClosed = uint64_t{1} << 31;
 thread_local bool in_parallel_region = false;
 
 }  // namespace
@@ -40,7 +44,13 @@ struct ThreadPool::Impl {
   ParallelBody body = nullptr;
   void* env = nullptr;
   int64_t n = 0;
-  std::atomic<int> remaining{0};
+  // Who takes part in the current job: (sequence << 32) | closed flag | workers joined. A worker
+  // joins before it reads the job and the caller closes the gate once every chunk is taken, then
+  // waits only for those that joined. A worker that wakes late, or is not scheduled (its CPU
+  // lent to another thread, a vCPU the hypervisor parked), costs the region nothing: waiting for
+  // it cost single calls up to a scheduler time slice (4 ms for a 0.3 ms kernel).
+  std::atomic<uint64_t> gate{0};
+  std::atomic<int> finished{0};
 
   std::mutex caller_mu;  // one parallel region at a time when several host threads call in
   std::mutex mu;
@@ -68,10 +78,12 @@ struct ThreadPool::Impl {
   }
 
   void worker(int index, uint64_t seen) {
-    // Worker i keeps to CPU i + 1 (the caller usually runs on CPU 0): no migrations between
-    // parallel regions, so a kernel's timing does not depend on where the scheduler put us.
+    // TYCHE_PIN=1: worker i keeps to CPU i + 1. Off by default: the caller's thread is not ours
+    // to pin, and when the scheduler put it on a pinned worker's CPU the two took turns by time
+    // slices (single calls of a 0.3 ms kernel took 1 to 4.5 ms on a 2-CPU host).
     unsigned cpus = std::thread::hardware_concurrency();
-    if (cpus > 1 && std::getenv("TYCHE_NO_PIN") == nullptr) {
+    const char* pin = std::getenv("TYCHE_PIN");
+    if (cpus > 1 && pin != nullptr && std::string_view(pin) == "1") {
       cpu_set_t set;
       CPU_ZERO(&set);
       CPU_SET(static_cast<int>((index + 1) % cpus), &set);
@@ -93,11 +105,19 @@ struct ThreadPool::Impl {
       }
       seen = g;
       int num_parts = static_cast<int>(g & 0xffff);
-      if (index + 1 < num_parts) {  // part 0 is the caller's
+      if (index + 1 < num_parts && join(g >> 16)) {  // part 0 is the caller's
         run_part();
-        remaining.fetch_sub(1, std::memory_order_acq_rel);
+        finished.fetch_add(1, std::memory_order_acq_rel);
       }
     }
+  }
+
+  // Takes part in job `sequence` unless it is over (or the gate closed on it).
+  bool join(uint64_t sequence) {
+    uint64_t g = gate.load(std::memory_order_acquire);
+    while ((g >> 32) == (sequence & 0xffffffffu) && (g & kGateClosed) == 0)
+      if (gate.compare_exchange_weak(g, g + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+    return false;
   }
 
   void start(int threads) {
@@ -160,8 +180,10 @@ int32_t ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
   p.chunk = std::max<int64_t>(1, n / (int64_t{parts} * 4));
   p.next.store(0, std::memory_order_relaxed);
   p.status.store(0, std::memory_order_relaxed);
-  p.remaining.store(parts - 1, std::memory_order_relaxed);
-  uint64_t next = ((p.generation.load(std::memory_order_relaxed) >> 16) + 1) << 16 | static_cast<uint64_t>(parts);
+  p.finished.store(0, std::memory_order_relaxed);
+  uint64_t sequence = (p.generation.load(std::memory_order_relaxed) >> 16) + 1;
+  p.gate.store((sequence & 0xffffffffu) << 32, std::memory_order_relaxed);  // published by the generation's store
+  uint64_t next = sequence << 16 | static_cast<uint64_t>(parts);
   // Publishing the job and checking for sleepers must not be reordered (a store then a load, in
   // a Dekker pattern with the worker's `sleeping` increment then generation check): a release
   // store lets x86 read `sleeping` before the store is visible, miss a worker that is falling
@@ -172,7 +194,11 @@ int32_t ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
     p.cv.notify_all();
   }
   p.run_part();
-  while (p.remaining.load(std::memory_order_acquire) > 0) TYCHE_PAUSE();
+  int joined = static_cast<int>(p.gate.fetch_or(kGateClosed, std::memory_order_acq_rel) & (kGateClosed - 1));
+  for (int spin = 0; p.finished.load(std::memory_order_acquire) < joined; ++spin) {
+    if (spin < kCallerSpinIterations) TYCHE_PAUSE();
+    else std::this_thread::yield();  // a joined worker preempted on our CPU gets it back
+  }
   return p.status.load(std::memory_order_relaxed);
 }
 
@@ -184,9 +210,12 @@ int32_t tyche_parallel_for(int64_t n, tyche::runtime::ParallelBody body, void* e
   return tyche::runtime::ThreadPool::global().parallel_for(n, body, env);
 }
 
-// Generated code allocates and frees a large intermediate once per loop iteration; a small
-// per-thread cache of freed blocks keeps that from becoming an mmap/munmap (and page faults)
-// per iteration. Each block carries its size in a 64-byte header.
+// Generated code allocates and frees a large intermediate once per loop iteration (or call); a
+// small per-thread cache of freed blocks keeps that from becoming an mmap/munmap (and page
+// faults) per iteration. Each block carries its size in a 64-byte header. A full cache drops its
+// least recently freed block, not the one just freed: a process that runs many kernels (the
+// tuner's worker, a model's executor) must keep the blocks of the kernel running now, or every
+// run of it pays the page faults of a fresh block, and is measured as several times slower.
 namespace {
 struct BlockCache {
   std::vector<std::pair<size_t, void*>> blocks;
@@ -197,6 +226,7 @@ struct BlockCache {
 thread_local BlockCache block_cache;
 constexpr size_t kHeader = 64;
 constexpr size_t kMaxCachedBlocks = 16;
+constexpr size_t kMaxCachedBytes = size_t{1} << 30;
 }  // namespace
 
 void* tyche_alloc(int64_t bytes) {
@@ -205,8 +235,7 @@ void* tyche_alloc(int64_t bytes) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (blocks[i].first != size) continue;
     void* base = blocks[i].second;
-    blocks[i] = blocks.back();
-    blocks.pop_back();
+    blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(i));
     return static_cast<char*>(base) + kHeader;
   }
   void* base = std::aligned_alloc(64, size + kHeader);
@@ -218,8 +247,19 @@ void* tyche_alloc(int64_t bytes) {
 void tyche_free(void* ptr) {
   if (!ptr) return;
   void* base = static_cast<char*>(ptr) - kHeader;
+  size_t size = *static_cast<size_t*>(base);
+  if (size > kMaxCachedBytes) {
+    std::free(base);
+    return;
+  }
   auto& blocks = block_cache.blocks;
-  if (blocks.size() < kMaxCachedBlocks) blocks.emplace_back(*static_cast<size_t*>(base), base);
-  else std::free(base);
+  size_t cached = size;
+  for (const auto& b : blocks) cached += b.first;
+  while (!blocks.empty() && (blocks.size() >= kMaxCachedBlocks || cached > kMaxCachedBytes)) {
+    cached -= blocks.front().first;
+    std::free(blocks.front().second);
+    blocks.erase(blocks.begin());
+  }
+  blocks.emplace_back(size, base);
 }
 }

@@ -152,6 +152,22 @@ TEST(ThreadPool, AlignedAllocationAndExhaustion) {
 #endif
 }
 
+TEST(ThreadPool, AFullBlockCacheKeepsTheBlockJustFreed) {
+  // Sixteen other kernels' intermediates fill the cache first, as in a worker that has run them.
+  std::vector<void*> others;
+  for (int i = 1; i <= 16; ++i) others.push_back(tyche_alloc(int64_t{4096} * 64 + i * 64));
+  for (void* p : others) tyche_free(p);
+  constexpr int64_t kBytes = int64_t{8} << 20;  // large enough to be mmapped when not cached
+  auto* first = static_cast<unsigned char*>(tyche_alloc(kBytes));
+  ASSERT_NE(first, nullptr);
+  first[kBytes / 2] = 0xAB;
+  tyche_free(first);
+  auto* again = static_cast<unsigned char*>(tyche_alloc(kBytes));
+  EXPECT_EQ(again, first) << "the block of the kernel running now is reused, not mapped afresh";
+  EXPECT_EQ(again[kBytes / 2], 0xAB);
+  tyche_free(again);
+}
+
 // The VmFlags of the mapping of this process that holds `p` ("" when none does).
 std::string vm_flags_of(const void* p) {
   std::ifstream smaps("/proc/self/smaps");

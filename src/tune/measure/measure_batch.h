@@ -30,8 +30,8 @@ struct MeasureTask {
 };
 
 struct BatchOptions {
-  // The task's best time so far (0: none). A trial whose checking run is single_run_slowdown
-  // times slower is timed by that run alone; one still running after timeout_slowdown times it
+  // The task's best time so far (0: none). A trial whose checking run and the run after it
+  // are single_run_slowdown times slower is timed by that second run alone; one still running after timeout_slowdown times it
   // (at least timeout_floor_s) is stopped as timed out. 0 turns either off.
   double best_seconds = 0;
   double single_run_slowdown = 0;

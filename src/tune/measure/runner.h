@@ -68,9 +68,11 @@ struct RunInput {
   uint64_t seed = 42;
   // Non-empty: the expected outputs (of the inputs `seed` makes), compared after one run.
   std::vector<runtime::NDArray> expected;
-  // > 0: when the first (checking) run lasts at least this long, it is the only measurement. A
-  // candidate many times slower than the best one teaches the model as much from one run as
-  // from several, and the tuner need not wait for its repeats.
+  // > 0: when the first (checking) run lasts at least this long, the candidate runs once more
+  // and, if that run does too, it is the only measurement. A candidate many times slower than
+  // the best one teaches the model as much from one run as from several, and the tuner need not
+  // wait for its repeats; the first run is not that measure, as it pays one-time costs (page
+  // faults of fresh intermediates) that can be several times a fast kernel's run.
   double single_run_after_s = 0;
   double timeout_s = 0;  // > 0: this candidate's timeout, below RunnerOptions::timeout_s
   std::vector<size_t> constant_params;  // evicted from every cache by the mixed timing

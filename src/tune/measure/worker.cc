@@ -52,9 +52,17 @@ json handle(const json& req) {
       out.write(static_cast<const char*>(args[i].data()), static_cast<std::streamsize>(args[i].nbytes()));
     if (!out) throw Error(fmt::format("cannot write '{}'", outputs_file));
   }
+  // A slow candidate is timed by one run alone. Not by the first: that one also pays for what
+  // happens once (page faults of fresh intermediates, code and data first touched), several
+  // times a fast kernel's run, which would rank a kernel by its start-up. The second decides.
   double single_run_after_s = req.value("single_run_after_s", 0.0);
-  if (single_run_after_s > 0 && first_s >= single_run_after_s)
-    return {{"ok", true}, {"seconds", {first_s}}, {"number", 1}, {"median", first_s}, {"min", first_s}, {"mean", first_s}, {"cv", 0.0}};
+  if (single_run_after_s > 0 && first_s >= single_run_after_s) {
+    auto t1 = std::chrono::steady_clock::now();
+    kernel->run(ptrs.data());
+    double second_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    if (second_s >= single_run_after_s)
+      return {{"ok", true}, {"seconds", {second_s}}, {"number", 1}, {"median", second_s}, {"min", second_s}, {"mean", second_s}, {"cv", 0.0}};
+  }
   runtime::TimeOptions t;
   t.warmup = req.value("warmup", 1);
   t.number = req.value("number", 1);

@@ -53,8 +53,8 @@ struct TuneOptions {
   int64_t seed = 0;
   int threads = 0;                          // for search, features and the model; 0: all
   RunnerOptions runner;                     // worker path, timeout, timing
-  // A candidate whose checking run is this many times slower than the task's best is timed by
-  // that run alone (0: every candidate gets all its repeats).
+  // A candidate whose checking run and the run after it are this many times slower than the
+  // task's best is timed by that second run alone (0: every candidate gets all its repeats).
   double single_run_slowdown = 4;
   // A candidate still running after this many times the task's best (at least timeout_floor_s,
   // which covers loading the object on a loaded host) is stopped and recorded as timed out

@@ -139,7 +139,7 @@ TEST(Runner, CrashesAndHangsAreCandidateFailuresAndTheNextCandidateRuns) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Runner, ASlowCandidateIsTimedByItsCheckingRunAndMayHaveItsOwnTimeout) {
+TEST(Runner, ASlowCandidateIsTimedByOneRunAfterItsCheckingRunAndMayHaveItsOwnTimeout) {
   auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
   ir::PrimFunc good = tiled_gmm(w, 16);
   ir::PrimFunc hang = endless();
@@ -154,7 +154,7 @@ TEST(Runner, ASlowCandidateIsTimedByItsCheckingRunAndMayHaveItsOwnTimeout) {
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.time.seconds.size(), 3u);
   RunInput slow = all;
-  slow.single_run_after_s = 1e-9;  // every run lasts longer: the checking run is the measurement
+  slow.single_run_after_s = 1e-9;  // every run lasts longer: the run after the checking run is the measurement
   r = runner.run(slow);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_TRUE(r.checked && r.correct);
