@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates the measured dataset under bench/data/: design-space samples of nine workloads of
-# eight families, each timed in the isolated runner on this machine and checked against the
-# reference, one tuning record a line, gzip-compressed. Takes about an hour on 2 cores; keep the
-# machine otherwise idle (the records are timings). Resumable: rerunning appends only programs
-# not measured yet (decompress first).
+# Regenerates the measured dataset under bench/data/ that the default cost model is trained on:
+# for each of nine workloads of eight families, the records of a tune from an untrained model
+# (its first rounds random design-space samples, then the candidates its model picks as it
+# learns), each timed in the isolated runner on this machine and checked against the reference,
+# one tuning record a line, gzip-compressed. A search's records, not only random samples: the
+# model must rank the programs a search meets once it is near a good one. Takes about 15 minutes
+# on 2 cores; keep the machine otherwise idle (the records are timings).
 #   bash bench/make_dataset.sh            # the full set
 #   SCALE=0.1 bash bench/make_dataset.sh  # a tenth of it, to try the pipeline
 set -euo pipefail
@@ -16,13 +18,14 @@ if [ -z "$tyche" ]; then
   tyche=./build/tools/tyche
 fi
 scale=${SCALE:-1}
-declare -A samples=([GMM-4]=1000 [C2D-3]=1200 [DEP-2]=200 [SFM-3]=200 [CBR-2]=200 [GMM-3]=200 [C1D-3]=200 [TBG-1]=200 [NRM-3]=200)
+threads=${THREADS:-$(nproc)}
+declare -A trials=([GMM-4]=400 [C2D-3]=400 [DEP-2]=250 [SFM-3]=250 [CBR-2]=250 [GMM-3]=250 [C1D-3]=250 [TBG-1]=250 [NRM-3]=250)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 for w in GMM-4 C2D-3 DEP-2 SFM-3 CBR-2 GMM-3 C1D-3 TBG-1 NRM-3; do
-  n=$(python3 -c "print(max(1, round(${samples[$w]} * $scale)))")
-  file=bench/data/$w.jsonl
-  [ -f "$file.gz" ] && gunzip "$file.gz"
-  echo "== $w: $n candidates -> $file"
-  "$tyche" sample-measure "$w" --samples "$n" --records "$file" --seed 1 --timeout 5
-  gzip -9 -f "$file"
+  n=$(python3 -c "print(max(1, round(${trials[$w]} * $scale)))")
+  echo "== $w: a $n-trial tune -> bench/data/$w.jsonl.gz"
+  "$tyche" tune "$w" --trials "$n" --model none --seed 1 --threads "$threads" --db "$work/$w" >/dev/null
+  gzip -9 -c "$work/$w/records.jsonl" > "bench/data/$w.jsonl.gz"
 done
 "$tyche" cpu | head -4
