@@ -79,6 +79,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--confirm-top", type=int, default=16, help="Tyche's leaders timed again at the end of a tune (default 16)")
     p.add_argument("--build", default=os.environ.get("TYCHE_BUILD_DIR", os.path.join(BENCH, "..", "build-bench")),
                    help="the build folder holding bench/libtyche_baselines.so")
+    p.add_argument("--tvm-reuse", metavar="WORK_DIR", action="append", default=[],
+                   help="use TVM tunings of an earlier suite's work folder where family, shape, trials, seed, target and "
+                        "TVM version match (repeatable; the suite's own --work is always searched)")
     p.add_argument("--resume", metavar="RESULTS_JSON", help="add the workloads a results file lacks to it (same CPU and settings)")
     p.add_argument("--report", metavar="RESULTS_JSON", help="only redo the table and plots of a results file")
     a = p.parse_args(argv)
@@ -155,8 +158,39 @@ def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, threads: 
     return record
 
 
-def tune_tvm(w, trials: int, work: str, seed: int, threads: int, step: str, fast_exp: bool = False) -> dict:
-    d = os.path.join(work, "tvm-fast-exp" if fast_exp else "tvm", w.name.replace(" ", "_"))
+def tvm_subdir(w, fast_exp: bool) -> str:
+    return os.path.join("tvm-fast-exp" if fast_exp else "tvm", w.name.replace(" ", "_"))
+
+
+def reusable_tvm_tuning(w, trials: int, seed: int, threads: int, fast_exp: bool, work_dirs: list[str]) -> dict | None:
+    """A finished TVM tuning of this workload with the same settings, from one of WORK_DIRS. TVM's
+    tuning does not depend on Tyche's code, so a suite rerun after a change to Tyche need not spend
+    ~15 min per family tuning TVM again; the kernel is measured afresh beside the others."""
+    from .tvm_driver import make_target, tvm_version
+    target, version = str(make_target(None, threads)), tvm_version()
+    for work in work_dirs:
+        path = os.path.join(work, tvm_subdir(w, fast_exp), "result.json")
+        try:
+            with open(path) as f:
+                r = json.load(f)
+        except (OSError, ValueError):
+            continue
+        same = (r.get("family") == w.op and list(r.get("params", [])) == list(w.params) and r.get("fast_exp") == fast_exp
+                and r.get("trials") == trials and r.get("seed", 0) == seed and r.get("target") == target
+                and r.get("tvm_version") == version and os.path.exists(r.get("library", "")))
+        if same:
+            return {**r, "reused_from": path}
+    return None
+
+
+def tune_tvm(w, trials: int, work: str, seed: int, threads: int, step: str, fast_exp: bool = False,
+             reuse: list[str] | None = None) -> dict:
+    found = reusable_tvm_tuning(w, trials, seed, threads, fast_exp, [work] + (reuse or []))
+    if found:
+        progress(step, f"TVM{' (fast exp)' if fast_exp else ''}: reusing the tuning in {found['reused_from']} "
+                       f"(best {found['best_seconds'] * 1e6:.1f} us)")
+        return found
+    d = os.path.join(work, tvm_subdir(w, fast_exp))
     os.makedirs(d, exist_ok=True)
     out = os.path.join(d, "result.json")
     cmd = [sys.executable, os.path.join(BENCH, "suitelib", "tvm_driver.py"), "tune", "--family", w.op, "--params",
@@ -291,7 +325,7 @@ def run_suite(a: argparse.Namespace) -> str:
         for system, fast_exp in ([("tvm", False)] + ([("tvm_fastexp", True)] if w.op == "SFM" else [])) if a.tvm else []:
             label = report.LABELS[system]
             progress(step, f"tuning with {label} ({a.trials} trials)")
-            entry["tuning"][system] = tvm = tune_tvm(w, a.trials, work, a.seed, a.threads, step, fast_exp)
+            entry["tuning"][system] = tvm = tune_tvm(w, a.trials, work, a.seed, a.threads, step, fast_exp, a.tvm_reuse)
             if "error" in tvm:
                 progress(step, f"{label} failed: {tvm['error']}")
             elif tvm.get("library"):

@@ -278,6 +278,12 @@ _SELF_TEST = (
 )
 
 
+def tvm_version() -> str:
+    import tvm
+
+    return f"{tvm.__version__} (apache-tvm-ffi {_ffi_version()})"
+
+
 def available() -> str | None:
     """None if TVM MetaSchedule can be used here, else the reason (one line)."""
     import shutil
@@ -468,6 +474,7 @@ def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int
         "family": family,
         "params": params,
         "fast_exp": fast_exp,
+        "seed": seed,
         "trials": recorder.trials,
         "valid_trials": recorder.valid,
         "wall_s": wall,
@@ -480,7 +487,7 @@ def tune(family: str, params, trials: int, work_dir: str, out: str, threads: int
         "arg_names": arg_names,
         "target": str(target),
         "runner": "LocalRunner, EvaluatorConfig defaults (number=3, repeat=1, min_repeat_ms=100, no cache flush)",
-        "tvm_version": f"{tvm.__version__} (apache-tvm-ffi {_ffi_version()})",
+        "tvm_version": tvm_version(),
     }
     out_dir = os.path.dirname(os.path.abspath(out))
     os.makedirs(out_dir, exist_ok=True)

@@ -103,3 +103,26 @@ def test_tuned_weights_are_packed_once_outside_main(tvm_ready, op, tmp_path):
     kernel.bind(tvm_arguments(op, inputs, [out]))
     kernel.run_bound()
     assert float(np.abs(out - ref).max()) / float(np.abs(ref).max()) <= 1e-4
+
+
+def test_a_finished_tuning_is_reused_only_with_the_same_settings(tvm_ready, tmp_path):
+    import json
+    from suitelib.suite import reusable_tvm_tuning
+
+    w = tyche.workload("GMM-1")
+    d = tmp_path / "old-work" / "tvm" / "GMM-1"
+    d.mkdir(parents=True)
+    (d / "best.so").write_bytes(b"")
+    result = {"family": "GMM", "params": list(w.params), "fast_exp": False, "seed": 0, "trials": 64,
+              "target": str(tvm_driver.make_target(None, 2)), "tvm_version": tvm_driver.tvm_version(),
+              "library": str(d / "best.so"), "best_seconds": 1e-3}
+    (d / "result.json").write_text(json.dumps(result))
+    dirs = [str(tmp_path / "empty"), str(tmp_path / "old-work")]
+    assert reusable_tvm_tuning(w, 64, 0, 2, False, dirs)["reused_from"] == str(d / "result.json")
+    assert reusable_tvm_tuning(w, 128, 0, 2, False, dirs) is None  # other trials
+    assert reusable_tvm_tuning(w, 64, 1, 2, False, dirs) is None  # other seed
+    assert reusable_tvm_tuning(w, 64, 0, 1, False, dirs) is None  # other threads: another target
+    assert reusable_tvm_tuning(w, 64, 0, 2, True, dirs) is None  # fast exp is another folder
+    assert reusable_tvm_tuning(tyche.workload("GMM-2"), 64, 0, 2, False, dirs) is None
+    (d / "best.so").unlink()
+    assert reusable_tvm_tuning(w, 64, 0, 2, False, dirs) is None  # its kernel is gone
