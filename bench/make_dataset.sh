@@ -30,7 +30,7 @@ for w in "${workloads[@]}"; do
   case "$w" in *-3) echo "make_dataset: $w is a suite shape; the dataset holds them out" >&2; exit 1 ;; esac
   n=$(python3 -c "print(max(1, round(${trials[$w]:-250} * $scale)))")
   echo "== $w: a $n-trial tune -> bench/data/$w.jsonl.gz"
-  "$tyche" tune "$w" --trials "$n" --model none --seed 1 --threads "$threads" --db "$work/$w" >/dev/null
+  "$tyche" tune "$w" --trials "$n" --model none --no-warm-start --seed 1 --threads "$threads" --db "$work/$w" >/dev/null
   mkdir -p "$work/data"
   gzip -9 -c "$work/$w/records.jsonl" > "$work/data/$w.jsonl.gz"
 done

@@ -464,6 +464,7 @@ int cmd_tune(const Options& o) {
     tasks_json.push_back({{"workload", t.name}, {"trials", t.trials}, {"failed", t.failed},
                           {"best_latency_s", t.best_seconds > 0 ? nlohmann::json(t.best_seconds) : nlohmann::json(nullptr)},
                           {"best_gflops", t.best_seconds > 0 ? t.flop / t.best_seconds / 1e9 : 0.0}, {"confirmed", t.confirmed},
+                          {"warm_start", t.warm_start},
                           {"search_best_latency_s", t.search_best_seconds > 0 ? nlohmann::json(t.search_best_seconds) : nlohmann::json(nullptr)},
                           {"wall_s", r.times.total}, {"refusals", t.refusals},
                           {"history", history}, {"best_trace", t.best_trace_text}});
@@ -476,6 +477,9 @@ int cmd_tune(const Options& o) {
   fmt::print("records: {}{}{}\n", to.db_dir, temporary_db ? " (a temporary database: pass --db DIR to keep and resume)" : "",
              r.resumed_records ? fmt::format("; resumed from {} records", r.resumed_records) : "");
   fmt::print("cost model: started from {}\n", r.model == "untrained" || r.model == "random" ? r.model : "the model in " + r.model);
+  int warm = 0;
+  for (const tune::TaskResult& t : r.tasks) warm += t.warm_start;
+  if (warm > 0) fmt::print("warm start: {} programs of similar workloads, their decisions carried over\n", warm);
   if (!o.json_file.empty()) {
     nlohmann::json j = tasks_json.size() == 1 ? tasks_json[0] : nlohmann::json{{"tasks", tasks_json}, {"wall_s", tm.total}};
     j["times"] = {{"build_s", tm.build}, {"run_s", tm.run}, {"search_s", tm.search}, {"model_s", tm.model}, {"database_s", tm.database}, {"confirm_s", tm.confirm}, {"total_s", tm.total}};

@@ -229,6 +229,7 @@ nb::dict task_result(const tune::TaskResult& t) {
   d["best_seconds"] = t.best_seconds;
   d["search_best_seconds"] = t.search_best_seconds;
   d["confirmed"] = t.confirmed;
+  d["warm_start"] = t.warm_start;
   d["best_trace"] = t.best_trace_text;
   d["refusals"] = t.refusals;
   nb::list history;

@@ -30,6 +30,7 @@ class TuneResult:
     times: dict[str, float] = field(default_factory=dict)
     target: str = "llvm"
     resumed_records: int = 0      # records of this program the database already held
+    warm_start: int = 0           # programs of similar workloads the search started from
     model: str = ""               # what the cost model started from: a saved model's path, or "untrained"
     warnings: list[str] = field(default_factory=list)  # database lines that were skipped
 
@@ -87,4 +88,4 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
                       best_trace=Trace.parse(t["best_trace"]) if t["best_trace"] else None, trials=t["trials"],
                       failed=t["failed"], flop=t["flop"], history=t["history"], refusals=t["refusals"],
                       times=r["times"], target=r["target"], resumed_records=r["resumed_records"], model=r["model"],
-                      warnings=r["warnings"])
+                      warnings=r["warnings"], warm_start=t["warm_start"])

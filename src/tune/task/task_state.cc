@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <unordered_map>
 
 #include "ir/structural.h"
 #include "support/error.h"
@@ -57,34 +58,67 @@ void resume_from(TaskState& st, const Database& db, ModelSeeds& seeds) {
 }
 
 // The warm start (SearchTask::warm_start) of a task the database knows little of: the fastest
-// programs of the other workloads it holds, workloads of the task's own name first, whose traces
-// have the instructions of one of the task's design spaces, their decisions carried over.
+// programs of the other workloads it holds, then of the shipped records, workloads of the task's
+// family first, whose traces have the instructions of one of the task's design spaces, their
+// decisions carried over.
 constexpr size_t kWarmStartOwnRecords = 16;  // a task with this many programs of its own needs none
-constexpr int kWarmStartPerWorkload = 4;
+constexpr size_t kWarmStartPerWorkload = 4;
 constexpr size_t kWarmStartTraces = 32;
 
-void warm_start_from(TaskState& st, const Database& db) {
+// "DENSE_RELU-2" -> "DENSE_RELU": presets of one family differ only after the last '-'.
+std::string family_of(const std::string& name) {
+  size_t dash = name.rfind('-');
+  return dash == std::string::npos ? name : name.substr(0, dash);
+}
+
+// Adds `r`'s program, transferred to the task, when it has the structure of a design space.
+void add_warm_start(SearchTask& s, const TuningRecord& r) {
+  std::optional<schedule::Trace> measured;
+  try {
+    measured = schedule::Trace::from_json(r.trace_json);
+  } catch (const Error&) {
+    return;
+  }
+  for (const schedule::Trace& space : s.spaces)
+    if (std::optional<schedule::Trace> t = transfer_decisions(s.context, space, *measured)) {
+      s.warm_start.push_back(std::move(*t));
+      return;
+    }
+}
+
+void warm_start_from(TaskState& st, const Database& db, const std::vector<TuningRecord>& shipped) {
   SearchTask& s = st.search;
   if (s.measured_traces.size() >= kWarmStartOwnRecords) return;
+  const std::string family = family_of(st.task.workload.name);
   std::vector<const RecordWorkload*> others;
   for (const RecordWorkload& w : db.workloads())
     if (w.hash != s.workload) others.push_back(&w);
-  std::stable_partition(others.begin(), others.end(), [&](const RecordWorkload* w) { return w->name == st.task.workload.name; });
+  std::stable_partition(others.begin(), others.end(), [&](const RecordWorkload* w) { return family_of(w->name) == family; });
   const std::string target = target_key(st.measure.target);
-  for (const RecordWorkload* w : others) {
+  for (const RecordWorkload* w : others)
     for (const TuningRecord* r : db.best(w->hash, target, kWarmStartPerWorkload)) {
       if (s.warm_start.size() >= kWarmStartTraces) return;
-      std::optional<schedule::Trace> measured;
-      try {
-        measured = schedule::Trace::from_json(r->trace_json);
-      } catch (const Error&) {
-        continue;
-      }
-      for (const schedule::Trace& space : s.spaces)
-        if (std::optional<schedule::Trace> t = transfer_decisions(s.context, space, *measured)) {
-          s.warm_start.push_back(std::move(*t));
-          break;
-        }
+      add_warm_start(s, *r);
+    }
+  // The shipped records, measured elsewhere: each workload's fastest few, in the order of its
+  // first record.
+  std::vector<uint64_t> order;
+  std::unordered_map<uint64_t, std::vector<const TuningRecord*>> by_workload;
+  for (const TuningRecord& r : shipped) {
+    auto [it, fresh] = by_workload.try_emplace(r.workload.hash);
+    if (fresh) order.push_back(r.workload.hash);
+    it->second.push_back(&r);
+  }
+  std::stable_partition(order.begin(), order.end(),
+                        [&](uint64_t h) { return family_of(by_workload[h].front()->workload.name) == family; });
+  for (uint64_t h : order) {
+    std::vector<const TuningRecord*>& rs = by_workload[h];
+    size_t k = std::min(rs.size(), kWarmStartPerWorkload);
+    std::partial_sort(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(k), rs.end(),
+                      [](const TuningRecord* a, const TuningRecord* b) { return a->typical_seconds() < b->typical_seconds(); });
+    for (size_t i = 0; i < k; ++i) {
+      if (s.warm_start.size() >= kWarmStartTraces) return;
+      add_warm_start(s, *rs[i]);
     }
   }
 }
@@ -116,7 +150,7 @@ void TaskState::absorb(const std::vector<Trial>& round) {
 }
 
 std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const Target& target, const TuneOptions& options,
-                                      CostModel* model, Database& db, ModelSeeds& seeds) {
+                                      CostModel* model, Database& db, ModelSeeds& seeds, const std::vector<TuningRecord>& shipped) {
   auto st = std::make_unique<TaskState>();
   st->task = task;
   const workloads::Workload& w = st->task.workload;
@@ -125,7 +159,8 @@ std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const 
                             w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   db.add_workload(st->measure.workload);
   resume_from(*st, db, seeds);
-  if (options.warm_start) warm_start_from(*st, db);
+  if (options.warm_start) warm_start_from(*st, db, shipped);
+  st->result.warm_start = static_cast<int>(st->search.warm_start.size());
   st->strategy = options.make_strategy ? options.make_strategy() : make_search_strategy(options.strategy, options.evolutionary);
   st->strategy->initialize(&st->search, options.seed + static_cast<int64_t>(index));
   st->result.name = w.name;

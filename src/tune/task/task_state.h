@@ -40,9 +40,11 @@ struct ModelSeeds {
 };
 
 // Sets up task `index` of a tune: its design spaces, postprocessors, mutators and strategy, and
-// what `db` already measured of it (which seeds the search, `seeds` and the best). Throws
-// InputError when its design space is empty.
+// what `db` already measured of it (which seeds the search, `seeds` and the best); with
+// options.warm_start, its warm start from db's other workloads and then from `shipped` (records
+// of any workloads). Throws InputError when its design space is empty.
 std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const Target& target, const TuneOptions& options,
-                                      CostModel* model, Database& db, ModelSeeds& seeds);
+                                      CostModel* model, Database& db, ModelSeeds& seeds,
+                                      const std::vector<TuningRecord>& shipped = {});
 
 }  // namespace tyche::tune

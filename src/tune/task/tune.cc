@@ -74,8 +74,15 @@ std::vector<std::unique_ptr<TaskState>> start_tasks(const std::vector<TuneTask>&
                                                     CostModel& model, Database& db, TuneResult& out) {
   std::vector<std::unique_ptr<TaskState>> states;
   ModelSeeds seeds;
+  std::vector<TuningRecord> shipped;
+  if (o.warm_start)
+    for (const std::string& file : o.warm_start_records ? *o.warm_start_records : default_warm_start_records()) {
+      RecordFile f = read_records(file);  // throws, one line, if it cannot be opened
+      for (TuningRecord& r : f.records)
+        if (r.ok()) shipped.push_back(std::move(r));
+    }
   for (size_t i = 0; i < tasks.size(); ++i) {
-    states.push_back(start_task(tasks[i], i, target, o, &model, db, seeds));
+    states.push_back(start_task(tasks[i], i, target, o, &model, db, seeds, shipped));
     out.resumed_records += static_cast<int>(db.records_of(states.back()->search.workload, target_key(states.back()->measure.target)).size());
   }
   for (const std::string& w : db.warnings()) out.warnings.push_back(w);
@@ -246,6 +253,17 @@ std::string default_cost_model_path() {
   }
   if (path == "none" || path.empty() || !std::filesystem::exists(path)) return "";
   return path;
+}
+
+std::vector<std::string> default_warm_start_records() {
+  std::vector<std::string> files;
+#ifdef TYCHE_SHIPPED_RECORDS_DIR
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(TYCHE_SHIPPED_RECORDS_DIR, ec))
+    if (entry.path().string().ends_with(".jsonl.gz")) files.push_back(entry.path().string());
+#endif
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 int round_size(int batch, int trials, int tasks) {

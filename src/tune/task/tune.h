@@ -12,6 +12,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,12 @@ struct TuneOptions {
   std::string model_path;
   std::string scheduler = "gradient";       // or "round-robin"
   // A task with few records of its own starts from the fastest programs of the database's other
-  // workloads whose design space has its structure (SearchTask::warm_start, search/transfer.h).
+  // workloads whose design space has its structure, then from those of warm_start_records
+  // (SearchTask::warm_start, search/transfer.h).
   bool warm_start = true;
+  // Record files (plain or .gz) whose fastest programs may start a task after the database's;
+  // nullopt: the dataset shipped with Tyche (default_warm_start_records()).
+  std::optional<std::vector<std::string>> warm_start_records;
   int64_t seed = 0;
   int threads = 0;                          // for search, features and the model; 0: all
   RunnerOptions runner;                     // worker path, timeout, timing
@@ -111,6 +116,7 @@ struct TaskResult {
   double best_seconds = 0;          // 0: nothing ran; after a confirmation, its fastest program
   double search_best_seconds = 0;   // the fastest single measurement while searching, as timed
   int confirmed = 0;                // programs timed again at the end
+  int warm_start = 0;               // programs of other workloads it started from (TuneOptions::warm_start)
   std::string best_trace_text;      // the best program's trace, text form (design space + decisions)
   // Candidates the search drew or mutated that did not replay or that a postprocessor refused,
   // by CandidateError::reason() ("replay: dependence_violated").
@@ -136,6 +142,10 @@ struct TuneProgress {
 // The pre-trained cost model a tune starts from by default: TYCHE_COST_MODEL when set ("none":
 // no default), else the one the build trained on bench/data; "" when there is none.
 std::string default_cost_model_path();
+// The measured dataset the default model was trained on, as installed beside it (bench/data's
+// files): a tune of another shape of one of its families starts from its fastest programs. Empty
+// where it is missing.
+std::vector<std::string> default_warm_start_records();
 
 // The round size of a tune of `tasks` tasks: `batch`, or fewer so that every task gets about
 // four rounds of the budget (never under 8, the smallest useful evolutionary round).

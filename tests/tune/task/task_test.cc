@@ -458,6 +458,53 @@ TEST(Tune, StartsFromThePreTrainedModelUnlessToldOtherwise) {
   std::filesystem::remove_all(db);
 }
 
+TEST(Tune, AFreshTaskStartsFromTheFastestRecordsOfItsFamilysOtherShapes) {
+  workloads::Workload small = workloads::make_workload("GMM", {1, 48, 64, 32});
+  workloads::Workload large = workloads::make_workload("GMM", {1, 96, 64, 32});
+  workloads::Workload conv = workloads::scaled_down(workloads::get_preset("C2D-3"));
+  std::string db = fresh_dir("warm_records");
+  TuneOptions o = quick(db + "/gmm", "evolutionary", 8);
+  o.warm_start = false;
+  ASSERT_EQ(tune({{small, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 0);
+  o = quick(db + "/conv", "replay-trace", 8);
+  o.warm_start = false;
+  tune({{conv, "", 1.0, nullptr}}, two_cores(), o);
+  const std::string gmm_records = db + "/gmm/records.jsonl", conv_records = db + "/conv/records.jsonl";
+
+  // Records of another shape: its fastest four lead a fresh database's tune.
+  o = quick(db + "/fresh", "evolutionary", 8);
+  o.warm_start_records = std::vector<std::string>{conv_records, gmm_records};
+  TuneResult r = tune({{large, "", 1.0, nullptr}}, two_cores(), o);
+  EXPECT_EQ(r.tasks[0].warm_start, 4);  // not the convolution's: another structure
+  EXPECT_EQ(r.tasks[0].trials, 8);
+  // Only a convolution's records: nothing carries over to a matmul.
+  o = quick(db + "/fresh2", "evolutionary", 8);
+  o.warm_start_records = std::vector<std::string>{conv_records};
+  EXPECT_EQ(tune({{large, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 0);
+  // Turned off, or a task with records of its own (16 or more), starts cold.
+  o = quick(db + "/fresh3", "evolutionary", 8);
+  o.warm_start_records = std::vector<std::string>{gmm_records};
+  o.warm_start = false;
+  EXPECT_EQ(tune({{large, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 0);
+  o = quick(db + "/gmm", "evolutionary", 8);
+  o.warm_start_records = std::vector<std::string>{gmm_records};
+  ASSERT_EQ(tune({{small, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 4);  // 8 of its own: still warm
+  EXPECT_EQ(tune({{small, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 0);  // 16
+  // A file that cannot be read is one line, before any work.
+  o = quick(db + "/fresh4", "evolutionary", 8);
+  o.warm_start_records = std::vector<std::string>{db + "/missing.jsonl"};
+  EXPECT_THAT([&] { tune({{large, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("missing.jsonl")));
+  EXPECT_FALSE(std::filesystem::exists(db + "/fresh4/records.jsonl") && std::filesystem::file_size(db + "/fresh4/records.jsonl") > 0);
+
+  // By default: the dataset the build copies beside the default model (one shape a family).
+  std::vector<std::string> shipped = default_warm_start_records();
+  ASSERT_FALSE(shipped.empty()) << "the build copies bench/data to share/tyche/records (tools/CMakeLists.txt)";
+  for (const std::string& f : shipped) EXPECT_TRUE(f.ends_with(".jsonl.gz")) << f;
+  o = quick(db + "/default", "evolutionary", 8);
+  EXPECT_GT(tune({{large, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 0);
+  std::filesystem::remove_all(db);
+}
+
 TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
   auto w = workloads::get_preset("GMM-1");
   std::string db = fresh_dir("refusals");
