@@ -20,7 +20,10 @@ for w in ${WORKLOADS:-GMM-4 C2D-3}; do
   # shellcheck disable=SC2086
   "$tyche" model train --records $others -o "$out/model-$w.json"
   for variant in evolutionary replay-trace pretrained; do
-    args=()
+    # No warm start, and no default model (trained on bench/data, this workload's records among
+    # them): each variant starts from what it names.
+    args=(--no-warm-start)
+    [ "$variant" = pretrained ] || args+=(--model none)
     [ "$variant" = replay-trace ] && args+=(--strategy replay-trace)
     [ "$variant" = pretrained ] && args+=(--model "$out/model-$w.json")
     echo "== $w, $variant, $trials trials"
