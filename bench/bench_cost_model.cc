@@ -1,6 +1,6 @@
 // The cost model on the measured dataset (bench/data, made by bench/make_dataset.sh):
 //  - within a workload: train on 80 % of its records, rank the measured rest; 5 random splits;
-//  - across workloads: train on every other workload's records, rank GMM-4's, then C2D-3's;
+//  - across workloads: train on every other workload's records, rank GMM-4's, then C2D-4's;
 //  - cost: features per GMM-4 candidate, prediction of 512 candidates, retraining on 1000 records.
 // Every ranking figure is printed beside the random model's on the same candidates.
 #include <algorithm>
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
 
   bool pass = true;
   std::printf("\nwithin a workload (80/20, 5 random splits; mean):\n");
-  for (const char* w : {"GMM-4", "C2D-3"}) {
+  for (const char* w : {"GMM-4", "C2D-4"}) {
     Dataset d = all.subset(w);
     if (d.size() < 50) {
       std::printf("  %s: too few records\n", w);
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   }
 
   std::printf("\nacross workloads (train on every other workload's records):\n");
-  for (const char* w : {"GMM-4", "C2D-3"}) {
+  for (const char* w : {"GMM-4", "C2D-4"}) {
     Dataset test = all.subset(w), train = all.subset(w, true);
     if (test.size() == 0 || train.size() == 0) continue;
     Scores s = rank(*trained(train, 7), test);
