@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <thread>
 #include <unordered_map>
 
@@ -86,7 +87,7 @@ void add_warm_start(SearchTask& s, const TuningRecord& r) {
     }
 }
 
-void warm_start_from(TaskState& st, const Database& db, const std::vector<TuningRecord>& shipped) {
+void warm_start_from(TaskState& st, const Database& db, WarmStartRecords& shipped) {
   SearchTask& s = st.search;
   if (s.measured_traces.size() >= kWarmStartOwnRecords) return;
   const std::string family = family_of(st.task.workload.name);
@@ -100,30 +101,38 @@ void warm_start_from(TaskState& st, const Database& db, const std::vector<Tuning
       if (s.warm_start.size() >= kWarmStartTraces) return;
       add_warm_start(s, *r);
     }
-  // The shipped records, measured elsewhere: each workload's fastest few, in the order of its
-  // first record.
-  std::vector<uint64_t> order;
-  std::unordered_map<uint64_t, std::vector<const TuningRecord*>> by_workload;
-  for (const TuningRecord& r : shipped) {
-    auto [it, fresh] = by_workload.try_emplace(r.workload.hash);
-    if (fresh) order.push_back(r.workload.hash);
-    it->second.push_back(&r);
-  }
-  std::stable_partition(order.begin(), order.end(),
-                        [&](uint64_t h) { return family_of(by_workload[h].front()->workload.name) == family; });
-  for (uint64_t h : order) {
-    std::vector<const TuningRecord*>& rs = by_workload[h];
-    size_t k = std::min(rs.size(), kWarmStartPerWorkload);
-    std::partial_sort(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(k), rs.end(),
-                      [](const TuningRecord* a, const TuningRecord* b) { return a->typical_seconds() < b->typical_seconds(); });
-    for (size_t i = 0; i < k; ++i) {
-      if (s.warm_start.size() >= kWarmStartTraces) return;
-      add_warm_start(s, *rs[i]);
-    }
+  std::vector<const TuningRecord*> records;
+  for (const TuningRecord& r : shipped.fastest()) records.push_back(&r);
+  std::stable_partition(records.begin(), records.end(), [&](const TuningRecord* r) { return family_of(r->workload.name) == family; });
+  for (const TuningRecord* r : records) {
+    if (s.warm_start.size() >= kWarmStartTraces) return;
+    add_warm_start(s, *r);
   }
 }
 
 }  // namespace
+
+const std::vector<TuningRecord>& WarmStartRecords::fastest() {
+  if (fastest_) return *fastest_;
+  std::vector<uint64_t> order;
+  std::unordered_map<uint64_t, std::vector<TuningRecord>> by_workload;
+  for (const std::string& file : files_)
+    for (TuningRecord& r : read_records(file).records) {  // throws, one line, if it cannot be opened
+      if (!r.ok()) continue;
+      auto [it, fresh] = by_workload.try_emplace(r.workload.hash);
+      if (fresh) order.push_back(r.workload.hash);
+      it->second.push_back(std::move(r));
+    }
+  fastest_.emplace();
+  for (uint64_t h : order) {
+    std::vector<TuningRecord>& rs = by_workload[h];
+    size_t k = std::min(rs.size(), kWarmStartPerWorkload);
+    std::partial_sort(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(k), rs.end(),
+                      [](const TuningRecord& a, const TuningRecord& b) { return a.typical_seconds() < b.typical_seconds(); });
+    std::move(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(k), std::back_inserter(*fastest_));
+  }
+  return *fastest_;
+}
 
 void TaskState::note_result(double seconds, const std::string& trace_json) {
   if (!(seconds > 0) || !std::isfinite(seconds)) return;
@@ -150,7 +159,7 @@ void TaskState::absorb(const std::vector<Trial>& round) {
 }
 
 std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const Target& target, const TuneOptions& options,
-                                      CostModel* model, Database& db, ModelSeeds& seeds, const std::vector<TuningRecord>& shipped) {
+                                      CostModel* model, Database& db, ModelSeeds& seeds, WarmStartRecords& shipped) {
   auto st = std::make_unique<TaskState>();
   st->task = task;
   const workloads::Workload& w = st->task.workload;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,12 +40,24 @@ struct ModelSeeds {
   std::vector<double> seconds;
 };
 
+// Record files whose programs may start a task (TuneOptions::warm_start_records): read once, when
+// a task first needs them, keeping each workload's few fastest programs.
+class WarmStartRecords {
+ public:
+  explicit WarmStartRecords(std::vector<std::string> files = {}) : files_(std::move(files)) {}
+  // Workloads in the order of their first record. Throws tyche::Error if a file cannot be read.
+  const std::vector<TuningRecord>& fastest();
+
+ private:
+  std::vector<std::string> files_;
+  std::optional<std::vector<TuningRecord>> fastest_;
+};
+
 // Sets up task `index` of a tune: its design spaces, postprocessors, mutators and strategy, and
 // what `db` already measured of it (which seeds the search, `seeds` and the best); with
 // options.warm_start, its warm start from db's other workloads and then from `shipped` (records
 // of any workloads). Throws InputError when its design space is empty.
 std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const Target& target, const TuneOptions& options,
-                                      CostModel* model, Database& db, ModelSeeds& seeds,
-                                      const std::vector<TuningRecord>& shipped = {});
+                                      CostModel* model, Database& db, ModelSeeds& seeds, WarmStartRecords& shipped);
 
 }  // namespace tyche::tune

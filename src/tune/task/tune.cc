@@ -74,13 +74,7 @@ std::vector<std::unique_ptr<TaskState>> start_tasks(const std::vector<TuneTask>&
                                                     CostModel& model, Database& db, TuneResult& out) {
   std::vector<std::unique_ptr<TaskState>> states;
   ModelSeeds seeds;
-  std::vector<TuningRecord> shipped;
-  if (o.warm_start)
-    for (const std::string& file : o.warm_start_records ? *o.warm_start_records : default_warm_start_records()) {
-      RecordFile f = read_records(file);  // throws, one line, if it cannot be opened
-      for (TuningRecord& r : f.records)
-        if (r.ok()) shipped.push_back(std::move(r));
-    }
+  WarmStartRecords shipped(o.warm_start_records ? *o.warm_start_records : default_warm_start_records());
   for (size_t i = 0; i < tasks.size(); ++i) {
     states.push_back(start_task(tasks[i], i, target, o, &model, db, seeds, shipped));
     out.resumed_records += static_cast<int>(db.records_of(states.back()->search.workload, target_key(states.back()->measure.target)).size());
