@@ -29,6 +29,7 @@ Lowered finish_lowering(Lowered out, const LowerOptions& options) {
   run_pass(out, options, "unroll_loops", [&](const ir::PrimFunc& f) { return unroll_loops(f, notes); });
   run_pass(out, options, "serialize_nested_parallel", [&](const ir::PrimFunc& f) { return serialize_nested_parallel(f, notes); });
   run_pass(out, options, "simplify", [&](const ir::PrimFunc& f) { return simplify(f); });
+  run_pass(out, options, "skip_zero_terms", [&](const ir::PrimFunc& f) { return skip_zero_terms(f); });
   run_pass(out, options, "unswitch_invariant_ifs", [&](const ir::PrimFunc& f) { return unswitch_invariant_ifs(f); });
   return out;
 }

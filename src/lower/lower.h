@@ -62,6 +62,10 @@ ir::PrimFunc vectorize_loops(const ir::PrimFunc& func, std::vector<std::string>*
 ir::PrimFunc unroll_loops(const ir::PrimFunc& func, std::vector<std::string>* notes);
 // Nested parallel loops: only the outermost runs in parallel (inner ones become serial, noted).
 ir::PrimFunc serialize_nested_parallel(const ir::PrimFunc& func, std::vector<std::string>* notes);
+// A loop whose body only accumulates terms that are zero unless some conditions hold (products
+// with a padding's zeros, say), and stores to buffers allocated inside it, runs its body only
+// when the conditions it does not change hold.
+ir::PrimFunc skip_zero_terms(const ir::PrimFunc& func);
 // A serial loop whose body has ifs with conditions invariant in it (no loads, no variable bound
 // inside) is copied: if (all of them) { the loop without those ifs } else { the loop }.
 ir::PrimFunc unswitch_invariant_ifs(const ir::PrimFunc& func);

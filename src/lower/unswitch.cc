@@ -13,6 +13,7 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/var_use.h"
+#include "lower/invariant.h"
 #include "lower/lower.h"
 
 namespace tyche::lower {
@@ -21,49 +22,7 @@ namespace {
 
 constexpr int64_t kMaxStatements = 1024;
 
-using VarSet = std::unordered_set<const ir::VarNode*>;
-
-// Variables bound inside a statement (loop variables, lets) and the number of leaf statements.
-class BoundVars : public ir::StmtExprVisitor {
- public:
-  VarSet vars;
-  int64_t statements = 0;
-
- protected:
-  void visit_for(const ir::ForNode* n) override {
-    vars.insert(n->loop_var.get());
-    StmtExprVisitor::visit_for(n);
-  }
-  void visit_let(const ir::LetNode* n) override {
-    vars.insert(n->var.get());
-    StmtExprVisitor::visit_let(n);
-  }
-  void visit_buffer_store(const ir::BufferStoreNode* n) override {
-    ++statements;
-    StmtExprVisitor::visit_buffer_store(n);
-  }
-  void visit_evaluate(const ir::EvaluateNode* n) override {
-    ++statements;
-    StmtExprVisitor::visit_evaluate(n);
-  }
-};
-
-// Whether evaluating `e` ahead of the ifs it guards could differ or fault: a load (the loop may
-// store), a call, or a division by a non-constant (an outer guard may be what keeps it nonzero).
-bool unsafe_to_hoist(const ir::Expr& e) {
-  struct Finder : ir::StmtExprVisitor {
-    bool found = false;
-    void visit_buffer_load(const ir::BufferLoadNode*) override { found = true; }
-    void visit_call(const ir::CallNode*) override { found = true; }
-    void visit_binary(const ir::BinaryNode* n) override {
-      bool division = n->kind == ir::ExprKind::kDiv || n->kind == ir::ExprKind::kFloorDiv || n->kind == ir::ExprKind::kFloorMod;
-      if (division && !ir::as_const_int(n->b)) found = true;
-      StmtExprVisitor::visit_binary(n);
-    }
-  } f;
-  f.visit_expr(e);
-  return f.found;
-}
+using ir::VarSet;
 
 // The distinct conditions of ifs in `body` that use none of `bound` and are safe to hoist.
 class InvariantConditions : public ir::StmtExprVisitor {
@@ -105,8 +64,7 @@ class Unswitcher : public ir::StmtExprMutator {
  protected:
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
     if (n->for_kind == ir::ForKind::kSerial) {
-      BoundVars bound;
-      bound.visit_stmt(self);
+      BoundVars bound = bound_vars(self);
       InvariantConditions found(bound.vars);
       found.visit_stmt(n->body);
       if (!found.conditions.empty() && bound.statements <= kMaxStatements) {

@@ -59,7 +59,7 @@ void expect_every_pass_correct(const workloads::Workload& w, const ir::PrimFunc&
     EXPECT_TRUE(lowered_computes_reference(w, f)) << "after " << pass;
   };
   Lowered l = lower(scheduled, opts);
-  EXPECT_EQ(passes.size(), 9u);
+  EXPECT_EQ(passes.size(), 10u);
   if (out) *out = l;
 }
 
@@ -91,6 +91,23 @@ TEST(Lower, EveryPresetFamilyUnscheduled) {
     auto w = workloads::scaled_down(workloads::get_preset(op + "-1"));
     expect_every_pass_correct(w, w.func);
   }
+}
+
+TEST(Lower, AConvolutionSkipsTheKernelRowsThatReadOnlyPadding) {
+  auto w = workloads::scaled_down(workloads::get_preset("C2D-3"));
+  schedule::Schedule sch(w.func);
+  auto conv = sch.get_block("conv2d").value();
+  auto l = sch.get_loops(conv).value();  // n h w co rh rw rc
+  ASSERT_EQ(l.size(), 7u);
+  ASSERT_TRUE(sch.compute_at(sch.get_block("pad").value(), l[4], true).ok());  // the padded rows per kernel row
+  ASSERT_TRUE(sch.decompose_reduction(conv, l[4]).ok());
+  Lowered out;
+  expect_every_pass_correct(w, sch.func(), &out);
+  int guarded = 0;
+  ir::post_order_visit(out.func->body, [&](const ir::Stmt& s) {
+    if (const auto* f = s.as<ir::ForNode>(); f && f->loop_var.name() == "rh" && f->body.as<ir::IfThenElseNode>()) ++guarded;
+  });
+  EXPECT_EQ(guarded, 1) << ir::to_string(out.func);
 }
 
 TEST(Lower, TiledParallelUnrolledVectorizedGmm) {

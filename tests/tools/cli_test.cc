@@ -227,6 +227,22 @@ TEST(CliRun, EmitsEveryForm) {
   EXPECT_THAT(note.err, testing::HasSubstr("note: vectorized loop"));
 }
 
+TEST(CliRun, LayoutFreeWeightsAreLaidOutOnceOutsideTheTimedKernel) {
+  // C2D's weights W are layout-free: a nest that walks them out of order reads a copy laid out
+  // in its order (RewriteLayout, a postprocessor), which `run` makes once and does not time, as
+  // the tuner and a model's executor do.
+  std::string trace = write_temp("c2d_co_outer.py",
+      "b0 = sch.get_block(name=\"conv2d\")\nl1, l2, l3, l4, l5, l6, l7 = sch.get_loops(block=b0)\n"
+      "l8, l9 = sch.split(loop=l4, factors=[None, 4])\nsch.reorder(l1, l2, l3, l8, l5, l6, l7, l9)\n");
+  Result r = run("run C2D-1 --scale-down --repeat 1 --emit ir --postprocess --trace " + trace);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, testing::HasSubstr("W laid out anew once, before timing"));
+  EXPECT_THAT(r.out, testing::HasSubstr("correct"));
+  // The timed kernel takes the copy as its parameter and does not make it.
+  EXPECT_THAT(r.out, testing::HasSubstr("W_global: Buffer("));
+  EXPECT_THAT(r.out, testing::Not(testing::ContainsRegex("\n *W_global\\[[^\n]*\\] = "))) << r.out;
+}
+
 TEST(CliRun, GeneratesCodeForTheCpuAsked) {
   // x86-64-v2 (SSE4.2) runs on every x86-64 CPU in use: 4-wide vectors, no FMA, no AVX.
   Result a = run("run GMM-1 --repeat 1 --trace " + gmm_trace() + " --emit asm --cpu x86-64-v2");
