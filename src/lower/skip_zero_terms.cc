@@ -69,13 +69,19 @@ ir::Expr zero_unless(const ir::Expr& value) {
   return cond;
 }
 
-// What one loop's body stores, for deciding whether an iteration can be skipped.
+// What one loop's body stores and binds, for deciding whether an iteration can be skipped. Runs
+// at every loop of a nest, so it stops descending once the body is known not to qualify.
 class BodyScan : public ir::StmtExprVisitor {
  public:
   bool skippable = true;
   std::unordered_map<const ir::BufferNode*, std::optional<Conjuncts>> local_guards;  // per local buffer
   std::vector<const ir::BufferStoreNode*> local_stores, accumulations;
   std::unordered_map<const ir::VarNode*, ir::Expr> unit_loops;  // loops of one iteration: var -> min
+  ir::VarSet bound;  // variables of the other loops and lets inside
+
+  void visit_stmt(const ir::Stmt& s) override {
+    if (skippable) StmtExprVisitor::visit_stmt(s);
+  }
 
  protected:
   void visit_allocate(const ir::AllocateNode* n) override {
@@ -84,7 +90,12 @@ class BodyScan : public ir::StmtExprVisitor {
   }
   void visit_for(const ir::ForNode* n) override {
     if (ir::is_const_int(n->extent, 1)) unit_loops.emplace(n->loop_var.get(), n->min);
+    else bound.insert(n->loop_var.get());
     StmtExprVisitor::visit_for(n);
+  }
+  void visit_let(const ir::LetNode* n) override {
+    bound.insert(n->var.get());
+    StmtExprVisitor::visit_let(n);
   }
   void visit_evaluate(const ir::EvaluateNode*) override { skippable = false; }
   void visit_buffer_store(const ir::BufferStoreNode* n) override {
@@ -194,11 +205,9 @@ class ZeroTermSkipper : public ir::StmtExprMutator {
       common = common ? intersect(*common, needs) : needs;
       if (common->empty()) return {};
     }
-    ir::VarSet bound = bound_vars(n->body).vars;
-    for (const auto& [var, min] : scan.unit_loops) bound.erase(var);
     Conjuncts out;
     for (const ir::Expr& c : *common)
-      if (c.dtype().lanes() == 1 && !unsafe_to_hoist(c) && !ir::uses_any(c, bound) && !contains(known_, c)) out.push_back(c);
+      if (c.dtype().lanes() == 1 && !unsafe_to_hoist(c) && !ir::uses_any(c, scan.bound) && !contains(known_, c)) out.push_back(c);
     return out;
   }
 
