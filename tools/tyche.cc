@@ -18,6 +18,7 @@
 #include "codegen/c_codegen.h"
 #include "target/cpu.h"
 #include "codegen/export.h"
+#include "codegen/layout_rewrites.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
@@ -233,10 +234,7 @@ int cmd_run(const Options& o) {
   co.keep_module = o.emit == "llvm" || o.emit == "asm";
   const target::Cpu& cpu = target::resolve_cpu(o.cpu);
   auto kernel = codegen::compile(lowered.func, co);
-  codegen::CompileOptions plain;
-  plain.cpu = o.cpu;
-  std::vector<std::unique_ptr<codegen::CompiledKernel>> preprocs;
-  for (const lower::LayoutRewrite& rw : split.rewrites) preprocs.push_back(codegen::compile(lower::lower(rw.preproc).func, plain));
+  std::vector<codegen::CompiledRewrite> rewrites = codegen::compile_rewrites(split.rewrites, {.cpu = o.cpu});
   if (o.emit == "ir") fmt::print("{}", ir::to_string(lowered.func));
   if (o.emit == "c") fmt::print("{}", codegen::emit_c(lowered.func));
   if (o.emit == "llvm") fmt::print("{}", kernel->llvm_ir());
@@ -249,14 +247,7 @@ int cmd_run(const Options& o) {
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
   std::vector<runtime::NDArray> packed;  // the rewritten weights, which the main part reads in their place
-  packed.reserve(split.rewrites.size());
-  for (size_t i = 0; i < split.rewrites.size(); ++i) {
-    const ir::Buffer& weight = w.func->params[split.rewrites[i].param];
-    packed.emplace_back(ir::const_shape(weight), weight->dtype);
-    void* pre_args[] = {ptrs[split.rewrites[i].param], packed.back().data()};
-    preprocs[i]->run(pre_args);
-    ptrs[split.rewrites[i].param] = packed.back().data();
-  }
+  codegen::apply_rewrites(rewrites, w.func, ptrs, packed);
   if (!split.rewrites.empty()) {
     std::vector<std::string> names;
     for (const lower::LayoutRewrite& rw : split.rewrites) names.push_back(w.func->params[rw.param]->name);

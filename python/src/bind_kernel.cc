@@ -23,6 +23,7 @@
 #include "target/cpu.h"
 #include "target/target.h"
 #include "codegen/export.h"
+#include "codegen/layout_rewrites.h"
 #include "codegen/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
@@ -37,16 +38,11 @@ namespace {
 
 using Array = nb::ndarray<nb::ro>;
 
-struct Preproc {
-  size_t param;  // the weight it lays out anew, into an array of the same elements
-  std::shared_ptr<codegen::CompiledKernel> compiled;
-};
-
 struct Kernel {
   ir::PrimFunc func;     // as scheduled
   ir::PrimFunc lowered;  // its main part
   std::shared_ptr<codegen::CompiledKernel> compiled;
-  std::vector<Preproc> preprocs;
+  std::vector<codegen::CompiledRewrite> preprocs;
   std::vector<std::string> notes;  // loops not lowered as asked
   std::string cpu;
 };
@@ -63,23 +59,8 @@ Kernel build(const ir::PrimFunc& func, const std::string& cpu) {
   co.keep_module = true;  // source("llvm"/"asm")
   k.cpu = target::resolve_cpu(cpu).describe();
   k.compiled = codegen::compile(k.lowered, co);
-  codegen::CompileOptions plain;
-  plain.cpu = cpu;
-  for (const lower::LayoutRewrite& rw : split.rewrites) k.preprocs.push_back({rw.param, codegen::compile(lower::lower(rw.preproc).func, plain)});
+  k.preprocs = codegen::compile_rewrites(split.rewrites, {.cpu = cpu});
   return k;
-}
-
-// Runs the kernel's preprocs on the call's weights; `call.ptrs` then point at the laid-out copies,
-// which `packed` keeps.
-void run_preprocs(const Kernel& k, std::vector<void*>& ptrs, std::vector<runtime::NDArray>& packed) {
-  for (const Preproc& p : k.preprocs) {
-    const ir::Buffer& w = k.func->params[p.param];
-    runtime::NDArray out(ir::const_shape(w), w->dtype);
-    void* args[] = {ptrs[p.param], out.data()};
-    p.compiled->run(args);
-    ptrs[p.param] = out.data();
-    packed.push_back(std::move(out));
-  }
 }
 
 bool dtype_matches(const nb::dlpack::dtype& d, DataType t) {
@@ -196,7 +177,7 @@ void bind_kernel(nb::module_& m) {
       .def_ro("cpu", &Kernel::cpu)
       .def_prop_ro("layout_rewrites", [](const Kernel& k) {
         std::vector<size_t> params;
-        for (const Preproc& p : k.preprocs) params.push_back(p.param);
+        for (const codegen::CompiledRewrite& p : k.preprocs) params.push_back(p.param);
         return params;
       })
       .def_prop_ro("compile_seconds", [](const Kernel& k) { return k.compiled->compile_seconds(); })
@@ -205,7 +186,7 @@ void bind_kernel(nb::module_& m) {
         {
           nb::gil_scoped_release release;
           std::vector<runtime::NDArray> packed;
-          run_preprocs(k, call.ptrs, packed);
+          codegen::apply_rewrites(k.preprocs, k.func, call.ptrs, packed);
           k.compiled->run(call.ptrs.data());
         }
         call.write_back(args);
@@ -225,7 +206,7 @@ void bind_kernel(nb::module_& m) {
         runtime::TimeResult t;
         {
           nb::gil_scoped_release release;
-          run_preprocs(k, call.ptrs, packed);  // once, untimed: the weights' load
+          codegen::apply_rewrites(k.preprocs, k.func, call.ptrs, packed);  // once, untimed: the weights' load
           for (size_t i = 0; i < args.size(); ++i) o.flush_ranges.emplace_back(call.ptrs[i], args[i].nbytes());
           t = runtime::time_function([&] { k.compiled->run(call.ptrs.data()); }, o);
         }

@@ -15,12 +15,6 @@
 
 namespace tyche::graph {
 
-std::vector<CompiledRewrite> compile_rewrites(const std::vector<lower::LayoutRewrite>& rewrites) {
-  std::vector<CompiledRewrite> out;
-  for (const lower::LayoutRewrite& rw : rewrites) out.push_back({rw.param, codegen::compile(lower::lower(rw.preproc).func)});
-  return out;
-}
-
 CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table, const ExecutionPlan& plan,
                                  const std::vector<std::vector<CompiledRewrite>>& rewrites) {
   CallWeights out(table.calls.size());

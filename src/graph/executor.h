@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/layout_rewrites.h"
 #include "codegen/llvm_codegen.h"
 #include "graph/execution_plan.h"
 #include "graph/graph.h"
@@ -23,12 +24,9 @@ namespace tyche::graph {
 // The default schedule of an untuned task.
 ir::PrimFunc default_schedule(const ir::PrimFunc& func);
 
-// A task program's layout rewrite (lower/layout_rewrite.h), JIT-compiled for this host.
-struct CompiledRewrite {
-  size_t param;
-  std::unique_ptr<codegen::CompiledKernel> preproc;
-};
-std::vector<CompiledRewrite> compile_rewrites(const std::vector<lower::LayoutRewrite>& rewrites);
+// A task program's layout rewrites (lower/layout_rewrite.h), JIT-compiled for this host.
+using codegen::CompiledRewrite;
+using codegen::compile_rewrites;
 
 // Weights in the layouts their kernels read: each task's rewrites (`rewrites[task]`) run once on
 // each of its calls' weights. Per call: (argument index, the rewritten weight), to pass in place

@@ -43,6 +43,9 @@ class LaneRewriter : public ir::StmtExprMutator {
     if (n->kind == ir::ExprKind::kAdd && ra && lanes_of(b) == 1) return ir::ramp(ra->base + b, ra->stride, ra->lanes);
     if (n->kind == ir::ExprKind::kAdd && rb && lanes_of(a) == 1) return ir::ramp(a + rb->base, rb->stride, rb->lanes);
     if (n->kind == ir::ExprKind::kSub && ra && lanes_of(b) == 1) return ir::ramp(ra->base - b, ra->stride, ra->lanes);
+    // A reversed index (a - lane): the lanes still lie at a constant stride, a negative one.
+    if (n->kind == ir::ExprKind::kSub && rb && lanes_of(a) == 1) return ir::ramp(a - rb->base, ir::make_int(0, rb->stride.dtype()) - rb->stride, rb->lanes);
+    if (n->kind == ir::ExprKind::kSub && ra && rb) return ir::ramp(ra->base - rb->base, ra->stride - rb->stride, ra->lanes);
     if (n->kind == ir::ExprKind::kAdd && ra && rb) return ir::ramp(ra->base + rb->base, ra->stride + rb->stride, ra->lanes);
     if (n->kind == ir::ExprKind::kMul && ra && ir::as_const_int(b)) return ir::ramp(ra->base * b, ra->stride * b, ra->lanes);
     if (n->kind == ir::ExprKind::kMul && rb && ir::as_const_int(a)) return ir::ramp(a * rb->base, a * rb->stride, rb->lanes);
