@@ -197,8 +197,10 @@ def host_line(results: dict) -> str:
     h, c, r = results["host"], results["config"], results["roofline"]
     # A resumed run may have tuned its workloads at several commits: all are named.
     commits = list(dict.fromkeys([h["tyche_commit"]] + [w["tyche_commit"] for w in results["workloads"] if "tyche_commit" in w]))
+    again = sorted({(w["measured_date"], w["measured_commit"]) for w in results["workloads"] if "measured_commit" in w})
+    again_text = "".join(f" (timed again on {d} at {m})" for d, m in again)
     return (f"Measured on {h['cpu_name']} ({h['llvm_cpu']}, {h['vector_bits']}-bit vectors, {h['cores']} cores, "
-            f"L2 {h['l2_kib']} KiB) on {h['date']}, Tyche {', '.join(commits)}, {c['trials']} trials per tuner; "
+            f"L2 {h['l2_kib']} KiB) on {h['date']}, Tyche {', '.join(commits)}{again_text}, {c['trials']} trials per tuner; "
             f"peak {r['peak_gflops']:.0f} GFLOP/s (FMA, {r['threads']} threads), bandwidth {r['bandwidth_gbs']:.1f} GB/s (triad).")
 
 

@@ -83,8 +83,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="use TVM tunings of an earlier suite's work folder where family, shape, trials, seed, target and "
                         "TVM version match (repeatable; the suite's own --work is always searched)")
     p.add_argument("--resume", metavar="RESULTS_JSON", help="add the workloads a results file lacks to it (same CPU and settings)")
+    p.add_argument("--remeasure", metavar="RESULTS_JSON",
+                   help="time every system of a results file's workloads (or of --workloads) again with their tunings kept, "
+                        "after a change to how the suite measures (same CPU and settings)")
     p.add_argument("--report", metavar="RESULTS_JSON", help="only redo the table and plots of a results file")
     a = p.parse_args(argv)
+    if sum(x is not None for x in (a.resume, a.remeasure, a.report)) > 1:
+        p.error("--resume, --remeasure and --report exclude each other")
     if a.trials < 1:
         p.error("--trials must be at least 1")
     if a.rounds < 1 or a.window <= 0 or a.roofline_seconds <= 0 or a.confirm_top < 0 or a.threads < 1 or a.settle < 0:
@@ -332,13 +337,7 @@ def run_suite(a: argparse.Namespace) -> str:
                 tvm_libs[system] = tvm["library"]
         progress(step, f"measuring every implementation, each in its own process on CPUs {worker_cpus(a.threads)} with "
                        f"{a.threads} threads, interleaved, order rotated")
-        entry["systems"] = measure_workload(name, w, library_path, best_trace, tvm_libs, a,
-                                            os.path.join(work, "measure", name.replace(" ", "_")))
-        bound = min(roof["peak_gflops"], w.flop / entry["bytes"] * roof["bandwidth_gbs"])
-        entry["roofline_gflops"] = bound
-        for s in entry["systems"].values():
-            if "gflops" in s:
-                s["roofline_fraction"] = s["gflops"] / bound
+        measure_entry(entry, w, library_path, best_trace, tvm_libs, a, work, roof)
         results["workloads"].append(entry)
         order = tyche.preset_names()
         results["workloads"].sort(key=lambda e: order.index(e["name"]) if e["name"] in order else len(order))
@@ -351,18 +350,64 @@ def run_suite(a: argparse.Namespace) -> str:
     return stem
 
 
-def resume_results(a: argparse.Namespace, host: dict, names: list[str]) -> tuple[dict, str]:
-    """A results file to add the missing workloads to: it must come from this CPU and the same settings."""
-    results = report.load(a.resume)
+def measure_entry(entry: dict, w, library_path: str, best_trace: str | None, tvm_libs: dict[str, str],
+                  a: argparse.Namespace, work: str, roof: dict) -> None:
+    entry["systems"] = measure_workload(entry["name"], w, library_path, best_trace, tvm_libs, a,
+                                        os.path.join(work, "measure", entry["name"].replace(" ", "_")))
+    bound = min(roof["peak_gflops"], w.flop / entry["bytes"] * roof["bandwidth_gbs"])
+    entry["roofline_gflops"] = bound
+    for s in entry["systems"].values():
+        if "gflops" in s:
+            s["roofline_fraction"] = s["gflops"] / bound
+
+
+def remeasure(a: argparse.Namespace) -> str:
+    """Times every system of a results file's workloads again, keeping what each tuner found:
+    Tyche's best trace and TVM's exported library. Notes on a workload's gaps are dropped (they
+    explained the old timings); the workload records the commit that measured it."""
+    library_path = os.path.join(a.build, "bench", "libtyche_baselines.so")
+    host = describe_host(Library(library_path))
+    results, stem = resume_results(a, host, [], a.remeasure)
+    chosen = select_workloads(a) if a.workloads else [w["name"] for w in results["workloads"]]
+    entries = {w["name"]: w for w in results["workloads"]}
+    missing = [n for n in chosen if n not in entries]
+    if missing:
+        raise SuiteError(f"--remeasure: {a.remeasure} has no workload {missing[0]}")
+    work = a.work or os.path.join(BENCH, "..", "build-bench", "suite-work", time.strftime("%Y%m%d-%H%M%S"))
+    for i, name in enumerate(chosen):
+        step, entry = f"{i + 1}/{len(chosen)} {name}", entries[name]
+        w = tyche.workload(name, scale_down=a.scale_down)
+        tuning = entry["tuning"]
+        best_trace = tuning.get("tyche", {}).get("best_trace") if tuning.get("tyche", {}).get("best_seconds", 0) > 0 else None
+        tvm_libs = {k: t["library"] for k, t in tuning.items() if k != "tyche" and t.get("library")}
+        for path in tvm_libs.values():
+            if not os.path.exists(path):
+                raise SuiteError(f"--remeasure: {name}'s TVM library {path} is gone; tune again with --resume")
+        progress(step, f"measuring every implementation again, tunings kept ({', '.join(['tyche'] * bool(best_trace) + list(tvm_libs))})")
+        measure_entry(entry, w, library_path, best_trace, tvm_libs, a, work, results["roofline"])
+        entry["measured_commit"], entry["measured_date"] = git_commit(), datetime.date.today().isoformat()
+        entry.pop("notes", None)
+        results["summary"] = report.summarize(results)
+        report.write_json(results, stem + ".json")
+    write_report(results, stem)
+    return stem
+
+
+def resume_results(a: argparse.Namespace, host: dict, names: list[str], path: str | None = None) -> tuple[dict, str]:
+    """A results file to add the missing workloads to (or to measure again): it must come from this
+    CPU and the same settings."""
+    path = path or a.resume
+    flag = "--resume" if path == a.resume else "--remeasure"
+    results = report.load(path)
     c, h = results["config"], results["host"]
     for key, value in (("trials", a.trials), ("tvm", a.tvm), ("scale_down", a.scale_down), ("threads", a.threads)):
         if c.get(key) != value:
-            raise SuiteError(f"--resume: {a.resume} was measured with {key} = {c.get(key)}, not {value}")
+            raise SuiteError(f"{flag}: {path} was measured with {key} = {c.get(key)}, not {value}")
     if (h.get("cpu_name"), h.get("llvm_cpu")) != (host["cpu_name"], host["llvm_cpu"]):
-        raise SuiteError(f"--resume: {a.resume} was measured on {h.get('cpu_name')} ({h.get('llvm_cpu')}), not on this "
+        raise SuiteError(f"{flag}: {path} was measured on {h.get('cpu_name')} ({h.get('llvm_cpu')}), not on this "
                          f"{host['cpu_name']} ({host['llvm_cpu']})")
     c["workloads"] = list(dict.fromkeys(c.get("workloads", []) + names))
-    return results, a.resume[:-5] if a.resume.endswith(".json") else a.resume
+    return results, path[:-5] if path.endswith(".json") else path
 
 
 def write_report(results: dict, stem: str) -> None:
@@ -380,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.report:
             results = report.load(a.report)
             write_report(results, a.report[:-5] if a.report.endswith(".json") else a.report)
+        elif a.remeasure:
+            remeasure(a)
         else:
             run_suite(a)
     except (SuiteError, report.ResultsError, BaselineError, tyche.TycheError) as e:

@@ -99,6 +99,30 @@ def test_resume_adds_only_the_missing_workloads(small_run, build_dir, tmp_path):
     assert report.load(str(resumed)) == after
 
 
+def test_remeasure_times_the_systems_again_and_keeps_the_tunings(small_run, build_dir, tmp_path):
+    out, path, _ = small_run
+    again = tmp_path / "again.json"
+    before = json.loads(path.read_text())
+    before["workloads"][0]["notes"] = {"tyche": "an explanation of the old timings"}
+    again.write_text(json.dumps(before))
+    common = ["--scale-down", "--rounds", "3", "--window", "0.005", "--trials", "8", "--work", str(tmp_path / "work")]
+    r = suite(["--remeasure", str(again), "--workloads", "GMM-1", *common], build_dir, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "tuning with" not in r.stderr and "measuring every implementation again, tunings kept (tyche)" in r.stderr
+    after = report.load(str(again))
+    gmm, dense = after["workloads"]
+    assert dense == before["workloads"][1]  # not chosen: untouched
+    assert gmm["tuning"] == before["workloads"][0]["tuning"] and "notes" not in gmm
+    assert gmm["measured_commit"] != "unknown" and set(gmm["systems"]) == set(before["workloads"][0]["systems"])
+    assert all(s["correct"] for s in gmm["systems"].values())
+    assert gmm["systems"]["tyche"]["seconds"] != before["workloads"][0]["systems"]["tyche"]["seconds"]
+    assert f"(timed again on {gmm['measured_date']} at {gmm['measured_commit']})" in (tmp_path / "again.md").read_text()
+    r = suite(["--remeasure", str(again), "--workloads", "NRM-1", *common], build_dir, timeout=120)
+    assert r.returncode == 1 and r.stderr.strip() == f"bench/suite: --remeasure: {again} has no workload NRM-1"
+    r = suite(["--remeasure", str(again), "--resume", str(again), *common], build_dir, timeout=120)
+    assert r.returncode == 2 and "exclude each other" in r.stderr
+
+
 def test_bad_options_are_one_line_errors(build_dir, tmp_path, capsys):
     with pytest.raises(SystemExit):
         parse_args(["--trials", "0"])

@@ -12,16 +12,25 @@ from . import _tyche
 
 
 ALIGNMENT = 64  # bytes: generated code assumes every array it is passed starts at such an address
+PAGE, HUGE_PAGE = 4096, 2 << 20
 
 
 def empty(shape, dtype: str = "float32") -> np.ndarray:
-    """An uninitialized numpy array whose data is 64-byte aligned, so a kernel takes it without a copy."""
+    """An uninitialized numpy array whose data is 64-byte aligned, so a kernel takes it without a
+    copy; from a page (4 KiB) up it starts a page and from 2 MiB up a huge page, as Tyche's own
+    buffers do: a streamed read's speed depends on where in a page its data starts."""
     dtype = np.dtype(dtype)
     shape = tuple(int(d) for d in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % ALIGNMENT
+    alignment = buffer_alignment(nbytes)
+    raw = np.empty(nbytes + alignment, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % alignment
     return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+def buffer_alignment(nbytes: int) -> int:
+    """Where an array of ``nbytes`` starts: what the native runtime's allocator gives."""
+    return HUGE_PAGE if nbytes >= HUGE_PAGE else PAGE if nbytes >= PAGE else ALIGNMENT
 
 
 def zeros(shape, dtype: str = "float32") -> np.ndarray:

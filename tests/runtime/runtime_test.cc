@@ -186,9 +186,11 @@ std::string vm_flags_of(const void* p) {
   return "";
 }
 
-TEST(NDArray, BuffersOfTwoMebibytesOrMoreAreAlignedForAndAskForHugePages) {
+TEST(NDArray, BuffersOfAPageOrMoreStartAPageAndOfTwoMebibytesAskForHugePages) {
   runtime::NDArray small({1000}, DataType::Float(32));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data_as<float>()) % 64, 0u);
+  runtime::NDArray paged({1 << 14}, DataType::Float(32));  // 64 KiB: starts a page
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(paged.data_as<float>()) % 4096, 0u);
   runtime::NDArray weights({1 << 20}, DataType::Float(32));  // 4 MiB
   const float* p = weights.data_as<float>();
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (uintptr_t{2} << 20), 0u);
