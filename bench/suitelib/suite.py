@@ -276,6 +276,15 @@ def measure_workload(name: str, w, library_path: str, best_trace: str | None, tv
     return systems
 
 
+def work_dir(a: argparse.Namespace) -> str:
+    return a.work or os.path.join(BENCH, "..", "build-bench", "suite-work", time.strftime("%Y%m%d-%H%M%S"))
+
+
+def stem_of(path: str) -> str:
+    """A results file's name without ".json": its table and plots are named after it."""
+    return path[:-5] if path.endswith(".json") else path
+
+
 def run_suite(a: argparse.Namespace) -> str:
     names = select_workloads(a)
     library_path = os.path.join(a.build, "bench", "libtyche_baselines.so")
@@ -285,11 +294,11 @@ def run_suite(a: argparse.Namespace) -> str:
         why = available()
         if why:
             raise SuiteError(f"--tvm: TVM MetaSchedule cannot run here: {why}")
-    work = a.work or os.path.join(BENCH, "..", "build-bench", "suite-work", time.strftime("%Y%m%d-%H%M%S"))
+    work = work_dir(a)
     os.makedirs(work, exist_ok=True)
     host = describe_host(library)
     if a.resume:
-        results, stem = resume_results(a, host, names)
+        results, stem = resume_results(a, host, names, a.resume, "--resume")
     else:
         os.makedirs(a.out, exist_ok=True)
         stem = report.results_stem(a.out, host, host["date"])
@@ -367,18 +376,19 @@ def remeasure(a: argparse.Namespace) -> str:
     explained the old timings); the workload records the commit that measured it."""
     library_path = os.path.join(a.build, "bench", "libtyche_baselines.so")
     host = describe_host(Library(library_path))
-    results, stem = resume_results(a, host, [], a.remeasure)
+    results, stem = resume_results(a, host, [], a.remeasure, "--remeasure")
     chosen = select_workloads(a) if a.workloads else [w["name"] for w in results["workloads"]]
     entries = {w["name"]: w for w in results["workloads"]}
     missing = [n for n in chosen if n not in entries]
     if missing:
         raise SuiteError(f"--remeasure: {a.remeasure} has no workload {missing[0]}")
-    work = a.work or os.path.join(BENCH, "..", "build-bench", "suite-work", time.strftime("%Y%m%d-%H%M%S"))
+    work = work_dir(a)
     for i, name in enumerate(chosen):
         step, entry = f"{i + 1}/{len(chosen)} {name}", entries[name]
         w = tyche.workload(name, scale_down=a.scale_down)
         tuning = entry["tuning"]
-        best_trace = tuning.get("tyche", {}).get("best_trace") if tuning.get("tyche", {}).get("best_seconds", 0) > 0 else None
+        tyche_tuning = tuning.get("tyche", {})
+        best_trace = tyche_tuning.get("best_trace") if tyche_tuning.get("best_seconds", 0) > 0 else None
         tvm_libs = {k: t["library"] for k, t in tuning.items() if k != "tyche" and t.get("library")}
         for path in tvm_libs.values():
             if not os.path.exists(path):
@@ -393,11 +403,9 @@ def remeasure(a: argparse.Namespace) -> str:
     return stem
 
 
-def resume_results(a: argparse.Namespace, host: dict, names: list[str], path: str | None = None) -> tuple[dict, str]:
+def resume_results(a: argparse.Namespace, host: dict, names: list[str], path: str, flag: str) -> tuple[dict, str]:
     """A results file to add the missing workloads to (or to measure again): it must come from this
     CPU and the same settings."""
-    path = path or a.resume
-    flag = "--resume" if path == a.resume else "--remeasure"
     results = report.load(path)
     c, h = results["config"], results["host"]
     for key, value in (("trials", a.trials), ("tvm", a.tvm), ("scale_down", a.scale_down), ("threads", a.threads)):
@@ -407,7 +415,7 @@ def resume_results(a: argparse.Namespace, host: dict, names: list[str], path: st
         raise SuiteError(f"{flag}: {path} was measured on {h.get('cpu_name')} ({h.get('llvm_cpu')}), not on this "
                          f"{host['cpu_name']} ({host['llvm_cpu']})")
     c["workloads"] = list(dict.fromkeys(c.get("workloads", []) + names))
-    return results, path[:-5] if path.endswith(".json") else path
+    return results, stem_of(path)
 
 
 def write_report(results: dict, stem: str) -> None:
@@ -424,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.report:
             results = report.load(a.report)
-            write_report(results, a.report[:-5] if a.report.endswith(".json") else a.report)
+            write_report(results, stem_of(a.report))
         elif a.remeasure:
             remeasure(a)
         else:
