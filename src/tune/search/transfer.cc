@@ -13,16 +13,51 @@ namespace tyche::tune {
 
 namespace {
 
-// The same instructions in the same order, each with arguments of the same kinds (the handles
-// and literals may differ).
+// Where each handle of a trace is made: (instruction, output position); lists flattened in order.
+using DefinitionSites = std::unordered_map<int64_t, std::pair<size_t, size_t>>;
+
+DefinitionSites definition_sites(const schedule::Trace& t) {
+  DefinitionSites out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    size_t k = 0;
+    for (const schedule::Value& o : t.instructions()[i].outputs) {
+      if (o.kind == schedule::Value::Kind::kList)
+        for (const schedule::Value& e : o.list) out[e.i] = {i, k++};
+      else
+        out[o.i] = {i, k++};
+    }
+  }
+  return out;
+}
+
+// Same shape of argument: handles made at the same place, equal strings (block names,
+// annotation keys), lists alike element by element; numbers may differ (extents, limits).
+bool same_argument(const schedule::Value& x, const DefinitionSites& xs, const schedule::Value& y, const DefinitionSites& ys) {
+  if (x.kind != y.kind) return false;
+  if (x.is_rv()) {
+    auto a = xs.find(x.i), b = ys.find(y.i);
+    return a != xs.end() && b != ys.end() && a->second == b->second;
+  }
+  if (x.kind == schedule::Value::Kind::kString) return x.s == y.s;
+  if (x.kind != schedule::Value::Kind::kList) return true;
+  if (x.list.size() != y.list.size()) return false;
+  for (size_t k = 0; k < x.list.size(); ++k)
+    if (!same_argument(x.list[k], xs, y.list[k], ys)) return false;
+  return true;
+}
+
+// The same instructions in the same order, on the same handles: two spaces of one workload may
+// differ only in which loop an instruction takes (AddRFactor's spaces rfactor the outer or the
+// inner loop of one split), and a program must land on the space it was measured in.
 bool same_instructions(const schedule::Trace& a, const schedule::Trace& b) {
   if (a.size() != b.size()) return false;
+  const DefinitionSites as = definition_sites(a), bs = definition_sites(b);
   for (size_t i = 0; i < a.size(); ++i) {
     const schedule::Instruction& x = a.instructions()[i];
     const schedule::Instruction& y = b.instructions()[i];
     if (x.kind != y.kind || x.args.size() != y.args.size() || x.outputs.size() != y.outputs.size()) return false;
     for (size_t k = 0; k < x.args.size(); ++k)
-      if (x.args[k].kind != y.args[k].kind) return false;
+      if (!same_argument(x.args[k], as, y.args[k], bs)) return false;
   }
   return true;
 }

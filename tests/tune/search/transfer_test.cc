@@ -84,6 +84,29 @@ TEST(Transfer, AConvolutionsDecisionsCarryToAnotherShape) {
   for (const schedule::Trace& space : spaces_of(gmm)) EXPECT_FALSE(transfer_decisions(gmm, space, measured));
 }
 
+// Softmax's spaces differ in which loop of a split each reduction is rfactored on, with the same
+// instruction kinds: a program lands on the space it was measured in, and on no other.
+TEST(Transfer, AProgramLandsOnTheSpaceItWasMeasuredInNotOneWithTheSameKindsOnOtherLoops) {
+  TuneContext from{workloads::make_workload("SFM", {64, 128}).func, two_cores()};
+  TuneContext to{workloads::make_workload("SFM", {128, 256}).func, two_cores()};
+  auto postprocs = default_postprocs(from);
+  std::vector<schedule::Trace> from_spaces = spaces_of(from), to_spaces = spaces_of(to);
+  ASSERT_EQ(from_spaces.size(), to_spaces.size());
+  int alike_kinds = 0;
+  for (size_t i = 0; i < from_spaces.size(); ++i) {
+    schedule::Trace measured;
+    auto c = make_candidate(from, from_spaces[i], {.fresh_decisions = true}, postprocs, 7, &measured);
+    ASSERT_TRUE(std::holds_alternative<schedule::Schedule>(c));
+    std::vector<size_t> landed;
+    for (size_t j = 0; j < to_spaces.size(); ++j) {
+      if (j != i && to_spaces[j].size() == from_spaces[i].size()) ++alike_kinds;
+      if (transfer_decisions(to, to_spaces[j], measured)) landed.push_back(j);
+    }
+    EXPECT_THAT(landed, testing::ElementsAre(i)) << measured.to_text();
+  }
+  EXPECT_GT(alike_kinds, 0);  // the case this guards: other spaces of the same length
+}
+
 TEST(Transfer, TheEvolutionarySearchLeadsItsFirstBatchWithTheWarmStart) {
   TuneContext from{workloads::make_workload("GMM", {1, 48, 64, 32}).func, two_cores()};
   workloads::Workload w = workloads::make_workload("GMM", {1, 96, 64, 32});
