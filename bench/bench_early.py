@@ -3,6 +3,7 @@ by the end, with and without what starts it warm.
 
     PYTHONPATH=build/python python3 bench/bench_early.py --trials 1000 --threads 2 \\
         --json bench/results/early-CPU-DATE.json [--workloads C2D-3,TBG-3] [--variants cold,pretrained,default,warm] [--seeds 0,1,2]
+        [--reference bench/results/SUITE.json [--retime]]
 
 Variants, each tuning the workload in a database of its own:
   cold        the cost model untrained (model="none"), no warm start: the first rounds are
@@ -17,7 +18,12 @@ Variants, each tuning the workload in a database of its own:
 For each: the fastest time measured by 64 / 128 / 256 / 512 / all trials (as measured while
 tuning, the search's own figures), the share of the variant's own final best reached at 128
 trials, against the cold variant's final best and, with --reference, against the best of a
-suite run's 1000-trial tune (then --trials 128 is enough). Timing is the tuner's (one machine);
+suite run's 1000-trial tune (then --trials 128 is enough). With --retime, the tune's best program
+(after its leaders are confirmed) and the reference's best program are also timed against each
+other, interleaved in one process with the order rotated (the suite's measure.py), the ratio with
+a bootstrap 95 % interval: the fastest time seen while tuning is the minimum of many noisy timings,
+so for a kernel of a few microseconds (DEP-3) a tune of more trials looks faster by luck alone.
+Timing is the tuner's (one machine);
 a tune takes minutes per workload and variant: run it on an otherwise idle machine.
 """
 
@@ -75,8 +81,30 @@ def tune_variant(tyche, name: str, variant: str, a, work: str) -> dict:
     wall = time.monotonic() - t0
     final = best_by(r.history, 1 << 30)
     row = {"workload": name, "variant": variant, "seed": a.seed, "flop": w.flop, "wall_s": wall, "model": r.model, "final_seconds": final,
-           "by": {str(t): best_by(r.history, t) for t in CHECKPOINTS}, "history": r.history}
+           "by": {str(t): best_by(r.history, t) for t in CHECKPOINTS}, "history": r.history,
+           "best_seconds": r.best_seconds, "best_trace": str(r.best_trace) if r.best_trace else None}
     return row
+
+
+def retime(tyche, name: str, early_trace: str, reference_trace: str, rounds: int, window_s: float) -> dict:
+    """The early best against the reference best, interleaved in this process: median seconds of
+    each, and the ratio reference / early with its bootstrap 95 % interval."""
+    from suitelib.implementations import aligned_copies, tyche_kernel
+    from suitelib.measure import Timed, bootstrap_ratio, measure_interleaved
+
+    w = tyche.workload(name)
+    inputs = aligned_copies(w.inputs())
+    timed = []
+    for label, text in (("early", early_trace), ("reference", reference_trace)):
+        sch = tyche.Schedule(w.func)
+        tyche.Trace.parse(text).apply_to(sch)
+        impl = tyche_kernel(label, tyche.build(sch), inputs, w.func)
+        timed.append(Timed(label, impl.window))
+    measure_interleaved(timed, rounds, window_s, settle_s=0.01)
+    early, ref = timed
+    lo, hi = bootstrap_ratio(ref.seconds, early.seconds)
+    return {"early_seconds": early.median, "reference_seconds": ref.median, "ratio": ref.median / early.median,
+            "interval": [lo, hi], "rounds": len(early.seconds)}
 
 
 def gflops(flop: float, seconds: float | None) -> str:
@@ -95,6 +123,11 @@ def main() -> int:
     p.add_argument("--reference", metavar="SUITE_JSON",
                    help="a suite results file: each workload's Tyche best of its (1000-trial) tune is the target's "
                         "reference, so the variants can run --trials 128 only")
+    p.add_argument("--retime", action="store_true",
+                   help="with --reference: time each tune's best against the reference's best program, interleaved "
+                        "in one process (the ratio and its bootstrap interval)")
+    p.add_argument("--retime-rounds", type=int, default=21)
+    p.add_argument("--retime-window", type=float, default=0.1, help="seconds per timing window")
     p.add_argument("--json", help="write the rows here")
     a = p.parse_args()
     import tyche
@@ -103,15 +136,20 @@ def main() -> int:
     work = a.work or tempfile.mkdtemp(prefix="tyche_early_")
     rows = []
     print(f"{cpu_name()}, {a.threads} threads, {a.trials} trials; databases in {work}", file=sys.stderr)
-    reference = {}
+    if a.retime and not a.reference:
+        raise SystemExit("bench_early: --retime needs --reference (the suite results whose best programs it times against)")
+    reference, reference_trace = {}, {}
     if a.reference:
         with open(a.reference) as f:
             for e in json.load(f)["workloads"]:
                 t = e.get("tuning", {}).get("tyche", {})
                 if t.get("measured_best_seconds"):
                     reference[e["name"]] = t["measured_best_seconds"]
+                if t.get("best_trace"):
+                    reference_trace[e["name"]] = t["best_trace"]
     head = ("| workload | variant | seed | " + " | ".join(f"by {t}" for t in CHECKPOINTS) +
-            " | final | at 128 / own final | at 128 / cold final |" + (" at 128 / reference |" if a.reference else ""))
+            " | final | at 128 / own final | at 128 / cold final |" + (" at 128 / reference |" if a.reference else "") +
+            (" retimed: reference / best [95 %] |" if a.retime else ""))
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     seeds = [int(x) for x in a.seeds.split(",") if x.strip()]
     for name in names:
@@ -129,6 +167,13 @@ def main() -> int:
                 ref = reference.get(name)
                 row["reference_seconds"] = ref
                 vs_ref = (f" {ref / at128:.2f} |" if at128 and ref else " — |") if a.reference else ""
+                if a.retime:
+                    if row.get("best_trace") and name in reference_trace:
+                        row["retimed"] = retime(tyche, name, row["best_trace"], reference_trace[name], a.retime_rounds, a.retime_window)
+                        x = row["retimed"]
+                        vs_ref += f" {x['ratio']:.2f} [{x['interval'][0]:.2f}, {x['interval'][1]:.2f}] |"
+                    else:
+                        vs_ref += " — |"
                 lines.append(f"| {name} | {variant} | {seed} | " +
                              " | ".join(gflops(row["flop"], row["by"][str(t)]) for t in CHECKPOINTS) +
                              f" | {gflops(row['flop'], row['final_seconds'])} | {own} | {vs_cold} |{vs_ref}")
