@@ -23,8 +23,8 @@ suite run's 1000-trial tune (then --trials 128 is enough). With --retime, the tu
 other, interleaved in one process with the order rotated (the suite's measure.py), the ratio with
 a bootstrap 95 % interval: the fastest time seen while tuning is the minimum of many noisy timings,
 so for a kernel of a few microseconds (DEP-3) a tune of more trials looks faster by luck alone.
-Timing is the tuner's (one machine);
-a tune takes minutes per workload and variant: run it on an otherwise idle machine.
+The by-N figures are the tuner's timing (one machine); a tune takes minutes per workload and
+variant: run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
