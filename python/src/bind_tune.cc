@@ -111,35 +111,6 @@ ScheduleRulePtr builtin_rule(const std::string& name, const nb::dict& o) {
   throw InputError(fmt::format("unknown schedule rule '{}'", name));
 }
 
-// A Python exception raised in a callback that native code called (a rule, a space function, the
-// progress callback). The callback keeps it here, with the GIL, and throws CallbackRaised through
-// the native code in its place; the binding that called into native code raises it again once it
-// holds the GIL, so Python sees the original exception (a ScheduleError, a KeyboardInterrupt...).
-struct PendingError {
-  std::optional<nb::python_error> error;
-
-  // Raises the kept exception, if any (GIL held).
-  void raise_if_any() {
-    if (!error) return;
-    nb::python_error e = std::move(*error);
-    error.reset();
-    throw e;
-  }
-};
-struct CallbackRaised {};  // not a tyche::Error, so no native handler takes it for its own
-
-// Keeps what a Python callback raised, with a note saying where it was called from, and throws
-// CallbackRaised (GIL held).
-[[noreturn]] void keep_and_unwind(PendingError& pending, nb::python_error& e, const std::string& where) {
-  try {
-    e.value().attr("add_note")(nb::str(where.c_str()));
-  } catch (const nb::python_error&) {
-    // an exception object that takes no notes keeps its own message
-  }
-  pending.error.emplace(std::move(e));
-  throw CallbackRaised{};
-}
-
 // A rule written in Python: `apply` is the package's adapter, (native schedule, block) -> list of
 // native schedules, which the rule hands back to the tuner.
 ScheduleRulePtr python_rule(std::string name, nb::callable apply, std::shared_ptr<PendingError> pending) {
@@ -245,7 +216,8 @@ nb::dict task_result(const tune::TaskResult& t) {
   return d;
 }
 
-nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options, nb::handle progress) {
+nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options, nb::handle progress, nb::handle strategy,
+                  nb::handle cost_model, nb::handle make_task) {
   auto pending = std::make_shared<PendingError>();
   tune::TuneTask task;
   task.workload = as_workload(program);
@@ -261,6 +233,7 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
                                     {"repeat", set(o.runner.time.repeat)}, {"min_repeat_ms", set(o.runner.time.min_repeat_ms)}});
   if (o.db_dir.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
   tune::Target target = tune::Target::parse(target_text);
+  std::shared_ptr<void> python_search = use_python_search(o, strategy, cost_model, make_task, pending);
   std::atomic<bool> stop{false};
   o.stop = &stop;
   // At the end of each round: a signal (Ctrl-C) or an exception of the progress callback stops
@@ -282,8 +255,9 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
     nb::gil_scoped_release release;
     r = tune::tune({task}, target, o, on_progress);
   } catch (const CallbackRaised&) {
-    // a rule or the space function raised: below
+    // a rule, the space function, a Python strategy or cost model raised: below
   }
+  python_search.reset();
   pending->raise_if_any();
   nb::dict d;
   d["task"] = task_result(r.tasks.at(0));
@@ -335,7 +309,8 @@ void bind_tune(nb::module_& m) {
     for (schedule::Schedule& s : spaces) out.emplace_back(std::move(s));
     return out;
   }, nb::arg("program"), nb::arg("space").none(), nb::arg("target") = "llvm", nb::arg("seed") = 0);
-  m.def("tune", &run_tune, nb::arg("program"), nb::arg("space").none(), nb::arg("options"), nb::arg("progress").none());
+  m.def("tune", &run_tune, nb::arg("program"), nb::arg("space").none(), nb::arg("options"), nb::arg("progress").none(),
+        nb::arg("strategy").none() = nb::none(), nb::arg("cost_model").none() = nb::none(), nb::arg("make_task").none() = nb::none());
 }
 
 }  // namespace tyche::python

@@ -67,5 +67,6 @@ NB_MODULE(_tyche, m) {
   bind_schedule(m);
   bind_kernel(m);
   bind_tune(m);
+  bind_search(m);
   bind_onnx(m);
 }

@@ -12,13 +12,15 @@ from ._tyche import (BlockRV, ExprRV, InputError, LoopRV, PrimFunc, ScheduleErro
                      num_threads, op_names, preset_names, set_num_threads)
 from .kernel import Kernel, TimeResult, build, empty, export, interpret, zeros
 from .schedule import Schedule, Trace
+from .strategy import CostModel, Result, SearchStrategy, Task, features
 from .tune import TuneResult, tune
 from . import rules, te
 from . import onnx
 
 __all__ = [
-    "BlockRV", "ExprRV", "InputError", "Kernel", "LoopRV", "PrimFunc", "Schedule", "ScheduleError", "TimeResult", "Trace",
-    "TuneResult", "TycheError", "Workload", "build", "cpu", "empty", "export", "formula", "interpret", "num_threads", "op_names", "preset_names",
+    "BlockRV", "CostModel", "ExprRV", "InputError", "Kernel", "LoopRV", "PrimFunc", "Result", "Schedule", "ScheduleError", "SearchStrategy",
+    "Task", "TimeResult", "Trace", "TuneResult", "TycheError", "Workload", "build", "cpu", "empty", "export", "features", "formula",
+    "interpret", "num_threads", "op_names", "preset_names",
     "rules", "set_num_threads", "te", "tune", "workload", "zeros",
 ]
 

@@ -72,6 +72,25 @@ class Trace:
         """The same trace with instruction ``index``'s decision replaced."""
         return Trace(self._native.with_decision(index, decision))
 
+    def with_decisions(self, values: "list[Any] | dict[int, Any]") -> "Trace":
+        """The same trace with every decision replaced: ``values`` is a list in the order of
+        ``decisions`` (the sampling instructions'), or a dict by instruction index."""
+        current = self.decisions
+        if isinstance(values, dict):
+            unknown = sorted(set(values) - set(current))
+            if unknown:
+                raise _tyche.InputError(f"with_decisions: instruction {unknown[0]} makes no decision")
+            items = list(values.items())
+        else:
+            values = list(values)
+            if len(values) != len(current):
+                raise _tyche.InputError(f"with_decisions: {len(values)} values for {len(current)} decisions")
+            items = list(zip(current, values))
+        native = self._native
+        for index, value in items:
+            native = native.with_decision(index, value)
+        return Trace(native)
+
     def apply_to(self, sch: "Schedule", fresh_decisions: bool = False, decisions: dict[int, Any] | None = None) -> dict:
         """Replays onto ``sch``: the recorded decisions, fresh ones, or ``decisions`` by index.
 

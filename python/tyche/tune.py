@@ -11,6 +11,7 @@ from typing import Any, Callable
 from . import _tyche
 from .rules import native_space
 from .schedule import Schedule, Trace
+from .strategy import CostModel, SearchStrategy, Task, _CostModelAdapter, _StrategyAdapter
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tyche-worker")
 
@@ -59,7 +60,7 @@ def _print_progress(trials: int, budget: int, task: str, best_seconds: float, el
 
 
 def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None, target: str = "llvm",
-         strategy: str = "evolutionary", cost_model: str = "xgb", seed: int = 0, batch: int | None = None,
+         strategy: "str | SearchStrategy" = "evolutionary", cost_model: "str | CostModel" = "xgb", seed: int = 0, batch: int | None = None,
          progress: bool | Callable = True, **options: Any) -> TuneResult:
     """Tunes ``program`` (a Workload, a PrimFunc or a Schedule's program) for ``trials`` measured
     candidates, keeping every record in the database directory ``db`` (a rerun resumes from it).
@@ -74,14 +75,24 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     one pre-trained on bench/data, "none" an untrained one), warm_start (default True: a program the
     database has few records of starts from the best of similar workloads' records).
     A program without a reference (TE, a PrimFunc) is checked against the interpreter.
+    ``strategy`` and ``cost_model`` are native names ("evolutionary", "replay-trace",
+    "local-search"; "xgb", "random") or objects written in Python (tyche.SearchStrategy,
+    tyche.CostModel: tyche/strategy.py); an exception raised in one stops the tune and is raised
+    here, the records measured before it kept.
     """
     native_program = program._native if hasattr(program, "_native") else program
-    opts = dict(trials=trials, db=str(db), strategy=strategy, cost_model=cost_model, seed=seed, target=target, **options)
+    strategy_adapter = None if isinstance(strategy, str) else _StrategyAdapter(strategy)
+    model_adapter = None if isinstance(cost_model, str) else _CostModelAdapter(cost_model)
+    opts = dict(trials=trials, db=str(db), seed=seed, target=target, **options)
+    if strategy_adapter is None:
+        opts["strategy"] = strategy
+    if model_adapter is None:
+        opts["cost_model"] = cost_model
     opts.setdefault("worker", os.environ.get("TYCHE_WORKER", _WORKER))
     if batch is not None:
         opts["batch"] = batch
     callback = _print_progress if progress is True else (progress or None)
-    r = _tyche.tune(native_program, native_space(space), opts, callback)
+    r = _tyche.tune(native_program, native_space(space), opts, callback, strategy_adapter, model_adapter, Task)
     t = r["task"]
     func = program.func if isinstance(program, (_tyche.Workload, Schedule)) else program
     return TuneResult(name=t["name"], program=func, best_seconds=t["best_seconds"],

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/function.h"
+#include "schedule/trace.h"
 #include "tune/feature/per_store_feature.h"
 
 namespace tyche::tune {
@@ -27,6 +28,9 @@ struct ModelCandidate {
   // When set, the program's lowering and features, computed once and shared (a tuning candidate
   // is scored, then learned from, then built); else features are extracted from `program`.
   LoweredProgramPtr lowered = nullptr;
+  // When set, the design-space trace (with its decisions) the program was replayed from: what a
+  // model written in Python is given (python/tyche/strategy.py) instead of the program.
+  std::shared_ptr<const schedule::Trace> trace = nullptr;
 };
 
 // The same, as features.

@@ -31,7 +31,7 @@ std::optional<Trial> SearchTask::sample(RandomEngine& rng) const {
 }
 
 ModelCandidate SearchTask::model_candidate(const Trial& trial) const {
-  return ModelCandidate{workload, trial.program(), context.target.is_gpu(), trial.lowered};
+  return ModelCandidate{workload, trial.program(), context.target.is_gpu(), trial.lowered, std::make_shared<const schedule::Trace>(trial.trace)};
 }
 
 }  // namespace tyche::tune

@@ -34,6 +34,7 @@ void set_up_search(TaskState& st, const Target& target, const TuneOptions& optio
   s.refusals = &st.refusals;
   s.workload = ir::structural_hash(w.func);
   s.threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (options.on_search_task) options.on_search_task(s);
 }
 
 // What the database already measured of the task: no program is measured again, the programs

@@ -41,6 +41,11 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& o, TuneResult& out) {
   XGBoostOptions xo;
   xo.threads = o.threads;
   xo.seed = static_cast<uint64_t>(o.seed);
+  if (o.make_cost_model) {
+    std::unique_ptr<CostModel> m = o.make_cost_model();
+    out.model = m->name();
+    return m;
+  }
   if (o.cost_model == "random") {
     if (!o.model_path.empty() && o.model_path != "none") throw Error("--model needs the xgb cost model");
     out.model = "random";

@@ -43,6 +43,11 @@ struct TuneOptions {
   std::function<std::unique_ptr<SearchStrategy>()> make_strategy;
   EvolutionaryOptions evolutionary;         // population, generations, acceptance, ...
   std::string cost_model = "xgb";           // or "random"
+  // A cost model of one's own, instead of the named one (one for all tasks; model_path unused).
+  std::function<std::unique_ptr<CostModel>()> make_cost_model;
+  // Called once per task when its search is set up, before the model or the strategy sees it:
+  // how the Python package hands strategies and models written in Python their task.
+  std::function<void(SearchTask&)> on_search_task;
   // The model to start from (xgb): a saved model's path; "" the pre-trained one
   // (default_cost_model_path(), trained on bench/data at build time) where it exists; "none" an
   // untrained model.
