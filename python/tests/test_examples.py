@@ -22,3 +22,11 @@ def test_example_runs(script, args):
                        env=dict(os.environ))
     assert r.returncode == 0, r.stderr + r.stdout
     assert "correct against numpy" in r.stdout or "ratio" in r.stdout
+
+
+@pytest.mark.parametrize("script", ["strategies/bayesian.py", "strategies/reinforce.py", "cost_models/forest.py"])
+def test_python_strategy_and_model_examples_tune(script):
+    r = subprocess.run([sys.executable, str(SOURCE_DIR / "examples" / script), "--workload", "GMM-1", "--scale-down",
+                        "--trials", "16", "--batch", "8", "--quick"], capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "after 16 trials (0 failed)" in r.stdout, r.stdout
