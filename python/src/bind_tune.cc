@@ -217,7 +217,7 @@ nb::dict task_result(const tune::TaskResult& t) {
 }
 
 nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options, nb::handle progress, nb::handle strategy,
-                  nb::handle cost_model, nb::handle make_task) {
+                  nb::handle cost_model, nb::handle make_task, nb::handle remote) {
   auto pending = std::make_shared<PendingError>();
   tune::TuneTask task;
   task.workload = as_workload(program);
@@ -234,6 +234,7 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
   if (o.db_dir.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
   tune::Target target = tune::Target::parse(target_text);
   std::shared_ptr<void> python_search = use_python_search(o, strategy, cost_model, make_task, pending);
+  o.remote_measure = remote_measure_from(remote, pending);
   std::atomic<bool> stop{false};
   o.stop = &stop;
   // At the end of each round: a signal (Ctrl-C) or an exception of the progress callback stops
@@ -310,7 +311,8 @@ void bind_tune(nb::module_& m) {
     return out;
   }, nb::arg("program"), nb::arg("space").none(), nb::arg("target") = "llvm", nb::arg("seed") = 0);
   m.def("tune", &run_tune, nb::arg("program"), nb::arg("space").none(), nb::arg("options"), nb::arg("progress").none(),
-        nb::arg("strategy").none() = nb::none(), nb::arg("cost_model").none() = nb::none(), nb::arg("make_task").none() = nb::none());
+        nb::arg("strategy").none() = nb::none(), nb::arg("cost_model").none() = nb::none(), nb::arg("make_task").none() = nb::none(),
+        nb::arg("remote").none() = nb::none());
 }
 
 }  // namespace tyche::python

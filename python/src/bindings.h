@@ -11,6 +11,8 @@
 #include "ir/function.h"
 #include "schedule/schedule.h"
 
+#include "tune/measure/measure_batch.h"
+
 namespace tyche::tune {
 struct TuneOptions;
 }
@@ -25,6 +27,7 @@ void bind_schedule(nb::module_& m);  // Schedule, handles, traces
 void bind_kernel(nb::module_& m);    // build, call, time, source
 void bind_tune(nb::module_& m);      // rules, spaces, tune
 void bind_search(nb::module_& m);    // search strategies and cost models written in Python
+void bind_remote(nb::module_& m);    // measuring on other machines (a Ray cluster)
 
 // A Schedule as Python holds it. The tuner may take the schedule back (a space function's, a
 // rule's result): the holder is then empty and says so when used.
@@ -78,6 +81,10 @@ struct CallbackRaised {};  // not a tyche::Error, so no native handler takes it 
 // tasks' lives for Python (bind_search.cc).
 std::shared_ptr<void> use_python_search(tune::TuneOptions& o, nb::handle strategy, nb::handle cost_model, nb::handle make_task,
                                         const std::shared_ptr<PendingError>& pending);
+
+// Measures a tune's batches by calling `remote` (python/tyche/ray.py) with the task's workload
+// record, the traces and the batch options; None: measured here (bind_remote.cc).
+tune::RemoteMeasure remote_measure_from(nb::handle remote, const std::shared_ptr<PendingError>& pending);
 
 // The name of a Python value's type, for messages.
 inline std::string python_type_name(nb::handle v) { return nb::cast<std::string>(nb::str(v.type().attr("__name__"))); }

@@ -68,5 +68,6 @@ NB_MODULE(_tyche, m) {
   bind_kernel(m);
   bind_tune(m);
   bind_search(m);
+  bind_remote(m);
   bind_onnx(m);
 }

@@ -61,7 +61,7 @@ def _print_progress(trials: int, budget: int, task: str, best_seconds: float, el
 
 def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None, target: str = "llvm",
          strategy: "str | SearchStrategy" = "evolutionary", cost_model: "str | CostModel" = "xgb", seed: int = 0, batch: int | None = None,
-         progress: bool | Callable = True, **options: Any) -> TuneResult:
+         progress: bool | Callable = True, runner: Any = None, **options: Any) -> TuneResult:
     """Tunes ``program`` (a Workload, a PrimFunc or a Schedule's program) for ``trials`` measured
     candidates, keeping every record in the database directory ``db`` (a rerun resumes from it).
 
@@ -78,7 +78,8 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     ``strategy`` and ``cost_model`` are native names ("evolutionary", "replay-trace",
     "local-search"; "xgb", "random") or objects written in Python (tyche.SearchStrategy,
     tyche.CostModel: tyche/strategy.py); an exception raised in one stops the tune and is raised
-    here, the records measured before it kept.
+    here, the records measured before it kept. ``runner`` None measures here; a
+    ``tyche.ray.RayRunner`` measures every batch on a Ray cluster's nodes (tyche/ray.py).
     """
     native_program = program._native if hasattr(program, "_native") else program
     strategy_adapter = None if isinstance(strategy, str) else _StrategyAdapter(strategy)
@@ -92,7 +93,13 @@ def tune(program: Any, trials: int = 64, db: str = "tyche_db", space: Any = None
     if batch is not None:
         opts["batch"] = batch
     callback = _print_progress if progress is True else (progress or None)
-    r = _tyche.tune(native_program, native_space(space), opts, callback, strategy_adapter, model_adapter, Task)
+    remote = None
+    if runner is not None:
+        if not hasattr(runner, "remote"):
+            raise TypeError(f"runner: expected None or a tyche.ray.RayRunner, got {type(runner).__name__}")
+        runner.start(target)
+        remote = runner.remote(program, opts)
+    r = _tyche.tune(native_program, native_space(space), opts, callback, strategy_adapter, model_adapter, Task, remote)
     t = r["task"]
     func = program.func if isinstance(program, (_tyche.Workload, Schedule)) else program
     return TuneResult(name=t["name"], program=func, best_seconds=t["best_seconds"],

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "support/error.h"
 #include "support/median.h"
@@ -62,7 +63,36 @@ void Measurer::run_built(Trial& trial, const BuildResult& built, const MeasureTa
   else trial.seconds.clear();
 }
 
+BatchTimes Measurer::measure_remotely(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save, const BatchOptions& o) {
+  BatchTimes times;
+  auto t0 = Clock::now();
+  std::vector<std::string> traces;
+  for (const Trial& t : trials) traces.push_back(t.trace.to_json());
+  std::vector<TuningRecord> records = remote_(task, traces, o);
+  times.run = since(t0);
+  if (records.size() != trials.size())
+    throw Error(fmt::format("remote measurement returned {} records for {} programs", records.size(), trials.size()));
+  for (size_t k = 0; k < trials.size(); ++k) {
+    Trial& t = trials[k];
+    const TuningRecord& r = records[k];
+    if (r.workload.hash != task.workload.hash || (r.program != 0 && r.program != t.program_hash))
+      throw Error(fmt::format("remote measurement returned a record of another program for program {}", k));
+    if (target_key(r.target) != target_key(task.target))
+      throw Error(fmt::format("remote measurement ran on another target ({}; the task's: {})", target_key(r.target), target_key(task.target)));
+    t.measured = true;
+    t.error = r.error;
+    t.seconds = r.error.empty() ? r.seconds : std::vector<double>{};
+    if (t.error.empty() && t.seconds.empty()) t.error = "run: no timing came back";
+    t.ranked_seconds = t.ok() ? t.typical_seconds() : std::numeric_limits<double>::quiet_NaN();
+  }
+  t0 = Clock::now();
+  if (save && !records.empty()) save(records);
+  times.save = since(t0);
+  return times;
+}
+
 BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save, const BatchOptions& o) {
+  if (remote_) return measure_remotely(trials, task, save, o);
   BatchTimes times;
   auto t0 = Clock::now();
   std::vector<BuildInput> inputs;
@@ -103,6 +133,7 @@ BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask
 }
 
 std::optional<KeptProgram> Measurer::keep(const Trial& trial) {
+  if (remote_) return std::nullopt;
   BuildResult b = builder_->build(std::vector<BuildInput>{{trial.program(), trial.lowered}})[0];
   if (!b.ok()) return std::nullopt;
   return KeptProgram{trial, std::move(b)};

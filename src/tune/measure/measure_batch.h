@@ -47,6 +47,12 @@ struct BatchOptions {
 
 using RecordSink = std::function<void(const std::vector<TuningRecord>&)>;
 
+// Measures a batch elsewhere (the nodes of a cluster: python/tyche/ray.py): given the trials'
+// design-space traces (Trace::to_json) and the batch options, returns one record per trace, in
+// order, as the node that measured it wrote it. Throws tyche::Error when it cannot.
+using RemoteMeasure = std::function<std::vector<TuningRecord>(const MeasureTask& task, const std::vector<std::string>& trace_jsons,
+                                                              const BatchOptions& options)>;
+
 // Where a batch's time went, in seconds.
 struct BatchTimes {
   double build = 0, run = 0, save = 0;
@@ -79,13 +85,19 @@ class Measurer {
   std::optional<KeptProgram> keep(const Trial& trial);
   double time(KeptProgram& kept, const MeasureTask& task);
 
+  // From now on batches are measured by `remote` (null: here again); keep() then keeps nothing,
+  // as the programs run elsewhere.
+  void set_remote(RemoteMeasure remote) { remote_ = std::move(remote); }
+
  private:
   // Runs one built trial once and adds its repeats (or its error) to it.
   void run_built(Trial& trial, const BuildResult& built, const MeasureTask& task, const BatchOptions& options);
+  BatchTimes measure_remotely(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save, const BatchOptions& options);
 
   std::string object_dir_;
   std::unique_ptr<Builder> builder_;
   std::unique_ptr<Runner> runner_;
+  RemoteMeasure remote_;
 };
 
 }  // namespace tyche::tune

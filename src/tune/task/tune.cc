@@ -282,6 +282,7 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const 
   Database db(options.db_dir);
   std::vector<std::unique_ptr<TaskState>> states = start_tasks(tasks, target, options, *model, db, out);
   Measurer measurer(target, options.runner);
+  if (options.remote_measure) measurer.set_remote(options.remote_measure);
   std::vector<TaskProgress> task_progress(states.size());
   for (size_t i = 0; i < states.size(); ++i) task_progress[i].weight = states[i]->task.weight;
   const int round = round_size(options.batch, options.trials, static_cast<int>(states.size()));

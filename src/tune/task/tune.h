@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/measure/measure_batch.h"
 #include "tune/measure/runner.h"
 #include "tune/search/search_strategy.h"
 #include "tune/space/space_generator.h"
@@ -63,6 +64,9 @@ struct TuneOptions {
   int64_t seed = 0;
   int threads = 0;                          // for search, features and the model; 0: all
   RunnerOptions runner;                     // worker path, timeout, timing
+  // Set: every batch (the leaders' confirmation too) is measured by it, on other machines, instead
+  // of here (measure_batch.h); drift correction is then off (it times a program kept here).
+  RemoteMeasure remote_measure;
   // A candidate whose checking run and the run after it are this many times slower than the
   // task's best is timed by that second run alone (0: every candidate gets all its repeats).
   double single_run_slowdown = 4;
