@@ -89,11 +89,21 @@ class RayRunner:
             except Exception as e:  # ConnectionError, TimeoutError, ValueError: all "cannot reach"
                 raise _tyche.TycheError(f"cannot reach the Ray cluster at {self.address or 'auto'}: {str(e).splitlines()[0]}") from None
         actor_class = ray.remote(num_cpus=self.num_cpus_per_worker, max_restarts=0)(_NodeMeasurer)
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
-        self.actors = [actor_class.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
-                       for n in nodes for _ in range(self.workers_per_node)]
+        # As many actors as a node has CPUs for (at most workers_per_node): one that cannot be
+        # placed would wait forever.
+        self.actors = []
+        for n in ray.nodes():
+            fits = int(n.get("Resources", {}).get("CPU", 0) // self.num_cpus_per_worker) if self.num_cpus_per_worker > 0 else self.workers_per_node
+            if n.get("Alive"):
+                self.actors += [actor_class.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
+                                for _ in range(min(self.workers_per_node, fits))]
+        if not self.actors:
+            raise _tyche.TycheError(f"RayRunner: no node of the cluster has {self.num_cpus_per_worker} CPU free for a measuring actor")
         want = _tyche.target_key(target)
-        described = ray.get([a.describe.remote(target) for a in self.actors])
+        try:
+            described = ray.get([a.describe.remote(target) for a in self.actors], timeout=300)
+        except ray.exceptions.GetTimeoutError:
+            raise _tyche.TycheError("RayRunner: the nodes' actors did not start within 5 minutes (is tyche installed on every node?)") from None
         wrong = sorted({host for host, key in described if key != want})
         if wrong:
             raise _tyche.TycheError(f"RayRunner: node(s) {', '.join(wrong)} are not the machine the target describes "
