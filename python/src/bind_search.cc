@@ -15,6 +15,7 @@
 #include <cmath>
 #include <map>
 #include <unordered_set>
+#include <utility>
 
 #include "bindings.h"
 #include "support/error.h"
@@ -60,6 +61,20 @@ PyRef py_ref(nb::handle h) {
     nb::gil_scoped_acquire gil;
     delete o;
   });
+}
+
+// Runs f, which calls `name`.`method` in Python, with the GIL: a Python exception is kept and
+// unwinds the tune; a result of the wrong type is an InputError saying what `returns` should be.
+template <typename F>
+void call_python(PendingError& pending, const std::string& name, const char* method, const char* returns, F&& f) {
+  nb::gil_scoped_acquire gil;
+  try {
+    f();
+  } catch (nb::python_error& e) {
+    keep_and_unwind(pending, e, fmt::format("raised in {}.{}", name, method));
+  } catch (const nb::cast_error&) {
+    throw InputError(fmt::format("{}.{} must return {}", name, method, returns));
+  }
 }
 
 std::string class_name(const PyRef& adapter) { return nb::cast<std::string>(adapter->attr("name")); }
@@ -124,14 +139,7 @@ class PythonStrategy : public tune::SearchStrategy {
  private:
   template <typename F>
   void call(const char* method, F&& f) {
-    nb::gil_scoped_acquire gil;
-    try {
-      f();
-    } catch (nb::python_error& e) {
-      keep_and_unwind(*pending_, e, fmt::format("raised in {}.{}", name_, method));
-    } catch (const nb::cast_error&) {
-      throw InputError(fmt::format("{}.{} must return a list of tyche.Trace", name_, method));
-    }
+    call_python(*pending_, name_, method, "a list of tyche.Trace", std::forward<F>(f));
   }
 
   PyRef adapter_;
@@ -203,14 +211,7 @@ class PythonCostModel : public tune::CostModel {
 
   template <typename F>
   void call(const char* method, F&& f) {
-    nb::gil_scoped_acquire gil;
-    try {
-      f();
-    } catch (nb::python_error& e) {
-      keep_and_unwind(*pending_, e, fmt::format("raised in {}.{}", name_, method));
-    } catch (const nb::cast_error&) {
-      throw InputError(fmt::format("{}.{} must return a list of numbers", name_, method));
-    }
+    call_python(*pending_, name_, method, "a list of numbers", std::forward<F>(f));
   }
 
   PyRef adapter_;
