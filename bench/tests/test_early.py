@@ -21,13 +21,15 @@ def parallel_trace() -> str:
 
 def test_retime_times_both_programs_interleaved_and_bounds_the_ratio():
     trace = parallel_trace()
-    r = bench_early.retime(tyche, DEP, trace, trace, rounds=5, window_s=0.01)
-    assert r["rounds"] == 5
+    r = bench_early.retime(tyche, DEP, trace, trace, rounds=7, window_s=0.01)
+    assert r["rounds"] == 7
     assert r["early_seconds"] > 0 and r["reference_seconds"] > 0
     assert r["ratio"] == pytest.approx(r["reference_seconds"] / r["early_seconds"])
     lo, hi = r["interval"]
-    assert 0.5 < lo <= hi < 2.0
-    assert 0.5 < r["ratio"] < 2.0  # the same program on both sides
+    assert 0 < lo <= hi
+    # The same program on both sides. Loose bounds: ctest runs another test beside this one,
+    # and a shared VM's slow periods have put a 5-round interval's low end at 0.46.
+    assert 0.25 < lo and hi < 4.0 and 0.25 < r["ratio"] < 4.0
 
 
 def test_retime_needs_a_reference():
