@@ -29,6 +29,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/tasks.h"
+#include "ir/structural.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "target/target.h"
@@ -90,6 +91,17 @@ Model load_released(const ModelSource& src, const Shapes& shapes) {
 
 // Databases key records by target: the CLI's (the host), so its databases and ours are one.
 target::Target model_target() { return target::Target::host(); }
+
+// The tasks of the models a node has been sent, by (bytes, shapes): a tune sends its model with
+// every batch, and importing a network takes seconds.
+struct ImportedModels {
+  std::mutex mu;
+  std::map<std::pair<std::string, Shapes>, std::vector<tune::TuneTask>> tasks;
+};
+ImportedModels& imported_models() {
+  static ImportedModels models;
+  return models;
+}
 
 nb::list task_list(const graph::TaskTable& table) {
   nb::list out;
@@ -210,7 +222,7 @@ CompiledModel compile_model(const ModelSource& src, const std::string& db, int t
 }
 
 nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, int threads, const Shapes& shapes, int64_t seed,
-                    const std::string& timing, const std::string& worker, nb::handle progress) {
+                    const std::string& timing, const std::string& worker, nb::handle progress, nb::handle remote) {
   if (trials <= 0) throw InputError("tune: trials must be positive");
   if (threads < 0) throw InputError("tune: threads must be positive");
   if (db.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
@@ -224,6 +236,8 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
   o.threads = threads;
   o.runner.worker_path = worker;
   o.runner.time = time;
+  auto remote_error = std::make_shared<PendingError>();
+  o.remote_measure = remote_measure_from(remote, remote_error);
   std::atomic<bool> stop{false};
   o.stop = &stop;
   std::map<std::string, double> weight, best;  // by task; best: seconds so far
@@ -251,10 +265,13 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
     }
   };
   tune::TuneResult r;
-  {
+  try {
     nb::gil_scoped_release release;
     r = tune::tune(tasks, model_target(), o, on_progress);
+  } catch (const CallbackRaised&) {
+    // measuring on the cluster raised: below
   }
+  remote_error->raise_if_any();
   if (pending) {
     nb::python_error e = std::move(*pending);
     throw e;
@@ -299,6 +316,24 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
 
 }  // namespace
 
+workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash) {
+  nb::bytes b = nb::cast<nb::bytes>(recipe["onnx_bytes"]);
+  ModelSource src{"", std::string(b.c_str(), b.size()), nb::cast<std::string>(recipe["what"])};
+  Shapes shapes = nb::cast<Shapes>(recipe["input_shapes"]);
+  ImportedModels& models = imported_models();
+  nb::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(models.mu);
+  auto key = std::make_pair(src.bytes, shapes);
+  auto it = models.tasks.find(key);
+  if (it == models.tasks.end()) {
+    Model m = load_model(src, shapes);
+    it = models.tasks.emplace(std::move(key), tune::model_tune_tasks(m.table, m.graph)).first;
+  }
+  for (const tune::TuneTask& t : it->second)
+    if (ir::structural_hash(t.workload.func) == hash) return t.workload;
+  throw Error(fmt::format("measure: {} has no task whose program hashes to {:016x} (another Tyche on this node?)", src.what, hash));
+}
+
 void bind_onnx(nb::module_& m) {
   nb::class_<CompiledModel>(m, "CompiledModelNative", "An ONNX model compiled by the graph executor.")
       .def("run", &CompiledModel::run, nb::arg("inputs"), "Runs the model on {input name: array}; returns {output name: array}.")
@@ -323,10 +358,12 @@ void bind_onnx(nb::module_& m) {
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"));
   m.def("onnx_tune", [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
                         const std::string& db, int threads, const Shapes& shapes, int64_t seed, const std::string& timing,
-                        const std::string& worker, nb::handle progress) {
-    return tune_model(model_source(path, bytes, what), trials, db, threads, shapes, seed, timing, worker, progress);
+                        const std::string& worker, nb::handle progress, nb::handle remote) {
+    return tune_model(model_source(path, bytes, what), trials, db, threads, shapes, seed, timing, worker, progress, remote);
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"), nb::arg("threads"),
-        nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"), nb::arg("worker"), nb::arg("progress").none());
+        nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"), nb::arg("worker"), nb::arg("progress").none(),
+        nb::arg("remote").none() = nb::none());
+  m.def("onnx_target", [] { return model_target().str(); }, "The target a model's tasks are tuned for (the host).");
 }
 
 }  // namespace tyche::python

@@ -39,12 +39,14 @@ tune::RecordWorkload record_workload(const nb::dict& d) {
   return w;
 }
 
-// The workload a recipe describes: {"op", "params"} (a preset's family) or {"formula", "extents"}.
-workloads::Workload rebuild(const nb::dict& recipe) {
+// The workload a recipe describes: {"op", "params"} (a preset's family), {"formula", "extents"},
+// or {"onnx_bytes", "input_shapes", "what"} (the task of that model whose hash is `hash`).
+workloads::Workload rebuild(const nb::dict& recipe, uint64_t hash) {
   if (recipe.contains("op")) return workloads::make_workload(nb::cast<std::string>(recipe["op"]), nb::cast<std::vector<int64_t>>(recipe["params"]));
   if (recipe.contains("formula"))
     return workloads::from_index_notation(nb::cast<std::string>(recipe["formula"]), nb::cast<std::string>(recipe["extents"]));
-  throw InputError("measure: a workload recipe has 'op' and 'params', or 'formula' and 'extents'");
+  if (recipe.contains("onnx_bytes")) return onnx_task_workload(recipe, hash);
+  throw InputError("measure: a workload recipe has 'op' and 'params', 'formula' and 'extents', or 'onnx_bytes'");
 }
 
 nb::dict batch_dict(const tune::BatchOptions& o) {
@@ -61,15 +63,16 @@ nb::dict batch_dict(const tune::BatchOptions& o) {
 // On a node: `options` holds the target ("llvm..."), the runner's settings and the batch's.
 std::vector<std::string> node_measure(const nb::dict& recipe, const nb::dict& workload, const std::vector<std::string>& traces,
                                       const nb::dict& options) {
-  workloads::Workload w = rebuild(recipe);
   tune::RecordWorkload rw = record_workload(workload);
+  workloads::Workload w = rebuild(recipe, rw.hash);
   tune::Target target = tune::Target::parse(nb::cast<std::string>(options["target"]));
   tune::TraceMeasureOptions o;
   o.runner.worker_path = nb::cast<std::string>(options["worker"]);
+  // The driver's timing first (its records' target says it), then the tune's overrides.
+  if (options.contains("timing")) o.runner.time = tune::timing_named(nb::cast<std::string>(options["timing"]));
   if (options.contains("timeout_s")) o.runner.timeout_s = nb::cast<double>(options["timeout_s"]);
   if (options.contains("repeat")) o.runner.time.repeat = nb::cast<int>(options["repeat"]);
   if (options.contains("min_repeat_ms")) o.runner.time.min_repeat_ms = nb::cast<int>(options["min_repeat_ms"]);
-  if (options.contains("timing")) o.runner.time = tune::timing_named(nb::cast<std::string>(options["timing"]));
   o.batch.rounds = nb::cast<int>(options["rounds"]);
   o.batch.confirmed = nb::cast<bool>(options["confirmed"]);
   o.batch.best_seconds = nb::cast<double>(options["best_seconds"]);
@@ -105,7 +108,9 @@ tune::RemoteMeasure remote_measure_from(nb::handle remote, const std::shared_ptr
     nb::gil_scoped_acquire gil;
     std::vector<tune::TuningRecord> out;
     try {
-      nb::object lines = (*fn)(workload_dict(task.workload), traces, batch_dict(o));
+      nb::dict batch = batch_dict(o);
+      batch["timing"] = task.target.timing.empty() ? std::string("warm") : task.target.timing;  // what the records say
+      nb::object lines = (*fn)(workload_dict(task.workload), traces, batch);
       for (nb::handle line : lines) out.push_back(tune::parse_record(nb::cast<std::string>(line)));
     } catch (nb::python_error& e) {
       keep_and_unwind(*pending, e, "raised while measuring on the cluster");

@@ -157,23 +157,29 @@ class PythonCostModel : public tune::CostModel {
   std::string name() const override { return name_; }
 
   void update(const std::vector<tune::ModelCandidate>& candidates, const std::vector<double>& seconds) override {
-    for (const auto& [workload, indices] : by_workload(candidates))
+    for (const auto& group : by_workload(candidates)) {
+      const uint64_t workload = group.first;  // named, not bound: clang 14 captures no structured binding
+      const std::vector<size_t>& indices = group.second;
       call("update", [&] {
         nb::list s;
         for (size_t i : indices) s.append(seconds_or_none(seconds[i]));
         adapter_->attr("update")(registry_->task(workload), traces_of(candidates, indices), s);
       });
+    }
   }
 
   std::vector<double> predict(const std::vector<tune::ModelCandidate>& candidates) override {
     std::vector<double> out(candidates.size(), 0.0);
-    for (const auto& [workload, indices] : by_workload(candidates))
+    for (const auto& group : by_workload(candidates)) {
+      const uint64_t workload = group.first;
+      const std::vector<size_t>& indices = group.second;
       call("predict", [&] {
         std::vector<double> scores = nb::cast<std::vector<double>>(adapter_->attr("predict")(registry_->task(workload), traces_of(candidates, indices)));
         if (scores.size() != indices.size())
           throw InputError(fmt::format("{}.predict returned {} scores for {} traces", name_, scores.size(), indices.size()));
         for (size_t k = 0; k < indices.size(); ++k) out[indices[k]] = scores[k];
       });
+    }
     return out;
   }
 

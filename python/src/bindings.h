@@ -12,6 +12,7 @@
 #include "schedule/schedule.h"
 
 #include "tune/measure/measure_batch.h"
+#include "workloads/workloads.h"
 
 namespace tyche::tune {
 struct TuneOptions;
@@ -85,6 +86,10 @@ std::shared_ptr<void> use_python_search(tune::TuneOptions& o, nb::handle strateg
 // Measures a tune's batches by calling `remote` (python/tyche/ray.py) with the task's workload
 // record, the traces and the batch options; None: measured here (bind_remote.cc).
 tune::RemoteMeasure remote_measure_from(nb::handle remote, const std::shared_ptr<PendingError>& pending);
+
+// On a node: the task of an ONNX model (recipe: "onnx_bytes", "input_shapes", "what") whose
+// unscheduled function hashes to `hash`; models are imported once per process (bind_onnx.cc).
+workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash);
 
 // The name of a Python value's type, for messages.
 inline std::string python_type_name(nb::handle v) { return nb::cast<std::string>(nb::str(v.type().attr("__name__"))); }

@@ -76,3 +76,14 @@ def test_a_program_made_in_python_cannot_travel():
         tyche.ray.recipe_of(te.create_prim_func([A, B]))
     assert tyche.ray.recipe_of(tyche.workload("GMM-1", scale_down=True)) == {"op": "GMM", "params": [1, 32, 32, 32]}
     assert tyche.ray.recipe_of(tyche.formula("C[i] += A[i,k]", i=4, k=8)) == {"formula": "C[i] += A[i,k]", "extents": "i=4,k=8"}
+
+
+def test_a_model_tunes_on_the_cluster(cluster, tmp_path):
+    pytest.importorskip("onnx")
+    from test_onnx_api import conv_relu_gemm
+    runner = tyche.ray.RayRunner(address=cluster.address)
+    r = tyche.onnx.tune(conv_relu_gemm(), trials=16, db=tmp_path, threads=2, progress=False, runner=runner)
+    assert r["trials"] == 16 and r["timing"] == "mixed"
+    searched = [rec for rec in records(tmp_path) if not rec.get("confirmed")]
+    assert len(searched) == 16 and len({(rec["workload"]["hash"], rec["program"]) for rec in searched}) == 16
+    assert all(rec["target"]["timing"] == "mixed" for rec in searched)  # the nodes timed as the driver asked

@@ -147,7 +147,7 @@ def _print_progress(trials: int, budget: int, task: str, best_seconds: float, es
 
 def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = None,
          input_shapes: Mapping[str, Any] | None = None, seed: int = 0, progress: bool | Callable = True,
-         timing: str = "auto") -> dict:
+         timing: str = "auto", runner: Any = None) -> dict:
     """Tunes every task of ``model`` for ``trials`` measured candidates in all, shared by the
     gradient task scheduler, keeping the records in the database directory ``db`` (a rerun
     resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "auto"
@@ -161,8 +161,20 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
     share, gflop), interrupted, times. ``progress`` prints a line per round to stderr, or is called as
     ``progress(trials, budget, task, best_seconds, estimated_ms, measured, ntasks, elapsed_s)``.
     Ctrl-C stops the tune after saving what was measured, then raises KeyboardInterrupt.
+    ``runner``: None measures here; a ``tyche.ray.RayRunner`` measures on a Ray cluster, each
+    node importing the model (sent once per node) and measuring its share of every batch.
     """
     path, data, what = _source(model)
     callback = _print_progress if progress is True else (progress or None)
+    remote = None
+    if runner is not None:
+        if not hasattr(runner, "remote_model"):
+            raise TypeError(f"runner: expected None or a tyche.ray.RayRunner, got {type(runner).__name__}")
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+            path = ""
+        runner.start(_tyche.onnx_target())
+        remote = runner.remote_model(data, what, _shapes(input_shapes))
     return _tyche.onnx_tune(path, data, what, int(trials), os.fspath(db), _threads(threads), _shapes(input_shapes), int(seed),
-                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback)
+                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote)

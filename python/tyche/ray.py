@@ -9,8 +9,10 @@ others. Every node must be the machine the driver's target describes (same CPU, 
 cores, the records' target): a node that differs is refused at the start. The leaders'
 confirmation goes to one node, so that they are compared on one machine.
 
-The nodes rebuild the workload from its recipe (a preset's family and parameters, or a formula
-and its extents), so a program written in Python (TE, a PrimFunc) cannot be measured remotely.
+The nodes rebuild the workload from its recipe: a preset's family and parameters, a formula and
+its extents, or, for ``tyche.onnx.tune(..., runner=...)``, the model (sent once to the object
+store, imported once per node) and the task's hash. A program written in Python (TE, a PrimFunc)
+cannot be measured remotely.
 
     python -m tyche.ray tune GMM-3 --address HOST:6379 --trials 256 --db DIR
 """
@@ -60,6 +62,9 @@ class _NodeMeasurer:
 
     def measure(self, recipe: dict, workload: dict, traces: list[str], options: dict) -> list[str]:
         options = dict(options, worker=os.environ.get("TYCHE_WORKER", _WORKER))
+        if "onnx_ref" in recipe:  # the model's bytes, in the object store: fetched here, imported once
+            import ray
+            recipe = {k: v for k, v in recipe.items() if k != "onnx_ref"} | {"onnx_bytes": ray.get(recipe["onnx_ref"][0])}
         return _tyche.measure_traces(recipe, workload, traces, options)
 
 
@@ -146,6 +151,19 @@ class RayRunner:
 
         def measure(workload_record: dict, traces: list[str], batch: dict) -> list[str]:
             return self.measure(recipe, workload_record, traces, {**node_options, **batch})
+
+        return measure
+
+
+    def remote_model(self, data: bytes, what: str, input_shapes: dict):
+        """The function the native loop measures a model's batches with: the model goes to the
+        object store once, and each node imports it once (the task is found by its hash)."""
+        import ray
+        # In a list, so Ray hands the actor the reference itself rather than the bytes.
+        recipe = {"onnx_ref": [ray.put(data)], "what": what, "input_shapes": input_shapes}
+
+        def measure(workload_record: dict, traces: list[str], batch: dict) -> list[str]:
+            return self.measure(recipe, workload_record, traces, batch)
 
         return measure
 
