@@ -53,11 +53,15 @@ def test_a_two_node_cluster_tunes_and_survives_a_node_dying(cluster, tmp_path):
 
 def test_the_cli_tunes_on_the_cluster(cluster, tmp_path):
     db = str(tmp_path / "db")
+    out = str(tmp_path / "tune.json")
     cmd = [sys.executable, "-m", "tyche.ray", "tune", "GMM-1", "--scale-down", "--address", cluster.address, "--trials", "8",
-           "--batch", "8", "--db", db]
+           "--batch", "8", "--db", db, "--confirm", "0", "--no-warm-start", "--json", out]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "after 8 trials" in r.stdout
+    with open(out) as f:
+        summary = json.load(f)
+    assert summary["trials"] == 8 and summary["best_gflops"] > 0 and summary["best_trace"]
     assert len([rec for rec in records(db) if not rec.get("confirmed")]) == 8
     bad = subprocess.run(cmd[:4] + ["GMM-9"] + cmd[5:], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and bad.stderr.strip().count("\n") == 0 and "GMM-9" in bad.stderr

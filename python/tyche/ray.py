@@ -20,9 +20,11 @@ cannot be measured remotely.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import sys
+import time
 from typing import Any, Optional
 
 from . import _tyche
@@ -179,8 +181,14 @@ def _tune_command(argv: list[str]) -> int:
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--strategy", default="evolutionary")
     p.add_argument("--cost-model", default="xgb")
+    p.add_argument("--model", default=None, help="a saved cost model to start from ('none': untrained)")
+    p.add_argument("--no-warm-start", action="store_true", help="do not start from the best of similar workloads' records")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="threads for the search on the driver (default: all)")
+    p.add_argument("--confirm", type=int, default=None, help="at the end, time the N fastest again on one node (default 16; 0: off)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds a candidate may run, all repeats (default 10)")
+    p.add_argument("--target", default="llvm", help="llvm (default) or 'llvm -mcpu=NAME -num-cores=N'")
+    p.add_argument("--json", default=None, help="write {workload, trials, best_latency_s, best_gflops, wall_s, history, best_trace} here")
     p.add_argument("--workers-per-node", type=int, default=1)
     p.add_argument("--scale-down", action="store_true")
     a = p.parse_args(argv)
@@ -190,10 +198,19 @@ def _tune_command(argv: list[str]) -> int:
         else:
             w = workload(a.workload, scale_down=a.scale_down)
         runner = RayRunner(address=a.address, workers_per_node=a.workers_per_node)
-        options = dict(threads=a.threads) if a.threads else {}
+        options: dict[str, Any] = dict(warm_start=not a.no_warm_start)
+        for key, value in (("threads", a.threads or None), ("model", a.model), ("confirm_top", a.confirm), ("timeout_s", a.timeout)):
+            if value is not None:
+                options[key] = value
+        start = time.perf_counter()
         r = tune(w, trials=a.trials, db=a.db, strategy=a.strategy, cost_model=a.cost_model, seed=a.seed, batch=a.batch,
-                 runner=runner, **options)
-    except (_tyche.TycheError, ValueError) as e:
+                 target=a.target, runner=runner, **options)
+        wall = time.perf_counter() - start
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"workload": r.name, "trials": r.trials, "best_latency_s": r.best_seconds, "best_gflops": r.best_gflops,
+                           "wall_s": wall, "history": r.history, "best_trace": str(r.best_trace) if r.best_trace else None}, f, indent=1)
+    except (_tyche.TycheError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(r)
