@@ -91,3 +91,19 @@ def test_a_model_tunes_on_the_cluster(cluster, tmp_path):
     searched = [rec for rec in records(tmp_path) if not rec.get("confirmed")]
     assert len(searched) == 16 and len({(rec["workload"]["hash"], rec["program"]) for rec in searched}) == 16
     assert all(rec["target"]["timing"] == "mixed" for rec in searched)  # the nodes timed as the driver asked
+
+
+def test_a_driver_stopped_mid_tune_resumes_from_its_database(cluster, tmp_path):
+    def stop_after_first_batch(trials, budget, task, best, elapsed):
+        if trials >= 8:
+            raise RuntimeError("driver stopped")
+
+    w = tyche.workload("GMM-1", scale_down=True)
+    with pytest.raises(RuntimeError, match="driver stopped"):
+        tyche.tune(w, trials=24, batch=8, db=tmp_path, runner=tyche.ray.RayRunner(address=cluster.address),
+                   progress=stop_after_first_batch, **QUICK)
+    assert len(records(tmp_path)) == 8  # the batch measured before the stop, written once
+    r = tyche.tune(w, trials=8, batch=8, db=tmp_path, runner=tyche.ray.RayRunner(address=cluster.address), progress=False, **QUICK)
+    assert r.resumed_records == 8
+    searched = [rec for rec in records(tmp_path) if not rec.get("confirmed")]
+    assert len(searched) == 16 and len({rec["program"] for rec in searched}) == 16
