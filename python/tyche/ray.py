@@ -123,16 +123,16 @@ class RayRunner:
         from ray.exceptions import RayActorError
         options = dict(options, target=self.target)
         out: list[Optional[str]] = [None] * len(traces)
-        todo = list(range(len(traces)))
-        while todo:
+        unmeasured = list(range(len(traces)))
+        while unmeasured:
             if not self.actors:
                 raise _tyche.TycheError("every node of the Ray cluster has died; the records measured so far are kept")
             # The leaders' confirmation is compared on one machine; a search batch is spread.
             actors = self.actors[:1] if options.get("confirmed") else self.actors
-            shares = [todo[i::len(actors)] for i in range(len(actors))]
+            shares = [unmeasured[i::len(actors)] for i in range(len(actors))]
             pending = {actors[i].measure.remote(recipe, workload, [traces[k] for k in share], options): (actors[i], share)
                        for i, share in enumerate(shares) if share}
-            todo = []
+            unmeasured = []
             for ref, (actor, share) in pending.items():
                 try:
                     lines = ray.get(ref)
@@ -140,7 +140,7 @@ class RayRunner:
                     if actor in self.actors:
                         self.actors.remove(actor)
                     self.resent += len(share)
-                    todo += share
+                    unmeasured += share
                     continue
                 for k, line in zip(share, lines):
                     out[k] = line
