@@ -65,11 +65,14 @@ int cmd_workloads() {
       fmt::print("{:<14} {:>12.4f}  {}\n", fmt::format("{}-{}", op, i + 1), flop / 1e9, fmt::join(parts, ","));
     }
   }
+  workloads::Workload bert = workloads::get_preset("DENSE-BERT");
+  fmt::print("{:<14} {:>12.4f}  {}\n", bert.name, bert.flop / 1e9, bert.shape);
+  fmt::print("typed variants (docs/workloads.md): {}\n", fmt::join(workloads::typed_preset_names(), " "));
   return 0;
 }
 
 struct Options {
-  std::string workload, extents, trace_file;
+  std::string workload, extents, dtypes, trace_file;
   bool scale_down = false;
   int64_t seed = 0;
   // run
@@ -137,7 +140,7 @@ std::vector<std::string> postprocessor_annotations(const ir::PrimFunc& func) {
 // --postprocess, the postprocessors. Sampling instructions without a recorded decision draw
 // from --seed.
 workloads::Workload load(const Options& o) {
-  workloads::Workload w = workloads::resolve(o.workload, o.extents);
+  workloads::Workload w = workloads::resolve(o.workload, o.extents, o.dtypes);
   if (!o.db.empty()) {
     if (!o.trace_file.empty()) throw Error("--db and --trace both give a schedule: use one");
     if (o.scale_down) throw Error("--db applies a record of the full-size workload: drop --scale-down");
@@ -310,7 +313,7 @@ std::string program_dir() {
 
 // Samples, builds, times and records candidates of a workload's design space.
 int cmd_sample_measure(const Options& o) {
-  workloads::Workload w = workloads::resolve(o.workload, o.extents);
+  workloads::Workload w = workloads::resolve(o.workload, o.extents, o.dtypes);
   tune::Target target = tune::Target::parse(o.target);
   if (!o.cpu.empty()) target.cpu = o.cpu;
   tune::SampleMeasureOptions so;
@@ -410,8 +413,10 @@ int cmd_tune(const Options& o) {
   std::vector<tune::TuneTask> tasks;
   for (const std::string& name : o.workload_list) {
     bool formula = name.find_first_of("[=") != std::string::npos;
-    tasks.push_back({workloads::resolve(name, formula ? o.extents : ""), formula ? o.extents : "", 1.0, nullptr});
+    tasks.push_back({workloads::resolve(name, formula ? o.extents : "", formula ? o.dtypes : ""), formula ? o.extents : "", 1.0, nullptr});
   }
+  if (!o.dtypes.empty() && std::none_of(tasks.begin(), tasks.end(), [](const tune::TuneTask& t) { return t.workload.op == "index_notation"; }))
+    throw InputError("--dtypes is only for index-notation formulas; a preset names its types (e.g. GMM-4-U8S8)");
   tune::Target target = tune::Target::parse(o.target);
   if (!o.cpu.empty()) target.cpu = o.cpu;
   tune::TuneOptions to;
@@ -549,7 +554,7 @@ int cmd_space(const Options& o) {
   }
   if (o.compile && target.is_gpu())
     throw Error("--compile needs a CPU target: CUDA code generation is not available yet (check in the interpreter instead)");
-  workloads::Workload w = workloads::resolve(o.workload, o.extents);
+  workloads::Workload w = workloads::resolve(o.workload, o.extents, o.dtypes);
   // Checking in the interpreter needs small shapes; compiled code checks the real one.
   if (!o.compile) w = workloads::scaled_down(w);
   tune::SampleSpaceReport r =
@@ -597,6 +602,7 @@ int main(int argc, char** argv) {
   auto* sample_measure = app.add_subcommand("sample-measure", "sample design-space candidates, time them in the isolated runner, append records");
   sample_measure->add_option("workload", opts.workload, "preset name (GMM-4) or index notation")->required();
   sample_measure->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
+  sample_measure->add_option("--dtypes", opts.dtypes, "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32");
   sample_measure->add_option("--samples", opts.samples, "candidates to measure (default 100)")->check(CLI::PositiveNumber);
   sample_measure->add_option("--records", opts.records, "the records file to append to (JSON lines)")->required()->expected(1);
   sample_measure->add_option("--seed", opts.seed, "seed of the spaces and the samples (default 0)");
@@ -607,6 +613,7 @@ int main(int argc, char** argv) {
   auto* tune_cmd = app.add_subcommand("tune", "search for the fastest program of workloads, measuring up to --trials candidates");
   tune_cmd->add_option("workloads", opts.workload_list, "preset names (GMM-4) or index-notation formulas")->required();
   tune_cmd->add_option("--extents", opts.extents, "index extents for the formulas, e.g. i=64,j=64,k=64");
+  tune_cmd->add_option("--dtypes", opts.dtypes, "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32");
   tune_cmd->add_option("--trials", opts.trials, "candidates to measure, all workloads together (default 1000)")->check(CLI::PositiveNumber);
   tune_cmd->add_option("--db", opts.db, "the tuning database directory: records kept, resumed (default: a temporary one)");
   tune_cmd->add_option("--strategy", opts.strategy, fmt::format("{} (default: evolutionary)", fmt::join(tune::search_strategy_names(), ", ")))
@@ -654,6 +661,7 @@ int main(int argc, char** argv) {
   space->add_option("--json", opts.json_file, "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
   space->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")->required();
   space->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
+  space->add_option("--dtypes", opts.dtypes, "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32");
   space->add_option("--seed", opts.seed, "seed of the space generation and of the samples (default 0)");
   run->add_option("--emit", opts.emit, "also print the lowered IR, C source, LLVM IR or assembly")->check(CLI::IsMember({"ir", "c", "llvm", "asm"}));
   run->add_option("--threads", opts.threads, "threads for parallel loops (default: all)")->check(CLI::PositiveNumber);
@@ -665,6 +673,7 @@ int main(int argc, char** argv) {
     sub->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
         ->required();
     sub->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
+    sub->add_option("--dtypes", opts.dtypes, "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32");
     sub->add_flag("--scale-down", opts.scale_down, "shrink the shape so the check takes well under a second");
     sub->add_option("--trace", opts.trace_file, "a schedule trace to apply first (text form or JSON)");
     sub->add_flag("--postprocess", opts.postprocess,

@@ -128,6 +128,8 @@ void bind_program(nb::module_& m) {
       .def_ro("op", &workloads::Workload::op)
       .def_ro("params", &workloads::Workload::params, "The op family's parameter tuple (docs/workloads.md's order; empty for a formula).")
       .def_ro("shape", &workloads::Workload::shape)
+      .def_ro("precision", &workloads::Workload::precision, "A preset's typed variant: '' (float32), 'U8S8' or 'BF16'.")
+      .def_ro("dtypes", &workloads::Workload::dtypes, "A formula's element types that are not float32 ('A=uint8,B=int8,C=int32').")
       .def_ro("flop", &workloads::Workload::flop)
       .def_ro("func", &workloads::Workload::func)
       .def("__str__", [](const workloads::Workload& w) { return ir::to_string(w.func); })
@@ -135,7 +137,7 @@ void bind_program(nb::module_& m) {
 
   m.def("workload", [](const std::string& name, bool scale_down) { return make_scaled(workloads::get_preset(name), scale_down); },
         nb::arg("name"), nb::arg("scale_down") = false);
-  m.def("formula", &workloads::from_index_notation, nb::arg("formula"), nb::arg("extents"));
+  m.def("formula", &workloads::from_index_notation, nb::arg("formula"), nb::arg("extents"), nb::arg("dtypes") = "");
   m.def("preset_names", &workloads::preset_names);
   m.def("op_names", &workloads::op_names);
 

@@ -26,6 +26,7 @@ nb::dict workload_dict(const tune::RecordWorkload& w) {
   d["hash"] = fmt::format("{:016x}", w.hash);
   d["shape"] = w.shape;
   d["flop"] = w.flop;
+  d["dtypes"] = w.dtypes;
   return d;
 }
 
@@ -36,15 +37,18 @@ tune::RecordWorkload record_workload(const nb::dict& d) {
   w.hash = std::stoull(nb::cast<std::string>(d["hash"]), nullptr, 16);
   w.shape = nb::cast<std::string>(d["shape"]);
   w.flop = nb::cast<double>(d["flop"]);
+  if (d.contains("dtypes")) w.dtypes = nb::cast<std::string>(d["dtypes"]);
   return w;
 }
 
-// The workload a recipe describes: {"op", "params"} (a preset's family), {"formula", "extents"},
+// The workload a recipe describes: {"op", "params", "precision"} (a preset's family), {"formula",
+// "extents", "dtypes"},
 // or {"onnx_bytes", "input_shapes", "what"} (the task of that model whose hash is `hash`).
 workloads::Workload rebuild(const nb::dict& recipe, uint64_t hash) {
-  if (recipe.contains("op")) return workloads::make_workload(nb::cast<std::string>(recipe["op"]), nb::cast<std::vector<int64_t>>(recipe["params"]));
-  if (recipe.contains("formula"))
-    return workloads::from_index_notation(nb::cast<std::string>(recipe["formula"]), nb::cast<std::string>(recipe["extents"]));
+  auto text = [&](const char* key) { return recipe.contains(key) ? nb::cast<std::string>(recipe[key]) : std::string(); };
+  if (recipe.contains("op"))
+    return workloads::make_workload(text("op"), nb::cast<std::vector<int64_t>>(recipe["params"]), text("precision"));
+  if (recipe.contains("formula")) return workloads::from_index_notation(text("formula"), text("extents"), text("dtypes"));
   if (recipe.contains("onnx_bytes")) return onnx_task_workload(recipe, hash);
   throw InputError("measure: a workload recipe has 'op' and 'params', 'formula' and 'extents', or 'onnx_bytes'");
 }

@@ -162,3 +162,24 @@ def test_a_weight_laid_out_anew_is_packed_at_every_call_and_once_before_timing()
     np.testing.assert_allclose(kernel(a, b2), w.reference(a, b2)[0], rtol=1e-5, atol=1e-5)
     assert kernel.time(a, b, repeat=3, min_repeat_ms=1).median > 0
     assert tyche.build(w).layout_rewrites == []
+
+
+def test_typed_formulas_and_presets_compute_in_their_output_type():
+    w = tyche.formula("C[i,j] += A[i,k] * B[k,j]", dtypes={"A": "uint8", "B": "int8", "C": "int32"}, i=8, j=16, k=300)
+    assert w.dtypes == "C=int32,A=uint8,B=int8"
+    a, b = w.inputs()
+    assert a.dtype == np.uint8 and b.dtype == np.int8 and a.max() > 200 and b.min() < -100
+    c = tyche.build(w)(a, b)
+    assert c.dtype == np.int32
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))  # exact
+    np.testing.assert_array_equal(w.reference(a, b)[0], c)
+    same = tyche.formula("C[i,j] += A[i,k] * B[k,j]", dtypes="A=uint8,B=int8,C=int32", i=8, j=16, k=300)
+    assert same.dtypes == w.dtypes
+    p = tyche.workload("GMM-1-U8S8", scale_down=True)
+    assert p.precision == "U8S8" and p.name == "GMM-1-U8S8 (scaled down)"
+    x, y = p.inputs()
+    np.testing.assert_array_equal(tyche.build(p)(x, y), np.matmul(x.astype(np.int64), y.astype(np.int64)))
+    with pytest.raises(tyche.InputError, match="never converts a float to an integer"):
+        tyche.formula("C[i] = A[i]", dtypes={"C": "int32"}, i=4)
+    with pytest.raises(tyche.InputError, match="unknown element type 'int4'"):
+        tyche.formula("C[i] = A[i]", dtypes={"A": "int4"}, i=4)

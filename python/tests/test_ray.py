@@ -51,10 +51,11 @@ def test_a_two_node_cluster_tunes_and_survives_a_node_dying(cluster, tmp_path):
     assert all(rec["error"] is None for rec in searched)
 
 
+# A typed preset (the nodes rebuild it with its precision, and check its integers exactly).
 def test_the_cli_tunes_on_the_cluster(cluster, tmp_path):
     db = str(tmp_path / "db")
     out = str(tmp_path / "tune.json")
-    cmd = [sys.executable, "-m", "tyche.ray", "tune", "GMM-1", "--scale-down", "--address", cluster.address, "--trials", "8",
+    cmd = [sys.executable, "-m", "tyche.ray", "tune", "GMM-1-U8S8", "--scale-down", "--address", cluster.address, "--trials", "8",
            "--batch", "8", "--db", db, "--confirm", "0", "--no-warm-start", "--json", out]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -62,7 +63,9 @@ def test_the_cli_tunes_on_the_cluster(cluster, tmp_path):
     with open(out) as f:
         summary = json.load(f)
     assert summary["trials"] == 8 and summary["best_gflops"] > 0 and summary["best_trace"]
-    assert len([rec for rec in records(db) if not rec.get("confirmed")]) == 8
+    searched = [rec for rec in records(db) if not rec.get("confirmed")]
+    assert len(searched) == 8 and all(rec["error"] is None for rec in searched)
+    assert searched[0]["workload"]["name"] == "GMM-1-U8S8 (scaled down)"
     bad = subprocess.run(cmd[:4] + ["GMM-9"] + cmd[5:], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and bad.stderr.strip().count("\n") == 0 and "GMM-9" in bad.stderr
 
@@ -78,8 +81,10 @@ def test_a_program_made_in_python_cannot_travel():
     B = te.compute((8,), lambda i: A[i] * 2.0, name="B")
     with pytest.raises(tyche.InputError, match="recipe"):
         tyche.ray.recipe_of(te.create_prim_func([A, B]))
-    assert tyche.ray.recipe_of(tyche.workload("GMM-1", scale_down=True)) == {"op": "GMM", "params": [1, 32, 32, 32]}
-    assert tyche.ray.recipe_of(tyche.formula("C[i] += A[i,k]", i=4, k=8)) == {"formula": "C[i] += A[i,k]", "extents": "i=4,k=8"}
+    assert tyche.ray.recipe_of(tyche.workload("GMM-1", scale_down=True)) == {"op": "GMM", "params": [1, 32, 32, 32],
+                                                                            "precision": ""}
+    assert tyche.ray.recipe_of(tyche.formula("C[i] += A[i,k]", dtypes={"A": "int8", "C": "int32"}, i=4, k=8)) == {
+        "formula": "C[i] += A[i,k]", "extents": "i=4,k=8", "dtypes": "C=int32,A=int8"}
 
 
 def test_a_model_tunes_on_the_cluster(cluster, tmp_path):

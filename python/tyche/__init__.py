@@ -35,11 +35,17 @@ def workload(name: str, scale_down: bool = False) -> Workload:
     return _tyche.workload(name, scale_down)
 
 
-def formula(text: str, **extents: int) -> Workload:
-    """A program in index notation, e.g. ``formula("C[i,j] += A[i,k] * B[k,j]", i=64, j=64, k=64)``."""
+def formula(text: str, dtypes: dict[str, str] | str | None = None, **extents: int) -> Workload:
+    """A program in index notation, e.g. ``formula("C[i,j] += A[i,k] * B[k,j]", i=64, j=64, k=64)``.
+
+    ``dtypes`` gives tensors other element types than float32, as a dict or a string:
+    ``dtypes={"A": "uint8", "B": "int8", "C": "int32"}`` or ``dtypes="A=uint8,B=int8,C=int32"``;
+    each statement computes in its output's type (docs/cli.md, "Element types")."""
     if not extents:
         raise InputError("formula: give every index's extent as a keyword, e.g. i=64")
-    return _tyche.formula(text, ",".join(f"{k}={v}" for k, v in extents.items()))
+    if isinstance(dtypes, dict):
+        dtypes = ",".join(f"{k}={v}" for k, v in dtypes.items())
+    return _tyche.formula(text, ",".join(f"{k}={v}" for k, v in extents.items()), dtypes or "")
 
 
 def cpu(name: str = "") -> str:

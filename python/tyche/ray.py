@@ -36,9 +36,9 @@ def recipe_of(workload: Any) -> dict:
     """What a node rebuilds ``workload`` from."""
     if isinstance(workload, _tyche.Workload):
         if workload.op == "index_notation":
-            return {"formula": workload.name, "extents": workload.shape}
+            return {"formula": workload.name, "extents": workload.shape, "dtypes": workload.dtypes}
         if workload.op in _tyche.op_names():
-            return {"op": workload.op, "params": list(workload.params)}
+            return {"op": workload.op, "params": list(workload.params), "precision": workload.precision}
     raise _tyche.InputError("RayRunner: the nodes rebuild the workload from its recipe, so it must be a preset "
                             "(tyche.workload) or a formula (tyche.formula), not a program made in Python")
 
@@ -178,6 +178,7 @@ def _tune_command(argv: list[str]) -> int:
     p.add_argument("--trials", type=int, default=1000)
     p.add_argument("--db", required=True, help="the tuning database (created if missing; a rerun resumes)")
     p.add_argument("--extents", default="", help="index extents for a formula, e.g. i=64,j=64,k=64")
+    p.add_argument("--dtypes", default="", help="element types of a formula's tensors, e.g. A=uint8,B=int8,C=int32")
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--strategy", default="evolutionary")
     p.add_argument("--cost-model", default="xgb")
@@ -193,8 +194,10 @@ def _tune_command(argv: list[str]) -> int:
     p.add_argument("--scale-down", action="store_true")
     a = p.parse_args(argv)
     try:
+        if a.dtypes and not a.extents:
+            raise _tyche.InputError("--dtypes is only for index-notation formulas; a preset names its types (e.g. GMM-4-U8S8)")
         if a.extents:
-            w = formula(a.workload, **{k: int(v) for k, v in (kv.split("=") for kv in a.extents.split(","))})
+            w = formula(a.workload, dtypes=a.dtypes, **{k: int(v) for k, v in (kv.split("=") for kv in a.extents.split(","))})
         else:
             w = workload(a.workload, scale_down=a.scale_down)
         runner = RayRunner(address=a.address, workers_per_node=a.workers_per_node)

@@ -168,21 +168,38 @@ void NDArray::set_flat_int(int64_t i, int64_t v) {
   throw InternalError("unsupported dtype " + dtype_.str());
 }
 
-void NDArray::fill_uniform(uint64_t seed, double lo, double hi) {
-  // splitmix64: the same sequence on every platform and standard library.
+namespace {
+
+// Calls f(i, u) for i in [0, n) with u uniform in [0, 1), from splitmix64: the same sequence on
+// every platform and standard library.
+template <typename F>
+void uniform_sequence(uint64_t seed, int64_t n, F&& f) {
   uint64_t state = seed;
-  auto next = [&state] {
+  for (int64_t i = 0; i < n; ++i) {
     uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  for (int64_t i = 0; i < numel_; ++i) {
-    double u = static_cast<double>(next() >> 11) * 0x1.0p-53;
+    f(i, static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53);
+  }
+}
+
+}  // namespace
+
+void NDArray::fill_uniform(uint64_t seed, double lo, double hi) {
+  uniform_sequence(seed, numel_, [&](int64_t i, double u) {
     double v = lo + (hi - lo) * u;
     if (dtype_.is_int_like()) set_flat_int(i, static_cast<int64_t>(v));
     else set_flat(i, v);
-  }
+  });
+}
+
+void NDArray::fill_random(uint64_t seed) {
+  if (!dtype_.is_int_like()) return fill_uniform(seed);
+  double lo = -1000, hi = 1000;
+  if (dtype_.is_bool()) lo = 0, hi = 2;
+  else if (dtype_.bits() == 8) lo = dtype_.is_int() ? -128 : 0, hi = lo + 256;
+  // floor, not truncation, which would give 0 twice the weight of any other value.
+  uniform_sequence(seed, numel_, [&](int64_t i, double u) { set_flat_int(i, static_cast<int64_t>(std::floor(lo + (hi - lo) * u))); });
 }
 
 NDArray NDArray::copy() const {

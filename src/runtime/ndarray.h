@@ -40,6 +40,10 @@ class NDArray {
 
   // Fills with values uniform in [lo, hi) from a seeded generator (integers: truncated).
   void fill_uniform(uint64_t seed, double lo = -1.0, double hi = 1.0);
+  // Test data for the dtype, from a seeded generator: floats uniform in [-1, 1) (rounded to
+  // 16-bit floats), int8 and uint8 over their whole range, wider integers in [-1000, 1000),
+  // bool 0 or 1. How every program's inputs are made (tests, the runner, tyche run).
+  void fill_random(uint64_t seed);
   NDArray copy() const;
 
  private:

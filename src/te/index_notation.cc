@@ -38,16 +38,18 @@ Expr affine_to_expr(const AffineIndex& idx, const std::unordered_map<std::string
   return e.defined() ? e : ir::make_int(0);
 }
 
+// `e` computed in `type`: every tensor read is converted to it.
 Expr lower_expr(const IndexNotationExpr& e, const std::unordered_map<std::string, Tensor>& tensors,
-                const std::unordered_map<std::string, Var>& vars) {
-  auto arg = [&](size_t i) { return lower_expr(e.args[i], tensors, vars); };
+                const std::unordered_map<std::string, Var>& vars, DataType type) {
+  auto arg = [&](size_t i) { return lower_expr(e.args[i], tensors, vars, type); };
   switch (e.op) {
     case IndexNotationOp::kNumber:
-      return ir::make_float(e.value, kFloat32);
+      return ir::make_const(type, e.value);
     case IndexNotationOp::kAccess: {
       std::vector<Expr> indices;
       for (const AffineIndex& idx : e.indices) indices.push_back(affine_to_expr(idx, vars));
-      return tensors.at(e.tensor)(std::move(indices));
+      Expr load = tensors.at(e.tensor)(std::move(indices));
+      return load.dtype() == type ? load : ir::cast(type, load);
     }
     case IndexNotationOp::kNeg:
       return -arg(0);
@@ -172,15 +174,23 @@ std::vector<std::vector<int64_t>> IndexNotationProgram::output_shapes() const {
   return r;
 }
 
-IndexNotationProgram parse_index_notation(std::string_view formula, std::string_view extents) {
-  return analyze(parse_statements(formula), parse_extents(extents));
+IndexNotationProgram parse_index_notation(std::string_view formula, std::string_view extents,
+                                          std::string_view dtypes) {
+  std::vector<DtypeEntry> types = parse_dtypes(dtypes);
+  IndexNotationProgram p = analyze(parse_statements(formula), parse_extents(extents));
+  assign_dtypes(p, types);
+  return p;
+}
+
+DataType index_notation_compute_type(DataType out) {
+  return out.is_float() && out.bits() == 16 ? kFloat32 : out;
 }
 
 ir::PrimFunc to_prim_func(const IndexNotationProgram& program, std::string name) {
   std::unordered_map<std::string, Tensor> tensors;
   std::vector<Tensor> args;
   for (const std::string& in : program.inputs) {
-    Tensor t = placeholder(program.tensor(in).shape, kFloat32, in);
+    Tensor t = placeholder(program.tensor(in).shape, program.tensor(in).dtype, in);
     tensors.emplace(in, t);
     args.push_back(t);
   }
@@ -194,8 +204,9 @@ ir::PrimFunc to_prim_func(const IndexNotationProgram& program, std::string name)
       std::unordered_map<std::string, Var> vars;
       for (size_t i = 0; i < axis.size(); ++i) vars.emplace(st.axes[i], axis[i]);
       for (const IterVar& iv : reduce_axes) vars.emplace(iv.var.name(), iv.var);
-      Expr value = lower_expr(st.rhs, tensors, vars);
-      if (!st.is_reduction()) return value;
+      DataType out = program.tensor(st.output).dtype, type = index_notation_compute_type(out);
+      Expr value = lower_expr(st.rhs, tensors, vars, type);
+      if (!st.is_reduction()) return out == type ? value : ir::cast(out, value);
       switch (st.reducer) {
         case ReducerKind::kMax:
           return te::max(value, reduce_axes);
@@ -221,6 +232,13 @@ std::string formula_string(const IndexNotationProgram& program) {
     for (size_t i = 0; i < st.axes.size(); ++i) s += (i ? ", " : "") + st.axes[i];
     s += fmt::format("] {} {}", assign_op_name(st.assign), expr_string(st.rhs));
   }
+  return s;
+}
+
+std::string dtypes_string(const IndexNotationProgram& program) {
+  std::string s;
+  for (const IndexNotationTensor& t : program.tensors)
+    if (t.dtype != kFloat32) s += fmt::format("{}{}={}", s.empty() ? "" : ",", t.name, t.dtype.str());
   return s;
 }
 

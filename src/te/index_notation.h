@@ -2,9 +2,19 @@
 //   C[i,j] += A[i,k] * B[k,j]            with extents  i=1024,j=1024,k=1024
 // Statements are separated by ';'. Each is `Out[i, j, ...] OP rhs` with OP one of `=`, `+=`,
 // `max=`, `min=`. Indices that appear only on the right are reduction indices: `+=` (or `=`
-// with reduction indices) sums over them, `max=`/`min=` take the max/min. Tensors are float32.
+// with reduction indices) sums over them, `max=`/`min=` take the max/min.
 // Tensors never written are inputs, tensors written but not read by a later statement are
 // outputs, the rest are intermediates; input shapes are inferred from the index ranges.
+//
+// Element types: tensors are float32 unless `dtypes` names them ("A=uint8, B=int8, C=int32"; the
+// types are int8, uint8, int16, int32, float16, bfloat16 and float32). A statement computes in its
+// output's type: each tensor it reads is converted to that type first (sign- or zero-extended,
+// int to float exactly where the float holds the value; a narrower integer output wraps, a
+// narrower float output rounds to nearest even), so `C[i,j] += A[i,k] * B[k,j]` with A=uint8,
+// B=int8, C=int32 multiplies and accumulates in int32. float16 and bfloat16 outputs are computed
+// in float32 and rounded once, when stored; they cannot be reduced into (reduce into a float32
+// intermediate and convert it in a second statement). An integer statement cannot read a float
+// tensor, divide, call exp/log/sqrt/tanh/sigmoid or hold a non-integer number.
 //
 // `S[] += A[i]` declares a 0-d (scalar) tensor. Limits, so that no input can exhaust the stack
 // or overflow the int32 index arithmetic of the IR: expressions nest at most 200 deep, a formula
@@ -79,6 +89,7 @@ struct IndexNotationTensor {
   std::string name;
   std::vector<int64_t> shape;
   TensorRole role = TensorRole::kInput;
+  DataType dtype = kFloat32;
 };
 
 struct IndexNotationProgram {
@@ -98,9 +109,15 @@ struct IndexNotationProgram {
   std::vector<std::vector<int64_t>> output_shapes() const;  // in `outputs` order
 };
 
-// Parses and checks `formula` with `extents` ("i=1024,j=1024,k=1024"; whitespace allowed).
-// Throws tyche::InputError with a one-line message on any error.
-IndexNotationProgram parse_index_notation(std::string_view formula, std::string_view extents);
+// Parses and checks `formula` with `extents` ("i=1024,j=1024,k=1024"; whitespace allowed) and
+// `dtypes` ("A=uint8,B=int8,C=int32"; empty: every tensor float32). Throws tyche::InputError with
+// a one-line message on any error.
+IndexNotationProgram parse_index_notation(std::string_view formula, std::string_view extents,
+                                          std::string_view dtypes = "");
+
+// The type a statement with output type `out` computes in: `out`, or float32 for float16 and
+// bfloat16 (rounded once, when stored).
+DataType index_notation_compute_type(DataType out);
 
 // One te::compute per statement, named after its output tensor (so its block is), with axis
 // names = the left-hand indices and reduce axes named after the reduction indices; params are
@@ -111,5 +128,8 @@ ir::PrimFunc to_prim_func(const IndexNotationProgram& program, std::string name 
 // ("i=1024,j=1024,k=1024"); parsing them again gives the same program.
 std::string formula_string(const IndexNotationProgram& program);
 std::string extents_string(const IndexNotationProgram& program);
+// The types of the tensors that are not float32, in tensor order ("A=uint8,B=int8,C=int32"; empty
+// when every tensor is float32); parsing it again gives the same types.
+std::string dtypes_string(const IndexNotationProgram& program);
 
 }  // namespace tyche::te

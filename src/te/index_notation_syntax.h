@@ -126,4 +126,17 @@ std::vector<ExtentEntry> parse_extents(std::string_view s);
 
 IndexNotationProgram analyze(std::vector<IndexNotationStatement> stmts, const std::vector<ExtentEntry>& extents);
 
+// ---------------------------------------------------------------------------------------------
+// Element types (index_notation_types.cc)
+
+struct DtypeEntry {
+  std::string name;
+  DataType dtype;
+  int column;
+};
+// "A=uint8, B=int8"
+std::vector<DtypeEntry> parse_dtypes(std::string_view s);
+// Gives the named tensors their types and checks every statement against index_notation.h's rules.
+void assign_dtypes(IndexNotationProgram& p, const std::vector<DtypeEntry>& entries);
+
 }  // namespace tyche::te::notation

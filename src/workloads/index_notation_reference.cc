@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <type_traits>
 
 #include "support/error.h"
 
@@ -17,6 +18,7 @@ using te::IndexNotationExpr;
 using te::IndexNotationOp;
 using te::IndexNotationProgram;
 using te::IndexNotationStatement;
+using te::IndexNotationTensor;
 
 namespace {
 
@@ -47,24 +49,36 @@ struct Instr {
   int load = 0;      // kLoad: index into Compiled::loads
 };
 
+// A tensor's elements as the statement reading them computes: doubles, or int64 values for an
+// integer statement.
+template <typename V>
 struct Load {
-  const float* data = nullptr;
+  const V* data = nullptr;
   int64_t base = 0;
   std::vector<int64_t> mult;  // per slot: flat-offset step per unit of that index
 };
 
+template <typename V>
 struct Compiled {
   std::vector<Instr> code;
-  std::vector<Load> loads;
+  std::vector<Load<V>> loads;
   int max_stack = 0;
 };
 
+// Every tensor a statement reads, converted once to V (exactly: float32 and narrower floats and
+// integers all fit in a double; integers are wrapped to the statement's type, as the generated
+// code converts them).
+template <typename V>
+using Values = std::map<std::string, std::vector<V>>;
+
+template <typename V>
 class Compiler {
  public:
-  Compiler(const std::map<std::string, int>& slots, const std::map<std::string, NDArray>& arrays)
-      : slots_(slots), arrays_(arrays) {}
+  Compiler(const std::map<std::string, int>& slots, const std::map<std::string, NDArray>& arrays,
+           const Values<V>& values)
+      : slots_(slots), arrays_(arrays), values_(values) {}
 
-  Compiled compile(const IndexNotationExpr& e) {
+  Compiled<V> compile(const IndexNotationExpr& e) {
     emit(e);
     return std::move(out_);
   }
@@ -131,8 +145,8 @@ class Compiler {
 
   int add_load(const IndexNotationExpr& e) {
     const NDArray& a = arrays_.at(e.tensor);
-    Load l;
-    l.data = a.data_as<float>();
+    Load<V> l;
+    l.data = values_.at(e.tensor).data();
     l.mult.assign(slots_.size(), 0);
     int64_t stride = 1;
     for (size_t d = e.indices.size(); d-- > 0;) {
@@ -147,19 +161,66 @@ class Compiler {
 
   const std::map<std::string, int>& slots_;
   const std::map<std::string, NDArray>& arrays_;
-  Compiled out_;
+  const Values<V>& values_;
+  Compiled<V> out_;
   int depth_ = 0;
 };
 
-double run(const Compiled& c, const std::vector<int64_t>& vals, double* stack) {
+// v wrapped to the integer type t, as two's complement arithmetic in t gives it.
+int64_t wrap(uint64_t v, DataType t) {
+  if (t.bits() >= 64) return static_cast<int64_t>(v);
+  uint64_t mask = (uint64_t{1} << t.bits()) - 1;
+  v &= mask;
+  if (t.is_int() && (v >> (t.bits() - 1))) v |= ~mask;
+  return static_cast<int64_t>(v);
+}
+
+// Integer arithmetic: + - * wrap (done on uint64, then wrapped to the type where it matters:
+// max, min and abs compare, so their operands are wrapped first).
+struct IntOps {
+  DataType type;
+  int64_t add(int64_t a, int64_t b) const { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+  int64_t sub(int64_t a, int64_t b) const { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+  int64_t mul(int64_t a, int64_t b) const { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+  int64_t neg(int64_t a) const { return static_cast<int64_t>(0 - static_cast<uint64_t>(a)); }
+  int64_t max(int64_t a, int64_t b) const { return std::max(w(a), w(b)); }
+  int64_t min(int64_t a, int64_t b) const { return std::min(w(a), w(b)); }
+  int64_t abs(int64_t a) const { return w(a) < 0 ? neg(w(a)) : w(a); }
+  int64_t w(int64_t a) const { return wrap(static_cast<uint64_t>(a), type); }
+  // Integer statements hold neither (te's checks refuse them).
+  int64_t div(int64_t, int64_t) const { throw InternalError("index notation: integer division"); }
+  int64_t call(Code, int64_t) const { throw InternalError("index notation: float function in an integer statement"); }
+};
+struct FloatOps {
+  double add(double a, double b) const { return a + b; }
+  double sub(double a, double b) const { return a - b; }
+  double mul(double a, double b) const { return a * b; }
+  double neg(double a) const { return -a; }
+  double max(double a, double b) const { return std::max(a, b); }
+  double min(double a, double b) const { return std::min(a, b); }
+  double abs(double a) const { return std::abs(a); }
+  double div(double a, double b) const { return a / b; }
+  double call(Code code, double a) const {
+    switch (code) {
+      case Code::kExp: return std::exp(a);
+      case Code::kLog: return std::log(a);
+      case Code::kSqrt: return std::sqrt(a);
+      case Code::kTanh: return std::tanh(a);
+      default: return 1.0 / (1.0 + std::exp(-a));  // kSigmoid
+    }
+  }
+};
+
+template <typename V, typename Ops>
+V run(const Compiled<V>& c, const std::vector<int64_t>& vals, V* stack, const Ops& ops) {
   int sp = 0;
   for (const Instr& in : c.code) {
     switch (in.code) {
       case Code::kConst:
-        stack[sp++] = in.value;
+        stack[sp++] = static_cast<V>(in.value);
         break;
       case Code::kLoad: {
-        const Load& l = c.loads[in.load];
+        const Load<V>& l = c.loads[in.load];
         int64_t off = l.base;
         for (size_t s = 0; s < vals.size(); ++s) off += l.mult[s] * vals[s];
         stack[sp++] = l.data[off];
@@ -167,48 +228,40 @@ double run(const Compiled& c, const std::vector<int64_t>& vals, double* stack) {
       }
       case Code::kAdd:
         --sp;
-        stack[sp - 1] += stack[sp];
+        stack[sp - 1] = ops.add(stack[sp - 1], stack[sp]);
         break;
       case Code::kSub:
         --sp;
-        stack[sp - 1] -= stack[sp];
+        stack[sp - 1] = ops.sub(stack[sp - 1], stack[sp]);
         break;
       case Code::kMul:
         --sp;
-        stack[sp - 1] *= stack[sp];
+        stack[sp - 1] = ops.mul(stack[sp - 1], stack[sp]);
         break;
       case Code::kDiv:
         --sp;
-        stack[sp - 1] /= stack[sp];
+        stack[sp - 1] = ops.div(stack[sp - 1], stack[sp]);
         break;
       case Code::kMax:
         --sp;
-        stack[sp - 1] = std::max(stack[sp - 1], stack[sp]);
+        stack[sp - 1] = ops.max(stack[sp - 1], stack[sp]);
         break;
       case Code::kMin:
         --sp;
-        stack[sp - 1] = std::min(stack[sp - 1], stack[sp]);
+        stack[sp - 1] = ops.min(stack[sp - 1], stack[sp]);
         break;
       case Code::kNeg:
-        stack[sp - 1] = -stack[sp - 1];
+        stack[sp - 1] = ops.neg(stack[sp - 1]);
         break;
       case Code::kExp:
-        stack[sp - 1] = std::exp(stack[sp - 1]);
-        break;
       case Code::kLog:
-        stack[sp - 1] = std::log(stack[sp - 1]);
-        break;
       case Code::kSqrt:
-        stack[sp - 1] = std::sqrt(stack[sp - 1]);
-        break;
       case Code::kTanh:
-        stack[sp - 1] = std::tanh(stack[sp - 1]);
-        break;
       case Code::kSigmoid:
-        stack[sp - 1] = 1.0 / (1.0 + std::exp(-stack[sp - 1]));
+        stack[sp - 1] = ops.call(in.code, stack[sp - 1]);
         break;
       case Code::kAbs:
-        stack[sp - 1] = std::abs(stack[sp - 1]);
+        stack[sp - 1] = ops.abs(stack[sp - 1]);
         break;
     }
   }
@@ -225,8 +278,26 @@ bool advance(std::vector<int64_t>& vals, const std::vector<int64_t>& extents, si
   return false;
 }
 
+// Every tensor `e` reads, as V values (see Values).
+template <typename V>
+void convert_reads(const IndexNotationExpr& e, const std::map<std::string, NDArray>& arrays, DataType type,
+                   Values<V>& values) {
+  for (const IndexNotationExpr& a : e.args) convert_reads(a, arrays, type, values);
+  if (e.op != IndexNotationOp::kAccess || values.count(e.tensor)) return;
+  const NDArray& a = arrays.at(e.tensor);
+  std::vector<V>& v = values[e.tensor];
+  v.resize(static_cast<size_t>(a.numel()));
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    if constexpr (std::is_same_v<V, int64_t>)
+      v[i] = wrap(static_cast<uint64_t>(a.get_flat_int(i)), type);
+    else
+      v[i] = a.get_flat(i);
+  }
+}
+
+template <typename V, typename Ops>
 void evaluate_statement(const IndexNotationProgram& p, const IndexNotationStatement& st,
-                        std::map<std::string, NDArray>& arrays) {
+                        std::map<std::string, NDArray>& arrays, DataType type, const Ops& ops) {
   // Slots: the left-hand indices (row-major over the output), then the reduction indices.
   std::map<std::string, int> slots;
   std::vector<int64_t> extents;
@@ -238,45 +309,70 @@ void evaluate_statement(const IndexNotationProgram& p, const IndexNotationStatem
     slots.emplace(r, static_cast<int>(extents.size()));
     extents.push_back(p.extent(r));
   }
-  Compiled c = Compiler(slots, arrays).compile(st.rhs);
-  std::vector<double> stack(static_cast<size_t>(std::max(c.max_stack, 1)));
+  Values<V> values;
+  convert_reads(st.rhs, arrays, type, values);
+  Compiled<V> c = Compiler<V>(slots, arrays, values).compile(st.rhs);
+  std::vector<V> stack(static_cast<size_t>(std::max(c.max_stack, 1)));
 
-  NDArray out(p.tensor(st.output).shape, kFloat32);
-  float* dst = out.data_as<float>();
+  const IndexNotationTensor& out_tensor = p.tensor(st.output);
+  NDArray out(out_tensor.shape, out_tensor.dtype);
+  auto store = [&](int64_t i, V v) {
+    if constexpr (std::is_same_v<V, int64_t>)
+      out.set_flat_int(i, v);
+    else
+      out.set_flat(i, v);
+  };
   const size_t n_axes = st.axes.size();
   const size_t n_slots = extents.size();
   std::vector<int64_t> vals(n_slots, 0);
-  double identity = 0;
-  if (st.reducer == te::ReducerKind::kMax) identity = -std::numeric_limits<double>::infinity();
-  if (st.reducer == te::ReducerKind::kMin) identity = std::numeric_limits<double>::infinity();
+  V identity = 0;
+  if constexpr (std::is_same_v<V, int64_t>) {
+    // The type's extremes, as the IR's reduction identity (ir::min_value / max_value).
+    int64_t lo = type.is_int() ? -(int64_t{1} << (type.bits() - 1)) : 0;
+    int64_t hi = type.is_int() ? (int64_t{1} << (type.bits() - 1)) - 1 : static_cast<int64_t>((uint64_t{1} << type.bits()) - 1);
+    if (st.reducer == te::ReducerKind::kMax) identity = lo;
+    if (st.reducer == te::ReducerKind::kMin) identity = hi;
+  } else {
+    if (st.reducer == te::ReducerKind::kMax) identity = -std::numeric_limits<double>::infinity();
+    if (st.reducer == te::ReducerKind::kMin) identity = std::numeric_limits<double>::infinity();
+  }
 
   int64_t o = 0;
   do {
     if (!st.is_reduction()) {
-      dst[o++] = static_cast<float>(run(c, vals, stack.data()));
+      store(o++, run(c, vals, stack.data(), ops));
       continue;
     }
-    double acc = identity;
+    V acc = identity;
     do {
-      double v = run(c, vals, stack.data());
+      V v = run(c, vals, stack.data(), ops);
       switch (st.reducer) {
         case te::ReducerKind::kMax:
-          acc = std::max(acc, v);
+          acc = ops.max(acc, v);
           break;
         case te::ReducerKind::kMin:
-          acc = std::min(acc, v);
+          acc = ops.min(acc, v);
           break;
         case te::ReducerKind::kProd:
-          acc *= v;
+          acc = ops.mul(acc, v);
           break;
         case te::ReducerKind::kSum:
-          acc += v;
+          acc = ops.add(acc, v);
           break;
       }
     } while (advance(vals, extents, n_axes, n_slots));
-    dst[o++] = static_cast<float>(acc);
+    store(o++, acc);
   } while (advance(vals, extents, 0, n_axes));
   arrays[st.output] = out;
+}
+
+void evaluate_statement(const IndexNotationProgram& p, const IndexNotationStatement& st,
+                        std::map<std::string, NDArray>& arrays) {
+  DataType type = te::index_notation_compute_type(p.tensor(st.output).dtype);
+  if (type.is_integer())
+    evaluate_statement<int64_t>(p, st, arrays, type, IntOps{type});
+  else
+    evaluate_statement<double>(p, st, arrays, type, FloatOps{});
 }
 
 int count_ops(const IndexNotationExpr& e) {
@@ -299,9 +395,10 @@ std::vector<std::vector<int64_t>> index_notation_output_shapes(
 std::vector<NDArray> random_index_notation_inputs(const IndexNotationProgram& program,
                                                   uint64_t seed) {
   std::vector<NDArray> r;
-  for (const std::vector<int64_t>& s : program.input_shapes()) {
-    NDArray a(s, kFloat32);
-    a.fill_uniform(seed++);
+  for (const std::string& name : program.inputs) {
+    const te::IndexNotationTensor& t = program.tensor(name);
+    NDArray a(t.shape, t.dtype);
+    a.fill_random(seed++);
     r.push_back(std::move(a));
   }
   return r;
@@ -316,8 +413,9 @@ std::vector<NDArray> evaluate_index_notation(const IndexNotationProgram& program
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string& name = program.inputs[i];
     const std::vector<int64_t>& want = program.tensor(name).shape;
-    if (!inputs[i].defined() || inputs[i].dtype() != kFloat32)
-      throw_error("evaluate_index_notation: input '{}' must be a float32 array", name);
+    DataType dtype = program.tensor(name).dtype;
+    if (!inputs[i].defined() || inputs[i].dtype() != dtype)
+      throw_error("evaluate_index_notation: input '{}' must be a {} array", name, dtype.str());
     if (inputs[i].shape() != want)
       throw_error("evaluate_index_notation: input '{}' has shape [{}], expected [{}]", name,
                   fmt::join(inputs[i].shape(), ", "), fmt::join(want, ", "));

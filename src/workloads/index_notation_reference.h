@@ -1,8 +1,10 @@
 // A direct evaluation of an index-notation program (te/index_notation.h) on host tensors: loops
 // over every index value of each statement and evaluates the parsed right-hand side, never
 // going through the IR, so it can check whatever the scheduler and code generators make of the
-// same formula. Arithmetic and reductions are done in double; every tensor (intermediates too)
-// is stored as float32, as the generated code stores it.
+// same formula. Float statements compute and reduce in double and round once, when stored in
+// their output's type; integer statements compute in int64 with the wrap-around of their output's
+// type (exact: what the generated code computes in that type). Every tensor (intermediates too)
+// is stored in its own type, as the generated code stores it.
 #pragma once
 
 #include <cstdint>
@@ -20,11 +22,11 @@ std::vector<std::vector<int64_t>> index_notation_input_shapes(
 std::vector<std::vector<int64_t>> index_notation_output_shapes(
     const te::IndexNotationProgram& program);
 
-// float32 inputs filled uniformly in [-1, 1), input i from seed + i.
+// Inputs of their types, filled by NDArray::fill_random, input i from seed + i.
 std::vector<runtime::NDArray> random_index_notation_inputs(const te::IndexNotationProgram& program,
                                                            uint64_t seed);
 
-// Computes the outputs (in `program.outputs` order) from float32 inputs shaped as
+// Computes the outputs (in `program.outputs` order) from inputs typed and shaped as
 // index_notation_input_shapes() says. Throws tyche::Error for a wrong input count, dtype or
 // shape.
 std::vector<runtime::NDArray> evaluate_index_notation(const te::IndexNotationProgram& program,

@@ -19,6 +19,9 @@ using ir::Expr;
 using te::Tensor;
 using te::Var;
 
+// `e` converted to `t` (products are widened to the output's type before they are summed).
+Expr widen(const Expr& e, DataType t) { return e.dtype() == t ? e : ir::cast(t, e); }
+
 int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation = 1) {
   int64_t o = (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
   if (o <= 0) throw_error("kernel {} (dilation {}) does not fit input {} with padding {}", k, dilation, in, pad);
@@ -43,14 +46,14 @@ Tensor pad_spatial(const Tensor& in, int spatial, int64_t pad) {
           cond = cond && v[d] >= Expr(static_cast<int>(pad)) && v[d] < Expr(static_cast<int>(in_shape[d] + pad));
           idx[d] = v[d] - Expr(static_cast<int>(pad));
         }
-        return te::if_then_else(cond, in(idx), ir::make_float(0.0));
+        return te::if_then_else(cond, in(idx), ir::make_const(in.dtype(), 0));
       },
       "pad", axis_names);
 }
 
-// NHWC conv2d with stride, dilation and groups over an already padded input.
+// NHWC conv2d with stride, dilation and groups over an already padded input, accumulated in `out`.
 Tensor conv2d_nhwc(const Tensor& padded, const Tensor& weight, int64_t oh, int64_t ow, int64_t stride,
-                   int64_t dilation, int64_t groups, const std::string& name) {
+                   int64_t dilation, int64_t groups, const std::string& name, DataType out) {
   auto ws = weight.shape();  // (KH, KW, CI/groups, CO)
   int64_t k = ws[0], ci_per_group = ws[2], co = ws[3], co_per_group = co / groups;
   int64_t n = padded.shape()[0];
@@ -61,19 +64,21 @@ Tensor conv2d_nhwc(const Tensor& padded, const Tensor& weight, int64_t oh, int64
       [&](Var nn, Var h, Var w, Var c) {
         Expr channel = rc.var;
         if (groups > 1) channel = ir::floordiv(c, static_cast<int>(co_per_group)) * static_cast<int>(ci_per_group) + rc.var;
-        return te::sum(padded(nn, h * s + rh.var * d, w * s + rw.var * d, channel) * weight(rh.var, rw.var, rc.var, c),
+        return te::sum(widen(padded(nn, h * s + rh.var * d, w * s + rw.var * d, channel), out) *
+                           widen(weight(rh.var, rw.var, rc.var, c), out),
                        {rh, rw, rc});
       },
       name, {"n", "h", "w", "co"});
 }
 
-std::vector<Tensor> build_gmm(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_gmm(const std::vector<int64_t>& p, const Precision& t) {
   const int64_t b = p[0], n = p[1], m = p[2], k = p[3];
-  Tensor x = te::placeholder({b, n, k}, kFloat32, "X");
-  Tensor y = te::placeholder({b, k, m}, kFloat32, "Y");
+  Tensor x = te::placeholder({b, n, k}, t.data, "X");
+  Tensor y = te::placeholder({b, k, m}, t.weight, "Y");
   auto rk = te::reduce_axis(k, "k");
-  Tensor z = te::compute({b, n, m}, [&](Var bb, Var i, Var j) { return te::sum(x(bb, i, rk.var) * y(bb, rk.var, j), {rk}); },
-                         "Z", {"b", "i", "j"});
+  Tensor z = te::compute(
+      {b, n, m}, [&](Var bb, Var i, Var j) { return te::sum(widen(x(bb, i, rk.var), t.out) * widen(y(bb, rk.var, j), t.out), {rk}); },
+      "Z", {"b", "i", "j"});
   return {x, y, z};
 }
 
@@ -93,14 +98,15 @@ std::vector<Tensor> build_c1d(const std::vector<int64_t>& p) {
   return {in, w, out};
 }
 
-std::vector<Tensor> build_c2d_like(const std::vector<int64_t>& p, int64_t dilation, int64_t groups, const std::string& name) {
+std::vector<Tensor> build_c2d_like(const std::vector<int64_t>& p, int64_t dilation, int64_t groups, const std::string& name,
+                                   const Precision& t) {
   const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
   if (ci % groups || co % groups) throw_error("channels {} and {} are not divisible by {} groups", ci, co, groups);
-  Tensor in = te::placeholder({n, h, w, ci}, kFloat32, "I");
-  Tensor wt = te::placeholder({k, k, ci / groups, co}, kFloat32, "W");
+  Tensor in = te::placeholder({n, h, w, ci}, t.data, "I");
+  Tensor wt = te::placeholder({k, k, ci / groups, co}, t.weight, "W");
   Tensor padded = pad_spatial(in, 2, pad);
   Tensor out = conv2d_nhwc(padded, wt, out_size(h, k, s, pad, dilation), out_size(w, k, s, pad, dilation), s,
-                           dilation, groups, name);
+                           dilation, groups, name, t.out);
   return {in, wt, out};
 }
 
@@ -211,7 +217,7 @@ std::vector<Tensor> build_sfm(const std::vector<int64_t>& p) {
 }
 
 std::vector<Tensor> build_cbr(const std::vector<int64_t>& p) {
-  std::vector<Tensor> conv = build_c2d_like(p, 1, 1, "conv2d");
+  std::vector<Tensor> conv = build_c2d_like(p, 1, 1, "conv2d", precisions()[0]);
   Tensor c = conv[2];
   auto shape = c.shape();
   int64_t co = shape[3];
@@ -245,14 +251,15 @@ std::vector<Tensor> build_tbg(const std::vector<int64_t>& p) {
   return {q, k, c};
 }
 
-std::vector<Tensor> build_dense_relu(const std::vector<int64_t>& p) {
+std::vector<Tensor> build_dense_relu(const std::vector<int64_t>& p, const Precision& t) {
   const int64_t n = p[0], m = p[1], k = p[2];
-  Tensor a = te::placeholder({n, k}, kFloat32, "A");
-  Tensor bm = te::placeholder({k, m}, kFloat32, "B");
+  Tensor a = te::placeholder({n, k}, t.data, "A");
+  Tensor bm = te::placeholder({k, m}, t.weight, "B");
   auto rk = te::reduce_axis(k, "k");
-  Tensor dense = te::compute({n, m}, [&](Var i, Var j) { return te::sum(a(i, rk.var) * bm(rk.var, j), {rk}); }, "dense",
-                             {"i", "j"});
-  Tensor relu = te::compute({n, m}, [&](Var i, Var j) { return te::max(dense(i, j), ir::make_float(0.0)); }, "C", {"i", "j"});
+  Tensor dense = te::compute(
+      {n, m}, [&](Var i, Var j) { return te::sum(widen(a(i, rk.var), t.out) * widen(bm(rk.var, j), t.out), {rk}); }, "dense",
+      {"i", "j"});
+  Tensor relu = te::compute({n, m}, [&](Var i, Var j) { return te::max(dense(i, j), ir::make_const(t.out, 0)); }, "C", {"i", "j"});
   return {a, bm, relu};
 }
 
@@ -284,11 +291,17 @@ auto scale_conv2d(int64_t limit, int64_t channels, bool transposed = false) {
 
 // A conv2d-like family's TE definition; `name` is its block's.
 auto conv2d_family(const char* name) {
-  return [name](const Family& f, const std::vector<int64_t>& p) { return build_c2d_like(p, f.dilation, f.groups, name); };
+  return [name](const Family& f, const std::vector<int64_t>& p, const Precision& t) {
+    return build_c2d_like(p, f.dilation, f.groups, name, t);
+  };
 }
 template <std::vector<Tensor> (*Build)(const std::vector<int64_t>&)>
-std::vector<Tensor> plain(const Family&, const std::vector<int64_t>& p) {
+std::vector<Tensor> plain(const Family&, const std::vector<int64_t>& p, const Precision&) {
   return Build(p);
+}
+template <std::vector<Tensor> (*Build)(const std::vector<int64_t>&, const Precision&)>
+std::vector<Tensor> typed(const Family&, const std::vector<int64_t>& p, const Precision& t) {
+  return Build(p, t);
 }
 
 std::vector<Family> make_families() {
@@ -299,8 +312,9 @@ std::vector<Family> make_families() {
   std::vector<Family> t;
   t.push_back({.id = FamilyId::kGmm, .name = "GMM", .params = {"B", "N", "M", "K"},
                .presets = {{1, 128, 128, 128}, {1, 512, 32, 512}, {1, 512, 512, 512}, {1, 1024, 1024, 1024}},
+               .typed = true,
                .scale_down = [](const Family&, P p) { return P{p[0], cap(p[1], 32), cap(p[2], 32), cap(p[3], 32)}; },
-               .build = plain<build_gmm>});
+               .build = typed<build_gmm>});
   t.push_back({.id = FamilyId::kC1d, .name = "C1D", .params = {"N", "L", "CI", "CO", "K", "stride", "pad"},
                .presets = {{1, 256, 64, 128, 3, 2, 1}, {1, 128, 128, 256, 1, 2, 0}, {1, 64, 256, 256, 5, 1, 2}, {1, 32, 512, 512, 3, 1, 1}},
                .last_is_pad = true,
@@ -309,7 +323,7 @@ std::vector<Family> make_families() {
                  return p;
                },
                .build = plain<build_c1d>});
-  t.push_back({.id = FamilyId::kC2d, .name = "C2D", .params = conv, .presets = conv_shapes, .last_is_pad = true,
+  t.push_back({.id = FamilyId::kC2d, .name = "C2D", .params = conv, .presets = conv_shapes, .last_is_pad = true, .typed = true,
                .scale_down = scale_conv2d(12, 8), .build = conv2d_family("conv2d")});
   t.push_back({.id = FamilyId::kC3d, .name = "C3D", .params = {"N", "D", "H", "W", "CI", "CO", "K", "stride", "pad"},
                .presets = {{1, 16, 224, 224, 3, 64, 7, 2, 3}, {1, 16, 56, 56, 64, 64, 1, 1, 0}, {1, 16, 14, 14, 256, 256, 3, 1, 1},
@@ -341,7 +355,7 @@ std::vector<Family> make_families() {
   t.push_back({.id = FamilyId::kCap, .name = "CAP", .params = conv,
                .presets = {{1, 16, 16, 32, 32, 3, 2, 1}, {1, 8, 8, 32, 32, 3, 1, 1}, {1, 16, 16, 8, 16, 3, 2, 1}, {1, 8, 8, 16, 16, 3, 1, 1}},
                .last_is_pad = true, .capsule = 4, .scale_down = scale_conv2d(6, 4),
-               .build = [](const Family& f, const P& p) { return build_cap(p, f.capsule); }});
+               .build = [](const Family& f, const P& p, const Precision&) { return build_cap(p, f.capsule); }});
   t.push_back({.id = FamilyId::kNrm, .name = "NRM", .params = {"B", "M", "N"},
                .presets = {{1, 256, 256}, {1, 512, 512}, {1, 1024, 1024}, {1, 4096, 1024}},
                .scale_down = [](const Family&, P p) { return P{p[0], cap(p[1], 64), cap(p[2], 64)}; },
@@ -359,9 +373,22 @@ std::vector<Family> make_families() {
                .build = plain<build_tbg>});
   t.push_back({.id = FamilyId::kDenseRelu, .name = "DENSE_RELU", .params = {"N", "M", "K"},
                .presets = {{128, 128, 128}, {512, 512, 512}, {1024, 1024, 1024}, {1, 4096, 1024}},
+               .typed = true,
                .scale_down = [](const Family&, P p) { return P{cap(p[0], 32), cap(p[1], 32), cap(p[2], 32)}; },
-               .build = plain<build_dense_relu>});
+               .build = typed<build_dense_relu>});
   return t;
+}
+
+// Presets known by a name rather than an index: real layers' shapes.
+struct NamedPreset {
+  const char* name;
+  const char* op;
+  std::vector<int64_t> params;
+};
+const std::vector<NamedPreset>& named_presets() {
+  // BERT-base's first feed-forward layer over a 128-token sequence: 128x768 . 768x3072.
+  static const std::vector<NamedPreset> table = {{"DENSE-BERT", "DENSE_RELU", {128, 3072, 768}}};
+  return table;
 }
 
 const Family& family_of(const std::string& op) {
@@ -371,6 +398,23 @@ const Family& family_of(const std::string& op) {
 }
 
 }  // namespace
+
+const std::vector<Precision>& precisions() {
+  static const std::vector<Precision> table = {
+      {"", kFloat32, kFloat32, kFloat32},
+      {"U8S8", DataType::UInt(8), DataType::Int(8), DataType::Int(32)},
+      {"BF16", DataType::BFloat16(), DataType::BFloat16(), kFloat32},
+  };
+  return table;
+}
+
+const Precision& find_precision(std::string_view suffix) {
+  std::string upper(suffix);
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  for (const Precision& p : precisions())
+    if (p.suffix == upper) return p;
+  throw InputError(fmt::format("unknown precision '{}' (presets take U8S8 or BF16, e.g. GMM-4-U8S8)", suffix));
+}
 
 const std::vector<Family>& families() {
   static const std::vector<Family> table = make_families();
@@ -422,36 +466,69 @@ std::vector<size_t> constant_inputs(FamilyId id) {
   }
 }
 
-Workload make_workload(const std::string& op, const std::vector<int64_t>& params) {
+Workload make_workload(const std::string& op, const std::vector<int64_t>& params, const std::string& precision) {
   const Family& info = family_of(op);
+  const Precision& types = find_precision(precision);
+  if (!types.is_float32() && !info.typed)
+    throw InputError(fmt::format("{} has no {} variant (typed presets: GMM, C2D, DENSE_RELU)", info.name, types.suffix));
   if (params.size() != info.params.size())
     throw InputError(fmt::format("{} takes {} parameters ({}), got {}", op, info.params.size(),
                                  fmt::join(info.params, ","), params.size()));
   reference_shapes(op, params);  // validates the tuple with one-line errors before building IR
-  std::vector<Tensor> args = info.build(info, params);
+  std::vector<Tensor> args = info.build(info, params, types);
   Workload w;
-  w.op = op;
+  w.op = info.name;
   w.params = params;
-  w.name = op;
+  w.precision = types.suffix;
+  w.name = types.is_float32() ? info.name : info.name + "-" + types.suffix;
   std::vector<std::string> parts;
   for (size_t i = 0; i < params.size(); ++i) parts.push_back(fmt::format("{}={}", info.params[i], params[i]));
   w.shape = fmt::format("{}", fmt::join(parts, ","));
   w.func = ir::with_layout_free_params(te::create_prim_func(args, op), constant_inputs(info.id));
   w.flop = reference_flop(op, params);
-  w.reference = [op, params](const std::vector<runtime::NDArray>& inputs) { return run_reference(op, params, inputs); };
+  w.reference = [op, params, types](const std::vector<runtime::NDArray>& inputs) { return run_reference(op, params, inputs, types); };
   return w;
 }
 
 Workload get_preset(const std::string& name) {
-  auto dash = name.rfind('-');
-  std::string op = dash == std::string::npos ? name : name.substr(0, dash);
-  std::string idx = dash == std::string::npos ? "" : name.substr(dash + 1);
-  const Family* f = op == name ? nullptr : find_family(op);
-  if (!f || f->name != op || idx.size() != 1 || idx[0] < '1' || idx[0] > '4')
-    throw InputError(fmt::format("unknown workload '{}' (presets are <OP>-1..4, e.g. GMM-4; see `tyche workloads`)", name));
-  Workload w = make_workload(op, f->presets[static_cast<size_t>(idx[0] - '1')]);
-  w.name = name;
+  auto unknown = [&] {
+    return InputError(fmt::format("unknown workload '{}' (presets are <OP>-1..4, e.g. GMM-4, or DENSE-BERT, each optionally "
+                                  "-U8S8 or -BF16; see `tyche workloads`)", name));
+  };
+  std::string base = name, suffix;
+  if (auto dash = name.rfind('-'); dash != std::string::npos) {
+    std::string last = name.substr(dash + 1);
+    std::transform(last.begin(), last.end(), last.begin(), [](unsigned char c) { return std::toupper(c); });
+    for (const Precision& p : precisions())
+      if (!p.is_float32() && p.suffix == last) base = name.substr(0, dash), suffix = last;
+  }
+  std::string upper = base;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  for (const NamedPreset& n : named_presets()) {
+    if (upper != n.name) continue;
+    Workload w = make_workload(n.op, n.params, suffix);
+    w.name = suffix.empty() ? n.name : fmt::format("{}-{}", n.name, suffix);
+    return w;
+  }
+  auto dash = upper.rfind('-');
+  if (dash == std::string::npos) throw unknown();
+  std::string op = upper.substr(0, dash), idx = upper.substr(dash + 1);
+  const Family* f = find_family(op);
+  if (!f || f->name != op || idx.size() != 1 || idx[0] < '1' || idx[0] > '4') throw unknown();
+  Workload w = make_workload(op, f->presets[static_cast<size_t>(idx[0] - '1')], suffix);
+  w.name = suffix.empty() ? upper : fmt::format("{}-{}", upper, suffix);
   return w;
+}
+
+std::vector<std::string> typed_preset_names() {
+  std::vector<std::string> out;
+  for (const Precision& p : precisions()) {
+    if (p.is_float32()) continue;
+    for (const Family& f : families())
+      if (f.typed) out.push_back(fmt::format("{}-{{1..4}}-{}", f.name, p.suffix));
+    for (const NamedPreset& n : named_presets()) out.push_back(fmt::format("{}-{}", n.name, p.suffix));
+  }
+  return out;
 }
 
 }  // namespace tyche::workloads

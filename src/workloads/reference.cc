@@ -143,15 +143,15 @@ TensorShapes shapes_of(const Family& info, const std::vector<int64_t>& v) {
   }
 }
 
-void check_inputs(const Family& info, const TensorShapes& shapes,
-                  const std::vector<NDArray>& inputs) {
+void check_inputs(const Family& info, const TensorShapes& shapes, const std::vector<NDArray>& inputs,
+                  const Precision& types) {
   if (inputs.size() != shapes.inputs.size())
     throw_error("{} expects {} inputs, got {}", info.name, shapes.inputs.size(), inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) throw_error("{}: input {} is undefined", info.name, i);
-    if (inputs[i].dtype() != kFloat32)
-      throw_error("{}: input {} has dtype {}, expected float32", info.name, i,
-                  inputs[i].dtype().str());
+    DataType want = i == 0 ? types.data : i == 1 ? types.weight : kFloat32;
+    if (inputs[i].dtype() != want)
+      throw_error("{}: input {} has dtype {}, expected {}", info.name, i, inputs[i].dtype().str(), want.str());
     if (inputs[i].shape() != shapes.inputs[i])
       throw_error("{}: input {} has shape {}, expected {}", info.name, i,
                   shape_str(inputs[i].shape()), shape_str(shapes.inputs[i]));
@@ -161,8 +161,8 @@ void check_inputs(const Family& info, const TensorShapes& shapes,
 // Direct (gather) convolution for C1D C2D C3D GRP DIL CBR. For each output pixel a row of CO
 // double accumulators is updated by contiguous weight rows; `epilogue(co, acc)` maps the sum to
 // the stored value (identity, or CBR's bias/scale/offset/ReLU chain).
-template <typename Epilogue>
-void conv_direct(const ConvGeom& g, const float* in, const float* w, float* out,
+template <typename Out, typename Epilogue>
+void conv_direct(const ConvGeom& g, const float* in, const float* w, Out* out,
                  Epilogue epilogue) {
   const int64_t cig = g.ci / g.groups, cog = g.co / g.groups;
   std::vector<double> acc(g.co);
@@ -192,8 +192,8 @@ void conv_direct(const ConvGeom& g, const float* in, const float* w, float* out,
               }
             }
           }
-          float* o = out + (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * g.co;
-          for (int64_t co = 0; co < g.co; ++co) o[co] = static_cast<float>(epilogue(co, acc[co]));
+          Out* o = out + (((n * g.out[0] + od) * g.out[1] + oh) * g.out[2] + ow) * g.co;
+          for (int64_t co = 0; co < g.co; ++co) o[co] = static_cast<Out>(epilogue(co, acc[co]));
         }
 }
 
@@ -283,8 +283,9 @@ void capsule(const ConvGeom& g, int64_t capsule_side, const float* in, const flo
 }
 
 // Z[b,i,j] = Σk X[b,i,k]·Y[b,k,j], optionally followed by ReLU (DENSE_RELU).
+template <typename Out>
 void matmul(int64_t b_n, int64_t n_n, int64_t m_n, int64_t k_n, const float* x, const float* y,
-            float* z, bool relu) {
+            Out* z, bool relu) {
   std::vector<double> acc(m_n);
   for (int64_t b = 0; b < b_n; ++b)
     for (int64_t i = 0; i < n_n; ++i) {
@@ -294,10 +295,37 @@ void matmul(int64_t b_n, int64_t n_n, int64_t m_n, int64_t k_n, const float* x, 
         const float* yr = y + (b * k_n + k) * m_n;
         for (int64_t j = 0; j < m_n; ++j) acc[j] += xv * yr[j];
       }
-      float* zr = z + (b * n_n + i) * m_n;
+      Out* zr = z + (b * n_n + i) * m_n;
       for (int64_t j = 0; j < m_n; ++j)
-        zr[j] = static_cast<float>(relu ? std::max(acc[j], 0.0) : acc[j]);
+        zr[j] = static_cast<Out>(relu ? std::max(acc[j], 0.0) : acc[j]);
     }
+}
+
+// A typed variant (GMM, C2D, DENSE_RELU): its 8-bit and bfloat16 inputs are exact in float32 and
+// their products and sums exact in double, so the float kernels compute it exactly into double
+// outputs, which are then stored in the output's type.
+std::vector<NDArray> run_typed(const Family& info, const TensorShapes& shapes, const std::vector<int64_t>& v,
+                               const std::vector<NDArray>& inputs, const Precision& types) {
+  if (!info.typed) throw_error("{} has no {} variant", info.name, types.suffix);
+  std::vector<NDArray> wide;
+  for (const NDArray& in : inputs) {
+    NDArray f(in.shape(), kFloat32);
+    for (int64_t i = 0; i < in.numel(); ++i) f.set_flat(i, in.get_flat(i));
+    wide.push_back(std::move(f));
+  }
+  const float* a = wide[0].data_as<float>();
+  const float* b = wide[1].data_as<float>();
+  NDArray out(shapes.outputs[0], types.out);
+  std::vector<double> o(static_cast<size_t>(out.numel()));
+  auto identity = [](int64_t, double x) { return x; };
+  if (info.id == Op::kGmm)
+    matmul(v[0], v[1], v[2], v[3], a, b, o.data(), false);
+  else if (info.id == Op::kDenseRelu)
+    matmul(1, v[0], v[1], v[2], a, b, o.data(), true);
+  else
+    conv_direct(conv_geom(info, v), a, b, o.data(), identity);
+  for (int64_t i = 0; i < out.numel(); ++i) out.set_flat(i, o[static_cast<size_t>(i)]);
+  return {out};
 }
 
 }  // namespace
@@ -316,10 +344,11 @@ TensorShapes reference_shapes(const std::string& op, const std::vector<int64_t>&
 }
 
 std::vector<NDArray> run_reference(const std::string& op, const std::vector<int64_t>& params,
-                                   const std::vector<NDArray>& inputs) {
+                                   const std::vector<NDArray>& inputs, const Precision& types) {
   const Family& info = lookup(op, params);
   const TensorShapes shapes = shapes_of(info, params);
-  check_inputs(info, shapes, inputs);
+  check_inputs(info, shapes, inputs, types);
+  if (!types.is_float32()) return run_typed(info, shapes, params, inputs, types);
   std::vector<NDArray> outs;
   for (const auto& s : shapes.outputs) outs.emplace_back(s, kFloat32);
   const auto& v = params;

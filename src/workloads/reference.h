@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/ndarray.h"
+#include "workloads/families.h"
 
 namespace tyche::workloads {
 
@@ -27,12 +28,14 @@ const std::vector<std::string>& reference_ops();
 // parameter count, a non-positive extent/stride, a negative pad or an empty output.
 TensorShapes reference_shapes(const std::string& op, const std::vector<int64_t>& params);
 
-// Computes the outputs from float32 inputs shaped as reference_shapes() says. Reductions
-// accumulate in double; results are stored as float32. Throws tyche::Error for a wrong input
-// count, dtype or shape.
+// Computes the outputs from inputs shaped as reference_shapes() says, typed as `types` says
+// (float32 by default). Reductions accumulate in double (exact for the typed variants' 8-bit and
+// bfloat16 products); results are stored in the output's type. Throws tyche::Error for a wrong
+// input count, dtype or shape.
 std::vector<runtime::NDArray> run_reference(const std::string& op,
                                             const std::vector<int64_t>& params,
-                                            const std::vector<runtime::NDArray>& inputs);
+                                            const std::vector<runtime::NDArray>& inputs,
+                                            const Precision& types = precisions()[0]);
 
 // FLOPs: 2 per multiply-accumulate of a reduction, 1 per output element of each element-wise
 // stage; padding counts nothing. reference.cc documents the count per op.

@@ -68,7 +68,7 @@ TEST(Cli, ListsWorkloads) {
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, testing::HasSubstr("GMM-4"));
   EXPECT_THAT(r.out, testing::HasSubstr("2.1475"));  // 2 * 1024^3 FLOP
-  EXPECT_EQ(count_lines(r.out), 57);
+  EXPECT_EQ(count_lines(r.out), 59);  // a header, the 56 presets, DENSE-BERT and the typed variants
 }
 
 TEST(Cli, ShowPrintsIr) {
@@ -492,3 +492,40 @@ TEST(CliSpace, BadInputsExitTwoWithOneLine) {
 }
 
 }  // namespace
+
+// Element types: a u8 x s8 -> s32 formula is checked exactly by the interpreter and the compiled
+// code, tuned with its types kept in the records (a resumed tune and `run --db` rebuild it), and a
+// typed preset runs; bad types are one-line errors.
+TEST(CliTypes, TypedFormulasAndPresetsCheckRunAndTune) {
+  const std::string f = "'C[i,j] += A[i,k] * B[k,j]' --extents i=16,j=32,k=64 --dtypes A=uint8,B=int8,C=int32";
+  Result c = run("check " + f);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_THAT(c.out, testing::HasSubstr("max abs error 0"));
+  Result r = run("run " + f + " --repeat 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, testing::HasSubstr("correct (max abs error 0)"));
+  std::string db = testing::TempDir() + "/tyche_cli_types_" + std::to_string(getpid());
+  std::filesystem::remove_all(db);
+  Result t = run("tune " + f + " --trials 8 --batch 8 --confirm 0 --no-warm-start --db " + db);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_THAT(t.out, testing::HasSubstr("8 trials (0 failed)"));
+  std::ifstream records(db + "/records.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(records, line));
+  EXPECT_THAT(line, testing::HasSubstr("\"dtypes\":\"C=int32,A=uint8,B=int8\""));
+  Result again = run("tune " + f + " --trials 4 --batch 4 --confirm 0 --db " + db);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_THAT(again.out, testing::HasSubstr("resumed from 8 records"));
+  Result best = run("run " + f + " --repeat 1 --db " + db);
+  EXPECT_EQ(best.code, 0) << best.err;
+  EXPECT_THAT(best.out, testing::HasSubstr("correct (max abs error 0)"));
+  std::filesystem::remove_all(db);
+  Result preset = run("check C2D-3-U8S8 --scale-down");
+  EXPECT_EQ(preset.code, 0) << preset.err;
+  Result list = run("workloads");
+  EXPECT_THAT(list.out, testing::HasSubstr("DENSE-BERT-BF16"));
+  expect_usage_error("check " + f + ",A=int8", "'A' is given a type twice");
+  expect_usage_error("check 'C[i,j] += A[i,k] * B[k,j]' --extents i=4,j=4,k=4 --dtypes C=int32", "never converts a float to an integer");
+  expect_usage_error("run GMM-4 --dtypes A=int8", "--dtypes is only for index-notation formulas");
+  expect_usage_error("check SFM-1-BF16", "SFM has no BF16 variant");
+}

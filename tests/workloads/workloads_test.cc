@@ -18,6 +18,17 @@
 namespace tyche::workloads {
 namespace {
 
+using ::testing::HasSubstr;
+
+std::string resolve_error(const std::string& name, const std::string& extents = "", const std::string& dtypes = "") {
+  try {
+    resolve(name, extents, dtypes);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // Compares printed IR with tests/golden/<name>.txt; TYCHE_UPDATE_GOLDEN=1 rewrites the file.
 void expect_golden(const std::string& name, const std::string& text) {
   std::string path = std::string(TYCHE_SOURCE_DIR) + "/tests/golden/" + name + ".txt";
@@ -108,6 +119,55 @@ TEST(Presets, UnknownNamesAreInputErrors) {
   EXPECT_THROW(resolve("C[i,j] += A[i,k]*B[k,j]", ""), InputError);
   EXPECT_THROW(resolve("GMM-1", "i=4"), InputError);
   EXPECT_EQ(resolve("gmm-1", "").name, "GMM-1");
+  EXPECT_THAT(resolve_error("SFM-4-U8S8"), HasSubstr("SFM has no U8S8 variant (typed presets: GMM, C2D, DENSE_RELU)"));
+  EXPECT_THAT(resolve_error("GMM-4-U8S9"), HasSubstr("unknown workload 'GMM-4-U8S9'"));
+  EXPECT_THAT(resolve_error("GMM-4", "", "X=int8"), HasSubstr("--dtypes is only for index-notation formulas"));
+}
+
+// The typed presets: each names its types, keeps its family's op and parameters, and its buffers
+// are typed as its precision says (the weights' layout-free mark included).
+TEST(Presets, TypedVariants) {
+  Workload u8 = resolve("gmm-4-u8s8", "");
+  EXPECT_EQ(u8.name, "GMM-4-U8S8");
+  EXPECT_EQ(u8.op, "GMM");
+  EXPECT_EQ(u8.precision, "U8S8");
+  EXPECT_EQ(u8.params, get_preset("GMM-4").params);
+  EXPECT_EQ(u8.flop, get_preset("GMM-4").flop);
+  EXPECT_EQ(u8.func.inputs()[0]->dtype, DataType::UInt(8));
+  EXPECT_EQ(u8.func.inputs()[1]->dtype, DataType::Int(8));
+  EXPECT_EQ(u8.func->params.back()->dtype, kInt32);
+  Workload conv = get_preset("C2D-3-U8S8");
+  EXPECT_EQ(conv.func.inputs()[0]->dtype, DataType::UInt(8));
+  EXPECT_EQ(conv.constant_params, get_preset("C2D-3").constant_params);
+  Workload bert = get_preset("DENSE-BERT-BF16");
+  EXPECT_EQ(bert.op, "DENSE_RELU");
+  EXPECT_EQ(bert.params, (std::vector<int64_t>{128, 3072, 768}));
+  EXPECT_EQ(bert.func.inputs()[1]->dtype, DataType::BFloat16());
+  EXPECT_EQ(bert.func->params.back()->dtype, kFloat32);
+  EXPECT_EQ(get_preset("DENSE-BERT").func.inputs()[0]->dtype, kFloat32);
+  EXPECT_EQ(scaled_down(u8).precision, "U8S8");
+  // float32 presets are unchanged by the typed families' build: their structural hash keys databases.
+  EXPECT_EQ(ir::structural_hash(make_workload("GMM", get_preset("GMM-1").params, "").func),
+            ir::structural_hash(get_preset("GMM-1").func));
+  EXPECT_THAT(typed_preset_names(), ::testing::Contains("DENSE-BERT-BF16"));
+}
+
+// Every typed variant's unscheduled IR, interpreted, matches its reference exactly (integers) or
+// to bfloat16's inputs' float32 tolerance.
+TEST(Interpreter, MatchesReferenceOnTypedPresets) {
+  for (const char* name : {"GMM-2-U8S8", "GMM-4-BF16", "C2D-3-U8S8", "C2D-1-BF16", "DENSE_RELU-3-U8S8", "DENSE-BERT-BF16"}) {
+    Workload w = scaled_down(get_preset(name));
+    auto inputs = make_inputs(w.func, 7);
+    auto actual = interp::run_on_inputs(w.func, inputs);
+    auto expected = w.reference(inputs);
+    runtime::Comparison c = runtime::compare(actual[0], expected[0]);
+    EXPECT_TRUE(c.ok) << name << ": " << c.message;
+    if (expected[0].dtype().is_integer()) {
+      EXPECT_EQ(c.max_abs_error, 0) << name;
+    }
+    inputs[0].set_flat(3, inputs[0].get_flat(3) == 1 ? 2 : 1);  // the check is not vacuous
+    EXPECT_FALSE(runtime::compare(actual[0], w.reference(inputs)[0]).ok) << name;
+  }
 }
 
 // The interpreter running the unscheduled IR agrees with the plain reference, for every preset

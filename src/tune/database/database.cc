@@ -30,8 +30,10 @@ void append_line(const std::string& path, const std::string& line) {
 }
 
 json workload_json(const RecordWorkload& w) {
-  return {{"format", "tyche.workload"}, {"name", w.name},   {"extents", w.extents}, {"hash", fmt::format("{:016x}", w.hash)},
-          {"shape", w.shape},          {"flop", w.flop}};
+  json j = {{"format", "tyche.workload"}, {"name", w.name},   {"extents", w.extents}, {"hash", fmt::format("{:016x}", w.hash)},
+            {"shape", w.shape},          {"flop", w.flop}};
+  if (!w.dtypes.empty()) j["dtypes"] = w.dtypes;
+  return j;
 }
 
 RecordWorkload parse_workload(const std::string& line) {
@@ -45,6 +47,7 @@ RecordWorkload parse_workload(const std::string& line) {
   w.hash = std::stoull(hash, nullptr, 16);
   w.shape = j.value("shape", "");
   w.flop = j.value("flop", 0.0);
+  w.dtypes = j.value("dtypes", "");
   return w;
 }
 

@@ -109,6 +109,7 @@ std::string to_json_line(const TuningRecord& r) {
             {"error", r.error.empty() ? json(nullptr) : json(r.error)},
             {"measured_at", r.measured_at}};
   if (!r.target.timing.empty()) j["target"]["timing"] = r.target.timing;
+  if (!r.workload.dtypes.empty()) j["workload"]["dtypes"] = r.workload.dtypes;
   if (r.confirmed) j["confirmed"] = true;
   return j.dump();
 }
@@ -130,6 +131,7 @@ TuningRecord parse_record(const std::string& line) {
   r.workload.hash = parse_hex(field<std::string>(w, "hash", "workload"));
   r.workload.shape = w.value("shape", "");
   r.workload.flop = w.value("flop", 0.0);
+  r.workload.dtypes = w.value("dtypes", "");
   json trace = field<json>(j, "trace", "record");
   if (!trace.is_object()) throw Error("record: \"trace\" is not an object");
   r.trace_json = trace.dump();

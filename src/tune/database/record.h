@@ -15,7 +15,7 @@
 //    "confirmed": true}                     // optional: one of a tune's leaders, measured again
 //                                           // at its end, interleaved with the others
 //
-// The workload is what workloads::resolve(name, extents) rebuilds; its structural hash says the
+// The workload is what workloads::resolve(name, extents, dtypes) rebuilds; its structural hash says the
 // rebuilt function is the one that was measured. Appends write whole lines; a reader skips a
 // line it cannot parse (a torn last line after a crash, a corrupt file) with a warning and counts
 // it, never failing on it. Files ending in .gz are read through zlib.
@@ -30,10 +30,11 @@ namespace tyche::tune {
 inline constexpr int kRecordVersion = 1;
 
 struct RecordWorkload {
-  std::string name, extents;  // workloads::resolve's arguments
+  std::string name, extents;  // workloads::resolve's arguments, with dtypes
   uint64_t hash = 0;          // ir::structural_hash of the unscheduled function
   std::string shape;
   double flop = 0;
+  std::string dtypes;  // index notation's element types (Workload::dtypes); "dtypes" in JSON, absent when empty
 };
 
 struct RecordTarget {

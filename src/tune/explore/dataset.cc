@@ -89,7 +89,7 @@ Dataset load_dataset(const std::vector<std::string>& record_files, int threads) 
     if (!task) {
       task = std::make_unique<Task>();
       try {
-        workloads::Workload w = workloads::resolve(r.workload.name, r.workload.extents);
+        workloads::Workload w = workloads::resolve(r.workload.name, r.workload.extents, r.workload.dtypes);
         // Records from before a preset named its weights layout-free (bench/data) hash the same
         // computation without that root annotation.
         if (ir::structural_hash(w.func) != r.workload.hash &&

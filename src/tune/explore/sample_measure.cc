@@ -89,7 +89,7 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& t
     std::fclose(f);
   }
   Sampler sampler = make_sampler(w, target, options);
-  MeasureTask task{RecordWorkload{w.name, options.extents, ir::structural_hash(w.func), w.shape, w.flop},
+  MeasureTask task{RecordWorkload{w.name, options.extents, ir::structural_hash(w.func), w.shape, w.flop, w.dtypes},
                    record_target(target, options.runner.time),
                    w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   Measurer measurer(target, options.runner);

@@ -26,7 +26,7 @@ json handle(const json& req) {
   size_t num_inputs = req.value("num_inputs", size_t{0});
   for (const json& p : req.at("params")) {
     runtime::NDArray a(p.at("shape").get<std::vector<int64_t>>(), DataType::parse(p.at("dtype").get<std::string>()));
-    if (args.size() < num_inputs) a.fill_uniform(seed++);
+    if (args.size() < num_inputs) a.fill_random(seed++);
     args.push_back(std::move(a));
   }
   if (req.contains("preprocs")) {

@@ -165,7 +165,7 @@ std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const 
   st->task = task;
   const workloads::Workload& w = st->task.workload;
   set_up_search(*st, target, options, model);
-  st->measure = MeasureTask{RecordWorkload{w.name, task.extents, st->search.workload, w.shape, w.flop}, record_target(target, options.runner.time),
+  st->measure = MeasureTask{RecordWorkload{w.name, task.extents, st->search.workload, w.shape, w.flop, w.dtypes}, record_target(target, options.runner.time),
                             w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   db.add_workload(st->measure.workload);
   resume_from(*st, db, seeds);
