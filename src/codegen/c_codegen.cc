@@ -279,7 +279,24 @@ class CEmitter {
     }
   }
 
+  // group_dot (ir/expr.h) at one lane: acc + a[0] * b[G*lane] + ..., in order; integers summed as
+  // uint32 (wrapping, as int32 does in the instructions).
+  std::string group_dot(const ir::CallNode* n, const std::string& lane) {
+    TYCHE_CHECK(!lane.empty(), "C backend: a vector expression outside a vector statement");
+    const int g = n->args[1].dtype().lanes();
+    bool ints = n->dtype.is_integer();
+    std::string sum = ints ? fmt::format("(uint32_t)({})", expr(n->args[0], lane)) : expr(n->args[0], lane);
+    for (int t = 0; t < g; ++t) {
+      std::string a = expr(n->args[1], fmt::format("{}", t));
+      std::string b = expr(n->args[2], fmt::format("({} * {} + {})", g, lane, t));
+      sum = ints ? fmt::format("({} + (uint32_t)((int32_t)({}) * (int32_t)({})))", sum, a, b)
+                 : fmt::format("({} + (float)({}) * (float)({}))", sum, a, b);
+    }
+    return ints ? fmt::format("(int32_t){}", sum) : sum;
+  }
+
   std::string call(const ir::CallNode* n, const std::string& lane) {
+    if (n->op == ir::CallOp::kGroupDot) return group_dot(n, lane);
     std::vector<std::string> args;
     for (const ir::Expr& a : n->args) args.push_back(expr(a, lane));
     DataType t = n->args.back().dtype();
@@ -300,6 +317,7 @@ class CEmitter {
         return fmt::format("(({0}) < 0 ? -({0}) : ({0}))", args[0]);
       case ir::CallOp::kPow: return fmt::format("pow{}({}, {})", f64 ? "" : "f", args[0], args[1]);
       case ir::CallOp::kIfThenElse: return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);  // C is lazy
+      case ir::CallOp::kGroupDot: break;  // group_dot() above
     }
     throw InternalError("C backend: unknown call");
   }

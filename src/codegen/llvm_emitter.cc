@@ -14,6 +14,7 @@
 
 #include "codegen/captures.h"
 #include "codegen/llvm_float16.h"
+#include "codegen/llvm_group_dot.h"
 #include "codegen/llvm_math.h"
 #include "ir/functor.h"
 #include "ir/op.h"
@@ -388,15 +389,18 @@ class Emitter {
     return v;
   }
 
-  llvm::Value* emit_load(const ir::BufferLoadNode* n) {
+  llvm::Value* emit_load(const ir::BufferLoadNode* n) { return to_value(emit_load_memory(n), n->dtype); }
+
+  // The loaded elements as memory holds them (a bfloat16's bits, not its float value).
+  llvm::Value* emit_load_memory(const ir::BufferLoadNode* n) {
     DataType t = n->dtype;
     DataType elem_t = t.element_of();
     llvm::Type* elem = memory_type(elem_t);
     llvm::Align align(elem_t.bytes());
     const ir::Expr& index = n->indices.at(0);
-    if (t.lanes() == 1) return to_value(b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align), t);
+    if (t.lanes() == 1) return b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align);
     if (const ir::RampNode* r = unit_ramp(index))
-      return to_value(b_.CreateAlignedLoad(memory_type(t), address(n->buffer, elem, emit(r->base)), align), t);
+      return b_.CreateAlignedLoad(memory_type(t), address(n->buffer, elem, emit(r->base)), align);
     if (const ir::RampNode* r = index.as<ir::RampNode>(); r && r->stride.as<ir::IntImmNode>()) {
       // A constant stride: one load per lane at a constant offset from the base, the vector built
       // from scalars. The gather instruction is slower: TBG-3's transposed copies made its best
@@ -409,11 +413,11 @@ class Emitter {
         llvm::Value* p = b_.CreateInBoundsGEP(elem, base, b_.getInt64(stride * lane));
         v = b_.CreateInsertElement(v, b_.CreateAlignedLoad(elem, p, align), b_.getInt64(lane));
       }
-      return to_value(v, t);
+      return v;
     }
     llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
     llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx);
-    return to_value(b_.CreateMaskedGather(memory_type(t), ptrs, align), t);
+    return b_.CreateMaskedGather(memory_type(t), ptrs, align);
   }
 
   void emit_store(const ir::BufferStoreNode* n) {
@@ -454,6 +458,7 @@ class Emitter {
 
   llvm::Value* emit_call(const ir::CallNode* n) {
     if (n->op == ir::CallOp::kIfThenElse) return emit_lazy_if(n);
+    if (n->op == ir::CallOp::kGroupDot) return emit_group_dot_call(n);
     llvm::Value* x = emit(n->args[0]);
     bool is_float = n->args[0].dtype().is_float();
     llvm::Value* one = is_float ? llvm::ConstantFP::get(x->getType(), 1.0) : nullptr;
@@ -481,6 +486,19 @@ class Emitter {
       case ir::CallOp::kCeil: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x) : x;
       default: throw InternalError(fmt::format("codegen: unsupported call {}", ir::call_op_name(n->op)));
     }
+  }
+
+  // group_dot's bfloat16 operands go as their bits (a load's, without the round trip through
+  // float); the rest as values.
+  llvm::Value* emit_group_dot_call(const ir::CallNode* n) {
+    auto operand = [&](const ir::Expr& x) -> llvm::Value* {
+      if (!x.dtype().is_bfloat16()) return emit(x);
+      if (auto* load = x.as<ir::BufferLoadNode>()) return emit_load_memory(load);
+      return to_memory(emit(x), x.dtype());
+    };
+    GroupDotOperands ops{emit(n->args[0]), operand(n->args[1]), operand(n->args[2]),
+                         n->args[0].dtype(), n->args[1].dtype(), n->args[2].dtype()};
+    return emit_group_dot(b_, opts_.features, ops);
   }
 
   // if_then_else evaluates only the chosen side: branches and a phi.

@@ -155,6 +155,30 @@ struct VecCall final : VecExpr {
     });
   }
 };
+// group_dot (ir/expr.h): a and b keep their own lane counts. Integers wrap as int32; floats add
+// the products in order, each step rounded to float32, as the tensor intrinsics' descriptions do.
+struct VecGroupDot final : VecExpr {
+  VecPtr acc, a, b;
+  VecGroupDot(VecPtr acc_, VecPtr a_, VecPtr b_)
+      : VecExpr(acc_->lanes, acc_->is_float), acc(std::move(acc_)), a(std::move(a_)), b(std::move(b_)) {}
+  void eval() override {
+    acc->eval();
+    a->eval();
+    b->eval();
+    const int g = a->lanes;
+    for (int l = 0; l < lanes; ++l) {
+      if (is_float) {
+        double s = acc->f[l];
+        for (int t = 0; t < g; ++t) s = round_float(s + round_float(a->f[t] * b->f[g * l + t], kFloat32), kFloat32);
+        f[l] = s;
+      } else {
+        uint64_t s = static_cast<uint64_t>(acc->i[l]);
+        for (int t = 0; t < g; ++t) s += static_cast<uint64_t>(a->i[t] * b->i[g * l + t]);
+        i[l] = wrap_int(static_cast<int64_t>(s), kInt32);
+      }
+    }
+  }
+};
 struct VecLet final : VecExpr {
   ExecPtr bind;
   VecPtr body;
@@ -240,6 +264,10 @@ VecPtr Program::compile_vec(const Expr& e, int lanes) {
       if (static_cast<int>(n->args.size()) != call_op_arity(n->op))
         throw_error("interp: {} takes {} argument(s), got {}", call_op_name(n->op), call_op_arity(n->op),
                     n->args.size());
+      if (n->op == CallOp::kGroupDot) {
+        auto operand = [&](const Expr& x) { return convert(compile_vec(x, x.dtype().lanes()), is_float); };
+        return std::make_unique<VecGroupDot>(operand(n->args[0]), operand(n->args[1]), operand(n->args[2]));
+      }
       if (n->op == CallOp::kIfThenElse) {
         VecPtr c = convert(compile_vec(n->args[0], lanes), false);
         VecPtr a = convert(compile_vec(n->args[1], lanes), is_float);

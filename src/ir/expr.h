@@ -131,8 +131,14 @@ struct BufferLoadNode : ExprNode {
 // Math intrinsics; names as the printer and the parsers spell them.
 // kIfThenElse(cond, a, b) evaluates only the chosen operand (unlike Select, which may evaluate
 // both), so it can guard loads that would be out of bounds, e.g. in padding.
+// kGroupDot(acc, a, b): the dot products of CPUs' tensor instructions (VNNI's vpdpbusd,
+// AVX512-BF16's vdpbf16ps). acc has N lanes, a has G, b has G*N; lane i of the result is
+// acc[i] + sum over t < G of a[t] * b[G*i + t], each operand widened to acc's element type first.
+// Integers are exact (wrapping as acc's type); floats may be summed in any order (the instructions
+// differ), within float32 rounding. The backend emits the instruction where the CPU has it and
+// plain vector code elsewhere (ir::group_dot checks the types).
 enum class CallOp : uint8_t {
-  kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse,
+  kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot,
 };
 const char* call_op_name(CallOp op);
 std::optional<CallOp> call_op_from_name(const std::string& name);

@@ -200,6 +200,17 @@ Expr make_binary(ExprKind kind, Expr a, Expr b) {
     if (kind == ExprKind::kMul && (is_const_int(a, 0) || is_const_int(b, 0))) return make_int(0, t);
     if (kind == ExprKind::kFloorMod && is_const_int(b, 1)) return make_int(0, t);
   }
+  // Vector indices: a broadcast added to a ramp or a broadcast is one ramp or broadcast again, so
+  // an offset region's index (tensorize's offset + ramp) stays a unit ramp, a contiguous access.
+  if (t.is_integer() && t.lanes() > 1 && (kind == ExprKind::kAdd || kind == ExprKind::kSub)) {
+    auto* ba = a.as<BroadcastNode>();
+    auto* bb = b.as<BroadcastNode>();
+    auto* ra = a.as<RampNode>();
+    auto* rb = b.as<RampNode>();
+    if (ba && bb) return broadcast(make_binary(kind, ba->value, bb->value), t.lanes());
+    if (ra && bb) return ramp(make_binary(kind, ra->base, bb->value), ra->stride, ra->lanes);
+    if (ba && rb && kind == ExprKind::kAdd) return ramp(ba->value + rb->base, rb->stride, rb->lanes);
+  }
   return Expr(std::make_shared<BinaryNode>(kind, t, std::move(a), std::move(b)));
 }
 
@@ -245,6 +256,7 @@ Expr cast(DataType dtype, Expr value) {
 Expr call(CallOp op, std::vector<Expr> args) {
   if (static_cast<int>(args.size()) != call_op_arity(op))
     throw_error("{} takes {} argument(s), got {}", call_op_name(op), call_op_arity(op), args.size());
+  if (op == CallOp::kGroupDot) return group_dot(args[0], args[1], args[2]);
   if (op == CallOp::kIfThenElse) {
     if (auto c = as_const_int(args[0])) return *c ? args[1] : args[2];
     reconcile(args[1], args[2]);
@@ -259,6 +271,21 @@ Expr call(CallOp op, std::vector<Expr> args) {
   }
   return Expr(std::make_shared<CallNode>(t, op, std::move(args)));
 }
+Expr group_dot(Expr acc, Expr a, Expr b) {
+  DataType ta = acc.dtype(), t1 = a.dtype(), t2 = b.dtype();
+  auto fail = [&] {
+    throw_error("group_dot({}, {}, {}): needs acc int32xN with integers of at most 16 bits, or float32xN with float16, "
+                "bfloat16 or float32, and b with a's lanes times N lanes",
+                ta.str(), t1.str(), t2.str());
+  };
+  if (ta.lanes() < 2 || t2.lanes() != t1.lanes() * ta.lanes()) fail();
+  bool ints = ta.element_of() == kInt32 && t1.is_integer() && t2.is_integer() && t1.bits() <= 16 && t2.bits() <= 16;
+  auto narrow_float = [](DataType t) { return t.is_float() && (t.bits() == 16 || t.bits() == 32); };
+  bool floats = ta.element_of() == kFloat32 && narrow_float(t1) && narrow_float(t2);
+  if (!ints && !floats) fail();
+  return Expr(std::make_shared<CallNode>(ta, CallOp::kGroupDot, std::vector<Expr>{std::move(acc), std::move(a), std::move(b)}));
+}
+
 Expr exp(Expr x) { return call(CallOp::kExp, {std::move(x)}); }
 Expr log(Expr x) { return call(CallOp::kLog, {std::move(x)}); }
 Expr sqrt(Expr x) { return call(CallOp::kSqrt, {std::move(x)}); }

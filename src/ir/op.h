@@ -52,6 +52,10 @@ Expr sigmoid(Expr x);
 Expr abs(Expr x);
 // Lazily evaluated conditional (see CallOp::kIfThenElse).
 Expr if_then_else(Expr cond, Expr t, Expr f);
+// acc + the group dot products of a and b (see CallOp::kGroupDot). Throws tyche::Error unless acc
+// is a vector of int32 with a and b integers of at most 16 bits, or of float32 with a and b
+// float16, bfloat16 or float32, and b has a.lanes * acc.lanes lanes.
+Expr group_dot(Expr acc, Expr a, Expr b);
 Expr buffer_load(const Buffer& buffer, std::vector<Expr> indices);
 Expr ramp(Expr base, Expr stride, int lanes);
 Expr broadcast(Expr value, int lanes);

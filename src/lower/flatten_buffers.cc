@@ -4,6 +4,7 @@
 
 #include <unordered_map>
 
+#include "arith/vector_index.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "lower/lower.h"
@@ -51,7 +52,8 @@ class Flattener : public ir::StmtExprMutator {
       ir::Expr term = ir::is_const_int(strides[d], 1) ? indices[d] : indices[d] * strides[d];
       index = index.defined() ? index + term : term;
     }
-    return index.defined() ? index : ir::make_int(0);
+    if (!index.defined()) return ir::make_int(0);
+    return index.dtype().lanes() > 1 ? arith::fold_vector_index(index) : index;
   }
 
   ir::Expr mutate_buffer_load(const ir::BufferLoadNode* n, const ir::Expr&) override {

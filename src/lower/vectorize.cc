@@ -84,6 +84,7 @@ class LaneRewriter : public ir::StmtExprMutator {
     if (!mutate_exprs(n->args, &args)) return self;
     if (n->op == ir::CallOp::kIfThenElse && lanes_of(args[0]) > 1)
       throw NotVectorizable{"an if_then_else whose condition differs between lanes"};
+    if (n->op == ir::CallOp::kGroupDot) throw NotVectorizable{"a group_dot (a tensor instruction) that depends on the loop"};
     int l = 1;
     for (const ir::Expr& a : args) l = std::max(l, lanes_of(a));
     for (size_t i = (n->op == ir::CallOp::kIfThenElse ? 1 : 0); i < args.size(); ++i) args[i] = widen(args[i], l);

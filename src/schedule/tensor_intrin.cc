@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "arith/region.h"
 #include "ir/op.h"
+#include "schedule/intrin/dot.h"
 
 namespace tyche::schedule {
 
@@ -65,7 +67,7 @@ TensorIntrin dot_4x4x4_f32() {
   Var ki("k"), ii("i"), ji("j");
   Stmt body = loop(ki, 4, loop(ii, 4, loop(ji, 4, update(m, ii, ji, ki), ir::ForKind::kUnrolled), ir::ForKind::kUnrolled));
   ir::PrimFunc impl = make_func(std::string(name) + "_impl", m, 1, body);
-  return {name, desc, impl};
+  return {name, desc, impl, {}};
 }
 
 TensorIntrin copy_4_f32() {
@@ -79,7 +81,7 @@ TensorIntrin copy_4_f32() {
   std::vector<Stmt> stores;
   for (int x = 0; x < 4; ++x) stores.push_back(ir::buffer_store(m[1], ir::buffer_load(m[0], {x}), {x}));
   ir::PrimFunc impl = make_func(std::string(name) + "_impl", m, 1, ir::seq(std::move(stores)));
-  return {name, desc, impl};
+  return {name, desc, impl, {}};
 }
 
 // ---- validation ----
@@ -143,6 +145,8 @@ struct Registry {
     builtins_loaded = true;
     add_locked(dot_4x4x4_f32(), false);
     add_locked(copy_4_f32(), false);
+    for (auto* isa : {intrin::x86_vnni_intrins, intrin::x86_avx2_intrins, intrin::x86_avx512_bf16_intrins})
+      for (TensorIntrin& t : isa()) add_locked(std::move(t), false);
   }
 };
 
@@ -153,11 +157,18 @@ Registry& registry() {
 
 }  // namespace
 
+bool TensorIntrin::available_on(const std::vector<std::string>& features) const {
+  if (requires_any.empty()) return true;
+  auto has = [&](const std::string& f) { return std::find(features.begin(), features.end(), f) != features.end(); };
+  return std::any_of(requires_any.begin(), requires_any.end(),
+                     [&](const std::vector<std::string>& all) { return std::all_of(all.begin(), all.end(), has); });
+}
+
 void register_tensor_intrin(const std::string& name, ir::PrimFunc desc, ir::PrimFunc impl, bool override) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.load_builtins_locked();
-  r.add_locked(TensorIntrin{name, std::move(desc), std::move(impl)}, override);
+  r.add_locked(TensorIntrin{name, std::move(desc), std::move(impl), {}}, override);
 }
 
 const TensorIntrin* find_tensor_intrin(const std::string& name) {

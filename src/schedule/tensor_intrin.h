@@ -16,6 +16,9 @@
 // - "dot_4x4x4_f32": C[i, j] += A[i, k] * B[k, j] over 4x4x4 float32 (reduce iterator k, no
 //   init); impl loops k outermost with i and j unrolled.
 // - "copy_4_f32": B[i] = A[i] over 4 float32; impl is four unrolled stores.
+// - The CPUs' dot products (intrin/dot.h), one file per ISA, each implemented by ir::group_dot:
+//   "x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8",
+//   "x86_avx512_bf16_dot_16x2_bf16", "x86_avx512_bf16_dot_8x2_bf16".
 #pragma once
 
 #include <string>
@@ -29,6 +32,11 @@ struct TensorIntrin {
   std::string name;
   ir::PrimFunc desc;
   ir::PrimFunc impl;
+  // The CPU features (LLVM's names) that run impl as the instruction it stands for: any one of
+  // these sets, all of its features. Empty: any CPU. Elsewhere impl still runs, as portable code.
+  std::vector<std::vector<std::string>> requires_any;
+  // Whether a CPU with these features (LLVM's names) has the instruction.
+  bool available_on(const std::vector<std::string>& features) const;
 };
 
 // Registers an intrinsic. Throws tyche::Error when the name is taken (unless `override`), when

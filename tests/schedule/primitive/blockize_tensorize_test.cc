@@ -213,6 +213,47 @@ TEST(Tensorize, TiledMatmul) {
   EXPECT_EQ(block_name(sch, sch.get_block("Z_o").value()), "Z_o");
 }
 
+// u8 x s8 -> s32 with the weights packed as VNNI wants them ([N/16][K/4][16][4]): the 16 x 4 tile
+// becomes one group_dot, reading its 64 weights as one contiguous vector.
+TEST(Tensorize, PackedU8S8MatmulWithVnni) {
+  auto w = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]",
+                                          "i=3,jo=2,ji=16,ko=5,ki=4", "A=uint8,P=int8,C=int32");
+  for (const char* name : {"x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8"}) {
+    Schedule sch(w.func, true);
+    auto l = sch.get_loops(sch.get_block("C").value()).value();  // i, jo, ji, ko, ki
+    bool eight = std::string(name).find("8x4") != std::string::npos;
+    LoopRV lanes = l[2];
+    if (eight) {
+      auto ji = sch.split(l[2], {std::nullopt, 8}).value();
+      sch.reorder({ji[0], l[3], ji[1], l[4]}).value();
+      lanes = ji[1];
+    } else {
+      sch.reorder({l[3], l[2], l[4]}).value();
+    }
+    auto st = sch.tensorize(lanes, name);
+    ASSERT_TRUE(st.ok()) << name << ": " << st.error().reason();
+    if (!eight) expect_golden("tensorize_vnni_u8s8", ir::to_string(sch.func()));
+    EXPECT_TRUE(computes_reference_dirty(w, sch.func())) << name;
+  }
+}
+
+TEST(Tensorize, CpuIntrinsicsRefuseOtherTypes) {
+  auto f32 = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4");
+  auto s8s8 = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4",
+                                             "A=int8,P=int8,C=int32");
+  for (const auto& w : {f32, s8s8}) {
+    Schedule sch(w.func, true);
+    auto l = sch.get_loops(sch.get_block("C").value()).value();
+    sch.reorder({l[3], l[2], l[4]}).value();
+    std::string before = ir::to_string(sch.func());
+    auto st = sch.tensorize(l[2], "x86_avx512_vnni_dot_16x4_u8s8");
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code(), ErrorCode::kIntrinsicMismatch);
+    EXPECT_THAT(st.error().reason(), HasSubstr("does not match intrinsic 'x86_avx512_vnni_dot_16x4_u8s8'"));
+    EXPECT_EQ(ir::to_string(sch.func()), before);
+  }
+}
+
 TEST(Tensorize, DenseWithoutBatchDimension) {
   auto w = small("DENSE_RELU-1");
   Schedule sch(w.func, true);
@@ -331,6 +372,18 @@ TEST(TensorIntrin, BuiltinsDescribeTheirImplementations) {
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(runtime::compare(b[i], a[i]).ok) << name;
   }
+}
+
+TEST(TensorIntrin, CpuIntrinsicsSayWhichCpusHaveThem) {
+  auto on = [](const char* name, std::vector<std::string> features) { return find_tensor_intrin(name)->available_on(features); };
+  EXPECT_TRUE(on("x86_avx512_vnni_dot_16x4_u8s8", {"avx2", "avx512f", "avx512vnni"}));
+  EXPECT_FALSE(on("x86_avx512_vnni_dot_16x4_u8s8", {"avx2", "avxvnni"}));
+  EXPECT_TRUE(on("x86_avx_vnni_dot_8x4_u8s8", {"avx2", "avxvnni"}));
+  EXPECT_TRUE(on("x86_avx_vnni_dot_8x4_u8s8", {"avx512vnni", "avx512vl"}));
+  EXPECT_FALSE(on("x86_avx_vnni_dot_8x4_u8s8", {"avx512vnni"}));
+  EXPECT_TRUE(on("x86_avx2_dot_8x4_u8s8", {"avx2"}));
+  EXPECT_FALSE(on("x86_avx512_bf16_dot_16x2_bf16", {"avx512f", "avx512vnni"}));
+  EXPECT_TRUE(on("dot_4x4x4_f32", {}));
 }
 
 TEST(TensorIntrin, RegistrationErrors) {

@@ -18,7 +18,7 @@ std::string fresh_dir(const std::string& name) {
   return d;
 }
 
-RecordWorkload gmm() { return {"GMM-1", "", 0xabcULL, "B=1,N=128,M=128,K=128", 4194304.0}; }
+RecordWorkload gmm() { return {"GMM-1", "", 0xabcULL, "B=1,N=128,M=128,K=128", 4194304.0, ""}; }
 
 TuningRecord record(double seconds, uint64_t program, const std::string& cpu = "host") {
   TuningRecord r;
@@ -102,7 +102,7 @@ TEST(Database, ResumesAfterAKillMidLine) {
   EXPECT_THAT(db.warnings()[0], HasSubstr("removed a truncated last line"));
   EXPECT_THAT(db.warnings()[1], HasSubstr("skipped: not JSON"));
   db.add_records({record(0.7e-3, 4)});
-  db.add_workload({"GMM-2", "", 0xdefULL, "", 1.0});
+  db.add_workload({"GMM-2", "", 0xdefULL, "", 1.0, ""});
   Database again(dir);
   EXPECT_EQ(again.records().size(), 3u);
   EXPECT_EQ(again.workloads().size(), 2u);

@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 TuningRecord sample(double t) {
   TuningRecord r;
-  r.workload = {"GMM-4", "", 0x0123456789abcdefULL, "B=1,N=1024,M=1024,K=1024", 2147483648.0};
+  r.workload = {"GMM-4", "", 0x0123456789abcdefULL, "B=1,N=1024,M=1024,K=1024", 2147483648.0, ""};
   r.trace_json = R"({"format":"tyche.trace","version":1,"instructions":[]})";
   r.target = {"llvm", 2, "x86-64-v3", "x86-64-v3", "Intel(R) Xeon(R) Processor", "+avx2,+fma", ""};
   r.seconds = {t, t * 1.01, t * 0.99};
@@ -46,6 +46,10 @@ TEST(Records, RoundTrip) {
   EXPECT_EQ(to_json_line(r).find("confirmed"), std::string::npos);  // written only when set
   r.confirmed = true;
   EXPECT_TRUE(parse_record(to_json_line(r)).confirmed);
+  EXPECT_EQ(to_json_line(r).find("dtypes"), std::string::npos);  // a float32 workload's record is unchanged
+  r.workload.dtypes = "C=int32,A=uint8,B=int8";
+  EXPECT_THAT(to_json_line(r), HasSubstr("\"dtypes\":\"C=int32,A=uint8,B=int8\""));
+  EXPECT_EQ(parse_record(to_json_line(r)).workload.dtypes, "C=int32,A=uint8,B=int8");
   TuningRecord failed = sample(0.01);
   failed.seconds.clear();
   failed.error = "the kernel crashed the worker: signal 11";

@@ -34,7 +34,7 @@ TEST(Dataset, RecordsReplayToTheirFeaturesAndBadOnesAreSkipped) {
     if (!sch) continue;
     expected.push_back(per_store_features(sch->func()));
     TuningRecord r;
-    r.workload = {"GMM-1", "", ir::structural_hash(w.func), w.shape, w.flop};
+    r.workload = {"GMM-1", "", ir::structural_hash(w.func), w.shape, w.flop, ""};
     r.trace_json = replayed.to_json();
     r.target.num_cores = 2;
     r.seconds = {1e-3 * static_cast<double>(records.size() + 1)};

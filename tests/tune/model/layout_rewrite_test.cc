@@ -177,7 +177,7 @@ TEST(RewriteLayout, TheIsolatedWorkerRunsThePreprocBeforeCheckingAndTiming) {
   std::vector<schedule::Schedule> candidates = rewritten_candidates(w, target, 1);
   ASSERT_FALSE(candidates.empty());
   Measurer measurer(target, RunnerOptions{.worker_path = worker_path(), .timeout_s = 60});
-  MeasureTask task{RecordWorkload{w.name, "", ir::structural_hash(w.func), w.shape, w.flop}, record_target(target),
+  MeasureTask task{RecordWorkload{w.name, "", ir::structural_hash(w.func), w.shape, w.flop, w.dtypes}, record_target(target),
                    w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   std::vector<Trial> trials{Trial::of(*candidates[0].trace(), candidates[0].func(), false)};
   measurer.measure_batch(trials, task, [](const std::vector<TuningRecord>&) {});

@@ -1,0 +1,16 @@
+// Vector indices that are one ramp in disguise. A tensor intrinsic reads a 2-d tile as one vector:
+// its row and column indices are floordiv and floormod of one ramp, and once the buffer is
+// flattened (row * width + column) the lanes are consecutive again. fold_vector_index finds that,
+// so the backend emits one contiguous load instead of a gather.
+#pragma once
+
+#include "ir/expr.h"
+
+namespace tyche::arith {
+
+// `index` (an integer vector) as ramp(base, stride, lanes) when every lane is base plus a
+// constant that grows by the same stride from lane to lane (broadcast when the stride is 0);
+// `index` unchanged when it is not, or when that cannot be shown.
+ir::Expr fold_vector_index(const ir::Expr& index);
+
+}  // namespace tyche::arith

@@ -1,0 +1,27 @@
+// Private to src/schedule/: the shape every CPU dot-product intrinsic shares (intrin/x86_*.cc).
+//
+//   desc:  A[G] (activations), B[N, G] (weights, N rows of one group each), C[N] (accumulators)
+//          for i in N, k in G: block(vi S, vk R): C[vi] = C[vi] + acc(A[vk]) * acc(B[vi, vk])
+//   impl:  C[0:N] = group_dot(C[0:N], A[0:G], B[0:N, 0:G] as one vector of N*G)
+//
+// The weights a program tensorizes with these are best packed so that each tile of N x G is
+// contiguous ([N/n][K/g][n][g], as oneDNN and TVM pack them for VNNI): B is then one load (the
+// flattened row and column vectors fold back into one ramp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedule/tensor_intrin.h"
+
+namespace tyche::schedule::intrin {
+
+TensorIntrin dot_intrin(const std::string& name, int lanes, int group, DataType a, DataType b, DataType acc,
+                        std::vector<std::vector<std::string>> requires_any);
+
+// The intrinsics of each ISA, in their own files.
+std::vector<TensorIntrin> x86_vnni_intrins();
+std::vector<TensorIntrin> x86_avx2_intrins();
+std::vector<TensorIntrin> x86_avx512_bf16_intrins();
+
+}  // namespace tyche::schedule::intrin

@@ -1,0 +1,110 @@
+// The CPU tensor intrinsics in code for CPUs this host may not run: objects compiled for them hold
+// the instruction exactly where the CPU has it (disassembled with objdump); and the C backend's
+// portable form of group_dot agrees with the reference.
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "codegen/c_codegen.h"
+#include "codegen/export.h"
+#include "codegen/llvm_codegen.h"
+#include "lower/lower.h"
+#include "runtime/compare.h"
+#include "schedule/schedule.h"
+#include "workloads/workloads.h"
+
+namespace tyche::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A u8 x s8 -> s32 matmul with packed weights, its 16 x 4 tiles tensorized with `intrin` (lanes 16
+// or 8); and a bfloat16 one with `bf16_intrin`.
+ir::PrimFunc tensorized(const std::string& intrin, int lanes, bool bf16 = false) {
+  auto w = bf16 ? workloads::from_index_notation("C[i, jo, ji] += A[i, ko*2 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=6,ki=2",
+                                                 "A=bfloat16,P=bfloat16")
+                : workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4",
+                                                 "A=uint8,P=int8,C=int32");
+  schedule::Schedule sch(w.func);
+  auto l = sch.get_loops(sch.get_block("C").value()).value();
+  auto ji = sch.split(l[2], {std::nullopt, lanes}).value();
+  sch.reorder({ji[0], l[3], ji[1], l[4]}).value();
+  auto st = sch.tensorize(ji[1], intrin);
+  EXPECT_TRUE(st.ok()) << st.error().reason();
+  return sch.func();
+}
+
+std::string disassemble(const ir::PrimFunc& f, const std::string& cpu) {
+  std::string path = ::testing::TempDir() + fmt::format("/tyche_intrin_{}_{}.o", getpid(), cpu);
+  compile_to_object(lower::lower(f).func, path, CompileOptions{.cpu = cpu});
+  std::string text;
+  if (FILE* p = popen(fmt::format("objdump -d --no-show-raw-insn {} 2>&1", path).c_str(), "r")) {
+    std::array<char, 4096> buf;
+    for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) text.append(buf.data(), n);
+    pclose(p);
+  }
+  std::remove(path.c_str());
+  return text;
+}
+
+TEST(CpuIntrinsics, ObjectsHoldTheInstructionWhereTheCpuHasIt) {
+  if (std::system("objdump --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no objdump";
+  ir::PrimFunc zmm = tensorized("x86_avx512_vnni_dot_16x4_u8s8", 16), ymm = tensorized("x86_avx_vnni_dot_8x4_u8s8", 8);
+  ir::PrimFunc bf16 = tensorized("x86_avx512_bf16_dot_16x2_bf16", 16, true);
+  // Sapphire Rapids: AVX512-VNNI (EVEX, zmm) and AVX512-BF16.
+  std::string spr = disassemble(zmm, "sapphirerapids");
+  EXPECT_THAT(spr, HasSubstr("vpdpbusd"));
+  EXPECT_THAT(spr, HasSubstr("zmm"));
+  EXPECT_THAT(disassemble(bf16, "sapphirerapids"), HasSubstr("vdpbf16ps"));
+  // Alder Lake: no AVX-512, AVX-VNNI's VEX form on ymm; the 16-lane form is split in two.
+  for (const ir::PrimFunc& f : {ymm, zmm}) {
+    std::string adl = disassemble(f, "alderlake");
+    EXPECT_THAT(adl, HasSubstr("{vex} vpdpbusd"));
+    EXPECT_THAT(adl, Not(HasSubstr("zmm")));
+  }
+  EXPECT_THAT(disassemble(bf16, "alderlake"), Not(HasSubstr("vdpbf16ps")));
+  // Zen 3: AVX2 only; the portable form (vpmaddwd or plain multiplies), never the instruction.
+  for (const ir::PrimFunc& f : {zmm, ymm, tensorized("x86_avx2_dot_8x4_u8s8", 8)}) {
+    std::string zen3 = disassemble(f, "znver3");
+    EXPECT_THAT(zen3, Not(HasSubstr("vpdpbusd")));
+    EXPECT_THAT(zen3, Not(HasSubstr("zmm")));
+  }
+  EXPECT_THAT(disassemble(bf16, "znver3"), Not(HasSubstr("vdpbf16ps")));
+}
+
+// The C backend writes group_dot lane by lane: the exported C of a tensorized program agrees with
+// the reference exactly.
+TEST(CpuIntrinsics, CSourceComputesTheSame) {
+  auto w = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4",
+                                          "A=uint8,P=int8,C=int32");
+  ir::PrimFunc f = tensorized("x86_avx512_vnni_dot_16x4_u8s8", 16);
+  ir::PrimFunc lowered = lower::lower(ir::PrimFunc("vnni", f->params, f->num_outputs, f->body)).func;
+  std::string source = emit_c(lowered, {});
+  EXPECT_THAT(source, HasSubstr("(uint32_t)"));
+  std::string base = ::testing::TempDir() + fmt::format("/tyche_vnni_c_{}", getpid());
+  std::ofstream(base + ".c") << source;
+  ASSERT_EQ(std::system(fmt::format("cc -std=c11 -O1 -Wall -Werror -shared -fPIC -o {0}.so {0}.c -lm", base).c_str()), 0) << source;
+  void* lib = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr);
+  auto entry = reinterpret_cast<int32_t (*)(void**)>(dlsym(lib, "vnni_packed"));
+  ASSERT_NE(entry, nullptr);
+  auto inputs = workloads::make_inputs(w.func, 4);
+  auto expected = w.reference(inputs);
+  runtime::NDArray out(expected[0].shape(), kInt32);
+  std::vector<void*> args = {inputs[0].data(), inputs[1].data(), out.data()};
+  EXPECT_EQ(entry(args.data()), 0);
+  runtime::Comparison c = runtime::compare(out, expected[0]);
+  EXPECT_TRUE(c.ok) << c.message;
+  EXPECT_EQ(c.max_abs_error, 0);
+  dlclose(lib);
+  std::remove((base + ".c").c_str());
+  std::remove((base + ".so").c_str());
+}
+
+}  // namespace
+}  // namespace tyche::codegen
