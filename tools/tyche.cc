@@ -29,6 +29,7 @@
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
+#include "tune/space/multi_level_tiling_with_intrin.h"
 #include "tune/cost_model/cost_model.h"
 #include "tune/cost_model/metrics.h"
 #include "tune/explore/dataset.h"
@@ -419,6 +420,10 @@ int cmd_tune(const Options& o) {
     throw InputError("--dtypes is only for index-notation formulas; a preset names its types (e.g. GMM-4-U8S8)");
   tune::Target target = tune::Target::parse(o.target);
   if (!o.cpu.empty()) target.cpu = o.cpu;
+  for (const tune::TuneTask& t : tasks)
+    if (!target.is_gpu())
+      if (std::string note = tune::intrinsic_note(t.workload.func, target.cpu_info().name, target.cpu_info().features); !note.empty())
+        fmt::print("{}: {}\n", t.workload.name, note);
   tune::TuneOptions to;
   to.trials = o.trials;
   to.batch = o.batch > 0 ? o.batch : 64;

@@ -529,3 +529,15 @@ TEST(CliTypes, TypedFormulasAndPresetsCheckRunAndTune) {
   expect_usage_error("run GMM-4 --dtypes A=int8", "--dtypes is only for index-notation formulas");
   expect_usage_error("check SFM-1-BF16", "SFM has no BF16 variant");
 }
+
+// Tuning for a CPU without VNNI (AVX2 only, which every host here runs) says which intrinsics it
+// lacks and what it uses instead, and still tunes, exactly.
+TEST(CliTypes, ACpuWithoutTheIntrinsicsSaysSoAndTunes) {
+  Result t = run("tune GMM-1-U8S8 --cpu x86-64-v3 --trials 4 --batch 4 --confirm 0 --no-warm-start");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_THAT(t.out, testing::HasSubstr("GMM-1-U8S8: note: the CPU (x86-64-v3) lacks x86_avx512_vnni_dot_16x4_u8s8 (avx512vnni)"));
+  EXPECT_THAT(t.out, testing::HasSubstr("using x86_avx2_dot_8x4_u8s8 instead"));
+  EXPECT_THAT(t.out, testing::HasSubstr("4 trials (0 failed)"));
+  Result f32 = run("tune GMM-1 --cpu x86-64-v3 --trials 2 --batch 2 --confirm 0 --no-warm-start");
+  EXPECT_THAT(f32.out, testing::Not(testing::HasSubstr("lacks")));
+}

@@ -56,6 +56,9 @@ class MultiLevelTiling : public ScheduleRule {
   std::vector<TilingState> place_write_cache(TilingState s) const;
 
   const MultiLevelTilingConfig& config() const { return config_; }
+  size_t levels() const { return levels_; }
+  const std::vector<int>& s_levels() const { return s_levels_; }  // the structure's S levels (0-based)
+  const std::vector<int>& r_levels() const { return r_levels_; }
 
  private:
   std::optional<size_t> padded_loop(const schedule::Schedule& sch, const std::vector<schedule::LoopRV>& loops,

@@ -1,5 +1,7 @@
 #include "tune/space/schedule_rule.h"
 
+#include "tune/space/multi_level_tiling_with_intrin.h"
+
 
 namespace tyche::tune {
 
@@ -38,13 +40,17 @@ std::vector<ScheduleRulePtr> default_rules(const Target& target) {
       tiling.reuse_read = {.req = ReuseConfig::Kind::kMay, .levels = {3}, .scope = "global", .only_along_output_row = true};
       tiling.panel_width = 2 * cpu.vector_bits() / 32;  // float32 lanes
     }
-    return {
-        auto_inline({.disallow_op = {"exp"}}),  // an exp inlined into two consumers runs twice
-        add_rfactor(16, 64),
-        multi_level_tiling(tiling),
-        parallel_vectorize_unroll(),
-        random_compute_location(),
-    };
+    // Multiply-accumulates of the types a tensor intrinsic of this CPU takes (u8 x s8 -> s32,
+    // bfloat16 -> float32) tile around it; the rest as before.
+    std::vector<ScheduleRulePtr> rules = {auto_inline({.disallow_op = {"exp"}}), add_rfactor(16, 64)};
+    if (std::vector<std::string> intrins = cpu_dot_intrins(cpu.features); !intrins.empty()) {
+      MultiLevelTilingConfig with_intrin = tiling;
+      with_intrin.padded_rows = {};
+      with_intrin.reuse_read = {};
+      rules.push_back(multi_level_tiling_with_intrin(std::move(intrins), with_intrin));
+    }
+    for (ScheduleRulePtr r : {multi_level_tiling(tiling), parallel_vectorize_unroll(), random_compute_location()}) rules.push_back(r);
+    return rules;
   }
   return {
       multi_level_tiling({.structure = "SSSRRSRS",

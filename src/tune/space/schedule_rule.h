@@ -103,7 +103,9 @@ ScheduleRulePtr cross_thread_reduction(std::vector<int64_t> thread_extents = {4,
 // sampled thread count, and bound to blockIdx.x / threadIdx.x.
 ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents = {32, 64, 128, 256, 512, 1024});
 
-// TVM's defaults for the target: llvm: AutoInline (not exp), AddRFactor, MultiLevelTiling "SSRSRS"
+// TVM's defaults for the target: llvm: AutoInline (not exp), AddRFactor, MultiLevelTilingWithIntrin
+// with the CPU's dot intrinsics (cpu_dot_intrins; the tiling below without padded rows or read
+// caches), MultiLevelTiling "SSRSRS"
 // (max innermost 64, write reuse "may" at levels 1 and 2; with 16 vector registers also padded
 // rows {6}, read reuse "may" of the operand along the output rows at level 3, packing the panel
 // that register tile streams, and reduction tiles up to 256), ParallelVectorizeUnroll (16 jobs per

@@ -1,0 +1,97 @@
+// MultiLevelTilingWithIntrin: the multiply-accumulates a CPU's dot intrinsic takes are tiled around
+// it, their weights packed (once, at load, when they are a model's constants), and tensorized;
+// which intrinsic comes from the CPU named, never from the host; other blocks go to
+// MultiLevelTiling.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "../../schedule/schedule_test_util.h"
+#include "ir/annotation_keys.h"
+#include "ir/printer.h"
+#include "tune/space/multi_level_tiling_with_intrin.h"
+#include "tune/space/space_generator.h"
+
+namespace tyche::tune {
+namespace {
+
+using schedule::Schedule;
+using schedule::testing::computes_reference;
+using schedule::testing::small;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::vector<Schedule> designs_for(const workloads::Workload& w, const std::string& cpu) {
+  Target t = Target::parse("llvm -num-cores 2 -mcpu " + cpu);
+  return post_order_apply(default_rules(t))->generate(TuneContext{w.func, t}, 5);
+}
+
+int count_with(const std::vector<Schedule>& designs, const std::string& text) {
+  int n = 0;
+  for (const Schedule& d : designs) n += d.trace()->to_text().find(text) != std::string::npos;
+  return n;
+}
+
+TEST(IntrinTiling, TheCpuNamedChoosesTheIntrinsic) {
+  auto w = small("GMM-1-U8S8");  // 32 x 32 x 32
+  struct Case {
+    const char* cpu;
+    const char* intrin;  // nullptr: no intrinsic, MultiLevelTiling's designs
+  };
+  for (Case c : {Case{"sapphirerapids", "x86_avx512_vnni_dot_16x4_u8s8"}, Case{"alderlake", "x86_avx_vnni_dot_8x4_u8s8"},
+                 Case{"znver3", "x86_avx2_dot_8x4_u8s8"}, Case{"x86-64-v2", nullptr}}) {
+    SCOPED_TRACE(c.cpu);
+    auto designs = designs_for(w, c.cpu);
+    ASSERT_FALSE(designs.empty());
+    if (!c.intrin) {
+      EXPECT_EQ(count_with(designs, "tensorize"), 0);
+      continue;
+    }
+    EXPECT_EQ(count_with(designs, std::string("tensor_intrin=\"") + c.intrin + "\""), static_cast<int>(designs.size()));
+    for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(w, d.func())) << d.trace()->to_text();
+  }
+}
+
+// GMM's right operand is an activation: packed at every call, inside the program. A dense layer's
+// weights are constants: packed once, the stage annotated for lower/layout_rewrite.h.
+TEST(IntrinTiling, WeightsArePackedTileByTile) {
+  auto gmm = designs_for(small("GMM-1-U8S8"), "sapphirerapids");
+  EXPECT_EQ(count_with(gmm, "index_map=\"lambda a0, a1, a2: (a0, a2 // 16, a1 // 4, a2 % 16, a1 % 4)\""), static_cast<int>(gmm.size()));
+  EXPECT_EQ(count_with(gmm, ir::ann::kLayoutRewritePreproc), 0);
+  auto dense = small("DENSE_RELU-1-BF16");
+  auto bf16 = designs_for(dense, "sapphirerapids");
+  EXPECT_EQ(count_with(bf16, "x86_avx512_bf16_dot_16x2_bf16"), static_cast<int>(bf16.size()));
+  EXPECT_EQ(count_with(bf16, ir::ann::kLayoutRewritePreproc), static_cast<int>(bf16.size()));
+  for (const Schedule& d : bf16) EXPECT_TRUE(computes_reference(dense, d.func()));
+  // A convolution: the weights [KH, KW, CI, CO] packed by (CO, CI) tiles. Scaled down it has 8
+  // output channels, which 16 lanes do not divide: the 8-lane form takes it.
+  auto conv = small("C2D-3-U8S8");
+  auto c2d = designs_for(conv, "sapphirerapids");
+  EXPECT_EQ(count_with(c2d, "x86_avx_vnni_dot_8x4_u8s8"), static_cast<int>(c2d.size()));
+  EXPECT_EQ(count_with(c2d, "lambda a0, a1, a2, a3: (a0, a1, a3 // 8, a2 // 4, a3 % 8, a2 % 4)"), static_cast<int>(c2d.size()));
+  for (const Schedule& d : c2d) EXPECT_TRUE(computes_reference(conv, d.func()));
+}
+
+// Blocks of other types, and extents the intrinsic's shape does not divide, are MultiLevelTiling's.
+TEST(IntrinTiling, OtherBlocksAreLeftToMultiLevelTiling) {
+  auto f32 = designs_for(small("GMM-1"), "sapphirerapids");
+  EXPECT_EQ(count_with(f32, "tensorize"), 0);
+  EXPECT_EQ(count_with(f32, "sample_perfect_tile"), static_cast<int>(f32.size()));
+  auto odd = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=8,j=20,k=16", "A=uint8,B=int8,C=int32");
+  auto designs = designs_for(odd, "sapphirerapids");
+  EXPECT_EQ(count_with(designs, "tensorize"), 0);
+  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(odd, d.func()));
+  auto s8s8 = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=8,j=32,k=16", "A=int8,B=int8,C=int32");
+  EXPECT_EQ(count_with(designs_for(s8s8, "sapphirerapids"), "tensorize"), 0);
+}
+
+TEST(IntrinTiling, CpuDotIntrinsicsBestFirst) {
+  EXPECT_THAT(cpu_dot_intrins({"avx2", "avx512f", "avx512vl", "avx512vnni", "avx512bf16"}),
+              ::testing::ElementsAre("x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx512_bf16_dot_16x2_bf16",
+                                     "x86_avx512_bf16_dot_8x2_bf16"));
+  EXPECT_THAT(cpu_dot_intrins({"avx2", "avxvnni"}), ::testing::ElementsAre("x86_avx_vnni_dot_8x4_u8s8"));
+  EXPECT_THAT(cpu_dot_intrins({"avx2"}), ::testing::ElementsAre("x86_avx2_dot_8x4_u8s8"));
+  EXPECT_TRUE(cpu_dot_intrins({"sse4.2"}).empty());
+}
+
+}  // namespace
+}  // namespace tyche::tune
