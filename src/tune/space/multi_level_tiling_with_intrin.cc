@@ -134,7 +134,7 @@ std::vector<MultiLevelTiling::Step> MultiLevelTilingWithIntrin::intrin_steps(con
           [this, m](TilingState s) { return pack_weights(std::move(s), m); },
           [this, m](TilingState s) { return tile_for_intrin(std::move(s), m); },
           [this](TilingState s) { return place_write_cache(std::move(s)); },
-          [m, name](TilingState s) -> std::vector<TilingState> {
+          [name](TilingState s) -> std::vector<TilingState> {
             // The intrinsic's tile: the innermost two loops (j % N, k % G).
             auto loops = s.sch.get_loops(s.block);
             if (!loops.ok() || loops.value().size() < 2) return {};
