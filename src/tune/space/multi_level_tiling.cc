@@ -80,14 +80,26 @@ std::optional<BlockRV> elementwise_consumer(Schedule& sch, const BlockRV& block)
   return consumer;
 }
 
-// A step's one resulting state (a Schedule moves, it does not copy).
-std::vector<TilingState> single(TilingState s) {
+}  // namespace
+
+std::vector<TilingState> MultiLevelTiling::single(TilingState s) {
   std::vector<TilingState> out;
   out.push_back(std::move(s));
   return out;
 }
 
-}  // namespace
+std::vector<Schedule> MultiLevelTiling::run_pipeline(TilingState start, const std::vector<Step>& pipeline) {
+  std::vector<TilingState> states = single(std::move(start));
+  for (const Step& step : pipeline) {
+    std::vector<TilingState> next;
+    for (TilingState& s : states)
+      for (TilingState& t : step(std::move(s))) next.push_back(std::move(t));
+    states = std::move(next);
+  }
+  std::vector<Schedule> out;
+  for (TilingState& s : states) out.push_back(std::move(s.sch));
+  return out;
+}
 
 MultiLevelTiling::MultiLevelTiling(MultiLevelTilingConfig config) : config_(std::move(config)) {
   for (char c : config_.structure) {
@@ -153,17 +165,9 @@ std::vector<Schedule> MultiLevelTiling::apply(Schedule sch, const BlockRV& block
   }
   (void)sch.annotate(block, ir::ann::kTilingStructure, config_.structure);
   const std::vector<Step> pipeline = steps();
-  for (const TilingDesign& design : designs()) {
-    std::vector<TilingState> states;
-    states.push_back(TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt});
-    for (const Step& step : pipeline) {
-      std::vector<TilingState> next;
-      for (TilingState& s : states)
-        for (TilingState& t : step(std::move(s))) next.push_back(std::move(t));
-      states = std::move(next);
-    }
-    for (TilingState& s : states) out.push_back(std::move(s.sch));
-  }
+  for (const TilingDesign& design : designs())
+    for (Schedule& s : run_pipeline(TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt}, pipeline))
+      out.push_back(std::move(s));
   if (out.empty()) out.push_back(std::move(sch));  // every design refused: leave the block as it is
   return out;
 }

@@ -43,6 +43,10 @@ class MultiLevelTiling : public ScheduleRule {
   // The designs to try, in order, and the steps each runs through.
   std::vector<TilingDesign> designs() const;
   virtual std::vector<Step> steps() const;
+  // The schedules a design leads to through `pipeline` (none when a step refuses every branch).
+  static std::vector<schedule::Schedule> run_pipeline(TilingState start, const std::vector<Step>& pipeline);
+  // A step's one resulting state (a Schedule moves, it does not copy).
+  static std::vector<TilingState> single(TilingState s);
 
   // write reuse: the block accumulates into a cache (placed by place_write_cache).
   std::vector<TilingState> add_write_cache(TilingState s) const;

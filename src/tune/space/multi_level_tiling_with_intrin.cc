@@ -112,16 +112,8 @@ std::vector<Schedule> MultiLevelTilingWithIntrin::apply(Schedule sch, const Bloc
     if (!match) continue;
     for (const TilingDesign& design : designs()) {
       if (design.padded_rows || design.read_cache) continue;  // the packing is this rule's read cache
-      TilingState s{sch.copy(), block, design, std::nullopt, {}, std::nullopt};
-      std::vector<TilingState> states;
-      states.push_back(std::move(s));
-      for (const Step& step : intrin_steps(*match, name)) {
-        std::vector<TilingState> next;
-        for (TilingState& t : states)
-          for (TilingState& u : step(std::move(t))) next.push_back(std::move(u));
-        states = std::move(next);
-      }
-      for (TilingState& t : states) out.push_back(std::move(t.sch));
+      for (Schedule& s : run_pipeline(TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt}, intrin_steps(*match, name)))
+        out.push_back(std::move(s));
     }
     if (!out.empty()) return out;  // the first intrinsic that takes the block
   }
@@ -140,9 +132,7 @@ std::vector<MultiLevelTiling::Step> MultiLevelTilingWithIntrin::intrin_steps(con
             if (!loops.ok() || loops.value().size() < 2) return {};
             const LoopRV tile = loops.value()[loops.value().size() - 2];
             if (!s.sch.tensorize(tile, name).ok()) return {};
-            std::vector<TilingState> out;
-            out.push_back(std::move(s));
-            return out;
+            return single(std::move(s));
           }};
 }
 
@@ -179,9 +169,7 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s,
   for (size_t p : constant)
     if (p < sch.func()->params.size() && sch.func()->params[p].get() == weights.get())
       (void)sch.annotate(cache.value(), ir::ann::kLayoutRewritePreproc, int64_t{1});
-  std::vector<TilingState> r;
-  r.push_back(std::move(s));
-  return r;
+  return single(std::move(s));
 }
 
 std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState s, const IntrinMatch& m) const {
@@ -236,9 +224,7 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
   order.push_back(j_parts.value()[1]);
   order.push_back(k_parts.value()[1]);
   if (!sch.reorder(order).ok()) return {};
-  std::vector<TilingState> r;
-  r.push_back(std::move(s));
-  return r;
+  return single(std::move(s));
 }
 
 std::vector<std::string> cpu_dot_intrins(const std::vector<std::string>& features) {
