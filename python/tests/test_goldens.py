@@ -428,6 +428,7 @@ STEPS = [
     ("set_scope", lambda s, r: s.set_scope(s.get_block(_target(r)), 0, "shared")),
     ("storage_align", lambda s, r: s.storage_align(s.get_block(_target(r)), 0, 0, 8, 1)),
     ("transform_layout", _transform_layout),
+    ("pad_einsum", lambda s, r: s.pad_einsum(s.get_block(r["reduction"]), [3] * len(loops_of(s, r["reduction"])))),
     ("decompose_reduction",
      lambda s, r: s.decompose_reduction(s.get_block(r["reduction"]), loops_of(s, r["reduction"])[0])),
     ("rfactor", lambda s, r: s.rfactor(loops_of(s, r["reduction"])[-1], 0)),

@@ -19,7 +19,8 @@ def test_every_registry_instruction_is_a_method_with_tvm_argument_names():
     for name in ["get_block", "get_loops", "split", "fuse", "reorder", "parallel", "vectorize", "unroll", "bind",
                  "compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline", "cache_read",
                  "cache_write", "rfactor", "decompose_reduction", "blockize", "tensorize", "annotate",
-                 "sample_perfect_tile", "sample_categorical", "sample_compute_location", "transform_layout"]:
+                 "sample_perfect_tile", "sample_categorical", "sample_compute_location", "transform_layout",
+                 "pad_einsum"]:
         assert name in INSTRUCTION_NAMES and callable(getattr(tyche.Schedule, name))
     assert list(inspect.signature(tyche.Schedule.split).parameters) == ["self", "loop", "factors"]
     assert list(inspect.signature(tyche.Schedule.sample_perfect_tile).parameters) == [

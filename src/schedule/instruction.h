@@ -115,6 +115,8 @@ struct InstructionKind {
   X(compute_at) X(reverse_compute_at) X(compute_inline) X(reverse_compute_inline)                 \
   /* caches (cache.cc) */                                                                         \
   X(cache_read) X(cache_write) X(set_scope) X(storage_align) X(transform_layout)                  \
+  /* padding (pad_einsum.cc) */                                                                   \
+  X(pad_einsum)                                                                                   \
   /* reductions (reduction.cc) */                                                                 \
   X(decompose_reduction) X(rfactor)                                                               \
   /* blocks (blockize.cc, tensorize.cc) */                                                         \

@@ -159,6 +159,14 @@ class Schedule {
   // and permuted, every access rewritten (packing a panel so a register tile reads it in order).
   Status transform_layout(const BlockRV& block, int buffer_index, const std::string& index_map);
 
+  // ---- padding (pad_einsum.cc) ----
+  // Rounds each iterator's extent up to a multiple of padding[i] (1: unchanged): the block
+  // computes on zero-padded copies of the buffers those iterators index (stages before its loop
+  // nest) and writes a padded output that a stage after the nest copies back. The block must sit
+  // alone in its loop nest, each padded iterator bound to a whole loop, and its update must add
+  // nothing when the padded reads are zero (a sum of products).
+  Status pad_einsum(const BlockRV& block, const std::vector<int64_t>& padding);
+
   // ---- reductions (reduction.cc) ----
   // Splits the reduction's init into its own block placed before `loop`; returns the init block.
   Result<BlockRV> decompose_reduction(const BlockRV& block, const LoopRV& loop);

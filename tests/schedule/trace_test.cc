@@ -168,6 +168,12 @@ std::vector<RoundTripCase> round_trip_cases() {
          sch.transform_layout(pad, 0, "lambda n, h, w, c: (w // 2, n, h, w % 2, c)").value();
          sch.storage_align(pad, 0, 2, 8, 1).value();
        }},
+      {"padding", "GMM-1",
+       [](Schedule& sch) {
+         BlockRV z = sch.get_block("Z").value();
+         sch.pad_einsum(z, {1, 3, 16, 5}).value();
+         sch.split(sch.get_loops(z).value()[2], {std::nullopt, 16}).value();
+       }},
       {"reductions", "GMM-1",
        [](Schedule& sch) {
          BlockRV z = sch.get_block("Z").value();

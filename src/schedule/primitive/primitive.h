@@ -57,6 +57,9 @@ Status set_scope(ScheduleState& state, const SRef& block, int buffer_index, cons
 Status storage_align(ScheduleState& state, const SRef& block, int buffer_index, int axis, int factor, int offset);
 Status transform_layout(ScheduleState& state, const SRef& block, int buffer_index, const std::string& index_map);
 
+// ---- padding (pad_einsum.cc) ----
+Status pad_einsum(ScheduleState& state, const SRef& block, const std::vector<int64_t>& padding);
+
 // ---- reductions (reduction.cc) ----
 Result<SRef> decompose_reduction(ScheduleState& state, const SRef& block, const SRef& loop);
 Result<SRef> rfactor(ScheduleState& state, const SRef& loop, int factor_axis);

@@ -12,8 +12,11 @@
 //   tiled into the structure's levels (sampled sizes), with the write cache as MultiLevelTiling
 //   places it;
 // - tensorize the N x G tile with the intrinsic.
-// Extents that the intrinsic's shape does not divide are left to MultiLevelTiling (the block is
-// returned unchanged), as is every block whose types no intrinsic takes.
+// Extents that the intrinsic's shape does not divide are padded first (pad_einsum): the block
+// computes on zero-padded copies, the padded weights' copy being their packing. Of the intrinsics
+// that take the block's types, the one that pads least is used (C2D's 8 output channels: the
+// 8-lane form, not the 16-lane one half idle). Blocks whose types no intrinsic takes are left to
+// MultiLevelTiling.
 #include "tune/space/multi_level_tiling_with_intrin.h"
 
 #include <fmt/format.h>
@@ -84,7 +87,11 @@ std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& 
       int jd = dim_of(wr, j), kd = dim_of(wr, k);
       if (jd < 0 || kd < 0) continue;
       auto j_extent = ir::as_const_int(j_iv->dom.extent), k_extent = ir::as_const_int(k_iv->dom.extent);
-      if (!j_extent || !k_extent || *j_extent % lanes || *k_extent % group) return std::nullopt;
+      if (!j_extent || !k_extent) return std::nullopt;
+      m.j_extent = *j_extent;
+      m.k_extent = *k_extent;
+      m.j_iter = static_cast<size_t>(j_iv - b->iter_vars.data());
+      m.k_iter = static_cast<size_t>(k_iv - b->iter_vars.data());
       m.weights = w;
       m.weight_j = jd;
       m.weight_k = kd;
@@ -105,17 +112,35 @@ std::vector<Schedule> MultiLevelTilingWithIntrin::apply(Schedule sch, const Bloc
     out.push_back(std::move(sch));
     return out;
   }
+  const std::string* best = nullptr;
+  std::optional<IntrinMatch> match;
   for (const std::string& name : intrins_) {
     const schedule::TensorIntrin* intrin = schedule::find_tensor_intrin(name);
-    if (!intrin) continue;
-    auto match = match_dot_intrin(sch, block, *intrin);
-    if (!match) continue;
+    auto m = intrin ? match_dot_intrin(sch, block, *intrin) : std::nullopt;
+    if (m && (!match || m->padded_work() < match->padded_work())) {
+      best = &name;
+      match = m;
+    }
+  }
+  if (match && match->needs_padding()) {
+    std::vector<int64_t> padding(block_node(sch, block)->iter_vars.size(), 1);
+    padding[match->j_iter] = match->lanes;
+    padding[match->k_iter] = match->group;
+    Schedule padded = sch.copy();
+    if (padded.pad_einsum(block, padding).ok()) {
+      sch = std::move(padded);
+      match = match_dot_intrin(sch, block, *schedule::find_tensor_intrin(*best));
+    } else {
+      match.reset();  // a block pad_einsum refuses (an index mixing j or k): MultiLevelTiling's
+    }
+  }
+  if (match) {
     for (const TilingDesign& design : designs()) {
       if (design.padded_rows || design.read_cache) continue;  // the packing is this rule's read cache
-      for (Schedule& s : run_pipeline(TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt}, intrin_steps(*match, name)))
+      for (Schedule& s : run_pipeline(TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt}, intrin_steps(*match, *best)))
         out.push_back(std::move(s));
     }
-    if (!out.empty()) return out;  // the first intrinsic that takes the block
+    if (!out.empty()) return out;
   }
   out.push_back(std::move(sch));  // no intrinsic: MultiLevelTiling's business
   return out;
@@ -139,10 +164,24 @@ std::vector<MultiLevelTiling::Step> MultiLevelTilingWithIntrin::intrin_steps(con
 std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s, const IntrinMatch& m) const {
   Schedule& sch = s.sch;
   const ir::BlockNode* b = block_node(sch, s.block);
-  const ir::Buffer weights = b->reads[m.weights].buffer;
+  ir::Buffer weights = b->reads[m.weights].buffer;
   const size_t rank = b->reads[m.weights].region.size();
-  auto cache = sch.cache_read(s.block, static_cast<int>(m.weights), "global");
-  if (!cache.ok()) return {};
+  // Padded weights (pad_einsum) already have their copy, which becomes the packing; else a cache.
+  std::optional<schedule::BlockRV> stage;
+  if (auto producers = sch.get_producers(s.block); producers.ok())
+    for (const schedule::BlockRV& p : producers.value()) {
+      const ir::BlockNode* pb = block_node(sch, p);
+      if (pb->writes.size() == 1 && pb->writes[0].buffer.get() == weights.get() && pb->reads.size() == 1) {
+        stage = p;
+        weights = pb->reads[0].buffer;
+      }
+    }
+  if (!stage) {
+    auto cache = sch.cache_read(s.block, static_cast<int>(m.weights), "global");
+    if (!cache.ok()) return {};
+    stage = cache.value();
+  }
+  const schedule::BlockRV& packing = *stage;
   // (a0, .., an) -> (the other dims in order, aj // N, ak // G, aj % N, ak % G)
   std::string in, outer, out;
   for (size_t d = 0; d < rank; ++d) {
@@ -151,10 +190,10 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s,
   }
   out = fmt::format("{}a{} // {}, a{} // {}, a{} % {}, a{} % {}", outer, m.weight_j, m.lanes, m.weight_k, m.group, m.weight_j,
                     m.lanes, m.weight_k, m.group);
-  if (!sch.transform_layout(cache.value(), 0, fmt::format("lambda {}: ({})", in, out)).ok()) return {};
+  if (!sch.transform_layout(packing, 0, fmt::format("lambda {}: ({})", in, out)).ok()) return {};
   // The copy walks the packed layout in order: its writes are contiguous, the innermost loop reads
   // G rows at once (GMM-4-U8S8, packing at every call: 2.8 ms against 3.0 in B's order, Zen 4).
-  auto copy_loops = sch.get_loops(cache.value());
+  auto copy_loops = sch.get_loops(packing);
   if (!copy_loops.ok() || copy_loops.value().size() != rank) return {};
   auto j_parts = sch.split(copy_loops.value()[m.weight_j], {std::nullopt, schedule::ExprArg(m.lanes)});
   auto k_parts = sch.split(copy_loops.value()[m.weight_k], {std::nullopt, schedule::ExprArg(m.group)});
@@ -168,7 +207,7 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s,
   std::vector<size_t> constant = ir::layout_free_params(sch.func());
   for (size_t p : constant)
     if (p < sch.func()->params.size() && sch.func()->params[p].get() == weights.get())
-      (void)sch.annotate(cache.value(), ir::ann::kLayoutRewritePreproc, int64_t{1});
+      (void)sch.annotate(packing, ir::ann::kLayoutRewritePreproc, int64_t{1});
   return single(std::move(s));
 }
 

@@ -20,15 +20,21 @@ struct IntrinMatch {
   size_t weights = 0;
   int weight_j = 0, weight_k = 0;
   int64_t lanes = 0, group = 0;  // the intrinsic's N and G
+  size_t j_iter = 0, k_iter = 0;  // their positions among the block's iterators
+  int64_t j_extent = 0, k_extent = 0;
+  // The iterations the intrinsic computes, padding included: j and k rounded up to N and G.
+  int64_t padded_work() const { return (j_extent + lanes - 1) / lanes * lanes * ((k_extent + group - 1) / group * group); }
+  bool needs_padding() const { return j_extent % lanes != 0 || k_extent % group != 0; }
 };
-// Nullopt unless `block` accumulates (with an init) products of `intrin`'s types into its output,
-// and N divides j's extent and G k's.
+// Nullopt unless `block` accumulates (with an init) products of `intrin`'s types into its output
+// over constant extents (which N and G need not divide: the rule pads them).
 std::optional<IntrinMatch> match_dot_intrin(const schedule::Schedule& sch, const schedule::BlockRV& block,
                                             const schedule::TensorIntrin& intrin);
 
 class MultiLevelTilingWithIntrin : public MultiLevelTiling {
  public:
-  // `intrins`: tried in order; the first whose types and shape the block has is used.
+  // `intrins`: the one whose types the block has and whose shape pads it least is used (the
+  // earlier on a tie).
   MultiLevelTilingWithIntrin(std::vector<std::string> intrins, MultiLevelTilingConfig config);
   std::string name() const override { return "MultiLevelTilingWithIntrin"; }
   std::vector<schedule::Schedule> apply(schedule::Schedule sch, const schedule::BlockRV& block) override;

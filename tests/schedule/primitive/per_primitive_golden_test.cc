@@ -84,6 +84,10 @@ const std::vector<std::pair<std::string, Step>>& steps() {
          }
          return reason(s.transform_layout(b, 0, "lambda " + in + ": (" + out + ",)"));
        }},
+      {"pad_einsum", [](Schedule& s, const Roles& r) {
+         // Every iterator to a multiple of 3 (one loop per iterator before any scheduling).
+         return reason(s.pad_einsum(block(s, r.reduction), std::vector<int64_t>(loops(s, r.reduction).size(), 3)));
+       }},
       {"decompose_reduction", [](Schedule& s, const Roles& r) {
          return reason(s.decompose_reduction(block(s, r.reduction), loops(s, r.reduction)[0]));
        }},

@@ -71,17 +71,32 @@ TEST(IntrinTiling, WeightsArePackedTileByTile) {
   for (const Schedule& d : c2d) EXPECT_TRUE(computes_reference(conv, d.func()));
 }
 
-// Blocks of other types, and extents the intrinsic's shape does not divide, are MultiLevelTiling's.
+// Blocks of other types are MultiLevelTiling's; so are s8 x s8 products, which VNNI does not take.
 TEST(IntrinTiling, OtherBlocksAreLeftToMultiLevelTiling) {
   auto f32 = designs_for(small("GMM-1"), "sapphirerapids");
   EXPECT_EQ(count_with(f32, "tensorize"), 0);
   EXPECT_EQ(count_with(f32, "sample_perfect_tile"), static_cast<int>(f32.size()));
-  auto odd = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=8,j=20,k=16", "A=uint8,B=int8,C=int32");
-  auto designs = designs_for(odd, "sapphirerapids");
-  EXPECT_EQ(count_with(designs, "tensorize"), 0);
-  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(odd, d.func()));
   auto s8s8 = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=8,j=32,k=16", "A=int8,B=int8,C=int32");
   EXPECT_EQ(count_with(designs_for(s8s8, "sapphirerapids"), "tensorize"), 0);
+}
+
+// Extents the intrinsic's shape does not divide are padded, never refused: 20 columns take the
+// 8-lane form padded to 24 (the 16-lane one would compute 32), 10 reduction steps become 12; a
+// dense layer's weights are padded and packed in one stage, once, at load.
+TEST(IntrinTiling, OddExtentsArePadded) {
+  auto odd = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=5,j=20,k=10", "A=uint8,B=int8,C=int32");
+  auto designs = designs_for(odd, "sapphirerapids");
+  ASSERT_FALSE(designs.empty());
+  int n = static_cast<int>(designs.size());
+  EXPECT_EQ(count_with(designs, "pad_einsum(block=b0, padding=[1, 8, 4])"), n) << designs[0].trace()->to_text();
+  EXPECT_EQ(count_with(designs, "tensor_intrin=\"x86_avx_vnni_dot_8x4_u8s8\""), n);
+  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(odd, d.func())) << d.trace()->to_text();
+  auto bert = workloads::from_index_notation("C[i,j] += A[i,k] * W[j,k]", "i=3,j=36,k=7", "A=bfloat16,W=bfloat16,C=float32");
+  ir::PrimFunc f = bert.func;
+  designs = designs_for(bert, "sapphirerapids");
+  ASSERT_FALSE(designs.empty());
+  EXPECT_EQ(count_with(designs, "x86_avx512_bf16_dot_"), static_cast<int>(designs.size()));
+  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(bert, d.func())) << d.trace()->to_text();
 }
 
 TEST(IntrinTiling, CpuDotIntrinsicsBestFirst) {
