@@ -26,7 +26,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 _ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
-         np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.uint32): TensorProto.UINT32}
+         np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.uint32): TensorProto.UINT32,
+         np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8,
+         np.dtype(np.int32): TensorProto.INT32}
 
 CASES: list[tuple[str, onnx.ModelProto, dict[str, np.ndarray]]] = []
 
@@ -503,6 +505,63 @@ case("multi_input_broadcast_chain",
      [N("Sub", ["a", "b"], "d"), N("Mul", ["d", "d"], "d2"), N("ReduceSum", ["d2", "ax"], "s", keepdims=0),
       N("Sqrt", ["s"])],
      {"a": U(3, 1, 6), "b": U(4, 6)}, inits={"ax": I64([-1])})
+
+
+# ================================================================ quantized operators
+# Integers over their whole range; zero points off centre; per-axis scales where the op takes them.
+
+def Q8(*shape, signed=False) -> np.ndarray:
+    return _rng.integers(-128 if signed else 0, 128 if signed else 256, shape).astype(np.int8 if signed else np.uint8)
+
+
+def ZP(value, signed=False) -> np.ndarray:
+    return np.asarray(value, dtype=np.int8 if signed else np.uint8)
+
+
+U8, S8, I32 = np.uint8, np.int8, np.int32
+case("quantize_linear_u8", [N("QuantizeLinear", ["x", "s", "z"])], {"x": U(3, 7, 5) * 3},
+     inits={"s": F(0.0137), "z": ZP(131)}, outputs=[("y", U8)])
+case("quantize_linear_s8_per_axis", [N("QuantizeLinear", ["x", "s", "z"], axis=1)], {"x": U(2, 4, 9) * 2},
+     inits={"s": P(4) * 0.01, "z": ZP([-3, 0, 5, 17], signed=True)}, outputs=[("y", S8)])
+case("quantize_linear_default_zero_point_halves",
+     [N("QuantizeLinear", ["x", "s"])], {"x": np.asarray([[0.5, 1.5, 2.5, -0.5, 3.5, 254.5, 300.0, 7.49]], np.float32)},
+     inits={"s": F(1.0)}, outputs=[("y", U8)])
+case("dequantize_linear_u8", [N("DequantizeLinear", ["x", "s", "z"])], {"x": Q8(3, 11)},
+     inits={"s": F(0.021), "z": ZP(119)})
+case("dequantize_linear_s8_per_axis", [N("DequantizeLinear", ["x", "s", "z"], axis=-1)], {"x": Q8(5, 3, signed=True)},
+     inits={"s": P(3) * 0.1, "z": ZP([1, -2, 0], signed=True)})
+case("dequantize_linear_int32_bias", [N("DequantizeLinear", ["x", "s"])],
+     {"x": _rng.integers(-100000, 100000, (6,)).astype(np.int32)}, inits={"s": F(0.0003)})
+case("matmul_integer_u8s8_a_zero_point", [N("MatMulInteger", ["a", "b", "az"])], {"a": Q8(5, 23)},
+     inits={"b": Q8(23, 13, signed=True), "az": ZP(97)}, outputs=[("y", I32)])
+case("matmul_integer_both_zero_points_batched", [N("MatMulInteger", ["a", "b", "az", "bz"])], {"a": Q8(2, 3, 7)},
+     inits={"b": Q8(7, 6), "az": ZP(12), "bz": ZP(200)}, outputs=[("y", I32)])
+case("matmul_integer_s8_activations", [N("MatMulInteger", ["a", "b", "az"])], {"a": Q8(4, 16, signed=True)},
+     inits={"b": Q8(16, 9, signed=True), "az": ZP(-7, signed=True)}, outputs=[("y", I32)])
+case("qlinear_matmul_u8s8", [N("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"])], {"a": Q8(6, 33)},
+     inits={"as": F(0.02), "az": ZP(128), "b": Q8(33, 20, signed=True), "bs": F(0.004), "bz": ZP(0, signed=True),
+            "ys": F(0.05), "yz": ZP(110)}, outputs=[("y", U8)])
+case("conv_integer_zero_points_pads", [N("ConvInteger", ["x", "w", "xz"], pads=[1, 2, 1, 0])], {"x": Q8(1, 3, 7, 6)},
+     inits={"w": Q8(4, 3, 3, 3, signed=True), "xz": ZP(100)}, outputs=[("y", I32)])
+case("conv_integer_weight_zero_point", [N("ConvInteger", ["x", "w", "xz", "wz"], strides=[2, 2])], {"x": Q8(1, 2, 9, 8)},
+     inits={"w": Q8(3, 2, 3, 3), "xz": ZP(3), "wz": ZP(131)}, outputs=[("y", I32)])
+_qconv = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+case("qlinear_conv_per_channel_bias_stride2", [N("QLinearConv", _qconv + ["b"], pads=[1, 1, 1, 1], strides=[2, 2])],
+     {"x": Q8(1, 5, 9, 11)},
+     inits={"xs": F(0.03), "xz": ZP(121), "w": Q8(8, 5, 3, 3, signed=True), "ws": P(8) * 0.005,
+            "wz": np.zeros(8, np.int8), "ys": F(0.08), "yz": ZP(90),
+            "b": _rng.integers(-2000, 2000, (8,)).astype(np.int32)}, outputs=[("y", U8)])
+case("qlinear_conv_s8_activations_groups2", [N("QLinearConv", _qconv, group=2, pads=[0, 1, 0, 1])],
+     {"x": Q8(1, 4, 6, 7, signed=True)},
+     inits={"xs": F(0.04), "xz": ZP(-5, signed=True), "w": Q8(6, 2, 3, 3, signed=True), "ws": F(0.01),
+            "wz": ZP(0, signed=True), "ys": F(0.2), "yz": ZP(3, signed=True)}, outputs=[("y", S8)])
+case("qdq_conv_relu_chain",
+     [N("QuantizeLinear", ["x", "xs", "xz"], "q"), N("QLinearConv", ["q", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], "c",
+                                                     pads=[1, 1, 1, 1]),
+      N("DequantizeLinear", ["c", "ys", "yz"], "d"), N("Relu", ["d"])],
+     {"x": U(1, 3, 8, 8)},
+     inits={"xs": F(0.008), "xz": ZP(128), "w": Q8(6, 3, 3, 3, signed=True), "ws": P(6) * 0.004,
+            "wz": np.zeros(6, np.int8), "ys": F(0.03), "yz": ZP(100), "b": _rng.integers(-500, 500, (6,)).astype(np.int32)})
 
 
 # ================================================================ models of the error tests

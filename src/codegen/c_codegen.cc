@@ -311,6 +311,7 @@ class CEmitter {
       case ir::CallOp::kErf: return fn("erf");
       case ir::CallOp::kFloor: return t.is_float() ? fn("floor") : args[0];
       case ir::CallOp::kCeil: return t.is_float() ? fn("ceil") : args[0];
+      case ir::CallOp::kRound: return t.is_float() ? fn("nearbyint") : args[0];
       case ir::CallOp::kSigmoid: return fmt::format("tyche_sigmoid{}({})", f64 ? "" : "f", args[0]);
       case ir::CallOp::kAbs:
         if (t.is_float()) return fn("fabs");

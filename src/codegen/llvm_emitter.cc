@@ -484,6 +484,7 @@ class Emitter {
       case ir::CallOp::kPow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, emit(n->args[1]));
       case ir::CallOp::kFloor: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
       case ir::CallOp::kCeil: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x) : x;
+      case ir::CallOp::kRound: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x) : x;
       default: throw InternalError(fmt::format("codegen: unsupported call {}", ir::call_op_name(n->op)));
     }
   }

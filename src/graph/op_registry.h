@@ -154,6 +154,12 @@ std::vector<te::Tensor> slice(ConvertContext& c);
 std::vector<te::Tensor> gather(ConvertContext& c);
 std::vector<te::Tensor> expand(ConvertContext& c);
 std::vector<te::Tensor> shape(ConvertContext& c);
+std::vector<te::Tensor> quantize_linear(ConvertContext& c);
+std::vector<te::Tensor> dequantize_linear(ConvertContext& c);
+std::vector<te::Tensor> matmul_integer(ConvertContext& c);
+std::vector<te::Tensor> conv_integer(ConvertContext& c);
+std::vector<te::Tensor> qlinear_matmul(ConvertContext& c);
+std::vector<te::Tensor> qlinear_conv(ConvertContext& c);
 }  // namespace ops
 
 }  // namespace tyche::graph

@@ -1,8 +1,7 @@
 // Convolutions, matrix products and pooling, in ONNX's NCHW layout.
 #include <numeric>
 
-#include "graph/op_registry.h"
-#include "ir/op.h"
+#include "graph/ops_window.h"
 
 namespace tyche::graph::ops {
 
@@ -13,37 +12,9 @@ namespace {
 
 Expr i32(int64_t v) { return Expr(static_cast<int>(v)); }
 
-// Where an activation's channel and spatial axes are: ONNX's (N, C, spatial...) or, on a node
-// the layout pass moved to channels last (layout.h), (N, spatial..., C).
-struct Axes {
-  bool channels_last = false;
-  size_t rank = 0;
-  size_t channel() const { return channels_last ? rank - 1 : 1; }
-  size_t spatial(size_t d) const { return channels_last ? 1 + d : 2 + d; }
-  size_t num_spatial() const { return rank - 2; }
-  std::vector<int64_t> spatial_of(const std::vector<int64_t>& shape) const {
-    std::vector<int64_t> out;
-    for (size_t d = 0; d < num_spatial(); ++d) out.push_back(shape[spatial(d)]);
-    return out;
-  }
-  // An activation's shape from its batch, channels and spatial extents.
-  std::vector<int64_t> shape(int64_t n, int64_t ch, const std::vector<int64_t>& sp) const {
-    std::vector<int64_t> out(rank);
-    out[0] = n;
-    out[channel()] = ch;
-    for (size_t d = 0; d < sp.size(); ++d) out[spatial(d)] = sp[d];
-    return out;
-  }
-};
+}  // namespace
 
-// Window geometry along the spatial dimensions of an NC... input.
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, pad_begin, pad_end, out;
-};
-
-// ONNX's kernel/strides/dilations/pads/auto_pad attributes resolved against `in` (the spatial
-// extents). `ceil_mode` rounds the output size up (pooling).
-Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode = false) {
+Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode) {
   size_t s = in.size();
   const Node& n = c.node();
   Window w;
@@ -81,8 +52,6 @@ Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::ve
   return w;
 }
 
-// `x` padded along its spatial axes by `w` with `fill`, long enough for every window; `x` itself
-// when nothing is padded.
 Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Window& w, Expr fill) {
   std::vector<int64_t> shape = x.shape();
   bool any = false;
@@ -111,7 +80,6 @@ Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Windo
       c.name("pad"));
 }
 
-// One reduce axis per spatial dimension of the window: rl; rh, rw; rd, rh, rw.
 std::vector<ir::IterVar> window_axes(const Window& w) {
   static const std::vector<std::vector<const char*>> kNames = {{"rl"}, {"rh", "rw"}, {"rd", "rh", "rw"}};
   std::vector<ir::IterVar> axes;
@@ -119,7 +87,6 @@ std::vector<ir::IterVar> window_axes(const Window& w) {
   return axes;
 }
 
-// Adds bias input `i` (one value per channel) to `y`, as its own compute (an epilogue).
 Tensor add_channel_bias(ConvertContext& c, const Tensor& y, const Axes& ax, size_t i) {
   int64_t channels = y.shape()[ax.channel()];
   if (c.shape(i) != std::vector<int64_t>{channels}) c.fail(fmt::format("the bias must have {} elements", channels));
@@ -131,19 +98,16 @@ Tensor add_channel_bias(ConvertContext& c, const Tensor& y, const Axes& ax, size
       c.name("bias_add"));
 }
 
-// The activation axes of input `i`, which must be float with 1 to 3 spatial dimensions.
-Axes activation_axes(ConvertContext& c, size_t i) {
+Axes activation_axes(ConvertContext& c, size_t i, bool any_type) {
   if (c.rank(i) < 3 || c.rank(i) > 5) c.fail("needs an (N, C, spatial...) input with 1 to 3 spatial dimensions");
-  if (!c.dtype(i).is_float()) c.fail(fmt::format("needs float inputs, not {}", c.dtype(i).str()));
+  if (!any_type && !c.dtype(i).is_float()) c.fail(fmt::format("needs float inputs, not {}", c.dtype(i).str()));
   return Axes{c.node().get_string(kLayoutAttribute, "") == "NHWC", static_cast<size_t>(c.rank(i))};
 }
 
-}  // namespace
-
-std::vector<Tensor> conv(ConvertContext& c) {
-  Axes ax = activation_axes(c, 0);
+Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, Expr fill, const TapProduct& product) {
+  Axes ax = activation_axes(c, 0, /*any_type=*/true);
   const std::vector<int64_t>& xs = c.shape(0);
-  const std::vector<int64_t>& ws = c.shape(1);  // (CO, CI/group, k...), or (k..., CI/group, CO) channels last
+  const std::vector<int64_t>& ws = c.shape(w_index);  // (CO, CI/group, k...), or (k..., CI/group, CO) channels last
   size_t s = ax.num_spatial();
   int64_t groups = c.node().get_int("group", 1);
   if (ws.size() != xs.size()) c.fail("the weight's rank differs from the input's");
@@ -155,8 +119,8 @@ std::vector<Tensor> conv(ConvertContext& c) {
     c.fail(fmt::format("{} input channels, weight {} and group {} do not agree", ci, shape_text(ws), groups));
   if (c.node().has("kernel_shape") && c.node().get_ints("kernel_shape") != kernel) c.fail("kernel_shape differs from the weight's");
   Window w = resolve_window(c, ax.spatial_of(xs), kernel);
-  Tensor padded = pad_input(c, c.input(0), ax, w, ir::make_float(0));
-  const Tensor& weight = c.input(1);
+  Tensor padded = pad_input(c, x, ax, w, fill);
+  const Tensor& weight = c.input(w_index);
   int64_t co_group = co / groups;
   std::vector<ir::IterVar> axes;
   std::optional<ir::IterVar> rc;
@@ -184,9 +148,15 @@ std::vector<Tensor> conv(ConvertContext& c) {
         } else {
           wi.insert(wi.begin(), {oc, wc});
         }
-        return te::sum(padded(xi) * weight(wi), axes);
+        return te::sum(product(padded(xi), weight(wi), xi, wi), axes);
       },
       c.name("conv"));
+  return y;
+}
+
+std::vector<Tensor> conv(ConvertContext& c) {
+  Axes ax = activation_axes(c, 0);
+  Tensor y = conv_sum(c, 1, c.input(0), ir::make_float(0), [](Expr a, Expr b, const auto&, const auto&) { return a * b; });
   if (c.has_input(2)) y = add_channel_bias(c, y, ax, 2);
   return {y};
 }
@@ -275,22 +245,21 @@ std::vector<Tensor> conv_transpose(ConvertContext& c) {
   return {y};
 }
 
-std::vector<Tensor> matmul(ConvertContext& c) {
-  std::vector<int64_t> a = c.shape(0), b = c.shape(1);
+Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const Tensor& a_tensor, const TapProduct& product) {
+  std::vector<int64_t> a = c.shape(a_index), b = c.shape(b_index);
   if (a.empty() || b.empty()) c.fail("needs inputs of rank 1 or more");
-  if (c.dtype(0) != c.dtype(1)) c.fail("inputs of different types");
   bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), 1);
   if (b_vec) b.push_back(1);
   int64_t k = a.back();
-  if (b[b.size() - 2] != k) c.fail(fmt::format("shapes {} and {} cannot be multiplied", shape_text(c.shape(0)), shape_text(c.shape(1))));
+  if (b[b.size() - 2] != k) c.fail(fmt::format("shapes {} and {} cannot be multiplied", shape_text(c.shape(a_index)), shape_text(c.shape(b_index))));
   std::vector<int64_t> batch = broadcast_shapes(c.node(), {a.begin(), a.end() - 2}, {b.begin(), b.end() - 2});
   std::vector<int64_t> out = batch;
   if (!a_vec) out.push_back(a[a.size() - 2]);
   if (!b_vec) out.push_back(b.back());
   auto rk = te::reduce_axis(k, "k");
   size_t nb = batch.size();
-  return {te::compute(
+  return te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr i = a_vec ? Expr(0) : Expr(v[nb]);
@@ -304,9 +273,14 @@ std::vector<Tensor> matmul(ConvertContext& c) {
         ai.push_back(rk.var);
         bi.push_back(rk.var);
         if (!b_vec) bi.push_back(j);
-        return te::sum(c.input(0)(ai) * c.input(1)(bi), {rk});
+        return te::sum(product(a_tensor(ai), c.input(b_index)(bi), ai, bi), {rk});
       },
-      c.name("matmul"))};
+      c.name("matmul"));
+}
+
+std::vector<Tensor> matmul(ConvertContext& c) {
+  if (c.dtype(0) != c.dtype(1)) c.fail("inputs of different types");
+  return {matmul_sum(c, 0, 1, c.input(0), [](Expr x, Expr y, const auto&, const auto&) { return x * y; })};
 }
 
 std::vector<Tensor> gemm(ConvertContext& c) {
@@ -347,7 +321,7 @@ std::vector<Tensor> gemm(ConvertContext& c) {
 }
 
 std::vector<Tensor> max_pool(ConvertContext& c) {
-  Axes ax = activation_axes(c, 0);
+  Axes ax = activation_axes(c, 0, /*any_type=*/true);  // a quantized model pools its integers
   const std::vector<int64_t>& xs = c.shape(0);
   if (c.node().outputs.size() > 1 && c.node().outputs[1] >= 0) c.fail("the Indices output is not supported");
   Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);

@@ -42,13 +42,25 @@ class FlopCounter : public ir::StmtExprVisitor {
     total += ops_ * points;
     ops_ = saved;
   }
+  // Arithmetic on values, float or integer (a quantized conv's u8 x s8 multiply-adds); index
+  // arithmetic (loads' and stores' indices, a padding's bounds test) is not counted.
   void visit_binary(const ir::BinaryNode* n) override {
-    if (n->dtype.is_float()) ops_ += 1;
+    if (n->dtype.is_float() || n->dtype.is_integer()) ops_ += 1;
     StmtExprVisitor::visit_binary(n);
   }
   void visit_call(const ir::CallNode* n) override {
-    if (n->dtype.is_float() && n->op != ir::CallOp::kIfThenElse) ops_ += 1;
+    if (n->op == ir::CallOp::kIfThenElse) {
+      for (size_t i = 1; i < n->args.size(); ++i) visit_expr(n->args[i]);
+      return;
+    }
+    if (n->dtype.is_float()) ops_ += 1;
     StmtExprVisitor::visit_call(n);
+  }
+  void visit_buffer_load(const ir::BufferLoadNode* n) override { (void)n; }
+  void visit_buffer_store(const ir::BufferStoreNode* n) override { visit_expr(n->value); }
+  void visit_select(const ir::SelectNode* n) override {
+    visit_expr(n->true_value);
+    visit_expr(n->false_value);
   }
 
  private:

@@ -98,6 +98,7 @@ inline double call_op(double x, double y = 0) {
   else if constexpr (Op == CallOp::kPow) return std::pow(x, y);
   else if constexpr (Op == CallOp::kFloor) return std::floor(x);
   else if constexpr (Op == CallOp::kCeil) return std::ceil(x);
+  else if constexpr (Op == CallOp::kRound) return std::nearbyint(x);  // the default mode: halves to even
   else return std::erf(x);  // kErf (kIfThenElse never gets here)
 }
 
@@ -114,6 +115,7 @@ decltype(auto) with_call_op(CallOp op, F&& f) {
     case CallOp::kPow: return f.template operator()<CallOp::kPow>();
     case CallOp::kFloor: return f.template operator()<CallOp::kFloor>();
     case CallOp::kCeil: return f.template operator()<CallOp::kCeil>();
+    case CallOp::kRound: return f.template operator()<CallOp::kRound>();
     case CallOp::kErf: return f.template operator()<CallOp::kErf>();
     default: break;  // kIfThenElse is compiled as a conditional, never dispatched here
   }

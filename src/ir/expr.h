@@ -137,8 +137,10 @@ struct BufferLoadNode : ExprNode {
 // Integers are exact (wrapping as acc's type); floats may be summed in any order (the instructions
 // differ), within float32 rounding. The backend emits the instruction where the CPU has it and
 // plain vector code elsewhere (ir::group_dot checks the types).
+// kRound rounds to the nearest integer, halves to even (nearbyint; numpy.round, ONNX's
+// QuantizeLinear), not C's round, which takes halves away from zero.
 enum class CallOp : uint8_t {
-  kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot,
+  kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot, kRound,
 };
 const char* call_op_name(CallOp op);
 std::optional<CallOp> call_op_from_name(const std::string& name);

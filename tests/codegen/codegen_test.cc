@@ -2,6 +2,8 @@
 // (loop kinds, dtypes, allocations), and the machine code is what we ask for.
 #include <gmock/gmock.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -182,6 +184,27 @@ TEST(Codegen, MathAndBoolAndCasts) {
   auto l = sch.get_loops(sch.get_block("C").value()).value();
   sch.vectorize(sch.split(l[1], {3, 11}).value()[1]).value();
   EXPECT_TRUE(matches_interpreter(sch.func()));
+}
+
+// round: halves to even (nearbyint), scalar and vectorized, as the interpreter and by hand.
+TEST(Codegen, RoundTakesHalvesToEven) {
+  using namespace te;
+  Tensor a = placeholder({2, 16}, kFloat32, "A");
+  Tensor c = compute({2, 16}, [&](Var i, Var j) { return ir::call(ir::CallOp::kRound, {a(i, j)}); }, "C");
+  ir::PrimFunc f = create_prim_func({a, c});
+  runtime::NDArray in({2, 16}, kFloat32);
+  for (int64_t e = 0; e < 32; ++e) in.set_flat(e, static_cast<double>(e - 16) * 0.5 + (e % 7 == 0 ? 0.01 : 0.0));
+  schedule::Schedule sch(f);
+  sch.vectorize(sch.get_loops(sch.get_block("C").value()).value()[1]).value();
+  for (const ir::PrimFunc& g : {f, sch.func()}) {
+    runtime::NDArray out({2, 16}, kFloat32);
+    std::vector<runtime::NDArray> args = {in, out};
+    build(g)->run(args);
+    for (int64_t e = 0; e < 32; ++e) ASSERT_EQ(args[1].get_flat(e), std::nearbyint(in.get_flat(e))) << "element " << e;
+    EXPECT_EQ(interp::run_on_inputs(g, {in})[0].get_flat(5), -6.0);  // -5.5 -> -6
+  }
+  EXPECT_EQ(std::nearbyint(2.5), 2.0);
+  EXPECT_EQ(std::nearbyint(-5.5), -6.0);
 }
 
 TEST(Codegen, IntermediateBuffersOnStackAndHeap) {

@@ -1,6 +1,8 @@
 // The C backend's output compiles with the system C compiler and agrees with the reference.
 #include <dlfcn.h>
 #include <gmock/gmock.h>
+
+#include <cmath>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -144,6 +146,13 @@ TEST(CBackend, DataTypesAndMath) {
   ir::PrimFunc g = create_prim_func({x, y});
   runtime::NDArray in({3, 16}, kFloat32);
   in.fill_uniform(8);
+  // round halves to even (nearbyintf), not away from zero (C's roundf).
+  Tensor r = compute({3, 16}, [&](Var i, Var j) { return ir::call(ir::CallOp::kRound, {x(i, j) * 4.0f}); }, "R");
+  runtime::NDArray halves({3, 16}, kFloat32);
+  for (int64_t e = 0; e < 48; ++e) halves.set_flat(e, static_cast<double>(e - 24) / 8.0);  // x * 4: every half
+  runtime::NDArray rounded({3, 16}, kFloat32);
+  for (int64_t e = 0; e < 48; ++e) rounded.set_flat(e, std::nearbyint(halves.get_flat(e) * 4.0));
+  EXPECT_TRUE(c_matches(create_prim_func({x, r}), {halves}, {rounded}));
   auto expected = interp::run_on_inputs(g, {in});
   EXPECT_TRUE(c_matches(g, {in}, expected));
 }

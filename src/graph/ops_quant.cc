@@ -1,0 +1,286 @@
+// Quantized operators (ONNX's QOperator form): QuantizeLinear, DequantizeLinear, and the integer
+// matrix products and convolutions, plain (MatMulInteger, ConvInteger: int32 out) or requantized
+// (QLinearMatMul, QLinearConv: the int32 accumulator scaled, rounded and saturated in the same
+// kernel's epilogue).
+//
+// The products are written so that the CPUs' dot instructions take them: where the weights' zero
+// point is 0 (onnxruntime's quantizer makes weights symmetric) the sum is of raw u8 x s8
+// products, sum (x - xz) w = sum x w - xz sum w, with the padding taps reading xz; int8
+// activations are shifted to uint8 (x + 128, zero point + 128), which changes no difference
+// x - xz. Other zero points subtract in int32 before the product.
+//
+// Rounding: to nearest, halves to even (CallOp::kRound), then saturated to the output type; the
+// requantization multiplier is computed in float32 as onnxruntime computes it.
+#include <cmath>
+
+#include "graph/ops_window.h"
+
+namespace tyche::graph::ops {
+
+using ir::Expr;
+using te::Tensor;
+
+namespace {
+
+std::vector<Expr> exprs(const std::vector<ir::Var>& vars) { return {vars.begin(), vars.end()}; }
+
+Expr i32(Expr x) { return ir::cast(kInt32, std::move(x)); }
+Expr f32(Expr x) { return ir::cast(kFloat32, std::move(x)); }
+
+bool is_quant_type(DataType t) { return t == DataType::UInt(8) || t == DataType::Int(8); }
+
+// A scale or zero point: a scalar, or one value per element along `axis` (of `shape`). Input `i`
+// absent: `fallback`.
+Expr per_axis(ConvertContext& c, size_t i, const std::vector<Expr>& index, int axis, const std::vector<int64_t>& shape,
+              Expr fallback, const char* what) {
+  if (!c.has_input(i)) return fallback;
+  int64_t n = 1;
+  for (int64_t d : c.shape(i)) n *= d;
+  if (n == 1) return c.rank(i) == 0 ? c.load(i, {}) : c.load(i, std::vector<Expr>(static_cast<size_t>(c.rank(i)), Expr(0)));
+  if (c.rank(i) != 1 || axis < 0 || c.shape(i)[0] != shape.at(static_cast<size_t>(axis)))
+    c.fail(fmt::format("the {} must be a scalar or have one value per element of axis {} ({}), not {}", what, axis,
+                       axis >= 0 ? shape.at(static_cast<size_t>(axis)) : 0, shape_text(c.shape(i))));
+  return c.input(i)({index.at(static_cast<size_t>(axis))});
+}
+
+// Whether input `i` is absent or a constant of zeros.
+bool zero_or_absent(ConvertContext& c, size_t i) {
+  if (!c.has_input(i)) return true;
+  if (!c.value(i).is_constant()) return false;
+  const runtime::NDArray& a = c.value(i).constant;
+  for (int64_t k = 0; k < a.numel(); ++k)
+    if (a.get_flat(k) != 0) return false;
+  return true;
+}
+
+// clamp(round(v) + zero point) in `to`'s range, as `to`.
+Expr saturate(Expr v, Expr zero_point, DataType to) {
+  Expr q = ir::call(ir::CallOp::kRound, {std::move(v)}) + f32(std::move(zero_point));
+  q = ir::min(ir::max(q, f32(ir::min_value(to))), f32(ir::max_value(to)));
+  return ir::cast(to, q);
+}
+
+// The operand input `x_index` and its scalar zero point as the dot instructions take them: an
+// int8 activation shifted to uint8 (zero point + 128). {tensor, zero point}.
+std::pair<Tensor, Expr> as_unsigned(ConvertContext& c, size_t x_index, Expr zero_point) {
+  if (c.dtype(x_index) != DataType::Int(8)) return {c.input(x_index), std::move(zero_point)};
+  Tensor shifted = te::compute(
+      c.shape(x_index),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return ir::cast(DataType::UInt(8), i32(c.input(x_index)(exprs(v))) + Expr(128)); },
+      c.name("to_uint8"));
+  return {shifted, i32(std::move(zero_point)) + Expr(128)};
+}
+
+// The int32 accumulator of a MatMulInteger-like node: inputs a, b and their zero points.
+Tensor integer_matmul(ConvertContext& c, size_t a, size_t b, size_t a_zp, size_t b_zp) {
+  if (!is_quant_type(c.dtype(a)) || !is_quant_type(c.dtype(b)))
+    c.fail(fmt::format("needs uint8 or int8 inputs, not {} and {}", c.dtype(a).str(), c.dtype(b).str()));
+  for (auto [x, zp] : {std::pair{a, a_zp}, std::pair{b, b_zp}})
+    if (c.has_input(zp) && c.dtype(zp) != c.dtype(x))
+      c.fail(fmt::format("a zero point of type {} for an input of type {}", c.dtype(zp).str(), c.dtype(x).str()));
+  const std::vector<int64_t>& as = c.shape(a);
+  const std::vector<int64_t>& bs = c.shape(b);
+  if (as.size() < 2 || bs.size() < 2) c.fail("needs inputs of rank 2 or more");
+  bool scalar_az = !c.has_input(a_zp) || c.scalar(a_zp).has_value();
+  if (!zero_or_absent(c, b_zp) || !scalar_az || bs.size() != 2) {
+    // (a - az) (b - bz) in int32: az per row of a or scalar, bz per column of b or scalar.
+    return matmul_sum(c, a, b, c.input(a), [&](Expr x, Expr y, const std::vector<Expr>& xi, const std::vector<Expr>& yi) {
+      Expr az = per_axis(c, a_zp, xi, static_cast<int>(as.size()) - 2, as, Expr(0), "a_zero_point");
+      Expr bz = per_axis(c, b_zp, yi, static_cast<int>(bs.size()) - 1, bs, Expr(0), "b_zero_point");
+      return (i32(x) - i32(az)) * (i32(y) - i32(bz));
+    });
+  }
+  auto [ua, az] = as_unsigned(c, a, c.has_input(a_zp) ? c.load(a_zp, {}) : ir::make_const(c.dtype(a), 0));
+  Tensor acc = matmul_sum(c, a, b, ua, [](Expr x, Expr y, const auto&, const auto&) { return i32(x) * i32(y); });
+  if (ir::is_const_int(az, 0)) return acc;
+  // sum (a - az) b = sum a b - az sum_k b[k, j].
+  auto rk = te::reduce_axis(bs[0], "k");
+  Tensor bsum = te::compute(
+      {bs[1]}, [&](ir::Var j) -> te::ComputeBody { return te::sum(i32(c.input(b)(rk.var, j)), {rk}); }, c.name("weight_sum"));
+  Expr zp = i32(az);
+  return te::compute(
+      acc.shape(),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return acc(exprs(v)) - zp * bsum(v.back()); },
+      c.name("zero_point"));
+}
+
+// The int32 accumulator of a ConvInteger-like node: input 0 the activation, `w` the weights.
+Tensor integer_conv(ConvertContext& c, size_t w, size_t x_zp, size_t w_zp, Axes* axes) {
+  if (!is_quant_type(c.dtype(0)) || !is_quant_type(c.dtype(w)))
+    c.fail(fmt::format("needs uint8 or int8 inputs, not {} and {}", c.dtype(0).str(), c.dtype(w).str()));
+  for (auto [x, zp] : {std::pair{size_t{0}, x_zp}, std::pair{w, w_zp}})
+    if (c.has_input(zp) && c.dtype(zp) != c.dtype(x))
+      c.fail(fmt::format("a zero point of type {} for an input of type {}", c.dtype(zp).str(), c.dtype(x).str()));
+  *axes = activation_axes(c, 0, /*any_type=*/true);
+  const size_t co_dim = axes->channels_last ? c.shape(w).size() - 1 : 0;
+  Expr xz = c.has_input(x_zp) ? c.load(x_zp, std::vector<Expr>(static_cast<size_t>(c.rank(x_zp)), Expr(0))) : ir::make_const(c.dtype(0), 0);
+  if (c.has_input(x_zp) && !c.scalar(x_zp)) c.fail("the x_zero_point must be a one-element constant");
+  if (!zero_or_absent(c, w_zp)) {
+    // (x - xz) (w - wz[co]) in int32; the padding taps read xz and add nothing.
+    const std::vector<int64_t>& ws = c.shape(w);
+    return conv_sum(c, w, c.input(0), xz, [&](Expr x, Expr y, const auto&, const std::vector<Expr>& wi) {
+      Expr wz = per_axis(c, w_zp, wi, static_cast<int>(co_dim), ws, Expr(0), "w_zero_point");
+      return (i32(x) - i32(xz)) * (i32(y) - i32(wz));
+    });
+  }
+  auto [x, uxz] = as_unsigned(c, 0, xz);
+  Expr fill = c.dtype(0) == DataType::Int(8) ? ir::cast(DataType::UInt(8), uxz) : xz;
+  Tensor acc = conv_sum(c, w, x, fill, [](Expr a, Expr b, const auto&, const auto&) { return i32(a) * i32(b); });
+  if (ir::is_const_int(uxz, 0)) return acc;
+  // sum (x - xz) w = sum x w - xz sum w, over each output channel's taps.
+  const std::vector<int64_t>& ws = c.shape(w);
+  std::vector<ir::IterVar> taps;
+  for (size_t d = 0; d < ws.size(); ++d)
+    if (d != co_dim) taps.push_back(te::reduce_axis(ws[d], fmt::format("r{}", d)));
+  Tensor wsum = te::compute(
+      {ws[co_dim]},
+      [&](ir::Var o) -> te::ComputeBody {
+        std::vector<Expr> idx;
+        for (size_t d = 0, t = 0; d < ws.size(); ++d) idx.push_back(d == co_dim ? Expr(o) : Expr(taps[t++].var));
+        return te::sum(i32(c.input(w)(idx)), taps);
+      },
+      c.name("weight_sum"));
+  Expr zp = i32(uxz);
+  size_t channel = axes->channel();
+  return te::compute(
+      acc.shape(),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return acc(exprs(v)) - zp * wsum(v[channel]); },
+      c.name("zero_point"));
+}
+
+// a * b / y in float32 (onnxruntime's multiplier): folded here when all three are constants
+// (ir's folding would compute it in double), else computed per element.
+Expr multiplier(Expr a, Expr b, Expr y) {
+  const auto* fa = a.as<ir::FloatImmNode>();
+  const auto* fb = b.as<ir::FloatImmNode>();
+  const auto* fy = y.as<ir::FloatImmNode>();
+  if (fa && fb && fy)
+    return ir::make_float(static_cast<double>(static_cast<float>(fa->value) * static_cast<float>(fb->value) / static_cast<float>(fy->value)));
+  return f32(std::move(a)) * f32(std::move(b)) / f32(std::move(y));
+}
+
+// QuantizeLinear's and DequantizeLinear's axis: resolved only for a per-axis scale or zero point
+// (a scalar one makes any axis, even one past the rank, irrelevant).
+int quant_axis(ConvertContext& c) {
+  bool per_axis = false;
+  for (size_t i : {size_t{1}, size_t{2}})
+    if (c.has_input(i)) {
+      int64_t n = 1;
+      for (int64_t d : c.shape(i)) n *= d;
+      per_axis |= n > 1;
+    }
+  return per_axis ? c.axis(c.node().get_int("axis", 1), c.rank(0)) : -1;
+}
+
+// The inputs an op cannot do without.
+void require_inputs(ConvertContext& c, std::initializer_list<size_t> required) {
+  for (size_t i : required)
+    if (!c.has_input(i)) c.fail(fmt::format("input {} is required", i));
+}
+
+DataType zero_point_type(ConvertContext& c, size_t zp) {
+  DataType t = c.has_input(zp) ? c.dtype(zp) : DataType::UInt(8);
+  if (!is_quant_type(t)) c.fail(fmt::format("cannot quantize to {} (uint8 or int8)", t.str()));
+  return t;
+}
+
+}  // namespace
+
+std::vector<Tensor> quantize_linear(ConvertContext& c) {
+  require_inputs(c, {0, 1});
+  if (!c.dtype(0).is_float()) c.fail(fmt::format("needs a float input, not {}", c.dtype(0).str()));
+  if (c.node().get_int("block_size", 0) != 0) c.fail("blocked quantization (block_size) is not supported");
+  if (c.node().has("output_dtype") && !c.has_input(2)) {
+    std::optional<DataType> t = dtype_of_onnx(c.node().get_int("output_dtype", 0));
+    if (!t || !is_quant_type(*t)) c.fail("output_dtype must be uint8 or int8");
+  }
+  DataType to = c.has_input(2) ? zero_point_type(c, 2)
+                               : dtype_of_onnx(c.node().get_int("output_dtype", 2)).value_or(DataType::UInt(8));
+  const std::vector<int64_t>& shape = c.shape(0);
+  int axis = quant_axis(c);
+  return {te::compute(
+      shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        Expr scale = per_axis(c, 1, idx, axis, shape, Expr(), "y_scale");
+        Expr zp = per_axis(c, 2, idx, axis, shape, ir::make_const(to, 0), "y_zero_point");
+        return saturate(f32(c.load(0, idx)) / f32(scale), zp, to);
+      },
+      c.name("quantize"))};
+}
+
+std::vector<Tensor> dequantize_linear(ConvertContext& c) {
+  require_inputs(c, {0, 1});
+  DataType t = c.dtype(0);
+  if (!is_quant_type(t) && t != kInt32) c.fail(fmt::format("needs a uint8, int8 or int32 input, not {}", t.str()));
+  if (c.node().get_int("block_size", 0) != 0) c.fail("blocked quantization (block_size) is not supported");
+  if (c.has_input(2) && c.dtype(2) != t) c.fail(fmt::format("a zero point of type {} for an input of type {}", c.dtype(2).str(), t.str()));
+  const std::vector<int64_t>& shape = c.shape(0);
+  int axis = quant_axis(c);
+  return {te::compute(
+      shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        Expr zp = per_axis(c, 2, idx, axis, shape, Expr(0), "x_zero_point");
+        Expr scale = per_axis(c, 1, idx, axis, shape, Expr(), "x_scale");
+        return f32(i32(c.load(0, idx)) - i32(zp)) * f32(scale);
+      },
+      c.name("dequantize"))};
+}
+
+std::vector<Tensor> matmul_integer(ConvertContext& c) {
+  require_inputs(c, {0, 1});
+  return {integer_matmul(c, 0, 1, 2, 3)};
+}
+
+std::vector<Tensor> conv_integer(ConvertContext& c) {
+  require_inputs(c, {0, 1});
+  Axes ax;
+  return {integer_conv(c, 1, 2, 3, &ax)};
+}
+
+std::vector<Tensor> qlinear_matmul(ConvertContext& c) {
+  require_inputs(c, {0, 1, 2, 3, 4, 5, 6, 7});
+  for (size_t i : {1, 4, 6})
+    if (!c.dtype(i).is_float()) c.fail("scales must be float");
+  Tensor acc = integer_matmul(c, 0, 3, 2, 5);
+  DataType to = zero_point_type(c, 7);
+  std::vector<int64_t> shape = acc.shape();
+  return {te::compute(
+      shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        int last = static_cast<int>(shape.size()) - 1;
+        Expr m = multiplier(per_axis(c, 1, idx, -1, shape, Expr(), "a_scale"), per_axis(c, 4, idx, last, shape, Expr(), "b_scale"),
+                            per_axis(c, 6, idx, -1, shape, Expr(), "y_scale"));
+        return saturate(f32(acc(idx)) * m, per_axis(c, 7, idx, -1, shape, Expr(0), "y_zero_point"), to);
+      },
+      c.name("requantize"))};
+}
+
+std::vector<Tensor> qlinear_conv(ConvertContext& c) {
+  require_inputs(c, {0, 1, 2, 3, 4, 5, 6, 7});
+  for (size_t i : {1, 4, 6})
+    if (!c.dtype(i).is_float()) c.fail("scales must be float");
+  if (c.has_input(8) && c.dtype(8) != kInt32) c.fail(fmt::format("the bias must be int32, not {}", c.dtype(8).str()));
+  Axes ax;
+  Tensor acc = integer_conv(c, 3, 2, 5, &ax);
+  DataType to = zero_point_type(c, 7);
+  std::vector<int64_t> shape = acc.shape();
+  int channel = static_cast<int>(ax.channel());
+  if (c.has_input(8) && c.shape(8) != std::vector<int64_t>{shape[ax.channel()]})
+    c.fail(fmt::format("the bias must have {} elements", shape[ax.channel()]));
+  return {te::compute(
+      shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        Expr sum = acc(idx);
+        if (c.has_input(8)) sum = sum + c.load(8, {idx[ax.channel()]});
+        Expr m = multiplier(per_axis(c, 1, idx, -1, shape, Expr(), "x_scale"), per_axis(c, 4, idx, channel, shape, Expr(), "w_scale"),
+                            per_axis(c, 6, idx, -1, shape, Expr(), "y_scale"));
+        return saturate(f32(sum) * m, per_axis(c, 7, idx, -1, shape, Expr(0), "y_zero_point"), to);
+      },
+      c.name("requantize"))};
+}
+
+}  // namespace tyche::graph::ops
