@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 
 #include <cmath>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>

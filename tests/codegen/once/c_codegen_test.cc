@@ -1,10 +1,9 @@
 // The C backend's output compiles with the system C compiler and agrees with the reference.
 #include <dlfcn.h>
 #include <gmock/gmock.h>
-
-#include <cmath>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
