@@ -15,7 +15,8 @@ Importable too (put scripts/ on sys.path):
     model = build_model("resnet_small")      # an onnx.ModelProto, checked
     feeds = example_inputs("resnet_small")   # {input name: numpy array}
 
-Every model is opset 17 with ir_version 8 (so older runtimes read it), float32, with static
+The _int8 models are their float model quantized by onnxruntime's quantizer (_quantized; built
+only when asked for: they need onnxruntime). Every other model is opset 17 with ir_version 8 (so older runtimes read it), float32, with static
 shapes. Each has its own fixed seed (MODELS), so a model's bytes are the same on every run (on
 another machine the BatchNormalization statistics, computed in float64 by numpy's BLAS, may differ
 in their last bits).
@@ -379,6 +380,34 @@ def bert_small(seed: int) -> onnx.ModelProto:
 # ---------------------------------------------------------------- registry
 
 # name: (builder, seed, description)
+def _quantized(base: str) -> onnx.ModelProto:
+    """`base` quantized to int8 by onnxruntime's own tools, as a user would: quant_pre_process
+    (shape inference, BatchNormalization folded into the convolutions), then quantize_static in
+    its default QDQ format, activations uint8 and weights int8 (symmetric), per tensor, calibrated
+    (MinMax) on 8 inputs from fixed seeds 1000..1007. Needs onnxruntime."""
+    import tempfile
+
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter([example_inputs(base, seed=1000 + i) for i in range(8)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    with tempfile.TemporaryDirectory() as d:
+        f32, pre, out = (os.path.join(d, f) for f in ("f32.onnx", "pre.onnx", "int8.onnx"))
+        onnx.save(build_model(base), f32)
+        quant_pre_process(f32, pre)
+        quantize_static(pre, out, Calibration(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8)
+        model = onnx.load(out)
+    onnx.checker.check_model(model)
+    return model
+
+
 MODELS = {
     "resnet50": (resnet50, 50, "ResNet-50 v1.5, 1x3x224x224 -> 1000 logits"),
     "mobilenetv2": (mobilenetv2, 2, "MobileNet-v2 (width 1.0), 1x3x224x224 -> 1000 logits"),
@@ -386,6 +415,8 @@ MODELS = {
     "resnet_small": (resnet_small, 1050, "ResNet v1.5 bottlenecks, 1x3x32x32 -> 10 logits"),
     "mobilenet_small": (mobilenet_small, 1002, "MobileNet-v2 blocks, 1x3x32x32 -> 10 logits"),
     "bert_small": (bert_small, 1768, "BERT encoder, 2 layers, hidden 64, 4 heads, seq 16, vocab 100"),
+    "resnet50_int8": (lambda seed: _quantized("resnet50"), 50, "resnet50 quantized by onnxruntime (QDQ, u8 x s8)"),
+    "resnet_small_int8": (lambda seed: _quantized("resnet_small"), 1050, "resnet_small quantized by onnxruntime"),
 }
 
 
@@ -408,6 +439,7 @@ def example_inputs(name: str, seed: int = 0) -> dict[str, np.ndarray]:
         return {"input_ids": rng.integers(0, vocab, (1, seq), dtype=np.int64), "attention_mask": mask}
     if name not in MODELS:
         raise KeyError(f"unknown model '{name}'")
+    name = name.removesuffix("_int8")  # a quantized model takes its float model's input
     size = 224 if name in ("resnet50", "mobilenetv2") else 32
     return {"input": rng.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)}
 
@@ -452,7 +484,8 @@ def main(argv=None) -> int:
         return 0
     if not args.out:
         ap.error("--out DIR is required (unless --list)")
-    names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models else list(MODELS)
+    default = [n for n in MODELS if not n.endswith("_int8")]  # the quantized ones need onnxruntime
+    names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models else default
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         ap.error(f"unknown model(s): {', '.join(unknown)} (known: {', '.join(MODELS)})")

@@ -81,6 +81,36 @@ def test_small_model_matches_onnxruntime(tyche, models, name, tmp_path):
     assert sum(t["weight"] for t in table["tasks"]) == sum(1 for n in table["nodes"] if n["task"] is not None)
 
 
+def test_int8_resnet_from_onnxruntimes_quantizer(tyche, tmp_path):
+    """resnet_small quantized by onnxruntime (QDQ format): every Conv between DequantizeLinear and
+    QuantizeLinear is imported as one QLinearConv on the integers, and the logits agree with
+    onnxruntime's within one output quantization step (bit for bit on Zen 4), with the same top-1,
+    on five inputs."""
+    model = tmp_path / "resnet_small_int8.onnx"
+    onnx.save(make_models.build_model("resnet_small_int8"), str(model))
+    imported = subprocess.run([str(tyche), "import", str(model), "--json", str(tmp_path / "import.json")],
+                              capture_output=True, text=True, timeout=120)
+    assert imported.returncode == 0, imported.stderr
+    ops = [op for node in json.loads((tmp_path / "import.json").read_text())["nodes"] for op in node["ops"]]
+    assert ops.count("QLinearConv") == 16 and "Conv" not in ops, ops
+    # The last QuantizeLinear's step bounds the logits' difference (a rounding tie may go either way).
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in onnx.load(str(model)).graph.initializer}
+    steps = [float(inits[n.input[1]]) for n in onnx.load(str(model)).graph.node if n.op_type == "QuantizeLinear"]
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    for seed in range(5):
+        x = make_models.example_inputs("resnet_small_int8", seed=seed)["input"]
+        np.save(tmp_path / "x.npy", x)
+        proc = subprocess.run([str(tyche), "run-model", str(model), "--input", f"input={tmp_path / 'x.npy'}",
+                               "--save-outputs", str(tmp_path / "out"), "--repeat", "1", "--threads", "2"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        got = np.load(tmp_path / "out" / "logits.npy")
+        (ref,) = session.run(None, {"input": x})
+        assert got.shape == ref.shape and got.dtype == ref.dtype
+        assert np.abs(got - ref).max() <= steps[-1] * 1.001, (seed, np.abs(got - ref).max(), steps[-1])
+        assert got.argmax() == ref.argmax()
+
+
 def records(db: pathlib.Path) -> list[dict]:
     path = db / "records.jsonl"
     if not path.exists():

@@ -1,6 +1,7 @@
 #include "graph/layout.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "graph/op_registry.h"
@@ -39,6 +40,17 @@ runtime::NDArray permute(const runtime::NDArray& a, const std::vector<int64_t>& 
         }
   return out;
 }
+
+// The constant weight input of the convolutions the pass moves: Conv and ConvInteger read it
+// second, QLinearConv fourth (after the activation's scale and zero point).
+std::optional<size_t> conv_weight_input(const std::string& op) {
+  if (op == "Conv" || op == "ConvInteger") return 1;
+  if (op == "QLinearConv") return 3;
+  return std::nullopt;
+}
+
+// Ops whose 1-D constants are per-axis (a scale per channel), not numpy-broadcast operands.
+bool is_per_axis_op(const std::string& op) { return op == "QuantizeLinear" || op == "DequantizeLinear"; }
 
 bool is_pointwise(const std::string& op) {
   const OpSpec* spec = find_op(op);
@@ -81,7 +93,8 @@ class LayoutPass {
 
   bool channels_last(const Node& n) const {
     if (n.outputs.size() != 1 || n.outputs[0] < 0 || g_.value(n.outputs[0]).shape.size() != 4) return false;
-    if (n.op == "Conv") return is_activation(n.inputs[0]) && g_.value(n.inputs[1]).is_constant();
+    if (auto w = conv_weight_input(n.op))
+      return is_activation(n.inputs[0]) && *w < n.inputs.size() && n.inputs[*w] >= 0 && g_.value(n.inputs[*w]).is_constant();
     if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool") return is_nhwc(n.inputs[0]);
     if (n.op == "Concat" || is_pointwise(n.op)) {
       for (int in : n.inputs)
@@ -122,9 +135,10 @@ class LayoutPass {
         if (!is_nhwc(in)) n.inputs[i] = transposed(in, true);
         continue;
       }
-      if (n.op == "Conv" && i == 1) {
+      auto weight = conv_weight_input(n.op);
+      if (weight && i == *weight) {
         n.inputs[i] = constant(permute(v.constant, {2, 3, 1, 0}), v.name + ".hwio");  // (CO, CI/g, KH, KW) -> (KH, KW, CI/g, CO)
-      } else if (n.op != "Conv" && v.constant.numel() > 1 && v.shape.size() <= 4) {
+      } else if (!weight && !is_per_axis_op(n.op) && v.constant.numel() > 1 && v.shape.size() <= 4) {
         // A broadcast constant: right-aligned to rank 4 as NCHW broadcasting reads it, then permuted.
         std::vector<int64_t> shape4(4 - v.shape.size(), 1);
         shape4.insert(shape4.end(), v.shape.begin(), v.shape.end());
@@ -133,7 +147,11 @@ class LayoutPass {
         n.inputs[i] = constant(permute(a, kToNhwc), v.name + ".nhwc");
       }
     }
-    if (n.op == "Concat") {
+    if (is_per_axis_op(n.op)) {
+      int64_t axis = n.get_int("axis", 1);
+      if (axis < 0) axis += 4;
+      if (axis >= 0 && axis < 4) n.attributes["axis"] = kToNchw[static_cast<size_t>(axis)];
+    } else if (n.op == "Concat") {
       int64_t axis = n.get_int("axis", 0);
       if (axis < 0) axis += 4;
       n.attributes["axis"] = kToNchw[static_cast<size_t>(axis)];  // where NCHW axis `axis` sits in NHWC

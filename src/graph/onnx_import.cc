@@ -262,6 +262,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     graph.outputs.push_back(it->second);
   }
   if (graph.outputs.empty()) throw_input_error("{}: the model has no outputs", what);
+  fuse_qdq(graph);
   infer_and_fold(graph);
   graph.remove_dead();
   return graph;
