@@ -52,7 +52,7 @@ Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::ve
   return w;
 }
 
-Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Window& w, Expr fill) {
+Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Window& w, const FillFn& fill) {
   std::vector<int64_t> shape = x.shape();
   bool any = false;
   for (size_t d = 0; d < w.out.size(); ++d) {
@@ -75,7 +75,7 @@ Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Windo
           cond = cond && i >= Expr(0) && i < i32(in[a]);
           idx[a] = i;
         }
-        return te::if_then_else(cond, x(idx), fill);
+        return te::if_then_else(cond, x(idx), fill());
       },
       c.name("pad"));
 }
@@ -104,7 +104,7 @@ Axes activation_axes(ConvertContext& c, size_t i, bool any_type) {
   return Axes{c.node().get_string(kLayoutAttribute, "") == "NHWC", static_cast<size_t>(c.rank(i))};
 }
 
-Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, Expr fill, const TapProduct& product) {
+Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, const FillFn& fill, const TapProduct& product) {
   Axes ax = activation_axes(c, 0, /*any_type=*/true);
   const std::vector<int64_t>& xs = c.shape(0);
   const std::vector<int64_t>& ws = c.shape(w_index);  // (CO, CI/group, k...), or (k..., CI/group, CO) channels last
@@ -156,7 +156,7 @@ Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, Expr fill, c
 
 std::vector<Tensor> conv(ConvertContext& c) {
   Axes ax = activation_axes(c, 0);
-  Tensor y = conv_sum(c, 1, c.input(0), ir::make_float(0), [](Expr a, Expr b, const auto&, const auto&) { return a * b; });
+  Tensor y = conv_sum(c, 1, c.input(0), [] { return ir::make_float(0); }, [](Expr a, Expr b, const auto&, const auto&) { return a * b; });
   if (c.has_input(2)) y = add_channel_bias(c, y, ax, 2);
   return {y};
 }
@@ -325,7 +325,8 @@ std::vector<Tensor> max_pool(ConvertContext& c) {
   const std::vector<int64_t>& xs = c.shape(0);
   if (c.node().outputs.size() > 1 && c.node().outputs[1] >= 0) c.fail("the Indices output is not supported");
   Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
-  Tensor padded = pad_input(c, c.input(0), ax, w, ir::min_value(c.dtype(0)));
+  DataType t = c.dtype(0);
+  Tensor padded = pad_input(c, c.input(0), ax, w, [t] { return ir::min_value(t); });
   std::vector<ir::IterVar> win = window_axes(w);
   return {te::compute(
       ax.shape(xs[0], xs[ax.channel()], w.out),
@@ -345,7 +346,7 @@ std::vector<Tensor> average_pool(ConvertContext& c) {
   for (int64_t d : w.dilations)
     if (d != 1) c.fail("dilations are not supported");
   bool include_pad = c.node().get_int("count_include_pad", 0) != 0;
-  Tensor padded = pad_input(c, c.input(0), ax, w, ir::make_float(0));
+  Tensor padded = pad_input(c, c.input(0), ax, w, [] { return ir::make_float(0); });
   std::vector<ir::IterVar> win = window_axes(w);
   std::vector<int64_t> out = ax.shape(xs[0], xs[ax.channel()], w.out);
   Tensor sum = te::compute(

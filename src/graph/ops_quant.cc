@@ -29,6 +29,10 @@ Expr f32(Expr x) { return ir::cast(kFloat32, std::move(x)); }
 
 bool is_quant_type(DataType t) { return t == DataType::UInt(8) || t == DataType::Int(8); }
 
+// A one-element input read as the function's parameter, not folded into it as a literal: a
+// model's convolutions that differ only in their scales and zero points are then one task.
+Expr scalar_param(ConvertContext& c, size_t i) { return c.input(i)(std::vector<Expr>(static_cast<size_t>(c.rank(i)), Expr(0))); }
+
 // A scale or zero point: a scalar, or one value per element along `axis` (of `shape`). Input `i`
 // absent: `fallback`.
 Expr per_axis(ConvertContext& c, size_t i, const std::vector<Expr>& index, int axis, const std::vector<int64_t>& shape,
@@ -36,7 +40,7 @@ Expr per_axis(ConvertContext& c, size_t i, const std::vector<Expr>& index, int a
   if (!c.has_input(i)) return fallback;
   int64_t n = 1;
   for (int64_t d : c.shape(i)) n *= d;
-  if (n == 1) return c.rank(i) == 0 ? c.load(i, {}) : c.load(i, std::vector<Expr>(static_cast<size_t>(c.rank(i)), Expr(0)));
+  if (n == 1) return scalar_param(c, i);
   if (c.rank(i) != 1 || axis < 0 || c.shape(i)[0] != shape.at(static_cast<size_t>(axis)))
     c.fail(fmt::format("the {} must be a scalar or have one value per element of axis {} ({}), not {}", what, axis,
                        axis >= 0 ? shape.at(static_cast<size_t>(axis)) : 0, shape_text(c.shape(i))));
@@ -60,15 +64,23 @@ Expr saturate(Expr v, Expr zero_point, DataType to) {
   return ir::cast(to, q);
 }
 
-// The operand input `x_index` and its scalar zero point as the dot instructions take them: an
-// int8 activation shifted to uint8 (zero point + 128). {tensor, zero point}.
-std::pair<Tensor, Expr> as_unsigned(ConvertContext& c, size_t x_index, Expr zero_point) {
-  if (c.dtype(x_index) != DataType::Int(8)) return {c.input(x_index), std::move(zero_point)};
-  Tensor shifted = te::compute(
+// An operand's scalar zero point as an int32 expression, built when called (inside a compute):
+// its parameter, 0 when absent, + 128 when the operand is shifted to uint8 (as_unsigned).
+using ZeroPointFn = std::function<Expr()>;
+ZeroPointFn zero_point_of(ConvertContext& c, size_t zp, bool shifted) {
+  return [&c, zp, shifted] {
+    Expr z = c.has_input(zp) ? i32(scalar_param(c, zp)) : Expr(0);
+    return shifted ? z + Expr(128) : z;
+  };
+}
+
+// Input `x_index` as the dot instructions take it: int8 shifted to uint8 (x + 128).
+Tensor as_unsigned(ConvertContext& c, size_t x_index) {
+  if (c.dtype(x_index) != DataType::Int(8)) return c.input(x_index);
+  return te::compute(
       c.shape(x_index),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return ir::cast(DataType::UInt(8), i32(c.input(x_index)(exprs(v))) + Expr(128)); },
       c.name("to_uint8"));
-  return {shifted, i32(std::move(zero_point)) + Expr(128)};
 }
 
 // The int32 accumulator of a MatMulInteger-like node: inputs a, b and their zero points.
@@ -90,17 +102,17 @@ Tensor integer_matmul(ConvertContext& c, size_t a, size_t b, size_t a_zp, size_t
       return (i32(x) - i32(az)) * (i32(y) - i32(bz));
     });
   }
-  auto [ua, az] = as_unsigned(c, a, c.has_input(a_zp) ? c.load(a_zp, {}) : ir::make_const(c.dtype(a), 0));
-  Tensor acc = matmul_sum(c, a, b, ua, [](Expr x, Expr y, const auto&, const auto&) { return i32(x) * i32(y); });
-  if (ir::is_const_int(az, 0)) return acc;
+  bool shifted = c.dtype(a) == DataType::Int(8);
+  Tensor acc = matmul_sum(c, a, b, as_unsigned(c, a), [](Expr x, Expr y, const auto&, const auto&) { return i32(x) * i32(y); });
+  if (!shifted && c.scalar(a_zp).value_or(0) == 0) return acc;
   // sum (a - az) b = sum a b - az sum_k b[k, j].
   auto rk = te::reduce_axis(bs[0], "k");
   Tensor bsum = te::compute(
       {bs[1]}, [&](ir::Var j) -> te::ComputeBody { return te::sum(i32(c.input(b)(rk.var, j)), {rk}); }, c.name("weight_sum"));
-  Expr zp = i32(az);
+  ZeroPointFn zp = zero_point_of(c, a_zp, shifted);
   return te::compute(
       acc.shape(),
-      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return acc(exprs(v)) - zp * bsum(v.back()); },
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return acc(exprs(v)) - zp() * bsum(v.back()); },
       c.name("zero_point"));
 }
 
@@ -113,20 +125,22 @@ Tensor integer_conv(ConvertContext& c, size_t w, size_t x_zp, size_t w_zp, Axes*
       c.fail(fmt::format("a zero point of type {} for an input of type {}", c.dtype(zp).str(), c.dtype(x).str()));
   *axes = activation_axes(c, 0, /*any_type=*/true);
   const size_t co_dim = axes->channels_last ? c.shape(w).size() - 1 : 0;
-  Expr xz = c.has_input(x_zp) ? c.load(x_zp, std::vector<Expr>(static_cast<size_t>(c.rank(x_zp)), Expr(0))) : ir::make_const(c.dtype(0), 0);
   if (c.has_input(x_zp) && !c.scalar(x_zp)) c.fail("the x_zero_point must be a one-element constant");
+  DataType xt = c.dtype(0);
   if (!zero_or_absent(c, w_zp)) {
     // (x - xz) (w - wz[co]) in int32; the padding taps read xz and add nothing.
     const std::vector<int64_t>& ws = c.shape(w);
-    return conv_sum(c, w, c.input(0), xz, [&](Expr x, Expr y, const auto&, const std::vector<Expr>& wi) {
+    ZeroPointFn xz = zero_point_of(c, x_zp, false);
+    return conv_sum(c, w, c.input(0), [&] { return ir::cast(xt, xz()); }, [&](Expr x, Expr y, const auto&, const std::vector<Expr>& wi) {
       Expr wz = per_axis(c, w_zp, wi, static_cast<int>(co_dim), ws, Expr(0), "w_zero_point");
-      return (i32(x) - i32(xz)) * (i32(y) - i32(wz));
+      return (i32(x) - xz()) * (i32(y) - i32(wz));
     });
   }
-  auto [x, uxz] = as_unsigned(c, 0, xz);
-  Expr fill = c.dtype(0) == DataType::Int(8) ? ir::cast(DataType::UInt(8), uxz) : xz;
-  Tensor acc = conv_sum(c, w, x, fill, [](Expr a, Expr b, const auto&, const auto&) { return i32(a) * i32(b); });
-  if (ir::is_const_int(uxz, 0)) return acc;
+  bool shifted = xt == DataType::Int(8);
+  ZeroPointFn xz = zero_point_of(c, x_zp, shifted);
+  Tensor acc = conv_sum(c, w, as_unsigned(c, 0), [&] { return ir::cast(DataType::UInt(8), xz()); },
+                        [](Expr a, Expr b, const auto&, const auto&) { return i32(a) * i32(b); });
+  if (!shifted && c.scalar(x_zp).value_or(0) == 0) return acc;
   // sum (x - xz) w = sum x w - xz sum w, over each output channel's taps.
   const std::vector<int64_t>& ws = c.shape(w);
   std::vector<ir::IterVar> taps;
@@ -140,11 +154,10 @@ Tensor integer_conv(ConvertContext& c, size_t w, size_t x_zp, size_t w_zp, Axes*
         return te::sum(i32(c.input(w)(idx)), taps);
       },
       c.name("weight_sum"));
-  Expr zp = i32(uxz);
   size_t channel = axes->channel();
   return te::compute(
       acc.shape(),
-      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return acc(exprs(v)) - zp * wsum(v[channel]); },
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return acc(exprs(v)) - xz() * wsum(v[channel]); },
       c.name("zero_point"));
 }
 

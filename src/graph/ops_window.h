@@ -47,14 +47,16 @@ struct Window {
 Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode = false);
 // `x` padded along its spatial axes by `w` with `fill`, long enough for every window; `x` itself
 // when nothing is padded.
-te::Tensor pad_input(ConvertContext& c, const te::Tensor& x, const Axes& ax, const Window& w, ir::Expr fill);
+// `fill` makes the value inside the compute (a parameter's load must be built there).
+using FillFn = std::function<ir::Expr()>;
+te::Tensor pad_input(ConvertContext& c, const te::Tensor& x, const Axes& ax, const Window& w, const FillFn& fill);
 // One reduce axis per spatial dimension of the window: rl; rh, rw; rd, rh, rw.
 std::vector<ir::IterVar> window_axes(const Window& w);
 // The activation axes of input `i`, with 1 to 3 spatial dimensions; float unless `any_type`.
 Axes activation_axes(ConvertContext& c, size_t i, bool any_type = false);
 // Conv's taps (ONNX's attributes and groups; input 0 the activation, input `w_index` the weight)
 // summed: sum product(x tap, w tap), `x` (input 0 or a converted copy of it) padded with `fill`.
-te::Tensor conv_sum(ConvertContext& c, size_t w_index, const te::Tensor& x, ir::Expr fill, const TapProduct& product);
+te::Tensor conv_sum(ConvertContext& c, size_t w_index, const te::Tensor& x, const FillFn& fill, const TapProduct& product);
 // MatMul's products (numpy's broadcasting of batch dimensions; input `a_index` by `b_index`, `a`
 // standing for input a_index: it or a converted copy) summed: sum product(a element, b element).
 te::Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const te::Tensor& a, const TapProduct& product);
