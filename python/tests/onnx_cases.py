@@ -545,6 +545,11 @@ case("conv_integer_zero_points_pads", [N("ConvInteger", ["x", "w", "xz"], pads=[
      inits={"w": Q8(4, 3, 3, 3, signed=True), "xz": ZP(100)}, outputs=[("y", I32)])
 case("conv_integer_weight_zero_point", [N("ConvInteger", ["x", "w", "xz", "wz"], strides=[2, 2])], {"x": Q8(1, 2, 9, 8)},
      inits={"w": Q8(3, 2, 3, 3), "xz": ZP(3), "wz": ZP(131)}, outputs=[("y", I32)])
+# Weights as graph inputs (not constants): the zero point's term is summed in the kernel.
+case("conv_integer_weights_as_input", [N("ConvInteger", ["x", "w", "xz"], pads=[1, 1, 1, 1])],
+     {"x": Q8(1, 4, 5, 6), "w": Q8(3, 4, 3, 3, signed=True)}, inits={"xz": ZP(77)}, outputs=[("y", I32)])
+case("matmul_integer_b_as_input_s8_a", [N("MatMulInteger", ["a", "b", "az"])],
+     {"a": Q8(3, 12, signed=True), "b": Q8(12, 5, signed=True)}, inits={"az": ZP(9, signed=True)}, outputs=[("y", I32)])
 _qconv = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
 case("qlinear_conv_per_channel_bias_stride2", [N("QLinearConv", _qconv + ["b"], pads=[1, 1, 1, 1], strides=[2, 2])],
      {"x": Q8(1, 5, 9, 11)},

@@ -625,7 +625,14 @@ class Emitter {
     llvm::Value* env = entry_alloca(env_type, 1, 8);
     unsigned field = 0;
     for (const ir::VarNode* v : free.vars) b_.CreateStore(lookup_var(v), b_.CreateStructGEP(env_type, env, field++));
-    for (const ir::BufferNode* buf : free.buffers) b_.CreateStore(buffers_.at(buf), b_.CreateStructGEP(env_type, env, field++));
+    for (const ir::BufferNode* buf : free.buffers) {
+      auto it = buffers_.find(buf);
+      if (it == buffers_.end())
+        throw InternalError(fmt::format("codegen: parallel loop over '{}' uses buffer '{}', which is neither a parameter nor "
+                                        "allocated around the loop",
+                                        loop->loop_var->name, buf->name));
+      b_.CreateStore(it->second, b_.CreateStructGEP(env_type, env, field++));
+    }
     llvm::Value* extent = b_.CreateSExtOrTrunc(emit(loop->extent), b_.getInt64Ty());
 
     // The outlined body.

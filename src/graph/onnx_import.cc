@@ -264,6 +264,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
   if (graph.outputs.empty()) throw_input_error("{}: the model has no outputs", what);
   fuse_qdq(graph);
   infer_and_fold(graph);
+  fold_zero_points(graph);
   graph.remove_dead();
   return graph;
 }

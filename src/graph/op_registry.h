@@ -19,6 +19,10 @@ namespace tyche::graph {
 // The attribute the layout pass (layout.h) sets to "NHWC" on a node whose activations it moved
 // to channels last; converters of layout-aware ops read it.
 inline constexpr const char* kLayoutAttribute = "tyche.layout";
+// Set by fold_zero_points (passes.h) on a quantized product whose activation zero point's term is
+// in its int32 bias input (QLinearConv's, or input 4 of ConvInteger and MatMulInteger, input 8
+// of QLinearMatMul).
+inline constexpr const char* kZeroPointFolded = "tyche.zero_point_folded";
 
 // How an op may fuse (MetaSchedule's/TVM's op patterns).
 enum class OpPattern : uint8_t {

@@ -104,7 +104,7 @@ Tensor integer_matmul(ConvertContext& c, size_t a, size_t b, size_t a_zp, size_t
   }
   bool shifted = c.dtype(a) == DataType::Int(8);
   Tensor acc = matmul_sum(c, a, b, as_unsigned(c, a), [](Expr x, Expr y, const auto&, const auto&) { return i32(x) * i32(y); });
-  if (!shifted && c.scalar(a_zp).value_or(0) == 0) return acc;
+  if (c.node().has(kZeroPointFolded) || (!shifted && c.scalar(a_zp).value_or(0) == 0)) return acc;
   // sum (a - az) b = sum a b - az sum_k b[k, j].
   auto rk = te::reduce_axis(bs[0], "k");
   Tensor bsum = te::compute(
@@ -140,8 +140,9 @@ Tensor integer_conv(ConvertContext& c, size_t w, size_t x_zp, size_t w_zp, Axes*
   ZeroPointFn xz = zero_point_of(c, x_zp, shifted);
   Tensor acc = conv_sum(c, w, as_unsigned(c, 0), [&] { return ir::cast(DataType::UInt(8), xz()); },
                         [](Expr a, Expr b, const auto&, const auto&) { return i32(a) * i32(b); });
-  if (!shifted && c.scalar(x_zp).value_or(0) == 0) return acc;
-  // sum (x - xz) w = sum x w - xz sum w, over each output channel's taps.
+  if (c.node().has(kZeroPointFolded) || (!shifted && c.scalar(x_zp).value_or(0) == 0)) return acc;
+  // sum (x - xz) w = sum x w - xz sum w, over each output channel's taps (folded into the bias
+  // at import where the weights are constant: fold_zero_points).
   const std::vector<int64_t>& ws = c.shape(w);
   std::vector<ir::IterVar> taps;
   for (size_t d = 0; d < ws.size(); ++d)
@@ -241,15 +242,27 @@ std::vector<Tensor> dequantize_linear(ConvertContext& c) {
       c.name("dequantize"))};
 }
 
+// acc + the folded zero-point bias (input `i`, one per output channel: `channel` of acc) when
+// fold_zero_points set it.
+Tensor add_folded_bias(ConvertContext& c, const Tensor& acc, size_t i, size_t channel) {
+  if (!c.node().has(kZeroPointFolded) || !c.has_input(i)) return acc;
+  if (c.dtype(i) != kInt32 || c.shape(i) != std::vector<int64_t>{acc.shape()[channel]}) c.fail("the folded bias does not fit");
+  return te::compute(
+      acc.shape(), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return acc(exprs(v)) + c.input(i)({v[channel]}); },
+      c.name("bias_add"));
+}
+
 std::vector<Tensor> matmul_integer(ConvertContext& c) {
   require_inputs(c, {0, 1});
-  return {integer_matmul(c, 0, 1, 2, 3)};
+  Tensor acc = integer_matmul(c, 0, 1, 2, 3);
+  return {add_folded_bias(c, acc, 4, acc.shape().size() - 1)};
 }
 
 std::vector<Tensor> conv_integer(ConvertContext& c) {
   require_inputs(c, {0, 1});
   Axes ax;
-  return {integer_conv(c, 1, 2, 3, &ax)};
+  Tensor acc = integer_conv(c, 1, 2, 3, &ax);
+  return {add_folded_bias(c, acc, 4, ax.channel())};
 }
 
 std::vector<Tensor> qlinear_matmul(ConvertContext& c) {
@@ -266,7 +279,9 @@ std::vector<Tensor> qlinear_matmul(ConvertContext& c) {
         int last = static_cast<int>(shape.size()) - 1;
         Expr m = multiplier(per_axis(c, 1, idx, -1, shape, Expr(), "a_scale"), per_axis(c, 4, idx, last, shape, Expr(), "b_scale"),
                             per_axis(c, 6, idx, -1, shape, Expr(), "y_scale"));
-        return saturate(f32(acc(idx)) * m, per_axis(c, 7, idx, -1, shape, Expr(0), "y_zero_point"), to);
+        Expr sum = acc(idx);
+        if (c.node().has(kZeroPointFolded) && c.has_input(8)) sum = sum + c.input(8)({idx.back()});
+        return saturate(f32(sum) * m, per_axis(c, 7, idx, -1, shape, Expr(0), "y_zero_point"), to);
       },
       c.name("requantize"))};
 }

@@ -6,7 +6,11 @@
 //                     whose output nothing else reads) folded into its weights and bias;
 //   fuse_qdq          (before infer_and_fold) a QDQ model's QuantizeLinear(Conv or MatMul of
 //                     DequantizeLinear inputs) as QLinearConv / QLinearMatMul on the integers
-//                     (qdq.cc).
+//                     (qdq.cc);
+//   fold_zero_points  (after infer_and_fold) the activation zero point's term of a quantized
+//                     product with constant weights, -xz * sum w per channel, folded into an
+//                     int32 bias at import (qdq.cc): the kernel then reads the weights once, in
+//                     its packed layout, and nothing reads them in their original one.
 #pragma once
 
 #include "graph/graph.h"
@@ -16,5 +20,6 @@ namespace tyche::graph {
 void infer_and_fold(Graph& graph);
 void fold_batch_norm(Graph& graph);
 void fuse_qdq(Graph& graph);
+void fold_zero_points(Graph& graph);
 
 }  // namespace tyche::graph

@@ -8,11 +8,14 @@
 // itself does when it loads such a model; MatMul with a constant 2-D right operand becomes
 // QLinearMatMul. The DequantizeLinear nodes stay for any other reader; remove_dead drops the rest.
 // Runs before infer_and_fold, which would otherwise fold the weights' DequantizeLinear.
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "graph/op_registry.h"
 #include "graph/passes.h"
 
 namespace tyche::graph {
@@ -145,8 +148,57 @@ class QdqFusion {
   std::set<int> is_output_;
 };
 
+// The integer products' activation zero point folded into an int32 bias, where the weights are
+// constant (sum (x - xz) w = sum x w - xz sum w, the last term known at import). The node keeps
+// its inputs and gets the folded bias as input `bias_at` (QLinearConv's own bias input; past the
+// end of the others) and the attribute kZeroPointFolded.
+void fold_zero_point(Graph& g, Node& n, size_t x, size_t w, size_t x_zp, size_t w_zp, size_t bias_at) {
+  auto has = [&](size_t i) { return i < n.inputs.size() && n.inputs[i] >= 0; };
+  if (!has(x) || !has(w) || !g.value(n.inputs[w]).is_constant()) return;
+  const Value& xv = g.value(n.inputs[x]);
+  const Value& wv = g.value(n.inputs[w]);
+  bool conv = n.op == "QLinearConv" || n.op == "ConvInteger";
+  if (xv.dtype != DataType::UInt(8) && xv.dtype != DataType::Int(8)) return;
+  if (!conv && wv.shape.size() != 2) return;
+  if (has(x_zp) && (!g.value(n.inputs[x_zp]).is_constant() || g.value(n.inputs[x_zp]).numel() != 1)) return;
+  if (has(w_zp)) {
+    const Value& z = g.value(n.inputs[w_zp]);
+    if (!z.is_constant()) return;
+    for (int64_t i = 0; i < z.numel(); ++i)
+      if (z.constant.get_flat_int(i) != 0) return;
+  }
+  // An int8 activation is computed shifted to uint8 (ops_quant.cc): its zero point + 128.
+  int64_t xz = (has(x_zp) ? g.value(n.inputs[x_zp]).constant.get_flat_int(0) : 0) + (xv.dtype == DataType::Int(8) ? 128 : 0);
+  int64_t channels = conv ? wv.shape.at(0) : wv.shape.at(1);  // NCHW (CO, ...) or (K, N): before the layout pass
+  runtime::NDArray bias({channels}, kInt32);
+  const Value* b = has(bias_at) ? &g.value(n.inputs[bias_at]) : nullptr;
+  if (b && (!b->is_constant() || b->numel() != channels)) return;
+  int64_t per = wv.numel() / channels;
+  for (int64_t c = 0; c < channels; ++c) {
+    int64_t sum = 0;
+    for (int64_t t = 0; t < per; ++t) sum += wv.constant.get_flat_int(conv ? c * per + t : t * channels + c);
+    int64_t v = (b ? b->constant.get_flat_int(c) : 0) - xz * sum;
+    if (v < INT32_MIN || v > INT32_MAX) return;  // the int32 accumulator's range: leave it to the kernel
+    bias.set_flat_int(c, v);
+  }
+  int id = g.add_value({n.name + ".bias_zero_point_folded", {channels}, kInt32, bias});
+  while (n.inputs.size() <= bias_at) n.inputs.push_back(-1);
+  n.inputs[bias_at] = id;
+  n.attributes[kZeroPointFolded] = int64_t{1};
+}
+
 }  // namespace
 
 void fuse_qdq(Graph& graph) { QdqFusion(graph).run(); }
+
+void fold_zero_points(Graph& graph) {
+  for (Node& n : graph.nodes) {
+    if (n.has(kZeroPointFolded)) continue;
+    if (n.op == "QLinearConv") fold_zero_point(graph, n, 0, 3, 2, 5, 8);
+    else if (n.op == "QLinearMatMul") fold_zero_point(graph, n, 0, 3, 2, 5, 8);
+    else if (n.op == "ConvInteger") fold_zero_point(graph, n, 0, 1, 2, 3, 4);
+    else if (n.op == "MatMulInteger") fold_zero_point(graph, n, 0, 1, 2, 3, 4);
+  }
+}
 
 }  // namespace tyche::graph

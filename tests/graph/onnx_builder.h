@@ -56,6 +56,22 @@ class OnnxBuilder {
     return *this;
   }
 
+  // An integer initializer (UINT8, INT8 or INT32) with values from a fixed seed in [lo, hi].
+  OnnxBuilder& integers(const std::string& name, const std::vector<int64_t>& shape, int type, int lo, int hi, unsigned seed = 1) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      t->add_dims(d);
+      n *= d;
+    }
+    std::mt19937 rng(seed + static_cast<unsigned>(model_.graph().initializer_size()));
+    std::uniform_int_distribution<int> u(lo, hi);
+    for (int64_t i = 0; i < n; ++i) t->add_int32_data(u(rng));
+    return *this;
+  }
+
   OnnxBuilder& ints(const std::string& name, const std::vector<int64_t>& values) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);

@@ -1,13 +1,20 @@
 // The design spaces of a model's tasks: what the converters write must keep the patterns the
 // schedule rules look for.
 #include <gmock/gmock.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "../../graph/onnx_builder.h"
+#include "graph/layout.h"
 #include "graph/onnx_import.h"
+#include "interp/interpreter.h"
+#include "runtime/compare.h"
 #include "graph/passes.h"
 #include "graph/tasks.h"
 #include "ir/printer.h"
+#include "lower/layout_rewrite.h"
+#include "lower/lower.h"
+#include "tune/explore/sample_space.h"
 #include "tune/model/model_tasks.h"
 #include "tune/space/schedule_rule.h"
 #include "tune/space/space_generator.h"
@@ -65,6 +72,57 @@ TEST(ModelTaskSpaces, AResidualAddRunsInTheConvolutionsTileAsItsEpilogue) {
     EXPECT_GT(indentation(ir, "block(\"relu\")"), at_root + 2 * 3) << ir;
   }
   EXPECT_TRUE(fused) << "no design runs the bias, the residual add and the ReLU in the convolution's tile";
+}
+
+// A quantized convolution (QLinearConv, channels last; ResNet's 7x7 stem) is a u8 x s8
+// multiply-accumulate the VNNI rule tiles and tensorizes, its 3 input channels padded to the
+// intrinsic's 4, the activation zero point's term folded into the bias at import; every design
+// and every sample the tuner would build computes what the unscheduled task does (exactly: the
+// requantized bytes).
+TEST(ModelTaskSpaces, AQuantizedConvolutionIsTensorizedAndExact) {
+  graph::testing::OnnxBuilder b;
+  b.input("x", {1, 3, 16, 16}).scalar("s", 0.02f).integers("z", {}, onnx::TensorProto::UINT8, 120, 120);
+  b.integers("w", {8, 3, 7, 7}, onnx::TensorProto::INT8, -127, 127).scalar("ws", 0.004f);
+  b.integers("wz", {}, onnx::TensorProto::INT8, 0, 0).scalar("ys", 0.05f).integers("yz", {}, onnx::TensorProto::UINT8, 3, 3);
+  b.integers("bias", {8}, onnx::TensorProto::INT32, -3000, 3000);
+  b.node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+  auto& conv = b.node("QLinearConv", {"q", "s", "z", "w", "ws", "wz", "ys", "yz", "bias"}, {"c"});
+  graph::testing::OnnxBuilder::attr(conv, "strides", std::vector<int64_t>{2, 2});
+  graph::testing::OnnxBuilder::attr(conv, "pads", std::vector<int64_t>{3, 3, 3, 3});
+  b.node("DequantizeLinear", {"c", "ys", "yz"}, {"y"});
+  b.output("y");
+  graph::Graph g = graph::import_onnx_bytes(b.bytes(), "m.onnx", ".");
+  graph::convert_layout(g, graph::Layout::kNHWC);
+  graph::TaskTable table = graph::extract_tasks(g);
+  std::vector<TuneTask> tasks = model_tune_tasks(table, g);
+  const TuneTask* task = nullptr;
+  for (const TuneTask& t : tasks)
+    if (t.workload.name.find("qlinear_conv") != std::string::npos) task = &t;
+  ASSERT_NE(task, nullptr);
+  Target target = Target::parse("llvm -num-cores 2 -mcpu sapphirerapids");
+  auto designs = post_order_apply(default_rules(target))->generate(TuneContext{task->workload.func, target}, 3);
+  ASSERT_FALSE(designs.empty());
+  auto inputs = workloads::make_inputs(task->workload.func, 5);
+  auto expected = interp::run_on_inputs(task->workload.func, inputs);
+  for (const schedule::Schedule& d : designs) {
+    std::string trace = d.trace()->to_text();
+    EXPECT_THAT(trace, HasSubstr("x86_avx_vnni_dot_8x4_u8s8"));
+    EXPECT_THAT(trace, HasSubstr("pad_einsum"));
+    auto got = interp::run_on_inputs(d.func(), inputs);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(runtime::compare(got[i], expected[i]).ok) << trace;
+    // As the builder lowers it. Padded (3 channels to 4), the weights' copy is larger than they
+    // are and is made at every call; nothing reads them in another layout.
+    lower::SplitProgram split = lower::split_layout_rewrites(d.func());
+    EXPECT_EQ(split.rewrites.size(), 0u);
+    EXPECT_NO_THROW(lower::lower(split.main)) << trace;
+    for (const lower::LayoutRewrite& rw : split.rewrites) EXPECT_NO_THROW(lower::lower(rw.preproc)) << trace;
+  }
+  // Sampled, replayed and postprocessed as the tuner does, compiled and run: every sample.
+  workloads::Workload w = task->workload;
+  w.reference = [f = w.func](const std::vector<runtime::NDArray>& in) { return interp::run_on_inputs(f, in); };
+  SampleSpaceReport r = sample_space(w, Target::parse("llvm -num-cores 2"), {.samples = 8, .seed = 1, .compile = true, .check = true});
+  EXPECT_EQ(r.correct, r.samples) << fmt::format("{}", fmt::join(r.failures, "\n"));
 }
 
 }  // namespace
