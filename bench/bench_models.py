@@ -20,7 +20,8 @@ and loaded by onnxruntime (CPU provider, all graph optimizations). Fair by const
     resampled with replacement);
   - FLOPs are the tasks' own counts (padding taps of convolutions included: a model is the same
     work for both, so the ratio does not depend on them; GFLOP/s is shown only as a guide).
-The tuning gap is stated for Tyche: the tuner's estimate (sum over tasks of weight x best
+With --agreement N, the top-1 class of the first output is compared on N more fixed inputs (seeds
+100..) and the number of classes onnxruntime predicted among them is stated. The tuning gap is stated for Tyche: the tuner's estimate (sum over tasks of weight x best
 measured latency, from tune-model's JSON when --tune-json-dir has it) against the whole model
 timed here; onnxruntime is not tuned. With --tvm-dir, TVM's model tuned by bench/suitelib/tvm_model.py
 runs as a third system in the same rotation (its tuner estimate and gap stated too).
@@ -141,6 +142,18 @@ def bench_model(name: str, args, tyche, ort, make_models) -> dict:
             "naive_bytes": compiled.naive_bytes, "compile_s": compile_s, "max_rel_diff": diff,
             "tuner_estimate_ms": estimate,
         }
+        if args.agreement > 0 and len(reference[0].shape) == 2:
+            # Top-1 of the first output on fixed inputs (seeds 100, 101, ...), and how many classes
+            # onnxruntime predicts among them (agreement on one class every time says little).
+            same, classes = 0, set()
+            for k in range(args.agreement):
+                x = make_models.example_inputs(name, seed=100 + k)
+                want = session.run(None, x)[0].argmax()
+                same += int(compiled(x)[session.get_outputs()[0].name].argmax() == want)
+                classes.add(int(want))
+            row["top1_agreement"] = same / args.agreement
+            row["agreement_inputs"] = args.agreement
+            row["onnxruntime_classes"] = len(classes)
         if tvm_model is not None:
             row["tvm_ms"] = statistics.median(seconds["tvm"]) * 1e3
             row["tyche_over_tvm"] = statistics.median(seconds["tyche"]) / statistics.median(seconds["tvm"])
@@ -160,6 +173,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--window", type=float, default=0.3, help="seconds of back-to-back calls per window")
     p.add_argument("--json", default="")
+    p.add_argument("--agreement", type=int, default=0,
+                   help="top-1 agreement with onnxruntime on this many fixed inputs (classifiers)")
     p.add_argument("--tvm-dir", default="", help="TVM's tuned models (bench/suitelib/tvm_model.py tune --work-dir TVM_DIR/<model>)")
     args = p.parse_args()
     import onnxruntime as ort
@@ -177,6 +192,9 @@ def main() -> int:
         print(f"{name:<16} {r['tyche_ms']:>9.3f} {r['onnxruntime_ms']:>9.3f} {r['ratio']:>6.2f} "
               f"[{r['ratio_ci95'][0]:>5.2f}, {r['ratio_ci95'][1]:>5.2f}] {r['tasks_tuned']:>3}/{r['tasks']:<3} "
               f"{r['arena_bytes'] / 2**20:>10.2f} {r['naive_bytes'] / 2**20:>10.2f} {r['compile_s']:>9.2f}  {est}")
+        print(f"{'':<16} max rel diff {r['max_rel_diff']:.1e}" + (
+            f"; top-1 agreement {r['top1_agreement']:.0%} on {r['agreement_inputs']} inputs "
+            f"({r['onnxruntime_classes']} classes predicted)" if "top1_agreement" in r else ""))
         if "tvm_ms" in r:
             t = r["tvm_tune"]
             tvm_est = t["estimated_latency_ms"]

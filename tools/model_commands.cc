@@ -43,12 +43,16 @@ struct Model {
   graph::TaskTable table;
 };
 
-Model load_model(const std::string& path, const std::vector<std::string>& input_shapes) {
+// `dtype`: float32 (as the model is) or bfloat16 (graph::convert_to_bfloat16); tune-model and
+// run-model must be given the same, since the tasks differ.
+Model load_model(const std::string& path, const std::vector<std::string>& input_shapes, const std::string& dtype) {
+  if (dtype != "float32" && dtype != "bfloat16") throw_input_error("--dtype '{}': float32 or bfloat16", dtype);
   graph::ImportOptions options;
   for (const std::string& s : input_shapes) graph::parse_input_shape(s, options);
   Model m{graph::import_onnx(path, options), {}};
   graph::fold_batch_norm(m.graph);
   graph::convert_layout(m.graph, graph::Layout::kNHWC);
+  if (dtype == "bfloat16") graph::convert_to_bfloat16(m.graph);
   m.table = graph::extract_tasks(m.graph);
   return m;
 }
@@ -223,6 +227,10 @@ ModelCommands::ModelCommands(CLI::App& app) {
   tune_model_->add_option("--seed", seed_, "seed of the spaces and the search (default 0)");
   tune_model_->add_option("--json", json_file_, "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
   tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
+  for (CLI::App* sub : {import_, run_model_, tune_model_})
+    sub->add_option("--dtype", dtype_,
+                    "float32 (default) or bfloat16: the convolutions' and matrix products' weights and activations in "
+                    "bfloat16, accumulated in float32 (give tune-model and run-model the same)");
   tune_model_->add_option("--timing", timing_,
                           "auto (default: mixed), mixed (before each of 10 runs the cores' private caches are evicted, so the "
                           "activations wait in the last-level cache, and the weights are evicted from every cache), llc (the "
@@ -261,7 +269,7 @@ int ModelCommands::run() {
 }
 
 int ModelCommands::cmd_tune_model() {
-  Model m = load_model(model_, input_shapes_);
+  Model m = load_model(model_, input_shapes_, dtype_);
   std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table, m.graph);
   target::Target target = target::Target::host();
   target.cpu = cpu_;
@@ -353,7 +361,7 @@ int ModelCommands::cmd_export_model() {
   target::resolve_cpu(cpu_);
   if (threads_ > 1) throw_input_error("--threads takes 1 (serial code); without it, parallel loops run on the library's thread pool");
   if (!db_.empty() && !std::filesystem::is_directory(db_)) throw_input_error("no tuning database at '{}'", db_);
-  Model m = load_model(model_, input_shapes_);
+  Model m = load_model(model_, input_shapes_, dtype_);
   std::vector<ir::PrimFunc> programs(m.table.tasks.size());
   int tuned = 0;
   if (!db_.empty()) {
@@ -380,7 +388,7 @@ int ModelCommands::cmd_export_model() {
 }
 
 int ModelCommands::cmd_import() {
-  Model m = load_model(model_, input_shapes_);
+  Model m = load_model(model_, input_shapes_, dtype_);
   const graph::Graph& g = m.graph;
   fmt::print("model {} (opset {}): {} nodes, {} groups, {} tasks\n", g.name, g.opset, g.nodes.size(), m.table.groups.size(),
              m.table.tasks.size());
@@ -424,7 +432,7 @@ int ModelCommands::cmd_import() {
 
 int ModelCommands::cmd_run_model() {
   if (threads_ > 0) runtime::ThreadPool::global().set_num_threads(threads_);
-  Model m = load_model(model_, input_shapes_);
+  Model m = load_model(model_, input_shapes_, dtype_);
   const graph::Graph& g = m.graph;
   // Inputs: given ones by name, the rest random.
   std::map<std::string, std::string> given;

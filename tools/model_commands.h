@@ -29,6 +29,7 @@ class ModelCommands {
   std::vector<std::string> input_shapes_;
   std::vector<std::string> inputs_;
   std::string json_file_, db_, save_outputs_, compare_, cpu_, name_, output_;
+  std::string dtype_ = "float32";
   int repeat_ = 10;
   int trials_ = 0;
   int64_t seed_ = 0;

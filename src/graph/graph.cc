@@ -110,6 +110,7 @@ std::optional<DataType> dtype_of_onnx(int64_t code) {
     case 7: return kInt64;
     case 9: return kBool;
     case 11: return kFloat64;
+    case 16: return DataType::BFloat16();
     default: return std::nullopt;
   }
 }

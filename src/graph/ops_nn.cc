@@ -12,6 +12,13 @@ namespace {
 
 Expr i32(int64_t v) { return Expr(static_cast<int>(v)); }
 
+// A product of two elements: bfloat16 operands (--dtype bfloat16) multiply and accumulate in
+// float32, as AVX512-BF16's dot does.
+Expr product(Expr a, Expr b) {
+  if (a.dtype().is_bfloat16() && b.dtype().is_bfloat16()) return ir::cast(kFloat32, a) * ir::cast(kFloat32, b);
+  return a * b;
+}
+
 }  // namespace
 
 Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode) {
@@ -156,7 +163,8 @@ Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, const FillFn
 
 std::vector<Tensor> conv(ConvertContext& c) {
   Axes ax = activation_axes(c, 0);
-  Tensor y = conv_sum(c, 1, c.input(0), [] { return ir::make_float(0); }, [](Expr a, Expr b, const auto&, const auto&) { return a * b; });
+  DataType t = c.dtype(0);
+  Tensor y = conv_sum(c, 1, c.input(0), [t] { return ir::make_const(t, 0); }, [](Expr a, Expr b, const auto&, const auto&) { return product(a, b); });
   if (c.has_input(2)) y = add_channel_bias(c, y, ax, 2);
   return {y};
 }
@@ -280,7 +288,7 @@ Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const Tenso
 
 std::vector<Tensor> matmul(ConvertContext& c) {
   if (c.dtype(0) != c.dtype(1)) c.fail("inputs of different types");
-  return {matmul_sum(c, 0, 1, c.input(0), [](Expr x, Expr y, const auto&, const auto&) { return x * y; })};
+  return {matmul_sum(c, 0, 1, c.input(0), [](Expr x, Expr y, const auto&, const auto&) { return product(x, y); })};
 }
 
 std::vector<Tensor> gemm(ConvertContext& c) {
@@ -300,7 +308,7 @@ std::vector<Tensor> gemm(ConvertContext& c) {
       [&](ir::Var i, ir::Var j) -> te::ComputeBody {
         Expr av = ta ? A(rk.var, i) : A(i, rk.var);
         Expr bv = tb ? B(j, rk.var) : B(rk.var, j);
-        return te::sum(av * bv, {rk});
+        return te::sum(product(av, bv), {rk});
       },
       c.name("matmul"));
   bool has_c = c.has_input(2) && beta != 0;

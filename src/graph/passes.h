@@ -11,6 +11,8 @@
 //                     product with constant weights, -xz * sum w per channel, folded into an
 //                     int32 bias at import (qdq.cc): the kernel then reads the weights once, in
 //                     its packed layout, and nothing reads them in their original one.
+//   convert_to_bfloat16  (after the layout pass; --dtype bfloat16) the products' weights and
+//                     activations in bfloat16, accumulated in float32 (bfloat16.cc).
 #pragma once
 
 #include "graph/graph.h"
@@ -21,5 +23,6 @@ void infer_and_fold(Graph& graph);
 void fold_batch_norm(Graph& graph);
 void fuse_qdq(Graph& graph);
 void fold_zero_points(Graph& graph);
+void convert_to_bfloat16(Graph& graph);
 
 }  // namespace tyche::graph
