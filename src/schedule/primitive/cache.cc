@@ -114,16 +114,7 @@ SRefNode* top_level_sref(const SRefNode* block, const SRefNode* scope) {
 std::string fresh_name(const ScheduleState& state, const std::string& buffer_name, const std::string& scope) {
   std::string suffix = scope;
   std::replace(suffix.begin(), suffix.end(), '.', '_');
-  std::unordered_set<std::string> taken;
-  for (const ir::Buffer& b : state.func()->params) taken.insert(b->name);
-  ir::post_order_visit(state.func()->body, [&](const ir::Stmt& s) {
-    if (auto* b = s.as<ir::BlockNode>()) {
-      taken.insert(b->name);
-      for (const ir::Buffer& x : b->alloc_buffers) taken.insert(x->name);
-    } else if (auto* a = s.as<ir::AllocateNode>()) {
-      taken.insert(a->buffer->name);
-    }
-  });
+  std::unordered_set<std::string> taken = names_in_use(state);
   std::string base = buffer_name + "_" + suffix, name = base;
   for (int k = 1; taken.count(name); ++k) name = fmt::format("{}_{}", base, k);
   return name;
@@ -372,6 +363,20 @@ Result<SRef> add_cache(ScheduleState& state, const SRef& block_sref, const ir::B
 }
 
 }  // namespace
+
+std::unordered_set<std::string> names_in_use(const ScheduleState& state) {
+  std::unordered_set<std::string> taken;
+  for (const ir::Buffer& b : state.func()->params) taken.insert(b->name);
+  ir::post_order_visit(state.func()->body, [&](const ir::Stmt& s) {
+    if (auto* b = s.as<ir::BlockNode>()) {
+      taken.insert(b->name);
+      for (const ir::Buffer& x : b->alloc_buffers) taken.insert(x->name);
+    } else if (auto* a = s.as<ir::AllocateNode>()) {
+      taken.insert(a->buffer->name);
+    }
+  });
+  return taken;
+}
 
 Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_buffer_index, const std::string& storage_scope) {
   const ir::BlockNode* block = block_sref->as_block();

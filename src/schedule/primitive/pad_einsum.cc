@@ -30,19 +30,8 @@ ScheduleError pad_error(ErrorCode code, const ir::BlockNode* block, const std::s
   return ScheduleError(code, fmt::format("pad_einsum: block '{}' {}", block->name, why), block);
 }
 
-// A name no block or buffer of the function has.
-std::string unused_name(const ScheduleState& state, const std::string& base, std::unordered_set<std::string>& taken) {
-  if (taken.empty()) {
-    for (const ir::Buffer& b : state.func()->params) taken.insert(b->name);
-    ir::post_order_visit(state.func()->body, [&](const ir::Stmt& s) {
-      if (auto* b = s.as<ir::BlockNode>()) {
-        taken.insert(b->name);
-        for (const ir::Buffer& x : b->alloc_buffers) taken.insert(x->name);
-      } else if (auto* a = s.as<ir::AllocateNode>()) {
-        taken.insert(a->buffer->name);
-      }
-    });
-  }
+// A name no block or buffer of the function has, nor one given out before (`taken`).
+std::string unused_name(const std::string& base, std::unordered_set<std::string>& taken) {
   std::string name = base;
   for (int k = 1; taken.count(name); ++k) name = fmt::format("{}_{}", base, k);
   taken.insert(name);
@@ -296,7 +285,7 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
     return pad_error(ErrorCode::kDependenceViolated, block, fmt::format("is not the only writer of '{}'", out->name));
 
   // The padded buffers, in the block's order of reads then the write.
-  std::unordered_set<std::string> taken;
+  std::unordered_set<std::string> taken = names_in_use(state);
   std::unordered_map<const ir::BufferNode*, ir::Buffer> pad_of;
   std::vector<ir::Buffer> order;
   auto add = [&](const ir::Buffer& b) {
@@ -309,7 +298,7 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
         any = true;
       }
     if (!any) return;
-    pad_of[b.get()] = ir::make_buffer(unused_name(state, b->name + "_pad", taken), b->dtype, shape, b->scope);
+    pad_of[b.get()] = ir::make_buffer(unused_name(b->name + "_pad", taken), b->dtype, shape, b->scope);
     order.push_back(b);
   };
   for (const ir::BufferRegion& r : block->reads) add(r.buffer);
@@ -360,7 +349,7 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
         }
       if (whole) written.emplace_back(ir::make_int(0, out->shape[d].dtype()), out->shape[d]);
     }
-    seq.push_back(make_unpad_stage(unused_name(state, out->name + "_unpad", taken), pad_of.at(out.get()), out, written));
+    seq.push_back(make_unpad_stage(unused_name(out->name + "_unpad", taken), pad_of.at(out.get()), out, written));
   }
 
   const ir::BlockNode* scope_node = scope->as_block();

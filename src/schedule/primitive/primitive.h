@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "schedule/analysis.h"
@@ -67,6 +68,11 @@ Result<SRef> rfactor(ScheduleState& state, const SRef& loop, int factor_axis);
 // ---- blocks (blockize.cc, tensorize.cc) ----
 Result<SRef> blockize(ScheduleState& state, const SRef& loop);
 Status tensorize(ScheduleState& state, const SRef& loop, const std::string& intrin_name);
+
+// ---- names (cache.cc) ----
+// The names of the function's params, blocks and allocated buffers: a new block or buffer takes
+// none of them.
+std::unordered_set<std::string> names_in_use(const ScheduleState& state);
 
 // ---- rewriting (state.cc) ----
 // The statement whose srefs are `sref`: the For itself, or the BlockRealize of a block.
