@@ -46,13 +46,12 @@ struct Model {
 // `dtype`: float32 (as the model is) or bfloat16 (graph::convert_to_bfloat16); tune-model and
 // run-model must be given the same, since the tasks differ.
 Model load_model(const std::string& path, const std::vector<std::string>& input_shapes, const std::string& dtype) {
-  if (dtype != "float32" && dtype != "bfloat16") throw_input_error("--dtype '{}': float32 or bfloat16", dtype);
   graph::ImportOptions options;
   for (const std::string& s : input_shapes) graph::parse_input_shape(s, options);
   Model m{graph::import_onnx(path, options), {}};
   graph::fold_batch_norm(m.graph);
   graph::convert_layout(m.graph, graph::Layout::kNHWC);
-  if (dtype == "bfloat16") graph::convert_to_bfloat16(m.graph);
+  graph::apply_dtype(m.graph, dtype);
   m.table = graph::extract_tasks(m.graph);
   return m;
 }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,10 +49,12 @@ struct ModelSource {
   std::string path;   // a file; empty when `bytes` holds the model
   std::string bytes;
   std::string what;
+  std::string dtype = "float32";  // graph::apply_dtype
 };
 
-ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what) {
+ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what, const std::string& dtype) {
   ModelSource s;
+  s.dtype = dtype;
   if (!bytes.is_none()) {
     nb::bytes b = nb::cast<nb::bytes>(bytes);
     s.bytes = std::string(b.c_str(), b.size());
@@ -80,6 +83,7 @@ Model load_model(const ModelSource& src, const Shapes& shapes) {
   Model m{src.path.empty() ? graph::import_onnx_bytes(src.bytes, src.what, ".", options) : graph::import_onnx(src.path, options), {}};
   graph::fold_batch_norm(m.graph);
   graph::convert_layout(m.graph, graph::Layout::kNHWC);
+  graph::apply_dtype(m.graph, src.dtype);
   m.table = graph::extract_tasks(m.graph);
   return m;
 }
@@ -96,7 +100,7 @@ target::Target model_target() { return target::Target::host(); }
 // every batch, and importing a network takes seconds.
 struct ImportedModels {
   std::mutex mu;
-  std::map<std::pair<std::string, Shapes>, std::vector<tune::TuneTask>> tasks;
+  std::map<std::tuple<std::string, Shapes, std::string>, std::vector<tune::TuneTask>> tasks;  // bytes, shapes, dtype
 };
 ImportedModels& imported_models() {
   static ImportedModels models;
@@ -318,12 +322,13 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
 
 workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash) {
   nb::bytes b = nb::cast<nb::bytes>(recipe["onnx_bytes"]);
-  ModelSource src{"", std::string(b.c_str(), b.size()), nb::cast<std::string>(recipe["what"])};
+  ModelSource src{"", std::string(b.c_str(), b.size()), nb::cast<std::string>(recipe["what"]),
+                  recipe.contains("dtype") ? nb::cast<std::string>(recipe["dtype"]) : std::string("float32")};
   Shapes shapes = nb::cast<Shapes>(recipe["input_shapes"]);
   ImportedModels& models = imported_models();
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(models.mu);
-  auto key = std::make_pair(src.bytes, shapes);
+  auto key = std::make_tuple(src.bytes, shapes, src.dtype);
   auto it = models.tasks.find(key);
   if (it == models.tasks.end()) {
     Model m = load_model(src, shapes);
@@ -351,18 +356,21 @@ void bind_onnx(nb::module_& m) {
       .def_prop_ro("naive_bytes", [](const CompiledModel& c) { return c.exec->memory().naive_bytes; })
       .def_prop_ro("compile_seconds", [](const CompiledModel& c) { return c.exec->compile_seconds(); });
   m.def("onnx_compile", [](const std::string& path, nb::handle bytes, const std::string& what, const std::string& db,
-                           int threads, const Shapes& shapes) { return compile_model(model_source(path, bytes, what), db, threads, shapes); },
-        nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"), nb::arg("input_shapes"));
-  m.def("onnx_tasks", [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes) {
-    return task_list(load_released(model_source(path, bytes, what), shapes).table);
-  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"));
+                           int threads, const Shapes& shapes, const std::string& dtype) {
+    return compile_model(model_source(path, bytes, what, dtype), db, threads, shapes);
+  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"), nb::arg("input_shapes"),
+        nb::arg("dtype") = "float32");
+  m.def("onnx_tasks", [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes,
+                         const std::string& dtype) {
+    return task_list(load_released(model_source(path, bytes, what, dtype), shapes).table);
+  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"), nb::arg("dtype") = "float32");
   m.def("onnx_tune", [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
                         const std::string& db, int threads, const Shapes& shapes, int64_t seed, const std::string& timing,
-                        const std::string& worker, nb::handle progress, nb::handle remote) {
-    return tune_model(model_source(path, bytes, what), trials, db, threads, shapes, seed, timing, worker, progress, remote);
+                        const std::string& worker, nb::handle progress, nb::handle remote, const std::string& dtype) {
+    return tune_model(model_source(path, bytes, what, dtype), trials, db, threads, shapes, seed, timing, worker, progress, remote);
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"), nb::arg("threads"),
         nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"), nb::arg("worker"), nb::arg("progress").none(),
-        nb::arg("remote").none() = nb::none());
+        nb::arg("remote").none() = nb::none(), nb::arg("dtype") = "float32");
   m.def("onnx_target", [] { return model_target().str(); }, "The target a model's tasks are tuned for (the host).");
 }
 

@@ -1,7 +1,8 @@
 """tyche export-model: a small ONNX model (built here with onnx.helper) exported as NET.h and
 libNET.a, linked into a C program with cc (no Tyche library), fed from deliberately misaligned
 malloc'd buffers; its outputs match `tyche run-model --input ... --save-outputs` within 1e-4
-relative. Refusals are one line and exit 2, writing nothing.
+relative. An int8 model (onnxruntime's quantizer) exports too, bit for bit. Refusals are one line
+and exit 2, writing nothing.
 
 The tyche binary is $TYCHE_BINARY_DIR/tools/tyche; without it the tests are skipped.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -149,3 +151,51 @@ def test_refusals_are_one_line_and_write_nothing(tyche, tmp_path):
     proc = subprocess.run([str(tyche), "export-model", str(model), "--name", "net", "-o", str(tmp_path / "file" / "sub")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "cannot create the directory" in proc.stderr, proc.stderr
+
+
+INT8_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "rsi8.h"
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  float* image = malloc(rsi8_INPUT0_BYTES);
+  float* logits = malloc(rsi8_OUTPUT0_BYTES);
+  FILE* f = fopen(argv[1], "rb");
+  if (!image || !logits || !f || fread(image, 1, rsi8_INPUT0_BYTES, f) != rsi8_INPUT0_BYTES) return 3;
+  fclose(f);
+  int status = rsi8(image, logits);
+  if (status != TYCHE_OK) { fprintf(stderr, "%s\n", tyche_error_string(status)); return 1; }
+  fwrite(logits, 1, rsi8_OUTPUT0_BYTES, stdout);
+  return 0;
+}
+"""
+
+
+def test_an_int8_model_exports_and_computes_what_run_model_does(tyche, tmp_path):
+    """resnet_small quantized by onnxruntime (QDQ: QLinearConv kernels, requantization,
+    round-half-even) in a C program: the same logits as run-model, bit for bit."""
+    pytest.importorskip("onnxruntime")
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+    import make_models
+
+    model = tmp_path / "rsi8.onnx"
+    onnx.save(make_models.build_model("resnet_small_int8"), str(model))
+    out = tmp_path / "out"
+    proc = subprocess.run([str(tyche), "export-model", str(model), "--name", "rsi8", "-o", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    image = make_models.example_inputs("resnet_small_int8", seed=4)["input"]
+    np.save(tmp_path / "image.npy", image)
+    saved = tmp_path / "saved"
+    run = subprocess.run([str(tyche), "run-model", str(model), "--input", f"input={tmp_path / 'image.npy'}",
+                          "--save-outputs", str(saved), "--repeat", "1"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr + run.stdout
+    (tmp_path / "main.c").write_text(INT8_DRIVER)
+    subprocess.run(["cc", "-std=c11", "-O1", "-Wall", "-Werror", "-I", str(out), str(tmp_path / "main.c"), "-L", str(out), "-lrsi8",
+                    "-lm", "-lpthread", "-o", str(tmp_path / "main")], check=True)
+    (tmp_path / "in.bin").write_bytes(image.tobytes())
+    got = np.frombuffer(subprocess.run([str(tmp_path / "main"), str(tmp_path / "in.bin")], check=True,
+                                       capture_output=True).stdout, dtype=np.float32)
+    want = np.load(saved / "logits.npy")
+    np.testing.assert_array_equal(got.reshape(want.shape), want)

@@ -146,6 +146,23 @@ def test_tune_then_compile(gemm_path, tmp_path):
         tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "hot", threads=2, progress=False, timing="hot")
 
 
+def test_bfloat16_dtype(gemm_path):
+    """dtype="bfloat16", as run-model --dtype: the products read bfloat16 (a Cast task or epilogue
+    per activation), the outputs stay float32 and within bfloat16's rounding; the tasks differ
+    from float32's (tune and compile with the same dtype); other dtypes are refused."""
+    c = tyche.onnx.compile(gemm_path, threads=2, dtype="bfloat16")
+    x = U(1, 3, 8, 8)
+    ref = reference(onnx.load(str(gemm_path)), {"x": x})["y"]
+    got = c(x=x)["y"]
+    assert got.dtype == np.float32 and got.shape == ref.shape
+    assert np.abs(got - ref).max() <= 0.02 * np.abs(ref).max()
+    f32 = {t["hash"] for t in tyche.onnx.tasks(gemm_path)}
+    bf16 = {t["hash"] for t in tyche.onnx.tasks(gemm_path, dtype="bfloat16")}
+    assert f32 and bf16 and not f32 & bf16
+    with pytest.raises(tyche.InputError, match="dtype 'float16': float32 or bfloat16"):
+        tyche.onnx.compile(gemm_path, dtype="float16")
+
+
 def test_input_errors(gemm_path):
     c = tyche.onnx.compile(gemm_path)
     with pytest.raises(tyche.InputError, match="missing input 'x'"):

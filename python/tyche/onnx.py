@@ -121,21 +121,23 @@ class CompiledModel:
 
 
 def compile(model: Any, db: str | os.PathLike | None = None, threads: int | None = None,
-            input_shapes: Mapping[str, Any] | None = None) -> CompiledModel:
+            input_shapes: Mapping[str, Any] | None = None, dtype: str = "float32") -> CompiledModel:
     """Imports ``model`` and compiles every task: with ``db`` (a tuning database directory) each
     task runs its best record there, the others a default schedule. ``threads`` sets the size of
-    Tyche's thread pool (all kernels of the process run on it)."""
+    Tyche's thread pool (all kernels of the process run on it). ``dtype``: "float32" (the model as
+    it is) or "bfloat16" (the convolutions' and matrix products' weights and activations in
+    bfloat16, accumulated in float32, as ``tyche run-model --dtype``); tune with the same."""
     path, data, what = _source(model)
     native = _tyche.onnx_compile(path, data, what, os.fspath(db) if db is not None else "", _threads(threads),
-                                 _shapes(input_shapes))
+                                 _shapes(input_shapes), str(dtype))
     return CompiledModel(native)
 
 
-def tasks(model: Any, input_shapes: Mapping[str, Any] | None = None) -> list[dict]:
+def tasks(model: Any, input_shapes: Mapping[str, Any] | None = None, dtype: str = "float32") -> list[dict]:
     """The model's tuning tasks (fused groups that compute the same program share one), as
     ``tyche import --json`` lists them: dicts of name, weight, gflop, hash."""
     path, data, what = _source(model)
-    return _tyche.onnx_tasks(path, data, what, _shapes(input_shapes))
+    return _tyche.onnx_tasks(path, data, what, _shapes(input_shapes), str(dtype))
 
 
 def _print_progress(trials: int, budget: int, task: str, best_seconds: float, estimated_ms: float, measured: int,
@@ -147,7 +149,7 @@ def _print_progress(trials: int, budget: int, task: str, best_seconds: float, es
 
 def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = None,
          input_shapes: Mapping[str, Any] | None = None, seed: int = 0, progress: bool | Callable = True,
-         timing: str = "auto", runner: Any = None) -> dict:
+         timing: str = "auto", runner: Any = None, dtype: str = "float32") -> dict:
     """Tunes every task of ``model`` for ``trials`` measured candidates in all, shared by the
     gradient task scheduler, keeping the records in the database directory ``db`` (a rerun
     resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "auto"
@@ -161,6 +163,7 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
     share, gflop), interrupted, times. ``progress`` prints a line per round to stderr, or is called as
     ``progress(trials, budget, task, best_seconds, estimated_ms, measured, ntasks, elapsed_s)``.
     Ctrl-C stops the tune after saving what was measured, then raises KeyboardInterrupt.
+    ``dtype``: as for ``compile`` (the tasks differ; compile with the same).
     ``runner``: None measures here; a ``tyche.ray.RayRunner`` measures on a Ray cluster, each
     node importing the model (sent once per node) and measuring its share of every batch.
     """
@@ -175,6 +178,6 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
                 data = f.read()
             path = ""
         runner.start(_tyche.onnx_target())
-        remote = runner.remote_model(data, what, _shapes(input_shapes))
+        remote = runner.remote_model(data, what, _shapes(input_shapes), str(dtype))
     return _tyche.onnx_tune(path, data, what, int(trials), os.fspath(db), _threads(threads), _shapes(input_shapes), int(seed),
-                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote)
+                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote, str(dtype))

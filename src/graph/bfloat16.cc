@@ -4,6 +4,7 @@
 // bfloat16), and the products accumulate in float32 (the AVX512-BF16 dot's form). Element-wise
 // math, normalizations and the model's inputs and outputs stay float32.
 #include "graph/passes.h"
+#include "support/error.h"
 
 namespace tyche::graph {
 
@@ -49,6 +50,11 @@ void convert_to_bfloat16(Graph& graph) {
   graph.nodes = std::move(nodes);
   infer_and_fold(graph);  // every shape and type again from the converters: a check of the rewrite
   graph.remove_dead();
+}
+
+void apply_dtype(Graph& graph, const std::string& dtype) {
+  if (dtype == "bfloat16") convert_to_bfloat16(graph);
+  else if (dtype != "float32") throw_input_error("dtype '{}': float32 or bfloat16", dtype);
 }
 
 }  // namespace tyche::graph
