@@ -38,9 +38,7 @@ Expr scalar_param(ConvertContext& c, size_t i) { return c.input(i)(std::vector<E
 Expr per_axis(ConvertContext& c, size_t i, const std::vector<Expr>& index, int axis, const std::vector<int64_t>& shape,
               Expr fallback, const char* what) {
   if (!c.has_input(i)) return fallback;
-  int64_t n = 1;
-  for (int64_t d : c.shape(i)) n *= d;
-  if (n == 1) return scalar_param(c, i);
+  if (c.value(i).numel() == 1) return scalar_param(c, i);
   if (c.rank(i) != 1 || axis < 0 || c.shape(i)[0] != shape.at(static_cast<size_t>(axis)))
     c.fail(fmt::format("the {} must be a scalar or have one value per element of axis {} ({}), not {}", what, axis,
                        axis >= 0 ? shape.at(static_cast<size_t>(axis)) : 0, shape_text(c.shape(i))));
@@ -162,27 +160,16 @@ Tensor integer_conv(ConvertContext& c, size_t w, size_t x_zp, size_t w_zp, Axes*
       c.name("zero_point"));
 }
 
-// a * b / y in float32 (onnxruntime's multiplier): folded here when all three are constants
-// (ir's folding would compute it in double), else computed per element.
-Expr multiplier(Expr a, Expr b, Expr y) {
-  const auto* fa = a.as<ir::FloatImmNode>();
-  const auto* fb = b.as<ir::FloatImmNode>();
-  const auto* fy = y.as<ir::FloatImmNode>();
-  if (fa && fb && fy)
-    return ir::make_float(static_cast<double>(static_cast<float>(fa->value) * static_cast<float>(fb->value) / static_cast<float>(fy->value)));
-  return f32(std::move(a)) * f32(std::move(b)) / f32(std::move(y));
-}
+// a * b / y in float32, in onnxruntime's order. The scales are parameters (scalar_param), so it
+// is computed in the kernel, not folded at import.
+Expr multiplier(Expr a, Expr b, Expr y) { return f32(std::move(a)) * f32(std::move(b)) / f32(std::move(y)); }
 
 // QuantizeLinear's and DequantizeLinear's axis: resolved only for a per-axis scale or zero point
 // (a scalar one makes any axis, even one past the rank, irrelevant).
 int quant_axis(ConvertContext& c) {
   bool per_axis = false;
   for (size_t i : {size_t{1}, size_t{2}})
-    if (c.has_input(i)) {
-      int64_t n = 1;
-      for (int64_t d : c.shape(i)) n *= d;
-      per_axis |= n > 1;
-    }
+    if (c.has_input(i)) per_axis |= c.value(i).numel() > 1;
   return per_axis ? c.axis(c.node().get_int("axis", 1), c.rank(0)) : -1;
 }
 

@@ -22,12 +22,6 @@ namespace tyche::graph {
 
 namespace {
 
-int64_t numel_of(const Value& v) {
-  int64_t n = 1;
-  for (int64_t d : v.shape) n *= d;
-  return n;
-}
-
 class QdqFusion {
  public:
   explicit QdqFusion(Graph& g) : g_(g), users_(g.consumers()), producer_(g.values.size(), -1) {
@@ -67,7 +61,7 @@ class QdqFusion {
     return p.op == "DequantizeLinear" ? &p : nullptr;
   }
   bool constant(int v) const { return v >= 0 && g_.value(v).is_constant(); }
-  bool scalar_constant(int v) const { return constant(v) && numel_of(g_.value(v)) == 1; }
+  bool scalar_constant(int v) const { return constant(v) && g_.value(v).numel() == 1; }
   // The QuantizeLinear that is the only reader of node `n`'s output, or -1.
   int quantize_of(const Node& n) const {
     int y = n.outputs.empty() ? -1 : n.outputs[0];
@@ -102,7 +96,7 @@ class QdqFusion {
     if (w.dtype != DataType::Int(8) && w.dtype != DataType::UInt(8)) return std::nullopt;
     // Weights per tensor, or per output channel (Conv's axis 0, MatMul's last).
     int64_t channels = conv ? w.shape.at(0) : w.shape.back();
-    int64_t per = numel_of(g_.value(dw->inputs[1]));
+    int64_t per = g_.value(dw->inputs[1]).numel();
     int64_t want_axis = conv ? 0 : static_cast<int64_t>(w.shape.size()) - 1;
     int64_t axis = dw->get_int("axis", 1);
     if (axis < 0) axis += static_cast<int64_t>(w.shape.size());
