@@ -80,4 +80,23 @@ Expr fold_vector_index(const Expr& index) {
   return ir::ramp(base, ir::make_int(stride, base.dtype()), lanes);
 }
 
+std::optional<TileIndex> tile_index(const Expr& index, int width) {
+  const int lanes = index.dtype().lanes();
+  if (lanes < 2 || !index.dtype().is_integer()) return std::nullopt;
+  Analyzer analyzer;
+  auto la = lane_affine(index, lanes, analyzer);
+  if (!la) return std::nullopt;
+  const std::vector<int64_t>& o = la->offsets;
+  if (width == 0)
+    for (width = 1; width < lanes && o[width] == o[width - 1] + 1;) ++width;
+  if (width < 1 || lanes % width) return std::nullopt;
+  const int rows = lanes / width;
+  const int64_t stride = rows > 1 ? o[width] - o[0] : width;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < width; ++c)
+      if (o[r * width + c] != o[0] + r * stride + c) return std::nullopt;
+  Expr base = analyzer.simplify(la->base + ir::make_int(o[0], la->base.dtype()));
+  return TileIndex{base, rows, width, stride};
+}
+
 }  // namespace tyche::arith

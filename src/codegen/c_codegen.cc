@@ -295,8 +295,27 @@ class CEmitter {
     return ints ? fmt::format("(int32_t){}", sum) : sum;
   }
 
+  // tile_dot (ir/expr.h) at one lane of the M x N tile: group_dot's sum over a row of a and a
+  // column of b, t in order.
+  std::string tile_dot(const ir::CallNode* n, const std::string& lane) {
+    TYCHE_CHECK(!lane.empty(), "C backend: a vector expression outside a vector statement");
+    const auto [m, cols, k, g] = ir::tile_dot_shape(n);
+    (void)m;
+    bool ints = n->dtype.is_integer();
+    const std::string row = fmt::format("(({}) / {})", lane, cols), col = fmt::format("(({}) % {})", lane, cols);
+    std::string sum = ints ? fmt::format("(uint32_t)({})", expr(n->args[0], lane)) : expr(n->args[0], lane);
+    for (int t = 0; t < k; ++t) {
+      std::string a = expr(n->args[1], fmt::format("({} * {} + {})", row, k, t));
+      std::string b = expr(n->args[2], fmt::format("({} + {} * {})", (t / g) * cols * g + t % g, col, g));
+      sum = ints ? fmt::format("({} + (uint32_t)((int32_t)({}) * (int32_t)({})))", sum, a, b)
+                 : fmt::format("({} + (float)({}) * (float)({}))", sum, a, b);
+    }
+    return ints ? fmt::format("(int32_t){}", sum) : sum;
+  }
+
   std::string call(const ir::CallNode* n, const std::string& lane) {
     if (n->op == ir::CallOp::kGroupDot) return group_dot(n, lane);
+    if (n->op == ir::CallOp::kTileDot) return tile_dot(n, lane);
     std::vector<std::string> args;
     for (const ir::Expr& a : n->args) args.push_back(expr(a, lane));
     DataType t = n->args.back().dtype();
@@ -318,7 +337,8 @@ class CEmitter {
         return fmt::format("(({0}) < 0 ? -({0}) : ({0}))", args[0]);
       case ir::CallOp::kPow: return fmt::format("pow{}({}, {})", f64 ? "" : "f", args[0], args[1]);
       case ir::CallOp::kIfThenElse: return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);  // C is lazy
-      case ir::CallOp::kGroupDot: break;  // group_dot() above
+      case ir::CallOp::kGroupDot:
+      case ir::CallOp::kTileDot: break;  // group_dot() and tile_dot() above
     }
     throw InternalError("C backend: unknown call");
   }

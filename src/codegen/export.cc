@@ -286,13 +286,14 @@ std::string export_dtype_comment(DataType t) {
 std::string export_error_codes() {
   using namespace runtime;
   std::string cases;
-  for (int32_t code : {kKernelOk, kKernelNullArgument, kKernelOutOfMemory, kKernelMisaligned})
+  for (int32_t code : {kKernelOk, kKernelNullArgument, kKernelOutOfMemory, kKernelMisaligned, kKernelNoTileState})
     cases += fmt::format("    case {}: return \"{}\";\n", code, kernel_status_text(code));
   return fmt::format(R"(#ifndef TYCHE_OK
 #define TYCHE_OK {}
 #define TYCHE_ERROR_NULL_ARGUMENT {}
 #define TYCHE_ERROR_OUT_OF_MEMORY {}
 #define TYCHE_ERROR_MISALIGNED {} /* no longer returned: any alignment works */
+#define TYCHE_ERROR_NO_TILE_STATE {} /* the OS refused AMX's tile registers */
 #define TYCHE_ALIGNMENT {} /* a recommendation: any alignment; {}-byte aligned buffers avoid a copy */
 static inline const char* tyche_error_string(int code) {{
   switch (code) {{
@@ -302,7 +303,7 @@ static inline const char* tyche_error_string(int code) {{
 #endif
 )",
                      static_cast<int>(kKernelOk), static_cast<int>(kKernelNullArgument), static_cast<int>(kKernelOutOfMemory),
-                     static_cast<int>(kKernelMisaligned), kKernelAlignment, kKernelAlignment, cases);
+                     static_cast<int>(kKernelMisaligned), static_cast<int>(kKernelNoTileState), kKernelAlignment, kKernelAlignment, cases);
 }
 
 std::string export_comment_text(std::string text) {

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -275,6 +276,21 @@ static void tyche_make_blocks_key(void) { tyche_rt1_blocks_key_made = pthread_ke
 static void tyche_forget_blocks_key(void) {
   if (tyche_rt1_blocks_key_made) pthread_key_delete(tyche_rt1_blocks_key);
   tyche_rt1_blocks_key_made = 0;
+}
+
+/* AMX's tile registers, asked of the OS once per process (Linux keeps their state off until then). */
+TYCHE_RUNTIME int32_t tyche_rt1_request_tiles(void) {
+#if defined(__linux__) && defined(__x86_64__)
+  static atomic_int state; /* 0 unknown, 1 granted, 2 refused */
+  int s = atomic_load(&state);
+  if (s == 0) {
+    s = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0 ? 1 : 2;
+    atomic_store(&state, s);
+  }
+  return s == 1 ? 0 : 1;
+#else
+  return 1;
+#endif
 }
 
 TYCHE_RUNTIME void* tyche_rt1_alloc(int64_t bytes) {

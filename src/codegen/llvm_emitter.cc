@@ -10,12 +10,15 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 
+#include <optional>
 #include <unordered_map>
 
+#include "arith/vector_index.h"
 #include "codegen/captures.h"
 #include "codegen/llvm_float16.h"
 #include "codegen/llvm_group_dot.h"
 #include "codegen/llvm_math.h"
+#include "codegen/llvm_tile_dot.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "runtime/module.h"
@@ -77,6 +80,10 @@ class Emitter {
       any_misaligned = b_.CreateOr(any_misaligned, misaligned.back());
     }
     branch_on_error(any_null, status(runtime::kKernelNullArgument));
+    if (uses_tiles_) {
+      llvm::FunctionCallee request = mod_->getOrInsertFunction(opts_.runtime_prefix + "request_tiles", status_type());
+      branch_on_error(b_.CreateICmpNE(b_.CreateCall(request), status(runtime::kKernelOk)), status(runtime::kKernelNoTileState));
+    }
     auto* aligned_bb = llvm::BasicBlock::Create(ctx_, "aligned", fn);
     auto* staged_bb = llvm::BasicBlock::Create(ctx_, "staged", fn);
     b_.CreateCondBr(any_misaligned, staged_bb, aligned_bb, llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
@@ -415,12 +422,28 @@ class Emitter {
       }
       return v;
     }
+    if (auto tile = rows_of(index)) {
+      // Rows of consecutive elements (a tile of a larger array): one load per row.
+      llvm::Value* base = address(n->buffer, elem, emit(tile->base));
+      llvm::Type* row_t = memory_type(elem_t.with_lanes(tile->width));
+      std::vector<llvm::Value*> rows;
+      for (int r = 0; r < tile->rows; ++r)
+        rows.push_back(b_.CreateAlignedLoad(row_t, b_.CreateInBoundsGEP(elem, base, b_.getInt64(r * tile->row_stride)), align));
+      return concat_lanes(b_, std::move(rows));
+    }
     llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
     llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx);
     return b_.CreateMaskedGather(memory_type(t), ptrs, align);
   }
 
+  // A vector index as rows of at least 4 consecutive elements, or nullopt (a ramp, a gather).
+  static std::optional<arith::TileIndex> rows_of(const ir::Expr& index) {
+    auto tile = arith::tile_index(index);
+    return tile && tile->rows > 1 && tile->width >= 4 ? tile : std::nullopt;
+  }
+
   void emit_store(const ir::BufferStoreNode* n) {
+    if (auto* call = n->value.as<ir::CallNode>(); call && call->op == ir::CallOp::kTileDot && emit_amx_store(n, call)) return;
     DataType t = n->value.dtype();
     DataType elem_t = t.element_of();
     llvm::Type* elem = memory_type(elem_t);
@@ -431,6 +454,11 @@ class Emitter {
       b_.CreateAlignedStore(value, address(n->buffer, elem, emit(index)), align);
     } else if (const ir::RampNode* r = unit_ramp(index)) {
       b_.CreateAlignedStore(value, address(n->buffer, elem, emit(r->base)), align);
+    } else if (auto tile = rows_of(index)) {
+      llvm::Value* base = address(n->buffer, elem, emit(tile->base));
+      for (int r = 0; r < tile->rows; ++r)
+        b_.CreateAlignedStore(lanes_of(b_, value, r * tile->width, tile->width),
+                              b_.CreateInBoundsGEP(elem, base, b_.getInt64(r * tile->row_stride)), align);
     } else {
       llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
       b_.CreateMaskedScatter(value, b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx), align);
@@ -458,7 +486,7 @@ class Emitter {
 
   llvm::Value* emit_call(const ir::CallNode* n) {
     if (n->op == ir::CallOp::kIfThenElse) return emit_lazy_if(n);
-    if (n->op == ir::CallOp::kGroupDot) return emit_group_dot_call(n);
+    if (n->op == ir::CallOp::kGroupDot || n->op == ir::CallOp::kTileDot) return emit_group_dot_call(n);
     llvm::Value* x = emit(n->args[0]);
     bool is_float = n->args[0].dtype().is_float();
     llvm::Value* one = is_float ? llvm::ConstantFP::get(x->getType(), 1.0) : nullptr;
@@ -499,7 +527,43 @@ class Emitter {
     };
     GroupDotOperands ops{emit(n->args[0]), operand(n->args[1]), operand(n->args[2]),
                          n->args[0].dtype(), n->args[1].dtype(), n->args[2].dtype()};
+    if (n->op == ir::CallOp::kTileDot) return emit_tile_dot(b_, opts_.features, ops, ir::tile_dot_shape(n));
     return emit_group_dot(b_, opts_.features, ops);
+  }
+
+  // C[..] = tile_dot(C'[..], A[..], B[..], M) with every operand a tile in memory, on a CPU with
+  // AMX: the tile instructions straight from and to memory. False (nothing emitted) otherwise.
+  bool emit_amx_store(const ir::BufferStoreNode* store, const ir::CallNode* n) {
+    const ir::TileDotShape s = ir::tile_dot_shape(n);
+    DataType acc_t = n->args[0].dtype(), a_t = n->args[1].dtype(), b_t = n->args[2].dtype();
+    std::string instruction = amx_instruction(acc_t, a_t, b_t, s, opts_.features);
+    if (instruction.empty()) return false;
+    // Each operand: its buffer, its index as `rows` rows of `width` elements.
+    auto tile = [&](const ir::Buffer& buffer, const ir::Expr& index, int rows, int width) -> std::optional<TileInMemory> {
+      auto t = arith::tile_index(index, width);
+      if (!t || t->rows != rows) return std::nullopt;
+      DataType elem_t = buffer->dtype.element_of();
+      llvm::Value* base = address(buffer, memory_type(elem_t), emit(t->base));
+      return TileInMemory{base, (rows > 1 ? t->row_stride : width) * elem_t.bytes()};
+    };
+    auto load = [](const ir::Expr& e) { return e.as<ir::BufferLoadNode>(); };
+    const ir::BufferLoadNode *acc = load(n->args[0]), *a = load(n->args[1]), *b = load(n->args[2]);
+    if (!acc || !a || !b || store->indices.size() != 1 || acc->indices.size() != 1 || a->indices.size() != 1 || b->indices.size() != 1)
+      return false;
+    // The indices are checked before any address is emitted.
+    auto fits = [](const ir::Expr& index, int rows, int width) {
+      auto t = arith::tile_index(index, width);
+      return t && t->rows == rows;
+    };
+    if (!fits(store->indices[0], s.m, s.n) || !fits(acc->indices[0], s.m, s.n) || !fits(a->indices[0], s.m, s.k) ||
+        !fits(b->indices[0], s.k / s.g, s.n * s.g))
+      return false;
+    auto c_in = tile(acc->buffer, acc->indices[0], s.m, s.n), c_out = tile(store->buffer, store->indices[0], s.m, s.n);
+    auto a_tile = tile(a->buffer, a->indices[0], s.m, s.k), b_tile = tile(b->buffer, b->indices[0], s.k / s.g, s.n * s.g);
+    if (!c_in || !c_out || !a_tile || !b_tile) throw InternalError("codegen: a tile_dot's operand changed shape");
+    emit_amx_tile_dot(b_, instruction, s, a_t.element_of().bytes(), *c_in, *a_tile, *b_tile, *c_out);
+    uses_tiles_ = true;
+    return true;
   }
 
   // if_then_else evaluates only the chosen side: branches and a phi.
@@ -724,6 +788,7 @@ class Emitter {
   llvm::BasicBlock* entry_ = nullptr;
   std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
+  bool uses_tiles_ = false;  // AMX: the entry asks for the tile state first
   std::vector<llvm::Value*> live_heap_;  // tyche_alloc'd buffers of the current function, outermost first
   int parallel_count_ = 0;
 };

@@ -4,15 +4,14 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "codegen/llvm_float16.h"
 
 namespace tyche::codegen::detail {
 
-namespace {
-
-bool has(const std::string& features, const char* name) {
+bool has_feature(const std::string& features, const char* name) {
   std::string token = std::string("+") + name;
   size_t at = 0;
   while ((at = features.find(token, at)) != std::string::npos) {
@@ -22,6 +21,40 @@ bool has(const std::string& features, const char* name) {
   }
   return false;
 }
+
+llvm::Value* lanes_of(llvm::IRBuilderBase& b, llvm::Value* v, int first, int count) {
+  std::vector<int> idx;
+  for (int i = 0; i < count; ++i) idx.push_back(first + i);
+  return b.CreateShuffleVector(v, idx);
+}
+
+llvm::Value* concat_lanes(llvm::IRBuilderBase& b, std::vector<llvm::Value*> parts) {
+  auto lanes = [](llvm::Value* v) { return static_cast<int>(llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements()); };
+  // Pairs, until one is left; a shuffle takes two vectors of one type, so the shorter of a pair
+  // is widened (with poison lanes) first.
+  while (parts.size() > 1) {
+    std::vector<llvm::Value*> next;
+    for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+      llvm::Value *x = parts[i], *y = parts[i + 1];
+      const int nx = lanes(x), ny = lanes(y), w = std::max(nx, ny);
+      auto widen = [&](llvm::Value* v, int n) {
+        if (n == w) return v;
+        std::vector<int> idx;
+        for (int k = 0; k < w; ++k) idx.push_back(k < n ? k : -1);
+        return b.CreateShuffleVector(v, idx);
+      };
+      std::vector<int> idx;
+      for (int k = 0; k < nx; ++k) idx.push_back(k);
+      for (int k = 0; k < ny; ++k) idx.push_back(w + k);
+      next.push_back(b.CreateShuffleVector(widen(x, nx), widen(y, ny), idx));
+    }
+    if (parts.size() % 2) next.push_back(parts.back());
+    parts = std::move(next);
+  }
+  return parts[0];
+}
+
+namespace {
 
 bool is_u8s8(DataType acc, DataType a, DataType b) {
   return acc.element_of() == kInt32 && a.element_of() == DataType::UInt(8) && b.element_of() == DataType::Int(8) &&
@@ -35,38 +68,17 @@ bool is_bf16(DataType acc, DataType a, DataType b) {
 int native_lanes(DataType acc, DataType a, DataType b, const std::string& f) {
   bool wide = false, narrow = false;
   if (is_u8s8(acc, a, b)) {
-    wide = has(f, "avx512vnni");
-    narrow = (wide && has(f, "avx512vl")) || has(f, "avxvnni");
+    wide = has_feature(f, "avx512vnni");
+    narrow = (wide && has_feature(f, "avx512vl")) || has_feature(f, "avxvnni");
   } else if (is_bf16(acc, a, b)) {
-    wide = has(f, "avx512bf16");
-    narrow = wide && has(f, "avx512vl");
+    wide = has_feature(f, "avx512bf16");
+    narrow = wide && has_feature(f, "avx512vl");
   }
   int lanes = acc.lanes();
   if (wide && lanes % 16 == 0) return 16;
   if (narrow && lanes % 8 == 0) return 8;
   if (narrow && lanes % 4 == 0) return 4;
   return 0;
-}
-
-llvm::Value* lanes_of(llvm::IRBuilderBase& b, llvm::Value* v, int first, int count) {
-  std::vector<int> idx;
-  for (int i = 0; i < count; ++i) idx.push_back(first + i);
-  return b.CreateShuffleVector(v, idx);
-}
-
-llvm::Value* concat(llvm::IRBuilderBase& b, std::vector<llvm::Value*> parts) {
-  while (parts.size() > 1) {
-    std::vector<llvm::Value*> next;
-    for (size_t i = 0; i + 1 < parts.size(); i += 2) {
-      int n = static_cast<int>(llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements());
-      std::vector<int> idx;
-      for (int k = 0; k < 2 * n; ++k) idx.push_back(k);
-      next.push_back(b.CreateShuffleVector(parts[i], parts[i + 1], idx));
-    }
-    if (parts.size() % 2) next.push_back(parts.back());
-    parts = std::move(next);
-  }
-  return parts[0];
 }
 
 // One native instruction over `w` accumulator lanes.
@@ -139,7 +151,7 @@ llvm::Value* emit_group_dot(llvm::IRBuilderBase& b, const std::string& features,
     llvm::Value* bv = n == w ? o.b : lanes_of(b, o.b, first * g, w * g);
     parts.push_back(native(b, u8s8, w, acc, o.a, bv));
   }
-  return concat(b, std::move(parts));
+  return concat_lanes(b, std::move(parts));
 }
 
 }  // namespace tyche::codegen::detail

@@ -11,6 +11,7 @@
 #include <llvm/IR/IRBuilder.h>
 
 #include <string>
+#include <vector>
 
 #include "support/dtype.h"
 
@@ -21,6 +22,12 @@ struct GroupDotOperands {
   llvm::Value *acc, *a, *b;
   DataType acc_t, a_t, b_t;
 };
+
+// Whether an LLVM feature string ("+avx512vnni,+avx512vl,...") enables `name`.
+bool has_feature(const std::string& features, const char* name);
+// Lanes [first, first + count) of a vector; vectors' lanes one after another.
+llvm::Value* lanes_of(llvm::IRBuilderBase& b, llvm::Value* v, int first, int count);
+llvm::Value* concat_lanes(llvm::IRBuilderBase& b, std::vector<llvm::Value*> parts);
 
 // `features`: the function's LLVM feature string ("+avx512vnni,+avx512vl,...").
 llvm::Value* emit_group_dot(llvm::IRBuilderBase& b, const std::string& features, const GroupDotOperands& ops);

@@ -127,6 +127,7 @@ std::unique_ptr<llvm::orc::LLJIT> make_jit(const target::Cpu& cpu) {
   add("tyche_parallel_for", reinterpret_cast<void*>(&tyche_parallel_for));
   add("tyche_alloc", reinterpret_cast<void*>(&tyche_alloc));
   add("tyche_free", reinterpret_cast<void*>(&tyche_free));
+  add("tyche_request_tiles", reinterpret_cast<void*>(&tyche_request_tiles));
   check(jd.define(llvm::orc::absoluteSymbols(std::move(runtime_symbols))), "runtime symbols");
   jd.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit->getDataLayout().getGlobalPrefix()),
                          "process symbols"));

@@ -179,6 +179,33 @@ struct VecGroupDot final : VecExpr {
     }
   }
 };
+// tile_dot (ir/expr.h): group_dot's arithmetic over an M x N tile, the sum over t in order.
+struct VecTileDot final : VecExpr {
+  VecPtr acc, a, b;
+  ir::TileDotShape shape;
+  VecTileDot(VecPtr acc_, VecPtr a_, VecPtr b_, ir::TileDotShape s)
+      : VecExpr(acc_->lanes, acc_->is_float), acc(std::move(acc_)), a(std::move(a_)), b(std::move(b_)), shape(s) {}
+  void eval() override {
+    acc->eval();
+    a->eval();
+    b->eval();
+    const auto [m_rows, n_cols, k_len, g] = shape;
+    for (int m = 0; m < m_rows; ++m)
+      for (int n = 0; n < n_cols; ++n) {
+        const int l = m * n_cols + n;
+        auto b_lane = [&](int t) { return (t / g) * n_cols * g + n * g + t % g; };
+        if (is_float) {
+          double s = acc->f[l];
+          for (int t = 0; t < k_len; ++t) s = round_float(s + round_float(a->f[m * k_len + t] * b->f[b_lane(t)], kFloat32), kFloat32);
+          f[l] = s;
+        } else {
+          uint64_t s = static_cast<uint64_t>(acc->i[l]);
+          for (int t = 0; t < k_len; ++t) s += static_cast<uint64_t>(a->i[m * k_len + t] * b->i[b_lane(t)]);
+          i[l] = wrap_int(static_cast<int64_t>(s), kInt32);
+        }
+      }
+  }
+};
 struct VecLet final : VecExpr {
   ExecPtr bind;
   VecPtr body;
@@ -267,6 +294,10 @@ VecPtr Program::compile_vec(const Expr& e, int lanes) {
       if (n->op == CallOp::kGroupDot) {
         auto operand = [&](const Expr& x) { return convert(compile_vec(x, x.dtype().lanes()), is_float); };
         return std::make_unique<VecGroupDot>(operand(n->args[0]), operand(n->args[1]), operand(n->args[2]));
+      }
+      if (n->op == CallOp::kTileDot) {
+        auto operand = [&](const Expr& x) { return convert(compile_vec(x, x.dtype().lanes()), is_float); };
+        return std::make_unique<VecTileDot>(operand(n->args[0]), operand(n->args[1]), operand(n->args[2]), ir::tile_dot_shape(n));
       }
       if (n->op == CallOp::kIfThenElse) {
         VecPtr c = convert(compile_vec(n->args[0], lanes), false);

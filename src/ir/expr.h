@@ -137,10 +137,17 @@ struct BufferLoadNode : ExprNode {
 // Integers are exact (wrapping as acc's type); floats may be summed in any order (the instructions
 // differ), within float32 rounding. The backend emits the instruction where the CPU has it and
 // plain vector code elsewhere (ir::group_dot checks the types).
+// kTileDot(acc, a, b, rows): the matrix products of CPUs' tile instructions (AMX's tdpbusd,
+// tdpbf16ps): acc is an M x N tile (M = rows, a constant; row-major, M*N lanes), a an M x K tile,
+// b the K x N tile packed in groups of G = 4 bytes / a's element size (K/G rows of N*G: element
+// (t, n) at lane (t / G) * N * G + n * G + t % G, AMX's and VNNI's weight layout). Lane m*N + n of
+// the result is acc[m*N + n] + sum over t < K of a[m*K + t] * b[(t, n)], types and rounding as
+// group_dot's (one row with K = G is group_dot). The backend emits the tile instructions where the
+// CPU has them and group_dots elsewhere.
 // kRound rounds to the nearest integer, halves to even (nearbyint; numpy.round, ONNX's
 // QuantizeLinear), not C's round, which takes halves away from zero.
 enum class CallOp : uint8_t {
-  kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot, kRound,
+  kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot, kRound, kTileDot,
 };
 const char* call_op_name(CallOp op);
 std::optional<CallOp> call_op_from_name(const std::string& name);

@@ -257,6 +257,7 @@ Expr call(CallOp op, std::vector<Expr> args) {
   if (static_cast<int>(args.size()) != call_op_arity(op))
     throw_error("{} takes {} argument(s), got {}", call_op_name(op), call_op_arity(op), args.size());
   if (op == CallOp::kGroupDot) return group_dot(args[0], args[1], args[2]);
+  if (op == CallOp::kTileDot) return tile_dot(args[0], args[1], args[2], args[3]);
   if (op == CallOp::kIfThenElse) {
     if (auto c = as_const_int(args[0])) return *c ? args[1] : args[2];
     reconcile(args[1], args[2]);
@@ -271,19 +272,50 @@ Expr call(CallOp op, std::vector<Expr> args) {
   }
   return Expr(std::make_shared<CallNode>(t, op, std::move(args)));
 }
+namespace {
+// The element types the CPUs' dot instructions take: int32 accumulators of integers of at most 16
+// bits, or float32 ones of float16, bfloat16 or float32.
+bool dot_types(DataType acc, DataType a, DataType b) {
+  bool ints = acc.element_of() == kInt32 && a.is_integer() && b.is_integer() && a.bits() <= 16 && b.bits() <= 16;
+  auto narrow_float = [](DataType t) { return t.is_float() && (t.bits() == 16 || t.bits() == 32); };
+  return ints || (acc.element_of() == kFloat32 && narrow_float(a) && narrow_float(b));
+}
+}  // namespace
+
 Expr group_dot(Expr acc, Expr a, Expr b) {
   DataType ta = acc.dtype(), t1 = a.dtype(), t2 = b.dtype();
-  auto fail = [&] {
+  if (ta.lanes() < 2 || t2.lanes() != t1.lanes() * ta.lanes() || !dot_types(ta, t1, t2))
     throw_error("group_dot({}, {}, {}): needs acc int32xN with integers of at most 16 bits, or float32xN with float16, "
                 "bfloat16 or float32, and b with a's lanes times N lanes",
                 ta.str(), t1.str(), t2.str());
-  };
-  if (ta.lanes() < 2 || t2.lanes() != t1.lanes() * ta.lanes()) fail();
-  bool ints = ta.element_of() == kInt32 && t1.is_integer() && t2.is_integer() && t1.bits() <= 16 && t2.bits() <= 16;
-  auto narrow_float = [](DataType t) { return t.is_float() && (t.bits() == 16 || t.bits() == 32); };
-  bool floats = ta.element_of() == kFloat32 && narrow_float(t1) && narrow_float(t2);
-  if (!ints && !floats) fail();
   return Expr(std::make_shared<CallNode>(ta, CallOp::kGroupDot, std::vector<Expr>{std::move(acc), std::move(a), std::move(b)}));
+}
+
+namespace {
+// The group of a tile_dot's packed b: the elements of one 32-bit word.
+int tile_group(DataType a) { return 32 / a.bits(); }
+}  // namespace
+
+Expr tile_dot(Expr acc, Expr a, Expr b, Expr rows) {
+  DataType ta = acc.dtype(), t1 = a.dtype(), t2 = b.dtype();
+  auto m = as_const_int(rows);
+  const std::string what = fmt::format("tile_dot({}, {}, {})", ta.str(), t1.str(), t2.str());
+  if (!dot_types(ta, t1, t2))
+    throw_error("{}: needs an int32 tile with integers of at most 16 bits, or a float32 one with float16, bfloat16 or float32",
+                what);
+  if (!m || *m < 1 || ta.lanes() < 2 || rows.dtype().lanes() != 1 || ta.lanes() % *m || t1.lanes() % *m)
+    throw_error("{}: rows must be a constant that divides acc's and a's lanes (acc a vector)", what);
+  const int64_t n = ta.lanes() / *m, k = t1.lanes() / *m, g = tile_group(t1);
+  if (k % g || t2.lanes() != k * n)
+    throw_error("{}: needs a's {} lanes per row to be a multiple of {} and b to have {} x {} lanes", what, k, g, k, n);
+  return Expr(std::make_shared<CallNode>(ta, CallOp::kTileDot,
+                                         std::vector<Expr>{std::move(acc), std::move(a), std::move(b), make_int(*m)}));
+}
+
+TileDotShape tile_dot_shape(const CallNode* n) {
+  const int m = static_cast<int>(*as_const_int(n->args[3]));
+  const int lanes_a = n->args[1].dtype().lanes();
+  return {m, n->dtype.lanes() / m, lanes_a / m, tile_group(n->args[1].dtype())};
 }
 
 Expr exp(Expr x) { return call(CallOp::kExp, {std::move(x)}); }

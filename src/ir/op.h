@@ -56,6 +56,15 @@ Expr if_then_else(Expr cond, Expr t, Expr f);
 // is a vector of int32 with a and b integers of at most 16 bits, or of float32 with a and b
 // float16, bfloat16 or float32, and b has a.lanes * acc.lanes lanes.
 Expr group_dot(Expr acc, Expr a, Expr b);
+// acc + the tile product of a and b over `rows` rows (see CallOp::kTileDot). Throws tyche::Error
+// unless the types are group_dot's, rows is a positive constant dividing acc's and a's lanes, K
+// (a's lanes per row) is a multiple of G and b has K * N lanes.
+Expr tile_dot(Expr acc, Expr a, Expr b, Expr rows);
+// tile_dot's shape: M, N, K and G, from its operands' lanes (which tile_dot checked).
+struct TileDotShape {
+  int m, n, k, g;
+};
+TileDotShape tile_dot_shape(const CallNode* tile_dot);
 Expr buffer_load(const Buffer& buffer, std::vector<Expr> indices);
 Expr ramp(Expr base, Expr stride, int lanes);
 Expr broadcast(Expr value, int lanes);

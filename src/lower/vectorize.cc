@@ -84,7 +84,8 @@ class LaneRewriter : public ir::StmtExprMutator {
     if (!mutate_exprs(n->args, &args)) return self;
     if (n->op == ir::CallOp::kIfThenElse && lanes_of(args[0]) > 1)
       throw NotVectorizable{"an if_then_else whose condition differs between lanes"};
-    if (n->op == ir::CallOp::kGroupDot) throw NotVectorizable{"a group_dot (a tensor instruction) that depends on the loop"};
+    if (n->op == ir::CallOp::kGroupDot || n->op == ir::CallOp::kTileDot)
+      throw NotVectorizable{fmt::format("a {} (a tensor instruction) that depends on the loop", ir::call_op_name(n->op))};
     int l = 1;
     for (const ir::Expr& a : args) l = std::max(l, lanes_of(a));
     for (size_t i = (n->op == ir::CallOp::kIfThenElse ? 1 : 0); i < args.size(); ++i) args[i] = widen(args[i], l);

@@ -12,6 +12,7 @@ std::string kernel_status_text(int32_t status) {
     case kKernelNullArgument: return "a buffer pointer was null";
     case kKernelOutOfMemory: return "out of memory for an intermediate buffer";
     case kKernelMisaligned: return fmt::format("a buffer pointer was not {}-byte aligned", kKernelAlignment);
+    case kKernelNoTileState: return "the OS refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)";
   }
   return fmt::format("unknown error code {}", status);
 }

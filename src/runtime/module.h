@@ -20,6 +20,9 @@ enum KernelStatus : int32_t {
   // No longer returned: a misaligned buffer is now copied (below). Kept so that the codes of
   // headers exported earlier keep their meaning.
   kKernelMisaligned = 3,
+  // The OS did not let the process use AMX's tile registers (Linux: arch_prctl
+  // ARCH_REQ_XCOMP_PERM); nothing was computed.
+  kKernelNoTileState = 4,
 };
 // The alignment generated code is fastest with: the kernel's body assumes every parameter this
 // aligned (as TVM's does); the entry checks, and copies a buffer that is not into an aligned

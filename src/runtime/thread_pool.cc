@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -228,6 +230,18 @@ constexpr size_t kHeader = 64;
 constexpr size_t kMaxCachedBlocks = 16;
 constexpr size_t kMaxCachedBytes = size_t{1} << 30;
 }  // namespace
+
+int32_t tyche_request_tiles() {
+#if defined(__linux__) && defined(__x86_64__)
+  // Linux keeps the 8 KiB tile data state off until a process asks (kernel 5.16 and later).
+  constexpr long kArchRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long kTileData = 18;                   // XFEATURE_XTILEDATA
+  static const int32_t granted = syscall(SYS_arch_prctl, kArchRequestPermission, kTileData) == 0 ? 0 : 1;
+  return granted;
+#else
+  return 1;
+#endif
+}
 
 void* tyche_alloc(int64_t bytes) {
   size_t size = (static_cast<size_t>(bytes < 1 ? 1 : bytes) + 63) / 64 * 64;

@@ -45,4 +45,7 @@ int32_t tyche_parallel_for(int64_t n, tyche::runtime::ParallelBody body, void* e
 // kernel then returns kKernelOutOfMemory).
 void* tyche_alloc(int64_t bytes);
 void tyche_free(void* ptr);
+// Asks the OS, once per process, for AMX's tile registers (code using them calls this first):
+// 0 when they may be used, else non-zero (the kernel then returns kKernelNoTileState).
+int32_t tyche_request_tiles();
 }

@@ -19,6 +19,8 @@
 // - The CPUs' dot products (intrin/dot.h), one file per ISA, each implemented by ir::group_dot:
 //   "x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8",
 //   "x86_avx512_bf16_dot_16x2_bf16", "x86_avx512_bf16_dot_8x2_bf16".
+// - AMX's tile products (intrin/dot.h, intrin/x86_amx.cc), implemented by ir::tile_dot:
+//   "x86_amx_tile_16x16x64_u8s8", "x86_amx_tile_16x16x32_bf16".
 #pragma once
 
 #include <string>

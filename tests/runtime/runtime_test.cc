@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "../common/sanitizers.h"
+#include "target/cpu.h"
 #include "target/host.h"
 #include "runtime/module.h"
 #include "runtime/ndarray.h"
@@ -141,6 +142,15 @@ TEST(ThreadPool, AFailingBodyStopsTheLoopAndItsStatusIsReturned) {
     EXPECT_EQ(pool.parallel_for(100, count_body, &c), 0) << "the next loop starts clean";
   }
   pool.set_num_threads(before);
+}
+
+// AMX's tile state is the OS's to grant (Linux 5.16 and later, on request): granted where the CPU
+// has AMX, refused where it has not, the answer the same every time.
+TEST(ThreadPool, TileStateIsGrantedWhereTheCpuHasAmx) {
+  const bool amx = target::resolve_cpu("host").has("amx-tile");
+  EXPECT_EQ(tyche_request_tiles() == 0, amx);
+  EXPECT_EQ(tyche_request_tiles() == 0, amx);
+  EXPECT_THAT(runtime::kernel_status_text(runtime::kKernelNoTileState), ::testing::HasSubstr("AMX tile state"));
 }
 
 TEST(ThreadPool, AlignedAllocationAndExhaustion) {

@@ -535,7 +535,8 @@ TEST(CliTypes, TypedFormulasAndPresetsCheckRunAndTune) {
 TEST(CliTypes, ACpuWithoutTheIntrinsicsSaysSoAndTunes) {
   Result t = run("tune GMM-1-U8S8 --cpu x86-64-v3 --trials 4 --batch 4 --confirm 0 --no-warm-start");
   ASSERT_EQ(t.code, 0) << t.err;
-  EXPECT_THAT(t.out, testing::HasSubstr("GMM-1-U8S8: note: the CPU (x86-64-v3) lacks x86_avx512_vnni_dot_16x4_u8s8 (avx512vnni)"));
+  EXPECT_THAT(t.out, testing::HasSubstr("GMM-1-U8S8: note: the CPU (x86-64-v3) lacks x86_amx_tile_16x16x64_u8s8 (amx-tile+amx-int8), "
+                                        "x86_avx512_vnni_dot_16x4_u8s8 (avx512vnni)"));
   EXPECT_THAT(t.out, testing::HasSubstr("using x86_avx2_dot_8x4_u8s8 instead"));
   EXPECT_THAT(t.out, testing::HasSubstr("4 trials (0 failed)"));
   Result f32 = run("tune GMM-1 --cpu x86-64-v3 --trials 2 --batch 2 --confirm 0 --no-warm-start");

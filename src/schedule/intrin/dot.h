@@ -19,9 +19,19 @@ namespace tyche::schedule::intrin {
 TensorIntrin dot_intrin(const std::string& name, int lanes, int group, DataType a, DataType b, DataType acc,
                         std::vector<std::vector<std::string>> requires_any);
 
+// The CPUs' tile products (AMX):
+//   desc:  A[M, K] (activations), B[K/G, N, G] (weights, packed in groups of G = 4 bytes), C[M, N]
+//          for i in M, j in N, k in K: C[vi, vj] = C[vi, vj] + acc(A[vi, vk]) * acc(B[vk // G, vj, vk % G])
+//   impl:  C = tile_dot(C, A, B, M), each buffer one vector of its elements in order
+// B's tile is a slice of the weights packed for the dot intrinsics ([N/n][K/G][n][G] with n = N):
+// K/G rows of N * G elements, consecutive, as AMX loads them.
+TensorIntrin tile_intrin(const std::string& name, int rows, int lanes, int depth, DataType a, DataType b, DataType acc,
+                         std::vector<std::vector<std::string>> requires_any);
+
 // The intrinsics of each ISA, in their own files.
 std::vector<TensorIntrin> x86_vnni_intrins();
 std::vector<TensorIntrin> x86_avx2_intrins();
 std::vector<TensorIntrin> x86_avx512_bf16_intrins();
+std::vector<TensorIntrin> x86_amx_intrins();
 
 }  // namespace tyche::schedule::intrin

@@ -1,22 +1,25 @@
-// MultiLevelTilingWithIntrin (MetaSchedule's rule of that name, for the CPUs' dot-product
-// intrinsics): a multiply-accumulate whose types an intrinsic takes (u8 x s8 -> s32 for VNNI,
-// bfloat16 -> float32 for AVX512-BF16) gets its innermost tile shaped as the intrinsic, N output
-// columns by G reduction steps, and tensorized; the rest is tiled as MultiLevelTiling tiles it.
+// MultiLevelTilingWithIntrin (MetaSchedule's rule of that name, for the CPUs' dot-product and
+// tile intrinsics): a multiply-accumulate whose types an intrinsic takes (u8 x s8 -> s32 for VNNI
+// and AMX, bfloat16 -> float32 for AVX512-BF16 and AMX) gets its innermost tile shaped as the
+// intrinsic (N output columns by G reduction steps for a dot; M rows by N columns by K steps for a
+// tile) and tensorized; the rest is tiled as MultiLevelTiling tiles it.
 //
 // Steps of a design (multi_level_tiling.h's pipeline, with the intrinsic's steps added):
 // - pack the weights: the operand that holds both the output's last index j and the reduction
 //   index k is copied into [.., j // N, k // G, j % N, k % G], so every N x G tile is one
-//   contiguous vector (a layout-free weight is packed once, when it is loaded; any other operand
-//   at every call, as oneDNN packs a matmul's B), the copy walking the packed layout in order;
-// - tile: j split by N and k by G, innermost; the other loops and the outer parts of j and k
-//   tiled into the structure's levels (sampled sizes), with the write cache as MultiLevelTiling
-//   places it;
-// - tensorize the N x G tile with the intrinsic.
+//   contiguous vector, and a tile's K/G x N x G weights consecutive rows (a layout-free weight is
+//   packed once, when it is loaded; any other operand at every call, as oneDNN packs a matmul's
+//   B), the copy walking the packed layout in order;
+// - tile: j split by N and k by the intrinsic's K (G for a dot), and a tile's i by M, innermost;
+//   the other loops and the outer parts tiled into the structure's levels (sampled sizes), with
+//   the write cache as MultiLevelTiling places it;
+// - tensorize the innermost tile with the intrinsic.
 // Extents that the intrinsic's shape does not divide are padded first (pad_einsum): the block
 // computes on zero-padded copies, the padded weights' copy being their packing. Of the intrinsics
-// that take the block's types, the one that pads least is used (C2D's 8 output channels: the
-// 8-lane form, not the 16-lane one half idle). Blocks whose types no intrinsic takes are left to
-// MultiLevelTiling.
+// that take the block's types, the one that computes least, padding included, is used (C2D's 8
+// output channels: the 8-lane form, not the 16-lane one half idle), AMX's tiles counting an
+// eighth of their work (IntrinMatch::cost: a matrix-vector product is VNNI's, its one row
+// padded to 16). Blocks whose types no intrinsic takes are left to MultiLevelTiling.
 #include "tune/space/multi_level_tiling_with_intrin.h"
 
 #include <fmt/format.h>
@@ -62,17 +65,31 @@ const ir::IterVar* iter_of(const ir::BlockNode* b, const ir::VarNode* v) {
 std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& block, const schedule::TensorIntrin& intrin) {
   const ir::BlockNode* b = block_node(sch, block);
   if (!b || b->writes.size() != 1 || b->reads.size() < 2 || !b->init.defined()) return std::nullopt;
-  const std::vector<ir::Buffer>& p = intrin.desc->params;  // A[G], B[N, G], C[N]
+  // A dot: A[G], B[N, G], C[N]. A tile: A[M, K], B[K/G, N, G], C[M, N].
+  const std::vector<ir::Buffer>& p = intrin.desc->params;
   if (p.size() != 3) return std::nullopt;
+  const bool tile = p[2]->shape.size() == 2;
   const ir::BufferRegion& out = b->writes[0];
-  if (out.buffer->dtype != p[2]->dtype || out.region.empty()) return std::nullopt;
+  if (out.buffer->dtype != p[2]->dtype || out.region.size() < (tile ? 2u : 1u)) return std::nullopt;
   const ir::VarNode* j = point_var(out.region.back());
   const ir::IterVar* j_iv = j ? iter_of(b, j) : nullptr;
   if (!j_iv || j_iv->kind != ir::IterKind::kSpatial) return std::nullopt;
-  const int64_t lanes = ir::const_shape(p[1])[0], group = ir::const_shape(p[1])[1];
   IntrinMatch m;
-  m.lanes = lanes;
-  m.group = group;
+  if (tile) {
+    m.rows = ir::const_shape(p[2])[0];
+    m.lanes = ir::const_shape(p[2])[1];
+    m.depth = ir::const_shape(p[0])[1];
+    m.group = ir::const_shape(p[1])[2];
+  } else {
+    m.lanes = ir::const_shape(p[1])[0];
+    m.group = m.depth = ir::const_shape(p[1])[1];
+  }
+  // The rows: the output's second-last iterator (a tile's M; a dot's repetitions).
+  const ir::VarNode* i = out.region.size() >= 2 ? point_var(out.region[out.region.size() - 2]) : nullptr;
+  const ir::IterVar* i_iv = i ? iter_of(b, i) : nullptr;
+  if (i_iv && i_iv->kind != ir::IterKind::kSpatial) i_iv = nullptr;
+  if (auto e = i_iv ? ir::as_const_int(i_iv->dom.extent) : std::nullopt) m.i_extent = *e;
+  if (tile && !i_iv) return std::nullopt;
   // A: the activations, read along a reduce iterator k (its last index) and not along j.
   for (size_t r = 0; r < b->reads.size(); ++r) {
     const ir::BufferRegion& a = b->reads[r];
@@ -80,12 +97,14 @@ std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& 
     const ir::VarNode* k = point_var(a.region.back());
     const ir::IterVar* k_iv = k ? iter_of(b, k) : nullptr;
     if (!k_iv || k_iv->kind != ir::IterKind::kReduce || dim_of(a, j) >= 0) continue;
+    // A tile's rows are the activations' second-last dimension.
+    if (tile && (a.region.size() < 2 || point_var(a.region[a.region.size() - 2]) != i)) continue;
     // B: the weights, read along both j and k.
     for (size_t w = 0; w < b->reads.size(); ++w) {
       const ir::BufferRegion& wr = b->reads[w];
       if (w == r || wr.buffer->dtype != p[1]->dtype) continue;
       int jd = dim_of(wr, j), kd = dim_of(wr, k);
-      if (jd < 0 || kd < 0) continue;
+      if (jd < 0 || kd < 0 || (tile && dim_of(wr, i) >= 0)) continue;
       auto j_extent = ir::as_const_int(j_iv->dom.extent), k_extent = ir::as_const_int(k_iv->dom.extent);
       if (!j_extent || !k_extent) return std::nullopt;
       m.j_extent = *j_extent;
@@ -97,6 +116,10 @@ std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& 
       m.weight_k = kd;
       m.j = j;
       m.k = k;
+      if (tile) {
+        m.i = i;
+        m.i_iter = static_cast<size_t>(i_iv - b->iter_vars.data());
+      }
       return m;
     }
   }
@@ -117,7 +140,7 @@ std::vector<Schedule> MultiLevelTilingWithIntrin::apply(Schedule sch, const Bloc
   for (const std::string& name : intrins_) {
     const schedule::TensorIntrin* intrin = schedule::find_tensor_intrin(name);
     auto m = intrin ? match_dot_intrin(sch, block, *intrin) : std::nullopt;
-    if (m && (!match || m->padded_work() < match->padded_work())) {
+    if (m && (!match || m->cost() < match->cost())) {
       best = &name;
       match = m;
     }
@@ -125,7 +148,8 @@ std::vector<Schedule> MultiLevelTilingWithIntrin::apply(Schedule sch, const Bloc
   if (match && match->needs_padding()) {
     std::vector<int64_t> padding(block_node(sch, block)->iter_vars.size(), 1);
     padding[match->j_iter] = match->lanes;
-    padding[match->k_iter] = match->group;
+    padding[match->k_iter] = match->depth;
+    if (match->rows) padding[match->i_iter] = match->rows;
     Schedule padded = sch.copy();
     if (padded.pad_einsum(block, padding).ok()) {
       sch = std::move(padded);
@@ -151,11 +175,12 @@ std::vector<MultiLevelTiling::Step> MultiLevelTilingWithIntrin::intrin_steps(con
           [this, m](TilingState s) { return pack_weights(std::move(s), m); },
           [this, m](TilingState s) { return tile_for_intrin(std::move(s), m); },
           [this](TilingState s) { return place_write_cache(std::move(s)); },
-          [name](TilingState s) -> std::vector<TilingState> {
-            // The intrinsic's tile: the innermost two loops (j % N, k % G).
+          [name, m](TilingState s) -> std::vector<TilingState> {
+            // The intrinsic's tile: the innermost two loops (j % N, k % G), or three (i % M too).
+            const size_t inner = m.rows ? 3 : 2;
             auto loops = s.sch.get_loops(s.block);
-            if (!loops.ok() || loops.value().size() < 2) return {};
-            const LoopRV tile = loops.value()[loops.value().size() - 2];
+            if (!loops.ok() || loops.value().size() < inner) return {};
+            const LoopRV tile = loops.value()[loops.value().size() - inner];
             if (!s.sch.tensorize(tile, name).ok()) return {};
             return single(std::move(s));
           }};
@@ -239,19 +264,26 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
     return std::nullopt;
   };
   auto jl = binding_loop(m.j), kl = binding_loop(m.k);
-  if (!jl || !kl) return {};
+  std::optional<size_t> il = m.rows ? binding_loop(m.i) : std::nullopt;
+  if (!jl || !kl || (m.rows && !il)) return {};
   std::vector<LoopIterType> types;
   for (const LoopRV& loop : loops.value()) {
     types.push_back(loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get()));
     if (types.back() == LoopIterType::kMixed) return {};
   }
   auto j_parts = sch.split(loops.value()[*jl], {std::nullopt, schedule::ExprArg(m.lanes)});
-  auto k_parts = sch.split(loops.value()[*kl], {std::nullopt, schedule::ExprArg(m.group)});
+  auto k_parts = sch.split(loops.value()[*kl], {std::nullopt, schedule::ExprArg(m.depth)});
   if (!j_parts.ok() || !k_parts.ok()) return {};
+  std::optional<std::vector<LoopRV>> i_parts;
+  if (il) {
+    auto parts = sch.split(loops.value()[*il], {std::nullopt, schedule::ExprArg(m.rows)});
+    if (!parts.ok()) return {};
+    i_parts = parts.value();
+  }
   std::vector<std::vector<LoopRV>>& tiles = s.tiles;
   tiles.assign(levels(), {});
   for (size_t li = 0; li < loops.value().size(); ++li) {
-    LoopRV loop = li == *jl ? j_parts.value()[0] : li == *kl ? k_parts.value()[0] : loops.value()[li];
+    LoopRV loop = li == *jl ? j_parts.value()[0] : li == *kl ? k_parts.value()[0] : il && li == *il ? (*i_parts)[0] : loops.value()[li];
     const std::vector<int>& idx = types[li] == LoopIterType::kSpatial ? s_levels() : r_levels();
     if (idx.empty()) return {};
     if (idx.size() == 1) {
@@ -268,6 +300,7 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
   }
   std::vector<LoopRV> order;
   for (const auto& t : tiles) order.insert(order.end(), t.begin(), t.end());
+  if (i_parts) order.push_back((*i_parts)[1]);
   order.push_back(j_parts.value()[1]);
   order.push_back(k_parts.value()[1]);
   if (!sch.reorder(order).ok()) return {};
@@ -276,7 +309,7 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
 
 std::vector<std::string> cpu_dot_intrins(const std::vector<std::string>& features) {
   std::vector<std::string> out;
-  for (const char* name : {"x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8",
+  for (const char* name : {"x86_amx_tile_16x16x64_u8s8", "x86_amx_tile_16x16x32_bf16", "x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8",
                            "x86_avx512_bf16_dot_16x2_bf16", "x86_avx512_bf16_dot_8x2_bf16"}) {
     const schedule::TensorIntrin* t = schedule::find_tensor_intrin(name);
     if (!t || !t->available_on(features)) continue;

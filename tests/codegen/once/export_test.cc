@@ -279,6 +279,8 @@ TEST(Export, TheHeaderDocumentsThePrototypeShapesAndCodes) {
   EXPECT_THAT(h, HasSubstr(fmt::format("#define gemm_Z_SHAPE {{{}}}", fmt::join(shape, ", "))));
   EXPECT_THAT(h, HasSubstr("#define gemm_NUM_INPUTS 2"));
   EXPECT_THAT(h, HasSubstr(fmt::format("#define TYCHE_ERROR_OUT_OF_MEMORY {}", static_cast<int>(runtime::kKernelOutOfMemory))));
+  EXPECT_THAT(h, HasSubstr(fmt::format("#define TYCHE_ERROR_NO_TILE_STATE {}", static_cast<int>(runtime::kKernelNoTileState))));
+  EXPECT_THAT(h, HasSubstr("the OS refused the AMX tile state"));
   EXPECT_THAT(h, HasSubstr("void gemm_set_num_threads(int n);"));
   EXPECT_THAT(h, HasSubstr("#ifndef TYCHE_EXPORT_gemm_H"));
   o.parallel = false;

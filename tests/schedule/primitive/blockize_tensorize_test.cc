@@ -237,6 +237,47 @@ TEST(Tensorize, PackedU8S8MatmulWithVnni) {
   }
 }
 
+// AMX's tile: a 16 x 16 x 64 block of a matmul whose weights are packed as for VNNI becomes one
+// tile_dot of the activations' rows, the packed weights' 16 consecutive rows and the output's
+// rows.
+TEST(Tensorize, PackedU8S8MatmulWithAmx) {
+  auto w = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*64 + kk*4 + ki] * P[jo, ko*16 + kk, ji, ki]",
+                                          "i=32,jo=2,ji=16,ko=2,kk=16,ki=4", "A=uint8,P=int8,C=int32");
+  Schedule sch(w.func, true);
+  auto l = sch.get_loops(sch.get_block("C").value()).value();  // i, jo, ji, ko, kk, ki
+  auto rows = sch.split(l[0], {std::nullopt, 16}).value();
+  ASSERT_TRUE(sch.reorder({rows[0], l[1], l[3], rows[1], l[2], l[4], l[5]}).ok());
+  // The intrinsic's k is one iterator: kk and ki are two, and refused.
+  auto st = sch.tensorize(rows[1], "x86_amx_tile_16x16x64_u8s8");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().reason(), HasSubstr("the loop nest has 4 loops, the intrinsic's has 3"));
+  auto single = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=32,j=32,k=128", "A=uint8,B=int8,C=int32");
+  Schedule s2(single.func, true);
+  BlockRV c = s2.get_block("C").value();
+  BlockRV pack = s2.cache_read(c, 1, "global").value();
+  ASSERT_TRUE(s2.transform_layout(pack, 0, "lambda k, j: (j // 16, k // 4, j % 16, k % 4)").ok());
+  auto loops = s2.get_loops(c).value();
+  auto i = s2.split(loops[0], {std::nullopt, 16}).value();
+  auto j = s2.split(loops[1], {std::nullopt, 16}).value();
+  auto k = s2.split(loops[2], {std::nullopt, 64}).value();
+  ASSERT_TRUE(s2.reorder({i[0], j[0], k[0], i[1], j[1], k[1]}).ok());
+  st = s2.tensorize(i[1], "x86_amx_tile_16x16x64_u8s8");
+  ASSERT_TRUE(st.ok()) << st.error().reason();
+  expect_golden("tensorize_amx_u8s8", ir::to_string(s2.func()));
+  EXPECT_TRUE(computes_reference_dirty(single, s2.func()));
+  // The weights unpacked: their 16 x 64 tile is no slice of K/4 x 16 x 4.
+  Schedule s3(single.func, true);
+  c = s3.get_block("C").value();
+  loops = s3.get_loops(c).value();
+  i = s3.split(loops[0], {std::nullopt, 16}).value();
+  j = s3.split(loops[1], {std::nullopt, 16}).value();
+  k = s3.split(loops[2], {std::nullopt, 64}).value();
+  ASSERT_TRUE(s3.reorder({i[0], j[0], k[0], i[1], j[1], k[1]}).ok());
+  st = s3.tensorize(i[1], "x86_amx_tile_16x16x64_u8s8");
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().reason(), HasSubstr("does not match intrinsic 'x86_amx_tile_16x16x64_u8s8'"));
+}
+
 TEST(Tensorize, CpuIntrinsicsRefuseOtherTypes) {
   auto f32 = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4");
   auto s8s8 = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4",
@@ -362,7 +403,10 @@ TEST(TensorIntrin, BuiltinsDescribeTheirImplementations) {
   auto names = tensor_intrin_names();
   EXPECT_THAT(names, ::testing::IsSupersetOf({"copy_4_f32", "dot_4x4x4_f32"}));
   EXPECT_EQ(find_tensor_intrin("nope"), nullptr);
-  for (std::string name : {"copy_4_f32", "dot_4x4x4_f32"}) {
+  // The CPUs' intrinsics too; their integer forms exactly, their bfloat16 ones summed in the same
+  // order.
+  for (std::string name : {"copy_4_f32", "dot_4x4x4_f32", "x86_avx512_vnni_dot_16x4_u8s8", "x86_avx512_bf16_dot_16x2_bf16",
+                           "x86_amx_tile_16x16x64_u8s8", "x86_amx_tile_16x16x32_bf16"}) {
     const TensorIntrin* t = find_tensor_intrin(name);
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(t->name, name);
@@ -370,7 +414,13 @@ TEST(TensorIntrin, BuiltinsDescribeTheirImplementations) {
     auto a = interp::run_on_inputs(t->desc, inputs);
     auto b = interp::run_on_inputs(t->impl, inputs);
     ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(runtime::compare(b[i], a[i]).ok) << name;
+    for (size_t i = 0; i < a.size(); ++i) {
+      runtime::Comparison c = runtime::compare(b[i], a[i]);
+      EXPECT_TRUE(c.ok) << name << ": " << c.message;
+      if (a[i].dtype().is_integer()) {
+        EXPECT_EQ(c.max_abs_error, 0) << name;
+      }
+    }
   }
 }
 

@@ -6,7 +6,14 @@
 #include <gtest/gtest.h>
 
 #include "../../schedule/schedule_test_util.h"
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+
+#include "codegen/llvm_codegen.h"
 #include "ir/annotation_keys.h"
+#include "lower/lower.h"
 #include "ir/printer.h"
 #include "tune/space/multi_level_tiling_with_intrin.h"
 #include "tune/space/space_generator.h"
@@ -37,7 +44,8 @@ TEST(IntrinTiling, TheCpuNamedChoosesTheIntrinsic) {
     const char* cpu;
     const char* intrin;  // nullptr: no intrinsic, MultiLevelTiling's designs
   };
-  for (Case c : {Case{"sapphirerapids", "x86_avx512_vnni_dot_16x4_u8s8"}, Case{"alderlake", "x86_avx_vnni_dot_8x4_u8s8"},
+  for (Case c : {Case{"sapphirerapids", "x86_amx_tile_16x16x64_u8s8"}, Case{"icelake-server", "x86_avx512_vnni_dot_16x4_u8s8"},
+                 Case{"alderlake", "x86_avx_vnni_dot_8x4_u8s8"},
                  Case{"znver3", "x86_avx2_dot_8x4_u8s8"}, Case{"x86-64-v2", nullptr}}) {
     SCOPED_TRACE(c.cpu);
     auto designs = designs_for(w, c.cpu);
@@ -58,7 +66,7 @@ TEST(IntrinTiling, WeightsArePackedTileByTile) {
   EXPECT_EQ(count_with(gmm, "index_map=\"lambda a0, a1, a2: (a0, a2 // 16, a1 // 4, a2 % 16, a1 % 4)\""), static_cast<int>(gmm.size()));
   EXPECT_EQ(count_with(gmm, ir::ann::kLayoutRewritePreproc), 0);
   auto dense = small("DENSE_RELU-1-BF16");
-  auto bf16 = designs_for(dense, "sapphirerapids");
+  auto bf16 = designs_for(dense, "cooperlake");  // AVX512-BF16 without AMX
   EXPECT_EQ(count_with(bf16, "x86_avx512_bf16_dot_16x2_bf16"), static_cast<int>(bf16.size()));
   EXPECT_EQ(count_with(bf16, ir::ann::kLayoutRewritePreproc), static_cast<int>(bf16.size()));
   for (const Schedule& d : bf16) EXPECT_TRUE(computes_reference(dense, d.func()));
@@ -99,10 +107,60 @@ TEST(IntrinTiling, OddExtentsArePadded) {
   for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(bert, d.func())) << d.trace()->to_text();
 }
 
+// A CPU with AMX (Sapphire Rapids) takes a matmul whose shape fits its tiles (or pads least) with
+// them: 16 x 16 x 64 u8 x s8 tiles (16 x 16 x 32 bfloat16), the weights packed as for VNNI (whose
+// K/4 x 16 x 4 slices are AMX's weight tiles), the rows of the activations and of the write cache
+// read and written as tiles. Here, without AMX, the same programs run as rows of VNNI.
+TEST(IntrinTiling, AmxTilesWhereTheyFit) {
+  auto gmm = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=32,j=32,k=128", "A=uint8,B=int8,C=int32");
+  auto designs = designs_for(gmm, "sapphirerapids");
+  ASSERT_FALSE(designs.empty());
+  const int n = static_cast<int>(designs.size());
+  EXPECT_EQ(count_with(designs, "tensor_intrin=\"x86_amx_tile_16x16x64_u8s8\""), n) << designs[0].trace()->to_text();
+  EXPECT_EQ(count_with(designs, "lambda a0, a1: (a1 // 16, a0 // 4, a1 % 16, a0 % 4)"), n);
+  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(gmm, d.func())) << d.trace()->to_text();
+  // Compiled for Sapphire Rapids: the tile instructions.
+  if (std::system("objdump --version > /dev/null 2>&1") == 0) {
+    std::string path = ::testing::TempDir() + fmt::format("/tyche_amx_design_{}.o", getpid());
+    codegen::compile_to_object(lower::lower(designs[0].func()).func, path, codegen::CompileOptions{.cpu = "sapphirerapids"});
+    std::string text;
+    if (FILE* p = popen(fmt::format("objdump -d --no-show-raw-insn {}", path).c_str(), "r")) {
+      std::array<char, 4096> buf;
+      for (size_t got; (got = fread(buf.data(), 1, buf.size(), p)) > 0;) text.append(buf.data(), got);
+      pclose(p);
+    }
+    std::remove(path.c_str());
+    EXPECT_THAT(text, HasSubstr("tdpbusd"));
+    EXPECT_THAT(text, HasSubstr("ldtilecfg"));
+  }
+  // One row padded to 16 is more work than AMX's speed makes up for: VNNI's.
+  auto vector = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=1,j=32,k=64", "A=uint8,B=int8,C=int32");
+  designs = designs_for(vector, "sapphirerapids");
+  ASSERT_FALSE(designs.empty());
+  EXPECT_GT(count_with(designs, "x86_avx512_vnni_dot_16x4_u8s8"), 0);  // and AddRFactor's designs
+  EXPECT_EQ(count_with(designs, "x86_amx"), 0);
+  // Rows, columns and steps that the tile does not divide are padded.
+  auto rows = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=20,j=24,k=100", "A=uint8,B=int8,C=int32");
+  designs = designs_for(rows, "sapphirerapids");
+  ASSERT_FALSE(designs.empty());
+  EXPECT_EQ(count_with(designs, "pad_einsum(block=b0, padding=[16, 16, 64])"), static_cast<int>(designs.size()));
+  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(rows, d.func())) << d.trace()->to_text();
+  auto bf16 = workloads::from_index_notation("C[i, j] += A[i, k] * W[j, k]", "i=16,j=32,k=64", "A=bfloat16,W=bfloat16,C=float32");
+  designs = designs_for(bf16, "sapphirerapids");
+  ASSERT_FALSE(designs.empty());
+  EXPECT_EQ(count_with(designs, "x86_amx_tile_16x16x32_bf16"), static_cast<int>(designs.size()));
+  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(bf16, d.func())) << d.trace()->to_text();
+  // Zen 4 has no AMX: VNNI.
+  EXPECT_EQ(count_with(designs_for(gmm, "znver4"), "x86_amx"), 0);
+}
+
 TEST(IntrinTiling, CpuDotIntrinsicsBestFirst) {
   EXPECT_THAT(cpu_dot_intrins({"avx2", "avx512f", "avx512vl", "avx512vnni", "avx512bf16"}),
               ::testing::ElementsAre("x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx512_bf16_dot_16x2_bf16",
                                      "x86_avx512_bf16_dot_8x2_bf16"));
+  EXPECT_THAT(cpu_dot_intrins({"amx-bf16", "amx-int8", "amx-tile", "avx512f", "avx512vl", "avx512vnni", "avx512bf16"}),
+              ::testing::ElementsAre("x86_amx_tile_16x16x64_u8s8", "x86_amx_tile_16x16x32_bf16", "x86_avx512_vnni_dot_16x4_u8s8",
+                                     "x86_avx_vnni_dot_8x4_u8s8", "x86_avx512_bf16_dot_16x2_bf16", "x86_avx512_bf16_dot_8x2_bf16"));
   EXPECT_THAT(cpu_dot_intrins({"avx2", "avxvnni"}), ::testing::ElementsAre("x86_avx_vnni_dot_8x4_u8s8"));
   EXPECT_THAT(cpu_dot_intrins({"avx2"}), ::testing::ElementsAre("x86_avx2_dot_8x4_u8s8"));
   EXPECT_TRUE(cpu_dot_intrins({"sse4.2"}).empty());
