@@ -122,6 +122,25 @@ TEST(CpuIntrinsics, AmxObjectsHoldTheTileInstructions) {
   EXPECT_THAT(zen3, Not(HasSubstr("vpdpbusd")));
 }
 
+// An exported AMX kernel asks the exported runtime for the tile state: the two link into a shared
+// library with nothing undefined but the C libraries'.
+TEST(CpuIntrinsics, ExportedAmxKernelsLinkWithTheRuntime) {
+  ir::PrimFunc f = amx_tiled(false);
+  ir::PrimFunc lowered = lower::lower(ir::PrimFunc("amx_export", f->params, f->num_outputs, f->body)).func;
+  std::string base = ::testing::TempDir() + fmt::format("/tyche_amx_export_{}", getpid());
+  std::ofstream(base + "_k.o", std::ios::binary) << compile_export_object(lowered, CompileOptions{.cpu = "sapphirerapids"});
+  std::ofstream(base + "_rt.o", std::ios::binary) << export_runtime_object();
+  std::string undefined;
+  if (FILE* p = popen(fmt::format("nm -u {}_k.o", base).c_str(), "r")) {
+    std::array<char, 4096> buf;
+    for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) undefined.append(buf.data(), n);
+    pclose(p);
+  }
+  EXPECT_THAT(undefined, HasSubstr("tyche_rt1_request_tiles"));
+  EXPECT_EQ(std::system(fmt::format("cc -shared -o {0}.so {0}_k.o {0}_rt.o -Wl,--no-undefined -lm -lpthread", base).c_str()), 0);
+  for (const char* ext : {"_k.o", "_rt.o", ".so"}) std::remove((base + ext).c_str());
+}
+
 // The C backend writes group_dot and tile_dot lane by lane: the exported C of a tensorized program
 // agrees with the reference exactly.
 void expect_c_source_exact(const workloads::Workload& w, const ir::PrimFunc& f, const std::string& name) {
