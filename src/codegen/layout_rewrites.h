@@ -15,8 +15,9 @@
 namespace tyche::codegen {
 
 struct CompiledRewrite {
-  size_t param;                            // the weight it lays out anew, into an array of its elements
+  size_t param;                            // the weight it lays out anew
   std::shared_ptr<CompiledKernel> preproc;  // (W) -> (P)
+  std::vector<int64_t> shape;              // P's (padding may make it larger than W)
 };
 
 std::vector<CompiledRewrite> compile_rewrites(const std::vector<lower::LayoutRewrite>& rewrites,

@@ -27,7 +27,7 @@ CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table, con
       if (l.kind != Location::Kind::kConstant)
         throw InternalError(fmt::format("task '{}' rewrites the layout of argument {}, which is not a weight", table.tasks[t].name, arg));
       const runtime::NDArray& weight = graph.value(l.index).constant;
-      runtime::NDArray packed(weight.shape(), weight.dtype());  // the same elements, laid out anew
+      runtime::NDArray packed(rw.shape, weight.dtype());  // laid out anew (padded, perhaps)
       void* args[] = {const_cast<void*>(weight.data()), packed.data()};
       rw.preproc->run(args);
       out[c].emplace_back(arg, std::move(packed));

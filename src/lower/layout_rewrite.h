@@ -3,7 +3,8 @@
 // (a model's weight) into a buffer P of the layout its reader walks. The main program takes P in
 // W's place and no longer copies; each rewrite's preproc program computes P from W, once, when the
 // weights are loaded (TVM splits its layout_rewrite_preproc blocks off the same way). P has W's
-// element count and type, so a caller may keep P in an array shaped as W was.
+// type; it may hold more elements than W (a padded packing, zeros past W's ends): callers
+// allocate it with the preproc's output shape.
 #pragma once
 
 #include <cstddef>

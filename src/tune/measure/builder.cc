@@ -21,7 +21,7 @@ void run_built(const BuildResult& built, std::vector<runtime::NDArray> args) {
   if (!built.kernel) throw InternalError("run_built: the program was not built in-process");
   for (const BuiltPreproc& p : built.preprocs) {
     if (!p.kernel || p.param >= args.size()) throw InternalError("run_built: a preproc was not built in-process");
-    runtime::NDArray packed(args[p.param].shape(), args[p.param].dtype());
+    runtime::NDArray packed(p.shape, args[p.param].dtype());
     std::vector<runtime::NDArray> io = {args[p.param], packed};
     p.kernel->run(io);
     args[p.param] = packed;
@@ -65,7 +65,7 @@ BuildResult build_one(const BuildInput& input, const std::string& object_path, c
     r.object_path = object_path;
     for (const lower::LayoutRewrite& rw : split.rewrites) {
       BuiltPreproc p{rw.param, nullptr, object_path.empty() ? "" : fmt::format("{}.pack{}.o", object_path, rw.param),
-                     rw.preproc->name};
+                     rw.preproc->name, ir::const_shape(rw.preproc->params[1])};
       build(lower::lower(rw.preproc).func, p.object_path, &p.kernel);
       r.preprocs.push_back(std::move(p));
     }

@@ -29,6 +29,7 @@ struct BuiltPreproc {
   std::shared_ptr<codegen::CompiledKernel> kernel;  // in-process
   std::string object_path;                          // with object_dir
   std::string name;
+  std::vector<int64_t> shape;                       // its output's (padding may make it larger)
 };
 
 struct BuildResult {

@@ -53,7 +53,7 @@ Measurer::~Measurer() {
 
 void Measurer::run_built(Trial& trial, const BuildResult& built, const MeasureTask& task, const BatchOptions& o) {
   RunInput in = run_input_for(built.object_path, built.name, trial.program(), task.expected);
-  for (const BuiltPreproc& p : built.preprocs) in.preprocs.push_back({p.param, p.object_path, p.name});
+  for (const BuiltPreproc& p : built.preprocs) in.preprocs.push_back({p.param, p.object_path, p.name, p.shape});
   in.constant_params = task.constant_params;
   if (o.single_run_slowdown > 0 && o.best_seconds > 0) in.single_run_after_s = o.single_run_slowdown * o.best_seconds;
   if (o.timeout_slowdown > 0 && o.best_seconds > 0) in.timeout_s = std::max(o.timeout_floor_s, o.timeout_slowdown * o.best_seconds);

@@ -154,7 +154,8 @@ RunResult Runner::run(const RunInput& input) {
                   {"single_run_after_s", input.single_run_after_s}};
   if (!input.preprocs.empty()) {
     json preprocs = json::array();
-    for (const RunPreproc& p : input.preprocs) preprocs.push_back({{"param", p.param}, {"object", p.object_path}, {"name", p.name}});
+    for (const RunPreproc& p : input.preprocs)
+      preprocs.push_back({{"param", p.param}, {"object", p.object_path}, {"name", p.name}, {"shape", p.shape}});
     request["preprocs"] = preprocs;
   }
   if (!write_all(to_worker_, request.dump() + "\n")) {

@@ -55,6 +55,7 @@ struct RunPreproc {
   size_t param = 0;
   std::string object_path;
   std::string name;
+  std::vector<int64_t> shape;  // its output's
 };
 
 struct RunInput {

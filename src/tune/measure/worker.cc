@@ -34,7 +34,7 @@ json handle(const json& req) {
       size_t param = p.at("param").get<size_t>();
       if (param >= num_inputs) throw Error(fmt::format("preproc of param {}, which is not an input", param));
       auto pack = codegen::load_object(p.at("object").get<std::string>(), p.at("name").get<std::string>());
-      runtime::NDArray packed(args[param].shape(), args[param].dtype());  // the same elements, laid out anew
+      runtime::NDArray packed(p.at("shape").get<std::vector<int64_t>>(), args[param].dtype());  // laid out anew, padded perhaps
       void* pack_args[] = {args[param].data(), packed.data()};
       pack->run(pack_args);
       args[param] = std::move(packed);

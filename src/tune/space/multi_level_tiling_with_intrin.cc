@@ -228,18 +228,11 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s,
     if (static_cast<int>(d) != m.weight_j && static_cast<int>(d) != m.weight_k) order.push_back(copy_loops.value()[d]);
   for (const LoopRV& l : {j_parts.value()[0], k_parts.value()[0], j_parts.value()[1], k_parts.value()[1]}) order.push_back(l);
   if (!sch.reorder(order).ok()) return {};
-  // A model's weights: packed once, when they are loaded (lower/layout_rewrite.h), where the packed
-  // copy holds as many elements as the weights (callers keep it in the weights' array); padded
-  // ones are packed at every call.
-  const ir::Buffer& packed = block_node(sch, packing)->writes[0].buffer;
-  auto elements = [](const ir::Buffer& b) {
-    int64_t n = 1;
-    for (int64_t d : ir::const_shape(b)) n *= d;
-    return n;
-  };
+  // A model's weights: packed once, when they are loaded (lower/layout_rewrite.h), padded ones too
+  // (their packed copy is larger: callers allocate it as the preproc's output).
   std::vector<size_t> constant = ir::layout_free_params(sch.func());
   for (size_t p : constant)
-    if (p < sch.func()->params.size() && sch.func()->params[p].get() == weights.get() && elements(packed) == elements(weights))
+    if (p < sch.func()->params.size() && sch.func()->params[p].get() == weights.get())
       (void)sch.annotate(packing, ir::ann::kLayoutRewritePreproc, int64_t{1});
   return single(std::move(s));
 }

@@ -1,6 +1,9 @@
 // The design spaces of a model's tasks: what the converters write must keep the patterns the
 // schedule rules look for.
 #include <gmock/gmock.h>
+
+#include <functional>
+#include <numeric>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
@@ -111,10 +114,13 @@ TEST(ModelTaskSpaces, AQuantizedConvolutionIsTensorizedAndExact) {
     auto got = interp::run_on_inputs(d.func(), inputs);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(runtime::compare(got[i], expected[i]).ok) << trace;
-    // As the builder lowers it. Padded (3 channels to 4), the weights' copy is larger than they
-    // are and is made at every call; nothing reads them in another layout.
+    // As the builder lowers it. Padded (3 channels to 4), the weights' packed copy is larger than
+    // they are, and still made once, at load.
     lower::SplitProgram split = lower::split_layout_rewrites(d.func());
-    EXPECT_EQ(split.rewrites.size(), 0u);
+    ASSERT_EQ(split.rewrites.size(), 1u);
+    EXPECT_EQ(ir::const_shape(split.rewrites[0].preproc->params[0]), (std::vector<int64_t>{7, 7, 3, 8}));
+    std::vector<int64_t> packed = ir::const_shape(split.rewrites[0].preproc->params[1]);
+    EXPECT_EQ(std::accumulate(packed.begin(), packed.end(), int64_t{1}, std::multiplies<>()), 7 * 7 * 4 * 8);
     EXPECT_NO_THROW(lower::lower(split.main)) << trace;
     for (const lower::LayoutRewrite& rw : split.rewrites) EXPECT_NO_THROW(lower::lower(rw.preproc)) << trace;
   }

@@ -11,7 +11,14 @@
 #include <array>
 #include <cstdio>
 
+#include <functional>
+#include <numeric>
+
+#include "codegen/layout_rewrites.h"
 #include "codegen/llvm_codegen.h"
+#include "ir/layout_free.h"
+#include "lower/layout_rewrite.h"
+#include "runtime/compare.h"
 #include "ir/annotation_keys.h"
 #include "lower/lower.h"
 #include "ir/printer.h"
@@ -100,11 +107,31 @@ TEST(IntrinTiling, OddExtentsArePadded) {
   EXPECT_EQ(count_with(designs, "tensor_intrin=\"x86_avx_vnni_dot_8x4_u8s8\""), n);
   for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(odd, d.func())) << d.trace()->to_text();
   auto bert = workloads::from_index_notation("C[i,j] += A[i,k] * W[j,k]", "i=3,j=36,k=7", "A=bfloat16,W=bfloat16,C=float32");
-  ir::PrimFunc f = bert.func;
+  bert.func = ir::with_layout_free_params(bert.func, {1});  // W: a model's weight
   designs = designs_for(bert, "sapphirerapids");
   ASSERT_FALSE(designs.empty());
-  EXPECT_EQ(count_with(designs, "x86_avx512_bf16_dot_"), static_cast<int>(designs.size()));
-  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(bert, d.func())) << d.trace()->to_text();
+  n = static_cast<int>(designs.size());
+  EXPECT_EQ(count_with(designs, "x86_avx512_bf16_dot_"), n);
+  EXPECT_EQ(count_with(designs, ir::ann::kLayoutRewritePreproc), n);
+  for (const Schedule& d : designs) {
+    EXPECT_TRUE(computes_reference(bert, d.func())) << d.trace()->to_text();
+    // Split off and run as a caller runs it: W padded and packed into a larger array, once.
+    lower::SplitProgram split = lower::split_layout_rewrites(d.func());
+    ASSERT_EQ(split.rewrites.size(), 1u);
+    std::vector<int64_t> packed_shape = ir::const_shape(split.rewrites[0].preproc->params[1]);
+    EXPECT_GT(std::accumulate(packed_shape.begin(), packed_shape.end(), int64_t{1}, std::multiplies<>()), 36 * 7);
+    auto rewrites = codegen::compile_rewrites(split.rewrites);
+    auto kernel = codegen::compile(lower::lower(split.main).func);
+    auto inputs = workloads::make_inputs(bert.func, 3);
+    auto expected = bert.reference(inputs);
+    runtime::NDArray out(expected[0].shape(), expected[0].dtype());
+    std::vector<void*> ptrs = {inputs[0].data(), inputs[1].data(), out.data()};
+    std::vector<runtime::NDArray> packed;
+    codegen::apply_rewrites(rewrites, d.func(), ptrs, packed);
+    kernel->run(ptrs.data());
+    runtime::Comparison c = runtime::compare(out, expected[0]);
+    EXPECT_TRUE(c.ok) << c.message;
+  }
 }
 
 // A CPU with AMX (Sapphire Rapids) takes a matmul whose shape fits its tiles (or pads least) with
