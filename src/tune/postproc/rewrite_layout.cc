@@ -10,7 +10,8 @@
 // once when the weights are loaded. Left alone (still correct, read in the original layout):
 // a weight read by several blocks, through a region rather than a point, through an index that
 // is not a sum of whole loop variables (a fused loop, a division), by loops that do not tile its
-// dimensions exactly (a padded split), or already read in order.
+// dimensions exactly (a padded split), or already read in order; and a weight whose one reader
+// is a layout rewrite already (MultiLevelTilingWithIntrin's packing).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -181,7 +182,9 @@ class RewriteLayout : public Postproc {
       readers.erase(std::remove_if(readers.begin(), readers.end(),
                                    [&](const ir::BlockNode* b) { return !sch.state().get_sref(b)->parent; }),
                     readers.end());
-      if (readers.size() != 1) continue;
+      // A reader that is itself a layout rewrite (a tensor intrinsic's packing) already lays the
+      // weight out once; a second stage before it would leave it to run at every call.
+      if (readers.size() != 1 || readers[0]->annotations.count(ir::ann::kLayoutRewritePreproc)) continue;
       schedule::SRef sref = sch.state().get_sref(readers[0]);
       size_t read = 0;
       while (readers[0]->reads[read].buffer.get() != weight) ++read;

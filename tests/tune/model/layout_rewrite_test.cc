@@ -243,6 +243,28 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
 }
 
+// A quantized convolution tuned around a dot intrinsic: its weights' packing is the layout rewrite,
+// split off whole, and the postprocessor adds no second one (which would leave the packing to run
+// at every call).
+TEST(RewriteLayout, AnIntrinsicsPackingIsTheOneRewrite) {
+  workloads::Workload w = workloads::get_preset("C2D-3-U8S8");
+  ASSERT_EQ(ir::layout_free_params(w.func), std::vector<size_t>{1});
+  Target target = Target::parse("llvm -num-cores 2 -mcpu icelake-server");  // AVX512-VNNI
+  std::vector<schedule::Schedule> candidates = rewritten_candidates(w, target, 3);
+  ASSERT_FALSE(candidates.empty());
+  for (const schedule::Schedule& c : candidates) {
+    std::string trace = c.trace()->to_text();
+    size_t annotations = 0;
+    for (size_t at = 0; (at = trace.find(ir::ann::kLayoutRewritePreproc, at)) != std::string::npos; ++at) ++annotations;
+    EXPECT_EQ(annotations, 1u) << trace;
+    lower::SplitProgram split = lower::split_layout_rewrites(c.func());
+    ASSERT_EQ(split.rewrites.size(), 1u) << trace;
+    // The main program reads the packed weights and copies nothing of them.
+    EXPECT_THAT(ir::to_string(split.main), Not(HasSubstr("block(\"W_global")));
+    EXPECT_THAT(ir::to_string(split.rewrites[0].preproc), HasSubstr("block(\"W_global\")"));
+  }
+}
+
 TEST(RewriteLayout, ProgramsWithoutLayoutFreeParamsAreLeftAlone) {
   // The same convolution as a workload of its own (no weights): no stage, nothing to split.
   ConvModel m;
