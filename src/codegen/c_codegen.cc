@@ -299,8 +299,8 @@ class CEmitter {
   // column of b, t in order.
   std::string tile_dot(const ir::CallNode* n, const std::string& lane) {
     TYCHE_CHECK(!lane.empty(), "C backend: a vector expression outside a vector statement");
-    const auto [m, cols, k, g] = ir::tile_dot_shape(n);
-    (void)m;
+    const ir::TileDotShape s = ir::tile_dot_shape(n);
+    const int cols = s.n, k = s.k, g = s.g;
     bool ints = n->dtype.is_integer();
     const std::string row = fmt::format("(({}) / {})", lane, cols), col = fmt::format("(({}) % {})", lane, cols);
     std::string sum = ints ? fmt::format("(uint32_t)({})", expr(n->args[0], lane)) : expr(n->args[0], lane);

@@ -189,7 +189,7 @@ struct VecTileDot final : VecExpr {
     acc->eval();
     a->eval();
     b->eval();
-    const auto [m_rows, n_cols, k_len, g] = shape;
+    const int m_rows = shape.m, n_cols = shape.n, k_len = shape.k, g = shape.g;  // captured below
     for (int m = 0; m < m_rows; ++m)
       for (int n = 0; n < n_cols; ++n) {
         const int l = m * n_cols + n;
