@@ -257,8 +257,13 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
     return std::nullopt;
   };
   auto jl = binding_loop(m.j), kl = binding_loop(m.k);
-  std::optional<size_t> il = m.rows ? binding_loop(m.i) : std::nullopt;
-  if (!jl || !kl || (m.rows && !il)) return {};
+  if (!jl || !kl) return {};
+  size_t i_loop = loops.value().size();  // past the last loop when there is no i (a dot)
+  if (m.rows) {
+    auto found = binding_loop(m.i);
+    if (!found) return {};
+    i_loop = *found;
+  }
   std::vector<LoopIterType> types;
   for (const LoopRV& loop : loops.value()) {
     types.push_back(loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get()));
@@ -268,15 +273,15 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
   auto k_parts = sch.split(loops.value()[*kl], {std::nullopt, schedule::ExprArg(m.depth)});
   if (!j_parts.ok() || !k_parts.ok()) return {};
   std::optional<std::vector<LoopRV>> i_parts;
-  if (il) {
-    auto parts = sch.split(loops.value()[*il], {std::nullopt, schedule::ExprArg(m.rows)});
+  if (m.rows) {
+    auto parts = sch.split(loops.value()[i_loop], {std::nullopt, schedule::ExprArg(m.rows)});
     if (!parts.ok()) return {};
     i_parts = parts.value();
   }
   std::vector<std::vector<LoopRV>>& tiles = s.tiles;
   tiles.assign(levels(), {});
   for (size_t li = 0; li < loops.value().size(); ++li) {
-    LoopRV loop = li == *jl ? j_parts.value()[0] : li == *kl ? k_parts.value()[0] : il && li == *il ? (*i_parts)[0] : loops.value()[li];
+    LoopRV loop = li == *jl ? j_parts.value()[0] : li == *kl ? k_parts.value()[0] : li == i_loop ? (*i_parts)[0] : loops.value()[li];
     const std::vector<int>& idx = types[li] == LoopIterType::kSpatial ? s_levels() : r_levels();
     if (idx.empty()) return {};
     if (idx.size() == 1) {
