@@ -86,7 +86,9 @@ TEST(TileDot, AmxU8S8TilesAreExactEverywhere) {
       EXPECT_THAT(r.assembly, HasSubstr("tdpbusd"));
     } else {
       EXPECT_THAT(r.assembly, Not(HasSubstr("tdpbusd")));
-      if (cpu.has("avx512vnni")) EXPECT_THAT(r.assembly, HasSubstr("vpdpbusd"));
+      if (cpu.has("avx512vnni")) {
+        EXPECT_THAT(r.assembly, HasSubstr("vpdpbusd"));
+      }
     }
   }
 }
