@@ -81,6 +81,16 @@ def test_small_model_matches_onnxruntime(tyche, models, name, tmp_path):
     assert sum(t["weight"] for t in table["tasks"]) == sum(1 for n in table["nodes"] if n["task"] is not None)
 
 
+def run_logits(tyche, model: pathlib.Path, x: np.ndarray, tmp: pathlib.Path, *extra: str) -> np.ndarray:
+    """run-model on one input (2 threads, one run): the saved logits."""
+    np.save(tmp / "x.npy", x)
+    proc = subprocess.run([str(tyche), "run-model", str(model), *extra, "--input", f"input={tmp / 'x.npy'}",
+                           "--save-outputs", str(tmp / "out"), "--repeat", "1", "--threads", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return np.load(tmp / "out" / "logits.npy")
+
+
 def test_int8_resnet_from_onnxruntimes_quantizer(tyche, tmp_path):
     """resnet_small quantized by onnxruntime (QDQ format): every Conv between DequantizeLinear and
     QuantizeLinear is imported as one QLinearConv on the integers, and the logits agree with
@@ -99,12 +109,7 @@ def test_int8_resnet_from_onnxruntimes_quantizer(tyche, tmp_path):
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     for seed in range(5):
         x = make_models.example_inputs("resnet_small_int8", seed=seed)["input"]
-        np.save(tmp_path / "x.npy", x)
-        proc = subprocess.run([str(tyche), "run-model", str(model), "--input", f"input={tmp_path / 'x.npy'}",
-                               "--save-outputs", str(tmp_path / "out"), "--repeat", "1", "--threads", "2"],
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr + proc.stdout
-        got = np.load(tmp_path / "out" / "logits.npy")
+        got = run_logits(tyche, model, x, tmp_path)
         (ref,) = session.run(None, {"input": x})
         assert got.shape == ref.shape and got.dtype == ref.dtype
         assert np.abs(got - ref).max() <= steps[-1] * 1.001, (seed, np.abs(got - ref).max(), steps[-1])
@@ -126,12 +131,7 @@ def test_bfloat16_option_runs_the_products_in_bfloat16(tyche, models, tmp_path):
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     for seed in range(3):
         x = make_models.example_inputs("resnet_small", seed=seed)["input"]
-        np.save(tmp_path / "x.npy", x)
-        proc = subprocess.run([str(tyche), "run-model", str(model), "--dtype", "bfloat16", "--input", f"input={tmp_path / 'x.npy'}",
-                               "--save-outputs", str(tmp_path / "out"), "--repeat", "1", "--threads", "2"],
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr + proc.stdout
-        got = np.load(tmp_path / "out" / "logits.npy")
+        got = run_logits(tyche, model, x, tmp_path, "--dtype", "bfloat16")
         (ref,) = session.run(None, {"input": x})
         assert got.dtype == np.float32 and got.shape == ref.shape
         assert np.abs(got - ref).max() <= 0.05 * np.abs(ref).max(), (seed, np.abs(got - ref).max())

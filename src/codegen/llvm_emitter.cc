@@ -538,30 +538,26 @@ class Emitter {
     DataType acc_t = n->args[0].dtype(), a_t = n->args[1].dtype(), b_t = n->args[2].dtype();
     std::string instruction = amx_instruction(acc_t, a_t, b_t, s, opts_.features);
     if (instruction.empty()) return false;
-    // Each operand: its buffer, its index as `rows` rows of `width` elements.
-    auto tile = [&](const ir::Buffer& buffer, const ir::Expr& index, int rows, int width) -> std::optional<TileInMemory> {
-      auto t = arith::tile_index(index, width);
-      if (!t || t->rows != rows) return std::nullopt;
-      DataType elem_t = buffer->dtype.element_of();
-      llvm::Value* base = address(buffer, memory_type(elem_t), emit(t->base));
-      return TileInMemory{base, (rows > 1 ? t->row_stride : width) * elem_t.bytes()};
-    };
     auto load = [](const ir::Expr& e) { return e.as<ir::BufferLoadNode>(); };
     const ir::BufferLoadNode *acc = load(n->args[0]), *a = load(n->args[1]), *b = load(n->args[2]);
     if (!acc || !a || !b || store->indices.size() != 1 || acc->indices.size() != 1 || a->indices.size() != 1 || b->indices.size() != 1)
       return false;
-    // The indices are checked before any address is emitted.
-    auto fits = [](const ir::Expr& index, int rows, int width) {
+    // Each operand's index as `rows` rows of `width` elements, all checked before any address is
+    // emitted.
+    auto rows_of_width = [](const ir::Expr& index, int rows, int width) -> std::optional<arith::TileIndex> {
       auto t = arith::tile_index(index, width);
-      return t && t->rows == rows;
+      return t && t->rows == rows ? t : std::nullopt;
     };
-    if (!fits(store->indices[0], s.m, s.n) || !fits(acc->indices[0], s.m, s.n) || !fits(a->indices[0], s.m, s.k) ||
-        !fits(b->indices[0], s.k / s.g, s.n * s.g))
-      return false;
-    auto c_in = tile(acc->buffer, acc->indices[0], s.m, s.n), c_out = tile(store->buffer, store->indices[0], s.m, s.n);
-    auto a_tile = tile(a->buffer, a->indices[0], s.m, s.k), b_tile = tile(b->buffer, b->indices[0], s.k / s.g, s.n * s.g);
-    if (!c_in || !c_out || !a_tile || !b_tile) throw InternalError("codegen: a tile_dot's operand changed shape");
-    emit_amx_tile_dot(b_, instruction, s, a_t.element_of().bytes(), *c_in, *a_tile, *b_tile, *c_out);
+    auto out_idx = rows_of_width(store->indices[0], s.m, s.n), acc_idx = rows_of_width(acc->indices[0], s.m, s.n);
+    auto a_idx = rows_of_width(a->indices[0], s.m, s.k), b_idx = rows_of_width(b->indices[0], s.k / s.g, s.n * s.g);
+    if (!out_idx || !acc_idx || !a_idx || !b_idx) return false;
+    auto in_memory = [&](const ir::Buffer& buffer, const arith::TileIndex& t) {
+      DataType elem_t = buffer->dtype.element_of();
+      return TileInMemory{address(buffer, memory_type(elem_t), emit(t.base)), t.row_stride * elem_t.bytes()};
+    };
+    TileInMemory c_in = in_memory(acc->buffer, *acc_idx), c_out = in_memory(store->buffer, *out_idx);
+    TileInMemory a_tile = in_memory(a->buffer, *a_idx), b_tile = in_memory(b->buffer, *b_idx);
+    emit_amx_tile_dot(b_, instruction, s, a_t.element_of().bytes(), c_in, a_tile, b_tile, c_out);
     uses_tiles_ = true;
     return true;
   }
