@@ -40,6 +40,8 @@ class Fuser {
   std::vector<FusedGroup> run() {
     mark_softmax_prologues();
     for (size_t k = 0; k < g_.nodes.size(); ++k) join_epilogue(static_cast<int>(k));
+    move_widening_tails();
+    join_pointwise_readers();
     for (size_t k = 0; k < g_.nodes.size(); ++k)
       if (is_anchor(pattern_of(g_.nodes[k]))) take_prologues(static_cast<int>(k));
     return groups();
@@ -107,6 +109,78 @@ class Fuser {
     for (int in : n.inputs) {
       int grp = result_group(in);
       if (grp >= 0 && sole_reader(in) < 0 && absorb_region(grp, in)) return;
+    }
+  }
+
+  // A node whose output has wider elements than its input (DequantizeLinear: int8 in, float32
+  // out; a Cast up).
+  bool widens(int k) const {
+    const Node& n = g_.nodes[static_cast<size_t>(k)];
+    if ((n.op != "DequantizeLinear" && n.op != "Cast") || n.inputs.empty() || n.inputs[0] < 0) return false;
+    return g_.value(n.outputs[0]).dtype.bytes() > g_.value(n.inputs[0]).dtype.bytes();
+  }
+
+  // The only reader of node k's output, when it may compute k's value where it reads it, once per
+  // use: a pointwise node of the same shape, or a reduction (a pooling window reads an element a
+  // few times; a dequantization is a subtract and a multiply). -1 otherwise.
+  int reader_to_join(int k) const {
+    int v = g_.nodes[static_cast<size_t>(k)].outputs[0];
+    int r = sole_reader(v);
+    if (r < 0 || !single_output(r) || waits_[static_cast<size_t>(r)]) return -1;
+    const Node& reader = g_.nodes[static_cast<size_t>(r)];
+    OpPattern p = pattern_of(reader);
+    if (p == OpPattern::kReduction) return r;
+    return is_pointwise(p) && g_.value(reader.outputs[0]).shape == g_.value(v).shape ? r : -1;
+  }
+
+  // A widening node that ends a group whose reader is in another group moves to the reader's
+  // group: the value between the two kernels is then the narrow one (int8 rather than float32, a
+  // quarter of the bytes), and the reader dequantizes as it reads.
+  void move_widening_tails() {
+    for (size_t k = 0; k < g_.nodes.size(); ++k) {
+      int grp = group_[k], kk = static_cast<int>(k);
+      auto& members = members_[static_cast<size_t>(grp)];
+      if (members.size() < 2 || last_of(grp) != kk || !widens(kk)) continue;
+      int r = reader_to_join(kk);
+      int in = g_.nodes[k].inputs[0];
+      int p = in >= 0 ? producer_[static_cast<size_t>(in)] : -1;
+      // The group must still end in the node that made k's input, its new result.
+      if (r < 0 || group_[static_cast<size_t>(r)] == grp || p < 0 || group_[static_cast<size_t>(p)] != grp ||
+          members[members.size() - 2] != p || reads_from_group(kk, grp, 1))
+        continue;
+      members.pop_back();
+      int into = group_[static_cast<size_t>(r)];
+      group_[k] = into;
+      auto& dst = members_[static_cast<size_t>(into)];
+      dst.insert(std::upper_bound(dst.begin(), dst.end(), kk), kk);
+    }
+  }
+
+  // Whether node k reads a value made in group grp through its inputs from index `from` on.
+  bool reads_from_group(int k, int grp, size_t from) const {
+    const auto& ins = g_.nodes[static_cast<size_t>(k)].inputs;
+    for (size_t i = from; i < ins.size(); ++i) {
+      int p = ins[i] >= 0 ? producer_[static_cast<size_t>(ins[i])] : -1;
+      if (p >= 0 && group_[static_cast<size_t>(p)] == grp) return true;
+    }
+    return false;
+  }
+
+  // A group of pointwise nodes alone (their input had other readers) whose result one pointwise
+  // node of another group reads, at the same shape: it joins that group, which computes its
+  // values once each where they are needed, and the value between them is never stored. (The
+  // reader's group ends downstream of the reader, so the merge makes no cycle.)
+  void join_pointwise_readers() {
+    for (size_t k = g_.nodes.size(); k-- > 0;) {
+      int grp = group_[k];
+      if (last_of(grp) != static_cast<int>(k)) continue;
+      int r = reader_to_join(static_cast<int>(k));
+      if (r < 0 || group_[static_cast<size_t>(r)] == grp || pattern_of(g_.nodes[static_cast<size_t>(r)]) == OpPattern::kReduction) continue;
+      bool lone_pointwise = true;
+      for (int m : members_[static_cast<size_t>(grp)])
+        lone_pointwise = lone_pointwise && is_pointwise(pattern_of(g_.nodes[static_cast<size_t>(m)])) && single_output(m) &&
+                         !waits_[static_cast<size_t>(m)];
+      if (lone_pointwise) merge(group_[static_cast<size_t>(r)], grp);
     }
   }
 

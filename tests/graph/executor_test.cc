@@ -102,6 +102,36 @@ TEST(Executor, MatchesTheNodeByNodeReferenceWithThePoisonedArena) {
   }
 }
 
+// Dequantizations computed by their readers (fusion moves them there) give what the graph
+// computes node by node. The fused requantization of the sum rounds once where the nodes round
+// after each product (the kernel may contract a product and the add into an FMA), so a sum at a
+// rounding boundary may land one step away: the quantized sum within one step, and no more than
+// a few of its elements.
+TEST(Executor, AQuantizedResidualBlockMatchesTheNodeByNodeReference) {
+  for (bool projection : {false, true}) {
+    OnnxBuilder b = testing::qdq_residual_block(projection, true);
+    Graph g = import_onnx_bytes(b.bytes(), "m.onnx", ".");
+    runtime::NDArray x({1, 4, 6, 6}, kFloat32);
+    x.fill_uniform(5);
+    std::vector<runtime::NDArray> expected = reference(g, {x});
+    TaskTable table = extract_tasks(g);
+    Executor exec(g, table, {}, {});
+    std::vector<runtime::NDArray> got = exec.run({x});
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[1].dtype(), DataType::UInt(8));
+    runtime::Comparison pooled = runtime::compare(got[0], expected[0]);
+    EXPECT_TRUE(pooled.ok) << "projection " << projection << ": " << pooled.message;
+    ASSERT_EQ(got[1].numel(), expected[1].numel());
+    int off = 0;
+    for (int64_t i = 0; i < got[1].numel(); ++i) {
+      int64_t step = got[1].get_flat_int(i) - expected[1].get_flat_int(i);
+      EXPECT_LE(std::abs(step), 1) << "projection " << projection << " element " << i;
+      off += step != 0;
+    }
+    EXPECT_LE(off, 2) << "projection " << projection;
+  }
+}
+
 TEST(Executor, RefusesInputsOfTheWrongTypeOrShape) {
   OnnxBuilder b;
   b.input("x", {2, 3}).output("y").node("Relu", {"x"}, {"y"});

@@ -94,6 +94,44 @@ TEST(Fusion, ElementwiseMathBeforeAMatmulStaysOut) {
   EXPECT_EQ(groups_text(g, fuse(g)), "Tanh | MatMul");
 }
 
+// A dequantization's float result is four times its int8 input: its reader dequantizes as it
+// reads. The residual's own dequantization (its int8 value has other readers) joins the Add's
+// group; the one after the conv stays with the conv, whose group takes the Add; the one after the
+// sum moves to the pooling that reads it.
+TEST(Fusion, DequantizationsJoinTheirReadersSoInt8CrossesBetweenKernels) {
+  Graph identity = load(testing::qdq_residual_block(false));
+  EXPECT_EQ(groups_text(identity, fuse(identity)),
+            "QuantizeLinear | DequantizeLinear+QLinearConv+DequantizeLinear+Add+QuantizeLinear | DequantizeLinear+MaxPool+QuantizeLinear+DequantizeLinear");
+  Graph projection = load(testing::qdq_residual_block(true));
+  EXPECT_EQ(groups_text(projection, fuse(projection)),
+            "QuantizeLinear | QLinearConv | QLinearConv+DequantizeLinear+DequantizeLinear+Add+QuantizeLinear | "
+            "DequantizeLinear+MaxPool+QuantizeLinear+DequantizeLinear");
+  // The sum is also a graph output: its dequantization's reader still takes it, the int8 sum
+  // leaves the Add's group.
+  Graph both = load(testing::qdq_residual_block(true, true));
+  EXPECT_EQ(groups_text(both, fuse(both)),
+            "QuantizeLinear | QLinearConv | QLinearConv+DequantizeLinear+DequantizeLinear+Add+QuantizeLinear | "
+            "DequantizeLinear+MaxPool+QuantizeLinear+DequantizeLinear");
+}
+
+// A float value with several readers keeps its own group (widening or not), and a Cast down
+// stays where it is made.
+TEST(Fusion, AValueWithSeveralReadersOrANarrowingCastStaysPut) {
+  OnnxBuilder b;
+  b.input("x", {4, 8}, onnx::TensorProto::INT8).input("y", {4, 8});
+  auto& up = b.node("Cast", {"x"}, {"xf"});
+  OnnxBuilder::attr(up, "to", int64_t{onnx::TensorProto::FLOAT});
+  b.node("Add", {"xf", "y"}, {"a"});
+  b.node("Mul", {"xf", "y"}, {"m"});  // a second reader of the widened value
+  b.node("Relu", {"y"}, {"r"});
+  auto& down = b.node("Cast", {"r"}, {"rh"});
+  OnnxBuilder::attr(down, "to", int64_t{onnx::TensorProto::INT8});
+  OnnxBuilder::attr(b.node("Cast", {"rh"}, {"rf"}), "to", int64_t{onnx::TensorProto::FLOAT});
+  b.output("a").output("m").output("rf");
+  Graph g = load(b);
+  EXPECT_EQ(groups_text(g, fuse(g)), "Cast | Add | Mul | Relu+Cast+Cast");
+}
+
 TEST(Tasks, IdenticalGroupsShareATaskWithTheirCountAsWeight) {
   OnnxBuilder b;
   b.input("x", {1, 4, 6, 6});

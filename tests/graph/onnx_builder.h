@@ -123,4 +123,39 @@ class OnnxBuilder {
   onnx::ModelProto model_;
 };
 
+// A quantized residual block as onnxruntime's quantizer writes it (QDQ, u8 activations, s8
+// weights): x -> Q -> DQ feeds a 3x3 conv (Q -> DQ after it) and, unless `projection`, the residual
+// Add; with `projection`, a second conv of x's is the residual. Then Add -> Q -> DQ -> MaxPool 2x2
+// -> Q -> DQ -> y. The quantized sum `sq` is an output too when `sum_is_output`.
+inline OnnxBuilder qdq_residual_block(bool projection, bool sum_is_output = false) {
+  OnnxBuilder m;
+  m.input("x", {1, 4, 6, 6}).scalar("s", 0.02f).integers("z", {}, onnx::TensorProto::UINT8, 100, 100).scalar("ws", 0.005f);
+  m.scalar("bs", 0.02f * 0.005f);  // a bias' scale: the activation's times the weights'
+  m.node("QuantizeLinear", {"x", "s", "z"}, {"xq"});
+  m.node("DequantizeLinear", {"xq", "s", "z"}, {"xf"});
+  auto conv = [&m](const std::string& name, unsigned seed) {
+    m.integers(name + "w", {4, 4, 3, 3}, onnx::TensorProto::INT8, -100, 100, seed).integers(name + "b", {4}, onnx::TensorProto::INT32, -500, 500, seed);
+    m.node("DequantizeLinear", {name + "w", "ws"}, {name + "wf"});
+    m.node("DequantizeLinear", {name + "b", "bs"}, {name + "bf"});
+    auto& c = m.node("Conv", {"xf", name + "wf", name + "bf"}, {name});
+    OnnxBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    m.node("QuantizeLinear", {name, "s", "z"}, {name + "q"});
+    m.node("DequantizeLinear", {name + "q", "s", "z"}, {name + "f"});
+    return name + "f";
+  };
+  std::string main = conv("c", 1);
+  std::string residual = projection ? conv("p", 2) : "xf";
+  m.node("Add", {main, residual}, {"sum"});
+  m.node("QuantizeLinear", {"sum", "s", "z"}, {"sq"});
+  m.node("DequantizeLinear", {"sq", "s", "z"}, {"sf"});
+  auto& pool = m.node("MaxPool", {"sf"}, {"mp"});
+  OnnxBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(pool, "strides", std::vector<int64_t>{2, 2});
+  m.node("QuantizeLinear", {"mp", "s", "z"}, {"mq"});
+  m.node("DequantizeLinear", {"mq", "s", "z"}, {"y"});
+  m.output("y");
+  if (sum_is_output) m.output("sq");
+  return m;
+}
+
 }  // namespace tyche::graph::testing
