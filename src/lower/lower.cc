@@ -23,6 +23,7 @@ Lowered lower_loops(const ir::PrimFunc& func, const LowerOptions& options, bool 
 
 Lowered finish_lowering(Lowered out, const LowerOptions& options) {
   std::vector<std::string>* notes = &out.notes;
+  run_pass(out, options, "skip_padding_taps", [&](const ir::PrimFunc& f) { return skip_padding_taps(f); });
   run_pass(out, options, "flatten_buffers", [&](const ir::PrimFunc& f) { return flatten_buffers(f); });
   run_pass(out, options, "simplify", [&](const ir::PrimFunc& f) { return simplify(f); });
   run_pass(out, options, "vectorize_loops", [&](const ir::PrimFunc& f) { return vectorize_loops(f, notes); });

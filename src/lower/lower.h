@@ -66,6 +66,10 @@ ir::PrimFunc serialize_nested_parallel(const ir::PrimFunc& func, std::vector<std
 // with a padding's zeros, say), and stores to buffers allocated inside it, runs its body only
 // when the conditions it does not change hold.
 ir::PrimFunc skip_zero_terms(const ir::PrimFunc& func);
+// The same, before flattening, for the zeros of a padded buffer the function allocates at its top
+// and fills once (every store if_then_else(bounds on its indices, x, 0)): a loop whose body's
+// accumulations all read it where the bounds fail is skipped.
+ir::PrimFunc skip_padding_taps(const ir::PrimFunc& func);
 // A serial loop whose body has ifs with conditions invariant in it (no loads, no variable bound
 // inside) is copied: if (all of them) { the loop without those ifs } else { the loop }.
 ir::PrimFunc unswitch_invariant_ifs(const ir::PrimFunc& func);

@@ -55,11 +55,11 @@ void expect_every_pass_correct(const workloads::Workload& w, const ir::PrimFunc&
   LowerOptions opts;
   opts.log = [&](const std::string& pass, const ir::PrimFunc& f) {
     passes.push_back(pass);
-    if (pass == "lower_blocks" || pass == "compact_buffers") return;  // still N-d: checked by later passes
+    if (pass == "lower_blocks" || pass == "compact_buffers" || pass == "skip_padding_taps") return;  // still N-d: checked by later passes
     EXPECT_TRUE(lowered_computes_reference(w, f)) << "after " << pass;
   };
   Lowered l = lower(scheduled, opts);
-  EXPECT_EQ(passes.size(), 10u);
+  EXPECT_EQ(passes.size(), 11u);
   if (out) *out = l;
 }
 

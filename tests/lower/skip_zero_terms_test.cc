@@ -114,5 +114,79 @@ TEST(SkipZeroTerms, IterationsThatDoMoreThanAccumulateStay) {
   EXPECT_EQ(r_body.kind(), ir::StmtKind::kSeqStmt);
 }
 
+// Before flattening: P[6, 8] allocated at the top, padded once (rows 1..4 are X's rows), then
+// for h in 4: for r in 3: for k in 8: C[h] = C[h] + P[h + r, k] * W[r, k]   (or a group_dot).
+struct PaddedOnce {
+  ir::Buffer x = ir::make_buffer("X", kFloat32, {ir::make_int(4), ir::make_int(8)});
+  ir::Buffer w = ir::make_buffer("W", kFloat32, {ir::make_int(3), ir::make_int(8)});
+  ir::Buffer c = ir::make_buffer("C", kFloat32, {ir::make_int(4)});
+  ir::Buffer p = ir::make_buffer("P", kFloat32, {ir::make_int(6), ir::make_int(8)});
+  ir::Var i{"i"}, j{"j"}, h{"h"}, r{"r"}, k{"k"};
+  ir::Stmt fill(const ir::Expr& guard) const {
+    ir::Expr value = ir::if_then_else(guard, ir::buffer_load(x, {i - 1, j}), ir::make_float(0.0));
+    return loop(i, 6, loop(j, 8, ir::buffer_store(p, value, {i, j})));
+  }
+  ir::Expr in_rows() const { return i >= 1 && i < 5; }
+  ir::Stmt taps(const ir::Stmt& body) const { return loop(h, 4, loop(r, 3, body)); }
+  ir::Stmt accumulate() const {
+    ir::Expr term = ir::buffer_load(p, {h + r, k}) * ir::buffer_load(w, {r, k});
+    return loop(k, 8, ir::buffer_store(c, ir::buffer_load(c, {h}) + term, {h}));
+  }
+  ir::PrimFunc func(const ir::Expr& guard, const ir::Stmt& use) const {
+    return ir::PrimFunc("f", {x, w, c}, 1, ir::allocate(p, ir::seq({fill(guard), taps(use)})));
+  }
+};
+
+TEST(SkipPaddingTaps, RowsOfABufferPaddedOnceAreSkipped) {
+  PaddedOnce c;
+  ir::PrimFunc out = skip_padding_taps(c.func(c.in_rows(), c.accumulate()));
+  const auto* guard = body_of(out, c.r).as<ir::IfThenElseNode>();
+  ASSERT_NE(guard, nullptr) << ir::to_string(out);
+  EXPECT_EQ(ir::to_string(guard->condition), guard_text({c.h + c.r >= 1, c.h + c.r < 5})) << ir::to_string(out);
+  // The padding's own loops and the other conditions are left alone; skip_zero_terms (after
+  // flattening) does not see this buffer as its own.
+  EXPECT_EQ(body_of(out, c.j).kind(), ir::StmtKind::kBufferStore);
+  EXPECT_EQ(ir::to_string(skip_zero_terms(c.func(c.in_rows(), c.accumulate()))), ir::to_string(c.func(c.in_rows(), c.accumulate())));
+}
+
+TEST(SkipPaddingTaps, AGroupDotReadingThePaddingIsSkippedToo) {
+  PaddedOnce c;
+  ir::Buffer pu = ir::make_buffer("P", DataType::UInt(8), {ir::make_int(6), ir::make_int(8)});
+  ir::Buffer xu = ir::make_buffer("X", DataType::UInt(8), {ir::make_int(4), ir::make_int(8)});
+  ir::Buffer wi = ir::make_buffer("W", DataType::Int(8), {ir::make_int(3), ir::make_int(64)});
+  ir::Buffer ci = ir::make_buffer("C", kInt32, {ir::make_int(4), ir::make_int(16)});
+  // Columns 6 and 7 padded too: the dot reads them as lanes of a vector, whose bound is no guard.
+  ir::Expr fill_value = ir::if_then_else(c.in_rows() && c.j < 6, ir::buffer_load(xu, {c.i - 1, c.j}), ir::make_const(DataType::UInt(8), 0));
+  ir::Stmt fill = loop(c.i, 6, loop(c.j, 8, ir::buffer_store(pu, fill_value, {c.i, c.j})));
+  // C[h, 0:16] = group_dot(C[h, 0:16], P[h + r, 4k : 4k + 4], W[r, 0:64]) over k in 2.
+  ir::Expr acc = ir::buffer_load(ci, {c.h, ir::ramp(ir::make_int(0), ir::make_int(1), 16)});
+  ir::Expr a = ir::buffer_load(pu, {c.h + c.r, ir::ramp(c.k * 4, ir::make_int(1), 4)});
+  ir::Expr b = ir::buffer_load(wi, {c.r, ir::ramp(ir::make_int(0), ir::make_int(1), 64)});
+  ir::Stmt dot = loop(c.k, 2, ir::buffer_store(ci, ir::group_dot(acc, a, b), {c.h, ir::ramp(ir::make_int(0), ir::make_int(1), 16)}));
+  ir::PrimFunc f("f", {xu, wi, ci}, 1, ir::allocate(pu, ir::seq({fill, c.taps(dot)})));
+  ir::PrimFunc out = skip_padding_taps(f);
+  const auto* guard = body_of(out, c.r).as<ir::IfThenElseNode>();
+  ASSERT_NE(guard, nullptr) << ir::to_string(out);
+  EXPECT_EQ(ir::to_string(guard->condition), guard_text({c.h + c.r >= 1, c.h + c.r < 5})) << ir::to_string(out);
+}
+
+TEST(SkipPaddingTaps, BuffersThatAreNotPaddedOnceStay) {
+  PaddedOnce c;
+  auto unchanged = [](const ir::PrimFunc& f) { return ir::to_string(skip_padding_taps(f)) == ir::to_string(f); };
+  // A second store that is not zero off its bounds.
+  ir::Stmt overwrite = ir::buffer_store(c.p, ir::make_float(1.0), {ir::make_int(0), ir::make_int(0)});
+  EXPECT_TRUE(unchanged(ir::PrimFunc("f", {c.x, c.w, c.c}, 1, ir::allocate(c.p, ir::seq({c.fill(c.in_rows()), overwrite, c.taps(c.accumulate())})))));
+  // A guard that is not a bound on one index (i + j mixes two).
+  EXPECT_TRUE(unchanged(c.func(c.i + c.j >= 3, c.accumulate())));
+  // Allocated inside a loop: the local form, skip_zero_terms' after flattening.
+  ir::Stmt inside = loop(c.h, 4, ir::allocate(c.p, ir::seq({c.fill(c.in_rows()), loop(c.r, 3, c.accumulate())})));
+  EXPECT_TRUE(unchanged(ir::PrimFunc("f", {c.x, c.w, c.c}, 1, inside)));
+  // An iteration that also stores something else runs; only its accumulating loop is guarded.
+  ir::Stmt more = ir::seq({c.accumulate(), ir::buffer_store(c.c, ir::make_float(2.0), {c.h})});
+  ir::PrimFunc out = skip_padding_taps(c.func(c.in_rows(), more));
+  ASSERT_EQ(body_of(out, c.r).kind(), ir::StmtKind::kSeqStmt) << ir::to_string(out);
+  EXPECT_EQ(body_of(out, c.r).as<ir::SeqStmtNode>()->seq[0].kind(), ir::StmtKind::kIfThenElse) << ir::to_string(out);
+}
+
 }  // namespace
 }  // namespace tyche::lower
