@@ -1,6 +1,7 @@
 // The LLVM backend: compiled kernels agree with the reference (presets) or the interpreter
 // (loop kinds, dtypes, allocations), and the machine code is what we ask for.
 #include <gmock/gmock.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -246,7 +247,8 @@ TEST(Codegen, AssemblyUsesFullWidthFmaAndObjectsAreElf) {
     EXPECT_THAT(asm_text, Not(HasSubstr("ymm")));
   }
   EXPECT_THAT(k->llvm_ir(), HasSubstr("<16 x float>"));
-  std::string path = ::testing::TempDir() + "/tyche_gmm.o";
+  // Per process: ctest runs this test once per CPU level, concurrently under -j.
+  std::string path = ::testing::TempDir() + "/tyche_gmm_" + std::to_string(getpid()) + ".o";
   k->save_object(path);
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
