@@ -558,7 +558,7 @@ int cmd_space(const Options& o) {
     if (o.compile) target::check_runs_on_host(cpu);
   }
   if (o.compile && target.is_gpu())
-    throw Error("--compile needs a CPU target: CUDA code generation is not available yet (check in the interpreter instead)");
+    throw Error("--compile needs a CPU target: GPU code generation (cuda, opencl) is not available yet (check in the interpreter instead)");
   workloads::Workload w = workloads::resolve(o.workload, o.extents, o.dtypes);
   // Checking in the interpreter needs small shapes; compiled code checks the real one.
   if (!o.compile) w = workloads::scaled_down(w);
@@ -654,7 +654,7 @@ int main(int argc, char** argv) {
   model_eval->add_option("--json", opts.json_file, "write the metrics per workload here");
   for (auto* sub : {model_train, model_eval})
     sub->add_option("--threads", opts.threads, "threads for features, training and prediction (default: all)")->check(CLI::PositiveNumber);
-  features->add_option("--target", opts.target, "llvm (default) or cuda: which postprocessors, GPU features");
+  features->add_option("--target", opts.target, "llvm (default), cuda or opencl: which postprocessors, GPU features");
   features->add_option("--json", opts.json_file, "write {workload, layout_version, names, rows} here");
   for (auto* sub : {run, space, cpu, export_cmd})
     sub->add_option("--cpu", opts.cpu,
@@ -662,7 +662,7 @@ int main(int argc, char** argv) {
                     "name (znver3)");
   space->add_option("--samples", opts.samples, "programs to sample (default 100)")->check(CLI::NonNegativeNumber);
   space->add_flag("--compile", opts.compile, "check at full size with LLVM-compiled code (default: interpreter, scaled down)");
-  space->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', or 'cuda -arch=sm_90'");
+  space->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_90' or opencl");
   space->add_option("--json", opts.json_file, "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
   space->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")->required();
   space->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");

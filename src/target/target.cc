@@ -55,8 +55,8 @@ void set_llvm_option(Target& t, const std::string& key, const std::string& value
   }
 }
 
-void set_cuda_option(Target& t, const std::string& key, const std::string& value) {
-  if (key == "-arch") {
+void set_gpu_option(Target& t, const std::string& key, const std::string& value) {
+  if (key == "-arch" && t.kind == "cuda") {
     if (!std::regex_match(value, std::regex("sm_[0-9]{2,3}[a-z]?")))
       throw InputError(fmt::format("target: -arch needs a compute capability such as sm_90, got '{}'", value));
     t.arch = value;
@@ -65,9 +65,9 @@ void set_cuda_option(Target& t, const std::string& key, const std::string& value
   } else if (key == "-max-shared-memory-per-block") {
     t.max_shared_memory_per_block = positive(key, value);
   } else {
-    throw InputError(fmt::format("target: unknown option '{}' for cuda (expected -arch, -max-threads-per-block or "
+    throw InputError(fmt::format("target: unknown option '{}' for {} (expected {}-max-threads-per-block or "
                                  "-max-shared-memory-per-block)",
-                                 key));
+                                 key, t.kind, t.kind == "cuda" ? "-arch, " : ""));
   }
 }
 
@@ -88,22 +88,22 @@ Target Target::parse(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> words;
   for (std::string w; in >> w;) words.push_back(w);
-  if (words.empty()) throw InputError("target: empty description (expected 'llvm' or 'cuda')");
+  if (words.empty()) throw InputError("target: empty description (expected 'llvm', 'cuda' or 'opencl')");
   Target t;
   if (words[0] == "llvm") {
     t = host();
-  } else if (words[0] == "cuda") {
-    t.kind = "cuda";
+  } else if (words[0] == "cuda" || words[0] == "opencl") {
+    t.kind = words[0];
   } else {
-    throw InputError(fmt::format("target: unknown kind '{}' (expected 'llvm' or 'cuda')", words[0]));
+    throw InputError(fmt::format("target: unknown kind '{}' (expected 'llvm', 'cuda' or 'opencl')", words[0]));
   }
-  for (const auto& [key, value] : parse_options(words)) (t.is_gpu() ? set_cuda_option : set_llvm_option)(t, key, value);
+  for (const auto& [key, value] : parse_options(words)) (t.is_gpu() ? set_gpu_option : set_llvm_option)(t, key, value);
   return t;
 }
 
 std::string Target::str() const {
   if (!is_gpu()) return fmt::format("llvm{} -num-cores={}", cpu.empty() ? "" : " -mcpu=" + cpu, num_cores);
-  return fmt::format("cuda{} -max-threads-per-block={} -max-shared-memory-per-block={}", arch.empty() ? "" : " -arch=" + arch,
+  return fmt::format("{}{} -max-threads-per-block={} -max-shared-memory-per-block={}", kind, arch.empty() ? "" : " -arch=" + arch,
                      max_threads_per_block, max_shared_memory_per_block);
 }
 

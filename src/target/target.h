@@ -1,10 +1,11 @@
-// What code is generated for: a CPU through LLVM, or a CUDA GPU described by its architecture and
-// limits. One value travels from the command line (`--target`) through the rules, postprocessors,
+// What code is generated for: a CPU through LLVM, a CUDA GPU described by its architecture and
+// limits, or an OpenCL device described by its limits. One value travels from the command line (`--target`) through the rules, postprocessors,
 // mutators, builder and records, so every layer asks the same description.
 //
 // Text form (TVM's): a kind, then options as `-key=value` (or `-key value`):
 //   llvm [-mcpu=NAME] [-num-cores=N]        NAME: host, x86-64-v2..v4 or an LLVM CPU (target/cpu.h)
 //   cuda [-arch=sm_XY] [-max-threads-per-block=N] [-max-shared-memory-per-block=BYTES]
+//   opencl [-max-threads-per-block=N] [-max-shared-memory-per-block=BYTES]   (work-group size, local memory)
 // str() prints the `=` form, which parse() reads back to an equal Target.
 #pragma once
 
@@ -16,18 +17,20 @@
 namespace tyche::target {
 
 struct Target {
-  std::string kind = "llvm";  // "llvm" (a CPU) or "cuda"
+  std::string kind = "llvm";  // "llvm" (a CPU), "cuda" or "opencl"
   int num_cores = 1;          // llvm: threads that run parallel loops
   std::string cpu;            // llvm: the CPU code is generated for (target/cpu.h); "" = default
   std::string arch;           // cuda: the compute capability ("sm_90"); "" = not given
-  // cuda limits: VerifyGPUCode checks them all; AutoBind and CrossThreadReduction draw thread
+  // GPU limits (cuda, opencl): VerifyGPUCode checks them all; AutoBind and CrossThreadReduction draw thread
   // counts up to max_threads_per_block.
   int64_t max_threads_per_block = 1024;
   int64_t max_shared_memory_per_block = 49152;  // bytes; the default without the opt-in
   int64_t max_local_memory_per_block = 2147483647;
   int64_t max_vector_bytes = 16;  // widest vector load/store
 
-  bool is_gpu() const { return kind == "cuda"; }
+  // cuda and opencl share the GPU design space (thread bindings, shared/local scopes); they differ
+  // in the code printed for them.
+  bool is_gpu() const { return kind == "cuda" || kind == "opencl"; }
   // llvm: the CPU `cpu` names, resolved (its features, vector width). Throws tyche::Error for an
   // unknown CPU or a GPU target.
   const Cpu& cpu_info() const;

@@ -291,7 +291,7 @@ TEST(CliFeatures, PrintsATableAndJson) {
   EXPECT_EQ(p.code, 0) << p.err;
   EXPECT_THAT(p.out, testing::HasSubstr("loop.parallel_num"));
   expect_usage_error("features NOPE", "unknown workload 'NOPE'");
-  expect_usage_error("features GMM-1 --target opencl", "unknown kind 'opencl'");
+  expect_usage_error("features GMM-1 --target vulkan", "unknown kind 'vulkan'");
 }
 
 TEST(CliModel, SampleMeasureTrainAndEvaluate) {
@@ -326,7 +326,8 @@ TEST(CliModel, SampleMeasureTrainAndEvaluate) {
   expect_usage_error("model eval --model " + records + " --records " + records, "is not JSON");
   expect_usage_error("model train --records /nonexistent.jsonl -o " + model, "cannot read records file");
   expect_usage_error("sample-measure GMM-1 --samples 1 --records /nonexistent/dir/r.jsonl", "cannot write records file");
-  expect_usage_error("sample-measure GMM-1 --samples 1 --records " + records + " --target cuda", "CUDA kernels cannot be run");
+  expect_usage_error("sample-measure GMM-1 --samples 1 --records " + records + " --target cuda", "cuda kernels cannot be run");
+  expect_usage_error("tune GMM-1 --trials 4 --target opencl", "opencl kernels cannot be run");
   expect_usage_error("model", "A subcommand is required");
   std::remove(records.c_str());
   std::remove(model.c_str());
@@ -476,6 +477,12 @@ TEST(CliSpace, PrintsSpacesSamplesAndWritesJson) {
   Result gpu = run("space SFM-1 --samples 10 --target cuda");
   ASSERT_EQ(gpu.code, 0) << gpu.err;
   EXPECT_THAT(gpu.out, testing::HasSubstr("threadIdx.x"));
+  // OpenCL shares the GPU design space: bound, valid for its limits, correct in the interpreter.
+  Result cl = run("space SFM-1 --samples 10 --target 'opencl -max-threads-per-block=256'");
+  ASSERT_EQ(cl.code, 0) << cl.err;
+  EXPECT_THAT(cl.out, testing::HasSubstr("threadIdx.x"));
+  EXPECT_THAT(cl.out, testing::HasSubstr("on opencl -max-threads-per-block=256"));
+  EXPECT_THAT(cl.out, testing::HasSubstr("10 of 10 correct (interpreter)"));
   Result compiled = run("space 'C[i,j] += A[i,k] * B[k,j]' --extents i=50,j=49,k=7 --samples 3 --compile");
   ASSERT_EQ(compiled.code, 0) << compiled.err;
   EXPECT_THAT(compiled.out, testing::HasSubstr("3 of 3 correct (compiled)"));
@@ -483,7 +490,9 @@ TEST(CliSpace, PrintsSpacesSamplesAndWritesJson) {
 
 TEST(CliSpace, BadInputsExitTwoWithOneLine) {
   expect_usage_error("space NOPE-1", "NOPE-1");
-  expect_usage_error("space GMM-1 --target opencl", "unknown kind 'opencl'");
+  expect_usage_error("space GMM-1 --target vulkan", "unknown kind 'vulkan'");
+  expect_usage_error("space GMM-1 --target 'opencl -arch=sm_90'", "unknown option '-arch' for opencl");
+  expect_usage_error("space GMM-1 --target opencl --compile", "--compile needs a CPU target");
   expect_usage_error("space GMM-1 --target 'llvm -num-cores x'", "positive integer");
   expect_usage_error("space GMM-1 --target cuda --compile", "--compile needs a CPU target");
   expect_usage_error("space GMM-1 --samples -3", "--samples");

@@ -80,7 +80,7 @@ std::string progress_line(int batch_no, const SampleMeasureReport& r, double flo
 }  // namespace
 
 SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
-  if (target.is_gpu()) throw Error("sample-measure: CUDA kernels cannot be run yet (measure an llvm target)");
+  if (target.is_gpu()) throw Error(fmt::format("sample-measure: {} kernels cannot be run yet (measure an llvm target)", target.kind));
   target::check_runs_on_host(target.cpu_info());
   if (options.records_path.empty()) throw Error("sample-measure: no records file");
   {  // fail before any work if the file cannot be written

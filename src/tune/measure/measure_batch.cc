@@ -37,7 +37,7 @@ void remove_objects(const std::vector<BuildResult>& built) {
 }  // namespace
 
 Measurer::Measurer(const Target& target, RunnerOptions runner) {
-  if (target.is_gpu()) throw Error("CUDA kernels cannot be run yet (measure an llvm target)");
+  if (target.is_gpu()) throw Error(fmt::format("{} kernels cannot be run yet (measure an llvm target)", target.kind));
   static std::atomic<int> count{0};
   object_dir_ = (std::filesystem::temp_directory_path() / fmt::format("tyche_measure_{}_{}", ::getpid(), count++)).string();
   builder_ = std::make_unique<Builder>(BuilderOptions{.object_dir = object_dir_, .cpu = target.cpu_info().name});

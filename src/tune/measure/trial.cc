@@ -25,7 +25,7 @@ TuningRecord Trial::record(const RecordWorkload& workload, const RecordTarget& t
 }
 
 RecordTarget record_target(const Target& target) {
-  if (target.is_gpu()) return RecordTarget{"cuda", 1, "", "", "", "", ""};
+  if (target.is_gpu()) return RecordTarget{target.kind, 1, "", "", "", "", ""};
   const target::Cpu& cpu = target.cpu_info();
   return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string, ""};
 }

@@ -25,7 +25,7 @@ bool stopped(const TuneOptions& o) { return o.stop && o.stop->load(); }
 
 // Refuses bad options before any work.
 void check_options(const std::vector<TuneTask>& tasks, const Target& target, const TuneOptions& o) {
-  if (target.is_gpu()) throw Error("tune: CUDA kernels cannot be run yet (tune an llvm target)");
+  if (target.is_gpu()) throw Error(fmt::format("tune: {} kernels cannot be run yet (tune an llvm target)", target.kind));
   if (tasks.empty()) throw Error("tune: no workload to tune");
   if (o.trials <= 0 || o.batch <= 0) throw Error("tune: --trials and the batch must be positive");
   const runtime::TimeOptions& timing = o.runner.time;
