@@ -1,0 +1,78 @@
+// CUDA at run time: NVRTC compiles CUDA C (here, where the toolkit is installed; skipped, saying
+// why, where it is not), and the driver's absence is one line (these machines have none; on a
+// machine with a GPU the driver answers instead).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "runtime/cuda.h"
+#include "support/error.h"
+
+namespace tyche::runtime::cuda {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+#define NVRTC_OR_SKIP()                        \
+  try {                                        \
+    nvrtc_version();                           \
+  } catch (const Error& e) {                   \
+    GTEST_SKIP() << e.what();                  \
+  }
+
+void expect_one_line(const std::function<void()>& f, const std::string& expect) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected " << expect;
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_THAT(m, HasSubstr(expect));
+    EXPECT_THAT(m, Not(HasSubstr("\n"))) << m;
+  }
+}
+
+const char* kSaxpy = R"(
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+})";
+
+TEST(Nvrtc, CompilesForEachArchitectureToPtxAndACubin) {
+  NVRTC_OR_SKIP();
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    Compiled c = compile(kSaxpy, arch);
+    EXPECT_THAT(c.ptx, HasSubstr(".entry saxpy")) << arch;
+    EXPECT_THAT(c.ptx, HasSubstr(std::string(".target ") + arch)) << arch;
+    ASSERT_GE(c.cubin.size(), 4u) << arch;
+    EXPECT_EQ(std::string(c.cubin.data() + 1, 3), "ELF") << arch;
+  }
+}
+
+TEST(Nvrtc, RefusalsAreOneLine) {
+  NVRTC_OR_SKIP();
+  expect_one_line([] { compile("__global__ void k(int* x) { x[0] = undeclared; }", "sm_90"); }, "does not compile for sm_90");
+  expect_one_line([] { compile(kSaxpy, "compute_90"); }, "must be a real one such as sm_90");
+  expect_one_line([] { compile(kSaxpy, "sm_10"); }, "NVRTC refused the compilation for sm_10");
+}
+
+TEST(Nvrtc, AMissingLibraryIsOneLine) {
+  expect_one_line([] { nvrtc_version("/nonexistent/libnvrtc.so"); }, "cannot load NVRTC (/nonexistent/libnvrtc.so");
+}
+
+TEST(CudaDriver, NoDriverIsOneLineAndADriverAnswers) {
+  expect_one_line([] { driver_version("/nonexistent/libcuda.so.1"); }, "cannot load the CUDA driver");
+  try {
+    EXPECT_GT(driver_version(), 0);  // a machine with a GPU
+  } catch (const Error& e) {
+    std::string m = e.what();  // these machines: no libcuda.so.1, or no device
+    EXPECT_THAT(m, Not(HasSubstr("\n")));
+    EXPECT_TRUE(m.find("cannot load the CUDA driver") != std::string::npos || m.find("CUDA: cu") != std::string::npos ||
+                m.find("no device") != std::string::npos)
+        << m;
+  }
+}
+
+}  // namespace
+}  // namespace tyche::runtime::cuda
