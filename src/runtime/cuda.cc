@@ -7,9 +7,9 @@
 #include <memory>
 #include <mutex>
 #include <regex>
-#include <sstream>
 #include <type_traits>
 
+#include "runtime/compiler_log.h"
 #include "support/error.h"
 
 namespace tyche::runtime::cuda {
@@ -92,17 +92,6 @@ const Nvrtc& nvrtc(const std::string& requested) {
   return *loaded.emplace(key, std::move(n)).first->second;
 }
 
-// The first line of a compiler log that reports an error, else its first nonempty line.
-std::string first_error(const std::string& log) {
-  std::istringstream in(log);
-  std::string line, first;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (first.empty()) first = line;
-    if (line.find("error") != std::string::npos) return line;
-  }
-  return first.empty() ? "no compiler log" : first;
-}
 
 }  // namespace
 
@@ -133,8 +122,8 @@ Compiled compile(const std::string& source, const std::string& arch, const std::
     n.GetProgramLog(program, out.log.data());
     while (!out.log.empty() && out.log.back() == '\0') out.log.pop_back();
   }
-  if (code == kNvrtcCompilation) throw_error("CUDA: the program does not compile for {}: {}", arch, first_error(out.log));
-  if (code != kNvrtcSuccess) throw_error("CUDA: NVRTC refused the compilation for {}: {} ({})", arch, n.GetErrorString(code), first_error(out.log));
+  if (code == kNvrtcCompilation) throw_error("CUDA: the program does not compile for {}: {}", arch, first_error_line(out.log));
+  if (code != kNvrtcSuccess) throw_error("CUDA: NVRTC refused the compilation for {}: {} ({})", arch, n.GetErrorString(code), first_error_line(out.log));
   if (n.GetPTXSize(program, &size) != kNvrtcSuccess) throw_error("CUDA: nvrtcGetPTXSize failed");
   out.ptx.resize(size);
   n.GetPTX(program, out.ptx.data());

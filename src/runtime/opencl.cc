@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <type_traits>
 
+#include "runtime/compiler_log.h"
 #include "support/error.h"
 
 namespace tyche::runtime::opencl {
@@ -136,17 +136,6 @@ std::string info_string(cl_int (*get)(cl_handle, cl_uint, size_t, void*, size_t*
   return s;
 }
 
-// The first line of a build log that reports an error, else its first nonempty line.
-std::string first_error(const std::string& log) {
-  std::istringstream in(log);
-  std::string line, first;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (first.empty()) first = line;
-    if (line.find("error") != std::string::npos) return line;
-  }
-  return first.empty() ? "no build log" : first;
-}
 
 }  // namespace
 
@@ -226,7 +215,7 @@ Program Device::build(const std::string& source, const std::string& options) con
     cl.GetProgramBuildInfo(program, state_->device, kProgramBuildLog, 0, nullptr, &size);
     std::string log(size, '\0');
     cl.GetProgramBuildInfo(program, state_->device, kProgramBuildLog, size, log.data(), nullptr);
-    throw_error("OpenCL: the program does not build: {}", first_error(log));
+    throw_error("OpenCL: the program does not build: {}", first_error_line(log, "no build log"));
   }
   check(code, "clBuildProgram");
   return p;

@@ -4,8 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <functional>
-
+#include "../../common/one_line_error.h"
 #include "runtime/cuda.h"
 #include "support/error.h"
 
@@ -22,16 +21,7 @@ using ::testing::Not;
     GTEST_SKIP() << e.what();                  \
   }
 
-void expect_one_line(const std::function<void()>& f, const std::string& expect) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected " << expect;
-  } catch (const Error& e) {
-    std::string m = e.what();
-    EXPECT_THAT(m, HasSubstr(expect));
-    EXPECT_THAT(m, Not(HasSubstr("\n"))) << m;
-  }
-}
+using tyche::testing::expect_one_line_error;
 
 const char* kSaxpy = R"(
 extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
@@ -52,17 +42,17 @@ TEST(Nvrtc, CompilesForEachArchitectureToPtxAndACubin) {
 
 TEST(Nvrtc, RefusalsAreOneLine) {
   NVRTC_OR_SKIP();
-  expect_one_line([] { compile("__global__ void k(int* x) { x[0] = undeclared; }", "sm_90"); }, "does not compile for sm_90");
-  expect_one_line([] { compile(kSaxpy, "compute_90"); }, "must be a real one such as sm_90");
-  expect_one_line([] { compile(kSaxpy, "sm_10"); }, "NVRTC refused the compilation for sm_10");
+  expect_one_line_error([] { compile("__global__ void k(int* x) { x[0] = undeclared; }", "sm_90"); }, "does not compile for sm_90");
+  expect_one_line_error([] { compile(kSaxpy, "compute_90"); }, "must be a real one such as sm_90");
+  expect_one_line_error([] { compile(kSaxpy, "sm_10"); }, "NVRTC refused the compilation for sm_10");
 }
 
 TEST(Nvrtc, AMissingLibraryIsOneLine) {
-  expect_one_line([] { nvrtc_version("/nonexistent/libnvrtc.so"); }, "cannot load NVRTC (/nonexistent/libnvrtc.so");
+  expect_one_line_error([] { nvrtc_version("/nonexistent/libnvrtc.so"); }, "cannot load NVRTC (/nonexistent/libnvrtc.so");
 }
 
 TEST(CudaDriver, NoDriverIsOneLineAndADriverAnswers) {
-  expect_one_line([] { driver_version("/nonexistent/libcuda.so.1"); }, "cannot load the CUDA driver");
+  expect_one_line_error([] { driver_version("/nonexistent/libcuda.so.1"); }, "cannot load the CUDA driver");
   try {
     EXPECT_GT(driver_version(), 0);  // a machine with a GPU
   } catch (const Error& e) {

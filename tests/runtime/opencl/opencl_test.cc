@@ -13,6 +13,7 @@
 #include <numeric>
 #include <optional>
 
+#include "../../common/one_line_error.h"
 #include "runtime/opencl.h"
 #include "support/error.h"
 
@@ -21,6 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using tyche::testing::expect_one_line_error;
 
 // The device, or a reason to skip.
 std::optional<Device> device(std::string& why) {
@@ -98,25 +100,15 @@ TEST(OpenCl, AWorkGroupReducesInLocalMemoryWithBarriers) {
 
 TEST(OpenCl, RefusalsAreOneLine) {
   OPEN_OR_SKIP(d);
-  auto one_line = [](const std::function<void()>& f, const std::string& expect) {
-    try {
-      f();
-      ADD_FAILURE() << "no error; expected " << expect;
-    } catch (const Error& e) {
-      std::string m = e.what();
-      EXPECT_THAT(m, HasSubstr(expect));
-      EXPECT_THAT(m, Not(HasSubstr("\n"))) << m;
-    }
-  };
   // The compiler's first error, not the whole log.
-  one_line([&] { d->build("__kernel void k(__global int* x) { x[0] = undeclared; }"); }, "does not build");
+  expect_one_line_error([&] { d->build("__kernel void k(__global int* x) { x[0] = undeclared; }"); }, "does not build");
   Program p = d->build("__kernel void k(__global int* x) { x[get_global_id(0)] = 1; }");
   Buffer b = d->allocate(16);
-  one_line([&] { d->run(p, "missing", {Arg::of(b)}, {4}); }, "no kernel missing");
-  one_line([&] { d->run(p, "k", {Arg::of(b)}, {4, 4, 4, 4}); }, "4 work dimensions");
-  one_line([&] { d->run(p, "k", {Arg::of(b)}, {4}, {2, 2}); }, "2 work-group dimensions");
+  expect_one_line_error([&] { d->run(p, "missing", {Arg::of(b)}, {4}); }, "no kernel missing");
+  expect_one_line_error([&] { d->run(p, "k", {Arg::of(b)}, {4, 4, 4, 4}); }, "4 work dimensions");
+  expect_one_line_error([&] { d->run(p, "k", {Arg::of(b)}, {4}, {2, 2}); }, "2 work-group dimensions");
   std::vector<uint8_t> big(32);
-  one_line([&] { d->write(b, big.data(), big.size()); }, "writing 32 bytes into a buffer of 16");
+  expect_one_line_error([&] { d->write(b, big.data(), big.size()); }, "writing 32 bytes into a buffer of 16");
 }
 
 TEST(OpenCl, NoPlatformIsOneLine) {
