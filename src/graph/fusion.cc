@@ -145,9 +145,7 @@ class Fuser {
       int in = g_.nodes[k].inputs[0];
       int p = in >= 0 ? producer_[static_cast<size_t>(in)] : -1;
       // The group must still end in the node that made k's input, its new result.
-      if (r < 0 || group_[static_cast<size_t>(r)] == grp || p < 0 || group_[static_cast<size_t>(p)] != grp ||
-          members[members.size() - 2] != p || reads_from_group(kk, grp, 1))
-        continue;
+      if (r < 0 || group_[static_cast<size_t>(r)] == grp || p < 0 || members[members.size() - 2] != p || scale_made_in(kk, grp)) continue;
       members.pop_back();
       int into = group_[static_cast<size_t>(r)];
       group_[k] = into;
@@ -156,10 +154,11 @@ class Fuser {
     }
   }
 
-  // Whether node k reads a value made in group grp through its inputs from index `from` on.
-  bool reads_from_group(int k, int grp, size_t from) const {
+  // Whether an input of node k after its first (a dequantization's scale or zero point, a
+  // constant in a quantized model) is made in group grp, which k then could not leave.
+  bool scale_made_in(int k, int grp) const {
     const auto& ins = g_.nodes[static_cast<size_t>(k)].inputs;
-    for (size_t i = from; i < ins.size(); ++i) {
+    for (size_t i = 1; i < ins.size(); ++i) {
       int p = ins[i] >= 0 ? producer_[static_cast<size_t>(ins[i])] : -1;
       if (p >= 0 && group_[static_cast<size_t>(p)] == grp) return true;
     }

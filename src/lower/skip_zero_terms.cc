@@ -95,9 +95,9 @@ bool has_loop(const ir::Stmt& s) {
 ir::Expr compare(ir::ExprKind kind, ir::Expr a, ir::Expr b) { return ir::make_binary(kind, std::move(a), std::move(b)); }
 
 // Buffers allocated at the function's top whose every store is  P[e..] = if_then_else(g, x, 0):
-// per buffer, the conjuncts of g that bound one scalar index e_k (up to a constant), written over
-// placeholders for the indices, and kept where every store has them. P[l..] is zero unless they
-// hold with l for the placeholders.
+// per buffer, the conjuncts of g that bound one scalar index e_k (up to a constant), written in
+// terms of index variables d0, d1, ... (e_k >= 1 becomes d_k >= 1), and kept where every store
+// has them. A load P[l..] is zero unless they hold with l_k substituted for d_k.
 struct PaddedBuffer {
   std::vector<ir::Var> dims;
   std::optional<Conjuncts> bounds;  // nullopt until a store is seen
