@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_codegen.h"
+#include "codegen/opencl_function.h"
+#include "gpu_run.h"
 #include "target/cpu.h"
 #include "codegen/export.h"
 #include "codegen/layout_rewrites.h"
@@ -223,6 +225,15 @@ std::ofstream open_json_output(const Options& o) {
 
 // Compiles with LLVM, checks against the reference, times, and reports latency and GFLOP/s.
 int cmd_run(const Options& o) {
+  if (target::Target gpu = target::Target::parse(o.target); gpu.is_gpu()) {
+    tools::GpuRunOptions g{.target = gpu, .auto_bind = o.trace_file.empty() && o.db.empty(), .seed = o.seed, .emit = o.emit,
+                           .dump_ir = o.dump_ir, .repeat = o.repeat, .json_file = o.json_file};
+    if (o.emit == "llvm" || o.emit == "asm" || o.emit == "c") throw Error(fmt::format("--emit {} is for CPU code: use ir, cuda or opencl", o.emit));
+    if (!o.db.empty()) throw Error("--db with a GPU target: GPU tuning records are not kept yet; give a --trace");
+    workloads::Workload w = load(o);
+    return tools::run_on_gpu(std::move(w), g);
+  }
+  if (o.emit == "cuda" || o.emit == "opencl") throw Error(fmt::format("--emit {} needs --target {}", o.emit, o.emit));
   std::ofstream json_out = open_json_output(o);
   workloads::Workload w = load(o);
   if (o.threads > 0) runtime::ThreadPool::global().set_num_threads(o.threads);
@@ -557,20 +568,29 @@ int cmd_space(const Options& o) {
     const target::Cpu& cpu = target::resolve_cpu(target.cpu);  // an unknown name fails here
     if (o.compile) target::check_runs_on_host(cpu);
   }
-  if (o.compile && target.is_gpu())
-    throw Error("--compile needs a CPU target: GPU code generation (cuda, opencl) is not available yet (check in the interpreter instead)");
+  if (o.compile && target.kind == "cuda")
+    throw Error("--compile with cuda: NVRTC compilation of the samples is not available yet (use --target opencl --compile to run them on PoCL)");
   workloads::Workload w = workloads::resolve(o.workload, o.extents, o.dtypes);
-  // Checking in the interpreter needs small shapes; compiled code checks the real one.
-  if (!o.compile) w = workloads::scaled_down(w);
-  tune::SampleSpaceReport r =
-      tune::sample_space(w, target, {.samples = o.samples, .seed = o.seed, .compile = o.compile, .check = true});
+  // Checking in the interpreter needs small shapes; compiled code checks the real one (on PoCL,
+  // which runs GPU code on the CPU, the small one too).
+  const bool opencl = target.kind == "opencl";
+  if (!o.compile || opencl) w = workloads::scaled_down(w);
+  tune::SampleSpaceOptions so{.samples = o.samples, .seed = o.seed, .compile = o.compile, .check = true};
+  std::optional<runtime::opencl::Device> device;
+  if (o.compile && opencl) {
+    device = runtime::opencl::Device::open();
+    so.checker = [&](const ir::PrimFunc& f, const std::vector<runtime::NDArray>& in, const std::vector<runtime::NDArray>& expected) {
+      return codegen::check_on_opencl(f, *device, in, expected);
+    };
+  }
+  tune::SampleSpaceReport r = tune::sample_space(w, target, so);
   for (size_t i = 0; i < r.spaces.size(); ++i) fmt::print("# design space {}\n{}\n", i, r.spaces[i]);
   for (const std::string& f : r.failures) fmt::print(stderr, "{}\n", f);
   double pct = r.samples ? 100.0 * r.valid / r.samples : 0.0;
   fmt::print("{} [{}] on {}: {} design spaces; {} samples, {} valid ({:.1f}%), {} of {} correct ({}); invalid: {}; "
              "median sample+replay+postprocess {:.3f} ms\n",
              w.name, w.shape, target.str(), r.spaces.size(), r.samples, r.valid, pct, r.correct, r.checked,
-             o.compile ? "compiled" : "interpreter", refusal_text(r.invalid_reasons),
+             o.compile ? (opencl ? "OpenCL, scaled down" : "compiled") : "interpreter", refusal_text(r.invalid_reasons),
              r.median_candidate_seconds * 1e3);
   if (!o.json_file.empty()) {
     nlohmann::json reasons_json = nlohmann::json::object();
@@ -661,14 +681,17 @@ int main(int argc, char** argv) {
                     "generate code for: host (default; TYCHE_CPU overrides), x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU "
                     "name (znver3)");
   space->add_option("--samples", opts.samples, "programs to sample (default 100)")->check(CLI::NonNegativeNumber);
-  space->add_flag("--compile", opts.compile, "check at full size with LLVM-compiled code (default: interpreter, scaled down)");
+  space->add_flag("--compile", opts.compile,
+                  "check at full size with LLVM-compiled code; opencl: run on the OpenCL device, scaled down (default: interpreter, scaled down)");
   space->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_90' or opencl");
   space->add_option("--json", opts.json_file, "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
   space->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")->required();
   space->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
   space->add_option("--dtypes", opts.dtypes, "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32");
   space->add_option("--seed", opts.seed, "seed of the space generation and of the samples (default 0)");
-  run->add_option("--emit", opts.emit, "also print the lowered IR, C source, LLVM IR or assembly")->check(CLI::IsMember({"ir", "c", "llvm", "asm"}));
+  run->add_option("--emit", opts.emit, "also print the lowered IR, C source, LLVM IR or assembly (CPU); the IR, CUDA C or OpenCL C (GPU)")
+      ->check(CLI::IsMember({"ir", "c", "llvm", "asm", "cuda", "opencl"}));
+  run->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME', 'cuda -arch=sm_90' (compiled with NVRTC) or opencl (run on PoCL here)");
   run->add_option("--threads", opts.threads, "threads for parallel loops (default: all)")->check(CLI::PositiveNumber);
   run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
   run->add_flag("--dump-ir", opts.dump_ir, "print the IR after every lowering pass");

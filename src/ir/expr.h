@@ -144,10 +144,14 @@ struct BufferLoadNode : ExprNode {
 // the result is acc[m*N + n] + sum over t < K of a[m*K + t] * b[(t, n)], types and rounding as
 // group_dot's (one row with K = G is group_dot). The backend emits the tile instructions where the
 // CPU has them and group_dots elsewhere.
+// kThreadBarrier() (int32, evaluated for its effect): the GPU threads of a block wait there until
+// all have reached it, and their shared-memory writes before it are seen after it. Only the GPU
+// back end's lowering inserts it.
 // kRound rounds to the nearest integer, halves to even (nearbyint; numpy.round, ONNX's
 // QuantizeLinear), not C's round, which takes halves away from zero.
 enum class CallOp : uint8_t {
   kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot, kRound, kTileDot,
+  kThreadBarrier,
 };
 const char* call_op_name(CallOp op);
 std::optional<CallOp> call_op_from_name(const std::string& name);

@@ -258,6 +258,7 @@ Expr call(CallOp op, std::vector<Expr> args) {
     throw_error("{} takes {} argument(s), got {}", call_op_name(op), call_op_arity(op), args.size());
   if (op == CallOp::kGroupDot) return group_dot(args[0], args[1], args[2]);
   if (op == CallOp::kTileDot) return tile_dot(args[0], args[1], args[2], args[3]);
+  if (op == CallOp::kThreadBarrier) return Expr(std::make_shared<CallNode>(kInt32, op, std::move(args)));
   if (op == CallOp::kIfThenElse) {
     if (auto c = as_const_int(args[0])) return *c ? args[1] : args[2];
     reconcile(args[1], args[2]);

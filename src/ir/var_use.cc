@@ -43,4 +43,18 @@ bool stmt_uses_var(const Stmt& s, const VarNode* var) {
   return f.found;
 }
 
+bool loads_buffer(const Expr& e, const BufferNode* buffer) {
+  struct Finder : StmtExprVisitor {
+    const BufferNode* target = nullptr;
+    bool found = false;
+    void visit_buffer_load(const BufferLoadNode* n) override {
+      found |= !target || n->buffer.get() == target;
+      StmtExprVisitor::visit_buffer_load(n);
+    }
+  } f;
+  f.target = buffer;
+  f.visit_expr(e);
+  return f.found;
+}
+
 }  // namespace tyche::ir

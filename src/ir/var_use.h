@@ -1,5 +1,5 @@
-// Which variables an expression or statement mentions: the question primitives, rules,
-// postprocessors and lowering passes all ask (does this binding use that loop?).
+// Which variables an expression or statement mentions, and which buffers it loads: the questions
+// primitives, rules, postprocessors and lowering passes all ask (does this binding use that loop?).
 #pragma once
 
 #include <concepts>
@@ -33,5 +33,8 @@ inline bool uses_any(const Expr& e, const VarSet& vars) {
 }
 // The same for a statement (its expressions, loop ranges and nested statements).
 bool stmt_uses_var(const Stmt& s, const VarNode* var);
+
+// True when `e` loads from `buffer` anywhere (from any buffer when `buffer` is null).
+bool loads_buffer(const Expr& e, const BufferNode* buffer = nullptr);
 
 }  // namespace tyche::ir

@@ -4,7 +4,8 @@
 // iteration to another (distinct iterations touch disjoint elements, or each iteration writes
 // everything it reads before reading it), and shrinks it to the region one iteration touches
 // (TVM's buffer-allocation planning and compaction). A small tile inside a loop nest is what lets
-// the backend keep it in registers; an allocation inside a parallel loop becomes per-thread.
+// the backend keep it in registers; an allocation inside a parallel loop becomes per-thread. A
+// shared (GPU) buffer never goes below a loop bound to threadIdx: its threads share it.
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
@@ -146,6 +147,10 @@ class Compactor : public ir::StmtExprMutator {
     if (!region) return rebuild(n, self, body);
     std::optional<bool> self_contained;  // asked only when some loop's iterations overlap
     while (depth < lca.size()) {
+      // A shared buffer is the block's threads' own: it stays above their loops.
+      if (buf->scope.starts_with("shared") && lca[depth]->for_kind == ir::ForKind::kThreadBinding &&
+          lca[depth]->thread_tag.starts_with("threadIdx"))
+        break;
       std::optional<Region> inner = region_at(collector, lca, depth + 1);
       if (!inner) break;
       if (!iterations_disjoint(*inner, lca[depth])) {

@@ -3,6 +3,7 @@
 #include "arith/analyzer.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
 #include "lower/lower.h"
 
 namespace tyche::lower {
@@ -41,16 +42,7 @@ class SimplifyPass : public ir::StmtExprMutator {
  private:
   // Integer loads (an index read from a tensor) are left alone: the simplifier reasons about
   // pure arithmetic.
-  static bool has_load(const ir::Expr& e) {
-    bool found = false;
-    struct Finder : ir::StmtExprVisitor {
-      bool* found;
-      void visit_buffer_load(const ir::BufferLoadNode*) override { *found = true; }
-    } f;
-    f.found = &found;
-    f.visit_expr(e);
-    return found;
-  }
+  static bool has_load(const ir::Expr& e) { return ir::loads_buffer(e); }
 
   arith::Analyzer analyzer_;
 };

@@ -36,6 +36,8 @@ constexpr int64_t floormod(int64_t a, int64_t b) { return detail::tyche_floormod
 #define TYCHE_STRINGIFY(...) TYCHE_STRINGIFY_EXPANDED(__VA_ARGS__)
 // The same two functions as C source, `static inline`, for generated code.
 inline constexpr const char* kIntDivisionCSource = TYCHE_STRINGIFY(TYCHE_INT_DIVISION(static inline));
+// For GPU code: the prelude defines TYCHE_DEVICE for its dialect.
+inline constexpr const char* kIntDivisionGpuSource = TYCHE_STRINGIFY(TYCHE_INT_DIVISION(TYCHE_DEVICE));
 #undef TYCHE_STRINGIFY
 #undef TYCHE_STRINGIFY_EXPANDED
 

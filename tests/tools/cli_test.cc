@@ -416,6 +416,29 @@ TEST(CliRun, BadInputsExitTwoWithOneLine) {
   expect_usage_error("run GMM-1 --threads 0", "--threads");
   expect_usage_error("run GMM-1 --json /nonexistent/dir/x.json", "cannot write '/nonexistent/dir/x.json'");
   expect_usage_error("run GMM-1 --trace /nonexistent.py", "cannot read trace file");
+  expect_usage_error("run GMM-1 --target opencl --emit llvm", "--emit llvm is for CPU code");
+  expect_usage_error("run GMM-1 --emit cuda", "--emit cuda needs --target cuda");
+  expect_usage_error("run GMM-1 --target 'opencl -arch=sm_90'", "unknown option '-arch' for opencl");
+}
+
+// A GPU target: AutoBind's program lowered for the GPU; OpenCL runs it on the device (PoCL here)
+// and checks it, CUDA prints it and compiles it with NVRTC (running it needs a driver).
+TEST(CliRun, GpuTargetsRunOnOpenCLAndCompileForCuda) {
+  Result cl = run("run SFM-1 --scale-down --repeat 2 --target opencl --emit opencl");
+  if (cl.code != 0 && cl.err.find("OpenCL") != std::string::npos && cl.out.empty()) GTEST_SKIP() << cl.err;
+  ASSERT_EQ(cl.code, 0) << cl.err;
+  EXPECT_THAT(cl.out, testing::HasSubstr("__kernel"));
+  EXPECT_THAT(cl.out, testing::HasSubstr("4 kernel(s), OpenCL device"));
+  EXPECT_THAT(cl.out, testing::HasSubstr("correct"));
+  Result ir = run("run GMM-1 --scale-down --repeat 1 --target opencl --emit ir --trace " + write_temp("gpu_gmm.py",
+      "b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.bind(loop=l2, thread_axis=\"blockIdx.x\")\n"
+      "sch.bind(loop=l3, thread_axis=\"threadIdx.x\")\n"));
+  ASSERT_EQ(ir.code, 0) << ir.err;
+  EXPECT_THAT(ir.out, testing::HasSubstr("# kernel GMM_kernel0: grid (32, 1, 1), block (32, 1, 1)"));
+  Result cu = run("run GMM-1 --scale-down --target 'cuda -arch=sm_90' --emit cuda");
+  EXPECT_THAT(cu.out, testing::HasSubstr("extern \"C\""));
+  EXPECT_THAT(cu.out, testing::HasSubstr("__global__ void __launch_bounds__("));
+  if (cu.code != 0) EXPECT_EQ(count_lines(cu.err), 1) << cu.err;  // no NVRTC, or no driver
 }
 
 }  // namespace
@@ -492,9 +515,8 @@ TEST(CliSpace, BadInputsExitTwoWithOneLine) {
   expect_usage_error("space NOPE-1", "NOPE-1");
   expect_usage_error("space GMM-1 --target vulkan", "unknown kind 'vulkan'");
   expect_usage_error("space GMM-1 --target 'opencl -arch=sm_90'", "unknown option '-arch' for opencl");
-  expect_usage_error("space GMM-1 --target opencl --compile", "--compile needs a CPU target");
   expect_usage_error("space GMM-1 --target 'llvm -num-cores x'", "positive integer");
-  expect_usage_error("space GMM-1 --target cuda --compile", "--compile needs a CPU target");
+  expect_usage_error("space GMM-1 --target cuda --compile", "--compile with cuda");
   expect_usage_error("space GMM-1 --samples -3", "--samples");
   expect_usage_error("space GMM-1 --json /nonexistent/dir/out.json", "cannot write");
   expect_usage_error("space", "workload");

@@ -14,6 +14,7 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "ir/reducer.h"
 #include "ir/var_use.h"
 #include "schedule/analysis.h"
 #include "schedule/instruction_impl.h"
@@ -41,47 +42,6 @@ std::vector<const ir::VarNode*> vars_of(const ir::Expr& e) {
   VarCollector c;
   if (e.defined()) c.visit_expr(e);
   return c.vars;
-}
-
-// True when `e` loads from `buffer` anywhere.
-bool loads_buffer(const ir::Expr& e, const ir::BufferNode* buffer) {
-  struct Finder : ir::StmtExprVisitor {
-    const ir::BufferNode* target = nullptr;
-    bool found = false;
-    void visit_buffer_load(const ir::BufferLoadNode* n) override {
-      found |= n->buffer.get() == target;
-      StmtExprVisitor::visit_buffer_load(n);
-    }
-  } f;
-  f.target = buffer;
-  f.visit_expr(e);
-  return f.found;
-}
-
-// Exact equality (variables and buffers by identity), unlike structural_equal, which would
-// consider B[vi, vj] and B[vj, vi] equal modulo renaming.
-bool same_expr(const ir::Expr& a, const ir::Expr& b) {
-  if (a.same_as(b)) return true;
-  if (!a.defined() || !b.defined() || a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
-  if (auto* x = a.as<ir::IntImmNode>()) return x->value == b.as<ir::IntImmNode>()->value;
-  if (auto* x = a.as<ir::FloatImmNode>()) return x->value == b.as<ir::FloatImmNode>()->value;
-  if (auto* x = a.as_binary()) return same_expr(x->a, b.as_binary()->a) && same_expr(x->b, b.as_binary()->b);
-  if (auto* x = a.as<ir::CastNode>()) return same_expr(x->value, b.as<ir::CastNode>()->value);
-  if (auto* x = a.as<ir::BufferLoadNode>()) {
-    auto* y = b.as<ir::BufferLoadNode>();
-    if (!x->buffer.same_as(y->buffer) || x->indices.size() != y->indices.size()) return false;
-    for (size_t i = 0; i < x->indices.size(); ++i)
-      if (!same_expr(x->indices[i], y->indices[i])) return false;
-    return true;
-  }
-  return false;
-}
-
-bool same_indices(const std::vector<ir::Expr>& a, const std::vector<ir::Expr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!same_expr(a[i], b[i])) return false;
-  return true;
 }
 
 // The conjuncts of a predicate (an undefined predicate has none).
@@ -188,66 +148,6 @@ std::optional<ScheduleError> check_no_unbound_loop(const std::vector<SRef>& loop
                          l);
   }
   return std::nullopt;
-}
-
-// ---- reducer detection ----
-
-struct Reducer {
-  ir::ExprKind combine;          // kAdd, kMul, kMax or kMin
-  const ir::BufferStoreNode* init;
-  const ir::BufferStoreNode* update;
-  ir::Expr value;                // what is combined into the accumulator
-};
-
-bool is_identity(ir::ExprKind combine, const ir::Expr& e) {
-  DataType t = e.dtype();
-  auto* f = e.as<ir::FloatImmNode>();
-  auto* i = e.as<ir::IntImmNode>();
-  if (!f && !i) return false;
-  double v = f ? f->value : static_cast<double>(i->value);
-  auto lowest_float = [&]() {
-    if (t.bits() == 64) return -std::numeric_limits<double>::max();
-    if (t.bits() == 32) return static_cast<double>(-std::numeric_limits<float>::max());
-    return -65504.0;
-  };
-  switch (combine) {
-    case ir::ExprKind::kAdd: return v == 0;
-    case ir::ExprKind::kMul: return v == 1;
-    case ir::ExprKind::kMax:
-      return f ? (std::isinf(v) && v < 0) || v == lowest_float() : i->value == *ir::as_const_int(ir::min_value(t));
-    case ir::ExprKind::kMin:
-      return f ? (std::isinf(v) && v > 0) || v == -lowest_float() : i->value == *ir::as_const_int(ir::max_value(t));
-    default: return false;
-  }
-}
-
-// init: B[idx] = identity; body: B[idx] = combine(B[idx], value) (either operand order).
-Result<Reducer> match_reducer(const ir::BlockNode* b) {
-  auto fail = [&](const std::string& why) {
-    return ScheduleError(ErrorCode::kNotReduction, fmt::format("rfactor: block '{}' {}", b->name, why), b);
-  };
-  auto* init = b->init.as<ir::BufferStoreNode>();
-  auto* update = b->body.as<ir::BufferStoreNode>();
-  if (!init || !update) return fail("is not a single-store reduction (init and body must each be one store)");
-  if (!init->buffer.same_as(update->buffer) || !same_indices(init->indices, update->indices) ||
-      !update->buffer.same_as(b->writes[0].buffer))
-    return fail("does not initialize and update the same element");
-  auto* bin = update->value.as_binary();
-  ir::ExprKind k = bin ? update->value.kind() : ir::ExprKind::kNot;
-  if (k != ir::ExprKind::kAdd && k != ir::ExprKind::kMul && k != ir::ExprKind::kMax && k != ir::ExprKind::kMin)
-    return fail("does not combine with +, *, max or min");
-  auto is_acc = [&](const ir::Expr& e) {
-    auto* l = e.as<ir::BufferLoadNode>();
-    return l && l->buffer.same_as(update->buffer) && same_indices(l->indices, update->indices);
-  };
-  ir::Expr value;
-  if (is_acc(bin->a)) value = bin->b;
-  else if (is_acc(bin->b)) value = bin->a;
-  else return fail("does not combine the accumulator with a value");
-  if (loads_buffer(value, update->buffer.get())) return fail("reads its accumulator in the combined value");
-  if (!is_identity(k, init->value))
-    return fail(fmt::format("initializes with {}, not the identity of {}", ir::to_string(init->value), ir::binary_op_name(k)));
-  return Reducer{k, init, update, value};
 }
 
 // Replicates `loops[i]` as a fresh loop (same range, kind and annotations) around `body`.
@@ -377,7 +277,7 @@ struct RfactorTarget {
   std::vector<SRef> loops;  // the block's loops, outermost first
   size_t rf = 0;            // the rfactor loop's position in `loops`
   LoopUse use;
-  Reducer reducer{};
+  ir::Reducer reducer{};
   size_t axis = 0;  // where the rfactor dimension goes in the partial-result buffer
 };
 
@@ -459,9 +359,11 @@ Result<RfactorTarget> rfactor_target(const ScheduleState& state, const SRef& loo
                              t.loops.begin());
   t.use = classify_loops(t.loops, t.block, t.realize);
   if (Status s = check_rfactor_loops(t); !s) return s.error();
-  TYCHE_TRY_ASSIGN(reducer, match_reducer(t.block));
-  t.reducer = reducer;
-  TYCHE_TRY_ASSIGN(axis, factor_axis_position(reducer.update->buffer, factor_axis, t.rf_loop));
+  std::string why;
+  std::optional<ir::Reducer> reducer = ir::match_reducer(t.block, &why);
+  if (!reducer) return ScheduleError(ErrorCode::kNotReduction, fmt::format("rfactor: block '{}' {}", t.block->name, why), t.block);
+  t.reducer = *reducer;
+  TYCHE_TRY_ASSIGN(axis, factor_axis_position(reducer->update->buffer, factor_axis, t.rf_loop));
   t.axis = axis;
   if (Status s = check_spatial_store(t); !s) return s.error();
   if (Status s = check_untouched_until_write_back(state, t); !s) return s.error();
@@ -571,7 +473,7 @@ ir::Buffer make_rf_buffer(const RfactorTarget& t) {
 // The original reduction, accumulating one partial result per value of the rfactor loop.
 ir::Block make_rf_block(const ScheduleState& state, const RfactorTarget& t, const RfactorIters& its,
                         const ir::Buffer& rf_buffer, arith::Analyzer* simp) {
-  const Reducer& reducer = t.reducer;
+  const ir::Reducer& reducer = t.reducer;
   std::vector<ir::Expr> out_index;
   for (const ir::Expr& e : reducer.update->indices) out_index.push_back(ir::substitute(e, var_map(its.iter_map)));
   std::vector<ir::Expr> rf_index = out_index;
@@ -594,7 +496,7 @@ struct WriteBack {
 WriteBack make_write_back(const RfactorTarget& t, const ir::Buffer& rf_buffer, arith::Analyzer* simp) {
   const ir::BlockNode* block = t.block;
   const ir::ForNode* rf_loop = t.rf_loop;
-  const Reducer& reducer = t.reducer;
+  const ir::Reducer& reducer = t.reducer;
   const ir::Buffer& buffer = reducer.update->buffer;
   std::vector<ir::IterVar> wb_iters;
   std::vector<ir::Expr> wb_values;

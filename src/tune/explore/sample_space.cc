@@ -72,7 +72,8 @@ SampleSpaceReport sample_space(const workloads::Workload& w, const Target& targe
     const schedule::Schedule& sch = std::get<schedule::Schedule>(candidate);
     std::string why;
     try {
-      why = check_outputs(sch.func(), inputs, expected, options.compile, target.cpu);
+      why = options.checker ? options.checker(sch.func(), inputs, expected)
+                            : check_outputs(sch.func(), inputs, expected, options.compile, target.cpu);
     } catch (const std::exception& e) {
       why = e.what();
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ struct SampleSpaceOptions {
   int64_t seed = 0;
   bool compile = false;  // check with LLVM-compiled code instead of the interpreter
   bool check = true;     // compare valid samples with the reference
+  // When set, checks each valid sample instead of the interpreter or LLVM (a GPU back end the
+  // caller reaches: tools/ and tests/ may, the tuner's layers may not): "" when its outputs match,
+  // else why not; it may throw.
+  std::function<std::string(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
+                            const std::vector<runtime::NDArray>& expected)>
+      checker = nullptr;
 };
 
 struct SampleSpaceReport {

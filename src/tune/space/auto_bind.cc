@@ -2,6 +2,9 @@
 // root scope none of whose loops is bound gets its leading spatial loops fused and split by a
 // sampled thread count; the outer part becomes blockIdx.x, the inner threadIdx.x. A block whose
 // reduction is already bound to threadIdx (CrossThreadReduction) gets only blockIdx.x.
+#include <fmt/format.h>
+
+#include "support/error.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
 
@@ -89,6 +92,19 @@ class AutoBind : public ScheduleRule {
 
 ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents) {
   return std::make_shared<AutoBind>(std::move(thread_extents));
+}
+
+ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const Target& target, int64_t seed) {
+  if (!target.is_gpu()) throw Error(fmt::format("AutoBind binds loops to GPU threads: target '{}' is not a GPU", target.str()));
+  ScheduleRulePtr rule = auto_bind();
+  rule->initialize(TuneContext{func, target});
+  Schedule sch(func, schedule::ScheduleOptions{.seed = seed, .trace = true});
+  auto root = sch.get_block("root");
+  if (!root.ok()) throw Error(root.error().reason());
+  auto blocks = sch.get_child_blocks(root.value());
+  if (!blocks.ok()) throw Error(blocks.error().reason());
+  for (const BlockRV& b : blocks.value()) sch = std::move(rule->apply(std::move(sch), b).front());
+  return sch.func();
 }
 
 }  // namespace tyche::tune

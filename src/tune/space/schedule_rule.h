@@ -102,6 +102,10 @@ ScheduleRulePtr cross_thread_reduction(std::vector<int64_t> thread_extents = {4,
 // GPU: a block none of whose loops is bound gets its outer spatial loops fused, split by a
 // sampled thread count, and bound to blockIdx.x / threadIdx.x.
 ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents = {32, 64, 128, 256, 512, 1024});
+// A GPU program from any program: AutoBind applied to every block of the root scope that has no
+// blockIdx loop (thread counts drawn with `seed`), what `tyche run --target cuda|opencl` runs
+// without a trace. Throws tyche::Error for a CPU target.
+ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const Target& target, int64_t seed);
 
 // TVM's defaults for the target: llvm: AutoInline (not exp), AddRFactor, MultiLevelTilingWithIntrin
 // with the CPU's dot intrinsics (cpu_dot_intrins; the tiling below without padded rows or read

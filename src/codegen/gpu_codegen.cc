@@ -1,0 +1,228 @@
+#include "codegen/gpu_codegen.h"
+
+#include <fmt/format.h>
+
+#include "codegen/c_expr_printer.h"
+#include "ir/functor.h"
+#include "ir/op.h"
+#include "support/error.h"
+#include "support/int_division.h"
+
+namespace tyche::codegen {
+
+namespace {
+
+const char* kCudaPrelude = R"(typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
+typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t; typedef unsigned long long uint64_t;
+#define TYCHE_DEVICE static __device__ __forceinline__
+#define TYCHE_FLOAT_BITS(f) __float_as_uint(f)
+#define TYCHE_BITS_FLOAT(u) __uint_as_float(u)
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#define INT64_MIN (-9223372036854775807LL - 1)
+TYCHE_DEVICE float tyche_expf(float x) { return expf(x); }
+)";
+
+const char* kOpenCLPrelude = R"(#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
+typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
+#define TYCHE_DEVICE static inline
+#define TYCHE_FLOAT_BITS(f) as_uint(f)
+#define TYCHE_BITS_FLOAT(u) as_float(u)
+#define INT64_MIN LONG_MIN
+TYCHE_DEVICE float tyche_expf(float x) { return exp(x); }
+)";
+
+// Both dialects: the helpers the expressions call.
+const char* kCommonPrelude = R"(#define TYCHE_MINMAX(T, S) \
+  TYCHE_DEVICE T tyche_min_##S(T a, T b) { return a < b ? a : b; } \
+  TYCHE_DEVICE T tyche_max_##S(T a, T b) { return a < b ? b : a; }
+TYCHE_MINMAX(int8_t, i8) TYCHE_MINMAX(int16_t, i16) TYCHE_MINMAX(int32_t, i32) TYCHE_MINMAX(int64_t, i64)
+TYCHE_MINMAX(uint8_t, u8) TYCHE_MINMAX(uint16_t, u16) TYCHE_MINMAX(uint32_t, u32) TYCHE_MINMAX(uint64_t, u64)
+TYCHE_MINMAX(float, f32) TYCHE_MINMAX(double, f64) TYCHE_MINMAX(bool, b)
+TYCHE_DEVICE float tyche_sigmoidf(float x) { return 1.0f / (1.0f + tyche_expf(-x)); }
+/* bfloat16: the 16 high bits of a float; float16: IEEE binary16; both computed in float. */
+TYCHE_DEVICE float tyche_bf16_to_f32(uint16_t h) { return TYCHE_BITS_FLOAT((uint32_t)h << 16); }
+TYCHE_DEVICE uint16_t tyche_f32_to_bf16(float f) {
+  uint32_t u = TYCHE_FLOAT_BITS(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+TYCHE_DEVICE float tyche_round_bf16(float f) { return tyche_bf16_to_f32(tyche_f32_to_bf16(f)); }
+TYCHE_DEVICE float tyche_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return TYCHE_BITS_FLOAT(sign | 0x7f800000u | (m << 13));
+  if (e != 0) return TYCHE_BITS_FLOAT(sign | ((e + 112u) << 23) | (m << 13));
+  float v = (float)m * 5.9604644775390625e-8f; /* 2^-24 */
+  return sign ? -v : v;
+}
+TYCHE_DEVICE uint16_t tyche_f32_to_f16(float f) {
+  uint32_t u = TYCHE_FLOAT_BITS(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to infinity */
+  if (a < 0x38800000u) { /* a float16 subnormal: round to nearest even on a 2^-24 grid */
+    float v = TYCHE_BITS_FLOAT(a) * 16777216.0f;
+    uint32_t q = (uint32_t)v;
+    float r = v - (float)q;
+    if (r > 0.5f || (r == 0.5f && (q & 1u))) ++q;
+    return (uint16_t)(sign | q);
+  }
+  uint32_t mant = a & 0x7fffffu, e = (a >> 23) - 112u, h = (e << 10) | (mant >> 13), rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return (uint16_t)(sign | h);
+}
+TYCHE_DEVICE float tyche_round_f16(float f) { return tyche_f16_to_f32(tyche_f32_to_f16(f)); }
+)";
+
+class GpuEmitter : public CExprPrinter {
+ public:
+  explicit GpuEmitter(GpuDialect dialect) : dialect_(dialect) { out_ = &body_; }
+
+  std::string emit(const lower::GpuProgram& program) {
+    std::string head = cuda() ? kCudaPrelude : kOpenCLPrelude;
+    head += kCommonPrelude;
+    head += kIntDivisionGpuSource;
+    head += "\n\n";
+    if (cuda()) head += "extern \"C\" {\n\n";
+    for (const lower::GpuKernel& k : program.kernels) kernel(program, k);
+    std::string tail = cuda() ? "}  /* extern \"C\" */\n" : "";
+    return head + body_.str() + tail;
+  }
+
+ private:
+  bool cuda() const { return dialect_ == GpuDialect::kCuda; }
+
+  std::string memory_type(DataType t) override {
+    if (t.is_float() && t.bits() == 16) return "uint16_t";
+    if (t.is_bool()) return "uint8_t";  // OpenCL forbids bool in memory shared with the host
+    return scalar_type(t.element_of());
+  }
+  std::string from_memory(const std::string& load, DataType t) override {
+    if (t.is_bfloat16()) return fmt::format("tyche_bf16_to_f32({})", load);
+    if (t.is_float() && t.bits() == 16) return fmt::format("tyche_f16_to_f32({})", load);
+    if (t.is_bool()) return fmt::format("({} != 0)", load);
+    return load;
+  }
+  std::string to_memory(const std::string& v, DataType t) override {
+    if (t.is_bfloat16()) return fmt::format("tyche_f32_to_bf16({})", v);
+    if (t.is_float() && t.bits() == 16) return fmt::format("tyche_f32_to_f16({})", v);
+    if (t.is_bool()) return fmt::format("(uint8_t)({})", v);
+    return v;
+  }
+  std::string round_float16(const std::string& v) override { return fmt::format("tyche_round_f16({})", v); }
+  std::string math(const std::string& name, bool f64) override {
+    if (cuda()) return CExprPrinter::math(name, f64);
+    return name == "nearbyint" ? "rint" : name;  // OpenCL's are overloaded; rint rounds halves to even
+  }
+  const char* int64_suffix() override { return cuda() ? "LL" : "L"; }
+
+  std::string call(const ir::CallNode* n, const std::string& lane) override {
+    if (n->op == ir::CallOp::kThreadBarrier) return cuda() ? "__syncthreads()" : "barrier(CLK_LOCAL_MEM_FENCE)";
+    return CExprPrinter::call(n, lane);
+  }
+
+  std::string thread_index(const std::string& tag) const {
+    int d = tag.back() - 'x';
+    bool block = tag.starts_with("blockIdx");
+    if (cuda()) return tag;
+    return fmt::format("{}({})", block ? "get_group_id" : "get_local_id", d);
+  }
+
+  void kernel(const lower::GpuProgram& program, const lower::GpuKernel& k) {
+    std::vector<std::string> params;
+    for (const ir::Buffer& b : k.buffers) {
+      bool written = false;
+      ir::post_order_visit(k.body, [&](const ir::Stmt& s) {
+        auto* st = s.as<ir::BufferStoreNode>();
+        written |= st && st->buffer.same_as(b);
+      });
+      std::string type = memory_type(b->dtype);
+      std::string konst = written ? "" : "const ";
+      params.push_back(cuda() ? fmt::format("{}{}* __restrict__ {}", konst, type, buffer_name(b))
+                              : fmt::format("__global {}{}* restrict {}", konst, type, buffer_name(b)));
+    }
+    (void)program;
+    int64_t threads = k.block[0] * k.block[1] * k.block[2];
+    if (cuda()) {
+      line(fmt::format("__global__ void __launch_bounds__({}) {}({}) {{", threads, k.name, fmt::join(params, ", ")));
+    } else {
+      line(fmt::format("__kernel __attribute__((reqd_work_group_size({}, {}, {}))) void {}({}) {{", k.block[0], k.block[1], k.block[2],
+                       k.name, fmt::join(params, ", ")));
+    }
+    indent_ = 1;
+    for (const lower::ThreadIndex& t : k.indices) line(fmt::format("const int32_t {} = (int32_t){};", var_name(t.var.get()), thread_index(t.tag)));
+    for (const ir::Buffer& b : k.shared) {
+      int64_t size = ir::as_const_int(b->shape.at(0)).value();
+      line(fmt::format("{} {} {}[{}];", cuda() ? "__shared__ __align__(16)" : "__local", memory_type(b->dtype), buffer_name(b), size));
+    }
+    stmt(k.body);
+    indent_ = 0;
+    line("}");
+    line("");
+  }
+
+  void stmt(const ir::Stmt& s) {
+    switch (s.kind()) {
+      case ir::StmtKind::kBufferStore: store(s.as<ir::BufferStoreNode>()); return;
+      case ir::StmtKind::kSeqStmt:
+        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) stmt(c);
+        return;
+      case ir::StmtKind::kIfThenElse: {
+        auto* n = s.as<ir::IfThenElseNode>();
+        line(fmt::format("if {} {{", parenthesized(expr(n->condition, ""))));
+        block(n->then_case);
+        if (n->else_case.defined()) {
+          line("} else {");
+          block(n->else_case);
+        }
+        line("}");
+        return;
+      }
+      case ir::StmtKind::kEvaluate: line(fmt::format("{};", expr(s.as<ir::EvaluateNode>()->value, ""))); return;
+      case ir::StmtKind::kFor: {
+        auto* f = s.as<ir::ForNode>();
+        if (f->for_kind == ir::ForKind::kThreadBinding)
+          throw InternalError(fmt::format("GPU back end: loop '{}' bound to {} inside a kernel", f->loop_var.name(), f->thread_tag));
+        std::string v = var_name(f->loop_var.get()), t = scalar_type(f->loop_var.dtype());
+        line(fmt::format("for ({0} {1} = {2}; {1} < {2} + {3}; ++{1}) {{", t, v, expr(f->min, ""), expr(f->extent, "")));
+        block(f->body);
+        line("}");
+        return;
+      }
+      case ir::StmtKind::kAllocate: {
+        auto* n = s.as<ir::AllocateNode>();
+        auto size = ir::as_const_int(n->buffer->shape.at(0));
+        if (!size) throw Error(fmt::format("GPU back end: buffer '{}' has a size that is not constant", n->buffer->name));
+        if (n->buffer->scope != "local")
+          throw InternalError(fmt::format("GPU back end: {} buffer '{}' allocated inside a kernel", n->buffer->scope, n->buffer->name));
+        line("{");
+        ++indent_;
+        line(fmt::format("{} {}[{}];", memory_type(n->buffer->dtype), buffer_name(n->buffer), *size));
+        stmt(n->body);
+        --indent_;
+        line("}");
+        return;
+      }
+      case ir::StmtKind::kBlock:
+      case ir::StmtKind::kBlockRealize: throw InternalError("GPU back end: the program still has blocks");
+    }
+  }
+
+  void block(const ir::Stmt& s) {
+    ++indent_;
+    stmt(s);
+    --indent_;
+  }
+
+  GpuDialect dialect_;
+  std::ostringstream body_;
+};
+
+}  // namespace
+
+const char* gpu_dialect_name(GpuDialect d) { return d == GpuDialect::kCuda ? "cuda" : "opencl"; }
+
+std::string emit_gpu(const lower::GpuProgram& program, GpuDialect dialect) { return GpuEmitter(dialect).emit(program); }
+
+}  // namespace tyche::codegen

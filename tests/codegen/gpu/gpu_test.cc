@@ -1,0 +1,229 @@
+// The GPU back end: lowering (golden IR of a bound GMM and a cross-thread-reduced softmax), the
+// refusals, OpenCL C run on the OpenCL device (PoCL here: work-groups, local memory and barriers
+// on the CPU) against the reference for every family's AutoBind program and sampled programs,
+// and CUDA C compiled by NVRTC. Without an OpenCL platform or NVRTC, those tests are skipped
+// saying why.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "../../common/one_line_error.h"
+#include "../../schedule/schedule_test_util.h"
+#include "codegen/gpu_codegen.h"
+#include "codegen/opencl_function.h"
+#include "ir/printer.h"
+#include "lower/gpu_lower.h"
+#include "runtime/cuda.h"
+#include "runtime/opencl.h"
+#include "tune/explore/sample_space.h"
+#include "tune/space/schedule_rule.h"
+#include "workloads/workloads.h"
+
+namespace tyche::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+using schedule::testing::expect_golden;
+using schedule::testing::small;
+
+const target::Target kOpenCL = target::Target::parse("opencl");
+
+std::string describe(const lower::GpuProgram& p) {
+  std::string out;
+  for (const ir::Buffer& b : p.intermediates) out += fmt::format("intermediate {} ({} bytes)\n", b->name, ir::const_shape(b)[0] * b->dtype.bytes());
+  for (const lower::GpuKernel& k : p.kernels) {
+    std::vector<std::string> shared, buffers;
+    for (const ir::Buffer& b : k.shared) shared.push_back(b->name);
+    for (const ir::Buffer& b : k.buffers) buffers.push_back(b->name);
+    out += fmt::format("kernel {}({}): grid ({}, {}, {}), block ({}, {}, {}), shared [{}] {} bytes\n{}\n", k.name, fmt::join(buffers, ", "),
+                       k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], fmt::join(shared, ", "), k.shared_bytes,
+                       ir::to_string(k.body));
+  }
+  return out;
+}
+
+template <typename T>
+T ok(schedule::Result<T> r) {
+  if (!r.ok()) throw Error(r.error().reason());
+  return std::move(r).value();
+}
+void ok(const schedule::Status& s) {
+  if (!s.ok()) throw Error(s.error().reason());
+}
+
+// GMM tiled by hand: 8 x 8 output tiles per block (blockIdx.x over rows, .y over columns), one
+// element per thread (threadIdx.y, .x), X's rows staged in shared memory by every k step's threads.
+ir::PrimFunc bound_gmm(const ir::PrimFunc& func) {
+  schedule::Schedule sch(func);
+  auto z = ok(sch.get_block("Z"));
+  auto loops = ok(sch.get_loops(z));  // b, i, j, k
+  auto i = ok(sch.split(loops[1], {std::nullopt, 8}));
+  auto j = ok(sch.split(loops[2], {std::nullopt, 8}));
+  auto k = ok(sch.split(loops[3], {std::nullopt, 8}));
+  ok(sch.reorder({i[0], j[0], i[1], j[1], k[0], k[1]}));
+  ok(sch.bind(i[0], "blockIdx.x"));
+  ok(sch.bind(j[0], "blockIdx.y"));
+  ok(sch.bind(i[1], "threadIdx.y"));
+  ok(sch.bind(j[1], "threadIdx.x"));
+  auto x_shared = ok(sch.cache_read(z, 0, "shared"));
+  ok(sch.compute_at(x_shared, k[0]));
+  auto fetch = ok(sch.get_loops(x_shared));
+  auto fused = ok(sch.fuse({fetch[fetch.size() - 2], fetch.back()}));
+  auto parts = ok(sch.split(fused, {std::nullopt, 8, 8}));
+  ok(sch.bind(parts[1], "threadIdx.y"));
+  ok(sch.bind(parts[2], "threadIdx.x"));
+  return sch.func();
+}
+
+// Softmax with its two reductions shared by 16 threads of a block each (CrossThreadReduction's
+// schedule), the rest bound by AutoBind.
+ir::PrimFunc cross_thread_softmax(const ir::PrimFunc& func, int64_t threads = 16) {
+  schedule::Schedule sch(func);
+  for (const char* name : {"row_max", "row_sum"}) {
+    auto b = ok(sch.get_block(name));
+    auto loops = ok(sch.get_loops(b));
+    auto parts = ok(sch.split(loops.back(), {std::nullopt, threads}));
+    ok(sch.bind(parts[1], "threadIdx.x"));
+  }
+  return tune::auto_bind_blocks(sch.func(), kOpenCL, 0);
+}
+
+std::optional<runtime::opencl::Device> open_device(std::string& why) {
+  try {
+    return runtime::opencl::Device::open();
+  } catch (const Error& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+}
+
+#define OPEN_OR_SKIP(d)   \
+  std::string why;        \
+  auto d = open_device(why); \
+  if (!d) GTEST_SKIP() << why;
+
+::testing::AssertionResult runs_correctly(const workloads::Workload& w, const ir::PrimFunc& f, const runtime::opencl::Device& device) {
+  auto inputs = workloads::make_inputs(w.func);
+  auto expected = w.reference(inputs);
+  std::string mismatch;
+  try {
+    mismatch = check_on_opencl(f, device, inputs, expected);
+  } catch (const Error& e) {
+    return ::testing::AssertionFailure() << w.name << ": " << e.what() << "\n" << ir::to_string(f);
+  }
+  if (!mismatch.empty()) return ::testing::AssertionFailure() << w.name << ": " << mismatch << "\n" << ir::to_string(f);
+  return ::testing::AssertionSuccess();
+}
+
+TEST(GpuLower, ABoundGmmBecomesOneKernelWithSharedMemoryAndBarriers) {
+  workloads::Workload w = small("GMM-1");
+  lower::GpuProgram p = lower::lower_gpu(bound_gmm(w.func));
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const lower::GpuKernel& k = p.kernels[0];
+  EXPECT_EQ(k.block, (std::array<int64_t, 3>{8, 8, 1}));
+  EXPECT_EQ(k.grid, (std::array<int64_t, 3>{4, 4, 1}));
+  EXPECT_EQ(k.shared.size(), 1u);
+  expect_golden("bound_gmm", describe(p), "gpu");
+}
+
+TEST(GpuLower, ACrossThreadSoftmaxReducesAsATreeInSharedMemory) {
+  workloads::Workload w = small("SFM-1");
+  lower::GpuProgram p = lower::lower_gpu(cross_thread_softmax(w.func));
+  EXPECT_EQ(p.kernels.size(), 4u);
+  EXPECT_EQ(p.intermediates.size(), 3u);
+  expect_golden("cross_thread_softmax", describe(p), "gpu");
+}
+
+TEST(GpuLower, RefusesAStatementOutsideEveryKernel) {
+  workloads::Workload w = small("GMM-1");
+  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(w.func); }, "runs outside every kernel");
+}
+
+TEST(GpuLower, RefusesAParallelLoop) {
+  workloads::Workload w = small("GMM-1");
+  schedule::Schedule sch(w.func);
+  auto loops = ok(sch.get_loops(ok(sch.get_block("Z"))));
+  ok(sch.parallel(loops[1]));
+  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(sch.func()); }, "is parallel");
+}
+
+TEST(GpuLower, RefusesAThreadLoopOfUnknownAxis) {
+  workloads::Workload w = small("GMM-1");
+  schedule::Schedule sch(w.func);
+  auto loops = ok(sch.get_loops(ok(sch.get_block("Z"))));
+  ok(sch.bind(loops[0], "threadIdx.x"));
+  ok(sch.bind(loops[1], "blockIdx.x"));  // below a thread loop
+  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(sch.func()); }, "blockIdx loops must be a kernel's outermost");
+}
+
+TEST(GpuOpenCL, HandBoundProgramsMatchTheReference) {
+  OPEN_OR_SKIP(device);
+  workloads::Workload gmm = small("GMM-1");
+  EXPECT_TRUE(runs_correctly(gmm, bound_gmm(gmm.func), *device));
+  workloads::Workload sfm = small("SFM-1");
+  for (int64_t threads : {16, 7, 64})  // a power of two, an odd count, more threads than a row has
+    EXPECT_TRUE(runs_correctly(sfm, cross_thread_softmax(sfm.func, threads), *device)) << threads << " threads";
+}
+
+// One preset of each family; odd extents from formulas.
+const char* kFamilies[] = {"GMM-1", "C1D-1", "C2D-1", "C3D-1", "GRP-3", "DIL-2", "DEP-1", "T2D-2", "CAP-1",
+                           "NRM-4", "SFM-2", "CBR-2", "TBG-1", "DENSE_RELU-4", "DENSE-BERT"};
+
+TEST(GpuOpenCL, EveryFamilysAutoBindProgramMatchesTheReference) {
+  OPEN_OR_SKIP(device);
+  for (const char* name : kFamilies) {
+    workloads::Workload w = small(name);
+    EXPECT_TRUE(runs_correctly(w, tune::auto_bind_blocks(w.func, kOpenCL, 3), *device));
+  }
+}
+
+TEST(GpuOpenCL, EveryFamilysSampledProgramsMatchTheReference) {
+  OPEN_OR_SKIP(device);
+  for (const char* name : kFamilies) {
+    workloads::Workload w = small(name);
+    tune::SampleSpaceOptions so{.samples = 2, .seed = 7};
+    so.checker = [&](const ir::PrimFunc& f, const std::vector<runtime::NDArray>& in, const std::vector<runtime::NDArray>& expected) {
+      return check_on_opencl(f, *device, in, expected);
+    };
+    tune::SampleSpaceReport r = tune::sample_space(w, kOpenCL, so);
+    EXPECT_GT(r.checked, 0) << name;
+    EXPECT_EQ(r.correct, r.checked) << name << "\n" << fmt::format("{}", fmt::join(r.failures, "\n"));
+  }
+}
+
+TEST(GpuOpenCL, OddExtentsMatchTheReference) {
+  OPEN_OR_SKIP(device);
+  for (const auto& [formula, extents] : std::vector<std::pair<std::string, std::string>>{
+           {"C[i,j] += A[i,k]*B[k,j]", "i=33,j=17,k=29"}, {"S[i] += A[i,k]", "i=7,k=45"}, {"M[i] max= A[i,k]", "i=5,k=131"}}) {
+    workloads::Workload w = workloads::resolve(formula, extents);
+    EXPECT_TRUE(runs_correctly(w, tune::auto_bind_blocks(w.func, kOpenCL, 1), *device));
+    tune::SampleSpaceOptions so{.samples = 3, .seed = 5};
+    so.checker = [&](const ir::PrimFunc& f, const std::vector<runtime::NDArray>& in, const std::vector<runtime::NDArray>& expected) {
+      return check_on_opencl(f, *device, in, expected);
+    };
+    tune::SampleSpaceReport r = tune::sample_space(w, kOpenCL, so);
+    EXPECT_GT(r.checked, 0) << formula;
+    EXPECT_EQ(r.correct, r.checked) << formula << "\n" << fmt::format("{}", fmt::join(r.failures, "\n"));
+  }
+}
+
+TEST(GpuCuda, TheKernelsCompileWithNvrtcForSm80AndSm90) {
+  try {
+    runtime::cuda::nvrtc_version();
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  workloads::Workload gmm = small("GMM-1"), sfm = small("SFM-1");
+  for (const ir::PrimFunc& f : {bound_gmm(gmm.func), cross_thread_softmax(sfm.func)}) {
+    std::string source = emit_gpu(lower::lower_gpu(f), GpuDialect::kCuda);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      runtime::cuda::Compiled c = runtime::cuda::compile(source, arch);
+      EXPECT_FALSE(c.cubin.empty()) << arch;
+      EXPECT_THAT(c.ptx, HasSubstr("bar.sync")) << arch;  // __syncthreads()
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tyche::codegen
