@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "codegen/cuda_function.h"
 #include "codegen/gpu_codegen.h"
 #include "codegen/opencl_function.h"
 #include "ir/printer.h"
@@ -28,13 +31,56 @@ std::vector<std::string> output_names(const ir::PrimFunc& f) {
   return names;
 }
 
-int run_cuda(const workloads::Workload& w, const lower::GpuProgram& program, const GpuRunOptions& o, const std::string& source) {
-  std::string arch = o.target.arch.empty() ? "sm_80" : o.target.arch;
-  runtime::cuda::Compiled compiled = runtime::cuda::compile(source, arch);
-  fmt::print("{} [{}]: {} kernel(s) compiled with NVRTC {} for {} ({} bytes of cubin)\n", w.name, w.shape, program.kernels.size(),
-             runtime::cuda::nvrtc_version(), arch, compiled.cubin.size());
-  runtime::cuda::driver_version();  // throws in one line where there is no driver
-  throw Error("tyche run --target cuda: running on the device is not built yet (the CUDA runner); the kernels compiled");
+// Runs once and compares with the reference, then times the kernels on the device (a warm-up,
+// then o.repeat runs, the median).
+int check_and_time(const workloads::Workload& w, const GpuRunOptions& o, const std::function<void(void* const*)>& run,
+                   const std::function<double()>& run_kernels, const std::string& device, size_t kernels) {
+  auto inputs = workloads::make_inputs(w.func);
+  auto expected = w.reference(inputs);
+  std::vector<runtime::NDArray> args = inputs;
+  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
+  std::vector<void*> ptrs;
+  for (auto& a : args) ptrs.push_back(a.data());
+  run(ptrs.data());
+  runtime::OutputsComparison check = runtime::compare_outputs(std::span(args).subspan(inputs.size()), expected, output_names(w.func));
+  if (!check.ok) fmt::print(stderr, "{}\n", check.message);
+  run_kernels();  // warm-up
+  std::vector<double> seconds;
+  for (int r = 0; r < o.repeat; ++r) seconds.push_back(run_kernels());
+  std::sort(seconds.begin(), seconds.end());
+  double median = seconds[seconds.size() / 2];
+  fmt::print("{} [{}]: {:.4f} ms median on the device ({} repeats), {:.2f} GFLOP/s, {} kernel(s), {}, {} (max abs error {:.3g})\n", w.name,
+             w.shape, median * 1e3, seconds.size(), w.flop / median / 1e9, kernels, device, check.ok ? "correct" : "WRONG",
+             check.max_abs_error);
+  if (!o.json_file.empty()) {
+    nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", median}, {"gflops", w.flop / median / 1e9},
+                        {"correct", check.ok},   {"target", o.target.str()}, {"device", device}};
+    std::ofstream out(o.json_file);
+    if (!(out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
+  }
+  return check.ok ? 0 : kExitMismatch;
+}
+
+// Compiled with NVRTC for the target's -arch (the device's when it is not given and a device is
+// here), run and checked where the driver and a device are; else the compilation is reported and
+// the missing driver is the error.
+int run_cuda(const workloads::Workload& w, lower::GpuProgram program, const GpuRunOptions& o) {
+  std::optional<runtime::cuda::Device> device;
+  std::string no_device;
+  try {
+    device = runtime::cuda::Device::open();
+  } catch (const Error& e) {
+    no_device = e.what();
+  }
+  std::string arch = o.target.arch.empty() && device ? device->arch() : codegen::cuda_arch(o.target);
+  codegen::CudaBinary binary = codegen::compile_cuda(program, arch);
+  std::string limits = codegen::check_cuda_limits(binary, program, o.target);
+  fmt::print("{} [{}]: {} kernel(s) compiled with NVRTC {} for {} ({} bytes of cubin){}\n", w.name, w.shape, program.kernels.size(),
+             runtime::cuda::nvrtc_version(), arch, binary.compiled.cubin.size(), limits.empty() ? "" : "; " + limits);
+  if (!device) throw Error(no_device);
+  codegen::CudaFunction function(std::move(program), std::move(binary), *device);
+  return check_and_time(w, o, [&](void* const* args) { function.run(args); }, [&] { return function.run_kernels(true); },
+                        fmt::format("CUDA device {} ({})", device->name(), device->arch()), function.program().kernels.size());
 }
 
 }  // namespace
@@ -43,45 +89,23 @@ int run_on_gpu(workloads::Workload w, const GpuRunOptions& o) {
   if (o.auto_bind) w.func = tune::auto_bind_blocks(w.func, o.target, o.seed);
   lower::LowerOptions lo;
   if (o.dump_ir) lo.log = [](const std::string& pass, const ir::PrimFunc& f) { fmt::print("# after {}\n{}\n", pass, ir::to_string(f)); };
-  lower::GpuProgram program = lower::lower_gpu(w.func, lo);
-  for (const std::string& note : program.notes) fmt::print(stderr, "note: {}\n", note);
   const bool cuda = o.target.kind == "cuda";
+  if ((o.emit == "cuda" || o.emit == "opencl") && o.emit != o.target.kind)
+    throw Error(fmt::format("--emit {} needs --target {}", o.emit, o.emit));
+  lower::GpuProgram program = lower::lower_gpu(w.func, lo, {.warp_shuffles = cuda});
+  for (const std::string& note : program.notes) fmt::print(stderr, "note: {}\n", note);
   std::string source = codegen::emit_gpu(program, cuda ? codegen::GpuDialect::kCuda : codegen::GpuDialect::kOpenCL);
   if (o.emit == "ir")
     for (const lower::GpuKernel& k : program.kernels)
       fmt::print("# kernel {}: grid ({}, {}, {}), block ({}, {}, {}), {} bytes shared\n{}\n", k.name, k.grid[0], k.grid[1], k.grid[2],
                  k.block[0], k.block[1], k.block[2], k.shared_bytes, ir::to_string(k.body));
-  if (o.emit == "cuda" || o.emit == "opencl") fmt::print("{}", o.emit == (cuda ? "cuda" : "opencl") ? source : codegen::emit_gpu(program, o.emit == "cuda" ? codegen::GpuDialect::kCuda : codegen::GpuDialect::kOpenCL));
-  if (cuda) return run_cuda(w, program, o, source);
+  if (o.emit == "cuda" || o.emit == "opencl") fmt::print("{}", source);
 
+  if (cuda) return run_cuda(w, std::move(program), o);
   runtime::opencl::Device device = runtime::opencl::Device::open();
   codegen::OpenCLFunction function(std::move(program), device);
-  auto inputs = workloads::make_inputs(w.func);
-  auto expected = w.reference(inputs);
-  std::vector<runtime::NDArray> args = inputs;
-  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
-  std::vector<void*> ptrs;
-  for (auto& a : args) ptrs.push_back(a.data());
-  function.run(ptrs.data());
-  runtime::OutputsComparison check = runtime::compare_outputs(std::span(args).subspan(inputs.size()), expected, output_names(w.func));
-  if (!check.ok) fmt::print(stderr, "{}\n", check.message);
-  function.run_kernels();  // warm-up
-  std::vector<double> seconds;
-  for (int r = 0; r < o.repeat; ++r) seconds.push_back(function.run_kernels());
-  std::sort(seconds.begin(), seconds.end());
-  double median = seconds[seconds.size() / 2];
-  const auto& info = device.info();
-  fmt::print("{} [{}]: {:.4f} ms median on the device ({} repeats), {:.2f} GFLOP/s, {} kernel(s), OpenCL device {} ({}), {} "
-             "(max abs error {:.3g})\n",
-             w.name, w.shape, median * 1e3, seconds.size(), w.flop / median / 1e9, function.program().kernels.size(), info.name,
-             info.platform, check.ok ? "correct" : "WRONG", check.max_abs_error);
-  if (!o.json_file.empty()) {
-    nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", median}, {"gflops", w.flop / median / 1e9},
-                        {"correct", check.ok},   {"target", o.target.str()}, {"device", info.name}};
-    std::ofstream out(o.json_file);
-    if (!(out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
-  }
-  return check.ok ? 0 : kExitMismatch;
+  return check_and_time(w, o, [&](void* const* args) { function.run(args); }, [&] { return function.run_kernels(); },
+                        fmt::format("OpenCL device {} ({})", device.info().name, device.info().platform), function.program().kernels.size());
 }
 
 }  // namespace tyche::tools

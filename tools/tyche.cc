@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_codegen.h"
+#include "codegen/cuda_function.h"
+#include "codegen/export_gpu.h"
 #include "codegen/opencl_function.h"
 #include "gpu_run.h"
 #include "target/cpu.h"
@@ -26,12 +28,14 @@
 #include "ir/printer.h"
 #include "ir/structural.h"
 #include "lower/layout_rewrite.h"
+#include "lower/gpu_lower.h"
 #include "lower/lower.h"
 #include "target/host.h"
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
 #include "tune/space/multi_level_tiling_with_intrin.h"
+#include "tune/space/schedule_rule.h"
 #include "tune/cost_model/cost_model.h"
 #include "tune/cost_model/metrics.h"
 #include "tune/explore/dataset.h"
@@ -532,6 +536,22 @@ int cmd_tune(const Options& o) {
 // tyche export: the workload's program (the database's best or a trace) as a C header and a
 // static library (or C source) that need nothing of Tyche to run.
 int cmd_export(const Options& o) {
+  if (o.export_target != "llvm" && o.export_target != "c") {  // a GPU target: CUDA C or OpenCL C and their host sides
+    target::Target gpu = target::Target::parse(o.export_target);
+    if (!gpu.is_gpu()) throw Error(fmt::format("export --target takes llvm, c, cuda or opencl, not '{}'", o.export_target));
+    codegen::check_export_name(o.export_name);
+    if (!o.db.empty()) throw Error("--db with a GPU target: GPU tuning records are not kept yet; give a --trace (or none: AutoBind)");
+    if (!o.cpu.empty()) throw Error("--cpu is for --target llvm");
+    workloads::Workload w = load(o);
+    if (o.trace_file.empty()) w.func = tune::auto_bind_blocks(w.func, gpu, o.seed);
+    const bool cuda = gpu.kind == "cuda";
+    lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.warp_shuffles = cuda});
+    std::string description = fmt::format("{} [{}], {}", w.name, w.shape, o.trace_file.empty() ? "bound by AutoBind" : "the schedule of " + o.trace_file);
+    std::vector<std::string> files =
+        codegen::export_gpu(std::move(program), cuda ? codegen::GpuDialect::kCuda : codegen::GpuDialect::kOpenCL, o.output, o.export_name, description);
+    fmt::print("exported {} ({} [{}]) for {}: {}\n", o.export_name, w.name, w.shape, gpu.kind, fmt::join(files, ", "));
+    return 0;
+  }
   if (o.db.empty() && o.trace_file.empty())
     throw Error("export needs the schedule to export: --db DIR (its best record) or --trace FILE");
   codegen::check_export_name(o.export_name);  // before any work
@@ -568,14 +588,14 @@ int cmd_space(const Options& o) {
     const target::Cpu& cpu = target::resolve_cpu(target.cpu);  // an unknown name fails here
     if (o.compile) target::check_runs_on_host(cpu);
   }
-  if (o.compile && target.kind == "cuda")
-    throw Error("--compile with cuda: NVRTC compilation of the samples is not available yet (use --target opencl --compile to run them on PoCL)");
   workloads::Workload w = workloads::resolve(o.workload, o.extents, o.dtypes);
   // Checking in the interpreter needs small shapes; compiled code checks the real one (on PoCL,
   // which runs GPU code on the CPU, the small one too).
-  const bool opencl = target.kind == "opencl";
+  // CUDA: every valid sample at full size compiled with NVRTC and checked against the
+  // architecture's limits (nothing runs it here).
+  const bool opencl = target.kind == "opencl", cuda = target.kind == "cuda";
   if (!o.compile || opencl) w = workloads::scaled_down(w);
-  tune::SampleSpaceOptions so{.samples = o.samples, .seed = o.seed, .compile = o.compile, .check = true};
+  tune::SampleSpaceOptions so{.samples = o.samples, .seed = o.seed, .compile = o.compile, .check = !(o.compile && cuda)};
   std::optional<runtime::opencl::Device> device;
   if (o.compile && opencl) {
     device = runtime::opencl::Device::open();
@@ -583,14 +603,22 @@ int cmd_space(const Options& o) {
       return codegen::check_on_opencl(f, *device, in, expected);
     };
   }
+  if (o.compile && cuda) {
+    runtime::cuda::nvrtc_version();  // no NVRTC: one line, before sampling
+    so.compiler = [&](const ir::PrimFunc& f) {
+      lower::GpuProgram program = lower::lower_gpu(f, {}, {.warp_shuffles = true});
+      return codegen::check_cuda_limits(codegen::compile_cuda(program, codegen::cuda_arch(target)), program, target);
+    };
+  }
   tune::SampleSpaceReport r = tune::sample_space(w, target, so);
   for (size_t i = 0; i < r.spaces.size(); ++i) fmt::print("# design space {}\n{}\n", i, r.spaces[i]);
   for (const std::string& f : r.failures) fmt::print(stderr, "{}\n", f);
   double pct = r.samples ? 100.0 * r.valid / r.samples : 0.0;
-  fmt::print("{} [{}] on {}: {} design spaces; {} samples, {} valid ({:.1f}%), {} of {} correct ({}); invalid: {}; "
-             "median sample+replay+postprocess {:.3f} ms\n",
-             w.name, w.shape, target.str(), r.spaces.size(), r.samples, r.valid, pct, r.correct, r.checked,
-             o.compile ? (opencl ? "OpenCL, scaled down" : "compiled") : "interpreter", refusal_text(r.invalid_reasons),
+  std::string outcome = so.compiler ? fmt::format("{} of {} compiled (NVRTC, {}, within its limits)", r.compiled, r.valid, codegen::cuda_arch(target))
+                                    : fmt::format("{} of {} correct ({})", r.correct, r.checked,
+                                                  o.compile ? (opencl ? "OpenCL, scaled down" : "compiled") : "interpreter");
+  fmt::print("{} [{}] on {}: {} design spaces; {} samples, {} valid ({:.1f}%), {}; invalid: {}; median sample+replay+postprocess {:.3f} ms\n",
+             w.name, w.shape, target.str(), r.spaces.size(), r.samples, r.valid, pct, outcome, refusal_text(r.invalid_reasons),
              r.median_candidate_seconds * 1e3);
   if (!o.json_file.empty()) {
     nlohmann::json reasons_json = nlohmann::json::object();
@@ -598,8 +626,15 @@ int cmd_space(const Options& o) {
     nlohmann::json j = {{"workload", w.name}, {"target", target.str()},         {"spaces", r.spaces.size()},
                         {"samples", r.samples}, {"valid", r.valid},   {"correct", r.correct},
                         {"invalid_reasons", reasons_json}};
+    if (target.is_gpu() && o.compile) {
+      nlohmann::json intrinsics = nlohmann::json::object();
+      for (const auto& [k, n] : r.intrinsics) intrinsics[k] = n;
+      j["compiled"] = so.compiler ? r.compiled : r.checked;
+      j["intrinsics"] = intrinsics;
+    }
     if (!(json_out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
   }
+  if (so.compiler) return r.compiled == r.valid ? 0 : kExitMismatch;
   return r.correct == r.checked ? 0 : kExitMismatch;
 }
 
@@ -620,8 +655,9 @@ int main(int argc, char** argv) {
   auto* export_cmd = app.add_subcommand("export", "write a workload's tuned program as a C header and a static library (or C source)");
   export_cmd->add_option("--name", opts.export_name, "the C function's name (a C identifier); also the header's, NAME.h")->required();
   export_cmd->add_option("-o,--output", opts.output, "the directory to write into (created if missing)")->required();
-  export_cmd->add_option("--target", opts.export_target, "llvm (default: NAME.h and libLIBRARY.a) or c (NAME.h, NAME.c, tyche_rt1_runtime.c)")
-      ->check(CLI::IsMember({"llvm", "c"}));
+  export_cmd->add_option("--target", opts.export_target,
+                         "llvm (default: NAME.h and libLIBRARY.a), c (NAME.h, NAME.c, tyche_rt1_runtime.c), cuda (NAME.cu, NAME.h) or "
+                         "opencl (NAME.cl, NAME.c, NAME.h); a GPU target without --trace binds with AutoBind");
   export_cmd->add_option("--library", opts.library, "llvm: add the kernel to libLIBRARY.a (default: libNAME.a); several kernels can share one");
   export_cmd->add_option("--threads", opts.threads, "1: parallel loops run serially (default: on the library's thread pool)")->check(CLI::PositiveNumber);
   auto* sample_measure = app.add_subcommand("sample-measure", "sample design-space candidates, time them in the isolated runner, append records");
@@ -682,7 +718,7 @@ int main(int argc, char** argv) {
                     "name (znver3)");
   space->add_option("--samples", opts.samples, "programs to sample (default 100)")->check(CLI::NonNegativeNumber);
   space->add_flag("--compile", opts.compile,
-                  "check at full size with LLVM-compiled code; opencl: run on the OpenCL device, scaled down (default: interpreter, scaled down)");
+                  "check at full size with LLVM-compiled code; opencl: run on the OpenCL device, scaled down; cuda: compile each at full size with NVRTC (default: interpreter, scaled down)");
   space->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_90' or opencl");
   space->add_option("--json", opts.json_file, "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
   space->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")->required();

@@ -196,7 +196,9 @@ std::string CExprPrinter::call(const ir::CallNode* n, const std::string& lane) {
     case ir::CallOp::kIfThenElse: return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);  // C is lazy
     case ir::CallOp::kGroupDot:
     case ir::CallOp::kTileDot: break;  // group_dot() and tile_dot() above
-    case ir::CallOp::kThreadBarrier: throw Error("C backend: a GPU barrier outside GPU code");
+    case ir::CallOp::kThreadBarrier:
+    case ir::CallOp::kWarpShuffleDown:
+    case ir::CallOp::kWarpShuffle: throw Error(fmt::format("C backend: {} outside GPU code", ir::call_op_name(n->op)));
   }
   throw InternalError("C backend: unknown call");
 }

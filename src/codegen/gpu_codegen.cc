@@ -12,14 +12,26 @@ namespace tyche::codegen {
 
 namespace {
 
-const char* kCudaPrelude = R"(typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
+// NVRTC has no standard headers; nvcc (an exported .cu) has them.
+const char* kCudaPrelude = R"(#ifdef __CUDACC_RTC__
+typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
 typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t; typedef unsigned long long uint64_t;
+#else
+#include <math.h>
+#include <stdint.h>
+#endif
 #define TYCHE_DEVICE static __device__ __forceinline__
 #define TYCHE_FLOAT_BITS(f) __float_as_uint(f)
 #define TYCHE_BITS_FLOAT(u) __uint_as_float(u)
+#ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
 #define NAN __int_as_float(0x7fffffff)
+#endif
+#ifndef INT64_MIN
 #define INT64_MIN (-9223372036854775807LL - 1)
+#endif
 TYCHE_DEVICE float tyche_expf(float x) { return expf(x); }
 )";
 
@@ -93,11 +105,7 @@ class GpuEmitter : public CExprPrinter {
  private:
   bool cuda() const { return dialect_ == GpuDialect::kCuda; }
 
-  std::string memory_type(DataType t) override {
-    if (t.is_float() && t.bits() == 16) return "uint16_t";
-    if (t.is_bool()) return "uint8_t";  // OpenCL forbids bool in memory shared with the host
-    return scalar_type(t.element_of());
-  }
+  std::string memory_type(DataType t) override { return gpu_memory_type(t); }
   std::string from_memory(const std::string& load, DataType t) override {
     if (t.is_bfloat16()) return fmt::format("tyche_bf16_to_f32({})", load);
     if (t.is_float() && t.bits() == 16) return fmt::format("tyche_f16_to_f32({})", load);
@@ -119,6 +127,13 @@ class GpuEmitter : public CExprPrinter {
 
   std::string call(const ir::CallNode* n, const std::string& lane) override {
     if (n->op == ir::CallOp::kThreadBarrier) return cuda() ? "__syncthreads()" : "barrier(CLK_LOCAL_MEM_FENCE)";
+    if (n->op == ir::CallOp::kWarpShuffleDown || n->op == ir::CallOp::kWarpShuffle) {
+      if (!cuda()) throw InternalError("GPU back end: a warp shuffle in OpenCL C");
+      // Called by every thread of the block at once (uniform control flow): the active lanes are
+      // the warp's threads.
+      return fmt::format("{}(__activemask(), {}, {}, {})", n->op == ir::CallOp::kWarpShuffle ? "__shfl_sync" : "__shfl_down_sync",
+                         expr(n->args[0], lane), expr(n->args[1], lane), expr(n->args[2], lane));
+    }
     return CExprPrinter::call(n, lane);
   }
 
@@ -220,6 +235,19 @@ class GpuEmitter : public CExprPrinter {
 };
 
 }  // namespace
+
+std::string gpu_memory_type(DataType t) {
+  if (t.is_float() && t.bits() == 16) return "uint16_t";
+  if (t.is_bool()) return "uint8_t";  // OpenCL forbids bool in memory shared with the host
+  if (t.is_float()) return t.bits() == 64 ? "double" : "float";
+  return fmt::format("{}int{}_t", t.is_uint() ? "u" : "", t.bits());
+}
+
+size_t gpu_buffer_bytes(const ir::Buffer& b) {
+  auto size = ir::as_const_int(b->shape.at(0));
+  if (!size) throw Error(fmt::format("GPU back end: buffer '{}' has a size that is not constant", b->name));
+  return static_cast<size_t>(*size) * static_cast<size_t>(b->dtype.is_bool() ? 1 : b->dtype.bytes());  // bool in a byte
+}
 
 const char* gpu_dialect_name(GpuDialect d) { return d == GpuDialect::kCuda ? "cuda" : "opencl"; }
 

@@ -18,4 +18,11 @@ const char* gpu_dialect_name(GpuDialect d);  // "cuda", "opencl"
 // kernels keep their names in the cubin).
 std::string emit_gpu(const lower::GpuProgram& program, GpuDialect dialect);
 
+// The C type a kernel's buffer of `dtype` holds (float, int8_t, ...; uint16_t for 16-bit floats,
+// uint8_t for bool): what a host passes.
+std::string gpu_memory_type(DataType dtype);
+// The bytes a lowered (1-d) buffer holds on the device. Throws tyche::Error for a size that is not
+// constant.
+size_t gpu_buffer_bytes(const ir::Buffer& buffer);
+
 }  // namespace tyche::codegen

@@ -11,26 +11,15 @@
 
 namespace tyche::codegen {
 
-namespace {
-
-size_t buffer_bytes(const ir::Buffer& b) {
-  auto size = ir::as_const_int(b->shape.at(0));
-  if (!size) throw Error(fmt::format("OpenCL: buffer '{}' has a size that is not constant", b->name));
-  // bool is held in a byte (gpu_codegen.h)
-  return static_cast<size_t>(*size) * static_cast<size_t>(b->dtype.is_bool() ? 1 : b->dtype.bytes());
-}
-
-}  // namespace
-
 OpenCLFunction::OpenCLFunction(lower::GpuProgram program, runtime::opencl::Device device)
     : program_(std::move(program)), device_(std::move(device)) {
   source_ = emit_gpu(program_, GpuDialect::kOpenCL);
   built_ = device_.build(source_);
   for (const ir::Buffer& b : program_.params) {
-    param_bytes_.push_back(buffer_bytes(b));
+    param_bytes_.push_back(gpu_buffer_bytes(b));
     params_.push_back(device_.allocate(std::max<size_t>(param_bytes_.back(), 1)));
   }
-  for (const ir::Buffer& b : program_.intermediates) intermediates_.push_back(device_.allocate(std::max<size_t>(buffer_bytes(b), 1)));
+  for (const ir::Buffer& b : program_.intermediates) intermediates_.push_back(device_.allocate(std::max<size_t>(gpu_buffer_bytes(b), 1)));
   for (const lower::GpuKernel& k : program_.kernels) {
     size_t threads = static_cast<size_t>(k.block[0] * k.block[1] * k.block[2]);
     if (threads > device_.info().max_work_group_size)

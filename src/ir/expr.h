@@ -147,11 +147,14 @@ struct BufferLoadNode : ExprNode {
 // kThreadBarrier() (int32, evaluated for its effect): the GPU threads of a block wait there until
 // all have reached it, and their shared-memory writes before it are seen after it. Only the GPU
 // back end's lowering inserts it.
+// kWarpShuffleDown(v, offset, width) / kWarpShuffle(v, lane, width) (CUDA, v's type): v as the thread
+// `offset` lanes up (or lane `lane`) of the caller's segment of `width` lanes of its warp holds it;
+// the caller's own v where that lane lies past the segment. Only the CUDA lowering inserts them.
 // kRound rounds to the nearest integer, halves to even (nearbyint; numpy.round, ONNX's
 // QuantizeLinear), not C's round, which takes halves away from zero.
 enum class CallOp : uint8_t {
   kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot, kRound, kTileDot,
-  kThreadBarrier,
+  kThreadBarrier, kWarpShuffleDown, kWarpShuffle,
 };
 const char* call_op_name(CallOp op);
 std::optional<CallOp> call_op_from_name(const std::string& name);

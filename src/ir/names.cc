@@ -38,6 +38,7 @@ constexpr std::array kCallOps = {
     CallOpInfo{CallOp::kErf, "erf", 1},     CallOpInfo{CallOp::kIfThenElse, "if_then_else", 3},
     CallOpInfo{CallOp::kGroupDot, "group_dot", 3}, CallOpInfo{CallOp::kRound, "round", 1},
     CallOpInfo{CallOp::kTileDot, "tile_dot", 4}, CallOpInfo{CallOp::kThreadBarrier, "thread_barrier", 0},
+    CallOpInfo{CallOp::kWarpShuffleDown, "warp_shuffle_down", 3}, CallOpInfo{CallOp::kWarpShuffle, "warp_shuffle", 3},
 };
 }  // namespace
 

@@ -259,6 +259,10 @@ Expr call(CallOp op, std::vector<Expr> args) {
   if (op == CallOp::kGroupDot) return group_dot(args[0], args[1], args[2]);
   if (op == CallOp::kTileDot) return tile_dot(args[0], args[1], args[2], args[3]);
   if (op == CallOp::kThreadBarrier) return Expr(std::make_shared<CallNode>(kInt32, op, std::move(args)));
+  if (op == CallOp::kWarpShuffleDown || op == CallOp::kWarpShuffle) {
+    DataType t = args[0].dtype();
+    return Expr(std::make_shared<CallNode>(t, op, std::move(args)));
+  }
   if (op == CallOp::kIfThenElse) {
     if (auto c = as_const_int(args[0])) return *c ? args[1] : args[2];
     reconcile(args[1], args[2]);

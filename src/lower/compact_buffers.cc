@@ -5,7 +5,7 @@
 // everything it reads before reading it), and shrinks it to the region one iteration touches
 // (TVM's buffer-allocation planning and compaction). A small tile inside a loop nest is what lets
 // the backend keep it in registers; an allocation inside a parallel loop becomes per-thread. A
-// shared (GPU) buffer never goes below a loop bound to threadIdx: its threads share it.
+// shared (GPU) buffer's region spans its block's threads (relaxed()).
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
@@ -130,6 +130,8 @@ class Compactor : public ir::StmtExprMutator {
     if (!buf->strides.empty()) return rebuild(n, self, body);  // storage_align fixed the layout
     AccessCollector collector(buf.get());
     collector.visit_stmt(body);
+    shared_ = buf->scope.starts_with("shared");
+    local_ = buf->scope == "local";
     if (collector.accesses.empty()) return rebuild(n, self, body);
     // The loops common to every access, outermost first.
     std::vector<const ir::ForNode*> lca = collector.accesses[0].loops;
@@ -147,13 +149,9 @@ class Compactor : public ir::StmtExprMutator {
     if (!region) return rebuild(n, self, body);
     std::optional<bool> self_contained;  // asked only when some loop's iterations overlap
     while (depth < lca.size()) {
-      // A shared buffer is the block's threads' own: it stays above their loops.
-      if (buf->scope.starts_with("shared") && lca[depth]->for_kind == ir::ForKind::kThreadBinding &&
-          lca[depth]->thread_tag.starts_with("threadIdx"))
-        break;
       std::optional<Region> inner = region_at(collector, lca, depth + 1);
       if (!inner) break;
-      if (!iterations_disjoint(*inner, lca[depth])) {
+      if (!relaxed(lca[depth]) && !own_copy(lca[depth]) && !iterations_disjoint(*inner, lca[depth])) {
         if (!self_contained) self_contained = written_before_read(collector, lca, buf.get());
         if (!*self_contained) break;
       }
@@ -186,7 +184,7 @@ class Compactor : public ir::StmtExprMutator {
  private:
   // The region all accesses touch in one iteration of lca[depth - 1] (depth 0: overall), the
   // loops lca[0, depth) fixed. Nothing if some dimension is unbounded or not of constant size.
-  static std::optional<Region> region_at(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, size_t depth) {
+  std::optional<Region> region_at(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, size_t depth) const {
     arith::Analyzer analyzer;
     bind_outer_loops(&analyzer, lca, depth);
     std::vector<arith::IntervalSet> sets = touched(c.accesses, depth, &analyzer);
@@ -208,18 +206,35 @@ class Compactor : public ir::StmtExprMutator {
     return r;
   }
 
-  static void bind_outer_loops(arith::Analyzer* analyzer, const std::vector<const ir::ForNode*>& lca, size_t depth) {
-    for (size_t k = 0; k < depth; ++k) analyzer->bind(lca[k]->loop_var, ir::Range(lca[k]->min, lca[k]->extent));
+  void bind_outer_loops(arith::Analyzer* analyzer, const std::vector<const ir::ForNode*>& lca, size_t depth) const {
+    for (size_t k = 0; k < depth; ++k)
+      if (!relaxed(lca[k])) analyzer->bind(lca[k]->loop_var, ir::Range(lca[k]->min, lca[k]->extent));
+  }
+
+  // A shared (GPU) buffer belongs to a block of threads: its region covers every thread's
+  // accesses, so the loops bound to threadIdx (and vthread, threads of the same block) are never
+  // fixed; its allocation moves below them only in the IR (the GPU back end declares it once per
+  // block).
+  bool relaxed(const ir::ForNode* loop) const {
+    return shared_ && loop->for_kind == ir::ForKind::kThreadBinding && !loop->thread_tag.starts_with("blockIdx");
+  }
+  // Each block has its own shared memory and each thread its own local memory: the iterations of
+  // those loops never share such a buffer.
+  bool own_copy(const ir::ForNode* loop) const {
+    if (loop->for_kind != ir::ForKind::kThreadBinding) return false;
+    if (shared_) return loop->thread_tag.starts_with("blockIdx");
+    return local_ && (loop->thread_tag.starts_with("blockIdx") || loop->thread_tag.starts_with("threadIdx"));
   }
 
   // Per dimension, the interval the accesses touch, their loops from `depth` on relaxed.
-  static std::vector<arith::IntervalSet> touched(const std::vector<Access>& accesses, size_t depth, arith::Analyzer* analyzer) {
+  std::vector<arith::IntervalSet> touched(const std::vector<Access>& accesses, size_t depth, arith::Analyzer* analyzer) const {
     size_t ndim = accesses[0].indices.size();
     std::vector<arith::IntervalSet> sets(ndim);
     bool first = true;
     for (const Access& a : accesses) {
       arith::VarRangeMap dom;
-      for (size_t k = depth; k < a.loops.size(); ++k) dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
+      for (size_t k = 0; k < a.loops.size(); ++k)
+        if (k >= depth || relaxed(a.loops[k])) dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
       for (size_t d = 0; d < ndim; ++d) {
         arith::IntervalSet s = arith::eval_interval(a.indices[d], dom, analyzer);
         sets[d] = first ? s : arith::union_interval(sets[d], s, analyzer);
@@ -234,7 +249,7 @@ class Compactor : public ir::StmtExprMutator {
   // first read (they share no loop with it below the common ones, so they finish first) store,
   // unconditionally, a region that covers every read. A cache_read under compute_at is such a
   // buffer even when other iterations copy the same elements.
-  static bool written_before_read(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, const ir::BufferNode* buf) {
+  bool written_before_read(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, const ir::BufferNode* buf) const {
     size_t depth = lca.size();
     auto first_load = std::find_if(c.accesses.begin(), c.accesses.end(), [](const Access& a) { return !a.store; });
     if (first_load == c.accesses.end()) return true;  // written only
@@ -242,8 +257,11 @@ class Compactor : public ir::StmtExprMutator {
     for (auto it = c.accesses.begin(); it != first_load; ++it) {
       bool shares_inner_loop = it->loops.size() > depth && first_load->loops.size() > depth && it->loops[depth] == first_load->loops[depth];
       // Reads touch existing elements only, so a store guarded by "in bounds" covers them.
-      bool unconditional = std::all_of(it->conditions.begin(), it->conditions.end(),
-                                       [&](const ir::Expr& cond) { return is_bounds_guard(cond, it->indices, buf->shape); });
+      // A shared buffer's stores before its first read are a cache_read's cooperative fetch, which
+      // compute_at sized to cover the reads: its guard is the split of the fetch's fused loop.
+      bool unconditional = shared_ || std::all_of(it->conditions.begin(), it->conditions.end(), [&](const ir::Expr& cond) {
+                             return is_bounds_guard(cond, it->indices, buf->shape);
+                           });
       if (!shares_inner_loop && unconditional) stores.push_back(*it);
     }
     for (const Access& a : c.accesses)
@@ -307,6 +325,8 @@ class Compactor : public ir::StmtExprMutator {
   static ir::Stmt rebuild(const ir::AllocateNode* n, const ir::Stmt& self, const ir::Stmt& body) {
     return body.same_as(n->body) ? self : ir::allocate(n->buffer, body);
   }
+
+  bool shared_ = false, local_ = false;  // the scope of the allocation being placed
 };
 
 }  // namespace

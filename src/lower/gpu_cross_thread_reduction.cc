@@ -10,6 +10,12 @@
 // partial is local (one per thread), threads shared; insert_thread_barriers puts the barriers
 // between the steps. Every thread stores the result, so a later statement of the same kernel
 // reads it whichever thread it runs on.
+//
+// With warp shuffles (CUDA), a reduction over threadIdx.x from 0 whose T is a power of two up to
+// 32 or a multiple of 32 combines within each warp instead: partial = combine(partial,
+// shuffle_down(partial, s)) for s = width/2 ... 1, lane 0 of each segment of width = min(T, 32)
+// lanes ending with its total; above 32 threads, lane 0 of each warp stores its total in shared
+// memory and every warp reduces those totals again; the result is lane 0's, shuffled to all.
 #include <fmt/format.h>
 
 #include <functional>
@@ -45,7 +51,12 @@ ir::Expr conjunction(const std::vector<ir::Expr>& terms, const std::function<ir:
 
 bool is_thread_loop(const ir::ForNode* f) { return f->for_kind == ir::ForKind::kThreadBinding && f->thread_tag.starts_with("threadIdx"); }
 
+constexpr int64_t kWarp = 32;
+
 class CrossThreadReductionLowerer : public ir::StmtExprMutator {
+ public:
+  explicit CrossThreadReductionLowerer(bool warp_shuffles) : warp_shuffles_(warp_shuffles) {}
+
  protected:
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
     // The chain of loops from here down to a block realize, if the subtree is one.
@@ -146,6 +157,46 @@ class CrossThreadReductionLowerer : public ir::StmtExprMutator {
     std::vector<ir::Stmt> steps;
     steps.push_back(ir::buffer_store(partial, reducer->init->value, {zero}));
     steps.push_back(nest);
+    std::vector<ir::Expr> out_index;
+    for (const ir::Expr& i : reducer->update->indices) out_index.push_back(ir::substitute(i, bind));
+    ir::Expr outer_cond = conjunction(outer, bind);
+    auto store_result = [&](ir::Expr value) {
+      ir::Stmt store = ir::buffer_store(reducer->update->buffer, std::move(value), out_index);
+      steps.push_back(outer_cond.defined() ? ir::if_then_else(outer_cond, store) : store);
+    };
+
+    if (warp_shuffles_ && thread->thread_tag == "threadIdx.x" && ir::is_const_int(thread->min, 0) &&
+        ((*extent <= kWarp && (*extent & (*extent - 1)) == 0) || *extent % kWarp == 0)) {
+      // Within each warp (segments of `width` lanes): lane 0 of a segment ends with its total.
+      auto warp_reduce = [&](int64_t width) {
+        for (int64_t off = width / 2; off >= 1; off /= 2) {
+          ir::Expr p = ir::buffer_load(partial, {zero});
+          ir::Expr other = ir::call(ir::CallOp::kWarpShuffleDown, {p, ir::make_int(off), ir::make_int(width)});
+          steps.push_back(ir::buffer_store(partial, combine(p, other), {zero}));
+        }
+      };
+      int64_t width = std::min(*extent, kWarp);
+      warp_reduce(width);
+      ir::Stmt per_thread;
+      if (*extent > kWarp) {  // the warps' totals through shared memory, then one more warp reduction
+        int64_t warps = *extent / kWarp;
+        ir::Buffer totals = ir::make_buffer(b->name + "_warps", dtype, {ir::make_int(warps)}, "shared");
+        ir::Expr lane_index = ir::floormod(t, ir::make_int(kWarp));
+        steps.push_back(ir::if_then_else(lane_index == zero,
+                                         ir::buffer_store(totals, ir::buffer_load(partial, {zero}), {ir::floordiv(t, ir::make_int(kWarp))})));
+        steps.push_back(ir::buffer_store(
+            partial, ir::if_then_else(lane_index < ir::make_int(warps), ir::buffer_load(totals, {lane_index}), reducer->init->value), {zero}));
+        warp_reduce(kWarp);
+        store_result(ir::call(ir::CallOp::kWarpShuffle, {ir::buffer_load(partial, {zero}), zero, ir::make_int(kWarp)}));
+        per_thread = ir::allocate(partial, ir::seq(std::move(steps)));
+        return ir::allocate(totals, ir::for_loop(t, thread->min, thread->extent, ir::ForKind::kThreadBinding, per_thread,
+                                                 thread->thread_tag, thread->annotations));
+      }
+      store_result(ir::call(ir::CallOp::kWarpShuffle, {ir::buffer_load(partial, {zero}), zero, ir::make_int(width)}));
+      per_thread = ir::allocate(partial, ir::seq(std::move(steps)));
+      return ir::for_loop(t, thread->min, thread->extent, ir::ForKind::kThreadBinding, per_thread, thread->thread_tag, thread->annotations);
+    }
+
     steps.push_back(ir::buffer_store(threads, ir::buffer_load(partial, {zero}), {index}));
     auto fold = [&](int64_t below, int64_t offset) {
       ir::Expr other = ir::buffer_load(threads, {index + ir::make_int(offset)});
@@ -156,23 +207,21 @@ class CrossThreadReductionLowerer : public ir::StmtExprMutator {
     while (s0 * 2 < *extent) s0 *= 2;
     if (*extent > 1) fold(*extent - s0, s0);
     for (int64_t s = s0 / 2; s >= 1; s /= 2) fold(s, s);
-    std::vector<ir::Expr> out_index;
-    for (const ir::Expr& i : reducer->update->indices) out_index.push_back(ir::substitute(i, bind));
-    ir::Stmt store = ir::buffer_store(reducer->update->buffer, ir::buffer_load(threads, {zero}), out_index);
-    ir::Expr outer_cond = conjunction(outer, bind);
-    steps.push_back(outer_cond.defined() ? ir::if_then_else(outer_cond, store) : store);
+    store_result(ir::buffer_load(threads, {zero}));
 
     // partial is allocated in the thread loop (one per thread), threads around it (one per block).
     ir::Stmt per_thread = ir::allocate(partial, ir::seq(std::move(steps)));
     return ir::allocate(threads, ir::for_loop(t, thread->min, thread->extent, ir::ForKind::kThreadBinding, per_thread,
                                               thread->thread_tag, thread->annotations));
   }
+
+  bool warp_shuffles_;
 };
 
 }  // namespace
 
-ir::PrimFunc lower_cross_thread_reductions(const ir::PrimFunc& func) {
-  return func.with_body(CrossThreadReductionLowerer().mutate_stmt(func->body));
+ir::PrimFunc lower_cross_thread_reductions(const ir::PrimFunc& func, bool warp_shuffles) {
+  return func.with_body(CrossThreadReductionLowerer(warp_shuffles).mutate_stmt(func->body));
 }
 
 }  // namespace tyche::lower

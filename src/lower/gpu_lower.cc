@@ -95,14 +95,14 @@ GpuProgram split_kernels(const ir::PrimFunc& func) {
   return program;
 }
 
-GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options) {
+GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options, const GpuLowerOptions& gpu) {
   ir::PrimFunc f = func;
   std::vector<std::string> notes;
   auto pass = [&](const char* name, auto&& run) {
     f = run(f);
     if (options.log) options.log(name, f);
   };
-  pass("lower_cross_thread_reductions", [](const ir::PrimFunc& x) { return lower_cross_thread_reductions(x); });
+  pass("lower_cross_thread_reductions", [&](const ir::PrimFunc& x) { return lower_cross_thread_reductions(x, gpu.warp_shuffles); });
   pass("lower_blocks", [&](const ir::PrimFunc& x) { return lower_blocks(x, &notes, true); });
   refuse_parallel_loops(f);
   pass("compact_buffers", [](const ir::PrimFunc& x) { return compact_buffers(x); });

@@ -48,18 +48,22 @@ struct GpuProgram {
 // Throws tyche::Error with one line where the program cannot run on a GPU (a statement outside
 // every kernel, a thread extent that is not constant, a barrier needed under a branch some
 // threads skip, ...).
-GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options = {});
+struct GpuLowerOptions {
+  bool warp_shuffles = false;  // CUDA: cross-thread reductions combine within warps by shuffles
+};
+GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options = {}, const GpuLowerOptions& gpu = {});
 
 // ---- the GPU passes, in pipeline order (each also callable alone for tests) ----
 // A reduction block whose reduce iterators use a loop bound to threadIdx: each thread folds its
 // share into a local partial, the partials go to shared memory and are combined as a tree; every
-// thread then stores the result. Runs on blocks (before lower_blocks).
-ir::PrimFunc lower_cross_thread_reductions(const ir::PrimFunc& func);
+// thread then stores the result (with warp_shuffles, by warp shuffles where the reduction allows:
+// gpu_cross_thread_reduction.cc). Runs on blocks (before lower_blocks).
+ir::PrimFunc lower_cross_thread_reductions(const ir::PrimFunc& func, bool warp_shuffles = false);
 // Each kernel as one nest: loops bound to blockIdx.x/y/z then threadIdx.x/y/z (launch extents:
 // the largest loop of each tag), then its shared Allocates, then the body in which every thread
-// loop became its index (guarded where shorter) and vthreads serial loops. A global buffer
-// allocated inside a kernel is shared by the block's threads (scope shared) unless it lies under a
-// thread loop (scope local, one per thread).
+// loop became its index (guarded where shorter) and vthreads serial loops. Shared buffers move to
+// the kernel's top; another buffer allocated inside a kernel is shared by the block's threads
+// (scope shared) unless it lies under a thread loop (scope local, one per thread).
 ir::PrimFunc bind_gpu_threads(const ir::PrimFunc& func);
 // Inserts thread_barrier() evaluations into bind_gpu_threads' kernels (see gpu_barriers.cc).
 ir::PrimFunc insert_thread_barriers(const ir::PrimFunc& func);

@@ -100,7 +100,9 @@ class KernelBodyRewriter : public ir::StmtExprMutator {
   ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt&) override {
     const ir::Buffer& b = n->buffer;
     if (b->scope == "local" || b->scope.starts_with("wmma") || b->scope == "warp") return ir::allocate(b, mutate_stmt(n->body));
-    if (thread_depth_ > 0) {  // one per iteration of a thread loop: one per thread
+    // A shared buffer spans its block's threads wherever compact_buffers put it; another buffer
+    // allocated in a thread loop's iteration is one per thread.
+    if (thread_depth_ > 0 && !b->scope.starts_with("shared")) {
       ir::Buffer local = ir::with_scope(b, "local");
       renamed_[b.get()] = local;
       return ir::allocate(local, mutate_stmt(n->body));

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -41,7 +42,27 @@ struct Driver {
   int (*DriverGetVersion)(int*);
   int (*DeviceGetCount)(int*);
   int (*GetErrorString)(int, const char**);
+  int (*DeviceGet)(int*, int);
+  int (*DeviceGetName)(char*, int, int);
+  int (*DeviceGetAttribute)(int*, int, int);
+  int (*DevicePrimaryCtxRetain)(void**, int);
+  int (*CtxSetCurrent)(void*);
+  int (*MemAlloc)(uint64_t*, size_t);
+  int (*MemFree)(uint64_t);
+  int (*MemcpyHtoD)(uint64_t, const void*, size_t);
+  int (*MemcpyDtoH)(void*, uint64_t, size_t);
+  int (*MemsetD8)(uint64_t, unsigned char, size_t);
+  int (*ModuleLoadData)(void**, const void*);
+  int (*ModuleUnload)(void*);
+  int (*ModuleGetFunction)(void**, void*, const char*);
+  int (*LaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
+  int (*EventCreate)(void**, unsigned);
+  int (*EventRecord)(void*, void*);
+  int (*EventSynchronize)(void*);
+  int (*EventElapsedTime)(float*, void*, void*);
+  int (*EventDestroy)(void*);
 };
+constexpr int kAttributeComputeCapabilityMajor = 75, kAttributeComputeCapabilityMinor = 76, kAttributeL2CacheSize = 38;
 
 // Opens the first of `candidates` that loads; the error names them all and the last reason.
 void* open_first(const std::vector<std::string>& candidates, const char* what, const char* install) {
@@ -92,7 +113,6 @@ const Nvrtc& nvrtc(const std::string& requested) {
   return *loaded.emplace(key, std::move(n)).first->second;
 }
 
-
 }  // namespace
 
 std::string nvrtc_version(const std::string& library) {
@@ -121,6 +141,7 @@ Compiled compile(const std::string& source, const std::string& arch, const std::
     out.log.resize(size);
     n.GetProgramLog(program, out.log.data());
     while (!out.log.empty() && out.log.back() == '\0') out.log.pop_back();
+    std::replace(out.log.begin(), out.log.end(), '\0', '\n');  // NVRTC separates ptxas's part with a NUL
   }
   if (code == kNvrtcCompilation) throw_error("CUDA: the program does not compile for {}: {}", arch, first_error_line(out.log));
   if (code != kNvrtcSuccess) throw_error("CUDA: NVRTC refused the compilation for {}: {} ({})", arch, n.GetErrorString(code), first_error_line(out.log));
@@ -134,38 +155,166 @@ Compiled compile(const std::string& source, const std::string& arch, const std::
   return out;
 }
 
-int driver_version(const std::string& library) {
+namespace {
+
+// The driver, loaded once per path, with cuInit done.
+const Driver& driver(const std::string& library) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Driver>> loaded;
   std::vector<std::string> paths = candidates(library, "TYCHE_CUDA_DRIVER_LIBRARY", {"libcuda.so.1"});
-  const Driver* d = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = loaded.find(paths.front());
-    if (it == loaded.end()) {
-      void* lib = open_first(paths, "the CUDA driver", "no NVIDIA driver is installed here (CUDA code compiles without one, and runs only with one)");
-      auto drv = std::make_unique<Driver>();
-      bind(lib, drv->Init, "cuInit", "the CUDA driver");
-      bind(lib, drv->DriverGetVersion, "cuDriverGetVersion", "the CUDA driver");
-      bind(lib, drv->DeviceGetCount, "cuDeviceGetCount", "the CUDA driver");
-      bind(lib, drv->GetErrorString, "cuGetErrorString", "the CUDA driver");
-      it = loaded.emplace(paths.front(), std::move(drv)).first;
-    }
-    d = it->second.get();
-  }
-  auto check = [&](int code, const char* call) {
-    if (code == 0) return;
-    const char* s = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = loaded.find(paths.front());
+  if (it != loaded.end()) return *it->second;
+  void* lib = open_first(paths, "the CUDA driver", "no NVIDIA driver is installed here (CUDA code compiles without one, and runs only with one)");
+  auto d = std::make_unique<Driver>();
+  const char* what = "the CUDA driver";
+  bind(lib, d->Init, "cuInit", what);
+  bind(lib, d->DriverGetVersion, "cuDriverGetVersion", what);
+  bind(lib, d->DeviceGetCount, "cuDeviceGetCount", what);
+  bind(lib, d->GetErrorString, "cuGetErrorString", what);
+  bind(lib, d->DeviceGet, "cuDeviceGet", what);
+  bind(lib, d->DeviceGetName, "cuDeviceGetName", what);
+  bind(lib, d->DeviceGetAttribute, "cuDeviceGetAttribute", what);
+  bind(lib, d->DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", what);
+  bind(lib, d->CtxSetCurrent, "cuCtxSetCurrent", what);
+  bind(lib, d->MemAlloc, "cuMemAlloc_v2", what);
+  bind(lib, d->MemFree, "cuMemFree_v2", what);
+  bind(lib, d->MemcpyHtoD, "cuMemcpyHtoD_v2", what);
+  bind(lib, d->MemcpyDtoH, "cuMemcpyDtoH_v2", what);
+  bind(lib, d->MemsetD8, "cuMemsetD8_v2", what);
+  bind(lib, d->ModuleLoadData, "cuModuleLoadData", what);
+  bind(lib, d->ModuleUnload, "cuModuleUnload", what);
+  bind(lib, d->ModuleGetFunction, "cuModuleGetFunction", what);
+  bind(lib, d->LaunchKernel, "cuLaunchKernel", what);
+  bind(lib, d->EventCreate, "cuEventCreate", what);
+  bind(lib, d->EventRecord, "cuEventRecord", what);
+  bind(lib, d->EventSynchronize, "cuEventSynchronize", what);
+  bind(lib, d->EventElapsedTime, "cuEventElapsedTime", what);
+  bind(lib, d->EventDestroy, "cuEventDestroy_v2", what);
+  const char* s = nullptr;
+  if (int code = d->Init(0); code != 0) {
     d->GetErrorString(code, &s);
-    throw_error("CUDA: {} failed: {} ({})", call, s ? s : "unknown error", code);
-  };
-  check(d->Init(0), "cuInit");
+    throw_error("CUDA: cuInit failed: {} ({})", s ? s : "unknown error", code);
+  }
+  return *loaded.emplace(paths.front(), std::move(d)).first->second;
+}
+
+void check(const Driver& d, int code, const char* call) {
+  if (code == 0) return;
+  const char* s = nullptr;
+  d.GetErrorString(code, &s);
+  throw_error("CUDA: {} failed: {} ({})", call, s ? s : "unknown error", code);
+}
+
+}  // namespace
+
+int driver_version(const std::string& library) {
+  const Driver* d = &driver(library);
+  auto check = [&](int code, const char* call) { cuda::check(*d, code, call); };
   int count = 0;
   check(d->DeviceGetCount(&count), "cuDeviceGetCount");
   if (count == 0) throw_error("CUDA: the driver sees no device");
   int version = 0;
   check(d->DriverGetVersion(&version), "cuDriverGetVersion");
   return version;
+}
+
+struct Device::State {
+  const Driver* driver = nullptr;
+  void* context = nullptr;
+  int device = 0;
+  void bind() const { check(*driver, driver->CtxSetCurrent(context), "cuCtxSetCurrent"); }
+};
+
+Device Device::open(int ordinal, const std::string& library) {
+  Device dev;
+  dev.state_ = std::make_shared<State>();
+  State& st = *dev.state_;
+  st.driver = &driver(library);
+  const Driver& d = *st.driver;
+  int count = 0;
+  check(d, d.DeviceGetCount(&count), "cuDeviceGetCount");
+  if (ordinal < 0 || ordinal >= count) throw_error("CUDA: no device {} (the driver sees {})", ordinal, count);
+  check(d, d.DeviceGet(&st.device, ordinal), "cuDeviceGet");
+  check(d, d.DevicePrimaryCtxRetain(&st.context, st.device), "cuDevicePrimaryCtxRetain");
+  st.bind();
+  char name[256] = {};
+  check(d, d.DeviceGetName(name, sizeof name - 1, st.device), "cuDeviceGetName");
+  dev.name_ = name;
+  int major = 0, minor = 0, l2 = 0;
+  check(d, d.DeviceGetAttribute(&major, kAttributeComputeCapabilityMajor, st.device), "cuDeviceGetAttribute");
+  check(d, d.DeviceGetAttribute(&minor, kAttributeComputeCapabilityMinor, st.device), "cuDeviceGetAttribute");
+  check(d, d.DeviceGetAttribute(&l2, kAttributeL2CacheSize, st.device), "cuDeviceGetAttribute");
+  dev.arch_ = fmt::format("sm_{}{}", major, minor);
+  dev.l2_bytes_ = l2;
+  return dev;
+}
+
+Device::Memory Device::allocate(size_t bytes) const {
+  state_->bind();
+  const Driver* d = state_->driver;
+  uint64_t address = 0;
+  check(*d, d->MemAlloc(&address, std::max<size_t>(bytes, 1)), "cuMemAlloc");
+  auto state = state_;
+  Memory m;
+  m.bytes = bytes;
+  m.ptr = std::shared_ptr<void>(reinterpret_cast<void*>(address), [state](void* p) {
+    state->bind();
+    state->driver->MemFree(reinterpret_cast<uint64_t>(p));
+  });
+  return m;
+}
+
+void Device::write(const Memory& to, const void* from, size_t bytes) const {
+  state_->bind();
+  check(*state_->driver, state_->driver->MemcpyHtoD(to.address(), from, bytes), "cuMemcpyHtoD");
+}
+
+void Device::read(const Memory& from, void* to, size_t bytes) const {
+  state_->bind();
+  check(*state_->driver, state_->driver->MemcpyDtoH(to, from.address(), bytes), "cuMemcpyDtoH");
+}
+
+void Device::fill(const Memory& m, uint8_t value) const {
+  state_->bind();
+  check(*state_->driver, state_->driver->MemsetD8(m.address(), value, m.bytes), "cuMemsetD8");
+}
+
+Device::Module Device::load(const std::vector<char>& cubin) const {
+  state_->bind();
+  void* module = nullptr;
+  check(*state_->driver, state_->driver->ModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
+  auto state = state_;
+  return Module{std::shared_ptr<void>(module, [state](void* p) { state->driver->ModuleUnload(p); })};
+}
+
+double Device::launch(const Module& module, const std::string& kernel, const std::vector<uint64_t>& args, const std::array<int64_t, 3>& grid,
+                      const std::array<int64_t, 3>& block, int64_t dynamic_shared_bytes) const {
+  state_->bind();
+  const Driver& d = *state_->driver;
+  void* function = nullptr;
+  check(d, d.ModuleGetFunction(&function, module.handle.get(), kernel.c_str()), "cuModuleGetFunction");
+  std::vector<uint64_t> values = args;
+  std::vector<void*> params;
+  for (uint64_t& v : values) params.push_back(&v);
+  void *start = nullptr, *stop = nullptr;
+  check(d, d.EventCreate(&start, 0), "cuEventCreate");
+  check(d, d.EventCreate(&stop, 0), "cuEventCreate");
+  std::shared_ptr<void> events(nullptr, [&](void*) {
+    d.EventDestroy(start);
+    d.EventDestroy(stop);
+  });
+  check(d, d.EventRecord(start, nullptr), "cuEventRecord");
+  auto u = [](int64_t x) { return static_cast<unsigned>(x); };
+  check(d,
+        d.LaunchKernel(function, u(grid[0]), u(grid[1]), u(grid[2]), u(block[0]), u(block[1]), u(block[2]), u(dynamic_shared_bytes), nullptr,
+                       params.data(), nullptr),
+        "cuLaunchKernel");
+  check(d, d.EventRecord(stop, nullptr), "cuEventRecord");
+  check(d, d.EventSynchronize(stop), "cuEventSynchronize (the kernel failed)");
+  float ms = 0;
+  check(d, d.EventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+  return ms * 1e-3;
 }
 
 }  // namespace tyche::runtime::cuda

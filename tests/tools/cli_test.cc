@@ -438,12 +438,31 @@ TEST(CliRun, GpuTargetsRunOnOpenCLAndCompileForCuda) {
   Result cu = run("run GMM-1 --scale-down --target 'cuda -arch=sm_90' --emit cuda");
   EXPECT_THAT(cu.out, testing::HasSubstr("extern \"C\""));
   EXPECT_THAT(cu.out, testing::HasSubstr("__global__ void __launch_bounds__("));
-  if (cu.code != 0) EXPECT_EQ(count_lines(cu.err), 1) << cu.err;  // no NVRTC, or no driver
+  if (cu.code != 0) {
+    EXPECT_EQ(count_lines(cu.err), 1) << cu.err;  // no NVRTC, or no driver
+  }
 }
 
 }  // namespace
 
 namespace {
+
+// A GPU target: the kernels and their host side (AutoBind's program without a trace).
+TEST(CliExport, GpuTargetsWriteKernelsAndTheirHostSide) {
+  std::string out = testing::TempDir() + "/tyche_cli_export_gpu_" + std::to_string(getpid());
+  std::filesystem::remove_all(out);
+  Result cl = run("export SFM-1 --scale-down --target opencl --name sfm -o " + out);
+  ASSERT_EQ(cl.code, 0) << cl.err;
+  for (const char* f : {"/sfm.h", "/sfm.cl", "/sfm.c"}) EXPECT_TRUE(std::filesystem::exists(out + f)) << f;
+  EXPECT_THAT(take_file(out + "/sfm.h"), testing::HasSubstr("int sfm_run(struct sfm_program* program, cl_command_queue queue, cl_mem A, cl_mem softmax)"));
+  Result cu = run("export GMM-1 --scale-down --target 'cuda -arch=sm_90' --name gmm -o " + out);
+  ASSERT_EQ(cu.code, 0) << cu.err;
+  EXPECT_THAT(take_file(out + "/gmm.cu"), testing::HasSubstr("gmm_kernel0<<<dim3("));
+  expect_usage_error("export GMM-1 --target vulkan --name g -o " + out, "unknown kind 'vulkan'");
+  expect_usage_error("export GMM-1 --target cuda --db " + out + " --name g -o " + out, "--db with a GPU target");
+  expect_usage_error("export GMM-1 --target opencl --name 9g -o " + out, "9g");
+  std::filesystem::remove_all(out);
+}
 
 TEST(CliExport, WritesHeaderAndLibraryOrCSourceAndRefusesBadInputs) {
   std::string out = testing::TempDir() + "/tyche_cli_export_" + std::to_string(getpid());
@@ -506,6 +525,21 @@ TEST(CliSpace, PrintsSpacesSamplesAndWritesJson) {
   EXPECT_THAT(cl.out, testing::HasSubstr("threadIdx.x"));
   EXPECT_THAT(cl.out, testing::HasSubstr("on opencl -max-threads-per-block=256"));
   EXPECT_THAT(cl.out, testing::HasSubstr("10 of 10 correct (interpreter)"));
+  // OpenCL runs the samples on the device (PoCL here); CUDA compiles them at full size with NVRTC.
+  Result on_device = run("space SFM-1 --samples 3 --target opencl --compile");
+  if (on_device.err.find("OpenCL: ") == std::string::npos) {
+    ASSERT_EQ(on_device.code, 0) << on_device.err;
+    EXPECT_THAT(on_device.out, testing::HasSubstr("3 of 3 correct (OpenCL, scaled down)"));
+  }
+  std::string cuda_json = testing::TempDir() + "/tyche_space_cuda_" + std::to_string(getpid()) + ".json";
+  Result nvrtc = run("space SFM-4 --samples 4 --target 'cuda -arch=sm_90' --compile --json " + cuda_json);
+  if (nvrtc.err.find("NVRTC") == std::string::npos) {
+    ASSERT_EQ(nvrtc.code, 0) << nvrtc.err;
+    EXPECT_THAT(nvrtc.out, testing::HasSubstr("4 of 4 compiled (NVRTC, sm_90, within its limits)"));
+    std::string text = take_file(cuda_json);
+    EXPECT_THAT(text, testing::HasSubstr("\"compiled\": 4"));
+    EXPECT_THAT(text, testing::HasSubstr("\"intrinsics\": {}"));
+  }
   Result compiled = run("space 'C[i,j] += A[i,k] * B[k,j]' --extents i=50,j=49,k=7 --samples 3 --compile");
   ASSERT_EQ(compiled.code, 0) << compiled.err;
   EXPECT_THAT(compiled.out, testing::HasSubstr("3 of 3 correct (compiled)"));
@@ -516,7 +550,6 @@ TEST(CliSpace, BadInputsExitTwoWithOneLine) {
   expect_usage_error("space GMM-1 --target vulkan", "unknown kind 'vulkan'");
   expect_usage_error("space GMM-1 --target 'opencl -arch=sm_90'", "unknown option '-arch' for opencl");
   expect_usage_error("space GMM-1 --target 'llvm -num-cores x'", "positive integer");
-  expect_usage_error("space GMM-1 --target cuda --compile", "--compile with cuda");
   expect_usage_error("space GMM-1 --samples -3", "--samples");
   expect_usage_error("space GMM-1 --json /nonexistent/dir/out.json", "cannot write");
   expect_usage_error("space", "workload");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "interp/interpreter.h"
 #include "support/error.h"
@@ -68,8 +69,22 @@ SampleSpaceReport sample_space(const workloads::Workload& w, const Target& targe
       continue;
     }
     ++report.valid;
-    if (!options.check) continue;
     const schedule::Schedule& sch = std::get<schedule::Schedule>(candidate);
+    std::set<std::string> intrinsics;
+    for (const schedule::Instruction& inst : sch.trace()->instructions())
+      if (inst.is(schedule::kind_tensorize())) intrinsics.insert(inst.arg("tensor_intrin").s);
+    for (const std::string& name : intrinsics) ++report.intrinsics[name];
+    if (options.compiler) {
+      std::string why;
+      try {
+        why = options.compiler(sch.func());
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (why.empty()) ++report.compiled;
+      else if (report.failures.size() < kMaxFailures) report.failures.push_back(fmt::format("not compiled: {}\n{}", why, sch.trace()->to_text()));
+    }
+    if (!options.check) continue;
     std::string why;
     try {
       why = options.checker ? options.checker(sch.func(), inputs, expected)

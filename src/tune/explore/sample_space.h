@@ -26,11 +26,16 @@ struct SampleSpaceOptions {
   std::function<std::string(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
                             const std::vector<runtime::NDArray>& expected)>
       checker = nullptr;
+  // When set, compiles each valid sample (a GPU target's code, say): "" when it compiled within
+  // the target's limits, else why not; it may throw. Counted in SampleSpaceReport::compiled.
+  std::function<std::string(const ir::PrimFunc& func)> compiler = nullptr;
 };
 
 struct SampleSpaceReport {
   std::vector<std::string> spaces;  // each design space's trace, text form
   int samples = 0, valid = 0, checked = 0, correct = 0;
+  int compiled = 0;                            // valid samples the compiler hook accepted
+  std::map<std::string, int> intrinsics;       // tensor intrinsic -> valid samples that tensorize with it
   std::map<std::string, int> invalid_reasons;  // CandidateError::reason() -> count
   std::vector<std::string> failures;           // first few messages (invalid or wrong samples)
   double median_candidate_seconds = 0;         // sample + replay + postprocess, per candidate

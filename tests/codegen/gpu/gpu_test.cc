@@ -6,10 +6,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "../../common/one_line_error.h"
 #include "../../schedule/schedule_test_util.h"
+#include "codegen/cuda_function.h"
+#include "codegen/export_gpu.h"
 #include "codegen/gpu_codegen.h"
 #include "codegen/opencl_function.h"
 #include "ir/printer.h"
@@ -215,7 +222,7 @@ TEST(GpuCuda, TheKernelsCompileWithNvrtcForSm80AndSm90) {
     GTEST_SKIP() << e.what();
   }
   workloads::Workload gmm = small("GMM-1"), sfm = small("SFM-1");
-  for (const ir::PrimFunc& f : {bound_gmm(gmm.func), cross_thread_softmax(sfm.func)}) {
+  for (const ir::PrimFunc& f : {bound_gmm(gmm.func), cross_thread_softmax(sfm.func, 16), cross_thread_softmax(sfm.func, 64)}) {
     std::string source = emit_gpu(lower::lower_gpu(f), GpuDialect::kCuda);
     for (const char* arch : {"sm_80", "sm_90"}) {
       runtime::cuda::Compiled c = runtime::cuda::compile(source, arch);
@@ -223,6 +230,134 @@ TEST(GpuCuda, TheKernelsCompileWithNvrtcForSm80AndSm90) {
       EXPECT_THAT(c.ptx, HasSubstr("bar.sync")) << arch;  // __syncthreads()
     }
   }
+  // With warp shuffles: 16 threads reduce in one warp segment (no shared memory, no barrier); 64
+  // threads through the two warps' totals in shared memory.
+  for (int64_t threads : {16, 64}) {
+    lower::GpuProgram p = lower::lower_gpu(cross_thread_softmax(sfm.func, threads), {}, {.warp_shuffles = true});
+    EXPECT_EQ(p.kernels[0].shared_bytes, threads == 16 ? 0 : 8) << threads;
+    runtime::cuda::Compiled c = runtime::cuda::compile(emit_gpu(p, GpuDialect::kCuda), "sm_90");
+    EXPECT_THAT(c.ptx, HasSubstr("shfl.sync.down")) << threads;
+    EXPECT_THAT(c.ptx, HasSubstr("shfl.sync.idx")) << threads;
+  }
+  tyche::testing::expect_one_line_error(
+      [&] { emit_gpu(lower::lower_gpu(cross_thread_softmax(sfm.func, 16), {}, {.warp_shuffles = true}), GpuDialect::kOpenCL); },
+      "warp shuffle in OpenCL C");
+}
+
+// Every GPU rule's valid samples (multi-level tiling with shared memory, cross-thread reduction,
+// AutoBind), at full size, compile for sm_80 and sm_90 within the architectures' limits.
+TEST(GpuCuda, SampledProgramsCompileWithinTheLimitsOfSm80AndSm90) {
+  try {
+    runtime::cuda::nvrtc_version();
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    target::Target t = target::Target::parse(std::string("cuda -arch=") + arch);
+    for (const char* name : {"GMM-4", "C2D-3", "SFM-4", "NRM-4", "CBR-2", "TBG-1"}) {
+      tune::SampleSpaceOptions so{.samples = 8, .seed = 11, .check = false};
+      so.compiler = [&](const ir::PrimFunc& f) {
+        lower::GpuProgram program = lower::lower_gpu(f, {}, {.warp_shuffles = true});
+        CudaBinary binary = compile_cuda(program, cuda_arch(t));
+        for (const CudaKernelResources& k : binary.kernels) EXPECT_GT(k.registers, 0) << k.name;
+        return check_cuda_limits(binary, program, t);
+      };
+      tune::SampleSpaceReport r = tune::sample_space(workloads::get_preset(name), t, so);
+      EXPECT_GT(r.valid, 0) << name << " " << arch;
+      EXPECT_EQ(r.compiled, r.valid) << name << " " << arch << "\n" << fmt::format("{}", fmt::join(r.failures, "\n"));
+    }
+  }
+}
+
+TEST(GpuCuda, LimitsAreCheckedAgainstTheTarget) {
+  try {
+    runtime::cuda::nvrtc_version();
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  workloads::Workload gmm = small("GMM-1");
+  lower::GpuProgram program = lower::lower_gpu(bound_gmm(gmm.func));
+  CudaBinary binary = compile_cuda(program, "sm_80");
+  ASSERT_EQ(binary.kernels.size(), 1u);
+  EXPECT_EQ(binary.kernels[0].shared_bytes, 256);
+  EXPECT_EQ(check_cuda_limits(binary, program, target::Target::parse("cuda -arch=sm_80")), "");
+  EXPECT_THAT(check_cuda_limits(binary, program, target::Target::parse("cuda -arch=sm_80 -max-shared-memory-per-block=128")),
+              HasSubstr("256 bytes of shared memory, over the limit of 128"));
+  EXPECT_THAT(check_cuda_limits(binary, program, target::Target::parse("cuda -arch=sm_80 -max-threads-per-block=32")),
+              HasSubstr("64 threads per block, over the limit of 32"));
+}
+
+std::string temp_dir(const std::string& what) {
+  std::string dir = ::testing::TempDir() + "/tyche_gpu_" + what + "_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+int shell(const std::string& command) { return std::system((command + " > /dev/null 2>&1").c_str()); }
+
+std::string nvcc() {
+  for (const char* p : {"/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc"})
+    if (std::filesystem::exists(p)) return p;
+  return "";
+}
+
+// The exported CUDA (kernels and launcher) compiles with nvcc, and its header with a C compiler.
+TEST(GpuExport, CudaCompilesWithNvcc) {
+  if (nvcc().empty()) GTEST_SKIP() << "no nvcc";
+  std::string dir = temp_dir("cuda");
+  workloads::Workload sfm = small("SFM-1");
+  std::vector<std::string> files =
+      export_gpu(lower::lower_gpu(cross_thread_softmax(sfm.func, 64), {}, {.warp_shuffles = true}), GpuDialect::kCuda, dir, "softmax", "SFM-1");
+  ASSERT_EQ(files.size(), 2u);
+  std::ifstream h(dir + "/softmax.h");
+  std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(header, HasSubstr("int softmax(const float* A, float* softmax, void* stream);"));
+  EXPECT_EQ(shell(nvcc() + " -arch=sm_80 -c " + dir + "/softmax.cu -o " + dir + "/softmax.o"), 0) << dir;
+  std::ofstream(dir + "/use.c") << "#include \"softmax.h\"\nint main(void) {\n  int (*f)(const float*, float*, void*) = softmax;\n  (void)f;\n  return 0;\n}\n";
+  EXPECT_EQ(shell("cc -std=c11 -Wall -Werror -fsyntax-only -I" + dir + " " + dir + "/use.c"), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// The exported OpenCL host file builds the embedded kernels and runs them: a C program checks
+// a GMM's result against its own loops.
+TEST(GpuExport, OpenCLHostFileRunsTheKernels) {
+  OPEN_OR_SKIP(device);
+  if (shell("echo '#include <CL/cl.h>' | cc -E -x c -") != 0) GTEST_SKIP() << "no OpenCL headers (opencl-c-headers)";
+  std::string dir = temp_dir("opencl");
+  workloads::Workload gmm = small("GMM-1");  // 32 x 32 x 32
+  export_gpu(lower::lower_gpu(bound_gmm(gmm.func)), GpuDialect::kOpenCL, dir, "gmm", "GMM-1");
+  std::ofstream(dir + "/main.c") << R"(#include <math.h>
+#include <stdio.h>
+#include "gmm.h"
+enum { N = 32 };
+static float x[N * N], y[N * N], z[N * N];
+int main(void) {
+  for (int i = 0; i < N * N; ++i) { x[i] = (float)(i % 7) * 0.25f; y[i] = (float)(i % 5) * 0.5f - 1.0f; }
+  cl_platform_id platform; cl_device_id device; cl_int err;
+  if (clGetPlatformIDs(1, &platform, NULL) || clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL)) return 2;
+  cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+  cl_command_queue queue = clCreateCommandQueue(context, device, 0, &err);
+  cl_mem bx = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof x, x, &err);
+  cl_mem by = clCreateBuffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof y, y, &err);
+  cl_mem bz = clCreateBuffer(context, CL_MEM_WRITE_ONLY, sizeof z, NULL, &err);
+  struct gmm_program* p;
+  if (gmm_create(context, device, &p) || gmm_run(p, queue, bx, by, bz)) return 3;
+  clEnqueueReadBuffer(queue, bz, CL_TRUE, 0, sizeof z, z, 0, NULL, NULL);
+  double worst = 0;
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) {
+      double r = 0;
+      for (int k = 0; k < N; ++k) r += (double)x[i * N + k] * y[k * N + j];
+      if (fabs(r - z[i * N + j]) > worst) worst = fabs(r - z[i * N + j]);
+    }
+  gmm_release(p);
+  printf("max error %g\n", worst);
+  return worst < 1e-3 ? 0 : 1;
+}
+)";
+  ASSERT_EQ(shell("cc -std=c11 -O1 -I" + dir + " " + dir + "/main.c " + dir + "/gmm.c -lOpenCL -lm -o " + dir + "/gmm"), 0) << dir;
+  EXPECT_EQ(shell(dir + "/gmm"), 0) << dir;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "../../common/one_line_error.h"
 #include "runtime/cuda.h"
 #include "support/error.h"
@@ -62,6 +64,28 @@ TEST(CudaDriver, NoDriverIsOneLineAndADriverAnswers) {
                 m.find("no device") != std::string::npos)
         << m;
   }
+}
+
+// Where a device is, a kernel compiled for its architecture runs on it; elsewhere opening one is a
+// one-line error.
+TEST(CudaDevice, RunsACompiledKernelOrSaysWhyNotInOneLine) {
+  expect_one_line_error([] { Device::open(0, "/nonexistent/libcuda.so.1"); }, "cannot load the CUDA driver");
+  std::optional<Device> device;
+  try {
+    device = Device::open();
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), Not(HasSubstr("\n")));
+    GTEST_SKIP() << e.what();
+  }
+  Compiled c = compile("extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }", device->arch());
+  Device::Module module = device->load(c.cubin);
+  std::vector<float> host(64, 1.5f);
+  Device::Memory m = device->allocate(host.size() * sizeof(float));
+  device->write(m, host.data(), m.bytes);
+  EXPECT_GE(device->launch(module, "twice", {m.address()}, {1, 1, 1}, {64, 1, 1}), 0.0);
+  device->read(m, host.data(), m.bytes);
+  EXPECT_EQ(host[63], 3.0f);
+  expect_one_line_error([&] { device->launch(module, "nope", {m.address()}, {1, 1, 1}, {64, 1, 1}); }, "cuModuleGetFunction");
 }
 
 }  // namespace
