@@ -181,6 +181,14 @@ int cmd_show(const Options& o) {
 
 int cmd_check(const Options& o) {
   workloads::Workload w = load(o);
+  // A GPU target: the program bound (AutoBind without a trace) must lower to kernels; the
+  // interpreter then checks what it computes.
+  std::string gpu_kernels;
+  if (target::Target gpu = target::Target::parse(o.target); gpu.is_gpu()) {
+    if (o.trace_file.empty() && o.db.empty()) w.func = tune::auto_bind_blocks(w.func, gpu, o.seed);
+    lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.warp_shuffles = gpu.kind == "cuda"});
+    gpu_kernels = fmt::format(", {} {} kernel(s)", program.kernels.size(), gpu.kind);
+  }
   auto inputs = workloads::make_inputs(w.func);
   auto start = std::chrono::steady_clock::now();
   auto actual = interp::run_on_inputs(w.func, inputs);
@@ -188,7 +196,7 @@ int cmd_check(const Options& o) {
   auto expected = w.reference(inputs);
   runtime::OutputsComparison c = runtime::compare_outputs(actual, expected, output_names(w.func));
   if (!c.ok) fmt::print("{}\n", c.message);
-  fmt::print("{} [{}]: max abs error {:.3g}, interpreter {:.3f} s: {}\n", w.name, w.shape, c.max_abs_error, seconds,
+  fmt::print("{} [{}]{}: max abs error {:.3g}, interpreter {:.3f} s: {}\n", w.name, w.shape, gpu_kernels, c.max_abs_error, seconds,
              c.ok ? "OK" : "MISMATCH");
   return c.ok ? 0 : kExitMismatch;
 }
@@ -728,6 +736,7 @@ int main(int argc, char** argv) {
   run->add_option("--emit", opts.emit, "also print the lowered IR, C source, LLVM IR or assembly (CPU); the IR, CUDA C or OpenCL C (GPU)")
       ->check(CLI::IsMember({"ir", "c", "llvm", "asm", "cuda", "opencl"}));
   run->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME', 'cuda -arch=sm_90' (compiled with NVRTC) or opencl (run on PoCL here)");
+  check->add_option("--target", opts.target, "llvm (default), cuda or opencl: a GPU program (AutoBind without a trace) must lower to kernels");
   run->add_option("--threads", opts.threads, "threads for parallel loops (default: all)")->check(CLI::PositiveNumber);
   run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
   run->add_flag("--dump-ir", opts.dump_ir, "print the IR after every lowering pass");

@@ -421,6 +421,17 @@ TEST(CliRun, BadInputsExitTwoWithOneLine) {
   expect_usage_error("run GMM-1 --target 'opencl -arch=sm_90'", "unknown option '-arch' for opencl");
 }
 
+// check --target: a GPU program must lower to kernels (AutoBind's without a trace; a CPU
+// schedule's parallel loop is refused), and the interpreter checks it.
+TEST(CliCheck, GpuTargetsLowerTheBoundProgramToKernels) {
+  Result ok = run("check SFM-1 --scale-down --target cuda");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_THAT(ok.out, testing::HasSubstr("4 cuda kernel(s)"));
+  EXPECT_THAT(ok.out, testing::HasSubstr(": OK"));
+  expect_usage_error("check GMM-1 --scale-down --target opencl --trace " + write_temp("cpu_par.py",
+      "b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.parallel(loop=l2)\n"), "is parallel");
+}
+
 // A GPU target: AutoBind's program lowered for the GPU; OpenCL runs it on the device (PoCL here)
 // and checks it, CUDA prints it and compiles it with NVRTC (running it needs a driver).
 TEST(CliRun, GpuTargetsRunOnOpenCLAndCompileForCuda) {
