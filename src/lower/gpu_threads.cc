@@ -3,8 +3,8 @@
 // of a block share these iterations"; on the GPU every thread runs the whole kernel body, so the
 // loop's variable becomes the thread index (plus the loop's min) and the loop goes, guarded by
 // `index < extent` when it is shorter than the launch (the longest loop of that tag). Statements
-// outside every thread loop run on every thread (their stores write the same values); vthreads
-// run as serial loops in each thread.
+// outside every thread loop run on every thread (their stores write the same values); a vthread
+// loop runs in each thread, moved down to the statements that use it (VthreadSinker).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "ir/var_use.h"
 #include "lower/gpu_lower.h"
 #include "support/error.h"
 
@@ -56,6 +57,81 @@ std::map<std::string, int64_t> thread_extents(const ir::Stmt& body) {
   return out;
 }
 
+// A vthread loop's virtual threads run in one thread, in any interleaving (their iterations are
+// independent, as threads' are): the loop moves down to the statements that use its variable, so
+// what does not (a cooperative fetch into shared memory, the barriers around it) runs once
+// instead of once per virtual thread. A local buffer allocated inside the loop is privatized
+// (one copy per virtual thread, indexed by it) as the loop moves below its allocation (TVM's
+// InjectVirtualThread does the same).
+class VthreadSinker {
+ public:
+  explicit VthreadSinker(const ir::ForNode* loop) : loop_(loop) {
+    auto e = ir::as_const_int(loop->extent);
+    if (!e) throw Error(fmt::format("GPU lowering: vthread loop '{}' has an extent that is not constant", loop->loop_var.name()));
+  }
+
+  ir::Stmt sink(const ir::Stmt& s) {
+    const ir::VarNode* v = loop_->loop_var.get();
+    if (!ir::stmt_uses_var(s, v)) return s;  // the same for every virtual thread: run once
+    if (auto* q = s.as<ir::SeqStmtNode>()) {
+      std::vector<ir::Stmt> out;
+      for (const ir::Stmt& c : q->seq) out.push_back(sink(c));
+      return ir::seq(std::move(out));
+    }
+    if (auto* f = s.as<ir::ForNode>(); f && !ir::uses_var(f->min, v) && !ir::uses_var(f->extent, v))
+      return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, sink(f->body), f->thread_tag, f->annotations);
+    if (auto* i = s.as<ir::IfThenElseNode>(); i && !ir::uses_var(i->condition, v))
+      return ir::if_then_else(i->condition, sink(i->then_case), i->else_case.defined() ? sink(i->else_case) : ir::Stmt());
+    if (auto* a = s.as<ir::AllocateNode>()) {
+      if (a->buffer->scope.starts_with("shared")) return ir::allocate(a->buffer, sink(a->body));  // spans the virtual threads
+      return privatized(a);
+    }
+    return wrap(s);
+  }
+
+ private:
+  ir::Stmt wrap(const ir::Stmt& s) const {
+    return ir::for_loop(loop_->loop_var, loop_->min, loop_->extent, ir::ForKind::kUnrolled, s, {}, loop_->annotations);
+  }
+
+  // One copy of the buffer per virtual thread: [extent, ...shape], indexed by the loop's offset.
+  ir::Stmt privatized(const ir::AllocateNode* a) {
+    const ir::Buffer& b = a->buffer;
+    if (!b->strides.empty()) return wrap(ir::allocate(b, a->body));
+    std::vector<ir::Expr> shape{loop_->extent};
+    shape.insert(shape.end(), b->shape.begin(), b->shape.end());
+    ir::Buffer copies = ir::make_buffer(b->name, b->dtype, shape, b->scope);
+    ir::Expr which = ir::is_const_int(loop_->min, 0) ? ir::Expr(loop_->loop_var) : loop_->loop_var - loop_->min;
+    struct Redirect : ir::StmtExprMutator {
+      const ir::BufferNode* from;
+      ir::Buffer to;
+      ir::Expr which;
+      ir::Expr mutate_buffer_load(const ir::BufferLoadNode* n, const ir::Expr& self) override {
+        ir::Expr e = StmtExprMutator::mutate_buffer_load(n, self);
+        auto* l = e.as<ir::BufferLoadNode>();
+        if (l->buffer.get() != from) return e;
+        std::vector<ir::Expr> idx{which};
+        idx.insert(idx.end(), l->indices.begin(), l->indices.end());
+        return ir::Expr(std::make_shared<ir::BufferLoadNode>(l->dtype, to, idx));
+      }
+      ir::Stmt mutate_buffer_store(const ir::BufferStoreNode* n, const ir::Stmt& self) override {
+        ir::Stmt st = StmtExprMutator::mutate_buffer_store(n, self);
+        auto* w = st.as<ir::BufferStoreNode>();
+        if (w->buffer.get() != from) return st;
+        std::vector<ir::Expr> idx{which};
+        idx.insert(idx.end(), w->indices.begin(), w->indices.end());
+        return ir::buffer_store(to, w->value, idx);
+      }
+    } redirect;
+    redirect.from = b.get();
+    redirect.to = copies;
+    redirect.which = which;
+    return ir::allocate(copies, sink(redirect.mutate_stmt(a->body)));
+  }
+
+  const ir::ForNode* loop_;
+};
+
 // Rewrites one kernel's body: thread loops -> their index, vthreads -> serial loops, buffers
 // allocated in the kernel -> shared (hoisted) or local.
 class KernelBodyRewriter : public ir::StmtExprMutator {
@@ -76,10 +152,7 @@ class KernelBodyRewriter : public ir::StmtExprMutator {
  protected:
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
     if (n->for_kind != ir::ForKind::kThreadBinding) return StmtExprMutator::mutate_for(n, self);
-    if (is_vthread_tag(n->thread_tag)) {
-      return ir::for_loop(n->loop_var, mutate_expr(n->min), mutate_expr(n->extent), ir::ForKind::kSerial, mutate_stmt(n->body), {},
-                          n->annotations);
-    }
+    if (is_vthread_tag(n->thread_tag)) return mutate_stmt(VthreadSinker(n).sink(n->body));
     if (is_block_tag(n->thread_tag))
       throw Error(fmt::format("GPU lowering: loop '{}' bound to {} lies inside its kernel (below other statements or thread loops): "
                               "blockIdx loops must be a kernel's outermost",

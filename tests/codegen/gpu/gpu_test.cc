@@ -59,6 +59,17 @@ void ok(const schedule::Status& s) {
   if (!s.ok()) throw Error(s.error().reason());
 }
 
+// X's rows a block reads in one k step, staged in shared memory by its 8 x 8 threads together.
+void stage_x_in_shared(schedule::Schedule& sch, const schedule::BlockRV& z, const schedule::LoopRV& k_outer) {
+  auto x_shared = ok(sch.cache_read(z, 0, "shared"));
+  ok(sch.compute_at(x_shared, k_outer));
+  auto fetch = ok(sch.get_loops(x_shared));
+  auto fused = ok(sch.fuse({fetch[fetch.size() - 2], fetch.back()}));
+  auto parts = ok(sch.split(fused, {std::nullopt, 8, 8}));
+  ok(sch.bind(parts[1], "threadIdx.y"));
+  ok(sch.bind(parts[2], "threadIdx.x"));
+}
+
 // GMM tiled by hand: 8 x 8 output tiles per block (blockIdx.x over rows, .y over columns), one
 // element per thread (threadIdx.y, .x), X's rows staged in shared memory by every k step's threads.
 ir::PrimFunc bound_gmm(const ir::PrimFunc& func) {
@@ -73,13 +84,28 @@ ir::PrimFunc bound_gmm(const ir::PrimFunc& func) {
   ok(sch.bind(j[0], "blockIdx.y"));
   ok(sch.bind(i[1], "threadIdx.y"));
   ok(sch.bind(j[1], "threadIdx.x"));
-  auto x_shared = ok(sch.cache_read(z, 0, "shared"));
-  ok(sch.compute_at(x_shared, k[0]));
-  auto fetch = ok(sch.get_loops(x_shared));
-  auto fused = ok(sch.fuse({fetch[fetch.size() - 2], fetch.back()}));
-  auto parts = ok(sch.split(fused, {std::nullopt, 8, 8}));
-  ok(sch.bind(parts[1], "threadIdx.y"));
-  ok(sch.bind(parts[2], "threadIdx.x"));
+  stage_x_in_shared(sch, z, k[0]);
+  return sch.func();
+}
+
+// GMM with 2 virtual threads over the rows of each block's 16 x 8 tile, each thread accumulating
+// in a local buffer, X's rows staged in shared memory once per k step for both virtual threads.
+ir::PrimFunc vthread_gmm(const ir::PrimFunc& func) {
+  schedule::Schedule sch(func);
+  auto z = ok(sch.get_block("Z"));
+  auto z_local = ok(sch.cache_write(z, 0, "local"));
+  auto loops = ok(sch.get_loops(z));  // b, i, j, k
+  auto i = ok(sch.split(loops[1], {std::nullopt, 2, 8}));
+  auto j = ok(sch.split(loops[2], {std::nullopt, 8}));
+  auto k = ok(sch.split(loops[3], {std::nullopt, 8}));
+  ok(sch.reorder({i[0], j[0], i[1], i[2], j[1], k[0], k[1]}));
+  ok(sch.bind(i[0], "blockIdx.x"));
+  ok(sch.bind(j[0], "blockIdx.y"));
+  ok(sch.bind(i[1], "vthread.x"));
+  ok(sch.bind(i[2], "threadIdx.y"));
+  ok(sch.bind(j[1], "threadIdx.x"));
+  ok(sch.reverse_compute_at(z_local, j[1]));
+  stage_x_in_shared(sch, z, k[0]);
   return sch.func();
 }
 
@@ -134,6 +160,17 @@ TEST(GpuLower, ABoundGmmBecomesOneKernelWithSharedMemoryAndBarriers) {
   expect_golden("bound_gmm", describe(p), "gpu");
 }
 
+// The virtual threads share the fetch into shared memory (once per k step, not once per virtual
+// thread) and each has its own accumulators (a local buffer of 2 x 1 x 1 x 1).
+TEST(GpuLower, VirtualThreadsShareTheFetchAndPrivatizeTheirAccumulators) {
+  workloads::Workload w = small("GMM-1");
+  lower::GpuProgram p = lower::lower_gpu(vthread_gmm(w.func));
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].block, (std::array<int64_t, 3>{8, 8, 1}));
+  EXPECT_EQ(p.kernels[0].grid, (std::array<int64_t, 3>{2, 4, 1}));
+  expect_golden("vthread_gmm", describe(p), "gpu");
+}
+
 TEST(GpuLower, ACrossThreadSoftmaxReducesAsATreeInSharedMemory) {
   workloads::Workload w = small("SFM-1");
   lower::GpuProgram p = lower::lower_gpu(cross_thread_softmax(w.func));
@@ -168,6 +205,7 @@ TEST(GpuOpenCL, HandBoundProgramsMatchTheReference) {
   OPEN_OR_SKIP(device);
   workloads::Workload gmm = small("GMM-1");
   EXPECT_TRUE(runs_correctly(gmm, bound_gmm(gmm.func), *device));
+  EXPECT_TRUE(runs_correctly(gmm, vthread_gmm(gmm.func), *device));
   workloads::Workload sfm = small("SFM-1");
   for (int64_t threads : {16, 7, 64})  // a power of two, an odd count, more threads than a row has
     EXPECT_TRUE(runs_correctly(sfm, cross_thread_softmax(sfm.func, threads), *device)) << threads << " threads";
@@ -222,7 +260,7 @@ TEST(GpuCuda, TheKernelsCompileWithNvrtcForSm80AndSm90) {
     GTEST_SKIP() << e.what();
   }
   workloads::Workload gmm = small("GMM-1"), sfm = small("SFM-1");
-  for (const ir::PrimFunc& f : {bound_gmm(gmm.func), cross_thread_softmax(sfm.func, 16), cross_thread_softmax(sfm.func, 64)}) {
+  for (const ir::PrimFunc& f : {bound_gmm(gmm.func), vthread_gmm(gmm.func), cross_thread_softmax(sfm.func, 16), cross_thread_softmax(sfm.func, 64)}) {
     std::string source = emit_gpu(lower::lower_gpu(f), GpuDialect::kCuda);
     for (const char* arch : {"sm_80", "sm_90"}) {
       runtime::cuda::Compiled c = runtime::cuda::compile(source, arch);
