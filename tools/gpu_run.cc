@@ -1,4 +1,5 @@
 #include "gpu_run.h"
+#include "run_args.h"
 
 #include <fmt/format.h>
 
@@ -23,26 +24,14 @@ namespace tyche::tools {
 
 namespace {
 
-constexpr int kExitMismatch = 1;  // as tyche.cc's
-
-std::vector<std::string> output_names(const ir::PrimFunc& f) {
-  std::vector<std::string> names;
-  for (size_t i = f->params.size() - static_cast<size_t>(f->num_outputs); i < f->params.size(); ++i) names.push_back(f->params[i]->name);
-  return names;
-}
 
 // Runs once and compares with the reference, then times the kernels on the device (a warm-up,
 // then o.repeat runs, the median).
 int check_and_time(const workloads::Workload& w, const GpuRunOptions& o, const std::function<void(void* const*)>& run,
                    const std::function<double()>& run_kernels, const std::string& device, size_t kernels) {
-  auto inputs = workloads::make_inputs(w.func);
-  auto expected = w.reference(inputs);
-  std::vector<runtime::NDArray> args = inputs;
-  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
-  std::vector<void*> ptrs;
-  for (auto& a : args) ptrs.push_back(a.data());
-  run(ptrs.data());
-  runtime::OutputsComparison check = runtime::compare_outputs(std::span(args).subspan(inputs.size()), expected, output_names(w.func));
+  RunArgs a = make_run_args(w);
+  run(a.ptrs.data());
+  runtime::OutputsComparison check = runtime::compare_outputs(a.outputs(), a.expected, output_names(w.func));
   if (!check.ok) fmt::print(stderr, "{}\n", check.message);
   run_kernels();  // warm-up
   std::vector<double> seconds;

@@ -20,6 +20,7 @@
 #include "codegen/export_gpu.h"
 #include "codegen/opencl_function.h"
 #include "gpu_run.h"
+#include "run_args.h"
 #include "target/cpu.h"
 #include "codegen/export.h"
 #include "codegen/layout_rewrites.h"
@@ -57,8 +58,8 @@ namespace {
 
 using namespace tyche;
 
-constexpr int kExitMismatch = 1;
 constexpr int kExitUsage = 2;
+using tools::kExitMismatch;
 
 int cmd_workloads() {
   fmt::print("{:<14} {:>12}  {}\n", "name", "GFLOP", "shape");
@@ -168,11 +169,6 @@ workloads::Workload load(const Options& o) {
   return w;
 }
 
-std::vector<std::string> output_names(const ir::PrimFunc& f) {
-  std::vector<std::string> names;
-  for (const ir::Buffer& b : f.outputs()) names.push_back(b->name);
-  return names;
-}
 
 int cmd_show(const Options& o) {
   fmt::print("{}", ir::to_string(load(o).func));
@@ -194,7 +190,7 @@ int cmd_check(const Options& o) {
   auto actual = interp::run_on_inputs(w.func, inputs);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto expected = w.reference(inputs);
-  runtime::OutputsComparison c = runtime::compare_outputs(actual, expected, output_names(w.func));
+  runtime::OutputsComparison c = runtime::compare_outputs(actual, expected, tools::output_names(w.func));
   if (!c.ok) fmt::print("{}\n", c.message);
   fmt::print("{} [{}]{}: max abs error {:.3g}, interpreter {:.3f} s: {}\n", w.name, w.shape, gpu_kernels, c.max_abs_error, seconds,
              c.ok ? "OK" : "MISMATCH");
@@ -267,12 +263,8 @@ int cmd_run(const Options& o) {
   if (o.emit == "llvm") fmt::print("{}", kernel->llvm_ir());
   if (o.emit == "asm") fmt::print("{}", kernel->assembly());
 
-  auto inputs = workloads::make_inputs(w.func);
-  auto expected = w.reference(inputs);
-  std::vector<runtime::NDArray> args = inputs;
-  for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
-  std::vector<void*> ptrs;
-  for (auto& a : args) ptrs.push_back(a.data());
+  tools::RunArgs run_args = tools::make_run_args(w);
+  std::vector<void*>& ptrs = run_args.ptrs;
   std::vector<runtime::NDArray> packed;  // the rewritten weights, which the main part reads in their place
   codegen::apply_rewrites(rewrites, w.func, ptrs, packed);
   if (!split.rewrites.empty()) {
@@ -282,7 +274,7 @@ int cmd_run(const Options& o) {
   }
   kernel->run(ptrs.data());
   runtime::OutputsComparison check =
-      runtime::compare_outputs(std::span(args).subspan(inputs.size()), expected, output_names(w.func));
+      runtime::compare_outputs(run_args.outputs(), run_args.expected, tools::output_names(w.func));
   if (!check.ok) fmt::print(stderr, "{}\n", check.message);
   runtime::TimeOptions to;
   to.repeat = o.repeat;

@@ -226,43 +226,14 @@ class CEmitter : public CExprPrinter {
     line("}");
   }
 
-  void stmt(const ir::Stmt& s) {
+  void stmt(const ir::Stmt& s) override {
+    if (auto* f = s.as<ir::ForNode>(); f && f->for_kind == ir::ForKind::kParallel && options_.parallel) {
+      parallel_loop(f);
+      return;
+    }
+    if (common_stmt(s)) return;
     switch (s.kind()) {
-      case ir::StmtKind::kBufferStore: store(s.as<ir::BufferStoreNode>()); return;
-      case ir::StmtKind::kSeqStmt:
-        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) stmt(c);
-        return;
-      case ir::StmtKind::kIfThenElse: {
-        auto* n = s.as<ir::IfThenElseNode>();
-        line(fmt::format("if {} {{", parenthesized(expr(n->condition, ""))));
-        ++indent_;
-        stmt(n->then_case);
-        --indent_;
-        if (n->else_case.defined()) {
-          line("} else {");
-          ++indent_;
-          stmt(n->else_case);
-          --indent_;
-        }
-        line("}");
-        return;
-      }
       case ir::StmtKind::kEvaluate: line(fmt::format("(void)({});", expr(s.as<ir::EvaluateNode>()->value, ""))); return;
-      case ir::StmtKind::kFor: {
-        auto* f = s.as<ir::ForNode>();
-        std::string v = var_name(f->loop_var.get());
-        std::string t = scalar_type(f->loop_var.dtype());
-        if (f->for_kind == ir::ForKind::kParallel && options_.parallel) {
-          parallel_loop(f);
-          return;
-        }
-        line(fmt::format("for ({0} {1} = {2}; {1} < {2} + {3}; ++{1}) {{", t, v, expr(f->min, ""), expr(f->extent, "")));
-        ++indent_;
-        stmt(f->body);
-        --indent_;
-        line("}");
-        return;
-      }
       case ir::StmtKind::kAllocate: {
         auto* n = s.as<ir::AllocateNode>();
         auto size = ir::as_const_int(n->buffer->shape.at(0));
@@ -294,6 +265,10 @@ class CEmitter : public CExprPrinter {
       }
       case ir::StmtKind::kBlock:
       case ir::StmtKind::kBlockRealize: throw Error("C backend: the function still has blocks: lower it first");
+      case ir::StmtKind::kBufferStore:
+      case ir::StmtKind::kSeqStmt:
+      case ir::StmtKind::kIfThenElse:
+      case ir::StmtKind::kFor: return;  // common_stmt's
     }
   }
 

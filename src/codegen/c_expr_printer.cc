@@ -235,4 +235,33 @@ void CExprPrinter::store(const ir::BufferStoreNode* n) {
   line("}");
 }
 
+bool CExprPrinter::common_stmt(const ir::Stmt& s) {
+  switch (s.kind()) {
+    case ir::StmtKind::kBufferStore: store(s.as<ir::BufferStoreNode>()); return true;
+    case ir::StmtKind::kSeqStmt:
+      for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) stmt(c);
+      return true;
+    case ir::StmtKind::kIfThenElse: {
+      auto* n = s.as<ir::IfThenElseNode>();
+      line(fmt::format("if {} {{", parenthesized(expr(n->condition, ""))));
+      nested(n->then_case);
+      if (n->else_case.defined()) {
+        line("} else {");
+        nested(n->else_case);
+      }
+      line("}");
+      return true;
+    }
+    case ir::StmtKind::kFor: {
+      auto* f = s.as<ir::ForNode>();
+      std::string v = var_name(f->loop_var.get()), t = scalar_type(f->loop_var.dtype());
+      line(fmt::format("for ({0} {1} = {2}; {1} < {2} + {3}; ++{1}) {{", t, v, expr(f->min, ""), expr(f->extent, "")));
+      nested(f->body);
+      line("}");
+      return true;
+    }
+    default: return false;
+  }
+}
+
 }  // namespace tyche::codegen

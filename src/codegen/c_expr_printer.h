@@ -51,6 +51,16 @@ class CExprPrinter {
   void line(const std::string& s) { *out_ << std::string(2 * static_cast<size_t>(indent_), ' ') << s << "\n"; }
   // A store; a vector store writes each lane in turn (lanes write distinct elements).
   void store(const ir::BufferStoreNode* n);
+  // Every back end's statement printer; common_stmt prints the statements all print alike (a
+  // store, a sequence, an if, a loop as a C for loop, `s`'s children through stmt()) and is false
+  // for the others.
+  virtual void stmt(const ir::Stmt& s) = 0;
+  bool common_stmt(const ir::Stmt& s);
+  void nested(const ir::Stmt& s) {
+    ++indent_;
+    stmt(s);
+    --indent_;
+  }
   std::ostringstream* out_ = nullptr;  // where line() writes
   int indent_ = 0;
   int lane_counter_ = 0;

@@ -177,34 +177,12 @@ class GpuEmitter : public CExprPrinter {
     line("");
   }
 
-  void stmt(const ir::Stmt& s) {
+  void stmt(const ir::Stmt& s) override {
+    if (auto* f = s.as<ir::ForNode>(); f && f->for_kind == ir::ForKind::kThreadBinding)
+      throw InternalError(fmt::format("GPU back end: loop '{}' bound to {} inside a kernel", f->loop_var.name(), f->thread_tag));
+    if (common_stmt(s)) return;
     switch (s.kind()) {
-      case ir::StmtKind::kBufferStore: store(s.as<ir::BufferStoreNode>()); return;
-      case ir::StmtKind::kSeqStmt:
-        for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) stmt(c);
-        return;
-      case ir::StmtKind::kIfThenElse: {
-        auto* n = s.as<ir::IfThenElseNode>();
-        line(fmt::format("if {} {{", parenthesized(expr(n->condition, ""))));
-        block(n->then_case);
-        if (n->else_case.defined()) {
-          line("} else {");
-          block(n->else_case);
-        }
-        line("}");
-        return;
-      }
       case ir::StmtKind::kEvaluate: line(fmt::format("{};", expr(s.as<ir::EvaluateNode>()->value, ""))); return;
-      case ir::StmtKind::kFor: {
-        auto* f = s.as<ir::ForNode>();
-        if (f->for_kind == ir::ForKind::kThreadBinding)
-          throw InternalError(fmt::format("GPU back end: loop '{}' bound to {} inside a kernel", f->loop_var.name(), f->thread_tag));
-        std::string v = var_name(f->loop_var.get()), t = scalar_type(f->loop_var.dtype());
-        line(fmt::format("for ({0} {1} = {2}; {1} < {2} + {3}; ++{1}) {{", t, v, expr(f->min, ""), expr(f->extent, "")));
-        block(f->body);
-        line("}");
-        return;
-      }
       case ir::StmtKind::kAllocate: {
         auto* n = s.as<ir::AllocateNode>();
         auto size = ir::as_const_int(n->buffer->shape.at(0));
@@ -221,13 +199,11 @@ class GpuEmitter : public CExprPrinter {
       }
       case ir::StmtKind::kBlock:
       case ir::StmtKind::kBlockRealize: throw InternalError("GPU back end: the program still has blocks");
+      case ir::StmtKind::kBufferStore:
+      case ir::StmtKind::kSeqStmt:
+      case ir::StmtKind::kIfThenElse:
+      case ir::StmtKind::kFor: return;  // common_stmt's
     }
-  }
-
-  void block(const ir::Stmt& s) {
-    ++indent_;
-    stmt(s);
-    --indent_;
   }
 
   GpuDialect dialect_;
