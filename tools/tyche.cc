@@ -182,7 +182,7 @@ int cmd_check(const Options& o) {
   std::string gpu_kernels;
   if (target::Target gpu = target::Target::parse(o.target); gpu.is_gpu()) {
     if (o.trace_file.empty() && o.db.empty()) w.func = tune::auto_bind_blocks(w.func, gpu, o.seed);
-    lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.warp_shuffles = gpu.kind == "cuda"});
+    lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.cuda = gpu.kind == "cuda"});
     gpu_kernels = fmt::format(", {} {} kernel(s)", program.kernels.size(), gpu.kind);
   }
   auto inputs = workloads::make_inputs(w.func);
@@ -545,7 +545,7 @@ int cmd_export(const Options& o) {
     workloads::Workload w = load(o);
     if (o.trace_file.empty()) w.func = tune::auto_bind_blocks(w.func, gpu, o.seed);
     const bool cuda = gpu.kind == "cuda";
-    lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.warp_shuffles = cuda});
+    lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.cuda = cuda});
     std::string description = fmt::format("{} [{}], {}", w.name, w.shape, o.trace_file.empty() ? "bound by AutoBind" : "the schedule of " + o.trace_file);
     std::vector<std::string> files =
         codegen::export_gpu(std::move(program), cuda ? codegen::GpuDialect::kCuda : codegen::GpuDialect::kOpenCL, o.output, o.export_name, description);
@@ -606,7 +606,7 @@ int cmd_space(const Options& o) {
   if (o.compile && cuda) {
     runtime::cuda::nvrtc_version();  // no NVRTC: one line, before sampling
     so.compiler = [&](const ir::PrimFunc& f) {
-      lower::GpuProgram program = lower::lower_gpu(f, {}, {.warp_shuffles = true});
+      lower::GpuProgram program = lower::lower_gpu(f, {}, {.cuda = true});
       return codegen::check_cuda_limits(codegen::compile_cuda(program, codegen::cuda_arch(target)), program, target);
     };
   }

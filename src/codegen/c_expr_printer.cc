@@ -198,7 +198,11 @@ std::string CExprPrinter::call(const ir::CallNode* n, const std::string& lane) {
     case ir::CallOp::kTileDot: break;  // group_dot() and tile_dot() above
     case ir::CallOp::kThreadBarrier:
     case ir::CallOp::kWarpShuffleDown:
-    case ir::CallOp::kWarpShuffle: throw Error(fmt::format("C backend: {} outside GPU code", ir::call_op_name(n->op)));
+    case ir::CallOp::kWarpShuffle:
+    case ir::CallOp::kWarpMatrixFill:
+    case ir::CallOp::kWarpMatrixLoad:
+    case ir::CallOp::kWarpMatrixMma:
+    case ir::CallOp::kWarpMatrixStore: throw Error(fmt::format("C backend: {} outside GPU code", ir::call_op_name(n->op)));
   }
   throw InternalError("C backend: unknown call");
 }
@@ -220,17 +224,24 @@ std::string CExprPrinter::round_float16(const std::string& v) { return fmt::form
 
 std::string CExprPrinter::math(const std::string& name, bool f64) { return f64 ? name : name + "f"; }
 
+std::string CExprPrinter::stored(const ir::Expr& value, const std::string& lane) {
+  DataType elem = value.dtype().element_of();
+  // A copy moves the element as it is in memory: no round trip through float for 16-bit floats.
+  if (auto* l = value.as<ir::BufferLoadNode>(); l && l->buffer->dtype == elem)
+    return fmt::format("{}[{}]", buffer_name(l->buffer), expr(l->indices.at(0), lane));
+  return to_memory(expr(value, lane), elem);
+}
+
 void CExprPrinter::store(const ir::BufferStoreNode* n) {
   int lanes = n->value.dtype().lanes();
-  DataType elem = n->value.dtype().element_of();
   if (lanes == 1) {
-    line(fmt::format("{}[{}] = {};", buffer_name(n->buffer), expr(n->indices.at(0), ""), to_memory(expr(n->value, ""), elem)));
+    line(fmt::format("{}[{}] = {};", buffer_name(n->buffer), expr(n->indices.at(0), ""), stored(n->value, "")));
     return;
   }
   std::string lane = fmt::format("lane{}", lane_counter_++);
   line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", lane, lanes));
   ++indent_;
-  line(fmt::format("{}[{}] = {};", buffer_name(n->buffer), expr(n->indices.at(0), lane), to_memory(expr(n->value, lane), elem)));
+  line(fmt::format("{}[{}] = {};", buffer_name(n->buffer), expr(n->indices.at(0), lane), stored(n->value, lane)));
   --indent_;
   line("}");
 }

@@ -51,6 +51,8 @@ class CExprPrinter {
   void line(const std::string& s) { *out_ << std::string(2 * static_cast<size_t>(indent_), ' ') << s << "\n"; }
   // A store; a vector store writes each lane in turn (lanes write distinct elements).
   void store(const ir::BufferStoreNode* n);
+  // The value a store writes, in memory's representation (a copy of an element as it is).
+  std::string stored(const ir::Expr& value, const std::string& lane);
   // Every back end's statement printer; common_stmt prints the statements all print alike (a
   // store, a sequence, an if, a loop as a C for loop, `s`'s children through stmt()) and is false
   // for the others.

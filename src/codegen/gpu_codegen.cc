@@ -1,6 +1,9 @@
 #include "codegen/gpu_codegen.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
 
 #include "codegen/c_expr_printer.h"
 #include "ir/functor.h"
@@ -87,17 +90,73 @@ TYCHE_DEVICE uint16_t tyche_f32_to_f16(float f) {
 TYCHE_DEVICE float tyche_round_f16(float f) { return tyche_f16_to_f32(tyche_f32_to_f16(f)); }
 )";
 
+// Registers a thread holds of one m16n16k16 fragment: float16 operands 8 words of two halves,
+// bfloat16 ones 4 words, float32 accumulators 8 floats (PTX ISA, wmma).
+int fragment_registers(const ir::Buffer& b) { return (b->scope == "wmma.accumulator" || !b->dtype.is_bfloat16()) ? 8 : 4; }
+
+std::string fragment_element_type(const ir::Buffer& b) {
+  if (b->scope == "wmma.accumulator") {
+    if (b->dtype != kFloat32) throw Error(fmt::format("GPU back end: accumulator fragment '{}' is {}, not float32", b->name, b->dtype.str()));
+    return "float";
+  }
+  if (!(b->dtype.is_float() && b->dtype.bits() == 16))
+    throw Error(fmt::format("GPU back end: operand fragment '{}' is {}, not float16 or bfloat16", b->name, b->dtype.str()));
+  return "uint32_t";
+}
+
+std::string operands(const char* constraint, const char* array, int count) {
+  std::vector<std::string> out;
+  for (int r = 0; r < count; ++r) out.push_back(fmt::format("\"{}\"({}[{}])", constraint, array, r));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+std::string registers(int first, int count) {
+  std::vector<std::string> out;
+  for (int r = 0; r < count; ++r) out.push_back(fmt::format("%{}", first + r));
+  return fmt::format("{{{}}}", fmt::join(out, ", "));
+}
+
+// The device function behind one warp_matrix_* call (inline PTX: no CUDA headers needed, so
+// NVRTC and nvcc compile it alike). `key`: "fill", "load_a_f16", "mma_bf16", "store", ...
+std::string warp_matrix_helper(const std::string& key) {
+  if (key == "fill") return "TYCHE_DEVICE void tyche_wmma_fill(float* c, float v) { for (int r = 0; r < 8; ++r) c[r] = v; }\n";
+  if (key == "store")
+    return fmt::format(
+        "TYCHE_DEVICE void tyche_wmma_store(void* p, const float* c, int ld) {{\n  asm volatile(\"wmma.store.d.sync.aligned.row.m16n16k16.f32 "
+        "[%0], {}, %9;\" :: \"l\"(p), {}, \"r\"(ld) : \"memory\");\n}}\n",
+        registers(1, 8), operands("f", "c", 8));
+  bool bf16 = key.ends_with("bf16");
+  int n = bf16 ? 4 : 8;
+  const char* type = bf16 ? "bf16" : "f16";
+  if (key.starts_with("load_")) {
+    char ab = key[5];
+    return fmt::format(
+        "TYCHE_DEVICE void tyche_wmma_{0}(uint32_t* f, const void* p, int ld) {{\n  asm volatile(\"wmma.load.{1}.sync.aligned.row.m16n16k16.{2} "
+        "{3}, [%{4}], %{5};\" : {6} : \"l\"(p), \"r\"(ld) : \"memory\");\n}}\n",
+        key, ab, type, registers(0, n), n, n + 1, operands("=r", "f", n));
+  }
+  // mma: c (in and out, operands 0..7), a, b.
+  std::string shape = bf16 ? "f32.bf16.bf16.f32" : "f32.f32";
+  return fmt::format(
+      "TYCHE_DEVICE void tyche_wmma_{0}(float* c, const uint32_t* a, const uint32_t* b) {{\n  asm volatile(\"wmma.mma.sync.aligned.row.row."
+      "m16n16k16.{1} {2}, {3}, {4}, {2};\" : {5} : {6}, {7});\n}}\n",
+      key, shape, registers(0, 8), registers(8, n), registers(8 + n, n), operands("+f", "c", 8), operands("r", "a", n),
+      operands("r", "b", n));
+}
+
 class GpuEmitter : public CExprPrinter {
  public:
   explicit GpuEmitter(GpuDialect dialect) : dialect_(dialect) { out_ = &body_; }
 
   std::string emit(const lower::GpuProgram& program) {
+    for (const lower::GpuKernel& k : program.kernels) kernel(program, k);
     std::string head = cuda() ? kCudaPrelude : kOpenCLPrelude;
     head += kCommonPrelude;
     head += kIntDivisionGpuSource;
-    head += "\n\n";
+    head += "\n";
+    for (const std::string& key : helpers_) head += warp_matrix_helper(key);
+    head += "\n";
     if (cuda()) head += "extern \"C\" {\n\n";
-    for (const lower::GpuKernel& k : program.kernels) kernel(program, k);
     std::string tail = cuda() ? "}  /* extern \"C\" */\n" : "";
     return head + body_.str() + tail;
   }
@@ -134,7 +193,41 @@ class GpuEmitter : public CExprPrinter {
       return fmt::format("{}(__activemask(), {}, {}, {})", n->op == ir::CallOp::kWarpShuffle ? "__shfl_sync" : "__shfl_down_sync",
                          expr(n->args[0], lane), expr(n->args[1], lane), expr(n->args[2], lane));
     }
+    if (n->op >= ir::CallOp::kWarpMatrixFill) return warp_matrix(n);
     return CExprPrinter::call(n, lane);
+  }
+
+  std::string fragment(const ir::Expr& e) {
+    auto* l = e.as<ir::BufferLoadNode>();
+    if (!l || !l->buffer->scope.starts_with("wmma.")) throw InternalError("GPU back end: a tensor-core operand is not a fragment");
+    return fmt::format("{}[{}]", buffer_name(l->buffer), expr(l->indices.at(0), ""));
+  }
+  std::string address(const ir::Expr& e) {
+    auto* l = e.as<ir::BufferLoadNode>();
+    if (!l) throw InternalError("GPU back end: a tensor-core memory operand is not a buffer element");
+    return fmt::format("&{}[{}]", buffer_name(l->buffer), expr(l->indices.at(0), ""));
+  }
+  std::string warp_matrix(const ir::CallNode* n) {
+    if (!cuda()) throw InternalError("GPU back end: a tensor-core instruction in OpenCL C");
+    auto use = [&](std::string key) {
+      helpers_.insert(key);
+      return "tyche_wmma_" + key;
+    };
+    auto type_of = [](const ir::Expr& e) { return e.as<ir::BufferLoadNode>()->buffer->dtype.is_bfloat16() ? "bf16" : "f16"; };
+    switch (n->op) {
+      case ir::CallOp::kWarpMatrixFill: return fmt::format("{}({}, {})", use("fill"), fragment(n->args[0]), expr(n->args[1], ""));
+      case ir::CallOp::kWarpMatrixLoad: {
+        auto* f = n->args[0].as<ir::BufferLoadNode>();
+        std::string key = fmt::format("load_{}_{}", f && f->buffer->scope == "wmma.matrix_b" ? "b" : "a", type_of(n->args[0]));
+        return fmt::format("{}({}, {}, {})", use(key), fragment(n->args[0]), address(n->args[1]), expr(n->args[2], ""));
+      }
+      case ir::CallOp::kWarpMatrixMma:
+        return fmt::format("{}({}, {}, {})", use(std::string("mma_") + type_of(n->args[1])), fragment(n->args[0]), fragment(n->args[1]),
+                           fragment(n->args[2]));
+      case ir::CallOp::kWarpMatrixStore:
+        return fmt::format("{}({}, {}, {})", use("store"), address(n->args[0]), fragment(n->args[1]), expr(n->args[2], ""));
+      default: throw InternalError("GPU back end: unknown tensor-core instruction");
+    }
   }
 
   std::string thread_index(const std::string& tag) const {
@@ -152,6 +245,18 @@ class GpuEmitter : public CExprPrinter {
         auto* st = s.as<ir::BufferStoreNode>();
         written |= st && st->buffer.same_as(b);
       });
+      struct TensorCoreStores : ir::StmtExprVisitor {  // a tensor core's store writes through an element
+        const ir::Buffer* buffer;
+        bool* written;
+        void visit_call(const ir::CallNode* c) override {
+          auto* m = c->op == ir::CallOp::kWarpMatrixStore ? c->args[0].as<ir::BufferLoadNode>() : nullptr;
+          *written |= m && m->buffer.same_as(*buffer);
+          ir::StmtExprVisitor::visit_call(c);
+        }
+      } stores;
+      stores.buffer = &b;
+      stores.written = &written;
+      stores.visit_stmt(k.body);
       std::string type = memory_type(b->dtype);
       std::string konst = written ? "" : "const ";
       params.push_back(cuda() ? fmt::format("{}{}* __restrict__ {}", konst, type, buffer_name(b))
@@ -169,7 +274,8 @@ class GpuEmitter : public CExprPrinter {
     for (const lower::ThreadIndex& t : k.indices) line(fmt::format("const int32_t {} = (int32_t){};", var_name(t.var.get()), thread_index(t.tag)));
     for (const ir::Buffer& b : k.shared) {
       int64_t size = ir::as_const_int(b->shape.at(0)).value();
-      line(fmt::format("{} {} {}[{}];", cuda() ? "__shared__ __align__(16)" : "__local", memory_type(b->dtype), buffer_name(b), size));
+      // 32-byte aligned: a tensor core's tile in shared memory must be.
+      line(fmt::format("{} {} {}[{}];", cuda() ? "__shared__ __align__(32)" : "__local", memory_type(b->dtype), buffer_name(b), size));
     }
     stmt(k.body);
     indent_ = 0;
@@ -187,11 +293,15 @@ class GpuEmitter : public CExprPrinter {
         auto* n = s.as<ir::AllocateNode>();
         auto size = ir::as_const_int(n->buffer->shape.at(0));
         if (!size) throw Error(fmt::format("GPU back end: buffer '{}' has a size that is not constant", n->buffer->name));
-        if (n->buffer->scope != "local")
+        // A fragment left as a buffer (OpenCL: the tensor-core nests run as loops) is the thread's.
+        if (n->buffer->scope != "local" && !n->buffer->scope.starts_with("wmma."))
           throw InternalError(fmt::format("GPU back end: {} buffer '{}' allocated inside a kernel", n->buffer->scope, n->buffer->name));
         line("{");
         ++indent_;
-        line(fmt::format("{} {}[{}];", memory_type(n->buffer->dtype), buffer_name(n->buffer), *size));
+        if (cuda() && n->buffer->scope.starts_with("wmma."))  // an array of tiles, each the thread's registers of one
+          line(fmt::format("{} {}[{}][{}];", fragment_element_type(n->buffer), buffer_name(n->buffer), *size, fragment_registers(n->buffer)));
+        else
+          line(fmt::format("{} {}[{}];", memory_type(n->buffer->dtype), buffer_name(n->buffer), *size));
         stmt(n->body);
         --indent_;
         line("}");
@@ -208,6 +318,7 @@ class GpuEmitter : public CExprPrinter {
 
   GpuDialect dialect_;
   std::ostringstream body_;
+  std::set<std::string> helpers_;  // the tensor-core device functions the kernels call
 };
 
 }  // namespace

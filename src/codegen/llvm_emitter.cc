@@ -487,7 +487,7 @@ class Emitter {
   llvm::Value* emit_call(const ir::CallNode* n) {
     if (n->op == ir::CallOp::kIfThenElse) return emit_lazy_if(n);
     if (n->op == ir::CallOp::kGroupDot || n->op == ir::CallOp::kTileDot) return emit_group_dot_call(n);
-    if (n->op == ir::CallOp::kThreadBarrier || n->op == ir::CallOp::kWarpShuffleDown || n->op == ir::CallOp::kWarpShuffle)
+    if (ir::is_gpu_call(n->op))
       throw Error(fmt::format("codegen: {} in CPU code", ir::call_op_name(n->op)));
     llvm::Value* x = emit(n->args[0]);
     bool is_float = n->args[0].dtype().is_float();

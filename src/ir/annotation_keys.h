@@ -28,8 +28,18 @@ inline constexpr const char* kUnrollExplicitPragma = "pragma_unroll_explicit";
 // On the root block: the input params (comma-separated indices) that hold constants, which a
 // schedule may store in a layout of its own (ir/layout_free.h).
 inline constexpr const char* kLayoutFreeBuffers = "layout_free_buffers";
+// On a shared-memory read cache block of a tensor-core schedule (MultiLevelTilingTensorCore),
+// whose threads are warps bound to threadIdx.y: threadIdx.x is a warp's 32 lanes, so
+// RewriteCooperativeFetch spreads the copy over 32 lanes where no threadIdx.x loop encloses it.
+inline constexpr const char* kWarpExecution = "meta_schedule.warp_execution";
 // On a root-level stage block that copies a layout-free param into the layout its reader walks
 // (RewriteLayout): run once at load, not at every call (lower/layout_rewrite.h).
 inline constexpr const char* kLayoutRewritePreproc = "meta_schedule.layout_rewrite_preproc";
+
+// On the outer loop of a tensor-core intrinsic's implementation (schedule/intrin/cuda_wmma.cc):
+// the warp-wide matrix instruction the 16 x 16 (x 16) nest under it is ("fill", "load_a",
+// "load_b", "mma", "store"). The CUDA lowering emits that instruction (lower/gpu_warp_matrix.cc);
+// everywhere else the nest runs as the loops it is, so its semantics never depend on the target.
+inline constexpr const char* kWarpMatrix = "warp_matrix";
 
 }  // namespace tyche::ir::ann

@@ -1,12 +1,19 @@
 // Buffers and the regions of them that blocks read and write.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/expr.h"
 
 namespace tyche::ir {
+
+// storage_align's request: the stride of `axis` is `offset` past a multiple of `factor`.
+struct DimAlign {
+  int axis = 0;
+  int64_t factor = 1, offset = 0;
+};
 
 struct BufferNode {
   std::string name;
@@ -15,7 +22,15 @@ struct BufferNode {
   std::vector<Expr> strides;  // empty: compact row-major
   std::string scope = "global";
   int alignment = 64;  // bytes
+  // The requests `strides` satisfy (storage_align), kept so that a pass shrinking the buffer
+  // (compact_buffers) lays out its new shape the same way.
+  std::vector<DimAlign> dim_aligns;
 };
+
+// The strides of `shape` under `aligns`, applied in order: each padded axis gets the smallest
+// stride at least its compact one that satisfies the request, the axes outside it compact over
+// it (as TVM's storage flattening pads them). Nullopt past 2^40 elements.
+std::optional<std::vector<int64_t>> aligned_strides(const std::vector<int64_t>& shape, const std::vector<DimAlign>& aligns);
 
 // Creates a fresh buffer (a new identity).
 Buffer make_buffer(std::string name, DataType dtype, std::vector<Expr> shape,

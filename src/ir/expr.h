@@ -150,12 +150,21 @@ struct BufferLoadNode : ExprNode {
 // kWarpShuffleDown(v, offset, width) / kWarpShuffle(v, lane, width) (CUDA, v's type): v as the thread
 // `offset` lanes up (or lane `lane`) of the caller's segment of `width` lanes of its warp holds it;
 // the caller's own v where that lane lies past the segment. Only the CUDA lowering inserts them.
+// The tensor cores' warp-wide instructions on 16 x 16 fragments (int32, evaluated for their
+// effect; every thread of a warp calls them together). A fragment operand is one element of a
+// fragment array (wmma.matrix_a, wmma.matrix_b or wmma.accumulator scope, one 16 x 16 tile per
+// element); a memory operand is the element at the tile's origin, its rows `ld` elements apart:
+//   kWarpMatrixFill(c, value), kWarpMatrixLoad(fragment, memory, ld), kWarpMatrixMma(c, a, b)
+//   (c += a * b), kWarpMatrixStore(memory, c, ld). Only the CUDA lowering makes them.
 // kRound rounds to the nearest integer, halves to even (nearbyint; numpy.round, ONNX's
 // QuantizeLinear), not C's round, which takes halves away from zero.
 enum class CallOp : uint8_t {
   kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot, kRound, kTileDot,
   kThreadBarrier, kWarpShuffleDown, kWarpShuffle,
+  kWarpMatrixFill, kWarpMatrixLoad, kWarpMatrixMma, kWarpMatrixStore,
 };
+// Whether only the GPU back end's lowering makes (and its printer prints) calls of `op`.
+bool is_gpu_call(CallOp op);
 const char* call_op_name(CallOp op);
 std::optional<CallOp> call_op_from_name(const std::string& name);
 int call_op_arity(CallOp op);

@@ -39,9 +39,12 @@ constexpr std::array kCallOps = {
     CallOpInfo{CallOp::kGroupDot, "group_dot", 3}, CallOpInfo{CallOp::kRound, "round", 1},
     CallOpInfo{CallOp::kTileDot, "tile_dot", 4}, CallOpInfo{CallOp::kThreadBarrier, "thread_barrier", 0},
     CallOpInfo{CallOp::kWarpShuffleDown, "warp_shuffle_down", 3}, CallOpInfo{CallOp::kWarpShuffle, "warp_shuffle", 3},
+    CallOpInfo{CallOp::kWarpMatrixFill, "warp_matrix_fill", 2}, CallOpInfo{CallOp::kWarpMatrixLoad, "warp_matrix_load", 3},
+    CallOpInfo{CallOp::kWarpMatrixMma, "warp_matrix_mma", 3}, CallOpInfo{CallOp::kWarpMatrixStore, "warp_matrix_store", 3},
 };
 }  // namespace
 
+bool is_gpu_call(CallOp op) { return op >= CallOp::kThreadBarrier; }
 const char* call_op_name(CallOp op) { return kCallOps[static_cast<size_t>(op)].name; }
 int call_op_arity(CallOp op) { return kCallOps[static_cast<size_t>(op)].arity; }
 std::optional<CallOp> call_op_from_name(const std::string& name) {

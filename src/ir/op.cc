@@ -56,6 +56,24 @@ std::vector<int64_t> const_shape(const Buffer& buffer) {
   }
   return out;
 }
+std::optional<std::vector<int64_t>> aligned_strides(const std::vector<int64_t>& shape, const std::vector<DimAlign>& aligns) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(shape[d], 1);
+  constexpr int64_t kLimit = int64_t{1} << 40;
+  for (const DimAlign& a : aligns) {
+    if (a.axis < 0 || static_cast<size_t>(a.axis) >= rank || a.factor <= 0) return std::nullopt;
+    for (int d = a.axis; d >= 0; --d) {
+      auto i = static_cast<size_t>(d);
+      int64_t compact = i + 1 == rank ? 1 : strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+      if (d == a.axis) compact += ((a.offset - compact % a.factor) % a.factor + a.factor) % a.factor;
+      if (compact > kLimit) return std::nullopt;
+      strides[i] = compact;
+    }
+  }
+  return strides;
+}
+
 BufferRegion BufferRegion::full(const Buffer& buffer) {
   std::vector<Range> r;
   for (const Expr& e : buffer->shape) r.emplace_back(make_int(0, e.dtype()), e);
@@ -258,7 +276,7 @@ Expr call(CallOp op, std::vector<Expr> args) {
     throw_error("{} takes {} argument(s), got {}", call_op_name(op), call_op_arity(op), args.size());
   if (op == CallOp::kGroupDot) return group_dot(args[0], args[1], args[2]);
   if (op == CallOp::kTileDot) return tile_dot(args[0], args[1], args[2], args[3]);
-  if (op == CallOp::kThreadBarrier) return Expr(std::make_shared<CallNode>(kInt32, op, std::move(args)));
+  if (op == CallOp::kThreadBarrier || op >= CallOp::kWarpMatrixFill) return Expr(std::make_shared<CallNode>(kInt32, op, std::move(args)));
   if (op == CallOp::kWarpShuffleDown || op == CallOp::kWarpShuffle) {
     DataType t = args[0].dtype();
     return Expr(std::make_shared<CallNode>(t, op, std::move(args)));

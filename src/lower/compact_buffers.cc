@@ -127,7 +127,8 @@ class Compactor : public ir::StmtExprMutator {
   ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt& self) override {
     ir::Stmt body = mutate_stmt(n->body);  // inner allocations first
     const ir::Buffer& buf = n->buffer;
-    if (!buf->strides.empty()) return rebuild(n, self, body);  // storage_align fixed the layout
+    // Strides storage_align set are laid out again for the compacted shape; others are fixed.
+    if (!buf->strides.empty() && buf->dim_aligns.empty()) return rebuild(n, self, body);
     AccessCollector collector(buf.get());
     collector.visit_stmt(body);
     shared_ = buf->scope.starts_with("shared");
@@ -175,6 +176,14 @@ class Compactor : public ir::StmtExprMutator {
     if (!smaller && depth == 0) return rebuild(n, self, body);
     auto node = std::make_shared<ir::BufferNode>(*buf);
     node->shape = shape;
+    if (!buf->dim_aligns.empty()) {
+      std::vector<int64_t> extents;
+      for (const ir::Expr& e : shape) extents.push_back(*ir::as_const_int(e));
+      auto strides = ir::aligned_strides(extents, buf->dim_aligns);
+      if (!strides) return rebuild(n, self, body);
+      node->strides.clear();
+      for (int64_t s : *strides) node->strides.push_back(ir::make_int(s, buf->shape[0].dtype()));
+    }
     ir::Buffer compact(node);
     Relocator relocate(buf.get(), compact, offsets, depth == 0 ? nullptr : lca[depth - 1]);
     ir::Stmt moved = relocate.mutate_stmt(body);

@@ -59,6 +59,12 @@ SharedAccesses accesses_of(const ir::Stmt& s) {
       if (is_shared(n->buffer)) out.writes.insert(n->buffer.get());
       StmtExprVisitor::visit_buffer_store(n);
     }
+    void visit_call(const ir::CallNode* n) override {
+      // A tensor core's store writes through its memory operand (an element, not a read).
+      if (n->op == ir::CallOp::kWarpMatrixStore)
+        if (auto* m = n->args[0].as<ir::BufferLoadNode>(); m && is_shared(m->buffer)) out.writes.insert(m->buffer.get());
+      StmtExprVisitor::visit_call(n);
+    }
   } c;
   c.visit_stmt(s);
   return c.out;

@@ -102,11 +102,12 @@ GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options, cons
     f = run(f);
     if (options.log) options.log(name, f);
   };
-  pass("lower_cross_thread_reductions", [&](const ir::PrimFunc& x) { return lower_cross_thread_reductions(x, gpu.warp_shuffles); });
+  pass("lower_cross_thread_reductions", [&](const ir::PrimFunc& x) { return lower_cross_thread_reductions(x, gpu.cuda); });
   pass("lower_blocks", [&](const ir::PrimFunc& x) { return lower_blocks(x, &notes, true); });
   refuse_parallel_loops(f);
   pass("compact_buffers", [](const ir::PrimFunc& x) { return compact_buffers(x); });
   pass("bind_gpu_threads", [](const ir::PrimFunc& x) { return bind_gpu_threads(x); });
+  if (gpu.cuda) pass("lower_warp_matrix_ops", [](const ir::PrimFunc& x) { return lower_warp_matrix_ops(x); });
   pass("flatten_buffers", [](const ir::PrimFunc& x) { return flatten_buffers(x); });
   pass("simplify", [](const ir::PrimFunc& x) { return simplify(x); });
   pass("vectorize_loops", [&](const ir::PrimFunc& x) { return vectorize_loops(x, &notes); });

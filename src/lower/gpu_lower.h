@@ -49,7 +49,9 @@ struct GpuProgram {
 // every kernel, a thread extent that is not constant, a barrier needed under a branch some
 // threads skip, ...).
 struct GpuLowerOptions {
-  bool warp_shuffles = false;  // CUDA: cross-thread reductions combine within warps by shuffles
+  // CUDA's warp-level instructions: cross-thread reductions combine within warps by shuffles, and
+  // the tensor-core intrinsics' nests become WMMA instructions (elsewhere they run as loops).
+  bool cuda = false;
 };
 GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options = {}, const GpuLowerOptions& gpu = {});
 
@@ -65,6 +67,10 @@ ir::PrimFunc lower_cross_thread_reductions(const ir::PrimFunc& func, bool warp_s
 // the kernel's top; another buffer allocated inside a kernel is shared by the block's threads
 // (scope shared) unless it lies under a thread loop (scope local, one per thread).
 ir::PrimFunc bind_gpu_threads(const ir::PrimFunc& func);
+// CUDA: the nests of the tensor-core intrinsics (annotated warp_matrix) as warp_matrix_* calls on
+// fragment arrays of 16 x 16 tiles; a kernel using them launches threadIdx.x as one warp's 32
+// lanes (gpu_warp_matrix.cc). Runs on bind_gpu_threads' kernels, before flattening.
+ir::PrimFunc lower_warp_matrix_ops(const ir::PrimFunc& func);
 // Inserts thread_barrier() evaluations into bind_gpu_threads' kernels (see gpu_barriers.cc).
 ir::PrimFunc insert_thread_barriers(const ir::PrimFunc& func);
 // The kernels of a function finished by the passes above: launch nests peeled into GpuKernels.

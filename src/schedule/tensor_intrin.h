@@ -21,6 +21,11 @@
 //   "x86_avx512_bf16_dot_16x2_bf16", "x86_avx512_bf16_dot_8x2_bf16".
 // - AMX's tile products (intrin/dot.h, intrin/x86_amx.cc), implemented by ir::tile_dot:
 //   "x86_amx_tile_16x16x64_u8s8", "x86_amx_tile_16x16x32_bf16".
+// - NVIDIA's tensor cores through WMMA (intrin/cuda_wmma.cc), one intrinsic per instruction:
+//   "cuda_wmma_fill_16x16_f32", "cuda_wmma_load_{a,b}_16x16_{f16,bf16}",
+//   "cuda_wmma_mma_16x16x16_{f16,bf16}f32", "cuda_wmma_store_16x16_f32"; each implementation is
+//   its description's loops annotated warp_matrix (ir/annotation_keys.h), which the CUDA lowering
+//   emits as the instruction.
 #pragma once
 
 #include <string>

@@ -18,7 +18,8 @@ namespace tyche::workloads {
 // its second (the weights, or GMM's right operand) and its output, which every product is widened
 // to before it is accumulated; any further input stays float32. Suffix "" is float32 throughout.
 struct Precision {
-  std::string suffix;  // "", "U8S8" (uint8 x int8 -> int32), "BF16" (bfloat16 x bfloat16 -> float32)
+  std::string suffix;  // "", "U8S8" (uint8 x int8 -> int32), "BF16" (bfloat16 x bfloat16 -> float32),
+                       // "F16" (float16 x float16 -> float32: tensor cores)
   DataType data = kFloat32, weight = kFloat32, out = kFloat32;
   bool is_float32() const { return suffix.empty(); }
 };

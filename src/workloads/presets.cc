@@ -404,6 +404,7 @@ const std::vector<Precision>& precisions() {
       {"", kFloat32, kFloat32, kFloat32},
       {"U8S8", DataType::UInt(8), DataType::Int(8), DataType::Int(32)},
       {"BF16", DataType::BFloat16(), DataType::BFloat16(), kFloat32},
+      {"F16", DataType::Float(16), DataType::Float(16), kFloat32},
   };
   return table;
 }
@@ -413,7 +414,7 @@ const Precision& find_precision(std::string_view suffix) {
   std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
   for (const Precision& p : precisions())
     if (p.suffix == upper) return p;
-  throw InputError(fmt::format("unknown precision '{}' (presets take U8S8 or BF16, e.g. GMM-4-U8S8)", suffix));
+  throw InputError(fmt::format("unknown precision '{}' (presets take U8S8, BF16 or F16, e.g. GMM-4-U8S8)", suffix));
 }
 
 const std::vector<Family>& families() {
@@ -493,7 +494,7 @@ Workload make_workload(const std::string& op, const std::vector<int64_t>& params
 Workload get_preset(const std::string& name) {
   auto unknown = [&] {
     return InputError(fmt::format("unknown workload '{}' (presets are <OP>-1..4, e.g. GMM-4, or DENSE-BERT, each optionally "
-                                  "-U8S8 or -BF16; see `tyche workloads`)", name));
+                                  "-U8S8, -BF16 or -F16; see `tyche workloads`)", name));
   };
   std::string base = name, suffix;
   if (auto dash = name.rfind('-'); dash != std::string::npos) {

@@ -17,7 +17,7 @@ struct Workload {
   std::string name;             // "GMM-4", or the formula for index notation
   std::string op;               // "GMM", ..., or "index_notation"
   std::vector<int64_t> params;  // the op's parameter tuple (empty for index notation)
-  std::string precision;        // a preset's typed variant: "" (float32), "U8S8" or "BF16" (families.h)
+  std::string precision;        // a preset's typed variant: "" (float32), "U8S8", "BF16" or "F16" (families.h)
   ir::PrimFunc func;            // unscheduled
   double flop = 0;
   ReferenceFn reference;        // computes the outputs from the inputs without the IR
@@ -40,7 +40,7 @@ const std::vector<std::vector<int64_t>>& preset_params(const std::string& op);
 // "GMM-1", ..., in table order.
 std::vector<std::string> preset_names();
 
-// Builds one op family's PrimFunc for a parameter tuple, in a precision ("", "U8S8", "BF16"; only
+// Builds one op family's PrimFunc for a parameter tuple, in a precision ("", "U8S8", "BF16", "F16"; only
 // GMM, C2D and DENSE_RELU have typed variants).
 Workload make_workload(const std::string& op, const std::vector<int64_t>& params, const std::string& precision = "");
 // A preset by name: "GMM-4", or "DENSE-BERT" (DENSE_RELU 128x3072x768), optionally with a

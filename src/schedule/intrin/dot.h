@@ -33,5 +33,7 @@ std::vector<TensorIntrin> x86_vnni_intrins();
 std::vector<TensorIntrin> x86_avx2_intrins();
 std::vector<TensorIntrin> x86_avx512_bf16_intrins();
 std::vector<TensorIntrin> x86_amx_intrins();
+// NVIDIA tensor cores (cuda_wmma.cc): WMMA's fill, loads, mma and store, one intrinsic each.
+std::vector<TensorIntrin> cuda_wmma_intrins();
 
 }  // namespace tyche::schedule::intrin

@@ -454,27 +454,17 @@ Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_in
     return ScheduleError(ErrorCode::kInvalidFactors,
                          fmt::format("storage_align: offset {} is not in [0, factor {})", offset, factor), block);
   TYCHE_TRY_ASSIGN(shape, constant_shape("storage_align", buffer, block));
-  // Start from the current strides (an earlier storage_align) or the compact ones.
-  std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
-  for (int d = rank - 2; d >= 0; --d) strides[static_cast<size_t>(d)] = strides[static_cast<size_t>(d) + 1] * shape[static_cast<size_t>(d) + 1];
-  if (!buffer->strides.empty() && static_cast<int>(buffer->strides.size()) == rank) {
-    for (int d = 0; d < rank; ++d)
-      if (auto v = ir::as_const_int(buffer->strides[static_cast<size_t>(d)])) strides[static_cast<size_t>(d)] = *v;
-  }
-  // Axes inside `axis` keep their strides; `axis` gets the smallest stride >= its compact one with
-  // stride % factor == offset (as TVM's storage flattening pads it); outer axes are compact over it.
-  constexpr int64_t kLimit = int64_t{1} << 40;
-  for (int d = axis; d >= 0; --d) {
-    auto i = static_cast<size_t>(d);
-    int64_t compact = d == rank - 1 ? 1 : strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
-    if (d == axis) compact += ((offset - compact % factor) % factor + factor) % factor;
-    if (compact > kLimit)
-      return ScheduleError(ErrorCode::kInvalidFactors, fmt::format("storage_align: strides of '{}' overflow", buffer->name), block);
-    strides[i] = compact;
-  }
+  // Earlier requests stay (axes inside `axis` keep their strides); the layout is recomputed from
+  // all of them, as compact_buffers does for the buffer's compacted shape.
+  std::vector<ir::DimAlign> aligns = buffer->dim_aligns;
+  aligns.push_back({axis, factor, offset});
+  auto strides = ir::aligned_strides(shape, aligns);
+  if (!strides)
+    return ScheduleError(ErrorCode::kInvalidFactors, fmt::format("storage_align: strides of '{}' overflow", buffer->name), block);
   auto node = std::make_shared<ir::BufferNode>(*buffer);
+  node->dim_aligns = std::move(aligns);
   node->strides.clear();
-  for (int64_t s : strides) node->strides.push_back(ir::make_int(s, buffer->shape[0].dtype()));
+  for (int64_t s : *strides) node->strides.push_back(ir::make_int(s, buffer->shape[0].dtype()));
   replace_buffer_everywhere(state, buffer, ir::Buffer(std::move(node)));
   return ok_status();
 }

@@ -7,6 +7,9 @@
 // UnifyThreadBinding does), and the vector part vectorized when the annotated length divides the
 // copy (else 1, as in TVM). The thread part may not divide the copy: split adds a predicate.
 //
+// A block annotated meta_schedule.warp_execution (a tensor-core schedule's) with no enclosing
+// threadIdx.x loop splits its copy over a warp's 32 lanes, as TVM's warp execution does.
+//
 // Left serial (the annotation only removed): no enclosing threadIdx.x loop, no own loop, a
 // non-constant extent, or a copy whose bindings use an enclosing threadIdx loop's variable (its
 // region is one thread's, not the thread block's: after unification each thread would copy only
@@ -78,7 +81,9 @@ class RewriteCooperativeFetch : public Postproc {
       if (!tx && f->thread_tag == "threadIdx.x") tx = f;
       if (!ty && f->thread_tag == "threadIdx.y") ty = f;
     }
-    if (!tx || own_begin == loops.size()) return schedule::ok_status();
+    // A tensor-core schedule's threads are whole warps: threadIdx.x is the 32 lanes.
+    const bool warp_lanes = !tx && realize->block->annotations.count(ir::ann::kWarpExecution);
+    if ((!tx && !warp_lanes) || own_begin == loops.size()) return schedule::ok_status();
     for (const ir::ForNode* t : {tx, ty}) {
       if (!t) continue;
       auto uses = [&](const ir::Expr& e) {
@@ -88,7 +93,7 @@ class RewriteCooperativeFetch : public Postproc {
       for (const ir::Expr& v : realize->iter_values) dependent = dependent || uses(v);
       if (dependent) return schedule::ok_status();
     }
-    std::optional<int64_t> tx_extent = ir::as_const_int(tx->extent);
+    std::optional<int64_t> tx_extent = warp_lanes ? std::optional<int64_t>(32) : ir::as_const_int(tx->extent);
     std::optional<int64_t> ty_extent = ty ? ir::as_const_int(ty->extent) : std::optional<int64_t>(1);
     if (!tx_extent || !ty_extent) return schedule::ok_status();
 

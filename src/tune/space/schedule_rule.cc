@@ -1,5 +1,6 @@
 #include "tune/space/schedule_rule.h"
 
+#include "tune/space/multi_level_tiling_tensor_core.h"
 #include "tune/space/multi_level_tiling_with_intrin.h"
 
 
@@ -52,7 +53,11 @@ std::vector<ScheduleRulePtr> default_rules(const Target& target) {
     for (ScheduleRulePtr r : {multi_level_tiling(tiling), parallel_vectorize_unroll(), random_compute_location()}) rules.push_back(r);
     return rules;
   }
-  return {
+  std::vector<ScheduleRulePtr> rules;
+  // float16 / bfloat16 matrix products on the tensor cores (CUDA: OpenCL has no WMMA); the rest,
+  // and those on an architecture without them, as before.
+  if (target.kind == "cuda") rules.push_back(multi_level_tiling_tensor_core(cuda_compute_capability(target)));
+  for (ScheduleRulePtr r : {
       multi_level_tiling({.structure = "SSSRRSRS",
                           .tile_binds = {"blockIdx.x", "vthread.x", "threadIdx.x"},
                           .max_innermost_factor = 64,
@@ -68,7 +73,8 @@ std::vector<ScheduleRulePtr> default_rules(const Target& target) {
       parallel_vectorize_unroll(
           {.max_jobs_per_core = -1, .max_vectorize_extent = -1, .unroll_max_steps = {0, 16, 64, 512, 1024}}),
       auto_bind(),
-  };
+  }) rules.push_back(r);
+  return rules;
 }
 
 }  // namespace tyche::tune

@@ -113,7 +113,9 @@ ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const Target& target, in
 // (max innermost 64, write reuse "may" at levels 1 and 2; with 16 vector registers also padded
 // rows {6}, read reuse "may" of the operand along the output rows at level 3, packing the panel
 // that register tile streams, and reduction tiles up to 256), ParallelVectorizeUnroll (16 jobs per
-// core, vectorize 64, unroll {0, 16, 64, 512}), RandomComputeLocation. cuda: MultiLevelTiling
+// core, vectorize 64, unroll {0, 16, 64, 512}), RandomComputeLocation. cuda: first
+// MultiLevelTilingTensorCore (float16 / bfloat16 products on sm_70 / sm_80 and later); both GPUs:
+// MultiLevelTiling
 // "SSSRRSRS" bound to blockIdx.x/vthread.x/threadIdx.x with shared read and local write caches,
 // AutoInline, CrossThreadReduction, ParallelVectorizeUnroll (unroll only), AutoBind.
 std::vector<ScheduleRulePtr> default_rules(const Target& target);

@@ -15,6 +15,7 @@
 
 #include "../../common/one_line_error.h"
 #include "../../schedule/schedule_test_util.h"
+#include "gpu_test_util.h"
 #include "codegen/cuda_function.h"
 #include "codegen/export_gpu.h"
 #include "codegen/gpu_codegen.h"
@@ -50,14 +51,7 @@ std::string describe(const lower::GpuProgram& p) {
   return out;
 }
 
-template <typename T>
-T ok(schedule::Result<T> r) {
-  if (!r.ok()) throw Error(r.error().reason());
-  return std::move(r).value();
-}
-void ok(const schedule::Status& s) {
-  if (!s.ok()) throw Error(s.error().reason());
-}
+using testing::ok;
 
 // X's rows a block reads in one k step, staged in shared memory by its 8 x 8 threads together.
 void stage_x_in_shared(schedule::Schedule& sch, const schedule::BlockRV& z, const schedule::LoopRV& k_outer) {
@@ -271,14 +265,14 @@ TEST(GpuCuda, TheKernelsCompileWithNvrtcForSm80AndSm90) {
   // With warp shuffles: 16 threads reduce in one warp segment (no shared memory, no barrier); 64
   // threads through the two warps' totals in shared memory.
   for (int64_t threads : {16, 64}) {
-    lower::GpuProgram p = lower::lower_gpu(cross_thread_softmax(sfm.func, threads), {}, {.warp_shuffles = true});
+    lower::GpuProgram p = lower::lower_gpu(cross_thread_softmax(sfm.func, threads), {}, {.cuda = true});
     EXPECT_EQ(p.kernels[0].shared_bytes, threads == 16 ? 0 : 8) << threads;
     runtime::cuda::Compiled c = runtime::cuda::compile(emit_gpu(p, GpuDialect::kCuda), "sm_90");
     EXPECT_THAT(c.ptx, HasSubstr("shfl.sync.down")) << threads;
     EXPECT_THAT(c.ptx, HasSubstr("shfl.sync.idx")) << threads;
   }
   tyche::testing::expect_one_line_error(
-      [&] { emit_gpu(lower::lower_gpu(cross_thread_softmax(sfm.func, 16), {}, {.warp_shuffles = true}), GpuDialect::kOpenCL); },
+      [&] { emit_gpu(lower::lower_gpu(cross_thread_softmax(sfm.func, 16), {}, {.cuda = true}), GpuDialect::kOpenCL); },
       "warp shuffle in OpenCL C");
 }
 
@@ -295,7 +289,7 @@ TEST(GpuCuda, SampledProgramsCompileWithinTheLimitsOfSm80AndSm90) {
     for (const char* name : {"GMM-4", "C2D-3", "SFM-4", "NRM-4", "CBR-2", "TBG-1"}) {
       tune::SampleSpaceOptions so{.samples = 8, .seed = 11, .check = false};
       so.compiler = [&](const ir::PrimFunc& f) {
-        lower::GpuProgram program = lower::lower_gpu(f, {}, {.warp_shuffles = true});
+        lower::GpuProgram program = lower::lower_gpu(f, {}, {.cuda = true});
         CudaBinary binary = compile_cuda(program, cuda_arch(t));
         for (const CudaKernelResources& k : binary.kernels) EXPECT_GT(k.registers, 0) << k.name;
         return check_cuda_limits(binary, program, t);
@@ -345,7 +339,7 @@ TEST(GpuExport, CudaCompilesWithNvcc) {
   std::string dir = temp_dir("cuda");
   workloads::Workload sfm = small("SFM-1");
   std::vector<std::string> files =
-      export_gpu(lower::lower_gpu(cross_thread_softmax(sfm.func, 64), {}, {.warp_shuffles = true}), GpuDialect::kCuda, dir, "softmax", "SFM-1");
+      export_gpu(lower::lower_gpu(cross_thread_softmax(sfm.func, 64), {}, {.cuda = true}), GpuDialect::kCuda, dir, "softmax", "SFM-1");
   ASSERT_EQ(files.size(), 2u);
   std::ifstream h(dir + "/softmax.h");
   std::string header((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());

@@ -574,6 +574,38 @@ TEST(Postproc, CooperativeFetchSpreadsTheCopyOverTheThreads) {
   EXPECT_TRUE(computes_reference(w, xy.func()));
 }
 
+// A tensor-core schedule's warps (threadIdx.y) and no threadIdx.x loop: a copy annotated
+// warp_execution is spread over the warps and their 32 lanes; without it, it stays serial.
+TEST(Postproc, CooperativeFetchOfWarpsUsesTheirLanes) {
+  auto w = small("GMM-1");
+  for (bool warp : {true, false}) {
+    Schedule sch(w.func, schedule::ScheduleOptions{.seed = 1});
+    BlockRV z = sch.get_block("Z").value();
+    auto l = sch.get_loops(z).value();
+    auto i = sch.split(l[1], {2, 16}).value();
+    auto k = sch.split(l[3], {2, 16}).value();
+    sch.reorder({i[0], k[0], i[1], l[2], k[1]}).value();
+    sch.bind(i[0], "threadIdx.y").value();
+    BlockRV xs = sch.cache_read(z, 0, "shared").value();
+    sch.compute_at(xs, k[0], true).value();
+    sch.annotate(xs, ir::ann::kCooperativeFetch, int64_t{1}).value();
+    if (warp) sch.annotate(xs, ir::ann::kWarpExecution, int64_t{1}).value();
+    ASSERT_TRUE(cooperative_fetch(sch).ok());
+    auto x = loops_of(sch, "X_shared");
+    if (!warp) {
+      for (const ir::ForNode* f : x) EXPECT_NE(f->thread_tag, "threadIdx.x");
+      continue;
+    }
+    // b, i0 (threadIdx.y), k0, then X's 32 x 16 copy as 8 x threadIdx.y 2 x threadIdx.x 32.
+    ASSERT_EQ(x.size(), 6u) << ir::to_string(sch.func());
+    EXPECT_EQ(ir::as_const_int(x[3]->extent), 8);
+    EXPECT_EQ(x[4]->thread_tag, "threadIdx.y");
+    EXPECT_EQ(x[5]->thread_tag, "threadIdx.x");
+    EXPECT_EQ(ir::as_const_int(x[5]->extent), 32);
+    EXPECT_TRUE(computes_reference(w, sch.func()));
+  }
+}
+
 TEST(Postproc, CooperativeFetchImperfectSplitAddsAPredicate) {
   // 3 threads (j split imperfectly) share X's 8 x 4 = 32-element copy: 11 x 3 with a predicate.
   auto w = small("GMM-1");
