@@ -67,9 +67,9 @@ int run_cuda(const workloads::Workload& w, lower::GpuProgram program, const GpuR
   fmt::print("{} [{}]: {} kernel(s) compiled with NVRTC {} for {} ({} bytes of cubin){}\n", w.name, w.shape, program.kernels.size(),
              runtime::cuda::nvrtc_version(), arch, binary.compiled.cubin.size(), limits.empty() ? "" : "; " + limits);
   if (!device) throw Error(no_device);
-  codegen::CudaFunction function(std::move(program), std::move(binary), *device);
+  codegen::CudaFunction function(program, binary, *device);
   return check_and_time(w, o, [&](void* const* args) { function.run(args); }, [&] { return function.run_kernels(true); },
-                        fmt::format("CUDA device {} ({})", device->name(), device->arch()), function.program().kernels.size());
+                        fmt::format("CUDA device {} ({})", device->name(), device->arch()), function.plan().kernels.size());
 }
 
 }  // namespace
@@ -92,9 +92,9 @@ int run_on_gpu(workloads::Workload w, const GpuRunOptions& o) {
 
   if (cuda) return run_cuda(w, std::move(program), o);
   runtime::opencl::Device device = runtime::opencl::Device::open();
-  codegen::OpenCLFunction function(std::move(program), device);
+  codegen::OpenCLFunction function(program, device);
   return check_and_time(w, o, [&](void* const* args) { function.run(args); }, [&] { return function.run_kernels(); },
-                        fmt::format("OpenCL device {} ({})", device.info().name, device.info().platform), function.program().kernels.size());
+                        fmt::format("OpenCL device {} ({})", device.info().name, device.info().platform), function.plan().kernels.size());
 }
 
 }  // namespace tyche::tools

@@ -110,12 +110,14 @@ struct Options {
   std::string export_name, library, export_target = "llvm";
 };
 
-// The best program of `w` that the database at o.db measured for this target (llvm, this host's
-// cores, --cpu).
+// The best program of `w` that the database at o.db measured for this target: the GPU target of
+// --target (run) or export's --target, else llvm on this host's cores and --cpu.
 ir::PrimFunc best_in_database(const workloads::Workload& w, const Options& o) {
   if (!std::filesystem::is_directory(o.db)) throw Error(fmt::format("no tuning database at '{}'", o.db));
   tune::Target target = tune::Target::host();
   target.cpu = o.cpu;
+  if (tune::Target t = tune::Target::parse(o.target); t.is_gpu()) target = t;
+  if (o.export_target != "llvm" && o.export_target != "c") target = tune::Target::parse(o.export_target);
   return tune::best_program(tune::Database(o.db), w.name, w.func, target, o.seed);
 }
 
@@ -237,7 +239,6 @@ int cmd_run(const Options& o) {
     tools::GpuRunOptions g{.target = gpu, .auto_bind = o.trace_file.empty() && o.db.empty(), .seed = o.seed, .emit = o.emit,
                            .dump_ir = o.dump_ir, .repeat = o.repeat, .json_file = o.json_file};
     if (o.emit == "llvm" || o.emit == "asm" || o.emit == "c") throw Error(fmt::format("--emit {} is for CPU code: use ir, cuda or opencl", o.emit));
-    if (!o.db.empty()) throw Error("--db with a GPU target: GPU tuning records are not kept yet; give a --trace");
     workloads::Workload w = load(o);
     return tools::run_on_gpu(std::move(w), g);
   }
@@ -540,13 +541,15 @@ int cmd_export(const Options& o) {
     target::Target gpu = target::Target::parse(o.export_target);
     if (!gpu.is_gpu()) throw Error(fmt::format("export --target takes llvm, c, cuda or opencl, not '{}'", o.export_target));
     codegen::check_export_name(o.export_name);
-    if (!o.db.empty()) throw Error("--db with a GPU target: GPU tuning records are not kept yet; give a --trace (or none: AutoBind)");
     if (!o.cpu.empty()) throw Error("--cpu is for --target llvm");
     workloads::Workload w = load(o);
-    if (o.trace_file.empty()) w.func = tune::auto_bind_blocks(w.func, gpu, o.seed);
+    if (o.trace_file.empty() && o.db.empty()) w.func = tune::auto_bind_blocks(w.func, gpu, o.seed);
     const bool cuda = gpu.kind == "cuda";
     lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.cuda = cuda});
-    std::string description = fmt::format("{} [{}], {}", w.name, w.shape, o.trace_file.empty() ? "bound by AutoBind" : "the schedule of " + o.trace_file);
+    std::string description = fmt::format("{} [{}], {}", w.name, w.shape,
+                                          !o.db.empty()           ? "the best record of " + o.db
+                                          : o.trace_file.empty() ? std::string("bound by AutoBind")
+                                                                 : "the schedule of " + o.trace_file);
     std::vector<std::string> files =
         codegen::export_gpu(std::move(program), cuda ? codegen::GpuDialect::kCuda : codegen::GpuDialect::kOpenCL, o.output, o.export_name, description);
     fmt::print("exported {} ({} [{}]) for {}: {}\n", o.export_name, w.name, w.shape, gpu.kind, fmt::join(files, ", "));

@@ -201,3 +201,18 @@ def test_ctrl_c_stops_the_tune_after_saving_what_was_measured(tmp_path):
     timer.join()
     records = [json.loads(line) for f in (tmp_path / "db").glob("records*") for line in f.read_text().splitlines()]
     assert records, "the rounds measured before the interrupt are in the database"
+
+
+def test_tune_for_the_opencl_device_and_refuse_a_missing_cuda_driver(tmp_path, monkeypatch):
+    """A GPU target tunes as a CPU one does (PoCL runs OpenCL here); no device: one line, no work."""
+    try:
+        result = tyche.tune(gmm(), trials=4, batch=4, db=tmp_path / "db", target="opencl", population=16, generations=1,
+                            progress=False, **QUICK)
+    except tyche.TycheError as e:
+        if "OpenCL" in str(e):
+            pytest.skip(str(e))
+        raise
+    assert result.trials == 4 and result.best_seconds > 0
+    monkeypatch.setenv("TYCHE_CUDA_DRIVER_LIBRARY", "/nonexistent/libcuda.so.1")
+    with pytest.raises(tyche.TycheError, match="cannot load the CUDA driver"):
+        tyche.tune(gmm(), trials=4, db=tmp_path / "db2", target="cuda -arch=sm_90", progress=False)

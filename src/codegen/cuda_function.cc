@@ -73,31 +73,29 @@ std::string check_cuda_limits(const CudaBinary& binary, const lower::GpuProgram&
   return "";
 }
 
-CudaFunction::CudaFunction(lower::GpuProgram program, CudaBinary binary, runtime::cuda::Device device)
-    : program_(std::move(program)), binary_(std::move(binary)), device_(std::move(device)) {
-  module_ = device_.load(binary_.compiled.cubin);
-  for (const ir::Buffer& b : program_.params) params_.push_back(device_.allocate(gpu_buffer_bytes(b)));
-  for (const ir::Buffer& b : program_.intermediates) intermediates_.push_back(device_.allocate(gpu_buffer_bytes(b)));
+CudaFunction::CudaFunction(const lower::GpuProgram& program, const CudaBinary& binary, runtime::cuda::Device device)
+    : CudaFunction(launch_plan(program), binary.compiled.cubin, std::move(device)) {}
+
+CudaFunction::CudaFunction(GpuLaunchPlan plan, const std::vector<char>& cubin, runtime::cuda::Device device)
+    : plan_(std::move(plan)), device_(std::move(device)) {
+  module_ = device_.load(cubin);
+  for (size_t bytes : plan_.param_bytes) params_.push_back(device_.allocate(bytes));
+  for (size_t bytes : plan_.intermediate_bytes) intermediates_.push_back(device_.allocate(bytes));
 }
 
 void CudaFunction::run(void* const* args) {
-  size_t num_inputs = program_.params.size() - static_cast<size_t>(program_.num_outputs);
-  for (size_t i = 0; i < num_inputs; ++i) device_.write(params_[i], args[i], params_[i].bytes);
+  for (size_t i = 0; i < plan_.num_inputs(); ++i) device_.write(params_[i], args[i], params_[i].bytes);
   run_kernels();
-  for (size_t i = num_inputs; i < params_.size(); ++i) device_.read(params_[i], args[i], params_[i].bytes);
+  for (size_t i = plan_.num_inputs(); i < params_.size(); ++i) device_.read(params_[i], args[i], params_[i].bytes);
 }
 
 double CudaFunction::run_kernels(bool flush_l2) {
   if (flush_l2 && !flush_.ptr) flush_ = device_.allocate(static_cast<size_t>(std::max<int64_t>(device_.l2_bytes(), 1) * 2));
   double seconds = 0;
-  for (const lower::GpuKernel& k : program_.kernels) {
+  for (const GpuKernelLaunch& k : plan_.kernels) {
     std::vector<uint64_t> args;
-    for (const ir::Buffer& b : k.buffers) {
-      for (size_t i = 0; i < program_.params.size(); ++i)
-        if (program_.params[i].same_as(b)) args.push_back(params_[i].address());
-      for (size_t i = 0; i < program_.intermediates.size(); ++i)
-        if (program_.intermediates[i].same_as(b)) args.push_back(intermediates_[i].address());
-    }
+    for (int64_t a : k.args)
+      args.push_back(a >= 0 ? params_.at(static_cast<size_t>(a)).address() : intermediates_.at(static_cast<size_t>(-1 - a)).address());
     if (flush_l2) device_.fill(flush_, 0);
     seconds += device_.launch(module_, k.name, args, k.grid, k.block);
   }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_launch.h"
 #include "lower/gpu_lower.h"
 #include "runtime/cuda.h"
 #include "target/target.h"
@@ -40,17 +41,18 @@ std::string check_cuda_limits(const CudaBinary& binary, const lower::GpuProgram&
 // parameter, inputs then outputs).
 class CudaFunction {
  public:
-  CudaFunction(lower::GpuProgram program, CudaBinary binary, runtime::cuda::Device device);
+  CudaFunction(const lower::GpuProgram& program, const CudaBinary& binary, runtime::cuda::Device device);
+  // A cubin compiled earlier (compile_cuda) for the program `plan` describes.
+  CudaFunction(GpuLaunchPlan plan, const std::vector<char>& cubin, runtime::cuda::Device device);
   // Copies the inputs to the device, runs every kernel, copies the outputs back.
   void run(void* const* args);
   // Runs the kernels on the buffers already on the device; their time in seconds (events). With
   // `flush_l2`, a buffer larger than the L2 is written before each kernel, so it starts cold.
   double run_kernels(bool flush_l2 = false);
-  const lower::GpuProgram& program() const { return program_; }
+  const GpuLaunchPlan& plan() const { return plan_; }
 
  private:
-  lower::GpuProgram program_;
-  CudaBinary binary_;
+  GpuLaunchPlan plan_;
   runtime::cuda::Device device_;
   runtime::cuda::Device::Module module_;
   std::vector<runtime::cuda::Device::Memory> params_, intermediates_;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <unordered_map>
 
 #include "codegen/gpu_codegen.h"
 #include "ir/op.h"
@@ -11,16 +10,15 @@
 
 namespace tyche::codegen {
 
-OpenCLFunction::OpenCLFunction(lower::GpuProgram program, runtime::opencl::Device device)
-    : program_(std::move(program)), device_(std::move(device)) {
-  source_ = emit_gpu(program_, GpuDialect::kOpenCL);
+OpenCLFunction::OpenCLFunction(const lower::GpuProgram& program, runtime::opencl::Device device)
+    : OpenCLFunction(launch_plan(program), emit_gpu(program, GpuDialect::kOpenCL), std::move(device)) {}
+
+OpenCLFunction::OpenCLFunction(GpuLaunchPlan plan, std::string source, runtime::opencl::Device device)
+    : plan_(std::move(plan)), source_(std::move(source)), device_(std::move(device)) {
   built_ = device_.build(source_);
-  for (const ir::Buffer& b : program_.params) {
-    param_bytes_.push_back(gpu_buffer_bytes(b));
-    params_.push_back(device_.allocate(std::max<size_t>(param_bytes_.back(), 1)));
-  }
-  for (const ir::Buffer& b : program_.intermediates) intermediates_.push_back(device_.allocate(std::max<size_t>(gpu_buffer_bytes(b), 1)));
-  for (const lower::GpuKernel& k : program_.kernels) {
+  for (size_t bytes : plan_.param_bytes) params_.push_back(device_.allocate(std::max<size_t>(bytes, 1)));
+  for (size_t bytes : plan_.intermediate_bytes) intermediates_.push_back(device_.allocate(std::max<size_t>(bytes, 1)));
+  for (const GpuKernelLaunch& k : plan_.kernels) {
     size_t threads = static_cast<size_t>(k.block[0] * k.block[1] * k.block[2]);
     if (threads > device_.info().max_work_group_size)
       throw Error(fmt::format("OpenCL: kernel {} has {} threads in a block; the device runs at most {}", k.name, threads,
@@ -32,22 +30,20 @@ OpenCLFunction::OpenCLFunction(lower::GpuProgram program, runtime::opencl::Devic
 }
 
 void OpenCLFunction::run(void* const* args) {
-  size_t num_inputs = program_.params.size() - static_cast<size_t>(program_.num_outputs);
-  for (size_t i = 0; i < num_inputs; ++i)
-    if (param_bytes_[i]) device_.write(params_[i], args[i], param_bytes_[i]);
+  const std::vector<size_t>& bytes = plan_.param_bytes;
+  for (size_t i = 0; i < plan_.num_inputs(); ++i)
+    if (bytes[i]) device_.write(params_[i], args[i], bytes[i]);
   run_kernels();
-  for (size_t i = num_inputs; i < params_.size(); ++i)
-    if (param_bytes_[i]) device_.read(params_[i], args[i], param_bytes_[i]);
+  for (size_t i = plan_.num_inputs(); i < params_.size(); ++i)
+    if (bytes[i]) device_.read(params_[i], args[i], bytes[i]);
 }
 
 double OpenCLFunction::run_kernels() {
-  std::unordered_map<const ir::BufferNode*, const runtime::opencl::Buffer*> device_buffer;
-  for (size_t i = 0; i < params_.size(); ++i) device_buffer[program_.params[i].get()] = &params_[i];
-  for (size_t i = 0; i < intermediates_.size(); ++i) device_buffer[program_.intermediates[i].get()] = &intermediates_[i];
   double seconds = 0;
-  for (const lower::GpuKernel& k : program_.kernels) {
+  for (const GpuKernelLaunch& k : plan_.kernels) {
     std::vector<runtime::opencl::Arg> args;
-    for (const ir::Buffer& b : k.buffers) args.push_back(runtime::opencl::Arg::of(*device_buffer.at(b.get())));
+    for (int64_t a : k.args)
+      args.push_back(runtime::opencl::Arg::of(a >= 0 ? params_.at(static_cast<size_t>(a)) : intermediates_.at(static_cast<size_t>(-1 - a))));
     std::vector<size_t> local, global;
     for (size_t d = 0; d < 3; ++d) {
       local.push_back(static_cast<size_t>(k.block[d]));

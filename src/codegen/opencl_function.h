@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_launch.h"
 #include "lower/gpu_lower.h"
 #include "runtime/ndarray.h"
 #include "runtime/opencl.h"
@@ -14,10 +15,12 @@ namespace tyche::codegen {
 class OpenCLFunction {
  public:
   // Prints the program as OpenCL C and builds it; a build failure throws tyche::Error (one line).
-  OpenCLFunction(lower::GpuProgram program, runtime::opencl::Device device);
+  OpenCLFunction(const lower::GpuProgram& program, runtime::opencl::Device device);
+  // Builds OpenCL C printed earlier (emit_gpu) for the program `plan` describes.
+  OpenCLFunction(GpuLaunchPlan plan, std::string source, runtime::opencl::Device device);
 
   const std::string& source() const { return source_; }
-  const lower::GpuProgram& program() const { return program_; }
+  const GpuLaunchPlan& plan() const { return plan_; }
 
   // Copies the inputs to the device, runs every kernel, copies the outputs back. Throws
   // tyche::Error where a kernel's work-group exceeds the device's limit.
@@ -26,12 +29,11 @@ class OpenCLFunction {
   double run_kernels();
 
  private:
-  lower::GpuProgram program_;
+  GpuLaunchPlan plan_;
+  std::string source_;
   runtime::opencl::Device device_;
   runtime::opencl::Program built_;
-  std::string source_;
   std::vector<runtime::opencl::Buffer> params_, intermediates_;
-  std::vector<size_t> param_bytes_;
 };
 
 // `func` lowered for the GPU and run on `device` with `inputs`: "" when its outputs match

@@ -80,8 +80,8 @@ std::string progress_line(int batch_no, const SampleMeasureReport& r, double flo
 }  // namespace
 
 SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
-  if (target.is_gpu()) throw Error(fmt::format("sample-measure: {} kernels cannot be run yet (measure an llvm target)", target.kind));
-  target::check_runs_on_host(target.cpu_info());
+  if (target.is_gpu()) require_device(target);
+  else target::check_runs_on_host(target.cpu_info());
   if (options.records_path.empty()) throw Error("sample-measure: no records file");
   {  // fail before any work if the file cannot be written
     FILE* f = std::fopen(options.records_path.c_str(), "a");

@@ -14,6 +14,7 @@
 #include "lower/lower.h"
 #include "lower/layout_rewrite.h"
 #include "support/error.h"
+#include "tune/measure/gpu_build.h"
 
 namespace tyche::tune {
 
@@ -79,7 +80,8 @@ BuildResult build_one(const BuildInput& input, const std::string& object_path, c
 }  // namespace
 
 Builder::Builder(BuilderOptions options) : options_(std::move(options)) {
-  target::check_runs_on_host(target::resolve_cpu(options_.cpu));
+  if (options_.gpu && options_.object_dir.empty()) throw InternalError("Builder: GPU programs are built for the worker (object_dir)");
+  if (!options_.gpu) target::check_runs_on_host(target::resolve_cpu(options_.cpu));
   if (options_.max_workers <= 0) options_.max_workers = std::max(1u, std::thread::hardware_concurrency());
   if (!options_.object_dir.empty()) std::filesystem::create_directories(options_.object_dir);
 }
@@ -121,7 +123,8 @@ std::vector<BuildResult> Builder::build(const std::vector<BuildInput>& candidate
         std::lock_guard<std::mutex> lock(batch->mu);
         batch->started[i] = Clock::now();
       }
-      BuildResult r = build_one(batch->inputs[i], batch->paths[i], options.cpu);
+      BuildResult r = options.gpu ? build_gpu(batch->inputs[i], batch->paths[i], *options.gpu)
+                                  : build_one(batch->inputs[i], batch->paths[i], options.cpu);
       if (r.seconds > options.timeout_s) {  // finished, but past its deadline: still a timeout
         r = BuildResult{};
         r.name = batch->inputs[i].func->name;

@@ -6,11 +6,13 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/llvm_codegen.h"
 #include "ir/function.h"
+#include "target/target.h"
 #include "tune/feature/per_store_feature.h"
 
 namespace tyche::tune {
@@ -20,6 +22,9 @@ struct BuilderOptions {
   double timeout_s = 30;       // per candidate
   std::string object_dir = {};  // non-empty: write object files here for the isolated runner
   std::string cpu = {};         // code for this CPU (target/cpu.h; "" = default); must run here
+  // A GPU target (cuda, opencl): each candidate is lowered for it and written, with its launch
+  // plan, as one file the worker runs (gpu_build.h); needs object_dir.
+  std::optional<target::Target> gpu = std::nullopt;
 };
 
 // A layout rewrite's preproc (lower/layout_rewrite.h), built beside its program: run it on the

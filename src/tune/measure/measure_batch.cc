@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "runtime/cuda.h"
+#include "runtime/opencl.h"
 #include "support/error.h"
 #include "support/median.h"
 
@@ -36,11 +38,18 @@ void remove_objects(const std::vector<BuildResult>& built) {
 
 }  // namespace
 
+void require_device(const Target& target) {
+  if (target.kind == "cuda") runtime::cuda::driver_version();
+  if (target.kind == "opencl") runtime::opencl::Device::open();
+}
+
 Measurer::Measurer(const Target& target, RunnerOptions runner) {
-  if (target.is_gpu()) throw Error(fmt::format("{} kernels cannot be run yet (measure an llvm target)", target.kind));
   static std::atomic<int> count{0};
   object_dir_ = (std::filesystem::temp_directory_path() / fmt::format("tyche_measure_{}_{}", ::getpid(), count++)).string();
-  builder_ = std::make_unique<Builder>(BuilderOptions{.object_dir = object_dir_, .cpu = target.cpu_info().name});
+  if (target.is_gpu())
+    builder_ = std::make_unique<Builder>(BuilderOptions{.object_dir = object_dir_, .gpu = target});
+  else
+    builder_ = std::make_unique<Builder>(BuilderOptions{.object_dir = object_dir_, .cpu = target.cpu_info().name});
   if (runner.threads <= 0) runner.threads = target.num_cores;
   runner_ = std::make_unique<Runner>(std::move(runner));
 }

@@ -64,11 +64,16 @@ struct KeptProgram {
   BuildResult build;
 };
 
+// Throws tyche::Error (one line) unless a GPU target's device is here: the CUDA driver and a
+// device, or an OpenCL platform with a device. Nothing for a CPU target.
+void require_device(const Target& target);
+
 class Measurer {
  public:
   // Compiles for target.cpu into a temporary folder of its own (removed with it) and runs with
-  // target.num_cores threads unless `runner` says otherwise. Throws tyche::Error for a GPU target,
-  // a CPU this host cannot run, or a missing worker program.
+  // target.num_cores threads unless `runner` says otherwise; for a GPU target, builds its code
+  // (gpu_build.h) for the worker to run on the device. Throws tyche::Error for a CPU this host
+  // cannot run, or a missing worker program.
   Measurer(const Target& target, RunnerOptions runner);
   ~Measurer();
   Measurer(const Measurer&) = delete;

@@ -1,5 +1,6 @@
 #include "tune/measure/trial.h"
 
+#include "codegen/cuda_function.h"
 #include "ir/structural.h"
 #include "tune/measure/runner.h"
 #include "target/host.h"
@@ -25,7 +26,9 @@ TuningRecord Trial::record(const RecordWorkload& workload, const RecordTarget& t
 }
 
 RecordTarget record_target(const Target& target) {
-  if (target.is_gpu()) return RecordTarget{target.kind, 1, "", "", "", "", ""};
+  // A GPU's records: its kind, CUDA's architecture, and the limits the programs were checked
+  // against (they shape the space), in the target's text.
+  if (target.is_gpu()) return RecordTarget{target.kind, 1, target.kind == "cuda" ? codegen::cuda_arch(target) : "", "", "", target.str(), ""};
   const target::Cpu& cpu = target.cpu_info();
   return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string, ""};
 }

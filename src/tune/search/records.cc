@@ -43,8 +43,9 @@ std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& n
   auto best = db.best(hash, preferred_target_key(db, hash, target), k);
   if (best.empty()) {
     bool other = std::any_of(db.records().begin(), db.records().end(), [&](const TuningRecord& r) { return r.workload.hash == hash && r.ok(); });
+    const char* others = target.is_gpu() ? "another GPU kind, architecture or limits" : "another CPU or core count";
     throw Error(fmt::format("the database at '{}' has no measured {} for {}{}", db.dir(), name, target.str(),
-                            other ? " (only for other targets: another CPU or core count)" : ""));
+                            other ? fmt::format(" (only for other targets: {})", others) : ""));
   }
   TuneContext context{func, target};
   auto postprocs = default_postprocs(context);

@@ -34,6 +34,7 @@ std::vector<TuningRecord> measure_traces(const workloads::Workload& w, const Rec
     trials.push_back(Trial::of(std::move(replayed), std::get<schedule::Schedule>(c).func(), target.is_gpu()));
     slot.push_back(k);
   }
+  require_device(target);
   Measurer measurer(target, options.runner);
   measurer.measure_batch(trials, task, nullptr, options.batch);
   for (size_t i = 0; i < trials.size(); ++i) {

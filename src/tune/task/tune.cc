@@ -25,13 +25,13 @@ bool stopped(const TuneOptions& o) { return o.stop && o.stop->load(); }
 
 // Refuses bad options before any work.
 void check_options(const std::vector<TuneTask>& tasks, const Target& target, const TuneOptions& o) {
-  if (target.is_gpu()) throw Error(fmt::format("tune: {} kernels cannot be run yet (tune an llvm target)", target.kind));
   if (tasks.empty()) throw Error("tune: no workload to tune");
   if (o.trials <= 0 || o.batch <= 0) throw Error("tune: --trials and the batch must be positive");
   const runtime::TimeOptions& timing = o.runner.time;
   if (!(o.runner.timeout_s > 0) || timing.repeat <= 0 || timing.number <= 0 || timing.warmup < 0 || timing.min_repeat_ms < 0)
     throw Error("tune: the timeout, repeats and calls per repeat must be positive, warm-up and minimum repeat time not negative");
-  target::check_runs_on_host(target.cpu_info());
+  if (!target.is_gpu()) target::check_runs_on_host(target.cpu_info());
+  if (!o.remote_measure) require_device(target);
   if (!o.make_strategy) make_search_strategy(o.strategy, o.evolutionary);  // an unknown name or acceptance
 }
 

@@ -7,6 +7,7 @@
 #include "interp/interpreter.h"
 #include "ir/op.h"
 #include "schedule/schedule.h"
+#include "measure_test_util.h"
 #include "tune/measure/builder.h"
 #include "tune/measure/runner.h"
 #include "workloads/workloads.h"
@@ -17,11 +18,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string worker_path() { return std::string(TYCHE_BINARY_DIR) + "/tools/tyche-worker"; }
-
-std::string temp_dir(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / fmt::format("tyche_{}_{}", name, getpid())).string();
-}
+using testing::temp_dir;
+using testing::worker_path;
 
 ir::PrimFunc tiled_gmm(const workloads::Workload& w, int64_t tile) {
   schedule::Schedule sch(w.func);

@@ -515,7 +515,9 @@ TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
   o.model_path = "/tmp/model.json";
   EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("--model needs the xgb")));
   o = quick(db, "evolutionary", 8);
-  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("cuda kernels cannot be run yet")));
+  ::setenv("TYCHE_CUDA_DRIVER_LIBRARY", "/nonexistent/libcuda.so.1", 1);  // no driver, whatever this machine has
+  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot load the CUDA driver")));
+  ::unsetenv("TYCHE_CUDA_DRIVER_LIBRARY");
   o.runner.time.repeat = 0;
   EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("repeats")));
   o = quick(db, "evolutionary", 8);
