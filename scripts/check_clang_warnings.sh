@@ -2,7 +2,9 @@
 # The second compiler's warning check: every translation unit (sources, tools, tests, the Python
 # package's bindings; not nanobind's own sources) through
 # clang++-14's front end with warnings as errors, without code generation, since clang's warnings
-# come from its front end. CI runs it after the test command; scripts/test.sh builds with g++.
+# come from its front end; also the stand-ins of a build without LLVM (TYCHE_WITH_LLVM=OFF:
+# *_cpuinfo.cc, llvm_unavailable.cc), configured in build-clang-nollvm. CI runs it after the test
+# command; scripts/test.sh builds with g++.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extra=(clang-14)
@@ -11,6 +13,8 @@ bash scripts/install_deps.sh "${extra[@]}"
 bash scripts/install_python_deps.sh
 cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_WERROR=ON -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DTYCHE_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
+cmake -S . -B build-clang-nollvm -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_WERROR=ON -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DTYCHE_WITH_LLVM=OFF -DTYCHE_BUILD_TESTS=OFF >/dev/null
 python3 - "$(nproc)" <<'PY'
 import json, os, shlex, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +31,8 @@ root = os.getcwd() + "/"
 # do not exist before a build.
 entries = [e for e in json.load(open("build-clang/compile_commands.json"))
            if e["file"].startswith(root) and not e["file"].startswith(root + "build-clang/")]
+entries += [e for e in json.load(open("build-clang-nollvm/compile_commands.json"))
+            if e["file"].endswith(("_cpuinfo.cc", "llvm_unavailable.cc"))]
 failed = 0
 with ThreadPoolExecutor(int(sys.argv[1])) as pool:
     for file, code, err in pool.map(check, entries):

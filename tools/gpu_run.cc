@@ -43,7 +43,7 @@ int check_and_time(const workloads::Workload& w, const GpuRunOptions& o, const s
              check.max_abs_error);
   if (!o.json_file.empty()) {
     nlohmann::json j = {{"workload", w.name}, {"gflop", w.flop / 1e9}, {"latency_s", median}, {"gflops", w.flop / median / 1e9},
-                        {"correct", check.ok},   {"target", o.target.str()}, {"device", device}};
+                        {"correct", check.ok},   {"target", o.target.str()}, {"device", device}, {"seconds", seconds}};
     std::ofstream out(o.json_file);
     if (!(out << j.dump(2) << "\n")) throw Error(fmt::format("cannot write '{}'", o.json_file));
   }

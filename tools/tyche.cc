@@ -670,7 +670,7 @@ int main(int argc, char** argv) {
   sample_measure->add_option("--samples", opts.samples, "candidates to measure (default 100)")->check(CLI::PositiveNumber);
   sample_measure->add_option("--records", opts.records, "the records file to append to (JSON lines)")->required()->expected(1);
   sample_measure->add_option("--seed", opts.seed, "seed of the spaces and the samples (default 0)");
-  sample_measure->add_option("--target", opts.target, "llvm (default) or 'llvm -mcpu=NAME -num-cores=N'");
+  sample_measure->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_XY' or opencl (run on that device)");
   sample_measure->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
   sample_measure->add_option("--batch", opts.batch, "candidates built together before they are measured (default 32)")->check(CLI::PositiveNumber);
   sample_measure->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
@@ -697,7 +697,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--confirm", opts.confirm, "at the end, time the N fastest again, interleaved, and keep the fastest (default 16; 0: off)")
       ->check(CLI::NonNegativeNumber);
   tune_cmd->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
-  tune_cmd->add_option("--target", opts.target, "llvm (default) or 'llvm -mcpu=NAME -num-cores=N'");
+  tune_cmd->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_XY' or opencl (run on that device)");
   tune_cmd->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
   tune_cmd->add_option("--json", opts.json_file, "write {workload, trials, best_latency_s, best_gflops, wall_s, history, best_trace} here");
   auto* model = app.add_subcommand("model", "train a cost model on tuning records, or evaluate one");

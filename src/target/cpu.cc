@@ -1,11 +1,6 @@
 #include "target/cpu.h"
 
 #include <fmt/format.h>
-#include <llvm/ADT/SmallVector.h>
-#include <llvm/ADT/StringMap.h>
-#include <llvm/TargetParser/Host.h>
-#include <llvm/TargetParser/Triple.h>
-#include <llvm/TargetParser/X86TargetParser.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,18 +9,13 @@
 #include <mutex>
 
 #include "support/error.h"
+#include "target/cpu_probe.h"
 
 namespace tyche::target {
 
 namespace {
 
 constexpr const char* kLevels[] = {"x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"};
-
-// What the host reports: feature -> enabled. LLVM omits features every x86-64 has (x87).
-const llvm::StringMap<bool>& host_feature_map() {
-  static const llvm::StringMap<bool> m = llvm::sys::getHostCPUFeatures();
-  return m;
-}
 
 std::string join_features(const std::vector<std::string>& on, const std::vector<std::string>& off) {
   std::vector<std::string> all;
@@ -38,34 +28,22 @@ std::string join_features(const std::vector<std::string>& on, const std::vector<
 Cpu host_cpu() {
   Cpu c;
   c.name = "host";
-  c.llvm_cpu = llvm::sys::getHostCPUName().str();
+  c.llvm_cpu = probe::host_cpu_name();
   std::vector<std::string> off;
-  for (const auto& f : host_feature_map()) (f.second ? c.features : off).push_back(f.first().str());
+  for (const auto& [feature, on] : probe::host_features()) (on ? c.features : off).push_back(feature);
   std::sort(c.features.begin(), c.features.end());
   c.feature_string = join_features(c.features, off);
   return c;
 }
 
 Cpu named_cpu(const std::string& name) {
-  if (!llvm::Triple(llvm::sys::getProcessTriple()).isX86())
-    throw Error(fmt::format("unknown CPU '{}': on this architecture only 'host' is supported", name));
-  if (llvm::X86::parseArchX86(name, /*Only64Bit=*/true) == llvm::X86::CK_None)
-    throw Error(fmt::format("unknown CPU '{}' (expected host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM "
-                            "x86-64 CPU name such as skylake-avx512 or znver3)",
-                            name));
-  llvm::SmallVector<llvm::StringRef, 64> listed;
-  llvm::X86::getFeaturesForCPU(name, listed);
-  // The list names the top of each family (sse4.2, avx512bw); the rest is implied.
-  llvm::StringMap<bool> closure;
-  for (llvm::StringRef f : listed) {
-    closure[f] = true;
-    llvm::X86::updateImpliedFeatures(f, true, closure);  // sets what f implies, not f
-  }
+  if (!probe::host_is_x86()) throw Error(fmt::format("unknown CPU '{}': on this architecture only 'host' is supported", name));
+  std::optional<std::vector<std::string>> features = probe::named_cpu_features(name);
+  if (!features) throw Error(fmt::format("unknown CPU '{}' (expected {})", name, probe::known_cpu_names()));
   Cpu c;
   c.name = name;
   c.llvm_cpu = name;
-  for (const auto& f : closure)
-    if (f.second) c.features.push_back(f.first().str());
+  c.features = std::move(*features);
   std::sort(c.features.begin(), c.features.end());
   c.feature_string = join_features(c.features, {});
   return c;
@@ -112,7 +90,7 @@ const Cpu& resolve_cpu(const std::string& asked) {
 
 std::vector<std::string> missing_on_host(const Cpu& cpu) {
   std::vector<std::string> missing;
-  const llvm::StringMap<bool>& host = host_feature_map();
+  const std::map<std::string, bool>& host = probe::host_features();
   for (const std::string& f : cpu.features) {
     auto it = host.find(f);
     if (it != host.end() && !it->second) missing.push_back(f);
@@ -124,12 +102,12 @@ void check_runs_on_host(const Cpu& cpu) {
   std::vector<std::string> missing = missing_on_host(cpu);
   if (missing.empty()) return;
   throw Error(fmt::format("cannot run code for CPU '{}' on this host ({}): it lacks {}", cpu.name,
-                          llvm::sys::getHostCPUName().str(), fmt::join(missing, ", ")));
+                          probe::host_cpu_name(), fmt::join(missing, ", ")));
 }
 
 std::vector<std::string> host_levels() {
   std::vector<std::string> out;
-  if (!llvm::Triple(llvm::sys::getProcessTriple()).isX86()) return out;
+  if (!probe::host_is_x86()) return out;
   for (const char* level : kLevels)
     if (missing_on_host(resolve_cpu(level)).empty()) out.push_back(level);
   return out;

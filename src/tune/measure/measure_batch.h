@@ -99,6 +99,7 @@ class Measurer {
   void run_built(Trial& trial, const BuildResult& built, const MeasureTask& task, const BatchOptions& options);
   BatchTimes measure_remotely(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save, const BatchOptions& options);
 
+  bool gpu_ = false;
   std::string object_dir_;
   std::unique_ptr<Builder> builder_;
   std::unique_ptr<Runner> runner_;
