@@ -27,8 +27,12 @@ if [ -n "${TYCHE:-}" ]; then
   tyche="$TYCHE"
 elif [ -x .gpu-bundle/bin/tyche ]; then
   tyche=.gpu-bundle/bin/tyche
-  export LD_LIBRARY_PATH=".gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   log "bundle built for glibc $(cat .gpu-bundle/GLIBC 2>/dev/null); this machine's: $(ldd --version | head -1)"
+  # The machine's C++ runtime unless it is older than the build's.
+  "$tyche" workloads >/dev/null 2>&1 || export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$PWD/.gpu-bundle/lib-cxx"
+  "$tyche" workloads >/dev/null || { log "the bundle does not run here (see above)"; exit 1; }
+  [ -f .gpu-bundle/share/tyche/cost_model.json ] && export TYCHE_COST_MODEL="$PWD/.gpu-bundle/share/tyche/cost_model.json"
 else
   log "no .gpu-bundle: building the GPU-only Tyche here"
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_WITH_LLVM=OFF -DTYCHE_BUILD_TESTS=OFF >/dev/null
