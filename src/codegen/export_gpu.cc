@@ -84,7 +84,8 @@ std::vector<std::pair<std::string, std::string>> cuda_files(const lower::GpuProg
   std::vector<Param> params = parameters(p);
   std::string prototype = fmt::format("int {}({}, void* stream)", name, fmt::join(declarations(params, "* "), ", "));
   std::string header = fmt::format(
-      "#ifndef {0}\n#define {0}\n\n{1}\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n{2};\n\n#ifdef __cplusplus\n}}\n#endif\n#endif\n",
+      "#ifndef {0}\n#define {0}\n\n#include <stdint.h> /* 16-bit floats travel as uint16_t */\n\n{1}\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n{2};\n\n"
+      "#ifdef __cplusplus\n}}\n#endif\n#endif\n",
       guard(name),
       header_comment(p, params, description,
                      "Arguments are device pointers (cudaMalloc), one per tensor, row-major; stream is a cudaStream_t (NULL: the "

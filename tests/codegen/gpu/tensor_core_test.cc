@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "../../schedule/schedule_test_util.h"
 #include "gpu_test_util.h"
 #include "codegen/cuda_function.h"
+#include "codegen/export_gpu.h"
 #include "codegen/gpu_codegen.h"
 #include "codegen/opencl_function.h"
 #include "ir/printer.h"
@@ -224,6 +227,22 @@ TEST(TensorCore, SampledProgramsRunOnOpenCLAndCompileWithNvrtc) {
       EXPECT_EQ(r.intrinsics["cuda_wmma_store_16x16_f32"], r.valid);
     }
   }
+}
+
+// The CUDA export of a tensor-core program (kernels with their inline-PTX instructions and the
+// host launcher) compiles with nvcc for sm_80.
+TEST(TensorCore, TheCudaExportCompilesWithNvcc) {
+  std::string nvcc;
+  for (const char* p : {"/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc"})
+    if (std::filesystem::exists(p)) nvcc = p;
+  if (nvcc.empty()) GTEST_SKIP() << "no nvcc";
+  workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
+  std::string dir = ::testing::TempDir() + "/tyche_tensor_core_export_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  export_gpu(lower::lower_gpu(tensor_core_gmm(w.func, "f16"), {}, {.cuda = true}), GpuDialect::kCuda, dir, "tc_gmm", "GMM F16");
+  std::string command = nvcc + " -arch=sm_80 -c " + dir + "/tc_gmm.cu -o " + dir + "/tc_gmm.o > " + dir + "/nvcc.log 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << run("cat " + dir + "/nvcc.log");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TensorCore, RefusesWhatTheInstructionsCannotDo) {
