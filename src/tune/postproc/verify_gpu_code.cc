@@ -221,7 +221,7 @@ std::optional<int64_t> footprint(const ir::BufferNode* buffer, const std::vector
       if (d >= common || is_thread_like(f, shared)) relax[f->loop_var] = range;
     }
   }
-  int64_t elements = 1;
+  std::vector<int64_t> extents;
   for (size_t dim = 0; dim < buffer->shape.size(); ++dim) {
     std::optional<int64_t> full = ir::as_const_int(buffer->shape[dim]);
     std::optional<arith::IntervalSet> hull;
@@ -239,7 +239,17 @@ std::optional<int64_t> footprint(const ir::BufferNode* buffer, const std::vector
       extent = std::min(extent, bound);
     }
     if (extent == arith::ConstIntBound::kPosInf) return std::nullopt;
-    elements = arith::sat_mul(elements, std::max<int64_t>(extent, 0));
+    extents.push_back(std::max<int64_t>(extent, 0));
+  }
+  int64_t elements = 1;
+  for (int64_t e : extents) elements = arith::sat_mul(elements, e);
+  // Rows storage_align pads take their padding too (laid out for the tile, as compact_buffers
+  // lays them out): 1 + the offset of the last element.
+  if (!buffer->dim_aligns.empty() && elements > 0) {
+    std::optional<std::vector<int64_t>> strides = ir::aligned_strides(extents, buffer->dim_aligns);
+    if (!strides) return std::nullopt;
+    elements = 1;
+    for (size_t d = 0; d < extents.size(); ++d) elements = arith::sat_add(elements, arith::sat_mul(extents[d] - 1, (*strides)[d]));
   }
   return arith::sat_mul(elements, buffer->dtype.bytes());
 }

@@ -522,6 +522,19 @@ Schedule coop_gmm(int64_t vector_len, bool thread_y = false) {
   return sch;
 }
 
+// Rows padded by storage_align count with their padding, laid out for the tile: X's 8 x 8 tile with
+// rows 32 floats apart holds 1 + 7 * 32 + 7 floats (928 bytes), not 256 bytes.
+TEST(Postproc, VerifyGPUCodeCountsStorageAlignPadding) {
+  Schedule plain = coop_gmm(1);
+  EXPECT_TRUE(verify(plain, Target::parse("cuda -max-shared-memory-per-block 256")).ok());
+  Schedule padded = coop_gmm(1);
+  padded.storage_align(padded.get_block("X_shared").value(), 0, 1, 32, 0).value();
+  EXPECT_TRUE(verify(padded, Target::parse("cuda -max-shared-memory-per-block 928")).ok());
+  auto st = verify(padded, Target::parse("cuda -max-shared-memory-per-block 927"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().reason(), HasSubstr("928 bytes of shared memory exceed"));
+}
+
 schedule::Status cooperative_fetch(Schedule& sch) {
   PostprocPtr p = rewrite_cooperative_fetch();
   p->initialize(TuneContext{sch.func(), cuda()});
