@@ -24,11 +24,6 @@ namespace {
 
 constexpr int kTile = 16;
 
-ir::PrimFunc make_func(const std::string& name, std::vector<ir::Buffer> params, ir::Stmt body) {
-  ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), std::move(body));
-  return ir::PrimFunc(name, std::move(params), 1, ir::block_realize({}, ir::make_bool(true), root));
-}
-
 ir::Buffer tile(const char* name, DataType t, const char* scope) {
   return ir::make_buffer(name, t, {ir::make_int(kTile), ir::make_int(kTile)}, scope);
 }
@@ -70,7 +65,7 @@ ir::Stmt build(const Nest& nest, bool desc, const std::string& op) {
 TensorIntrin make_intrin(const std::string& name, const std::string& op, const std::function<std::vector<ir::Buffer>()>& params,
                          const std::function<Nest(const std::vector<ir::Buffer>&)>& nest) {
   std::vector<ir::Buffer> d = params(), m = params();
-  return {name, make_func(name, d, build(nest(d), true, op)), make_func(name + "_impl", m, build(nest(m), false, op)), {}};
+  return {name, intrin_func(name, d, build(nest(d), true, op)), intrin_func(name + "_impl", m, build(nest(m), false, op)), {}};
 }
 
 ir::Expr widen(ir::Expr e, DataType t) { return e.dtype() == t ? e : ir::cast(t, e); }

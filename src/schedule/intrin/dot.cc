@@ -5,12 +5,12 @@
 
 namespace tyche::schedule::intrin {
 
-namespace {
-
-ir::PrimFunc make_func(const std::string& name, std::vector<ir::Buffer> params, ir::Stmt body) {
+ir::PrimFunc intrin_func(const std::string& name, std::vector<ir::Buffer> params, ir::Stmt body) {
   ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), std::move(body));
   return ir::PrimFunc(name, std::move(params), 1, ir::block_realize({}, ir::make_bool(true), root));
 }
+
+namespace {
 
 std::vector<ir::Buffer> params(int lanes, int group, DataType a, DataType b, DataType acc) {
   return {ir::make_buffer("A", a, {ir::make_int(group)}), ir::make_buffer("B", b, {ir::make_int(lanes), ir::make_int(group)}),
@@ -37,7 +37,7 @@ TensorIntrin dot_intrin(const std::string& name, int lanes, int group, DataType 
   ir::Stmt nest = ir::for_loop(
       i, ir::make_int(0), ir::make_int(lanes), ir::ForKind::kSerial,
       ir::for_loop(k, ir::make_int(0), ir::make_int(group), ir::ForKind::kSerial, ir::block_realize({i, k}, ir::make_bool(true), block)));
-  ir::PrimFunc desc = make_func(name, d, nest);
+  ir::PrimFunc desc = intrin_func(name, d, nest);
 
   std::vector<ir::Buffer> m = params(lanes, group, a, b, acc);
   auto vec = [](int n) { return ir::ramp(ir::make_int(0), ir::make_int(1), n); };
@@ -46,7 +46,7 @@ TensorIntrin dot_intrin(const std::string& name, int lanes, int group, DataType 
   ir::Expr flat = vec(lanes * group), g = ir::broadcast(ir::make_int(group), lanes * group);
   ir::Expr dot = ir::group_dot(ir::buffer_load(m[2], {vec(lanes)}), ir::buffer_load(m[0], {vec(group)}),
                                ir::buffer_load(m[1], {ir::floordiv(flat, g), ir::floormod(flat, g)}));
-  ir::PrimFunc impl = make_func(name + "_impl", m, ir::buffer_store(m[2], dot, {vec(lanes)}));
+  ir::PrimFunc impl = intrin_func(name + "_impl", m, ir::buffer_store(m[2], dot, {vec(lanes)}));
   return {name, desc, impl, std::move(requires_any)};
 }
 
@@ -76,7 +76,7 @@ TensorIntrin tile_intrin(const std::string& name, int rows, int lanes, int depth
   auto loop = [](const ir::Var& v, int n, ir::Stmt body) {
     return ir::for_loop(v, ir::make_int(0), ir::make_int(n), ir::ForKind::kSerial, std::move(body));
   };
-  ir::PrimFunc desc = make_func(name, d, loop(i, rows, loop(j, lanes, loop(k, depth, ir::block_realize({i, j, k}, ir::make_bool(true), block)))));
+  ir::PrimFunc desc = intrin_func(name, d, loop(i, rows, loop(j, lanes, loop(k, depth, ir::block_realize({i, j, k}, ir::make_bool(true), block)))));
 
   // Each buffer as one vector of its lanes in order (a row-major tile); flattened into the
   // program's arrays they are rows of consecutive elements (arith::tile_index).
@@ -96,7 +96,7 @@ TensorIntrin tile_intrin(const std::string& name, int rows, int lanes, int depth
   };
   auto indices = [](const ir::Expr& load) { return load.as<ir::BufferLoadNode>()->indices; };
   ir::Expr product = ir::tile_dot(whole(m[2]), whole(m[0]), whole(m[1]), ir::make_int(rows));
-  ir::PrimFunc impl = make_func(name + "_impl", m, ir::buffer_store(m[2], product, indices(whole(m[2]))));
+  ir::PrimFunc impl = intrin_func(name + "_impl", m, ir::buffer_store(m[2], product, indices(whole(m[2]))));
   return {name, desc, impl, std::move(requires_any)};
 }
 

@@ -16,6 +16,9 @@
 
 namespace tyche::schedule::intrin {
 
+// An intrinsic's description or implementation: `body` under a root block, `params` its buffers.
+ir::PrimFunc intrin_func(const std::string& name, std::vector<ir::Buffer> params, ir::Stmt body);
+
 TensorIntrin dot_intrin(const std::string& name, int lanes, int group, DataType a, DataType b, DataType acc,
                         std::vector<std::vector<std::string>> requires_any);
 

@@ -34,17 +34,6 @@ namespace {
 
 constexpr int64_t kTile = 16;
 
-const ir::VarNode* point_var(const ir::Range& r) {
-  const auto* one = r.extent.as<ir::IntImmNode>();
-  return one && one->value == 1 ? r.min.as<ir::VarNode>() : nullptr;
-}
-
-const ir::IterVar* iter_of(const ir::BlockNode* b, const ir::VarNode* v) {
-  for (const ir::IterVar& iv : b->iter_vars)
-    if (iv.var.get() == v) return &iv;
-  return nullptr;
-}
-
 // The last two dimensions of a region as (row, column) iterators.
 std::pair<const ir::VarNode*, const ir::VarNode*> last_two(const ir::BufferRegion& r) {
   if (r.region.size() < 2) return {nullptr, nullptr};

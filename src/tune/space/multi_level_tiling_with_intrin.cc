@@ -42,22 +42,10 @@ using schedule::Schedule;
 
 namespace {
 
-// The block's iterator a region dimension reads at a single point, or nullptr.
-const ir::VarNode* point_var(const ir::Range& r) {
-  const auto* one = r.extent.as<ir::IntImmNode>();
-  return one && one->value == 1 ? r.min.as<ir::VarNode>() : nullptr;
-}
-
 int dim_of(const ir::BufferRegion& r, const ir::VarNode* v) {
   for (size_t d = 0; d < r.region.size(); ++d)
     if (point_var(r.region[d]) == v) return static_cast<int>(d);
   return -1;
-}
-
-const ir::IterVar* iter_of(const ir::BlockNode* b, const ir::VarNode* v) {
-  for (const ir::IterVar& iv : b->iter_vars)
-    if (iv.var.get() == v) return &iv;
-  return nullptr;
 }
 
 }  // namespace

@@ -165,4 +165,15 @@ std::optional<schedule::LoopRV> fuse_reduction_loops(Schedule& sch, const Reduct
 
 std::vector<double> uniform_probs(size_t n) { return std::vector<double>(n, 1.0 / static_cast<double>(n)); }
 
+const ir::VarNode* point_var(const ir::Range& r) {
+  const auto* one = r.extent.as<ir::IntImmNode>();
+  return one && one->value == 1 ? r.min.as<ir::VarNode>() : nullptr;
+}
+
+const ir::IterVar* iter_of(const ir::BlockNode* b, const ir::VarNode* v) {
+  for (const ir::IterVar& iv : b->iter_vars)
+    if (iv.var.get() == v) return &iv;
+  return nullptr;
+}
+
 }  // namespace tyche::tune

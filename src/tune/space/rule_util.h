@@ -27,6 +27,10 @@ bool has_if_then_else(const ir::BlockNode* block);
 std::optional<std::vector<int64_t>> const_extents(const schedule::Schedule& sch, const std::vector<schedule::LoopRV>& loops);
 // The block of a valid handle (nullptr if stale).
 const ir::BlockNode* block_node(const schedule::Schedule& sch, const schedule::BlockRV& block);
+// The block's iterator a region dimension reads at a single point (extent 1), or nullptr.
+const ir::VarNode* point_var(const ir::Range& r);
+// The block's iterator whose variable is `v`, or nullptr.
+const ir::IterVar* iter_of(const ir::BlockNode* b, const ir::VarNode* v);
 // TVM's condition for MultiLevelTiling: a block not yet tiled that is not purely spatial, writes
 // one buffer, binds its iterators affinely, and has an input that does not depend on some
 // spatial iterator (so a tile of the output reuses it).

@@ -116,20 +116,6 @@ ir::PrimFunc cross_thread_softmax(const ir::PrimFunc& func, int64_t threads = 16
   return tune::auto_bind_blocks(sch.func(), kOpenCL, 0);
 }
 
-std::optional<runtime::opencl::Device> open_device(std::string& why) {
-  try {
-    return runtime::opencl::Device::open();
-  } catch (const Error& e) {
-    why = e.what();
-    return std::nullopt;
-  }
-}
-
-#define OPEN_OR_SKIP(d)   \
-  std::string why;        \
-  auto d = open_device(why); \
-  if (!d) GTEST_SKIP() << why;
-
 ::testing::AssertionResult runs_correctly(const workloads::Workload& w, const ir::PrimFunc& f, const runtime::opencl::Device& device) {
   auto inputs = workloads::make_inputs(w.func);
   auto expected = w.reference(inputs);

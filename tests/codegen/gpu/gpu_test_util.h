@@ -1,8 +1,11 @@
 // What the GPU back end's tests share: schedule results unwrapped (a refusal throws its reason).
 #pragma once
 
+#include <optional>
+#include <string>
 #include <utility>
 
+#include "runtime/opencl.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
 
@@ -17,4 +20,19 @@ inline void ok(const schedule::Status& s) {
   if (!s.ok()) throw Error(s.error().reason());
 }
 
+// The OpenCL device, or nullopt with why not in `why` (the tests then skip, saying so).
+inline std::optional<runtime::opencl::Device> open_device(std::string& why) {
+  try {
+    return runtime::opencl::Device::open();
+  } catch (const Error& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+}
+
 }  // namespace tyche::codegen::testing
+
+#define OPEN_OR_SKIP(d)                          \
+  std::string why;                               \
+  auto d = ::tyche::codegen::testing::open_device(why); \
+  if (!d) GTEST_SKIP() << why;

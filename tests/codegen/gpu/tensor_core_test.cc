@@ -94,12 +94,7 @@ ir::PrimFunc tensor_core_gmm(const ir::PrimFunc& func, const std::string& type, 
 }
 
 TEST(TensorCore, AScheduledGmmRunsOnOpenCLAsLoops) {
-  std::optional<runtime::opencl::Device> device;
-  try {
-    device = runtime::opencl::Device::open();
-  } catch (const Error& e) {
-    GTEST_SKIP() << e.what();
-  }
+  OPEN_OR_SKIP(device);
   for (const char* type : {"f16", "bf16"}) {
     workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, type == std::string("f16") ? "F16" : "BF16");
     ir::PrimFunc f = tensor_core_gmm(w.func, type);
@@ -184,12 +179,7 @@ TEST(TensorCore, CompilesToHmmaInstructions) {
 // on PoCL as loops and matches the reference, and compiles with NVRTC for sm_80 and sm_90 within
 // the limits, its tensor intrinsics counted.
 TEST(TensorCore, SampledProgramsRunOnOpenCLAndCompileWithNvrtc) {
-  std::optional<runtime::opencl::Device> device;
-  try {
-    device = runtime::opencl::Device::open();
-  } catch (const Error& e) {
-    GTEST_SKIP() << e.what();
-  }
+  OPEN_OR_SKIP(device);
   bool nvrtc = true;
   try {
     runtime::cuda::nvrtc_version();
