@@ -5,7 +5,8 @@
 Each case of onnx_cases.CASES is saved with its inputs, run by tyche and by onnxruntime
 (CPUExecutionProvider, all graph optimizations), and every graph output compared: same shape,
 float32 for float outputs and int64 for int64 ones, and max|tyche - ort| <= 1e-3 * max(max|ort|, 1e-6)
-(integer outputs exactly). The tyche runs of the selected cases start together, a few at a time
+(integer outputs exactly; a quantized case on an x86 host without VNNI against onnx's exact
+ReferenceEvaluator instead: exact_reference.py). The tyche runs of the selected cases start together, a few at a time
 (so the file stays well under a minute); each test then checks its own case.
 
 Then the refusals: each exits with status 2 and exactly one non-empty line on stderr that names
@@ -33,6 +34,7 @@ ort = pytest.importorskip("onnxruntime")
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import onnx_cases  # noqa: E402
+from exact_reference import reference_outputs  # noqa: E402
 
 CASES = {cid: (model, inputs) for cid, model, inputs in onnx_cases.CASES}
 TIMEOUT_S = 120
@@ -135,7 +137,7 @@ def test_case_matches_onnxruntime(case_runs, case_id):
     model, inputs = CASES[case_id]
     proc, directory = case_runs.result(case_id)
     assert proc.returncode == 0, f"tyche exited {proc.returncode}:\n{proc.stderr}{proc.stdout}"
-    want = onnxruntime_outputs(directory / "model.onnx", inputs)
+    want = reference_outputs(model, inputs, onnxruntime_outputs(directory / "model.onnx", inputs))
     for name, ref in want.items():
         path = directory / "out" / f"{name}.npy"
         assert path.is_file(), f"tyche wrote no {path.name} (wrote: {sorted(p.name for p in path.parent.iterdir())})"

@@ -275,10 +275,14 @@ TEST(Codegen, RegisterTilesThatSpillDoSoToAlignedSlots) {
   // 8 rows x 4 vectors of accumulators, with the operands, need more than the register file at
   // every level: some spill. Unaligned spill slots follow the thread's stack alignment and can
   // straddle cache lines (a kernel whose speed changes from one process to the next), so the
-  // frame is realigned and every spill and reload is an aligned move.
+  // frame is realigned and every spill and reload is an aligned move. Each level the host can run
+  // (JIT compilation refuses the others: an AVX2-only Zen 3 checks x86-64-v3 alone).
+  int levels = 0;
   for (const std::string level : {"x86-64-v3", "x86-64-v4"}) {
     SCOPED_TRACE(level);
     const target::Cpu& cpu = target::resolve_cpu(level);
+    if (!target::missing_on_host(cpu).empty()) continue;
+    ++levels;
     int lanes = cpu.vector_bits() / 32;
     auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", fmt::format("i=8,j={},k=64", 4 * lanes));
     schedule::Schedule sch(w.func);
@@ -298,10 +302,9 @@ TEST(Codegen, RegisterTilesThatSpillDoSoToAlignedSlots) {
     std::vector<std::string> moves = vector_stack_moves(asm_text);
     ASSERT_FALSE(moves.empty()) << "no vector spill: the tile no longer tests this\n" << asm_text;
     for (const std::string& m : moves) EXPECT_THAT(m, ::testing::ContainsRegex("vmov(aps|apd|dqa)")) << m;
-    if (target::missing_on_host(cpu).empty()) {
-      EXPECT_TRUE(matches_reference(w, sch.func()));
-    }
+    EXPECT_TRUE(matches_reference(w, sch.func()));
   }
+  if (levels == 0) GTEST_SKIP() << "the host runs neither x86-64-v3 nor x86-64-v4";
 }
 
 TEST(Codegen, StridedVectorLoadsAreBuiltFromScalarLoadsNotGathered) {
