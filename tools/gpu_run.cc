@@ -81,7 +81,7 @@ int run_on_gpu(workloads::Workload w, const GpuRunOptions& o) {
   const bool cuda = o.target.kind == "cuda";
   if ((o.emit == "cuda" || o.emit == "opencl") && o.emit != o.target.kind)
     throw Error(fmt::format("--emit {} needs --target {}", o.emit, o.emit));
-  lower::GpuProgram program = lower::lower_gpu(w.func, lo, {.cuda = cuda});
+  lower::GpuProgram program = lower::lower_gpu(w.func, lo, codegen::gpu_lower_options(o.target));
   for (const std::string& note : program.notes) fmt::print(stderr, "note: {}\n", note);
   std::string source = codegen::emit_gpu(program, cuda ? codegen::GpuDialect::kCuda : codegen::GpuDialect::kOpenCL);
   if (o.emit == "ir")

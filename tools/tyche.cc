@@ -184,7 +184,7 @@ int cmd_check(const Options& o) {
   std::string gpu_kernels;
   if (target::Target gpu = target::Target::parse(o.target); gpu.is_gpu()) {
     if (o.trace_file.empty() && o.db.empty()) w.func = tune::auto_bind_blocks(w.func, gpu, o.seed);
-    lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.cuda = gpu.kind == "cuda"});
+    lower::GpuProgram program = lower::lower_gpu(w.func, {}, codegen::gpu_lower_options(gpu));
     gpu_kernels = fmt::format(", {} {} kernel(s)", program.kernels.size(), gpu.kind);
   }
   auto inputs = workloads::make_inputs(w.func);
@@ -545,7 +545,7 @@ int cmd_export(const Options& o) {
     workloads::Workload w = load(o);
     if (o.trace_file.empty() && o.db.empty()) w.func = tune::auto_bind_blocks(w.func, gpu, o.seed);
     const bool cuda = gpu.kind == "cuda";
-    lower::GpuProgram program = lower::lower_gpu(w.func, {}, {.cuda = cuda});
+    lower::GpuProgram program = lower::lower_gpu(w.func, {}, codegen::gpu_lower_options(gpu));
     std::string description = fmt::format("{} [{}], {}", w.name, w.shape,
                                           !o.db.empty()           ? "the best record of " + o.db
                                           : o.trace_file.empty() ? std::string("bound by AutoBind")
@@ -609,7 +609,7 @@ int cmd_space(const Options& o) {
   if (o.compile && cuda) {
     runtime::cuda::nvrtc_version();  // no NVRTC: one line, before sampling
     so.compiler = [&](const ir::PrimFunc& f) {
-      lower::GpuProgram program = lower::lower_gpu(f, {}, {.cuda = true});
+      lower::GpuProgram program = lower::lower_gpu(f, {}, codegen::gpu_lower_options(target));
       return codegen::check_cuda_limits(codegen::compile_cuda(program, codegen::cuda_arch(target)), program, target);
     };
   }

@@ -202,7 +202,10 @@ std::string CExprPrinter::call(const ir::CallNode* n, const std::string& lane) {
     case ir::CallOp::kWarpMatrixFill:
     case ir::CallOp::kWarpMatrixLoad:
     case ir::CallOp::kWarpMatrixMma:
-    case ir::CallOp::kWarpMatrixStore: throw Error(fmt::format("C backend: {} outside GPU code", ir::call_op_name(n->op)));
+    case ir::CallOp::kWarpMatrixStore:
+    case ir::CallOp::kAsyncCopy:
+    case ir::CallOp::kAsyncCommit:
+    case ir::CallOp::kAsyncWait: throw Error(fmt::format("C backend: {} outside GPU code", ir::call_op_name(n->op)));
   }
   throw InternalError("C backend: unknown call");
 }

@@ -40,6 +40,10 @@ std::vector<CudaKernelResources> parse_resources(const std::string& log) {
 
 std::string cuda_arch(const target::Target& target) { return target.arch.empty() ? "sm_80" : target.arch; }
 
+lower::GpuLowerOptions gpu_lower_options(const target::Target& target) {
+  return {.cuda = target.kind == "cuda", .sm = target.compute_capability()};
+}
+
 CudaBinary compile_cuda(const lower::GpuProgram& program, const std::string& arch) {
   CudaBinary b;
   b.arch = arch;

@@ -29,6 +29,8 @@ struct CudaBinary {
 
 // The architecture code is compiled for: the target's -arch, else sm_80.
 std::string cuda_arch(const target::Target& target);
+// How to lower a program for a GPU target: CUDA's warp instructions and, from sm_80, cp.async.
+lower::GpuLowerOptions gpu_lower_options(const target::Target& target);
 
 // Throws tyche::Error in one line where NVRTC is missing or refuses the code.
 CudaBinary compile_cuda(const lower::GpuProgram& program, const std::string& arch);

@@ -90,12 +90,18 @@ TYCHE_DEVICE uint16_t tyche_f32_to_f16(float f) {
 TYCHE_DEVICE float tyche_round_f16(float f) { return tyche_f16_to_f32(tyche_f32_to_f16(f)); }
 )";
 
-// Registers a thread holds of one m16n16k16 fragment: float16 operands 8 words of two halves,
-// bfloat16 ones 4 words, float32 accumulators 8 floats (PTX ISA, wmma).
-int fragment_registers(const ir::Buffer& b) { return (b->scope == "wmma.accumulator" || !b->dtype.is_bfloat16()) ? 8 : 4; }
+bool is_mma_family(const ir::Buffer& b) { return b->scope.starts_with("mma."); }
+
+// Registers a thread holds of one 16 x 16 fragment, float32 accumulators 8 floats in both families.
+// WMMA m16n16k16: float16 operands 8 words of two halves, bfloat16 ones 4 words; mma.sync
+// m16n8k16: an operand 4 words (A one m16k16 fragment, B two k16n8 ones).
+int fragment_registers(const ir::Buffer& b) {
+  if (ir::fragment_role(b->scope) == "accumulator") return 8;
+  return is_mma_family(b) || b->dtype.is_bfloat16() ? 4 : 8;
+}
 
 std::string fragment_element_type(const ir::Buffer& b) {
-  if (b->scope == "wmma.accumulator") {
+  if (ir::fragment_role(b->scope) == "accumulator") {
     if (b->dtype != kFloat32) throw Error(fmt::format("GPU back end: accumulator fragment '{}' is {}, not float32", b->name, b->dtype.str()));
     return "float";
   }
@@ -144,6 +150,58 @@ std::string warp_matrix_helper(const std::string& key) {
       operands("r", "b", n));
 }
 
+// The device function behind one call of the mma.sync family. The layouts are PTX's for
+// m16n8k16 (lane l = 4 g + t): A's registers a0..a3 hold rows g, g + 8 at columns 2t, 2t + 1,
+// then the same 8 columns on; B's half h (columns 8h..8h + 7) holds rows 2t, 2t + 1 (then + 8) of
+// column g; C's half h holds rows g, g + 8 at columns 2t, 2t + 1. ldmatrix.x4 loads them from shared
+// memory, lane l giving the address of row l % 16, column 8 (l / 16) of the tile (.trans for B,
+// stored by rows of k). Keys: "fill", "load_{a,b}_{shared,generic}", "sync_{f16,bf16}", "store".
+std::string mma_helper(const std::string& key) {
+  const char* lane = "const int g = (int)(threadIdx.x & 31u) >> 2, t = (int)threadIdx.x & 3;";
+  if (key == "fill") return "TYCHE_DEVICE void tyche_mma_fill(float* c, float v) { for (int r = 0; r < 8; ++r) c[r] = v; }\n";
+  if (key == "store")
+    return fmt::format(
+        "TYCHE_DEVICE void tyche_mma_store(float* p, const float* c, int ld) {{\n  {}\n"
+        "  for (int h = 0; h < 2; ++h)\n    for (int e = 0; e < 4; ++e) p[(g + 8 * (e >> 1)) * ld + 8 * h + 2 * t + (e & 1)] = c[4 * h + e];\n}}\n",
+        lane);
+  if (key.starts_with("load_") && key.ends_with("_shared")) {
+    bool b = key[5] == 'b';
+    return fmt::format(
+        "TYCHE_DEVICE void tyche_mma_{0}(uint32_t* f, const uint16_t* p, int ld) {{\n"
+        "  const int l = (int)(threadIdx.x & 31u);\n"
+        "  const uint16_t* row = p + (l & 15) * ld + 8 * (l >> 4);\n"
+        "  uint64_t a;\n  asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(a) : \"l\"(row));\n"
+        "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4{1}.shared.b16 {{%0, %1, %2, %3}}, [%4];\" : {2} : \"r\"((uint32_t)a) : \"memory\");\n}}\n",
+        key, b ? ".trans" : "", operands("=r", "f", 4));
+  }
+  if (key.starts_with("load_")) {  // from memory ldmatrix cannot read: each thread its elements
+    bool b = key[5] == 'b';
+    std::string body =
+        b ? "  for (int r = 0; r < 4; ++r) {\n    const int k = 8 * (r & 1) + 2 * t, n = 8 * (r >> 1) + g;\n"
+            "    f[r] = (uint32_t)p[k * ld + n] | ((uint32_t)p[(k + 1) * ld + n] << 16);\n  }\n"
+          : "  for (int r = 0; r < 4; ++r) {\n    const int i = g + 8 * (r & 1), k = 8 * (r >> 1) + 2 * t;\n"
+            "    f[r] = (uint32_t)p[i * ld + k] | ((uint32_t)p[i * ld + k + 1] << 16);\n  }\n";
+    return fmt::format("TYCHE_DEVICE void tyche_mma_{}(uint32_t* f, const uint16_t* p, int ld) {{\n  {}\n{}}}\n", key, lane, body);
+  }
+  // sync: c += a * b as two m16n8k16 products, one per half of B and C.
+  const char* type = key.ends_with("bf16") ? "bf16" : "f16";
+  return fmt::format(
+      "TYCHE_DEVICE void tyche_mma_{0}(float* c, const uint32_t* a, const uint32_t* b) {{\n  for (int h = 0; h < 2; ++h)\n"
+      "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{1}.{1}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, "
+      "{{%0, %1, %2, %3}};\"\n                 : \"+f\"(c[4 * h]), \"+f\"(c[4 * h + 1]), \"+f\"(c[4 * h + 2]), \"+f\"(c[4 * h + 3])\n"
+      "                 : {2}, \"r\"(b[2 * h]), \"r\"(b[2 * h + 1]));\n}}\n",
+      key, type, operands("r", "a", 4));
+}
+
+// cp.async of 4, 8 or 16 bytes global -> shared (16 bytes bypass L1: .cg).
+std::string cp_async_helper(int bytes) {
+  return fmt::format(
+      "TYCHE_DEVICE void tyche_cp_async{0}(void* dst, const void* src) {{\n  uint64_t s;\n"
+      "  asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(s) : \"l\"(dst));\n"
+      "  asm volatile(\"cp.async.{1}.shared.global [%0], [%1], {0};\" :: \"r\"((uint32_t)s), \"l\"(src) : \"memory\");\n}}\n",
+      bytes, bytes == 16 ? "cg" : "ca");
+}
+
 class GpuEmitter : public CExprPrinter {
  public:
   explicit GpuEmitter(GpuDialect dialect) : dialect_(dialect) { out_ = &body_; }
@@ -154,7 +212,10 @@ class GpuEmitter : public CExprPrinter {
     head += kCommonPrelude;
     head += kIntDivisionGpuSource;
     head += "\n";
-    for (const std::string& key : helpers_) head += warp_matrix_helper(key);
+    for (const std::string& key : helpers_)
+      head += key.starts_with("mma:")        ? mma_helper(key.substr(4))
+              : key.starts_with("cp_async") ? cp_async_helper(std::stoi(key.substr(8)))
+                                            : warp_matrix_helper(key);
     head += "\n";
     if (cuda()) head += "extern \"C\" {\n\n";
     std::string tail = cuda() ? "}  /* extern \"C\" */\n" : "";
@@ -193,13 +254,22 @@ class GpuEmitter : public CExprPrinter {
       return fmt::format("{}(__activemask(), {}, {}, {})", n->op == ir::CallOp::kWarpShuffle ? "__shfl_sync" : "__shfl_down_sync",
                          expr(n->args[0], lane), expr(n->args[1], lane), expr(n->args[2], lane));
     }
+    if (n->op == ir::CallOp::kAsyncCopy) {
+      if (!cuda()) throw InternalError("GPU back end: cp.async in OpenCL C");
+      int64_t bytes = ir::as_const_int(n->args[2]).value();
+      helpers_.insert(fmt::format("cp_async{}", bytes));
+      return fmt::format("tyche_cp_async{}({}, {})", bytes, address(n->args[0]), address(n->args[1]));
+    }
+    if (n->op == ir::CallOp::kAsyncCommit) return "asm volatile(\"cp.async.commit_group;\" ::: \"memory\")";
+    if (n->op == ir::CallOp::kAsyncWait)
+      return fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\")", ir::as_const_int(n->args[0]).value());
     if (n->op >= ir::CallOp::kWarpMatrixFill) return warp_matrix(n);
     return CExprPrinter::call(n, lane);
   }
 
   std::string fragment(const ir::Expr& e) {
     auto* l = e.as<ir::BufferLoadNode>();
-    if (!l || !l->buffer->scope.starts_with("wmma.")) throw InternalError("GPU back end: a tensor-core operand is not a fragment");
+    if (!l || !ir::is_fragment_scope(l->buffer->scope)) throw InternalError("GPU back end: a tensor-core operand is not a fragment");
     return fmt::format("{}[{}]", buffer_name(l->buffer), expr(l->indices.at(0), ""));
   }
   std::string address(const ir::Expr& e) {
@@ -209,21 +279,28 @@ class GpuEmitter : public CExprPrinter {
   }
   std::string warp_matrix(const ir::CallNode* n) {
     if (!cuda()) throw InternalError("GPU back end: a tensor-core instruction in OpenCL C");
+    auto* first = n->args[0].as<ir::BufferLoadNode>();
+    auto* frag = n->op == ir::CallOp::kWarpMatrixStore ? n->args[1].as<ir::BufferLoadNode>() : first;
+    const bool mma = frag && is_mma_family(frag->buffer);
     auto use = [&](std::string key) {
-      helpers_.insert(key);
-      return "tyche_wmma_" + key;
+      helpers_.insert(mma ? "mma:" + key : key);
+      return (mma ? "tyche_mma_" : "tyche_wmma_") + key;
     };
     auto type_of = [](const ir::Expr& e) { return e.as<ir::BufferLoadNode>()->buffer->dtype.is_bfloat16() ? "bf16" : "f16"; };
     switch (n->op) {
       case ir::CallOp::kWarpMatrixFill: return fmt::format("{}({}, {})", use("fill"), fragment(n->args[0]), expr(n->args[1], ""));
       case ir::CallOp::kWarpMatrixLoad: {
-        auto* f = n->args[0].as<ir::BufferLoadNode>();
-        std::string key = fmt::format("load_{}_{}", f && f->buffer->scope == "wmma.matrix_b" ? "b" : "a", type_of(n->args[0]));
+        const char* ab = frag && ir::fragment_role(frag->buffer->scope) == "matrix_b" ? "b" : "a";
+        std::string key = fmt::format("load_{}_{}", ab, type_of(n->args[0]));
+        if (mma) {  // ldmatrix reads shared memory only
+          auto* m = n->args[1].as<ir::BufferLoadNode>();
+          key = fmt::format("load_{}_{}", ab, m && m->buffer->scope.starts_with("shared") ? "shared" : "generic");
+        }
         return fmt::format("{}({}, {}, {})", use(key), fragment(n->args[0]), address(n->args[1]), expr(n->args[2], ""));
       }
       case ir::CallOp::kWarpMatrixMma:
-        return fmt::format("{}({}, {}, {})", use(std::string("mma_") + type_of(n->args[1])), fragment(n->args[0]), fragment(n->args[1]),
-                           fragment(n->args[2]));
+        return fmt::format("{}({}, {}, {})", use((mma ? "sync_" : "mma_") + std::string(type_of(n->args[1]))), fragment(n->args[0]),
+                           fragment(n->args[1]), fragment(n->args[2]));
       case ir::CallOp::kWarpMatrixStore:
         return fmt::format("{}({}, {}, {})", use("store"), address(n->args[0]), fragment(n->args[1]), expr(n->args[2], ""));
       default: throw InternalError("GPU back end: unknown tensor-core instruction");
@@ -294,11 +371,11 @@ class GpuEmitter : public CExprPrinter {
         auto size = ir::as_const_int(n->buffer->shape.at(0));
         if (!size) throw Error(fmt::format("GPU back end: buffer '{}' has a size that is not constant", n->buffer->name));
         // A fragment left as a buffer (OpenCL: the tensor-core nests run as loops) is the thread's.
-        if (n->buffer->scope != "local" && !n->buffer->scope.starts_with("wmma."))
+        if (n->buffer->scope != "local" && !ir::is_fragment_scope(n->buffer->scope))
           throw InternalError(fmt::format("GPU back end: {} buffer '{}' allocated inside a kernel", n->buffer->scope, n->buffer->name));
         line("{");
         ++indent_;
-        if (cuda() && n->buffer->scope.starts_with("wmma."))  // an array of tiles, each the thread's registers of one
+        if (cuda() && ir::is_fragment_scope(n->buffer->scope))  // an array of tiles, each the thread's registers of one
           line(fmt::format("{} {}[{}][{}];", fragment_element_type(n->buffer), buffer_name(n->buffer), *size, fragment_registers(n->buffer)));
         else
           line(fmt::format("{} {}[{}];", memory_type(n->buffer->dtype), buffer_name(n->buffer), *size));

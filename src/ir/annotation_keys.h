@@ -42,4 +42,10 @@ inline constexpr const char* kLayoutRewritePreproc = "meta_schedule.layout_rewri
 // everywhere else the nest runs as the loops it is, so its semantics never depend on the target.
 inline constexpr const char* kWarpMatrix = "warp_matrix";
 
+// On a serial loop whose body first copies into shared memory, then reads the copies (the
+// reduction loop of a tiled GPU matrix product): keep this many copies of those buffers so that
+// later iterations' copies overlap this one's reads (int; 1: none). The GPU lowering
+// (lower/gpu_software_pipeline.cc) multi-versions the buffers, with cp.async on CUDA sm_80+.
+inline constexpr const char* kSoftwarePipelineStages = "software_pipeline_stages";
+
 }  // namespace tyche::ir::ann

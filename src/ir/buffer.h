@@ -41,6 +41,15 @@ Buffer with_scope(const Buffer& buffer, std::string scope);
 // Shape as constants; throws if a dimension is not constant.
 std::vector<int64_t> const_shape(const Buffer& buffer);
 
+// Tensor-core fragment scopes: a warp's 16 x 16 tiles held in its threads' registers, laid out
+// for WMMA ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator") or for mma.sync m16n8k16
+// ("mma.matrix_a", ...). A fragment is only touched by its family's intrinsics.
+inline bool is_fragment_scope(const std::string& scope) { return scope.starts_with("wmma.") || scope.starts_with("mma."); }
+// "matrix_a", "matrix_b" or "accumulator" for a fragment scope; "" otherwise.
+inline std::string fragment_role(const std::string& scope) {
+  return is_fragment_scope(scope) ? scope.substr(scope.find('.') + 1) : std::string();
+}
+
 struct BufferRegion {
   Buffer buffer;
   std::vector<Range> region;

@@ -152,16 +152,21 @@ struct BufferLoadNode : ExprNode {
 // the caller's own v where that lane lies past the segment. Only the CUDA lowering inserts them.
 // The tensor cores' warp-wide instructions on 16 x 16 fragments (int32, evaluated for their
 // effect; every thread of a warp calls them together). A fragment operand is one element of a
-// fragment array (wmma.matrix_a, wmma.matrix_b or wmma.accumulator scope, one 16 x 16 tile per
+// fragment array (a fragment scope, ir/buffer.h: wmma.* or mma.*, one 16 x 16 tile per
 // element); a memory operand is the element at the tile's origin, its rows `ld` elements apart:
 //   kWarpMatrixFill(c, value), kWarpMatrixLoad(fragment, memory, ld), kWarpMatrixMma(c, a, b)
 //   (c += a * b), kWarpMatrixStore(memory, c, ld). Only the CUDA lowering makes them.
+// CUDA's asynchronous copies global -> shared (sm_80+, cp.async; made by the software pipeline):
+// kAsyncCopy(dst, src, bytes) starts copying `bytes` (4, 8 or 16, aligned) from the element src to
+// the element dst; kAsyncCommit() closes the thread's group of copies started since the last;
+// kAsyncWait(n) waits until at most n of its groups are still in flight.
 // kRound rounds to the nearest integer, halves to even (nearbyint; numpy.round, ONNX's
 // QuantizeLinear), not C's round, which takes halves away from zero.
 enum class CallOp : uint8_t {
   kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot, kRound, kTileDot,
   kThreadBarrier, kWarpShuffleDown, kWarpShuffle,
   kWarpMatrixFill, kWarpMatrixLoad, kWarpMatrixMma, kWarpMatrixStore,
+  kAsyncCopy, kAsyncCommit, kAsyncWait,
 };
 // Whether only the GPU back end's lowering makes (and its printer prints) calls of `op`.
 bool is_gpu_call(CallOp op);

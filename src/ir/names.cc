@@ -41,6 +41,8 @@ constexpr std::array kCallOps = {
     CallOpInfo{CallOp::kWarpShuffleDown, "warp_shuffle_down", 3}, CallOpInfo{CallOp::kWarpShuffle, "warp_shuffle", 3},
     CallOpInfo{CallOp::kWarpMatrixFill, "warp_matrix_fill", 2}, CallOpInfo{CallOp::kWarpMatrixLoad, "warp_matrix_load", 3},
     CallOpInfo{CallOp::kWarpMatrixMma, "warp_matrix_mma", 3}, CallOpInfo{CallOp::kWarpMatrixStore, "warp_matrix_store", 3},
+    CallOpInfo{CallOp::kAsyncCopy, "async_copy", 3}, CallOpInfo{CallOp::kAsyncCommit, "async_commit", 0},
+    CallOpInfo{CallOp::kAsyncWait, "async_wait", 1},
 };
 }  // namespace
 

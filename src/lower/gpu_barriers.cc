@@ -61,8 +61,12 @@ SharedAccesses accesses_of(const ir::Stmt& s) {
     }
     void visit_call(const ir::CallNode* n) override {
       // A tensor core's store writes through its memory operand (an element, not a read).
-      if (n->op == ir::CallOp::kWarpMatrixStore)
+      // So does an asynchronous copy (its data is there once the thread waited for it).
+      if (n->op == ir::CallOp::kWarpMatrixStore || n->op == ir::CallOp::kAsyncCopy) {
         if (auto* m = n->args[0].as<ir::BufferLoadNode>(); m && is_shared(m->buffer)) out.writes.insert(m->buffer.get());
+        for (size_t a = 1; a < n->args.size(); ++a) visit_expr(n->args[a]);
+        return;
+      }
       StmtExprVisitor::visit_call(n);
     }
   } c;

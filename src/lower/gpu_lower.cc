@@ -113,6 +113,7 @@ GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options, cons
   pass("vectorize_loops", [&](const ir::PrimFunc& x) { return vectorize_loops(x, &notes); });
   pass("unroll_loops", [&](const ir::PrimFunc& x) { return unroll_loops(x, &notes); });
   pass("simplify", [](const ir::PrimFunc& x) { return simplify(x); });
+  pass("pipeline_shared_copies", [&](const ir::PrimFunc& x) { return pipeline_shared_copies(x, gpu.cuda && gpu.sm >= 80); });
   pass("insert_thread_barriers", [](const ir::PrimFunc& x) { return insert_thread_barriers(x); });
   GpuProgram program = split_kernels(f);
   program.notes = std::move(notes);

@@ -6,7 +6,8 @@
 // statement bound to blockIdx is a kernel: its thread loops are unified (every loop bound to
 // threadIdx.x is the same thread index; a loop shorter than the launch is guarded), vthreads run
 // serially, shared buffers move to the kernel's top; the CPU passes that apply run (flatten,
-// simplify, vectorize, unroll); barriers go where a thread reads shared memory another may have
+// simplify, vectorize, unroll); software-pipelined loops get versions of their shared copies;
+// barriers go where a thread reads shared memory another may have
 // written (or writes what another may still read). Global buffers between kernels are the
 // program's intermediates, which the host allocates.
 #pragma once
@@ -52,6 +53,8 @@ struct GpuLowerOptions {
   // CUDA's warp-level instructions: cross-thread reductions combine within warps by shuffles, and
   // the tensor-core intrinsics' nests become WMMA instructions (elsewhere they run as loops).
   bool cuda = false;
+  // CUDA's compute capability (80: sm_80): cp.async from 80 on.
+  int sm = 80;
 };
 GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options = {}, const GpuLowerOptions& gpu = {});
 
@@ -71,6 +74,11 @@ ir::PrimFunc bind_gpu_threads(const ir::PrimFunc& func);
 // fragment arrays of 16 x 16 tiles; a kernel using them launches threadIdx.x as one warp's 32
 // lanes (gpu_warp_matrix.cc). Runs on bind_gpu_threads' kernels, before flattening.
 ir::PrimFunc lower_warp_matrix_ops(const ir::PrimFunc& func);
+// Loops annotated software_pipeline_stages: the shared buffers their leading copies fill get one
+// version per stage, the copy of a later iteration issued before this one's reads; with
+// async_copy those copies are cp.async (gpu_software_pipeline.cc). Runs on flattened buffers,
+// before the barriers.
+ir::PrimFunc pipeline_shared_copies(const ir::PrimFunc& func, bool async_copy);
 // Inserts thread_barrier() evaluations into bind_gpu_threads' kernels (see gpu_barriers.cc).
 ir::PrimFunc insert_thread_barriers(const ir::PrimFunc& func);
 // The kernels of a function finished by the passes above: launch nests peeled into GpuKernels.

@@ -172,7 +172,7 @@ class KernelBodyRewriter : public ir::StmtExprMutator {
 
   ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt&) override {
     const ir::Buffer& b = n->buffer;
-    if (b->scope == "local" || b->scope.starts_with("wmma") || b->scope == "warp") return ir::allocate(b, mutate_stmt(n->body));
+    if (b->scope == "local" || ir::is_fragment_scope(b->scope) || b->scope == "warp") return ir::allocate(b, mutate_stmt(n->body));
     // A shared buffer spans its block's threads wherever compact_buffers put it; another buffer
     // allocated in a thread loop's iteration is one per thread.
     if (thread_depth_ > 0 && !b->scope.starts_with("shared")) {

@@ -31,7 +31,7 @@ namespace {
 constexpr int64_t kTile = 16;
 constexpr int64_t kWarp = 32;
 
-bool is_fragment(const ir::Buffer& b) { return b->scope.starts_with("wmma."); }
+bool is_fragment(const ir::Buffer& b) { return ir::is_fragment_scope(b->scope); }
 
 // A fragment buffer [..., R, C] as the array of its tiles.
 struct FragmentArray {
@@ -248,8 +248,8 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
       struct Operands : ir::StmtExprVisitor {
         const ir::BufferLoadNode *a = nullptr, *b = nullptr;
         void visit_buffer_load(const ir::BufferLoadNode* l) override {
-          if (l->buffer->scope == "wmma.matrix_a") a = l;
-          if (l->buffer->scope == "wmma.matrix_b") b = l;
+          if (ir::fragment_role(l->buffer->scope) == "matrix_a") a = l;
+          if (ir::fragment_role(l->buffer->scope) == "matrix_b") b = l;
           ir::StmtExprVisitor::visit_buffer_load(l);
         }
       } operands;

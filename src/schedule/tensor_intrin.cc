@@ -146,7 +146,7 @@ struct Registry {
     add_locked(dot_4x4x4_f32(), false);
     add_locked(copy_4_f32(), false);
     for (auto* isa : {intrin::x86_vnni_intrins, intrin::x86_avx2_intrins, intrin::x86_avx512_bf16_intrins, intrin::x86_amx_intrins,
-                      intrin::cuda_wmma_intrins})
+                      intrin::cuda_wmma_intrins, intrin::cuda_mma_intrins})
       for (TensorIntrin& t : isa()) add_locked(std::move(t), false);
   }
 };

@@ -26,6 +26,9 @@
 //   "cuda_wmma_mma_16x16x16_{f16,bf16}f32", "cuda_wmma_store_16x16_f32"; each implementation is
 //   its description's loops annotated warp_matrix (ir/annotation_keys.h), which the CUDA lowering
 //   emits as the instruction.
+// - The same through mma.sync m16n8k16 with ldmatrix (intrin/cuda_wmma.cc, fragments in the
+//   mma.* scopes): "cuda_mma_fill_16x16_f32", "cuda_mma_load_{a,b}_16x16_{f16,bf16}",
+//   "cuda_mma_sync_16x16x16_{f16,bf16}f32", "cuda_mma_store_16x16_f32".
 #pragma once
 
 #include <string>

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -105,6 +107,11 @@ std::string Target::str() const {
   if (!is_gpu()) return fmt::format("llvm{} -num-cores={}", cpu.empty() ? "" : " -mcpu=" + cpu, num_cores);
   return fmt::format("{}{} -max-threads-per-block={} -max-shared-memory-per-block={}", kind, arch.empty() ? "" : " -arch=" + arch,
                      max_threads_per_block, max_shared_memory_per_block);
+}
+
+int Target::compute_capability() const {
+  if (arch.size() < 5 || !arch.starts_with("sm_") || !std::isdigit(static_cast<unsigned char>(arch[3]))) return 80;
+  return std::atoi(arch.c_str() + 3);
 }
 
 }  // namespace tyche::target

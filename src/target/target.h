@@ -31,6 +31,8 @@ struct Target {
   // cuda and opencl share the GPU design space (thread bindings, shared/local scopes); they differ
   // in the code printed for them.
   bool is_gpu() const { return kind == "cuda" || kind == "opencl"; }
+  // cuda: the compute capability -arch names ("sm_90a": 90); 80 (sm_80, the default) if none.
+  int compute_capability() const;
   // llvm: the CPU `cpu` names, resolved (its features, vector width). Throws tyche::Error for an
   // unknown CPU or a GPU target.
   const Cpu& cpu_info() const;

@@ -1,11 +1,17 @@
-// NVIDIA tensor cores through WMMA (m16n16k16, sm_70 and later for float16, sm_80 for bfloat16):
-// a warp fills, loads, multiplies and stores 16 x 16 fragments together.
+// NVIDIA tensor cores, two families on the same 16 x 16 tiles (a warp fills, loads, multiplies and
+// stores them together):
+// - WMMA m16n16k16 (sm_70 and later for float16, sm_80 for bfloat16): fragments in the wmma.*
+//   scopes, cuda_wmma_* intrinsics;
+// - mma.sync m16n8k16 (sm_80 and later), each 16 x 16 x 16 update two instructions, operands
+//   loaded from shared memory with ldmatrix: fragments in the mma.* scopes, cuda_mma_*
+//   intrinsics. The thread owning each element is PTX's (warp-level matrix fragments), not
+//   opaque as WMMA's, and ldmatrix loads four 8 x 8 matrices in one instruction.
 //
 // Each instruction is its own intrinsic, as TVM's wmma intrinsics are, so a schedule tensorizes
 // the accumulator's init, the two operand copies, the update and the write-back separately:
-//   fill:   C[i, j] = 0                                      (C in wmma.accumulator)
-//   load_a: A[i, j] = S[i, j]  (A in wmma.matrix_a, S anywhere, row-major with any row stride)
-//   load_b: B[i, j] = S[i, j]  (B in wmma.matrix_b)
+//   fill:   C[i, j] = 0                                      (C in <family>.accumulator)
+//   load_a: A[i, j] = S[i, j]  (A in <family>.matrix_a, S anywhere, row-major with any row stride)
+//   load_b: B[i, j] = S[i, j]  (B in <family>.matrix_b)
 //   mma:    C[i, j] = C[i, j] + float(A[i, k]) * float(B[k, j])
 //   store:  D[i, j] = C[i, j]  (D anywhere)
 // An implementation is its description's loops without the block, its outer loop annotated
@@ -70,20 +76,21 @@ TensorIntrin make_intrin(const std::string& name, const std::string& op, const s
 
 ir::Expr widen(ir::Expr e, DataType t) { return e.dtype() == t ? e : ir::cast(t, e); }
 
-TensorIntrin load(const std::string& name, const char* op, const char* scope, DataType t) {
+TensorIntrin load(const std::string& name, const char* op, const std::string& scope, DataType t) {
   return make_intrin(
-      name, op, [=] { return std::vector<ir::Buffer>{tile("S", t, "global"), tile("F", t, scope)}; },
+      name, op, [=] { return std::vector<ir::Buffer>{tile("S", t, "global"), tile("F", t, scope.c_str())}; },
       [](const std::vector<ir::Buffer>& p) {
         return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial},
                     [p](const std::vector<ir::Var>& v) { return ir::buffer_store(p[1], ir::buffer_load(p[0], {v[0], v[1]}), {v[0], v[1]}); }};
       });
 }
 
-TensorIntrin mma(const std::string& name, DataType in) {
+TensorIntrin mma(const std::string& name, const std::string& family, DataType in) {
   return make_intrin(
       name, "mma",
       [=] {
-        return std::vector<ir::Buffer>{tile("A", in, "wmma.matrix_a"), tile("B", in, "wmma.matrix_b"), tile("C", kFloat32, "wmma.accumulator")};
+        return std::vector<ir::Buffer>{tile("A", in, (family + ".matrix_a").c_str()), tile("B", in, (family + ".matrix_b").c_str()),
+                                       tile("C", kFloat32, (family + ".accumulator").c_str())};
       },
       [](const std::vector<ir::Buffer>& p) {
         return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial, ir::IterKind::kReduce}, [p](const std::vector<ir::Var>& v) {
@@ -93,30 +100,36 @@ TensorIntrin mma(const std::string& name, DataType in) {
       });
 }
 
-}  // namespace
-
-std::vector<TensorIntrin> cuda_wmma_intrins() {
+// One family's intrinsics: cuda_<family>_fill_16x16_f32, cuda_<family>_load_{a,b}_16x16_<t>,
+// cuda_<family>_<update>_16x16x16_<t>f32, cuda_<family>_store_16x16_f32.
+std::vector<TensorIntrin> family_intrins(const std::string& family, const std::string& update) {
   const DataType f16 = DataType::Float(16), bf16 = DataType::BFloat16();
+  const std::string prefix = "cuda_" + family + "_", acc = family + ".accumulator";
   std::vector<TensorIntrin> out;
   out.push_back(make_intrin(
-      "cuda_wmma_fill_16x16_f32", "fill", [] { return std::vector<ir::Buffer>{tile("C", kFloat32, "wmma.accumulator")}; },
+      prefix + "fill_16x16_f32", "fill", [acc] { return std::vector<ir::Buffer>{tile("C", kFloat32, acc.c_str())}; },
       [](const std::vector<ir::Buffer>& p) {
         return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial},
                     [p](const std::vector<ir::Var>& v) { return ir::buffer_store(p[0], ir::make_float(0.0, kFloat32), {v[0], v[1]}); }};
       }));
   for (auto [t, suffix] : {std::pair{f16, "f16"}, std::pair{bf16, "bf16"}}) {
-    out.push_back(load(std::string("cuda_wmma_load_a_16x16_") + suffix, "load_a", "wmma.matrix_a", t));
-    out.push_back(load(std::string("cuda_wmma_load_b_16x16_") + suffix, "load_b", "wmma.matrix_b", t));
-    out.push_back(mma(std::string("cuda_wmma_mma_16x16x16_") + suffix + "f32", t));
+    out.push_back(load(prefix + "load_a_16x16_" + suffix, "load_a", family + ".matrix_a", t));
+    out.push_back(load(prefix + "load_b_16x16_" + suffix, "load_b", family + ".matrix_b", t));
+    out.push_back(mma(prefix + update + "_16x16x16_" + suffix + "f32", family, t));
   }
   out.push_back(make_intrin(
-      "cuda_wmma_store_16x16_f32", "store",
-      [] { return std::vector<ir::Buffer>{tile("C", kFloat32, "wmma.accumulator"), tile("D", kFloat32, "global")}; },
+      prefix + "store_16x16_f32", "store",
+      [acc] { return std::vector<ir::Buffer>{tile("C", kFloat32, acc.c_str()), tile("D", kFloat32, "global")}; },
       [](const std::vector<ir::Buffer>& p) {
         return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial},
                     [p](const std::vector<ir::Var>& v) { return ir::buffer_store(p[1], ir::buffer_load(p[0], {v[0], v[1]}), {v[0], v[1]}); }};
       }));
   return out;
 }
+
+}  // namespace
+
+std::vector<TensorIntrin> cuda_wmma_intrins() { return family_intrins("wmma", "mma"); }
+std::vector<TensorIntrin> cuda_mma_intrins() { return family_intrins("mma", "sync"); }
 
 }  // namespace tyche::schedule::intrin

@@ -36,7 +36,9 @@ std::vector<TensorIntrin> x86_vnni_intrins();
 std::vector<TensorIntrin> x86_avx2_intrins();
 std::vector<TensorIntrin> x86_avx512_bf16_intrins();
 std::vector<TensorIntrin> x86_amx_intrins();
-// NVIDIA tensor cores (cuda_wmma.cc): WMMA's fill, loads, mma and store, one intrinsic each.
+// NVIDIA tensor cores (cuda_wmma.cc): fill, loads, update and store, one intrinsic each, for
+// WMMA (cuda_wmma_*) and for mma.sync with ldmatrix (cuda_mma_*).
 std::vector<TensorIntrin> cuda_wmma_intrins();
+std::vector<TensorIntrin> cuda_mma_intrins();
 
 }  // namespace tyche::schedule::intrin

@@ -24,8 +24,9 @@ namespace tyche::schedule {
 namespace {
 
 bool is_valid_scope(const std::string& scope) {
-  static const std::array<const char*, 8> kScopes = {"global", "shared", "local", "shared.dyn",
-                                                     "warp", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"};
+  static const std::array<const char*, 11> kScopes = {"global",          "shared",          "local",           "shared.dyn",
+                                                      "warp",            "wmma.matrix_a",   "wmma.matrix_b",   "wmma.accumulator",
+                                                      "mma.matrix_a",    "mma.matrix_b",    "mma.accumulator"};
   return std::any_of(kScopes.begin(), kScopes.end(), [&](const char* s) { return scope == s; });
 }
 
@@ -33,7 +34,7 @@ std::optional<ScheduleError> check_scope(const char* primitive, const std::strin
   if (is_valid_scope(scope)) return std::nullopt;
   return ScheduleError(ErrorCode::kUnknownName,
                        fmt::format("{}: unknown storage scope '{}' (expected global, shared, shared.dyn, local, "
-                                   "warp or wmma.matrix_a/matrix_b/accumulator)",
+                                   "warp, wmma.* or mma.* matrix_a/matrix_b/accumulator)",
                                    primitive, scope),
                        where);
 }

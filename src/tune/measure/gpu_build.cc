@@ -78,7 +78,7 @@ BuildResult build_gpu(const BuildInput& input, const std::string& path, const ta
   auto start = std::chrono::steady_clock::now();
   try {
     const bool cuda = target.kind == "cuda";
-    lower::GpuProgram program = lower::lower_gpu(input.func, {}, {.cuda = cuda});
+    lower::GpuProgram program = lower::lower_gpu(input.func, {}, codegen::gpu_lower_options(target));
     json file = {{"dialect", target.kind}, {"plan", plan_json(codegen::launch_plan(program))}};
     if (cuda) {
       codegen::CudaBinary binary = codegen::compile_cuda(program, codegen::cuda_arch(target));

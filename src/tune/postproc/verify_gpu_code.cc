@@ -17,7 +17,8 @@
 // - shared memory: the "shared" buffers the kernel accesses, each sized as TVM's buffer
 //   compaction would allocate it: the region its accesses cover while the loops below their
 //   deepest common loop and every threadIdx/vthread loop range over their domains (blockIdx and
-//   enclosing loops fixed), capped at the buffer's shape; the sum <= max_shared_memory_per_block;
+//   enclosing loops fixed), capped at the buffer's shape, times the stages of a software pipeline
+//   around them; the sum <= max_shared_memory_per_block;
 // - local memory likewise for "local" buffers, relaxing only the loops below the common loop
 //   and vthread loops (one thread's copy); the sum <= max_local_memory_per_block;
 // - a vectorized loop: extent x the widest element it loads or stores <= max_vector_bytes.
@@ -34,6 +35,7 @@
 #include "arith/const_int_bound.h"
 #include "arith/int_set.h"
 #include "arith/linear.h"
+#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "tune/postproc/postproc.h"
@@ -251,7 +253,15 @@ std::optional<int64_t> footprint(const ir::BufferNode* buffer, const std::vector
     elements = 1;
     for (size_t d = 0; d < extents.size(); ++d) elements = arith::sat_add(elements, arith::sat_mul(extents[d] - 1, (*strides)[d]));
   }
-  return arith::sat_mul(elements, buffer->dtype.bytes());
+  int64_t bytes = arith::sat_mul(elements, buffer->dtype.bytes());
+  // A software-pipelined loop above every access keeps one copy per stage, each rounded up to
+  // 64 bytes (lower/gpu_software_pipeline.cc).
+  for (size_t d = common; shared && d-- > 0;) {
+    auto it = uses[0]->path[d]->annotations.find(ir::ann::kSoftwarePipelineStages);
+    const int64_t* stages = it == uses[0]->path[d]->annotations.end() ? nullptr : std::get_if<int64_t>(&it->second);
+    if (stages && *stages > 1) return arith::sat_mul((bytes + 63) / 64 * 64, *stages);
+  }
+  return bytes;
 }
 
 class VerifyGPUCode : public Postproc {

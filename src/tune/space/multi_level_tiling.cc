@@ -218,7 +218,7 @@ std::optional<LoopRV> MultiLevelTiling::anchor(const TilingState& s, int level) 
   return std::nullopt;
 }
 
-std::vector<TilingState> MultiLevelTiling::add_write_cache(TilingState s) const {
+std::vector<TilingState> MultiLevelTiling::add_write_cache(TilingState s, const std::string& scope) const {
   if (s.design.write_level > 0) {
     // "may" (CPU): an element-wise consumer is the cache; "must" (GPU: registers) always copies.
     // Should the consumer refuse to move under the tile (place_write_cache), the design is
@@ -229,7 +229,7 @@ std::vector<TilingState> MultiLevelTiling::add_write_cache(TilingState s) const 
         return single(std::move(s));
       }
     }
-    auto c = s.sch.cache_write(s.block, 0, config_.reuse_write.scope);
+    auto c = s.sch.cache_write(s.block, 0, scope.empty() ? config_.reuse_write.scope : scope);
     if (!c.ok()) return {};
     s.write_cache = c.value();
   }
@@ -338,7 +338,15 @@ std::vector<TilingState> MultiLevelTiling::add_read_caches(TilingState s) const 
       if (!len.ok() || !sch.annotate(c.value(), ir::ann::kCooperativeFetch, len.value()).ok()) return {};
     }
   }
+  if (!annotate_software_pipeline(sch, *at)) return {};
   return single(std::move(s));
+}
+
+bool MultiLevelTiling::annotate_software_pipeline(Schedule& sch, const LoopRV& loop) const {
+  const std::vector<int64_t>& stages = config_.software_pipeline_stages;
+  if (stages.empty()) return true;
+  auto n = sch.sample_categorical(stages, uniform_probs(stages.size()));
+  return n.ok() && sch.annotate(loop, ir::ann::kSoftwarePipelineStages, n.value()).ok();
 }
 
 std::vector<TilingState> MultiLevelTiling::place_write_cache(TilingState s) const {

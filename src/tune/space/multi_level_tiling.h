@@ -48,8 +48,12 @@ class MultiLevelTiling : public ScheduleRule {
   // A step's one resulting state (a Schedule moves, it does not copy).
   static std::vector<TilingState> single(TilingState s);
 
-  // write reuse: the block accumulates into a cache (placed by place_write_cache).
-  std::vector<TilingState> add_write_cache(TilingState s) const;
+  // Samples the stages of the software pipeline of `loop`, where the shared read caches sit
+  // (config's software_pipeline_stages; nothing where that is empty).
+  bool annotate_software_pipeline(schedule::Schedule& sch, const schedule::LoopRV& loop) const;
+  // write reuse: the block accumulates into a cache (placed by place_write_cache), in `scope`
+  // (empty: the config's).
+  std::vector<TilingState> add_write_cache(TilingState s, const std::string& scope = "") const;
   // Splits every loop into its levels' tiles (sampled sizes; the padded rows and the panel's
   // columns fixed) and reorders them level by level; GPU: fuses and binds the first levels.
   std::vector<TilingState> tile_loop_nest(TilingState s) const;

@@ -1,16 +1,18 @@
 // MultiLevelTilingTensorCore: a float16 / bfloat16 matrix product accumulated in float32 tiled
-// around WMMA's 16 x 16 x 16 (extents padded to multiples of 16 first, pad_einsum), as TVM's
-// cuda-tensorcore space tiles it:
-// - the block accumulates into wmma.accumulator fragments (write cache), filled before the
+// around a 16 x 16 x 16 tensor-core tile (extents padded to multiples of 16 first, pad_einsum), as
+// TVM's cuda-tensorcore space tiles it, once per intrinsic family (mma.sync, WMMA: the fragments'
+// scopes and the intrinsics' names are the family's):
+// - the block accumulates into <family>.accumulator fragments (write cache), filled before the
 //   reduction (decompose_reduction), written back per warp;
 // - i, j and k are split by 16, the outer parts tiled into the structure's levels (sampled sizes),
 //   the first three levels fused and bound to blockIdx.y, blockIdx.x and threadIdx.y (a warp
 //   each: the instructions are warp-wide, threadIdx.x is the warp's 32 lanes);
 // - each operand is staged in shared memory at the read-reuse level (a cooperative fetch by all
-//   the block's threads, rows padded by 16 bytes against bank conflicts: storage_align) and
-//   loaded into wmma.matrix_a / matrix_b fragments at the last R level;
-// - the fill, the loads, the update and the write-back are tensorized with the cuda_wmma
-//   intrinsics.
+//   the block's threads, rows padded by 16 bytes against bank conflicts: storage_align; the
+//   loop it sits in software-pipelined over 1 to 3 stages, cp.async on sm_80+) and
+//   loaded into <family>.matrix_a / matrix_b fragments at the last R level (mma: with ldmatrix);
+// - the fill, the loads, the update and the write-back are tensorized with the family's
+//   intrinsics (cuda_wmma_*, cuda_mma_*).
 // Blocks this rule does not take are left to MultiLevelTiling (the block keeps no annotation).
 #include "tune/space/multi_level_tiling_tensor_core.h"
 
@@ -55,11 +57,7 @@ bool tensorize_tiles(Schedule& sch, const BlockRV& block, const std::string& int
 
 }  // namespace
 
-int cuda_compute_capability(const Target& target) {
-  const std::string& a = target.arch;
-  if (a.size() < 5 || !a.starts_with("sm_") || !std::isdigit(static_cast<unsigned char>(a[3]))) return 80;
-  return std::atoi(a.c_str() + 3);
-}
+int cuda_compute_capability(const Target& target) { return target.compute_capability(); }
 
 std::optional<TensorCoreMatch> match_tensor_core(const Schedule& sch, const BlockRV& block, int sm) {
   if (sm < 70) return std::nullopt;
@@ -111,8 +109,13 @@ std::optional<TensorCoreMatch> match_tensor_core(const Schedule& sch, const Bloc
   return m;
 }
 
-MultiLevelTilingTensorCore::MultiLevelTilingTensorCore(MultiLevelTilingConfig config, int sm)
-    : MultiLevelTiling(std::move(config)), sm_(sm) {
+MultiLevelTilingTensorCore::MultiLevelTilingTensorCore(MultiLevelTilingConfig config, int sm, std::vector<std::string> families)
+    : MultiLevelTiling(std::move(config)), sm_(sm), families_(std::move(families)) {
+  if (families_.empty()) families_ = sm >= 80 ? std::vector<std::string>{"mma", "wmma"} : std::vector<std::string>{"wmma"};
+  for (const std::string& f : families_) {
+    if (f != "mma" && f != "wmma") throw InputError(fmt::format("MultiLevelTilingTensorCore: unknown tensor-core family '{}' (mma, wmma)", f));
+    if (f == "mma" && sm < 80) throw InputError(fmt::format("MultiLevelTilingTensorCore: mma.sync m16n8k16 needs sm_80 or later, not sm_{}", sm));
+  }
   if (s_levels().size() < 3 || r_levels().empty())
     throw InputError(fmt::format("MultiLevelTilingTensorCore: structure '{}' needs three S levels (blocks, warps) and an R level",
                                  this->config().structure));
@@ -137,15 +140,17 @@ std::vector<Schedule> MultiLevelTilingTensorCore::apply(Schedule sch, const Bloc
     return out;
   }
   const TensorCoreMatch m = *match;
-  std::vector<Step> pipeline = {[this](TilingState s) { return add_write_cache(std::move(s)); },
-                                [this, m](TilingState s) { return tile(std::move(s), m); },
-                                [this, m](TilingState s) { return stage_operands(std::move(s), m); },
-                                [this, m](TilingState s) { return tensorize(std::move(s), m); }};
-  TilingDesign design{.padded_rows = 0, .read_cache = true, .write_level = 3};
-  Schedule annotated = sch.copy();
-  (void)annotated.annotate(block, ir::ann::kTilingStructure, config().structure);
-  for (Schedule& s : run_pipeline(TilingState{std::move(annotated), block, design, std::nullopt, {}, std::nullopt}, pipeline))
-    out.push_back(std::move(s));
+  for (const std::string& family : families_) {
+    std::vector<Step> pipeline = {[this, family](TilingState s) { return add_write_cache(std::move(s), family + ".accumulator"); },
+                                  [this, m](TilingState s) { return tile(std::move(s), m); },
+                                  [this, m, family](TilingState s) { return stage_operands(std::move(s), m, family); },
+                                  [this, m, family](TilingState s) { return tensorize(std::move(s), m, family); }};
+    TilingDesign design{.padded_rows = 0, .read_cache = true, .write_level = 3};
+    Schedule annotated = sch.copy();
+    (void)annotated.annotate(block, ir::ann::kTilingStructure, config().structure);
+    for (Schedule& s : run_pipeline(TilingState{std::move(annotated), block, design, std::nullopt, {}, std::nullopt}, pipeline))
+      out.push_back(std::move(s));
+  }
   if (out.empty()) out.push_back(std::move(sch));
   return out;
 }
@@ -215,11 +220,11 @@ std::vector<TilingState> MultiLevelTilingTensorCore::tile(TilingState s, const T
 
 // A and B: shared-memory copies at the read-reuse level (cooperative, padded rows), fragments
 // at the last R level.
-std::vector<TilingState> MultiLevelTilingTensorCore::stage_operands(TilingState s, const TensorCoreMatch& m) const {
+std::vector<TilingState> MultiLevelTilingTensorCore::stage_operands(TilingState s, const TensorCoreMatch& m, const std::string& family) const {
   Schedule& sch = s.sch;
   const LoopRV shared_at = s.tiles[static_cast<size_t>(config().reuse_read.levels.at(0) - 1)].back();
   const LoopRV fragment_at = s.tiles[static_cast<size_t>(r_levels().back())].back();
-  for (auto [read, scope] : {std::pair{m.a, "wmma.matrix_a"}, std::pair{m.b, "wmma.matrix_b"}}) {
+  for (auto [read, scope] : {std::pair{m.a, family + ".matrix_a"}, std::pair{m.b, family + ".matrix_b"}}) {
     auto fragment = sch.cache_read(s.block, static_cast<int>(read), scope);
     if (!fragment.ok() || !sch.compute_at(fragment.value(), fragment_at).ok()) return {};
     auto shared = sch.cache_read(fragment.value(), 0, "shared");
@@ -233,10 +238,11 @@ std::vector<TilingState> MultiLevelTilingTensorCore::stage_operands(TilingState 
         !sch.annotate(shared.value(), ir::ann::kWarpExecution, int64_t{1}).ok())
       return {};
   }
+  if (!annotate_software_pipeline(sch, shared_at)) return {};
   return single(std::move(s));
 }
 
-std::vector<TilingState> MultiLevelTilingTensorCore::tensorize(TilingState s, const TensorCoreMatch& m) const {
+std::vector<TilingState> MultiLevelTilingTensorCore::tensorize(TilingState s, const TensorCoreMatch& m, const std::string& family) const {
   Schedule& sch = s.sch;
   // The accumulator goes back per warp, after the reduction; its fill goes before it.
   const LoopRV warp = s.tiles[2].back();
@@ -247,15 +253,16 @@ std::vector<TilingState> MultiLevelTilingTensorCore::tensorize(TilingState s, co
   auto producers = sch.get_producers(s.block);
   if (!producers.ok()) return {};
   for (const BlockRV& p : producers.value()) {
-    const std::string& scope = block_node(sch, p)->writes[0].buffer->scope;
-    if (scope == "wmma.matrix_a" || scope == "wmma.matrix_b") {
-      std::string intrin = fmt::format("cuda_wmma_load_{}_16x16_{}", scope == "wmma.matrix_a" ? "a" : "b", m.type);
+    const std::string role = ir::fragment_role(block_node(sch, p)->writes[0].buffer->scope);
+    if (role == "matrix_a" || role == "matrix_b") {
+      std::string intrin = fmt::format("cuda_{}_load_{}_16x16_{}", family, role == "matrix_a" ? "a" : "b", m.type);
       if (!tensorize_tiles(sch, p, intrin)) return {};
     }
   }
-  if (!tensorize_tiles(sch, init.value(), "cuda_wmma_fill_16x16_f32")) return {};
-  if (!sch.tensorize(s.tiles.back()[0], fmt::format("cuda_wmma_mma_16x16x16_{}f32", m.type)).ok()) return {};
-  if (!tensorize_tiles(sch, *s.write_cache, "cuda_wmma_store_16x16_f32")) return {};
+  if (!tensorize_tiles(sch, init.value(), fmt::format("cuda_{}_fill_16x16_f32", family))) return {};
+  const char* update = family == "mma" ? "sync" : "mma";
+  if (!sch.tensorize(s.tiles.back()[0], fmt::format("cuda_{}_{}_16x16x16_{}f32", family, update, m.type)).ok()) return {};
+  if (!tensorize_tiles(sch, *s.write_cache, fmt::format("cuda_{}_store_16x16_f32", family))) return {};
   return single(std::move(s));
 }
 
@@ -264,11 +271,12 @@ MultiLevelTilingConfig tensor_core_tiling() {
           .tile_binds = {"blockIdx.y", "blockIdx.x", "threadIdx.y"},
           .max_innermost_factor = 4,
           .reuse_read = {.req = ReuseConfig::Kind::kMust, .levels = {4}, .scope = "shared"},
-          .reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {3}, .scope = "wmma.accumulator"}};
+          .reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {3}, .scope = "wmma.accumulator"},
+          .software_pipeline_stages = {1, 2, 3}};
 }
 
-ScheduleRulePtr multi_level_tiling_tensor_core(int sm, MultiLevelTilingConfig config) {
-  return std::make_shared<MultiLevelTilingTensorCore>(std::move(config), sm);
+ScheduleRulePtr multi_level_tiling_tensor_core(int sm, MultiLevelTilingConfig config, std::vector<std::string> families) {
+  return std::make_shared<MultiLevelTilingTensorCore>(std::move(config), sm, std::move(families));
 }
 
 }  // namespace tyche::tune

@@ -1,6 +1,8 @@
 // MultiLevelTilingTensorCore (MetaSchedule's rule of that name, the Use-Tensor-Core module): a
 // matrix product of float16 or bfloat16 operands accumulated in float32 runs on NVIDIA's tensor
-// cores through WMMA's 16 x 16 x 16 intrinsics (schedule/intrin/cuda_wmma.cc).
+// cores through 16 x 16 x 16 intrinsics (schedule/intrin/cuda_wmma.cc) of each family the
+// architecture has: mma.sync with ldmatrix (sm_80 and later) and WMMA, each its own design (as
+// TVM's intrinsic groups).
 #pragma once
 
 #include <optional>
@@ -27,16 +29,18 @@ int cuda_compute_capability(const Target& target);
 
 class MultiLevelTilingTensorCore : public MultiLevelTiling {
  public:
-  MultiLevelTilingTensorCore(MultiLevelTilingConfig config, int sm);
+  // `families`: "mma" and / or "wmma"; empty: those `sm` has (mma from sm_80).
+  MultiLevelTilingTensorCore(MultiLevelTilingConfig config, int sm, std::vector<std::string> families = {});
   std::string name() const override { return "MultiLevelTilingTensorCore"; }
   std::vector<schedule::Schedule> apply(schedule::Schedule sch, const schedule::BlockRV& block) override;
 
  private:
   std::vector<TilingState> tile(TilingState s, const TensorCoreMatch& m) const;
-  std::vector<TilingState> stage_operands(TilingState s, const TensorCoreMatch& m) const;
-  std::vector<TilingState> tensorize(TilingState s, const TensorCoreMatch& m) const;
+  std::vector<TilingState> stage_operands(TilingState s, const TensorCoreMatch& m, const std::string& family) const;
+  std::vector<TilingState> tensorize(TilingState s, const TensorCoreMatch& m, const std::string& family) const;
 
   int sm_;
+  std::vector<std::string> families_;
 };
 
 // TVM's defaults for cuda-tensorcore: structure "SSSRRSRS", the first three levels bound to
@@ -44,6 +48,7 @@ class MultiLevelTilingTensorCore : public MultiLevelTiling {
 // level 4 with fragments at the last R level, the accumulator's fragments written back per warp
 // (write reuse at level 3).
 MultiLevelTilingConfig tensor_core_tiling();
-ScheduleRulePtr multi_level_tiling_tensor_core(int sm = 80, MultiLevelTilingConfig config = tensor_core_tiling());
+ScheduleRulePtr multi_level_tiling_tensor_core(int sm = 80, MultiLevelTilingConfig config = tensor_core_tiling(),
+                                               std::vector<std::string> families = {});
 
 }  // namespace tyche::tune

@@ -79,6 +79,10 @@ struct MultiLevelTilingConfig {
   // cache gets the panel layout [j // w, ..., j % w] (transform_layout), so the register tile
   // reads its w columns for every k step from one contiguous stream. 0: off.
   int64_t panel_width = 0;
+  // GPU: the stage counts sampled (uniformly) for the loop the shared read caches sit in
+  // (software_pipeline_stages: later iterations' copies overlap this one's compute; 1: none).
+  // Empty: not annotated.
+  std::vector<int64_t> software_pipeline_stages = {};
 };
 ScheduleRulePtr multi_level_tiling(MultiLevelTilingConfig config = {});
 
@@ -114,9 +118,10 @@ ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const Target& target, in
 // rows {6}, read reuse "may" of the operand along the output rows at level 3, packing the panel
 // that register tile streams, and reduction tiles up to 256), ParallelVectorizeUnroll (16 jobs per
 // core, vectorize 64, unroll {0, 16, 64, 512}), RandomComputeLocation. cuda: first
-// MultiLevelTilingTensorCore (float16 / bfloat16 products on sm_70 / sm_80 and later); both GPUs:
-// MultiLevelTiling
-// "SSSRRSRS" bound to blockIdx.x/vthread.x/threadIdx.x with shared read and local write caches,
+// MultiLevelTilingTensorCore (float16 / bfloat16 products on sm_70 / sm_80 and later; mma.sync and
+// WMMA designs from sm_80); both GPUs: MultiLevelTiling
+// "SSSRRSRS" bound to blockIdx.x/vthread.x/threadIdx.x with shared read and local write caches
+// (their loop software-pipelined over 1 or 2 sampled stages),
 // AutoInline, CrossThreadReduction, ParallelVectorizeUnroll (unroll only), AutoBind.
 std::vector<ScheduleRulePtr> default_rules(const Target& target);
 

@@ -234,11 +234,7 @@ TEST(GpuOpenCL, OddExtentsMatchTheReference) {
 }
 
 TEST(GpuCuda, TheKernelsCompileWithNvrtcForSm80AndSm90) {
-  try {
-    runtime::cuda::nvrtc_version();
-  } catch (const Error& e) {
-    GTEST_SKIP() << e.what();
-  }
+  NVRTC_OR_SKIP();
   workloads::Workload gmm = small("GMM-1"), sfm = small("SFM-1");
   for (const ir::PrimFunc& f : {bound_gmm(gmm.func), vthread_gmm(gmm.func), cross_thread_softmax(sfm.func, 16), cross_thread_softmax(sfm.func, 64)}) {
     std::string source = emit_gpu(lower::lower_gpu(f), GpuDialect::kCuda);
@@ -265,15 +261,12 @@ TEST(GpuCuda, TheKernelsCompileWithNvrtcForSm80AndSm90) {
 // Every GPU rule's valid samples (multi-level tiling with shared memory, cross-thread reduction,
 // AutoBind), at full size, compile for sm_80 and sm_90 within the architectures' limits.
 TEST(GpuCuda, SampledProgramsCompileWithinTheLimitsOfSm80AndSm90) {
-  try {
-    runtime::cuda::nvrtc_version();
-  } catch (const Error& e) {
-    GTEST_SKIP() << e.what();
-  }
+  NVRTC_OR_SKIP();
   for (const char* arch : {"sm_80", "sm_90"}) {
     target::Target t = target::Target::parse(std::string("cuda -arch=") + arch);
     for (const char* name : {"GMM-4", "C2D-3", "SFM-4", "NRM-4", "CBR-2", "TBG-1"}) {
-      tune::SampleSpaceOptions so{.samples = 8, .seed = 11, .check = false};
+      // CBR-2's samples at full size are valid about a quarter of the time (shared memory).
+      tune::SampleSpaceOptions so{.samples = name == std::string("CBR-2") ? 16 : 8, .seed = 11, .check = false};
       so.compiler = [&](const ir::PrimFunc& f) {
         lower::GpuProgram program = lower::lower_gpu(f, {}, {.cuda = true});
         CudaBinary binary = compile_cuda(program, cuda_arch(t));
@@ -288,11 +281,7 @@ TEST(GpuCuda, SampledProgramsCompileWithinTheLimitsOfSm80AndSm90) {
 }
 
 TEST(GpuCuda, LimitsAreCheckedAgainstTheTarget) {
-  try {
-    runtime::cuda::nvrtc_version();
-  } catch (const Error& e) {
-    GTEST_SKIP() << e.what();
-  }
+  NVRTC_OR_SKIP();
   workloads::Workload gmm = small("GMM-1");
   lower::GpuProgram program = lower::lower_gpu(bound_gmm(gmm.func));
   CudaBinary binary = compile_cuda(program, "sm_80");

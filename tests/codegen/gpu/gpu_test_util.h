@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "runtime/cuda.h"
 #include "runtime/opencl.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
@@ -30,8 +31,21 @@ inline std::optional<runtime::opencl::Device> open_device(std::string& why) {
   }
 }
 
+// Why NVRTC cannot compile here ("" if it can).
+inline std::string nvrtc_missing() {
+  try {
+    runtime::cuda::nvrtc_version();
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 }  // namespace tyche::codegen::testing
 
+#define NVRTC_OR_SKIP()                                                        \
+  if (std::string missing = ::tyche::codegen::testing::nvrtc_missing(); !missing.empty()) \
+  GTEST_SKIP() << missing
 #define OPEN_OR_SKIP(d)                          \
   std::string why;                               \
   auto d = ::tyche::codegen::testing::open_device(why); \

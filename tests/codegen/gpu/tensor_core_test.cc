@@ -1,7 +1,8 @@
-// Tensor cores (WMMA m16n16k16): a GMM scheduled by hand as MetaSchedule's tensor-core tiling
-// schedules it (operands staged in shared memory by every thread, loaded into fragments per warp,
-// the accumulator filled, updated and stored by warp-wide instructions) runs on PoCL as loops and
-// matches the reference, and compiles with NVRTC into HMMA instructions.
+// Tensor cores (WMMA m16n16k16; mma.sync m16n8k16 with ldmatrix): a GMM scheduled by hand as
+// MetaSchedule's tensor-core tiling schedules it (operands staged in shared memory by every
+// thread, software-pipelined or not, loaded into fragments per warp, the accumulator filled,
+// updated and stored by warp-wide instructions) runs on PoCL as loops and matches the reference,
+// and compiles with NVRTC into HMMA instructions (LDSM and LDGSTS for ldmatrix and cp.async).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@
 #include "codegen/export_gpu.h"
 #include "codegen/gpu_codegen.h"
 #include "codegen/opencl_function.h"
+#include "ir/annotation_keys.h"
 #include "ir/printer.h"
 #include "lower/gpu_lower.h"
 #include "runtime/cuda.h"
@@ -31,22 +33,27 @@ namespace tyche::codegen {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using schedule::testing::expect_golden;
 
 using testing::ok;
 
 // A cooperative fetch into shared memory at `at`: the copy's loops fused and spread over the
-// block's 2 warps of 32 threads; rows padded to 8 elements past a multiple of 32 (storage_align,
-// laid out again for the tile compact_buffers shrinks the buffer to).
-void fetch_to_shared(schedule::Schedule& sch, const schedule::BlockRV& reader, int read, const schedule::LoopRV& at, int64_t lanes) {
+// block's 2 warps of 32 threads, `vector` elements each; rows padded to 8 elements past a multiple
+// of 32 (storage_align, laid out again for the tile compact_buffers shrinks the buffer to).
+void fetch_to_shared(schedule::Schedule& sch, const schedule::BlockRV& reader, int read, const schedule::LoopRV& at, int64_t lanes,
+                     int64_t vector) {
   auto shared = ok(sch.cache_read(reader, read, "shared"));
   ok(sch.compute_at(shared, at));
   ok(sch.storage_align(shared, 0, 1, 32, 8));
   auto loops = ok(sch.get_loops(shared));
   auto fused = ok(sch.fuse({loops[loops.size() - 2], loops.back()}));
-  auto parts = ok(sch.split(fused, {std::nullopt, 2, lanes}));
+  std::vector<std::optional<schedule::ExprArg>> factors = {std::nullopt, 2, lanes};
+  if (vector > 1) factors.push_back(vector);
+  auto parts = ok(sch.split(fused, factors));
   ok(sch.bind(parts[1], "threadIdx.y"));
   ok(sch.bind(parts[2], "threadIdx.x"));
+  if (vector > 1) ok(sch.vectorize(parts[3]));
 }
 
 // The innermost two loops of `block` (rows, then columns of `cols` = 16 * n) as n tiles of
@@ -64,11 +71,22 @@ void tensorize_tiles(schedule::Schedule& sch, const schedule::BlockRV& block, co
 // (threadIdx.y), each 16 rows by 2 tiles of 16 columns; per k step of 16, X's 32 x 16 and Y's
 // 16 x 32 are fetched into shared memory by all 64 threads, then each warp loads its fragments
 // and issues 2 mma. `type` is "f16" or "bf16"; `lanes` the fetches' threadIdx.x; without
-// `tensorize_store` the accumulator is copied out by plain loops.
-ir::PrimFunc tensor_core_gmm(const ir::PrimFunc& func, const std::string& type, int64_t lanes = 32, bool tensorize_store = true) {
+// `tensorize_store` the accumulator is copied out by plain loops. `family`: "wmma" or "mma";
+// `stages` > 0: the k loop annotated software_pipeline_stages.
+struct TensorCoreGmm {
+  std::string type = "f16";
+  int64_t lanes = 32;
+  bool tensorize_store = true;
+  std::string family = "wmma";
+  int64_t stages = 0;
+  int64_t vector = 1;  // the fetches' elements per thread and step
+};
+ir::PrimFunc tensor_core_gmm(const ir::PrimFunc& func, const TensorCoreGmm& o) {
+  const std::string& type = o.type;
+  const std::string intrin = "cuda_" + o.family + "_";
   schedule::Schedule sch(func);
   auto z = ok(sch.get_block("Z"));
-  auto acc = ok(sch.cache_write(z, 0, "wmma.accumulator"));
+  auto acc = ok(sch.cache_write(z, 0, o.family + ".accumulator"));
   auto loops = ok(sch.get_loops(z));  // b, i, j, k
   auto i = ok(sch.split(loops[1], {std::nullopt, 2, 16}));
   auto j = ok(sch.split(loops[2], {std::nullopt, 2, 16}));
@@ -78,18 +96,19 @@ ir::PrimFunc tensor_core_gmm(const ir::PrimFunc& func, const std::string& type, 
   ok(sch.bind(j[0], "blockIdx.y"));
   ok(sch.bind(i[1], "threadIdx.y"));
   ok(sch.reverse_compute_at(acc, i[1]));
-  auto a = ok(sch.cache_read(z, 0, "wmma.matrix_a"));
-  auto b = ok(sch.cache_read(z, 1, "wmma.matrix_b"));
+  auto a = ok(sch.cache_read(z, 0, o.family + ".matrix_a"));
+  auto b = ok(sch.cache_read(z, 1, o.family + ".matrix_b"));
   ok(sch.compute_at(a, k[0]));
   ok(sch.compute_at(b, k[0]));
-  fetch_to_shared(sch, a, 0, k[0], lanes);
-  fetch_to_shared(sch, b, 0, k[0], lanes);
+  fetch_to_shared(sch, a, 0, k[0], o.lanes, o.vector);
+  fetch_to_shared(sch, b, 0, k[0], o.lanes, o.vector);
+  if (o.stages > 0) ok(sch.annotate(k[0], ir::ann::kSoftwarePipelineStages, o.stages));
   auto init = ok(sch.decompose_reduction(z, k[0]));
-  tensorize_tiles(sch, a, "cuda_wmma_load_a_16x16_" + type);
-  tensorize_tiles(sch, b, "cuda_wmma_load_b_16x16_" + type);
-  tensorize_tiles(sch, init, "cuda_wmma_fill_16x16_f32");
-  ok(sch.tensorize(i[2], "cuda_wmma_mma_16x16x16_" + type + "f32"));
-  if (tensorize_store) tensorize_tiles(sch, acc, "cuda_wmma_store_16x16_f32");
+  tensorize_tiles(sch, a, intrin + "load_a_16x16_" + type);
+  tensorize_tiles(sch, b, intrin + "load_b_16x16_" + type);
+  tensorize_tiles(sch, init, intrin + "fill_16x16_f32");
+  ok(sch.tensorize(i[2], intrin + (o.family == "mma" ? "sync" : "mma") + "_16x16x16_" + type + "f32"));
+  if (o.tensorize_store) tensorize_tiles(sch, acc, intrin + "store_16x16_f32");
   return sch.func();
 }
 
@@ -97,7 +116,7 @@ TEST(TensorCore, AScheduledGmmRunsOnOpenCLAsLoops) {
   OPEN_OR_SKIP(device);
   for (const char* type : {"f16", "bf16"}) {
     workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, type == std::string("f16") ? "F16" : "BF16");
-    ir::PrimFunc f = tensor_core_gmm(w.func, type);
+    ir::PrimFunc f = tensor_core_gmm(w.func, {.type = type});
     auto inputs = workloads::make_inputs(w.func);
     auto expected = w.reference(inputs);
     EXPECT_EQ(check_on_opencl(f, *device, inputs, expected), "") << type << "\n" << ir::to_string(f);
@@ -108,7 +127,7 @@ TEST(TensorCore, AScheduledGmmRunsOnOpenCLAsLoops) {
 // arrays, threadIdx.x is one warp's 32 lanes, barriers fence the shared tiles.
 TEST(TensorCore, TheCudaLoweringIssuesWarpInstructions) {
   workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
-  lower::GpuProgram p = lower::lower_gpu(tensor_core_gmm(w.func, "f16"), {}, {.cuda = true});
+  lower::GpuProgram p = lower::lower_gpu(tensor_core_gmm(w.func, {}), {}, {.cuda = true});
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].block, (std::array<int64_t, 3>{32, 2, 1}));
   EXPECT_EQ(p.kernels[0].grid, (std::array<int64_t, 3>{2, 2, 1}));
@@ -147,29 +166,32 @@ std::string run(const std::string& command) {
   return out;
 }
 
+// The machine code of a cubin, as `dump` (cuobjdump) prints it.
+std::string sass(const std::string& dump, const CudaBinary& binary) {
+  std::string file = ::testing::TempDir() + "/tyche_tensor_core_" + std::to_string(getpid()) + ".cubin";
+  std::ofstream(file, std::ios::binary).write(binary.compiled.cubin.data(), static_cast<std::streamsize>(binary.compiled.cubin.size()));
+  std::string text = run(dump + " -sass " + file);
+  std::filesystem::remove(file);
+  return text;
+}
+
 // float16 and bfloat16, for sm_80 and sm_90: NVRTC compiles the WMMA instructions, the cubin's
 // machine code multiplies on the tensor cores (HMMA), and the kernels fit the architectures.
 TEST(TensorCore, CompilesToHmmaInstructions) {
-  try {
-    runtime::cuda::nvrtc_version();
-  } catch (const Error& e) {
-    GTEST_SKIP() << e.what();
-  }
+  NVRTC_OR_SKIP();
   std::string dump = cuobjdump();
   for (const char* type : {"f16", "bf16"}) {
     workloads::Workload w = workloads::make_workload("GMM", {1, 128, 128, 64}, type == std::string("f16") ? "F16" : "BF16");
-    lower::GpuProgram program = lower::lower_gpu(tensor_core_gmm(w.func, type), {}, {.cuda = true});
+    lower::GpuProgram program = lower::lower_gpu(tensor_core_gmm(w.func, {.type = type}), {}, {.cuda = true});
     for (const char* arch : {"sm_80", "sm_90"}) {
       CudaBinary binary = compile_cuda(program, arch);
       EXPECT_THAT(binary.compiled.ptx, HasSubstr(fmt::format("wmma.mma.sync.aligned.row.row.m16n16k16.f32.{}", type == std::string("f16") ? "f32" : "bf16")));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("wmma.load.a.sync"));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("bar.sync"));
       EXPECT_EQ(check_cuda_limits(binary, program, target::Target::parse(std::string("cuda -arch=") + arch)), "");
-      if (dump.empty()) continue;
-      std::string file = ::testing::TempDir() + "/tyche_tensor_core_" + type + "_" + arch + ".cubin";
-      std::ofstream(file, std::ios::binary).write(binary.compiled.cubin.data(), static_cast<std::streamsize>(binary.compiled.cubin.size()));
-      EXPECT_THAT(run(dump + " -sass " + file), HasSubstr("HMMA")) << type << " " << arch;
-      std::filesystem::remove(file);
+      if (!dump.empty()) {
+        EXPECT_THAT(sass(dump, binary), HasSubstr("HMMA")) << type << " " << arch;
+      }
     }
   }
   if (dump.empty()) GTEST_SKIP() << "no cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm): PTX checked, machine code not";
@@ -213,8 +235,9 @@ TEST(TensorCore, SampledProgramsRunOnOpenCLAndCompileWithNvrtc) {
         EXPECT_EQ(r.compiled, r.valid);
       }
       std::string type = precision == std::string("F16") ? "f16" : "bf16";
-      EXPECT_EQ(r.intrinsics["cuda_wmma_mma_16x16x16_" + type + "f32"], r.valid);
-      EXPECT_EQ(r.intrinsics["cuda_wmma_store_16x16_f32"], r.valid);
+      // Each valid sample uses one family's update and store (mma.sync or WMMA).
+      EXPECT_EQ(r.intrinsics["cuda_wmma_mma_16x16x16_" + type + "f32"] + r.intrinsics["cuda_mma_sync_16x16x16_" + type + "f32"], r.valid);
+      EXPECT_EQ(r.intrinsics["cuda_wmma_store_16x16_f32"] + r.intrinsics["cuda_mma_store_16x16_f32"], r.valid);
     }
   }
 }
@@ -229,23 +252,95 @@ TEST(TensorCore, TheCudaExportCompilesWithNvcc) {
   workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
   std::string dir = ::testing::TempDir() + "/tyche_tensor_core_export_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
-  export_gpu(lower::lower_gpu(tensor_core_gmm(w.func, "f16"), {}, {.cuda = true}), GpuDialect::kCuda, dir, "tc_gmm", "GMM F16");
+  export_gpu(lower::lower_gpu(tensor_core_gmm(w.func, {}), {}, {.cuda = true}), GpuDialect::kCuda, dir, "tc_gmm", "GMM F16");
   std::string command = nvcc + " -arch=sm_80 -c " + dir + "/tc_gmm.cu -o " + dir + "/tc_gmm.o > " + dir + "/nvcc.log 2>&1";
   EXPECT_EQ(std::system(command.c_str()), 0) << run("cat " + dir + "/nvcc.log");
   std::filesystem::remove_all(dir);
 }
 
+// mma.sync's family and software-pipelined copies run as loops on PoCL (the pipeline's versions,
+// prologue and guards are the same IR on every target; only CUDA's copies are cp.async): k steps
+// of 1 and 3 (3 stages with one step: the prologue's second copy is guarded away).
+TEST(TensorCore, MmaAndPipelinedCopiesRunOnOpenCL) {
+  OPEN_OR_SKIP(device);
+  struct Case {
+    int64_t k;
+    TensorCoreGmm o;
+  };
+  for (const Case& c : {Case{48, {.family = "mma", .stages = 1}}, Case{48, {.family = "mma", .stages = 2, .vector = 8}},
+                        Case{48, {.family = "mma", .stages = 3}}, Case{16, {.family = "mma", .stages = 3, .vector = 4}},
+                        Case{48, {.type = "bf16", .family = "mma", .stages = 2, .vector = 2}}, Case{48, {.family = "wmma", .stages = 2}}}) {
+    SCOPED_TRACE(fmt::format("{} {} k {} stages {} vector {}", c.o.family, c.o.type, c.k, c.o.stages, c.o.vector));
+    workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, c.k}, c.o.type == "f16" ? "F16" : "BF16");
+    auto inputs = workloads::make_inputs(w.func);
+    EXPECT_EQ(check_on_opencl(tensor_core_gmm(w.func, c.o), *device, inputs, w.reference(inputs)), "");
+  }
+}
+
+// The CUDA lowering of a pipelined mma GMM: X and Y get two versions each (every version rounded
+// up to 64 bytes), the first k step's copies are issued before the loop, each step issues the next
+// one's 16-byte copies as cp.async (a commit group), waits for its own and reads its version.
+TEST(TensorCore, TheCudaLoweringPipelinesTheCopies) {
+  workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
+  lower::GpuProgram p = lower::lower_gpu(tensor_core_gmm(w.func, {.family = "mma", .stages = 2, .vector = 8}), {}, {.cuda = true});
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].shared_bytes, 2 * 2 * (1280 + 640));
+  expect_golden("tensor_core_gmm_pipelined", ir::to_string(p.kernels[0].body), "gpu");
+  // sm_75 has no cp.async: the copies stay plain stores.
+  lower::GpuProgram turing = lower::lower_gpu(tensor_core_gmm(w.func, {.family = "wmma", .stages = 2, .vector = 8}), {}, {.cuda = true, .sm = 75});
+  EXPECT_THAT(ir::to_string(turing.kernels[0].body), Not(HasSubstr("async_copy")));
+}
+
+// mma.sync with ldmatrix and cp.async for sm_80 and sm_90: the PTX has the instructions, the
+// machine code LDSM (ldmatrix), HMMA.16816 (m16n8k16) and LDGSTS (cp.async).
+TEST(TensorCore, MmaCompilesToLdmatrixHmmaAndAsyncCopies) {
+  NVRTC_OR_SKIP();
+  std::string dump = cuobjdump();
+  for (const char* type : {"f16", "bf16"}) {
+    workloads::Workload w = workloads::make_workload("GMM", {1, 128, 128, 64}, type == std::string("f16") ? "F16" : "BF16");
+    lower::GpuProgram program = lower::lower_gpu(tensor_core_gmm(w.func, {.type = type, .family = "mma", .stages = 2, .vector = 8}), {}, {.cuda = true});
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CudaBinary binary = compile_cuda(program, arch);
+      EXPECT_THAT(binary.compiled.ptx, HasSubstr(fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", type)));
+      EXPECT_THAT(binary.compiled.ptx, HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+      EXPECT_THAT(binary.compiled.ptx, HasSubstr("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+      EXPECT_THAT(binary.compiled.ptx, HasSubstr("cp.async.cg.shared.global"));
+      EXPECT_THAT(binary.compiled.ptx, HasSubstr("cp.async.wait_group 1"));
+      EXPECT_EQ(check_cuda_limits(binary, program, target::Target::parse(std::string("cuda -arch=") + arch)), "");
+      if (dump.empty()) continue;
+      std::string machine = sass(dump, binary);
+      for (const char* instruction : {"HMMA.16816", "LDSM", "LDGSTS"}) EXPECT_THAT(machine, HasSubstr(instruction)) << type << " " << arch;
+    }
+  }
+  if (dump.empty()) GTEST_SKIP() << "no cuobjdump and nvdisasm: PTX checked, machine code not";
+}
+
 TEST(TensorCore, RefusesWhatTheInstructionsCannotDo) {
   workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
-  ir::PrimFunc wide = tensor_core_gmm(w.func, "f16", 16);  // the fetches' threadIdx.x: 16 lanes, not a warp
+  ir::PrimFunc wide = tensor_core_gmm(w.func, {.lanes = 16});  // the fetches' threadIdx.x: 16 lanes, not a warp
   tyche::testing::expect_one_line_error([&] { lower::lower_gpu(wide, {}, {.cuda = true}); },
                                         "a kernel using tensor cores launches threadIdx.x as one warp's 32 lanes, not 16");
-  ir::PrimFunc plain_store = tensor_core_gmm(w.func, "f16", 32, false);
+  ir::PrimFunc plain_store = tensor_core_gmm(w.func, {.tensorize_store = false});
   tyche::testing::expect_one_line_error([&] { lower::lower_gpu(plain_store, {}, {.cuda = true}); },
                                         "fragment 'Z_wmma_accumulator' is accessed outside a tensor-core instruction");
   // Elsewhere the nests are loops: both run on OpenCL.
   EXPECT_NO_THROW(lower::lower_gpu(wide));
   EXPECT_NO_THROW(lower::lower_gpu(plain_store));
+}
+
+// A software pipeline needs stages 1 to 8 and a loop that copies into shared memory.
+TEST(TensorCore, RefusesPipelinesWithoutCopies) {
+  workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
+  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(tensor_core_gmm(w.func, {.stages = 9})); },
+                                        "loop 'k_0' asks for 9 software pipeline stages (1 to 8)");
+  schedule::Schedule sch(workloads::make_workload("GMM", {1, 64, 64, 48}).func);
+  auto loops = ok(sch.get_loops(ok(sch.get_block("Z"))));
+  auto i = ok(sch.split(loops[1], {std::nullopt, 32}));
+  ok(sch.bind(i[0], "blockIdx.x"));
+  ok(sch.bind(i[1], "threadIdx.x"));
+  ok(sch.annotate(loops[3], ir::ann::kSoftwarePipelineStages, int64_t{2}));
+  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(sch.func(), {}, {.cuda = true}); },
+                                        "loop 'k' cannot be software-pipelined: its body copies nothing into shared memory");
 }
 
 }  // namespace

@@ -535,6 +535,21 @@ TEST(Postproc, VerifyGPUCodeCountsStorageAlignPadding) {
   EXPECT_THAT(st.error().reason(), HasSubstr("928 bytes of shared memory exceed"));
 }
 
+// A software-pipelined loop above a shared buffer keeps one copy per stage, each rounded up to 64
+// bytes: X's 8 x 8 floats (256 bytes) take 768 bytes under 3 stages; 1 stage is no pipeline.
+TEST(Postproc, VerifyGPUCodeCountsEachPipelineStage) {
+  for (int64_t stages : {1, 3}) {
+    Schedule sch = coop_gmm(1);
+    LoopRV k0 = sch.get_loops(sch.get_block("Z").value()).value()[3];
+    sch.annotate(k0, ir::ann::kSoftwarePipelineStages, stages).value();
+    const int64_t bytes = stages == 1 ? 256 : 768;
+    EXPECT_TRUE(verify(sch, Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes))).ok()) << stages;
+    auto st = verify(sch, Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes - 1)));
+    ASSERT_FALSE(st.ok());
+    EXPECT_THAT(st.error().reason(), HasSubstr(fmt::format("{} bytes of shared memory exceed", bytes)));
+  }
+}
+
 schedule::Status cooperative_fetch(Schedule& sch) {
   PostprocPtr p = rewrite_cooperative_fetch();
   p->initialize(TuneContext{sch.func(), cuda()});

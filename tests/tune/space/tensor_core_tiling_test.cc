@@ -29,37 +29,51 @@ int count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// sm_80 and later: a design per family, mma.sync (ldmatrix) first, then WMMA; each software-
+// pipelines its shared copies.
 TEST(TensorCoreTiling, AHalfPrecisionGmmIsTensorized) {
   Target cuda = Target::parse("cuda -arch=sm_80");
   for (const char* precision : {"F16", "BF16"}) {
     workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 32}, precision);
     std::string type = precision == std::string("F16") ? "f16" : "bf16";
     for (int64_t seed : {1, 2, 3}) {
-      SCOPED_TRACE(fmt::format("{} seed {}", precision, seed));
       std::vector<Schedule> designs = generate(w, cuda, seed);
-      ASSERT_EQ(designs.size(), 1u);
-      std::string trace = designs[0].trace()->to_text();
-      EXPECT_EQ(count(trace, "\"cuda_wmma_fill_16x16_f32\""), 1) << trace;
-      EXPECT_EQ(count(trace, "\"cuda_wmma_load_a_16x16_" + type + "\""), 1);
-      EXPECT_EQ(count(trace, "\"cuda_wmma_load_b_16x16_" + type + "\""), 1);
-      EXPECT_EQ(count(trace, "\"cuda_wmma_mma_16x16x16_" + type + "f32\""), 1);
-      EXPECT_EQ(count(trace, "\"cuda_wmma_store_16x16_f32\""), 1);
-      EXPECT_THAT(trace, HasSubstr("storage_align"));
-      EXPECT_THAT(trace, HasSubstr("\"threadIdx.y\""));
-      EXPECT_TRUE(computes_reference(w, designs[0].func()));
+      ASSERT_EQ(designs.size(), 2u);
+      for (auto [d, family, update] : {std::tuple{0, "mma", "sync"}, std::tuple{1, "wmma", "mma"}}) {
+        SCOPED_TRACE(fmt::format("{} seed {} {}", precision, seed, family));
+        std::string trace = designs[static_cast<size_t>(d)].trace()->to_text();
+        std::string prefix = fmt::format("\"cuda_{}_", family);
+        EXPECT_EQ(count(trace, prefix + "fill_16x16_f32\""), 1) << trace;
+        EXPECT_EQ(count(trace, prefix + "load_a_16x16_" + type + "\""), 1);
+        EXPECT_EQ(count(trace, prefix + "load_b_16x16_" + type + "\""), 1);
+        EXPECT_EQ(count(trace, prefix + update + "_16x16x16_" + type + "f32\""), 1);
+        EXPECT_EQ(count(trace, prefix + "store_16x16_f32\""), 1);
+        EXPECT_EQ(count(trace, fmt::format("\"{}.matrix_a\"", family)), 1);
+        EXPECT_THAT(trace, HasSubstr("storage_align"));
+        EXPECT_THAT(trace, HasSubstr("\"threadIdx.y\""));
+        EXPECT_THAT(trace, HasSubstr("\"software_pipeline_stages\""));
+        EXPECT_TRUE(computes_reference(w, designs[static_cast<size_t>(d)].func()));
+      }
     }
   }
+  // Before Ampere, WMMA only.
+  std::vector<Schedule> volta = generate(workloads::make_workload("GMM", {1, 64, 64, 32}, "F16"), Target::parse("cuda -arch=sm_70"), 1);
+  ASSERT_EQ(volta.size(), 1u);
+  EXPECT_THAT(volta[0].trace()->to_text(), HasSubstr("cuda_wmma_mma_16x16x16_f16f32"));
+  EXPECT_THROW(MultiLevelTilingTensorCore(tensor_core_tiling(), 75, {"mma"}), InputError);
+  EXPECT_THROW(MultiLevelTilingTensorCore(tensor_core_tiling(), 80, {"hmma"}), InputError);
 }
 
 TEST(TensorCoreTiling, ExtentsAreRoundedUpToTheTile) {
   Target cuda = Target::parse("cuda");
   workloads::Workload w = workloads::resolve("C[i,j] += A[i,k]*B[k,j]", "i=40,j=24,k=20", "A=float16,B=float16,C=float32");
   std::vector<Schedule> designs = generate(w, cuda, 5);
-  ASSERT_EQ(designs.size(), 1u);
-  std::string trace = designs[0].trace()->to_text();
+  ASSERT_EQ(designs.size(), 2u);
+  std::string trace = designs[1].trace()->to_text();
   EXPECT_THAT(trace, HasSubstr("pad_einsum"));
   EXPECT_THAT(trace, HasSubstr("cuda_wmma_mma_16x16x16_f16f32"));
-  EXPECT_TRUE(computes_reference(w, designs[0].func()));
+  EXPECT_THAT(designs[0].trace()->to_text(), HasSubstr("cuda_mma_sync_16x16x16_f16f32"));
+  for (const Schedule& d : designs) EXPECT_TRUE(computes_reference(w, d.func()));
 }
 
 TEST(TensorCoreTiling, OtherBlocksAndArchitecturesAreLeftToMultiLevelTiling) {
@@ -67,7 +81,8 @@ TEST(TensorCoreTiling, OtherBlocksAndArchitecturesAreLeftToMultiLevelTiling) {
   workloads::Workload bf16 = workloads::make_workload("GMM", {1, 64, 64, 32}, "BF16");
   workloads::Workload f16 = workloads::make_workload("GMM", {1, 64, 64, 32}, "F16");
   auto tensorized = [](const workloads::Workload& w, const char* target) {
-    return generate(w, Target::parse(target), 1)[0].trace()->to_text().find("cuda_wmma") != std::string::npos;
+    std::string trace = generate(w, Target::parse(target), 1)[0].trace()->to_text();
+    return trace.find("cuda_wmma") != std::string::npos || trace.find("cuda_mma") != std::string::npos;
   };
   EXPECT_FALSE(tensorized(f32, "cuda"));
   EXPECT_FALSE(tensorized(f16, "cuda -arch=sm_61"));  // no tensor cores before Volta
