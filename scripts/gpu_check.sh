@@ -4,7 +4,8 @@
 #   1. the GPU-only Tyche: .gpu-bundle/ made here by scripts/gpu_bundle.sh (carried along), or
 #      built on the spot where CMake finds its dependencies;
 #   2. every family's preset at its smallest size tuned for a few trials on the GPU, and the best
-#      program run and checked against the reference (families.txt);
+#      program run and checked against the reference (families.txt), and 24 samples of a float16
+#      GMM (both tensor-core families, pipelined or not) run and checked;
 #   3. the targets (bench/gpu_baselines.py: a 4096^3 float16 GMM, GMM-4, SFM-4, NRM-4) tuned up to
 #      500 trials each, resuming the database carried back as gpu_db.tar.gz, then timed against
 #      PyTorch in the same run, two rounds in alternating order, repeats pooled.
@@ -68,6 +69,34 @@ for w in GMM-1 C1D-1 C2D-1 C3D-1 GRP-3 DIL-2 DEP-1 T2D-2 CAP-1 NRM-1 SFM-1 CBR-1
   fi
 done
 log "families: $(grep -c correct "$out/families.txt" || true) checked correct"
+
+# --- 2b. both tensor-core families (mma.sync with ldmatrix, WMMA; cp.async pipelines), sampled,
+# run and checked on the GPU: their instructions never ran before a GPU did ---
+if [ "$target" != opencl ] && [ "$(left)" -gt 360 ]; then
+  timeout -s INT 120 "$tyche" sample-measure GMM-1-F16 --target "$target" --samples 24 \
+    --records "$out/tensor_core_samples.jsonl" > "$out/tensor_core_samples.txt" 2>&1 || true
+  python3 - "$out/tensor_core_samples.jsonl" >> "$out/families.txt" <<'PY' || true
+import json, sys
+counts = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    trace = json.dumps(r["trace"])
+    family = "mma.sync" if "cuda_mma_" in trace else "WMMA" if "cuda_wmma_" in trace else "no tensor cores"
+    sampled = {i["outputs"][0]: i["args"]["candidates"][i["decision"]]
+               for i in r["trace"]["instructions"] if i["kind"] == "sample_categorical"}
+    stages = [sampled.get(v["rv"], 1) if isinstance(v, dict) else v
+              for i in r["trace"]["instructions"] if i["kind"] == "annotate" and i["args"]["ann_key"] == "software_pipeline_stages"
+              for v in [i["args"]["ann_val"]]]
+    family += f", {max(stages + [1])} stage(s)"
+    c = counts.setdefault(family, [0, 0, 0])
+    c[0] += 1
+    c[1] += not r.get("error")
+    c[2] += "wrong result" in (r.get("error") or "")
+for family, (n, ok, wrong) in sorted(counts.items()):
+    print(f"GMM-1-F16 samples, {family}: {n} measured, {ok} correct, {wrong} wrong results")
+PY
+  log "tensor-core samples: $(grep -c 'GMM-1-F16 samples' "$out/families.txt" || true) kinds checked"
+fi
 
 # --- 3. the targets ---
 args_of() {  # the workload arguments of a target
