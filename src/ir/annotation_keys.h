@@ -47,5 +47,8 @@ inline constexpr const char* kWarpMatrix = "warp_matrix";
 // later iterations' copies overlap this one's reads (int; 1: none). The GPU lowering
 // (lower/gpu_software_pipeline.cc) multi-versions the buffers, with cp.async on CUDA sm_80+.
 inline constexpr const char* kSoftwarePipelineStages = "software_pipeline_stages";
+// Set by that lowering on the loop it pipelined: the comma-separated names of the shared buffers
+// it versioned, which the loop's own barrier fences (insert_thread_barriers adds none for them).
+inline constexpr const char* kPipelinedSharedBuffers = "tyche.pipelined_shared_buffers";
 
 }  // namespace tyche::ir::ann

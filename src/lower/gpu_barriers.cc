@@ -10,10 +10,14 @@
 // needed inside one of them is an error. Each statement of a store counts as one step: threads
 // read and write in it at once only where the program reads other threads' elements than those
 // it writes (the tree of a cross-thread reduction), which the IR's schedules ensure.
+//
+// A barrier already in the body (a software-pipelined loop's, gpu_software_pipeline.cc) counts as
+// one; inside that loop the buffers it versions (its annotation names them) need no other.
 #include <fmt/format.h>
 
 #include <set>
 
+#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/var_use.h"
@@ -48,30 +52,49 @@ struct SharedAccesses {
 
 bool is_shared(const ir::Buffer& b) { return b->scope.starts_with("shared"); }
 
-SharedAccesses accesses_of(const ir::Stmt& s) {
+// Shared buffers whose accesses need no barrier from this pass: a software-pipelined loop's
+// versions, fenced by the loop's own barrier (its annotation names them).
+using Fenced = std::set<std::string>;
+
+SharedAccesses accesses_of(const ir::Stmt& s, const Fenced& fenced) {
   struct Collector : ir::StmtExprVisitor {
+    const Fenced* fenced;
     SharedAccesses out;
+    bool counts(const ir::Buffer& b) const { return is_shared(b) && !fenced->count(b->name); }
     void visit_buffer_load(const ir::BufferLoadNode* n) override {
-      if (is_shared(n->buffer)) out.reads.insert(n->buffer.get());
+      if (counts(n->buffer)) out.reads.insert(n->buffer.get());
       StmtExprVisitor::visit_buffer_load(n);
     }
     void visit_buffer_store(const ir::BufferStoreNode* n) override {
-      if (is_shared(n->buffer)) out.writes.insert(n->buffer.get());
+      if (counts(n->buffer)) out.writes.insert(n->buffer.get());
       StmtExprVisitor::visit_buffer_store(n);
     }
     void visit_call(const ir::CallNode* n) override {
       // A tensor core's store writes through its memory operand (an element, not a read).
       // So does an asynchronous copy (its data is there once the thread waited for it).
       if (n->op == ir::CallOp::kWarpMatrixStore || n->op == ir::CallOp::kAsyncCopy) {
-        if (auto* m = n->args[0].as<ir::BufferLoadNode>(); m && is_shared(m->buffer)) out.writes.insert(m->buffer.get());
+        if (auto* m = n->args[0].as<ir::BufferLoadNode>(); m && counts(m->buffer)) out.writes.insert(m->buffer.get());
         for (size_t a = 1; a < n->args.size(); ++a) visit_expr(n->args[a]);
         return;
       }
       StmtExprVisitor::visit_call(n);
     }
   } c;
+  c.fenced = &fenced;
   c.visit_stmt(s);
   return c.out;
+}
+
+Fenced pipelined_buffers(const ir::ForNode* f) {
+  Fenced out;
+  auto it = f->annotations.find(ir::ann::kPipelinedSharedBuffers);
+  const std::string* names = it == f->annotations.end() ? nullptr : std::get_if<std::string>(&it->second);
+  for (size_t at = 0; names && at <= names->size();) {
+    size_t comma = std::min(names->find(',', at), names->size());
+    if (comma > at) out.insert(names->substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
 }
 
 ir::Stmt barrier() { return ir::evaluate(ir::call(ir::CallOp::kThreadBarrier, {})); }
@@ -111,9 +134,11 @@ class BarrierInserter {
       case ir::StmtKind::kFor: {
         auto* f = s.as<ir::ForNode>();
         if (!uniform(f->min) || !uniform(f->extent)) return whole(s, state);
+        Fenced outside = fenced_;
+        for (const std::string& b : pipelined_buffers(f)) fenced_.insert(b);
         // A barrier the loop's first statements need goes before the loop, not into each iteration.
         std::vector<ir::Stmt> before;
-        if (state.conflicts(accesses_of(s))) {
+        if (state.conflicts(accesses_of(s, fenced_))) {
           before.push_back(barrier());
           state.clear();
         }
@@ -127,13 +152,18 @@ class BarrierInserter {
             state = next;
             if (!before.empty() && starts_with_barrier(body)) before.clear();  // the body's own serves both
             before.push_back(ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, body, f->thread_tag, f->annotations));
+            fenced_ = std::move(outside);
             return ir::seq(std::move(before));
           }
           entry = next;
         }
       }
       default: {  // a store or an evaluation: one step
-        SharedAccesses a = accesses_of(s);
+        if (is_barrier(s)) {  // one already there (a software pipeline's)
+          state.clear();
+          return s;
+        }
+        SharedAccesses a = accesses_of(s, fenced_);
         if (!state.conflicts(a)) {
           state.add(a);
           return s;
@@ -152,12 +182,12 @@ class BarrierInserter {
       needs_barrier |= contains_barrier(visit(part, inside));
     }
     if (needs_barrier) {
-      SharedAccesses all = accesses_of(s);
+      SharedAccesses all = accesses_of(s, fenced_);
       throw Error(fmt::format("GPU lowering: shared buffer '{}' is written and read by different threads under a condition on the "
                               "thread index, where not every thread can wait at a barrier",
                               all.any() ? all.any()->name : "?"));
     }
-    SharedAccesses a = accesses_of(s);
+    SharedAccesses a = accesses_of(s, fenced_);
     if (state.conflicts(a)) {
       state = a;
       return ir::seq({barrier(), s});
@@ -193,6 +223,7 @@ class BarrierInserter {
   }
 
   ir::VarSet thread_vars_;
+  Fenced fenced_;
 };
 
 // The kernels' bodies: below the launch loops (bind_gpu_threads' nests).

@@ -7,17 +7,23 @@
 // which may not write what the producers write; the buffers allocated in the body are theirs).
 // It becomes
 //   producer(min + p) into slot p                          for p < S - 1 (and < the extent)
-//   for k: if k + S - 1 < end: producer(k + S - 1) into slot (k - min + S - 1) % S
+//   for k: barrier
+//          if k + S - 1 < end: producer(k + S - 1) into slot (k - min + S - 1) % S
 //          consumer(k) from slot (k - min) % S
-// where a slot is the buffer's old extent rounded up to 64 bytes. insert_thread_barriers, run
-// after, separates the copy of one iteration from the reads of the one before (the same buffer).
+// where a slot is the buffer's old extent rounded up to 64 bytes. The one barrier per iteration
+// does both jobs (as CUTLASS's multistage loops): every thread's copy into slot k is done before
+// anyone reads it, and everyone's reads of slot k - 1 are done before the copy that reuses it is
+// issued. The loop names the buffers (tyche.pipelined_shared_buffers) so that
+// insert_thread_barriers, run after, adds none for them.
 //
 // With async_copy (CUDA, sm_80 and later) a producer's plain copy global -> shared of 4, 8 or 16
-// aligned bytes becomes cp.async, each stage's copies one commit group, and the consumer waits
-// for its own stage only (S - 1 groups may stay in flight); other stores stay synchronous, which
-// the barrier before the consumer's reads covers as well.
+// aligned bytes becomes cp.async, each stage's copies one commit group; before its barrier an
+// iteration waits for its own stage's group only (S - 2 later ones may stay in flight); other
+// stores stay synchronous, which the barrier covers as well.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -237,17 +243,21 @@ class Pipeliner : public ir::StmtExprMutator {
     }
     const ir::Var& k = n->loop_var;
     std::vector<ir::Stmt> iteration;
+    if (async_copy_) iteration.push_back(async_call(ir::CallOp::kAsyncWait, {ir::make_int(stages - 2)}));
+    iteration.push_back(ir::evaluate(ir::call(ir::CallOp::kThreadBarrier, {})));
     ir::Stmt next = stage(producers, k + ahead, ir::floormod(k - n->min + ahead, ir::make_int(stages, t)));
     iteration.push_back(ir::if_then_else(k + ahead < end, next));
-    if (async_copy_) {
-      iteration.push_back(async_call(ir::CallOp::kAsyncCommit));
-      iteration.push_back(async_call(ir::CallOp::kAsyncWait, {ir::make_int(stages - 1)}));
-    }
+    if (async_copy_) iteration.push_back(async_call(ir::CallOp::kAsyncCommit));
     ir::Stmt now = ir::seq(consumers);
     iteration.push_back(SlotRewriter(versions, ir::floormod(k - n->min, ir::make_int(stages, t))).mutate_stmt(now));
     ir::Stmt loop_body = ir::seq(std::move(iteration));
     for (size_t a = allocated.size(); a-- > 0;) loop_body = ir::allocate(allocated[a], loop_body);
-    out.push_back(ir::for_loop(k, n->min, n->extent, n->for_kind, loop_body, n->thread_tag, annotations));
+    std::vector<std::string> names;
+    for (const ir::BufferNode* b : staged) names.push_back(b->name);
+    std::sort(names.begin(), names.end());
+    ir::Annotations fenced = annotations;
+    fenced[ir::ann::kPipelinedSharedBuffers] = fmt::format("{}", fmt::join(names, ","));
+    out.push_back(ir::for_loop(k, n->min, n->extent, n->for_kind, loop_body, n->thread_tag, fenced));
     if (async_copy_) out.push_back(async_call(ir::CallOp::kAsyncWait, {ir::make_int(0)}));
     return ir::seq(std::move(out));
   }

@@ -278,8 +278,9 @@ TEST(TensorCore, MmaAndPipelinedCopiesRunOnOpenCL) {
 }
 
 // The CUDA lowering of a pipelined mma GMM: X and Y get two versions each (every version rounded
-// up to 64 bytes), the first k step's copies are issued before the loop, each step issues the next
-// one's 16-byte copies as cp.async (a commit group), waits for its own and reads its version.
+// up to 64 bytes), the first k step's copies are issued before the loop; each step waits for its
+// own copies, passes the one barrier, issues the next step's 16-byte copies as cp.async (a commit
+// group) and reads its version.
 TEST(TensorCore, TheCudaLoweringPipelinesTheCopies) {
   workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
   lower::GpuProgram p = lower::lower_gpu(tensor_core_gmm(w.func, {.family = "mma", .stages = 2, .vector = 8}), {}, {.cuda = true});
@@ -291,21 +292,24 @@ TEST(TensorCore, TheCudaLoweringPipelinesTheCopies) {
   EXPECT_THAT(ir::to_string(turing.kernels[0].body), Not(HasSubstr("async_copy")));
 }
 
-// mma.sync with ldmatrix and cp.async for sm_80 and sm_90: the PTX has the instructions, the
-// machine code LDSM (ldmatrix), HMMA.16816 (m16n8k16) and LDGSTS (cp.async).
+// mma.sync with ldmatrix and cp.async (2 stages for float16, 3 for bfloat16) for sm_80 and sm_90:
+// the PTX has the instructions, the machine code LDSM (ldmatrix), HMMA.16816 (m16n8k16) and
+// LDGSTS (cp.async).
 TEST(TensorCore, MmaCompilesToLdmatrixHmmaAndAsyncCopies) {
   NVRTC_OR_SKIP();
   std::string dump = cuobjdump();
   for (const char* type : {"f16", "bf16"}) {
     workloads::Workload w = workloads::make_workload("GMM", {1, 128, 128, 64}, type == std::string("f16") ? "F16" : "BF16");
-    lower::GpuProgram program = lower::lower_gpu(tensor_core_gmm(w.func, {.type = type, .family = "mma", .stages = 2, .vector = 8}), {}, {.cuda = true});
+    const int64_t stages = type == std::string("f16") ? 2 : 3;
+    lower::GpuProgram program =
+        lower::lower_gpu(tensor_core_gmm(w.func, {.type = type, .family = "mma", .stages = stages, .vector = 8}), {}, {.cuda = true});
     for (const char* arch : {"sm_80", "sm_90"}) {
       CudaBinary binary = compile_cuda(program, arch);
       EXPECT_THAT(binary.compiled.ptx, HasSubstr(fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", type)));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("cp.async.cg.shared.global"));
-      EXPECT_THAT(binary.compiled.ptx, HasSubstr("cp.async.wait_group 1"));
+      EXPECT_THAT(binary.compiled.ptx, HasSubstr(fmt::format("cp.async.wait_group {}", stages - 2)));
       EXPECT_EQ(check_cuda_limits(binary, program, target::Target::parse(std::string("cuda -arch=") + arch)), "");
       if (dump.empty()) continue;
       std::string machine = sass(dump, binary);
