@@ -34,7 +34,7 @@ ort = pytest.importorskip("onnxruntime")
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import onnx_cases  # noqa: E402
-from exact_reference import reference_outputs  # noqa: E402
+from exact_reference import exact_outputs, ort_saturates_u8s8, reference_outputs  # noqa: E402
 
 CASES = {cid: (model, inputs) for cid, model, inputs in onnx_cases.CASES}
 TIMEOUT_S = 120
@@ -154,6 +154,22 @@ def test_case_matches_onnxruntime(case_runs, case_id):
         else:
             assert got.dtype == ref.dtype, f"{name}: dtype {got.dtype}, want {ref.dtype}"
             np.testing.assert_array_equal(got, ref, err_msg=name)
+
+
+def test_the_exact_reference_is_exact_and_onnxruntime_saturates_only_without_vnni():
+    """exact_reference.py's premise, on a u8 x s8 MatMulInteger: onnx's ReferenceEvaluator gives
+    numpy's int64 product (a - az) @ b, and onnxruntime agrees with it except on an x86 host
+    without VNNI, where it saturates."""
+    model, inputs = CASES["matmul_integer_u8s8_a_zero_point"]
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
+    want = (inputs["a"].astype(np.int64) - int(inits["az"])) @ inits["b"].astype(np.int64)
+    exact = exact_outputs(model, inputs)["y"]
+    np.testing.assert_array_equal(exact.astype(np.int64), want)
+    ort_y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], inputs)[0]
+    if ort_saturates_u8s8():
+        assert not np.array_equal(ort_y.astype(np.int64), want), "onnxruntime is exact here: exact_reference.py's premise no longer holds"
+    else:
+        np.testing.assert_array_equal(ort_y.astype(np.int64), want)
 
 
 def test_cases_are_many_and_unique():

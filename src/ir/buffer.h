@@ -50,6 +50,11 @@ inline std::string fragment_role(const std::string& scope) {
   return is_fragment_scope(scope) ? scope.substr(scope.find('.') + 1) : std::string();
 }
 
+// The bytes each version of a software-pipelined shared buffer of `bytes` takes (rounded up to
+// 64, so that every version starts as aligned as the first): the lowering lays the versions out
+// so, VerifyGPUCode counts them so.
+inline int64_t pipeline_version_bytes(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
 struct BufferRegion {
   Buffer buffer;
   std::vector<Range> region;

@@ -40,39 +40,41 @@ namespace tyche::lower {
 
 namespace {
 
-constexpr int64_t kSlotAlignBytes = 64;
+bool is_shared(const ir::BufferNode* b) { return b->scope.starts_with("shared"); }
 
-bool is_shared(const ir::Buffer& b) { return b->scope.starts_with("shared"); }
+using BufferSet = std::unordered_set<const ir::BufferNode*>;
+
+bool intersects(const BufferSet& a, const BufferSet& b) {
+  return std::any_of(a.begin(), a.end(), [&](const ir::BufferNode* x) { return b.count(x) > 0; });
+}
+BufferSet shared_of(const BufferSet& s) {
+  BufferSet out;
+  for (const ir::BufferNode* b : s)
+    if (is_shared(b)) out.insert(b);
+  return out;
+}
 
 struct Touched {
-  std::unordered_set<const ir::BufferNode*> reads, writes, shared_reads, shared_writes, other_writes;
+  BufferSet reads, writes;
   bool sync = false;  // a barrier or a warp-wide instruction
-  bool meets(const std::unordered_set<const ir::BufferNode*>& a, const std::unordered_set<const ir::BufferNode*>& b) const {
-    for (const ir::BufferNode* x : a)
-      if (b.count(x)) return true;
-    return false;
-  }
 };
 
 Touched touched(const ir::Stmt& s) {
   struct Collector : ir::StmtExprVisitor {
     Touched out;
     void visit_buffer_load(const ir::BufferLoadNode* n) override {
-      if (is_shared(n->buffer)) out.shared_reads.insert(n->buffer.get());
       out.reads.insert(n->buffer.get());
       StmtExprVisitor::visit_buffer_load(n);
     }
     void visit_buffer_store(const ir::BufferStoreNode* n) override {
-      (is_shared(n->buffer) ? out.shared_writes : out.other_writes).insert(n->buffer.get());
       out.writes.insert(n->buffer.get());
       StmtExprVisitor::visit_buffer_store(n);
     }
     void visit_call(const ir::CallNode* n) override {
       out.sync |= ir::is_gpu_call(n->op);
-      // A warp instruction's memory operand may be written (a store): count it both ways.
-      if (ir::is_gpu_call(n->op))
-        for (const ir::Expr& a : n->args)
-          if (auto* l = a.as<ir::BufferLoadNode>()) out.writes.insert(l->buffer.get());
+      // The tensor-core instructions write their first operand (a fragment, or a store's memory).
+      if (n->op >= ir::CallOp::kWarpMatrixFill && n->op <= ir::CallOp::kWarpMatrixStore)
+        if (auto* l = n->args[0].as<ir::BufferLoadNode>()) out.writes.insert(l->buffer.get());
       StmtExprVisitor::visit_call(n);
     }
   } c;
@@ -130,7 +132,7 @@ class AsyncCopies : public ir::StmtExprMutator {
  protected:
   ir::Stmt mutate_buffer_store(const ir::BufferStoreNode* n, const ir::Stmt& s) override {
     auto* src = n->value.as<ir::BufferLoadNode>();
-    if (!is_shared(n->buffer) || !src || is_shared(src->buffer) || src->buffer->dtype != n->buffer->dtype) return s;
+    if (!is_shared(n->buffer.get()) || !src || is_shared(src->buffer.get()) || src->buffer->dtype != n->buffer->dtype) return s;
     const int lanes = n->value.dtype().lanes();
     const int64_t bytes = int64_t{lanes} * n->buffer->dtype.bytes();
     if (bytes != 4 && bytes != 8 && bytes != 16) return s;
@@ -186,7 +188,7 @@ class Pipeliner : public ir::StmtExprMutator {
     if (n->for_kind != ir::ForKind::kSerial) throw refuse("it is not a serial loop");
     // Buffers allocated per iteration (the fragments) wrap the new body: copies never use them.
     std::vector<ir::Buffer> allocated;
-    std::unordered_set<const ir::BufferNode*> per_iteration;
+    BufferSet per_iteration;
     ir::Stmt inner = body;
     while (auto* a = inner.as<ir::AllocateNode>()) {
       allocated.push_back(a->buffer);
@@ -197,19 +199,20 @@ class Pipeliner : public ir::StmtExprMutator {
     // earlier statement touches (so it may move before them).
     std::vector<ir::Stmt> producers, consumers;
     std::vector<Touched> before;
-    std::unordered_set<const ir::BufferNode*> staged;
+    BufferSet staged;
     for (const ir::Stmt& st : statements(inner)) {
       Touched t = touched(st);
-      bool producer = !t.shared_writes.empty() && t.shared_reads.empty() && t.other_writes.empty() && !t.sync &&
-                      !t.meets(t.reads, per_iteration);
+      const BufferSet shared_writes = shared_of(t.writes);
+      bool producer = !t.writes.empty() && shared_writes.size() == t.writes.size() && shared_of(t.reads).empty() && !t.sync &&
+                      !intersects(t.reads, per_iteration);
       for (const Touched& c : before)
-        producer = producer && !t.meets(t.writes, c.reads) && !t.meets(t.writes, c.writes) && !t.meets(t.reads, c.writes);
+        producer = producer && !intersects(t.writes, c.reads) && !intersects(t.writes, c.writes) && !intersects(t.reads, c.writes);
       if (producer) {
         producers.push_back(st);
-        staged.insert(t.shared_writes.begin(), t.shared_writes.end());
+        staged.insert(shared_writes.begin(), shared_writes.end());
         continue;
       }
-      for (const ir::BufferNode* b : t.shared_writes)
+      for (const ir::BufferNode* b : shared_writes)
         if (staged.count(b)) throw refuse(fmt::format("shared buffer '{}' is written after its copy", b->name));
       consumers.push_back(st);
       before.push_back(std::move(t));
@@ -218,9 +221,8 @@ class Pipeliner : public ir::StmtExprMutator {
     if (consumers.empty()) throw refuse("nothing in its body reads the copies");
     for (const ir::BufferNode* b : staged) {
       if (versions.count(b)) throw refuse(fmt::format("shared buffer '{}' is pipelined by another loop", b->name));
-      const int64_t elements = ir::as_const_int(b->shape.at(0)).value();
-      const int64_t align = std::max<int64_t>(1, kSlotAlignBytes / b->dtype.bytes());
-      const int64_t slot = (elements + align - 1) / align * align;
+      const int64_t bytes = b->dtype.bytes();
+      const int64_t slot = ir::pipeline_version_bytes(ir::as_const_int(b->shape.at(0)).value() * bytes) / bytes;
       ir::Buffer multi = ir::make_buffer(b->name, b->dtype, {ir::make_int(slot * stages)}, b->scope);
       versions[b] = {multi, slot};
     }

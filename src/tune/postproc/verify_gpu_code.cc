@@ -259,7 +259,7 @@ std::optional<int64_t> footprint(const ir::BufferNode* buffer, const std::vector
   for (size_t d = common; shared && d-- > 0;) {
     auto it = uses[0]->path[d]->annotations.find(ir::ann::kSoftwarePipelineStages);
     const int64_t* stages = it == uses[0]->path[d]->annotations.end() ? nullptr : std::get_if<int64_t>(&it->second);
-    if (stages && *stages > 1) return arith::sat_mul((bytes + 63) / 64 * 64, *stages);
+    if (stages && *stages > 1) return arith::sat_mul(ir::pipeline_version_bytes(bytes), *stages);
   }
   return bytes;
 }
