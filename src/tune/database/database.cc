@@ -53,23 +53,31 @@ RecordWorkload parse_workload(const std::string& line) {
 
 }  // namespace
 
-Database::Database(std::string dir) : dir_(std::move(dir)) {
+Database::Database(std::string dir, OpenMode mode) : dir_(std::move(dir)), mode_(mode) {
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec || !std::filesystem::is_directory(dir_)) throw Error(fmt::format("cannot create database directory '{}'", dir_));
+  if (read_only()) {
+    if (!std::filesystem::is_directory(dir_, ec)) throw Error(fmt::format("no tuning database at '{}'", dir_));
+  } else {
+    std::filesystem::create_directories(dir_, ec);
+    if (ec || !std::filesystem::is_directory(dir_)) throw Error(fmt::format("cannot create database directory '{}'", dir_));
+  }
   workloads_path_ = (std::filesystem::path(dir_) / "workloads.jsonl").string();
   records_path_ = (std::filesystem::path(dir_) / "records.jsonl").string();
-  for (const std::string& p : {workloads_path_, records_path_}) {
-    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error(fmt::format("cannot write database file '{}': {}", p, std::strerror(errno)));
-    ::close(fd);
+  if (!read_only()) {
+    for (const std::string& p : {workloads_path_, records_path_}) {
+      int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd < 0) throw Error(fmt::format("cannot write database file '{}': {}", p, std::strerror(errno)));
+      ::close(fd);
+    }
   }
   // Workloads: a torn last line is what a crash leaves (it is cut off, so the next line written
   // is whole); anything else bad is a corrupt file.
-  std::ifstream in(workloads_path_);
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  in.close();
+  if (!read_only() || std::filesystem::exists(workloads_path_, ec)) {
+    std::ifstream in(workloads_path_);
+    if (!in) throw Error(fmt::format("cannot read database file '{}'", workloads_path_));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
   uintmax_t offset = 0;
   for (size_t i = 0; i < lines.size(); offset += lines[i].size() + 1, ++i) {
     if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -78,17 +86,33 @@ Database::Database(std::string dir) : dir_(std::move(dir)) {
       if (!has_workload(w.hash)) workloads_.push_back(w);
     } catch (const std::exception&) {
       if (i + 1 == lines.size()) {
-        warnings_.push_back(fmt::format("{}:{}: removed a truncated last line", workloads_path_, i + 1));
-        std::filesystem::resize_file(workloads_path_, offset, ec);
+        if (read_only()) {
+          warnings_.push_back(fmt::format("{}:{}: skipped a truncated last line", workloads_path_, i + 1));
+        } else {
+          warnings_.push_back(fmt::format("{}:{}: removed a truncated last line", workloads_path_, i + 1));
+          std::filesystem::resize_file(workloads_path_, offset, ec);
+        }
         continue;
       }
       throw Error(fmt::format("database workloads file '{}' is corrupt at line {}", workloads_path_, i + 1));
     }
   }
+  if (read_only() && !std::filesystem::exists(records_path_, ec)) return;
   RecordFile f = read_records(records_path_);
   records_ = std::move(f.records);
+  record_lines_ = std::move(f.lines);
   skipped_ = f.skipped;
   for (std::string& w : f.warnings) warnings_.push_back(std::move(w));
+}
+
+void Database::check_writable() const {
+  if (read_only()) throw Error(fmt::format("the database at '{}' was opened read-only", dir_));
+}
+
+int Database::line_of(const TuningRecord* record) const {
+  if (records_.empty() || record < records_.data() || record >= records_.data() + records_.size()) return 0;
+  auto i = static_cast<size_t>(record - records_.data());
+  return i < record_lines_.size() ? record_lines_[i] : 0;
 }
 
 bool Database::has_workload(uint64_t hash) const {
@@ -96,12 +120,14 @@ bool Database::has_workload(uint64_t hash) const {
 }
 
 void Database::add_workload(const RecordWorkload& workload) {
+  check_writable();
   if (has_workload(workload.hash)) return;
   append_line(workloads_path_, workload_json(workload).dump());
   workloads_.push_back(workload);
 }
 
 void Database::add_records(const std::vector<TuningRecord>& records) {
+  check_writable();
   if (records.empty()) return;
   append_records(records_path_, records);
   records_.insert(records_.end(), records.begin(), records.end());

@@ -164,6 +164,7 @@ RecordFile read_records(const std::string& path) {
     if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       out.records.push_back(parse_record(lines[i]));
+      out.lines.push_back(static_cast<int>(i + 1));
     } catch (const Error& e) {
       ++out.skipped;
       if (out.warnings.size() < kMaxWarnings) out.warnings.push_back(fmt::format("{}:{}: skipped: {}", path, i + 1, e.what()));

@@ -75,6 +75,7 @@ TuningRecord parse_record(const std::string& line);
 
 struct RecordFile {
   std::vector<TuningRecord> records;
+  std::vector<int> lines;              // each record's line in the file (1-based), for messages
   int skipped = 0;                     // lines that were not records
   std::vector<std::string> warnings;   // "FILE:LINE: why", one per skipped line (the first 20)
 };

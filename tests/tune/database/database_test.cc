@@ -3,6 +3,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
+#include <map>
+
+#include <unistd.h>
 
 #include "support/error.h"
 #include "tune/database/database.h"
@@ -121,6 +125,78 @@ TEST(Database, RefusesACorruptWorkloadsFileAndUnwritableDirectories) {
   }
   EXPECT_THAT([&] { Database db(dir); }, ::testing::ThrowsMessage<Error>(HasSubstr("workloads.jsonl' is corrupt at line 2")));
   EXPECT_THAT([] { Database db("/proc/tyche_no_such_db"); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot create database directory")));
+}
+
+// Every file in `dir` with its size and modification time: what a read-only open must leave as it was.
+std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> snapshot(const std::string& dir) {
+  std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out[e.path().filename().string()] = {std::filesystem::file_size(e.path()), std::filesystem::last_write_time(e.path())};
+  return out;
+}
+
+// run, show, export, run-model and export-model open the database read-only: nothing is created,
+// locked, truncated or written (tests run as root, where permission bits stop nothing, so the
+// files themselves are compared), and adding is refused.
+TEST(Database, AReadOnlyOpenNeverCreatesOrWritesAFile) {
+  EXPECT_THAT([] { Database db(fresh_dir("readonly_missing"), OpenMode::kReadOnly); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("no tuning database at")));
+  EXPECT_FALSE(std::filesystem::exists(fresh_dir("readonly_missing")));
+  std::string dir = fresh_dir("readonly");
+  {
+    Database db(dir);
+    db.add_workload(gmm());
+    db.add_records({record(1e-3, 1), record(2e-3, 2)});
+  }
+  {  // a torn last line in each file, which a writable open would cut off
+    std::string line = to_json_line(record(3e-3, 3));
+    std::ofstream(dir + "/records.jsonl", std::ios::app) << line.substr(0, line.size() / 2);
+    std::ofstream(dir + "/workloads.jsonl", std::ios::app) << R"({"format":"tyche.work)";
+  }
+  auto before = snapshot(dir);
+  {
+    Database db(dir, OpenMode::kReadOnly);
+    EXPECT_TRUE(db.read_only());
+    EXPECT_EQ(db.records().size(), 2u);
+    EXPECT_EQ(db.workloads().size(), 1u);
+    ASSERT_EQ(db.warnings().size(), 2u);
+    EXPECT_THAT(db.warnings()[0], HasSubstr("skipped a truncated last line"));
+    EXPECT_EQ(db.best(0xabc, target_key(record(1, 1).target), 1)[0]->program, 1u);
+    EXPECT_EQ(db.line_of(&db.records()[1]), 2);
+    EXPECT_THAT([&] { db.add_records({record(1e-3, 9)}); }, ::testing::ThrowsMessage<Error>(HasSubstr("opened read-only")));
+    EXPECT_THAT([&] { db.add_workload({"GMM-2", "", 0xdefULL, "", 1.0, ""}); }, ::testing::ThrowsMessage<Error>(HasSubstr("opened read-only")));
+  }
+  EXPECT_EQ(snapshot(dir), before);
+  // A directory without its files (none created): an empty database.
+  std::string empty = fresh_dir("readonly_empty");
+  std::filesystem::create_directories(empty);
+  Database db(empty, OpenMode::kReadOnly);
+  EXPECT_TRUE(db.records().empty());
+  EXPECT_TRUE(std::filesystem::is_empty(empty));
+}
+
+// Where writing really fails (an immutable directory; as another user, one without write
+// permission), a read-only open reads the records.
+TEST(Database, AReadOnlyOpenReadsADirectoryThatCannotBeWritten) {
+  std::string dir = fresh_dir("immutable");
+  {
+    Database db(dir);
+    db.add_workload(gmm());
+    db.add_records({record(1e-3, 1)});
+  }
+  std::string lock = ::getuid() == 0 ? "chattr +i " + dir + "/* " + dir + " 2>/dev/null" : "chmod -R a-w " + dir;
+  std::string unlock = ::getuid() == 0 ? "chattr -i " + dir + " " + dir + "/* 2>/dev/null" : "chmod -R u+w " + dir;
+  auto sh = [](const std::string& command) { return std::system(command.c_str()); };
+  if (sh(lock) != 0 || std::ofstream(dir + "/probe")) {
+    sh(unlock);
+    std::filesystem::remove(dir + "/probe");
+    GTEST_SKIP() << "cannot make a directory unwritable here";
+  }
+  EXPECT_THAT([&] { Database db(dir); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot write database file")));
+  Database db(dir, OpenMode::kReadOnly);
+  EXPECT_EQ(db.records().size(), 1u);
+  sh(unlock);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
