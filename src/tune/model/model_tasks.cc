@@ -77,12 +77,13 @@ std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table, const grap
 ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const Target& target) {
   ModelPrograms out;
   for (const graph::Task& t : table.tasks) {
-    std::vector<ir::PrimFunc> best;
-    std::vector<const TuningRecord*> records = db.best(t.hash, preferred_target_key(db, t.hash, target), 1);
-    if (!records.empty()) best = best_programs(db, t.name, t.func, target, 1);
-    out.programs.push_back(best.empty() ? ir::PrimFunc() : best[0]);
-    out.best_seconds.push_back(best.empty() ? 0.0 : records[0]->typical_seconds());
-    if (!best.empty()) ++out.tuned;
+    BestPrograms best;
+    if (!db.best(t.hash, preferred_target_key(db, t.hash, target), 1).empty()) best = replayable_best(db, t.name, t.func, target, 1);
+    out.programs.push_back(best.programs.empty() ? ir::PrimFunc() : best.programs[0]);
+    // The time of the record that replayed (the best one may have been skipped).
+    out.best_seconds.push_back(best.programs.empty() ? 0.0 : best.records[0]->typical_seconds());
+    if (!best.programs.empty()) ++out.tuned;
+    out.warnings.insert(out.warnings.end(), best.warnings.begin(), best.warnings.end());
   }
   return out;
 }

@@ -35,6 +35,7 @@ struct ModelPrograms {
   std::vector<ir::PrimFunc> programs;
   std::vector<double> best_seconds;  // per task: its best record's median time, 0 without one
   int tuned = 0;
+  std::vector<std::string> warnings;  // records skipped because they do not replay (records.h)
 };
 ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const Target& target);
 

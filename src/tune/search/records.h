@@ -23,14 +23,23 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
 // The key of `target`'s records of the workload `hash` that its best programs come from: the
 // ones timed as a model's task runs when `db` has any (mixed, else llc, else cold), else the warm ones.
 std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target);
-// The best program `db` measured of the workload `func` (named `name` in messages) for `target`:
-// its trace replayed and postprocessed, sampling without a recorded decision drawing from `seed`.
-// Throws when there is no such record, when its trace no longer replays, or when it replays to
-// another program than the one measured.
-ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
-                          int64_t seed = 0);
-// The same for the best `k` (fewer when fewer were measured), fastest first.
+// The best `k` programs `db` measured of the workload `func` (named `name` in messages) for
+// `target`, fastest first (fewer when fewer were measured): their traces replayed and
+// postprocessed, sampling without a recorded decision drawing from `seed`. A record whose trace
+// does not replay is skipped for the next best, with a warning naming it and its line. Throws when
+// there is no such record, when none replays, or when one replays to another program than the
+// one measured (the rules or postprocessors changed: every record is suspect).
+struct BestPrograms {
+  std::vector<ir::PrimFunc> programs;
+  std::vector<const TuningRecord*> records;  // each program's record
+  std::vector<std::string> warnings;         // one line per record skipped
+};
+BestPrograms replayable_best(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
+                             int k, int64_t seed = 0);
+// The same, the warnings appended to `warnings` when given.
 std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,
-                                        const Target& target, int k, int64_t seed = 0);
+                                        const Target& target, int k, int64_t seed = 0, std::vector<std::string>* warnings = nullptr);
+ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
+                          int64_t seed = 0, std::vector<std::string>* warnings = nullptr);
 
 }  // namespace tyche::tune
