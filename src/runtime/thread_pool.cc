@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/tensor_size.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define TYCHE_PAUSE() _mm_pause()
@@ -144,7 +146,9 @@ struct ThreadPool::Impl {
 ThreadPool::ThreadPool() : impl_(new Impl) {
   int n = static_cast<int>(std::thread::hardware_concurrency());
   if (const char* env = std::getenv("TYCHE_NUM_THREADS")) n = std::atoi(env);
-  impl_->start(n < 1 ? 1 : n);
+  // Clamped: TYCHE_NUM_THREADS=2147483647 would spawn threads until the kernel refuses (the CLI
+  // refuses such a value in one line before the pool starts; Python and other hosts get the cap).
+  impl_->start(std::clamp(n, 1, max_threads()));
 }
 
 ThreadPool::~ThreadPool() {
