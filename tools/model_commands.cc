@@ -9,6 +9,8 @@
 #include <fstream>
 #include <atomic>
 #include <csignal>
+#include <cstring>
+#include <cerrno>
 #include <map>
 #include <optional>
 
@@ -17,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/export.h"
+#include "flag_checks.h"
 #include "graph/executor.h"
 #include "graph/export_model.h"
 #include "graph/layout.h"
@@ -207,6 +210,94 @@ nlohmann::json print_profile(graph::Executor& exec, const std::vector<runtime::N
   return {{"run_ms", total * 1e3}, {"calls_ms", in_calls * 1e3}, {"tuned_sum_ms", tuned_total * 1e3}, {"tasks", rows}};
 }
 
+namespace fs = std::filesystem;
+
+// --save-outputs DIR as a path whose last component names DIR ("out/" is "out").
+fs::path save_outputs_path(const std::string& dir) {
+  fs::path p = fs::absolute(dir).lexically_normal();
+  return p.has_filename() ? p : p.parent_path();
+}
+
+// What can be told before the model runs: DIR, if it exists, is a directory.
+void check_save_outputs(const std::string& dir) {
+  std::error_code ec;
+  fs::path target = save_outputs_path(dir);
+  if (fs::exists(target, ec) && !fs::is_directory(target, ec)) throw_input_error("--save-outputs '{}' is not a directory", dir);
+}
+
+// run-model --save-outputs DIR writes DIR/OUTPUT.npy for every output, all or nothing. Every file
+// is written first into a fresh temporary folder beside DIR (in its parent: renames then stay on
+// one file system). A new DIR is that folder renamed into place. Into an existing DIR the files
+// are moved one by one, only once all were written and none would land on a directory; a file
+// one replaces is kept (hard-linked into the temporary folder) until every move succeeded, so a
+// failed move puts DIR back as it was. Either way a failure leaves nothing new in DIR.
+void save_outputs(const std::string& dir, const std::vector<std::string>& names, const std::vector<runtime::NDArray>& arrays) {
+  fs::path target = save_outputs_path(dir), parent = target.parent_path();
+  std::error_code ec;
+  std::map<std::string, std::string> owner;  // file -> output
+  std::vector<std::string> files;
+  for (const std::string& name : names) {
+    std::string file = file_name(name) + ".npy";
+    if (auto [it, inserted] = owner.emplace(file, name); !inserted)
+      throw_input_error("--save-outputs: outputs '{}' and '{}' would both be written to {}", it->second, name, file);
+    files.push_back(file);
+  }
+  check_save_outputs(dir);
+  fs::create_directories(parent, ec);
+  if (ec) throw_input_error("--save-outputs: cannot create the directory '{}': {}", parent.string(), ec.message());
+  std::string pattern = (parent / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data())) throw_input_error("--save-outputs: cannot create a temporary directory in '{}': {}", parent.string(), std::strerror(errno));
+  fs::path tmp = pattern;
+  auto fail = [&](const std::string& why) {
+    fs::remove_all(tmp, ec);
+    throw_input_error("--save-outputs '{}': {}; nothing was saved", dir, why);
+  };
+  for (size_t o = 0; o < files.size(); ++o) {
+    try {
+      runtime::save_npy((tmp / files[o]).string(), arrays[o]);
+    } catch (const std::exception& e) {
+      fail(fmt::format("output '{}': {}", names[o], e.what()));
+    }
+  }
+  if (!fs::exists(target, ec)) {
+    fs::rename(tmp, target, ec);
+    if (ec) fail(fmt::format("cannot rename '{}' to '{}': {}", tmp.string(), target.string(), ec.message()));
+    return;
+  }
+  for (const std::string& file : files)
+    if (fs::is_directory(target / file, ec)) fail(fmt::format("'{}' is a directory", (target / file).string()));
+  std::vector<bool> kept(files.size(), false);  // the file replaced is kept in tmp as .old-FILE
+  size_t moved = 0;
+  std::string why;
+  for (; moved < files.size(); ++moved) {
+    fs::path dest = target / files[moved], old = tmp / (".old-" + files[moved]);
+    if (fs::exists(dest, ec)) {
+      fs::create_hard_link(dest, old, ec);
+      if (ec) fs::copy_file(dest, old, ec);  // a file system without hard links
+      if (ec) {
+        why = fmt::format("cannot keep '{}' aside: {}", dest.string(), ec.message());
+        break;
+      }
+      kept[moved] = true;
+    }
+    fs::rename(tmp / files[moved], dest, ec);
+    if (ec) {
+      why = fmt::format("cannot move '{}' into place: {}", dest.string(), ec.message());
+      break;
+    }
+  }
+  if (moved < files.size()) {  // undo the moves made: DIR as it was
+    for (size_t i = 0; i < moved; ++i) {
+      std::error_code ignored;
+      fs::path dest = target / files[i];
+      if (kept[i]) fs::rename(tmp / (".old-" + files[i]), dest, ignored);
+      else fs::remove(dest, ignored);
+    }
+    fail(why);
+  }
+  fs::remove_all(tmp, ec);
+}
+
 }  // namespace
 
 ModelCommands::ModelCommands(CLI::App& app) {
@@ -220,9 +311,9 @@ ModelCommands::ModelCommands(CLI::App& app) {
   tune_model_ = app.add_subcommand("tune-model", "tune every task of an ONNX model, trials shared by the gradient task scheduler");
   tune_model_->add_option("model", model_, "the .onnx file")->required();
   tune_model_->add_option("--input-shape", input_shapes_, "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
-  tune_model_->add_option("--trials", trials_, "candidates to measure, all tasks together")->required()->check(CLI::PositiveNumber);
+  tools::at_least(tune_model_->add_option("--trials", trials_, "candidates to measure, all tasks together")->required(), 1);
   tune_model_->add_option("--db", db_, "the tuning database directory: records kept, a killed tune resumes")->required();
-  tune_model_->add_option("--threads", threads_, "threads for search and the cost model (default: all)")->check(CLI::PositiveNumber);
+  tools::thread_count(tune_model_->add_option("--threads", threads_, "threads for search and the cost model (default: all)"));
   tune_model_->add_option("--seed", seed_, "seed of the spaces and the search (default 0)");
   tune_model_->add_option("--json", json_file_, "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
   tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
@@ -238,8 +329,8 @@ ModelCommands::ModelCommands(CLI::App& app) {
   run_model_->add_option("--db", db_, "a tuning database: each task runs its best record (others a default schedule)");
   run_model_->add_option("--input", inputs_, "NAME=FILE.npy: an input's value (others are random, from a fixed seed)");
   run_model_->add_option("--save-outputs", save_outputs_, "write DIR/OUTPUT_NAME.npy for each output");
-  run_model_->add_option("--repeat", repeat_, "timed runs (default 10)")->check(CLI::PositiveNumber);
-  run_model_->add_option("--threads", threads_, "threads for the kernels (default: all)")->check(CLI::PositiveNumber);
+  tools::at_least(run_model_->add_option("--repeat", repeat_, "timed runs (default 10)"), 1);
+  tools::thread_count(run_model_->add_option("--threads", threads_, "threads for the kernels (default: all)"));
   run_model_->add_option("--compare", compare_, "onnxruntime: run the model there too (Python's onnxruntime), time it, compare outputs")
       ->check(CLI::IsMember({"onnxruntime"}));
   run_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche run --cpu)");
@@ -252,8 +343,7 @@ ModelCommands::ModelCommands(CLI::App& app) {
       ->required();
   export_model_->add_option("-o,--output", output_, "the directory to write into (created if missing)")->required();
   export_model_->add_option("--cpu", cpu_, "generate code for this CPU: host (default), x86-64-v3, x86-64-v4, an LLVM CPU name");
-  export_model_->add_option("--threads", threads_, "1: parallel loops run serially (default: on the library's thread pool)")
-      ->check(CLI::PositiveNumber);
+  tools::thread_count(export_model_->add_option("--threads", threads_, "1: parallel loops run serially (default: on the library's thread pool)"));
 }
 
 bool ModelCommands::parsed() const {
@@ -366,7 +456,8 @@ int ModelCommands::cmd_export_model() {
   if (!db_.empty()) {
     target::Target target = target::Target::host();
     target.cpu = cpu_;
-    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_), m.table, target);
+    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_, tune::OpenMode::kReadOnly), m.table, target);
+    for (const std::string& warning : best.warnings) fmt::print(stderr, "warning: {}\n", warning);
     programs = std::move(best.programs);
     tuned = best.tuned;
   }
@@ -430,6 +521,7 @@ int ModelCommands::cmd_import() {
 }
 
 int ModelCommands::cmd_run_model() {
+  if (!save_outputs_.empty()) check_save_outputs(save_outputs_);  // before the work, not after it
   if (threads_ > 0) runtime::ThreadPool::global().set_num_threads(threads_);
   Model m = load_model(model_, input_shapes_, dtype_);
   const graph::Graph& g = m.graph;
@@ -438,7 +530,7 @@ int ModelCommands::cmd_run_model() {
   for (const std::string& s : inputs_) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0) throw_input_error("--input '{}' is not NAME=FILE.npy", s);
-    given[s.substr(0, eq)] = s.substr(eq + 1);
+    if (!given.emplace(s.substr(0, eq), s.substr(eq + 1)).second) throw_input_error("--input names '{}' twice", s.substr(0, eq));
   }
   std::vector<runtime::NDArray> inputs;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -460,7 +552,8 @@ int ModelCommands::cmd_run_model() {
     if (!std::filesystem::is_directory(db_)) throw_input_error("no tuning database at '{}'", db_);
     target::Target target = target::Target::host();
     target.cpu = cpu_;
-    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_), m.table, target);
+    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_, tune::OpenMode::kReadOnly), m.table, target);
+    for (const std::string& warning : best.warnings) fmt::print(stderr, "warning: {}\n", warning);
     programs = std::move(best.programs);
     tuned_seconds = std::move(best.best_seconds);
     tuned = best.tuned;
@@ -492,11 +585,9 @@ int ModelCommands::cmd_run_model() {
     fmt::print("  output {}: {} {}\n", v.name, v.dtype.str(), graph::shape_text(v.shape));
   }
   if (!save_outputs_.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(save_outputs_, ec);
-    if (ec) throw_input_error("cannot create the directory '{}'", save_outputs_);
-    for (size_t o = 0; o < eg.outputs.size(); ++o)
-      runtime::save_npy((std::filesystem::path(save_outputs_) / (file_name(eg.value(eg.outputs[o]).name) + ".npy")).string(), outputs[o]);
+    std::vector<std::string> names;
+    for (int o : eg.outputs) names.push_back(eg.value(o).name);
+    save_outputs(save_outputs_, names, outputs);
   }
   std::optional<OrtRun> ort;
   double max_abs_diff = 0;

@@ -19,6 +19,7 @@
 #include "codegen/cuda_function.h"
 #include "codegen/export_gpu.h"
 #include "codegen/opencl_function.h"
+#include "flag_checks.h"
 #include "gpu_run.h"
 #include "run_args.h"
 #include "target/cpu.h"
@@ -118,7 +119,12 @@ ir::PrimFunc best_in_database(const workloads::Workload& w, const Options& o) {
   target.cpu = o.cpu;
   if (tune::Target t = tune::Target::parse(o.target); t.is_gpu()) target = t;
   if (o.export_target != "llvm" && o.export_target != "c") target = tune::Target::parse(o.export_target);
-  return tune::best_program(tune::Database(o.db), w.name, w.func, target, o.seed);
+  // Read-only: these commands only read, so a database they may not write is usable, and
+  // nothing in it is created or changed.
+  std::vector<std::string> warnings;
+  ir::PrimFunc best = tune::best_program(tune::Database(o.db, tune::OpenMode::kReadOnly), w.name, w.func, target, o.seed, &warnings);
+  for (const std::string& warning : warnings) fmt::print(stderr, "warning: {}\n", warning);
+  return best;
 }
 
 // The program after the target's postprocessors, as tuning finishes every candidate.
@@ -662,23 +668,23 @@ int main(int argc, char** argv) {
                          "llvm (default: NAME.h and libLIBRARY.a), c (NAME.h, NAME.c, tyche_rt1_runtime.c), cuda (NAME.cu, NAME.h) or "
                          "opencl (NAME.cl, NAME.c, NAME.h); a GPU target without --trace binds with AutoBind");
   export_cmd->add_option("--library", opts.library, "llvm: add the kernel to libLIBRARY.a (default: libNAME.a); several kernels can share one");
-  export_cmd->add_option("--threads", opts.threads, "1: parallel loops run serially (default: on the library's thread pool)")->check(CLI::PositiveNumber);
+  tools::thread_count(export_cmd->add_option("--threads", opts.threads, "1: parallel loops run serially (default: on the library's thread pool)"));
   auto* sample_measure = app.add_subcommand("sample-measure", "sample design-space candidates, time them in the isolated runner, append records");
   sample_measure->add_option("workload", opts.workload, "preset name (GMM-4) or index notation")->required();
   sample_measure->add_option("--extents", opts.extents, "index extents for a formula, e.g. i=64,j=64,k=64");
   sample_measure->add_option("--dtypes", opts.dtypes, "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32");
-  sample_measure->add_option("--samples", opts.samples, "candidates to measure (default 100)")->check(CLI::PositiveNumber);
+  tools::at_least(sample_measure->add_option("--samples", opts.samples, "candidates to measure (default 100)"), 1);
   sample_measure->add_option("--records", opts.records, "the records file to append to (JSON lines)")->required()->expected(1);
   sample_measure->add_option("--seed", opts.seed, "seed of the spaces and the samples (default 0)");
   sample_measure->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_XY' or opencl (run on that device)");
   sample_measure->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
-  sample_measure->add_option("--batch", opts.batch, "candidates built together before they are measured (default 32)")->check(CLI::PositiveNumber);
-  sample_measure->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
+  tools::at_least(sample_measure->add_option("--batch", opts.batch, "candidates built together before they are measured (default 32)"), 1);
+  tools::seconds(sample_measure->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)"));
   auto* tune_cmd = app.add_subcommand("tune", "search for the fastest program of workloads, measuring up to --trials candidates");
   tune_cmd->add_option("workloads", opts.workload_list, "preset names (GMM-4) or index-notation formulas")->required();
   tune_cmd->add_option("--extents", opts.extents, "index extents for the formulas, e.g. i=64,j=64,k=64");
   tune_cmd->add_option("--dtypes", opts.dtypes, "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32");
-  tune_cmd->add_option("--trials", opts.trials, "candidates to measure, all workloads together (default 1000)")->check(CLI::PositiveNumber);
+  tools::at_least(tune_cmd->add_option("--trials", opts.trials, "candidates to measure, all workloads together (default 1000)"), 1);
   tune_cmd->add_option("--db", opts.db, "the tuning database directory: records kept, resumed (default: a temporary one)");
   tune_cmd->add_option("--strategy", opts.strategy, fmt::format("{} (default: evolutionary)", fmt::join(tune::search_strategy_names(), ", ")))
       ->check(CLI::IsMember(tune::search_strategy_names()));
@@ -692,11 +698,12 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--scheduler", opts.scheduler, "gradient (default) or round-robin: which workload gets the next round")
       ->check(CLI::IsMember({"gradient", "round-robin"}));
   tune_cmd->add_option("--seed", opts.seed, "seed of the spaces and the search (default 0)");
-  tune_cmd->add_option("--threads", opts.threads, "threads for search and the cost model (default: all)")->check(CLI::PositiveNumber);
-  tune_cmd->add_option("--batch", opts.batch, "candidates measured per round (default 64)")->check(CLI::PositiveNumber);
-  tune_cmd->add_option("--confirm", opts.confirm, "at the end, time the N fastest again, interleaved, and keep the fastest (default 16; 0: off)")
-      ->check(CLI::NonNegativeNumber);
-  tune_cmd->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)")->check(CLI::PositiveNumber);
+  tools::thread_count(tune_cmd->add_option("--threads", opts.threads, "threads for search and the cost model (default: all)"));
+  tools::at_least(tune_cmd->add_option("--batch", opts.batch, "candidates measured per round (default 64)"), 1);
+  tools::at_least(tune_cmd->add_option("--confirm", opts.confirm,
+                                       "at the end, time the N fastest again, interleaved, and keep the fastest (default 16; 0: off)"),
+                  0);
+  tools::seconds(tune_cmd->add_option("--timeout", opts.timeout, "seconds a candidate may run, all repeats (default 10)"));
   tune_cmd->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_XY' or opencl (run on that device)");
   tune_cmd->add_option("--cpu", opts.cpu, "generate code for this CPU (as tyche run --cpu)");
   tune_cmd->add_option("--json", opts.json_file, "write {workload, trials, best_latency_s, best_gflops, wall_s, history, best_trace} here");
@@ -709,17 +716,17 @@ int main(int argc, char** argv) {
   auto* model_eval = model->add_subcommand("eval", "rank each workload's measured candidates with a saved model");
   model_eval->add_option("--model", opts.model, "a model saved by 'tyche model train'")->required();
   model_eval->add_option("--records", opts.records, "record files (JSON lines, .gz too)")->required();
-  model_eval->add_option("--top-k", opts.top_k, "k of the top-k recall (default 32)")->check(CLI::PositiveNumber);
+  tools::at_least(model_eval->add_option("--top-k", opts.top_k, "k of the top-k recall (default 32)"), 1);
   model_eval->add_option("--json", opts.json_file, "write the metrics per workload here");
   for (auto* sub : {model_train, model_eval})
-    sub->add_option("--threads", opts.threads, "threads for features, training and prediction (default: all)")->check(CLI::PositiveNumber);
+    tools::thread_count(sub->add_option("--threads", opts.threads, "threads for features, training and prediction (default: all)"));
   features->add_option("--target", opts.target, "llvm (default), cuda or opencl: which postprocessors, GPU features");
   features->add_option("--json", opts.json_file, "write {workload, layout_version, names, rows} here");
   for (auto* sub : {run, space, cpu, export_cmd})
     sub->add_option("--cpu", opts.cpu,
                     "generate code for: host (default; TYCHE_CPU overrides), x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU "
                     "name (znver3)");
-  space->add_option("--samples", opts.samples, "programs to sample (default 100)")->check(CLI::NonNegativeNumber);
+  tools::at_least(space->add_option("--samples", opts.samples, "programs to sample (default 100)"), 0);
   space->add_flag("--compile", opts.compile,
                   "check at full size with LLVM-compiled code; opencl: run on the OpenCL device, scaled down; cuda: compile each at full size with NVRTC (default: interpreter, scaled down)");
   space->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_90' or opencl");
@@ -732,10 +739,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"ir", "c", "llvm", "asm", "cuda", "opencl"}));
   run->add_option("--target", opts.target, "llvm (default), 'llvm -mcpu=NAME', 'cuda -arch=sm_90' (compiled with NVRTC) or opencl (run on PoCL here)");
   check->add_option("--target", opts.target, "llvm (default), cuda or opencl: a GPU program (AutoBind without a trace) must lower to kernels");
-  run->add_option("--threads", opts.threads, "threads for parallel loops (default: all)")->check(CLI::PositiveNumber);
+  tools::thread_count(run->add_option("--threads", opts.threads, "threads for parallel loops (default: all)"));
   run->add_option("--json", opts.json_file, "write {workload, gflop, latency_s, gflops, correct} here");
   run->add_flag("--dump-ir", opts.dump_ir, "print the IR after every lowering pass");
-  run->add_option("--repeat", opts.repeat, "timed repeats (default 10)")->check(CLI::PositiveNumber);
+  tools::at_least(run->add_option("--repeat", opts.repeat, "timed repeats (default 10)"), 1);
   for (auto* sub : {show, run, export_cmd}) sub->add_option("--db", opts.db, "apply the best record of this workload in a tuning database");
   for (auto* sub : {show, check, run, features, export_cmd}) {
     sub->add_option("workload", opts.workload, "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')")
@@ -770,9 +777,14 @@ int main(int argc, char** argv) {
     if (msg.empty()) msg = "invalid command line";
     fmt::print(stderr, "tyche: error: {} (see tyche --help)\n", msg);
     return kExitUsage;
+  } catch (const tyche::Error& e) {  // a flag's value, refused by flag_checks.h: the message says it all
+    fmt::print(stderr, "tyche: error: {}\n", e.what());
+    return kExitUsage;
   }
 
   try {
+    // Before the thread pool starts: it sizes itself by TYCHE_NUM_THREADS.
+    tools::check_thread_environment();
     if (app.got_subcommand("workloads")) return cmd_workloads();
     if (show->parsed()) return cmd_show(opts);
     if (check->parsed()) return cmd_check(opts);

@@ -3,11 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -634,4 +639,246 @@ TEST(CliTypes, ACpuWithoutTheIntrinsicsSaysSoAndTunes) {
   EXPECT_THAT(t.out, testing::HasSubstr("4 trials (0 failed)"));
   Result f32 = run("tune GMM-1 --cpu x86-64-v3 --trials 2 --batch 2 --confirm 0 --no-warm-start");
   EXPECT_THAT(f32.out, testing::Not(testing::HasSubstr("lacks")));
+}
+
+// ---- hardening: flags, threads, inputs, outputs, read-only and damaged databases ----
+
+// Each numeric flag refused in one line a person reads, not CLI11's 309-digit range.
+TEST(CliFlags, NumbersOutOfRangeAreRefusedInWords) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"tune GMM-1 --trials 0", "--trials must be at least 1 (got 0)"},
+      {"tune GMM-1 --batch 0", "--batch must be at least 1 (got 0)"},
+      {"tune GMM-1 --timeout 0", "--timeout must be more than 0 seconds (got 0)"},
+      {"tune GMM-1 --timeout 1e300", "--timeout must be at most 86400 seconds"},
+      {"tune GMM-1 --timeout nan", "--timeout takes a number of seconds (got 'nan')"},
+      {"tune GMM-1 --threads 0", "--threads must be at least 1 (got 0)"},
+      {"tune GMM-1 --confirm -1", "--confirm must be at least 0 (got -1)"},
+      {"tune GMM-1 --trials 1.5", "--trials takes a whole number (got '1.5')"},
+      {"tune GMM-1 --trials 99999999999", "--trials must be at most 2147483647 (got 99999999999)"},
+      {"run GMM-1 --threads 0", "--threads must be at least 1 (got 0)"},
+      {"run GMM-1 --threads -1", "--threads must be at least 1 (got -1)"},
+      {"run GMM-1 --repeat 0", "--repeat must be at least 1 (got 0)"},
+      {"export GMM-1 --name g -o /tmp/x --threads 0", "--threads must be at least 1 (got 0)"},
+      {"sample-measure GMM-1 --records r.jsonl --samples 0", "--samples must be at least 1 (got 0)"},
+      {"sample-measure GMM-1 --records r.jsonl --batch 0", "--batch must be at least 1 (got 0)"},
+      {"sample-measure GMM-1 --records r.jsonl --timeout -2", "--timeout must be more than 0 seconds (got -2)"},
+      {"space GMM-1 --samples -1", "--samples must be at least 0 (got -1)"},
+      {"model eval --model m.json --records r.jsonl --top-k 0", "--top-k must be at least 1 (got 0)"},
+      {"model train --records r.jsonl -o m.json --threads 0", "--threads must be at least 1 (got 0)"},
+      {"tune-model m.onnx --db d --trials 0", "--trials must be at least 1 (got 0)"},
+      {"tune-model m.onnx --db d --trials 8 --threads 0", "--threads must be at least 1 (got 0)"},
+      {"run-model m.onnx --repeat 0", "--repeat must be at least 1 (got 0)"},
+      {"run-model m.onnx --threads -1", "--threads must be at least 1 (got -1)"},
+      {"export-model m.onnx --name m -o out --threads 0", "--threads must be at least 1 (got 0)"},
+  };
+  for (const auto& [args, message] : cases) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_THAT(r.err, testing::StartsWith(std::string("tyche: error: ") + message)) << args;
+    EXPECT_EQ(count_lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_THAT(r.err, testing::Not(testing::HasSubstr("0000000"))) << args;
+  }
+}
+
+// --threads above 4 x the CPUs is refused before a thread starts (2147483647 used to spawn
+// threads for 15 s until EAGAIN); so is TYCHE_NUM_THREADS, which sizes the pool.
+TEST(CliFlags, ThreadsAreCappedAtFourTimesTheCpus) {
+  int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+  int cap = std::max(4, 4 * cpus);
+  std::string said = "is more than 4 x the " + std::to_string(cap / 4) + " CPUs (" + std::to_string(cap) + ")";
+  for (const char* args : {"run GMM-1 --threads 2147483647", "tune GMM-1 --threads 2147483647", "run-model m.onnx --threads 2147483647",
+                           "model train --records r.jsonl -o m.json --threads 99999999999999999999"}) {
+    auto start = std::chrono::steady_clock::now();
+    expect_usage_error(args, said);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << args;
+  }
+  expect_usage_error("run GMM-1 --threads " + std::to_string(cap + 1), "--threads " + std::to_string(cap + 1) + " " + said);
+  Result r = run("run GMM-1 --scale-down --repeat 1", "TYCHE_NUM_THREADS=2147483647");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "tyche: error: TYCHE_NUM_THREADS=2147483647 " + said + "\n");
+  r = run("cpu", "TYCHE_NUM_THREADS=lots");
+  EXPECT_EQ(r.err, "tyche: error: TYCHE_NUM_THREADS takes a whole number (got 'lots')\n");
+  r = run("cpu", "TYCHE_NUM_THREADS=" + std::to_string(cap));  // the cap itself is allowed
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, testing::HasSubstr("host threads: " + std::to_string(cap)));
+}
+
+// A tiny ONNX model, its protobuf written by hand (this test links no ONNX library): X[1,4]
+// float -> Y = Relu(X), Z = Sigmoid(X).
+std::string pb_varint(uint64_t v) {
+  std::string s;
+  for (; v >= 0x80; v >>= 7) s += static_cast<char>((v & 0x7f) | 0x80);
+  return s + static_cast<char>(v);
+}
+std::string pb_int(int field, uint64_t v) { return pb_varint(static_cast<uint64_t>(field) << 3) + pb_varint(v); }
+std::string pb_bytes(int field, const std::string& s) { return pb_varint(static_cast<uint64_t>(field) << 3 | 2) + pb_varint(s.size()) + s; }
+
+std::string two_output_model() {
+  auto value_info = [](const std::string& name) {
+    std::string shape = pb_bytes(1, pb_int(1, 1)) + pb_bytes(1, pb_int(1, 4));
+    std::string tensor = pb_int(1, 1 /* FLOAT */) + pb_bytes(2, shape);
+    return pb_bytes(1, name) + pb_bytes(2, pb_bytes(1, tensor));
+  };
+  auto node = [](const std::string& op, const std::string& in, const std::string& out) {
+    return pb_bytes(1, in) + pb_bytes(2, out) + pb_bytes(3, op + "_" + out) + pb_bytes(4, op);
+  };
+  std::string graph = pb_bytes(1, node("Relu", "X", "Y")) + pb_bytes(1, node("Sigmoid", "X", "Z")) + pb_bytes(2, "two") +
+                      pb_bytes(11, value_info("X")) + pb_bytes(12, pb_bytes(1, "Y")) + pb_bytes(12, pb_bytes(1, "Z"));
+  std::string model = pb_int(1, 8) + pb_bytes(7, graph) + pb_bytes(8, pb_bytes(1, "") + pb_int(2, 17));
+  std::string path = testing::TempDir() + "/tyche_cli_" + std::to_string(getpid()) + "_two_outputs.onnx";
+  std::ofstream(path, std::ios::binary) << model;  // holds NUL bytes: not write_temp's fputs
+  return path;
+}
+
+// A .npy file of a float32 [1, 4] array.
+std::string write_npy(const std::string& name) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // the data starts 64-byte aligned
+  header += '\n';
+  std::string text = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header;
+  float values[4] = {-1, 0, 1, 2};
+  text.append(reinterpret_cast<const char*>(values), sizeof values);
+  std::string path = testing::TempDir() + "/tyche_cli_" + std::to_string(getpid()) + "_" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(CliRunModel, AnInputNamedTwiceIsRefused) {
+  std::string model = two_output_model(), x = write_npy("x.npy");
+  Result ok = run("run-model " + model + " --repeat 1 --input X=" + x);
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  expect_usage_error("run-model " + model + " --input X=" + x + " --input X=" + x, "--input names 'X' twice");
+  std::filesystem::remove(model);
+  std::filesystem::remove(x);
+}
+
+std::vector<std::string> listing(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// --save-outputs writes every output or none: into a temporary folder beside DIR first.
+TEST(CliRunModel, SaveOutputsWritesAllOrNothing) {
+  std::string model = two_output_model();
+  std::string parent = testing::TempDir() + "/tyche_cli_save_" + std::to_string(getpid());
+  std::filesystem::remove_all(parent);
+  std::filesystem::create_directories(parent);
+  // A new DIR: both files, no temporary folder left.
+  Result r = run("run-model " + model + " --repeat 1 --save-outputs " + parent + "/new");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(listing(parent + "/new"), (std::vector<std::string>{"Y.npy", "Z.npy"}));
+  EXPECT_EQ(listing(parent), std::vector<std::string>{"new"});
+  // An existing DIR: the files are replaced, others kept.
+  std::ofstream(parent + "/new/other.txt") << "kept";
+  std::ofstream(parent + "/new/Y.npy") << "old";
+  r = run("run-model " + model + " --repeat 1 --save-outputs " + parent + "/new");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(listing(parent + "/new"), (std::vector<std::string>{"Y.npy", "Z.npy", "other.txt"}));
+  EXPECT_GT(std::filesystem::file_size(parent + "/new/Y.npy"), 3u);
+  // One output that cannot be written (a directory is in its place): nothing new in DIR.
+  std::string dir = parent + "/blocked";
+  std::filesystem::create_directories(dir + "/Z.npy/inside");
+  r = run("run-model " + model + " --repeat 1 --save-outputs " + dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, testing::HasSubstr("Z.npy' is a directory; nothing was saved"));
+  EXPECT_EQ(listing(dir), std::vector<std::string>{"Z.npy"});
+  EXPECT_EQ(listing(parent), (std::vector<std::string>{"blocked", "new"}));  // no temporary folder left
+  // DIR is a file: refused before the model runs.
+  std::ofstream(parent + "/file") << "x";
+  expect_usage_error("run-model " + model + " --save-outputs " + parent + "/file", "--save-outputs '" + parent + "/file' is not a directory");
+  std::filesystem::remove_all(parent);
+  std::filesystem::remove(model);
+}
+
+// Every file of `dir` with its size and modification time.
+std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> snapshot(const std::string& dir) {
+  std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out[e.path().filename().string()] = {std::filesystem::file_size(e.path()), std::filesystem::last_write_time(e.path())};
+  return out;
+}
+
+// The value of "key":{...} (an object, strings respected) in a JSON line: [begin, end).
+std::pair<size_t, size_t> json_object_at(const std::string& line, const std::string& key) {
+  size_t begin = line.find("\"" + key + "\":{");
+  if (begin == std::string::npos) return {std::string::npos, std::string::npos};
+  begin += key.size() + 3;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = begin; i < line.size(); ++i) {
+    char c = line[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return {begin, i + 1};
+    }
+  }
+  return {std::string::npos, std::string::npos};
+}
+
+// One tuned database serves both: commands that only read it write nothing, and a best record
+// whose trace is broken gives way to the next best with one warning.
+TEST(CliDatabase, ReadersWriteNothingAndSkipARecordThatDoesNotReplay) {
+  std::string db = testing::TempDir() + "/tyche_cli_readonly_" + std::to_string(getpid());
+  std::filesystem::remove_all(db);
+  Result t = run("tune GMM-1 --trials 8 --batch 8 --confirm 0 --strategy replay-trace --db " + db);
+  ASSERT_EQ(t.code, 0) << t.err;
+  std::string model = two_output_model(), out = db + "_export";
+  auto before = snapshot(db);
+  for (const std::string& args : {"run GMM-1 --repeat 1 --db " + db, "show GMM-1 --db " + db, "export GMM-1 --name g -o " + out + " --db " + db,
+                                  "run-model " + model + " --repeat 1 --db " + db,
+                                  "export-model " + model + " --name m -o " + out + " --db " + db}) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 0) << args << ": " << r.err;
+  }
+  EXPECT_EQ(snapshot(db), before) << "a reader created or changed a file of the database";
+  // Where writing fails for root too (an immutable directory), the readers still read.
+  if (getuid() == 0 && std::system(("chattr +i " + db + "/* " + db + " 2>/dev/null").c_str()) == 0) {
+    Result r = run("run GMM-1 --repeat 1 --db " + db);
+    EXPECT_EQ(r.code, 0) << r.err;
+    r = run("run-model " + model + " --repeat 1 --db " + db);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(std::system(("chattr -i " + db + " " + db + "/* 2>/dev/null").c_str()), -1);
+  }
+  // A hand-edited record: valid JSON, its trace broken, and the fastest of all.
+  std::string records = db + "/records.jsonl";
+  std::string first;
+  {
+    std::ifstream in(records);
+    std::getline(in, first);
+  }
+  auto [begin, end] = json_object_at(first, "trace");
+  ASSERT_NE(begin, std::string::npos) << first;
+  std::string broken = first.substr(0, begin) + R"({"format":"tyche.trace","version":1,"instructions":[{"kind":"Frobnicate"}]})" +
+                       first.substr(end);
+  size_t seconds = broken.find("\"seconds\":[");
+  ASSERT_NE(seconds, std::string::npos);
+  broken.replace(seconds, broken.find(']', seconds) + 1 - seconds, "\"seconds\":[1e-9]");
+  size_t program = broken.find("\"program\":\"");
+  if (program != std::string::npos) broken.replace(program + 11, 16, "00000000000000ff");
+  int lines = 0;
+  for (std::ifstream in(records); std::getline(in, first);) ++lines;
+  std::ofstream(records, std::ios::app) << broken << "\n";
+  for (const std::string& args : {"run GMM-1 --repeat 1 --db " + db, "export GMM-1 --name g -o " + out + " --db " + db}) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 0) << args << ": " << r.err;
+    EXPECT_THAT(r.err, testing::HasSubstr("warning: the best record of GMM-1 (" + records + ":" + std::to_string(lines + 1) +
+                                          ") does not replay (trace JSON: instruction 0: unknown instruction 'Frobnicate'); "
+                                          "using the next best\n"))
+        << args;
+    EXPECT_EQ(r.err.find("warning:"), r.err.rfind("warning:")) << "one warning: " << r.err;
+  }
+  std::filesystem::remove_all(db);
+  std::filesystem::remove_all(out);
+  std::filesystem::remove(model);
 }
