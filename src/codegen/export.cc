@@ -24,6 +24,7 @@
 #include "lower/lower.h"
 #include "runtime/module.h"
 #include "support/error.h"
+#include "support/tensor_size.h"
 
 namespace tyche::codegen {
 
@@ -303,13 +304,13 @@ std::string export_header(const ir::PrimFunc& func, const ExportOptions& o) {
   for (size_t i = 0; i < names.size(); ++i) {
     const ir::Buffer& b = func->params[i];
     std::vector<int64_t> shape = shape_of(b);
-    int64_t elements = 1;
-    for (int64_t d : shape) elements *= d;
+    TensorSize size = tensor_size(fmt::format("argument '{}'", names[i]), shape, b->dtype);
+    int64_t elements = size.elements;
     std::string p = fmt::format("{}_{}", n, names[i]);
     h << fmt::format("#define {}_DIMS {}\n", p, shape.size());
     if (!shape.empty()) h << fmt::format("#define {}_SHAPE {{{}}}\n", p, fmt::join(shape, ", "));  // C has no empty initializer
     h << fmt::format("#define {}_ELEMENTS {}\n", p, elements);
-    h << fmt::format("#define {}_BYTES {}\n", p, elements * b->dtype.bytes());
+    h << fmt::format("#define {}_BYTES {}\n", p, size.bytes);
     h << fmt::format("#define {}_DTYPE \"{}\"\n", p, b->dtype.str());
   }
   h << fmt::format("#define {}_NUM_ARGS {}\n#define {}_NUM_INPUTS {}\n\n", n, names.size(), n, num_inputs);

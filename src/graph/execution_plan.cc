@@ -26,7 +26,7 @@ ExecutionPlan plan_execution(const Graph& graph, const TaskTable& table) {
       int root = p.root[static_cast<size_t>(o)];
       buffer_of[static_cast<size_t>(root)] = static_cast<int>(p.buffers.size());
       const Value& v = graph.value(root);
-      p.buffers.push_back({static_cast<int64_t>(v.numel() * v.dtype.bytes()), static_cast<int>(c), static_cast<int>(c)});
+      p.buffers.push_back({static_cast<int64_t>(v.bytes()), static_cast<int>(c), static_cast<int>(c)});
     }
     for (int in : table.calls[c].inputs) {
       int b = root_buffer(in);

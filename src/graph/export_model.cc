@@ -28,7 +28,7 @@ namespace {
 
 std::string task_symbol(const std::string& name, size_t task) { return fmt::format("{}_t{}", name, task); }
 
-int64_t value_bytes(const Value& v) { return v.numel() * v.dtype.bytes(); }
+int64_t value_bytes(const Value& v) { return static_cast<int64_t>(v.bytes()); }
 
 // `s` as the inside of a C string literal.
 std::string c_string(const std::string& s) {

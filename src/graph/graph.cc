@@ -3,14 +3,13 @@
 #include <fmt/format.h>
 
 #include "support/error.h"
+#include "support/tensor_size.h"
 
 namespace tyche::graph {
 
-int64_t Value::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t Value::numel() const { return tensor_size(fmt::format("value '{}'", name), shape, dtype).elements; }
+
+uint64_t Value::bytes() const { return tensor_size(fmt::format("value '{}'", name), shape, dtype).bytes; }
 
 namespace {
 

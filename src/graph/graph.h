@@ -21,7 +21,9 @@ struct Value {
   DataType dtype;
   runtime::NDArray constant;  // defined for weights and folded values
   bool is_constant() const { return constant.defined(); }
+  // Checked (tensor_size): a shape past 64 bits or the tensor limit throws, naming the value.
   int64_t numel() const;
+  uint64_t bytes() const;
 };
 
 using Attribute = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,

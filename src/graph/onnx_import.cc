@@ -8,15 +8,27 @@
 #include <fstream>
 #include <sstream>
 
+#include "graph/external_data.h"
 #include "graph/op_registry.h"
 #include "graph/passes.h"
 #include "support/error.h"
+#include "support/tensor_size.h"
 
 namespace tyche::graph {
 
 namespace {
 
+// The model file: a regular file protobuf can parse (under 2 GiB), so /dev/zero or a FIFO is
+// refused instead of read forever.
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw_input_error("cannot open '{}'", path);
+  if (!std::filesystem::is_regular_file(st)) throw_input_error("'{}' is not a regular file", path);
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw_input_error("cannot open '{}'", path);
+  if (size > (uintmax_t{2} << 30) - 1)
+    throw_input_error("'{}' is {} bytes: an ONNX file holds less than 2 GiB (larger weights go in external data)", path, size);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_input_error("cannot open '{}'", path);
   std::ostringstream s;
@@ -25,60 +37,65 @@ std::string read_file(const std::string& path) {
 }
 
 template <typename T>
-void copy_out(runtime::NDArray& a, const T* src) {
+void copy_out(runtime::NDArray& a, const T* src, int64_t i) {
+  if constexpr (std::is_floating_point_v<T>) a.set_flat(i, static_cast<double>(src[i]));
+  else a.set_flat_int(i, static_cast<int64_t>(src[i]));
+}
+
+// Copies n values of a typed field (float_data, int32_data...) into a. ONNX keeps 16-bit floats'
+// bits in int32_data, so those are copied as bits, not converted as numbers.
+template <typename T>
+void copy_typed(runtime::NDArray& a, const T* src) {
+  bool bits16 = a.dtype().is_float() && a.dtype().bits() == 16;
   for (int64_t i = 0; i < a.numel(); ++i) {
-    if constexpr (std::is_floating_point_v<T>) a.set_flat(i, static_cast<double>(src[i]));
-    else a.set_flat_int(i, static_cast<int64_t>(src[i]));
+    if (bits16) a.data_as<uint16_t>()[i] = static_cast<uint16_t>(src[i]);
+    else copy_out(a, src, i);
   }
 }
 
-// A TensorProto's contents (raw bytes, typed fields or an external file).
+// A TensorProto's contents (raw bytes, typed fields or an external file). Its size is checked
+// (no overflow, within the tensor limit) and the data's length matched to it before the tensor
+// is allocated, so a crafted shape costs nothing.
 runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what, const std::string& dir) {
   std::optional<DataType> dtype = dtype_of_onnx(t.data_type());
   if (!dtype) throw_input_error("{}: tensor '{}' has type {}, which Tyche does not support", what, t.name(), onnx_dtype_name(t.data_type()));
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
-  for (int64_t d : shape)
-    if (d < 0) throw_input_error("{}: tensor '{}' has a negative dimension", what, t.name());
-  runtime::NDArray a(shape, *dtype);
-  size_t bytes = a.nbytes();
-  if (dtype->is_bool()) bytes = static_cast<size_t>(a.numel());
-  std::string raw;
+  std::string name = fmt::format("{}: tensor '{}'", what, t.name());
+  TensorSize size = tensor_size(name, shape, *dtype);
+  std::string external;
   const std::string* data = nullptr;
   if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const auto& kv : t.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      if (kv.key() == "offset") offset = std::stoll(kv.value());
-      if (kv.key() == "length") length = std::stoll(kv.value());
-    }
-    std::string path = (std::filesystem::path(dir) / location).string();
-    std::ifstream in(path, std::ios::binary);
-    if (location.empty() || !in) throw_input_error("{}: cannot open the external data '{}' of tensor '{}'", what, path, t.name());
-    raw.resize(length < 0 ? bytes : static_cast<size_t>(length));
-    in.seekg(offset);
-    if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size()))) throw_input_error("{}: external data '{}' is too short", what, path);
-    data = &raw;
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (const auto& kv : t.external_data()) entries.emplace_back(kv.key(), kv.value());
+    external = read_external_data(entries, dir, size.bytes, name);
+    data = &external;
   } else if (t.has_raw_data()) {
     data = &t.raw_data();
   }
   if (data) {
-    if (data->size() != bytes)
-      throw_input_error("{}: tensor '{}' holds {} bytes, its shape {} needs {}", what, t.name(), data->size(), shape_text(shape), bytes);
+    if (data->size() != size.bytes)
+      throw_input_error("{} holds {} bytes, its shape {} needs {}", name, data->size(), shape_text(shape), size.bytes);
+    runtime::NDArray a(shape, *dtype);
     if (dtype->is_bool()) {
       for (int64_t i = 0; i < a.numel(); ++i) a.set_flat_int(i, (*data)[static_cast<size_t>(i)] != 0);
-    } else {
-      std::memcpy(a.data(), data->data(), bytes);
+    } else if (size.bytes) {
+      std::memcpy(a.data(), data->data(), size.bytes);
     }
     return a;
   }
   auto check = [&](int n) {
-    if (n != a.numel()) throw_input_error("{}: tensor '{}' holds {} values, its shape {} needs {}", what, t.name(), n, shape_text(shape), a.numel());
+    if (n != size.elements) throw_input_error("{} holds {} values, its shape {} needs {}", name, n, shape_text(shape), size.elements);
   };
-  if (*dtype == kFloat32) check(t.float_data_size()), copy_out(a, t.float_data().data());
-  else if (*dtype == kFloat64) check(t.double_data_size()), copy_out(a, t.double_data().data());
-  else if (*dtype == kInt64) check(t.int64_data_size()), copy_out(a, t.int64_data().data());
-  else check(t.int32_data_size()), copy_out(a, t.int32_data().data());
+  bool is_float = *dtype == kFloat32, is_double = *dtype == kFloat64, is_int64 = *dtype == kInt64;
+  if (is_float) check(t.float_data_size());
+  else if (is_double) check(t.double_data_size());
+  else if (is_int64) check(t.int64_data_size());
+  else check(t.int32_data_size());
+  runtime::NDArray a(shape, *dtype);
+  if (is_float) copy_typed(a, t.float_data().data());
+  else if (is_double) copy_typed(a, t.double_data().data());
+  else if (is_int64) copy_typed(a, t.int64_data().data());
+  else copy_typed(a, t.int32_data().data());
   return a;
 }
 
@@ -190,7 +207,8 @@ void parse_input_shape(const std::string& text, ImportOptions& options) {
 }
 
 Graph import_onnx(const std::string& path, const ImportOptions& options) {
-  return import_onnx_bytes(read_file(path), path, std::filesystem::path(path).parent_path().string(), options);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return import_onnx_bytes(read_file(path), path, dir.empty() ? "." : dir, options);
 }
 
 Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const std::string& dir, const ImportOptions& options) {
@@ -219,7 +237,9 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     int code = in.type().tensor_type().elem_type();
     std::optional<DataType> dtype = dtype_of_onnx(code);
     if (!dtype) throw_input_error("{}: input '{}' has type {}, which Tyche does not support", what, in.name(), onnx_dtype_name(code));
-    int id = graph.add_value({in.name(), input_shape(in, options, what), *dtype, {}});
+    std::vector<int64_t> shape = input_shape(in, options, what);
+    tensor_size(fmt::format("{}: input '{}'", what, in.name()), shape, *dtype);  // before anything is sized from it
+    int id = graph.add_value({in.name(), std::move(shape), *dtype, {}});
     ids[in.name()] = id;
     graph.inputs.push_back(id);
   }

@@ -24,8 +24,8 @@ struct ImportOptions {
 void parse_input_shape(const std::string& text, ImportOptions& options);
 
 Graph import_onnx(const std::string& path, const ImportOptions& options = {});
-// The same from the bytes of a model (`what` names it in messages); external data files are
-// looked for in `dir`.
+// The same from the bytes of a model (`what` names it in messages); external data is read from
+// below `dir` only (external_data.h); with `dir` empty, a tensor with external data is refused.
 Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const std::string& dir,
                         const ImportOptions& options = {});
 

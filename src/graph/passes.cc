@@ -65,6 +65,7 @@ void infer_and_fold(Graph& graph) {
       Value& v = graph.value(n.outputs[o]);
       v.shape = outs[o].shape();
       v.dtype = outs[o].dtype();
+      v.bytes();  // refuses a value past the tensor limit before anything folds or runs it
     }
     if (n.op != "Shape" && !all_constant(graph, n)) continue;
     std::vector<runtime::NDArray> results;

@@ -6,6 +6,7 @@
 #include "interp/program.h"
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "support/tensor_size.h"
 
 namespace tyche::interp::detail {
 
@@ -149,8 +150,7 @@ BufferState* compile_allocation(Program::Scope& scope, const Buffer& buffer) {
     if (*v < 0) throw_error("negative allocation extent {} of buffer '{}'", *v, buffer->name);
     shape.push_back(*v);
   }
-  int64_t size = 1;
-  for (int64_t s : shape) size *= s;
+  int64_t size = tensor_size(fmt::format("buffer '{}'", buffer->name), shape, t).elements;
   bool compact = true;
   if (!buffer->strides.empty()) {
     if (buffer->strides.size() != shape.size())
@@ -162,8 +162,11 @@ BufferState* compile_allocation(Program::Scope& scope, const Buffer& buffer) {
         throw_error("allocation of buffer '{}' needs constant non-negative strides", buffer->name);
       strides.insert(strides.begin(), *v);
       compact = compact && *v == expect;
-      expect *= shape[d];
-      reach += (shape[d] - 1) * *v;
+      expect *= shape[d];  // within size, checked above
+      // The last element's offset + 1, checked: crafted strides must not wrap past the buffer.
+      int64_t step = 0;
+      if (__builtin_mul_overflow(shape[d] - 1, *v, &step) || __builtin_add_overflow(reach, step, &reach))
+        throw_input_error("buffer '{}': its strides reach past 64 bits", buffer->name);
     }
     if (size > 0) size = reach;
   } else {

@@ -11,6 +11,7 @@
 #endif
 
 #include "support/error.h"
+#include "support/tensor_size.h"
 
 namespace tyche::runtime {
 
@@ -91,11 +92,9 @@ void* allocate(size_t bytes) {
 void NDArray::AlignedFree::operator()(void* p) const { std::free(p); }
 
 NDArray::NDArray(std::vector<int64_t> shape, DataType dtype) : shape_(std::move(shape)), dtype_(dtype) {
-  numel_ = 1;
-  for (int64_t s : shape_) {
-    if (s < 0) throw_error("negative extent {} in tensor shape", s);
-    numel_ *= s;
-  }
+  // Checked before allocating: a shape whose bytes wrap modulo 2^64 would otherwise get a tiny
+  // buffer that every later write overruns.
+  numel_ = tensor_size("a tensor", shape_, dtype_).elements;
   size_t bytes = std::max<size_t>(nbytes(), 1);
   size_t rounded = (bytes + 63) / 64 * 64;
   void* p = allocate(rounded);

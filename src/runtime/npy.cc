@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "support/error.h"
+#include "support/tensor_size.h"
 
 namespace tyche::runtime {
 
@@ -21,11 +23,12 @@ struct Descr {
 const Descr kDescrs[] = {{"<f4", kFloat32}, {"<f8", kFloat64}, {"<i8", kInt64}, {"<i4", kInt32},
                          {"|i1", DataType::Int(8)}, {"|u1", DataType::UInt(8)}, {"|b1", kBool}};
 
-size_t element_bytes(DataType t) { return t.is_bool() ? 1 : static_cast<size_t>(t.bytes()); }
-
 }  // namespace
 
 NDArray load_npy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw_input_error("'{}' is not a regular file", path);  // /dev/zero, a FIFO: never read forever
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_input_error("cannot open '{}'", path);
   char magic[8];
@@ -67,14 +70,22 @@ NDArray load_npy(const std::string& path) {
     if (*end != '\0' || v < 0) throw_input_error("'{}': bad shape '{}'", path, m[1].str());
     shape.push_back(v);
   }
+  // The size is checked, and the file seen to hold it, before the array is allocated: a header
+  // of shape (4, 2**62) wraps to a few bytes unchecked.
+  TensorSize size = tensor_size(fmt::format("'{}'", path), shape, found->dtype);
+  std::streampos start = in.tellg();
+  in.seekg(0, std::ios::end);
+  std::streampos end = in.tellg();
+  if (start < 0 || end < start || static_cast<uint64_t>(end - start) < size.bytes)
+    throw_input_error("'{}' is truncated: its shape {} needs {} bytes of data", path, shape_string(shape), size.bytes);
+  in.seekg(start);
   NDArray a(shape, found->dtype);
-  size_t bytes = static_cast<size_t>(a.numel()) * element_bytes(found->dtype);
-  std::string data(bytes, '\0');
-  if (!in.read(data.data(), static_cast<std::streamsize>(bytes))) throw_input_error("'{}' is truncated", path);
   if (found->dtype.is_bool()) {
+    std::string data(size.bytes, '\0');
+    if (!in.read(data.data(), static_cast<std::streamsize>(size.bytes))) throw_input_error("'{}' is truncated", path);
     for (int64_t i = 0; i < a.numel(); ++i) a.set_flat_int(i, data[static_cast<size_t>(i)] != 0);
-  } else {
-    std::memcpy(a.data(), data.data(), bytes);
+  } else if (size.bytes && !in.read(static_cast<char*>(a.data()), static_cast<std::streamsize>(size.bytes))) {
+    throw_input_error("'{}' is truncated", path);
   }
   return a;
 }

@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "ir/functor.h"
+#include "support/tensor_size.h"
 
 namespace tyche::te {
 
@@ -109,6 +110,7 @@ Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name)
     check_extent(s, "placeholder", name);
     dims.push_back(ir::make_int(s));
   }
+  tensor_size(fmt::format("placeholder '{}'", name), shape, dtype);  // its bytes fit 64 bits and the limit
   auto op = std::make_shared<OperationNode>();
   op->name = name;
   op->buffer = ir::make_buffer(std::move(name), dtype, std::move(dims));
@@ -156,6 +158,7 @@ Tensor compute(std::vector<int64_t> shape, const std::function<ComputeBody(const
     if (std::none_of(inputs.begin(), inputs.end(), [&](const Tensor& t) { return t.buffer().get() == b; }))
       throw_input_error("compute '{}' reads '{}' through an expression built outside its definition", name, b->name);
   }
+  tensor_size(fmt::format("compute '{}'", name), shape, body->dtype());  // its bytes fit 64 bits and the limit
   op->buffer = ir::make_buffer(name, body->dtype(), std::move(dims));
   op->body = std::move(body);
   op->inputs = std::move(inputs);

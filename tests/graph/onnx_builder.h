@@ -89,6 +89,32 @@ class OnnxBuilder {
     return *this;
   }
 
+  // An initializer stored elsewhere: external data with these key-value entries (location,
+  // offset, length), or raw bytes (which need not match the dims: the importer's checks).
+  OnnxBuilder& external(const std::string& name, const std::vector<int64_t>& shape,
+                        const std::vector<std::pair<std::string, std::string>>& entries, int type = onnx::TensorProto::FLOAT) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : shape) t->add_dims(d);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [k, v] : entries) {
+      auto* e = t->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    }
+    return *this;
+  }
+  OnnxBuilder& raw(const std::string& name, const std::vector<int64_t>& shape, const std::string& bytes,
+                   int type = onnx::TensorProto::FLOAT) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : shape) t->add_dims(d);
+    t->set_raw_data(bytes);
+    return *this;
+  }
+
   onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
     auto* n = model_.mutable_graph()->add_node();
     n->set_op_type(op);
