@@ -23,7 +23,7 @@ tuning databases. Every case runs in a child process, and each must
 Usage: fuzz_inputs.py --tyche build/tools/tyche [--work DIR] [--seed N] [--mutations N]
        [--jobs N] [--require-python] [--only REGEX] [--write-corpus DIR]
 PYTHONPATH must reach the built package (build/python) for the Python API cases. Environment:
-TYCHE_FUZZ_MUTATIONS (random mutations, default 120), TYCHE_FUZZ_SEED, TYCHE_FUZZ_TIME_LIMIT,
+TYCHE_FUZZ_MUTATIONS (random mutations, default 100), TYCHE_FUZZ_SEED, TYCHE_FUZZ_TIME_LIMIT,
 TYCHE_FUZZ_JOBS. The report (every case, failures first) is printed and saved as WORK/report.json;
 each case's files stay under WORK/cases/NAME.
 """
@@ -108,6 +108,7 @@ class Case:
     grep_dirs: list[str] = field(default_factory=list)  # folders that must not hold the secret
     after: object = None  # a callable(case) -> list of problems, run after the child
     group: str = ""
+    time_limit: float | None = None  # seconds; None: the refusal limit (TYCHE_FUZZ_TIME_LIMIT)
 
 
 @dataclass
@@ -188,6 +189,7 @@ class Fuzz:
                 if pid:
                     break
                 elapsed = time.monotonic() - start
+                limit = case.time_limit or self.time_limit
                 try:
                     with open(f"/proc/{p.pid}/status") as f:
                         for line in f:
@@ -198,8 +200,8 @@ class Fuzz:
                 if peak > RSS_LIMIT and not r.killed:
                     r.killed = f"killed: RSS over {RSS_LIMIT >> 20} MiB"
                     os.killpg(p.pid, signal.SIGKILL)
-                elif elapsed > self.time_limit and not r.killed:
-                    r.killed = f"killed: running after {self.time_limit:g} s"
+                elif elapsed > limit and not r.killed:
+                    r.killed = f"killed: running after {limit:g} s"
                     os.killpg(p.pid, signal.SIGKILL)
                 time.sleep(0.01 if elapsed < 0.5 else 0.03)
             r.seconds = time.monotonic() - start
@@ -228,11 +230,13 @@ class Fuzz:
             if c.kind == "python":
                 what = {PY_OK: "returned normally", PY_TYCHE_ERROR: "raised TycheError", PY_OTHER: "raised another exception",
                         PY_IMPORT: "could not import tyche", PY_MULTILINE: "raised a TycheError of several lines"}.get(r.code, f"exit {r.code}")
+                last = ([l for l in r.stderr.splitlines() if l.strip()] or [""])[-1]
                 r.problems.append(f"{what}, expected " + " or ".join(
-                    {PY_OK: "success", PY_TYCHE_ERROR: "TycheError"}.get(e, str(e)) for e in sorted(c.expect)))
+                    {PY_OK: "success", PY_TYCHE_ERROR: "TycheError"}.get(e, str(e)) for e in sorted(c.expect))
+                    + (f": {last[:160]!r}" if r.code in (PY_OTHER, PY_IMPORT, PY_MULTILINE) else ""))
             else:
                 r.problems.append(f"exit {r.code}, expected {'/'.join(map(str, sorted(c.expect)))}")
-        if r.seconds > self.time_limit and not r.killed:
+        if r.seconds > (c.time_limit or self.time_limit) and not r.killed:
             r.problems.append(f"took {r.seconds:.1f} s")
         if r.rss > RSS_LIMIT and not r.killed:
             r.problems.append(f"peak RSS {r.rss >> 20} MiB")
@@ -496,14 +500,34 @@ class Fuzz:
             shutil.copy(folder / "weights.bin", root / "weights.bin")
             for label, loc in (("sentinel", "sentinel.txt"), ("weights", "weights.bin")):
                 p = self.save(folder, self.external([("location", loc), ("length", 64)]), f"{label}.onnx")
+                # A ModelProto as tyche.onnx sees one (SerializeToString and graph), without
+                # importing onnx in the child (seconds of the 5 s).
                 code = f"""
-                import onnx
-                m = onnx.load({p!r}, load_external_data=False)
+                class Proto:
+                    graph = type("G", (), {{"name": "fuzz"}})()
+                    def SerializeToString(self):
+                        return open({p!r}, "rb").read()
+                m = Proto()
                 tyche.onnx.compile(m, threads=1)
                 """
                 self.py(f"py-modelproto-cwd-{label}/compile", code, PY_REFUSE, cwd=str(root), group="python")
                 self.py(f"py-modelproto-cwd-{label}/tasks", code.replace("compile(m, threads=1)", "tasks(m)"), PY_REFUSE,
                         cwd=str(root), group="python")
+            # With base_dir= (the folder of its external data) a ModelProto reads its own folder and no
+            # further.
+            for label, loc, expect in (("valid", "weights.bin", frozenset({PY_OK})), ("dotdot", "../sentinel.txt", PY_REFUSE),
+                                       ("symlink", "link.bin", PY_REFUSE), ("absolute", str(root / "sentinel.txt"), PY_REFUSE)):
+                if not (folder / "link.bin").is_symlink():
+                    os.symlink("../sentinel.txt", folder / "link.bin")
+                p = self.save(folder, self.external([("location", loc), ("length", 64)]), f"base-{label}.onnx")
+                code = f"""
+                class Proto:
+                    graph = type("G", (), {{"name": "fuzz"}})()
+                    def SerializeToString(self):
+                        return open({p!r}, "rb").read()
+                tyche.onnx.tasks(Proto(), base_dir={str(folder)!r})
+                """
+                self.py(f"py-modelproto-base-dir-{label}/tasks", code, expect, group="python")
 
     def size_cases(self):
         G, S = 1 << 30, 1 << 31
@@ -652,6 +676,19 @@ class Fuzz:
         self.cli("npy-unknown-input/run-model", ["run-model", model, "--repeat", "1", "--input", f"nope={folder / 'valid.npy'}"],
                  REFUSE, group="npy")
         self.cli("npy-no-equals/run-model", ["run-model", model, "--repeat", "1", "--input", "x"], REFUSE, group="npy")
+        # --save-outputs all or nothing: the second output's file cannot be written (a folder is in
+        # its place), so the first must not be left behind.
+        two = self.save(folder, self.model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"])],
+                                           [self.vi("x", [1, 8])], [self.vi("a", [1, 8]), self.vi("b", [1, 8])]),
+                        "two.onnx")
+        partial = self.case_dir("save-outputs-partial") / "out"
+        (partial / "b.npy").mkdir(parents=True, exist_ok=True)
+
+        def nothing_half_written(_case):
+            return [f"{partial.relative_to(self.work)}/a.npy was written though b.npy could not be"] \
+                if (partial / "a.npy").exists() else []
+        self.cli("save-outputs-partial/run-model", ["run-model", two, "--repeat", "1", "--save-outputs", str(partial)], REFUSE,
+                 after=nothing_half_written, group="npy")
         # --save-outputs into a path that cannot be a folder: nothing half-written.
         (folder / "afile").write_text("x")
         self.cli("save-outputs-not-a-folder/run-model", ["run-model", model, "--repeat", "1", "--save-outputs",
@@ -723,6 +760,25 @@ class Fuzz:
                     group="python")
             self.py("py-formula-deep-parens", "tyche.formula('C[i] = ' + '(' * 100000 + 'A[i]' + ')' * 100000, i=4)",
                     PY_REFUSE, group="python")
+            # Arguments through __dlpack__: one that returns no capsule, one that raises, and a
+            # read-only output (plain and through DLPack) are refused; a kernel never writes them.
+            k = "k = tyche.build(tyche.formula('C[i] = A[i] * 2.0', i=16)); a = np.ones(16, np.float32)\n"
+            dl = {
+                "not-a-capsule": "class X:\n    def __dlpack__(self, **kw): return 42\n"
+                                 "    def __dlpack_device__(self): return (1, 0)\nk(X())",
+                "raises": "class X:\n    def __dlpack__(self, **kw): raise ValueError('no')\n"
+                          "    def __dlpack_device__(self): return (1, 0)\nk(X())",
+                "read-only-output": "o = np.zeros(16, np.float32); o.flags.writeable = False\nk(a, o)",
+                "read-only-output-dlpack": "o = np.zeros(16, np.float32); o.flags.writeable = False\n"
+                                           "class X:\n    def __dlpack__(self, **kw): return o.__dlpack__(**kw)\n"
+                                           "    def __dlpack_device__(self): return o.__dlpack_device__()\n"
+                                           "try:\n    k(a, X())\nfinally:\n    assert not o.any(), 'a read-only output was written'",
+                "wrong-shape": "k(np.ones(17, np.float32))",
+            }
+            for label, body in dl.items():
+                self.py(f"py-dlpack-{label}", k + body, PY_REFUSE, group="python")
+            self.py("py-dlpack-valid", k + "o = tyche.empty((16,), 'float32')\nk(a, o)\nassert (o == 2).all()",
+                    frozenset({PY_OK}), group="python")
             self.py("py-formula-valid/inputs", "tyche.formula('C[i,j] += A[i,k] * B[k,j]', i=8, j=8, k=8).inputs()",
                     frozenset({PY_OK}), group="python")
 
@@ -843,9 +899,23 @@ class Fuzz:
             self.cli(f"db-{name}/export", ["export", *W, "--db", str(d), "--name", "k", "-o", str(out)], expect,
                      after=check, group="db")
             if name in ("truncated-last-line", "broken-trace-best"):
-                # A tune on a damaged database appends; nothing saved before is lost.
+                # A tune on a damaged database appends; nothing saved before is lost. (Legitimate
+                # work, not a refusal: it may take longer than one.)
                 self.cli(f"db-{name}/tune", ["tune", *W, "--db", str(d), "--trials", "1", "--batch", "1", "--confirm", "0",
-                                             "--model", "none", "--threads", "1"], ANY, after=check, group="db")
+                                             "--model", "none", "--threads", "1"], ANY, after=check, group="db",
+                         time_limit=30)
+        # A database the user may only read is read (not opened for writing); as root every file is
+        # writable, so the case needs another user.
+        if os.geteuid() != 0:
+            d = self.case_dir("db-read-only") / "db"
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.copytree(base, d)
+            for p in [d, *d.iterdir()]:
+                p.chmod(p.stat().st_mode & ~0o222)
+            self.cli("db-read-only/run", ["run", *W, "--db", str(d), "--repeat", "1"], VALID,
+                     after=self.keeps_records(d, exact=True), group="db")
+            out = self.case_dir("db-read-only") / "export"
+            self.cli("db-read-only/export", ["export", *W, "--db", str(d), "--name", "k", "-o", str(out)], VALID, group="db")
         # A malformed model tuned into a database must be refused before the database changes.
         d = self.case_dir("db-model") / "db"
         shutil.rmtree(d, ignore_errors=True)
@@ -1171,7 +1241,7 @@ def main() -> int:
     ap.add_argument("--tyche", help="the tyche binary")
     ap.add_argument("--work", default="fuzz_inputs_work", help="a folder for the cases' files (emptied first)")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("TYCHE_FUZZ_SEED", "60")))
-    ap.add_argument("--mutations", type=int, default=int(os.environ.get("TYCHE_FUZZ_MUTATIONS", "120")))
+    ap.add_argument("--mutations", type=int, default=int(os.environ.get("TYCHE_FUZZ_MUTATIONS", "100")))
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("TYCHE_FUZZ_JOBS", str(min(2, os.cpu_count() or 1)))))
     ap.add_argument("--require-python", action="store_true", help="fail if the Python package cannot be imported")
     ap.add_argument("--only", help="run only the cases whose name matches this regular expression")
@@ -1186,6 +1256,9 @@ def main() -> int:
         ap.error(f"--tyche: not an executable: {args.tyche}")
     work = Path(args.work).resolve()
     if work.exists():
+        for p in work.rglob("*"):  # a read-only database of an earlier run
+            if p.is_dir() and not p.is_symlink():
+                p.chmod(0o755)
         shutil.rmtree(work)
     work.mkdir(parents=True)
     fuzz = Fuzz(args)
