@@ -5,7 +5,9 @@
 // main part and one preproc per weight: a call runs the preprocs, then the main part; timing runs
 // them once first and times the main part alone, as a model runs it once its weights are loaded. Also the workloads' inputs and
 // reference outputs, and the interpreter, as numpy arrays. The GIL is released while compiling,
-// running and timing.
+// running and timing. Arrays are read through their __dlpack__ here (import_array), not by
+// nanobind's argument conversion, so every way an argument can be wrong is a one-line InputError
+// naming it, and an output must be known to be writable.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -17,6 +19,7 @@
 #include <fmt/ranges.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "bindings.h"
 #include "codegen/c_codegen.h"
@@ -31,6 +34,7 @@
 #include "lower/lower.h"
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
+#include "support/tensor_size.h"
 #include "workloads/workloads.h"
 
 namespace tyche::python {
@@ -79,6 +83,104 @@ std::string describe(const nb::dlpack::dtype& d) {
   }
 }
 
+// The head of DLPack >= 1.0's DLManagedTensorVersioned (dlpack.h's ABI), as far as its flags.
+struct DLPackVersionedHead {
+  uint32_t major;
+  uint32_t minor;
+  void* manager_ctx;
+  void (*deleter)(void*);
+  uint64_t flags;
+};
+constexpr uint64_t kDLPackReadOnly = 1;  // DLPACK_FLAG_BITMASK_READ_ONLY
+constexpr uint64_t kDLPackIsCopied = 2;  // DLPACK_FLAG_BITMASK_IS_COPIED
+
+// The first line of a Python exception's message, for a one-line InputError.
+std::string exception_line(nb::python_error& e) {
+  std::string msg = nb::cast<std::string>(nb::str(e.value()));
+  msg = msg.substr(0, msg.find('\n'));
+  std::string type = nb::cast<std::string>(nb::str(e.type().attr("__name__")));
+  return msg.empty() ? type : type + ": " + msg;
+}
+
+// Argument `obj` (`what`: "argument 2 ('C')") as an array: a numpy array as it is, anything else
+// through its __dlpack__. A DLPack 1.0 capsule is asked for first: only it says whether the
+// tensor is read-only or a copy. An output must be writable in place, so one whose exporter
+// predates DLPack 1.0 is refused too (it cannot say; numpy >= 2.1 and recent torch, jax, cupy
+// export 1.0). Inputs may be read-only.
+Array import_array(nb::handle obj, const std::string& what, bool output) {
+  Array a;
+  // numpy's own flags say whether an array is writable; nanobind reads it by whichever of DLPack
+  // 1.0, legacy DLPack or the buffer protocol the installed numpy has (numpy < 2.1 exports a
+  // read-only array through the buffer protocol alone). Leaked: it must outlive the interpreter.
+  static nb::handle ndarray_type = nb::object(nb::module_::import_("numpy").attr("ndarray")).release();
+  if (nb::isinstance(obj, ndarray_type)) {
+    if (output && !nb::cast<bool>(obj.attr("flags").attr("writeable"))) throw InputError(fmt::format("{} is an output but read-only", what));
+    if (!nb::try_cast(obj, a, false)) {
+      PyErr_Clear();  // what nanobind's last try left
+      nb::object dtype = obj.attr("dtype");
+      throw InputError(fmt::format("{}: a numpy array of {} cannot be passed (not a number type DLPack carries)", what,
+                                   nb::cast<std::string>(nb::str(dtype))));
+    }
+    return a;
+  }
+  if (!nb::hasattr(obj, "__dlpack__")) {
+    // the buffer protocol (memoryview, array.array): nanobind asks a writable view for an output
+    nb::ndarray<> writable;
+    if (output && !nb::try_cast(obj, writable, false))
+      throw InputError(fmt::format("{} is an output but not a writable array", what));
+    if (!nb::try_cast(obj, a, false))
+      throw InputError(fmt::format("{} must be an array (numpy or DLPack), got {}", what, python_type_name(obj)));
+    return a;
+  }
+  nb::object capsule;
+  try {
+    capsule = obj.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 1));
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) throw InputError(fmt::format("{}: its __dlpack__() raised {}", what, exception_line(e)));
+    try {  // an exporter predating DLPack 1.0 takes no max_version
+      capsule = obj.attr("__dlpack__")();
+    } catch (nb::python_error& e2) {
+      throw InputError(fmt::format("{}: its __dlpack__() raised {}", what, exception_line(e2)));
+    }
+  }
+  if (!PyCapsule_CheckExact(capsule.ptr()))
+    throw InputError(fmt::format("{}: its __dlpack__() returned {}, not a DLPack capsule", what, python_type_name(capsule)));
+  const char* name = PyCapsule_GetName(capsule.ptr());
+  std::string_view kind = name ? name : "";
+  if (kind == "dltensor_versioned") {
+    auto* head = static_cast<DLPackVersionedHead*>(PyCapsule_GetPointer(capsule.ptr(), name));
+    if (head == nullptr || head->major != 1)
+      throw InputError(fmt::format("{}: its DLPack capsule is of version {}, Tyche reads 1.x", what, head ? head->major : 0));
+    if (output && (head->flags & kDLPackReadOnly)) throw InputError(fmt::format("{} is an output but read-only", what));
+    if (output && (head->flags & kDLPackIsCopied))
+      throw InputError(fmt::format("{} is an output but its exporter passed a copy (the results would not reach it)", what));
+  } else if (kind == "dltensor") {
+    if (output)
+      throw InputError(fmt::format("{} is an output, but its exporter's DLPack predates 1.0 and cannot say whether it is "
+                                   "writable: pass a numpy array or an exporter of DLPack 1.0", what));
+  } else {
+    throw InputError(fmt::format("{}: its __dlpack__() returned a capsule named '{}', not an unused DLPack tensor", what, kind));
+  }
+  if (!nb::try_cast(capsule, a, false)) throw InputError(fmt::format("{}: its DLPack tensor could not be read", what));
+  return a;
+}
+
+// The arrays of a call, each read by import_array (those from `first_output` on as outputs).
+std::vector<Array> import_arrays(const nb::list& objs, const std::vector<ir::Buffer>& params, size_t first_output) {
+  std::vector<Array> out;
+  for (size_t i = 0; i < objs.size(); ++i) {
+    std::string name = i < params.size() ? params[i]->name : "?";
+    out.push_back(import_array(objs[i], fmt::format("argument {} ('{}')", i, name), i >= first_output));
+  }
+  return out;
+}
+
+// Throws InputError unless every parameter of `func` can be allocated here: its bytes fit 64 bits
+// and the tensor limit (support/tensor_size.h); checked before any is.
+void check_sizes(const ir::PrimFunc& func) {
+  for (const ir::Buffer& b : func->params) tensor_size(fmt::format("tensor '{}' of {}", b->name, func->name), ir::const_shape(b), b->dtype);
+}
+
 // Throws InputError unless `a` fits parameter `b` (argument `i`): on the CPU, of its dtype and
 // shape, C-contiguous.
 void check_array(const Array& a, const ir::Buffer& b, size_t i) {
@@ -101,22 +203,25 @@ void check_array(const Array& a, const ir::Buffer& b, size_t i) {
 // 64-byte aligned (as TVM's does) and that none overlaps another: an array that is not aligned is
 // staged through an aligned copy, written back after the call when it is an output.
 struct CallArgs {
+  std::vector<Array> arrays;  // as passed (keeps their exporters' memory alive)
   std::vector<void*> ptrs;
   std::vector<std::pair<size_t, runtime::NDArray>> staged;  // (argument, its aligned copy)
   size_t first_output = 0;
 
-  void write_back(const std::vector<Array>& args) const {
+  void write_back() const {
     for (const auto& [i, copy] : staged)
-      if (i >= first_output) std::memcpy(const_cast<void*>(args[i].data()), copy.data(), copy.nbytes());
+      if (i >= first_output) std::memcpy(const_cast<void*>(arrays[i].data()), copy.data(), copy.nbytes());
   }
 };
 
-CallArgs prepare_call(const Kernel& k, const std::vector<Array>& args) {
+CallArgs prepare_call(const Kernel& k, const nb::list& objs) {
   const std::vector<ir::Buffer>& params = k.func->params;
-  if (args.size() != params.size())
-    throw InputError(fmt::format("{} takes {} arrays (inputs, then outputs), got {}", k.func->name, params.size(), args.size()));
+  if (objs.size() != params.size())
+    throw InputError(fmt::format("{} takes {} arrays (inputs, then outputs), got {}", k.func->name, params.size(), objs.size()));
   CallArgs call;
   call.first_output = params.size() - static_cast<size_t>(k.func->num_outputs);
+  call.arrays = import_arrays(objs, params, call.first_output);
+  const std::vector<Array>& args = call.arrays;
   std::vector<std::pair<const char*, const char*>> ranges;
   for (size_t i = 0; i < args.size(); ++i) {
     check_array(args[i], params[i], i);
@@ -149,8 +254,9 @@ nb::ndarray<nb::numpy> to_numpy(runtime::NDArray a) {
 }
 
 // Copies arrays into NDArrays shaped and typed as `buffers` (checked as for a kernel call).
-std::vector<runtime::NDArray> to_ndarrays(const std::vector<ir::Buffer>& buffers, const std::vector<Array>& arrays, const std::string& what) {
-  if (arrays.size() != buffers.size()) throw InputError(fmt::format("{} takes {} input arrays, got {}", what, buffers.size(), arrays.size()));
+std::vector<runtime::NDArray> to_ndarrays(const std::vector<ir::Buffer>& buffers, const nb::list& objs, const std::string& what) {
+  if (objs.size() != buffers.size()) throw InputError(fmt::format("{} takes {} input arrays, got {}", what, buffers.size(), objs.size()));
+  std::vector<Array> arrays = import_arrays(objs, buffers, buffers.size());
   std::vector<runtime::NDArray> out;
   for (size_t i = 0; i < arrays.size(); ++i) {
     check_array(arrays[i], buffers[i], i);
@@ -181,7 +287,7 @@ void bind_kernel(nb::module_& m) {
         return params;
       })
       .def_prop_ro("compile_seconds", [](const Kernel& k) { return k.compiled->compile_seconds(); })
-      .def("run", [](const Kernel& k, const std::vector<Array>& args) {
+      .def("run", [](const Kernel& k, const nb::list& args) {
         CallArgs call = prepare_call(k, args);
         {
           nb::gil_scoped_release release;
@@ -189,10 +295,10 @@ void bind_kernel(nb::module_& m) {
           codegen::apply_rewrites(k.preprocs, k.func, call.ptrs, packed);
           k.compiled->run(call.ptrs.data());
         }
-        call.write_back(args);
+        call.write_back();
         return call.staged.size();  // arrays that could not be passed without a copy
       })
-      .def("time", [](const Kernel& k, const std::vector<Array>& args, int warmup, int number, int repeat, int min_repeat_ms, bool flush_cache) {
+      .def("time", [](const Kernel& k, const nb::list& args, int warmup, int number, int repeat, int min_repeat_ms, bool flush_cache) {
         if (repeat <= 0 || number <= 0 || warmup < 0 || min_repeat_ms < 0)
           throw InputError("time: repeat and number must be positive, warmup and min_repeat_ms not negative");
         CallArgs call = prepare_call(k, args);
@@ -207,10 +313,10 @@ void bind_kernel(nb::module_& m) {
         {
           nb::gil_scoped_release release;
           codegen::apply_rewrites(k.preprocs, k.func, call.ptrs, packed);  // once, untimed: the weights' load
-          for (size_t i = 0; i < args.size(); ++i) o.flush_ranges.emplace_back(call.ptrs[i], args[i].nbytes());
+          for (size_t i = 0; i < args.size(); ++i) o.flush_ranges.emplace_back(call.ptrs[i], call.arrays[i].nbytes());
           t = runtime::time_function([&] { k.compiled->run(call.ptrs.data()); }, o);
         }
-        call.write_back(args);
+        call.write_back();
         nb::dict d;
         d["seconds"] = t.seconds;
         d["number"] = t.number;
@@ -257,13 +363,22 @@ void bind_kernel(nb::module_& m) {
   }, nb::arg("text"), "A target's text form (target/target.h) as a dict: kind, cpu, num_cores, arch.");
   m.def("describe_cpu", [](const std::string& cpu) { return target::resolve_cpu(cpu).describe(); }, nb::arg("cpu") = "");
   m.def("set_num_threads", [](int n) {
-    if (n <= 0) throw InputError("set_num_threads: the count must be positive");
+    if (n <= 0 || n > max_threads())
+      throw InputError(fmt::format("set_num_threads: the count must be from 1 to {} (4 x the CPUs), got {}", max_threads(), n));
     runtime::ThreadPool::global().set_num_threads(n);
   });
   m.def("num_threads", [] { return runtime::ThreadPool::global().num_threads(); });
+  m.def("max_threads", &max_threads, "The most threads Tyche's pool may run: 4 x the CPUs this process may use.");
+  m.def("tensor_bytes", [](const std::string& what, const std::vector<int64_t>& shape, const std::string& dtype) {
+    return tensor_size(what, shape, DataType::parse(dtype)).bytes;
+  }, nb::arg("what"), nb::arg("shape"), nb::arg("dtype"), "A tensor's bytes; InputError past 64 bits or the tensor limit.");
 
-  m.def("workload_inputs", [](const workloads::Workload& w, uint64_t seed) { return to_numpy_list(workloads::make_inputs(w.func, seed)); });
-  m.def("workload_reference", [](const workloads::Workload& w, const std::vector<Array>& inputs) {
+  m.def("workload_inputs", [](const workloads::Workload& w, uint64_t seed) {
+    check_sizes(w.func);
+    return to_numpy_list(workloads::make_inputs(w.func, seed));
+  });
+  m.def("workload_reference", [](const workloads::Workload& w, const nb::list& inputs) {
+    check_sizes(w.func);
     std::vector<runtime::NDArray> in = to_ndarrays(w.func.inputs(), inputs, w.name);
     std::vector<runtime::NDArray> out;
     {
@@ -272,8 +387,9 @@ void bind_kernel(nb::module_& m) {
     }
     return to_numpy_list(std::move(out));
   });
-  m.def("interpret", [](nb::handle program, const std::vector<Array>& inputs) {
+  m.def("interpret", [](nb::handle program, const nb::list& inputs) {
     ir::PrimFunc func = as_func(program);
+    check_sizes(func);
     std::vector<runtime::NDArray> in = to_ndarrays(func.inputs(), inputs, func->name);
     std::vector<runtime::NDArray> out;
     {
