@@ -99,7 +99,7 @@ def test_time_and_source():
     assert "define" in k.source("llvm")
     assert "ret" in k.source("asm")
     assert "for" in k.source("ir")
-    with pytest.raises(tyche.InputError, match="repeat and number must be positive"):
+    with pytest.raises(tyche.InputError, match="repeat must be at least 1"):
         k.time(*w.inputs(), repeat=0)
     with pytest.raises(tyche.InputError, match="unknown source kind"):
         k.source("ptx")

@@ -8,8 +8,9 @@ as a C header and a static library.
 """
 
 from . import _tyche
+from ._check import integer as _integer, name as _name
 from ._tyche import (BlockRV, ExprRV, InputError, LoopRV, PrimFunc, ScheduleError, TycheError, Workload,
-                     num_threads, op_names, preset_names, set_num_threads)
+                     num_threads, op_names, preset_names)
 from .kernel import Kernel, TimeResult, build, empty, export, interpret, zeros
 from .schedule import Schedule, Trace
 from .strategy import CostModel, Result, SearchStrategy, Task, features
@@ -43,9 +44,21 @@ def formula(text: str, dtypes: dict[str, str] | str | None = None, **extents: in
     each statement computes in its output's type (docs/cli.md, "Element types")."""
     if not extents:
         raise InputError("formula: give every index's extent as a keyword, e.g. i=64")
+    if not isinstance(text, str):
+        raise InputError(f"formula: the formula must be a string, got {type(text).__name__}")
+    # Integers only: the native side reads "i=4,j=8", so a string extent could add extents of its own.
+    checked = {k: _integer(f"formula: extent '{k}'", v, hi=None) for k, v in extents.items()}
     if isinstance(dtypes, dict):
-        dtypes = ",".join(f"{k}={v}" for k, v in dtypes.items())
-    return _tyche.formula(text, ",".join(f"{k}={v}" for k, v in extents.items()), dtypes or "")
+        dtypes = ",".join(f"{_name('formula: a dtypes key', k)}={_name(f'formula: dtypes[{k!r}]', v)}" for k, v in dtypes.items())
+    elif dtypes is not None and not isinstance(dtypes, str):
+        raise InputError(f"formula: dtypes must be a dict or a string, got {type(dtypes).__name__}")
+    return _tyche.formula(text, ",".join(f"{k}={v}" for k, v in checked.items()), dtypes or "")
+
+
+def set_num_threads(n: int) -> None:
+    """Sets the size of Tyche's thread pool (every kernel of the process runs on it): from 1 to
+    4 x the CPUs this process may use."""
+    _tyche.set_num_threads(_integer("set_num_threads: the count", n, 1, _tyche.max_threads()))
 
 
 def cpu(name: str = "") -> str:
@@ -56,7 +69,7 @@ def cpu(name: str = "") -> str:
 
 def _workload_inputs(self, seed: int = 42):
     """The inputs the tuner checks with: seeded, uniform in [-1, 1)."""
-    return _tyche.workload_inputs(self, seed)
+    return _tyche.workload_inputs(self, _integer("inputs: seed", seed, 0, 2**64 - 1))
 
 
 def _workload_reference(self, *inputs):

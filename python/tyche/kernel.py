@@ -3,12 +3,13 @@ their code."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import _tyche
+from . import _check, _tyche
 
 
 ALIGNMENT = 64  # bytes: generated code assumes every array it is passed starts at such an address
@@ -19,9 +20,19 @@ def empty(shape, dtype: str = "float32") -> np.ndarray:
     """An uninitialized numpy array whose data is 64-byte aligned, so a kernel takes it without a
     copy; from a page (4 KiB) up it starts a page and from 2 MiB up a huge page, as Tyche's own
     buffers do: a streamed read's speed depends on where in a page its data starts."""
-    dtype = np.dtype(dtype)
-    shape = tuple(int(d) for d in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as e:
+        raise _tyche.InputError(f"empty: {e}") from None
+    shape = tuple(_check.shape("empty: shape", shape))
+    # Python ints do not wrap; the native check refuses what the machine cannot hold, in one line.
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > _check.INT64_MAX:
+        raise _tyche.InputError(f"empty: shape {list(shape)} of {dtype} takes {nbytes} bytes, beyond 64 bits")
+    if dtype.kind in "biuf" and dtype.itemsize <= 8:  # a dtype Tyche names as numpy does
+        _tyche.tensor_bytes("empty: an array", list(shape), dtype.name)
+    else:
+        _tyche.tensor_bytes(f"empty: an array of {dtype}", [nbytes], "uint8")
     alignment = buffer_alignment(nbytes)
     raw = np.empty(nbytes + alignment, dtype=np.uint8)
     offset = (-raw.ctypes.data) % alignment
@@ -139,8 +150,11 @@ class Kernel:
         """Latency statistics as TVM's time_evaluator measures them (outputs are allocated when
         only the inputs are given). Weights in ``layout_rewrites`` are laid out once before the
         timing, as a model lays them out when it loads."""
+        counts = [_check.integer(f"time: {n}", v, lo, 2**31 - 1)
+                  for n, v, lo in (("warmup", warmup, 0), ("number", number, 1), ("repeat", repeat, 1),
+                                   ("min_repeat_ms", min_repeat_ms, 0))]
         passed, _, _ = self._arguments(args)
-        return TimeResult(**self._native.time(passed, warmup, number, repeat, min_repeat_ms, flush_cache))
+        return TimeResult(**self._native.time(passed, *counts, bool(flush_cache)))
 
     def source(self, kind: str = "c") -> str:
         """The code: "c" (portable C of the lowered program), "llvm" (optimized LLVM IR), "asm",

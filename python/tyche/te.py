@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from . import _tyche
+from . import _check, _tyche
 from ._tyche import Expr, IterVar, Reduction, Tensor, Var
 
 __all__ = ["Expr", "IterVar", "Reduction", "Tensor", "Var", "abs", "cast", "compute", "const", "create_prim_func",
@@ -23,7 +23,7 @@ __all__ = ["Expr", "IterVar", "Reduction", "Tensor", "Var", "abs", "cast", "comp
 
 def placeholder(shape: Sequence[int], dtype: str = "float32", name: str = "placeholder") -> Tensor:
     """An input tensor."""
-    return _tyche.te_placeholder(list(shape), dtype, name)
+    return _tyche.te_placeholder(_check.shape(f"placeholder '{name}': shape", shape), dtype, name)
 
 
 def reduce_axis(dom: int | tuple[int, int], name: str = "k") -> IterVar:
@@ -33,12 +33,12 @@ def reduce_axis(dom: int | tuple[int, int], name: str = "k") -> IterVar:
         if lo != 0:
             raise _tyche.InputError("reduce_axis: only ranges starting at 0 are supported")
         dom = hi
-    return _tyche.te_reduce_axis(int(dom), name)
+    return _tyche.te_reduce_axis(_check.integer(f"reduce_axis '{name}': extent", dom, -_check.INT64_MAX), name)
 
 
 def compute(shape: Sequence[int], fcompute: Callable, name: str = "compute", axis_names: Sequence[str] = ()) -> Tensor:
     """A tensor defined element by element: ``fcompute(i, j, ...)`` returns an expression or a reduction."""
-    return _tyche.te_compute(list(shape), fcompute, name, list(axis_names))
+    return _tyche.te_compute(_check.shape(f"compute '{name}': shape", shape), fcompute, name, list(axis_names))
 
 
 def create_prim_func(args: Sequence[Tensor], name: str = "main") -> _tyche.PrimFunc:
