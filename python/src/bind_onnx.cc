@@ -50,11 +50,16 @@ struct ModelSource {
   std::string bytes;
   std::string what;
   std::string dtype = "float32";  // graph::apply_dtype
+  // The folder external data of `bytes` is read from (the caller's base_dir): empty refuses
+  // external data, so a model given as bytes never reads files relative to the current directory.
+  std::string dir;
 };
 
-ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what, const std::string& dtype) {
+ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what, const std::string& dtype,
+                         const std::string& dir) {
   ModelSource s;
   s.dtype = dtype;
+  s.dir = dir;
   if (!bytes.is_none()) {
     nb::bytes b = nb::cast<nb::bytes>(bytes);
     s.bytes = std::string(b.c_str(), b.size());
@@ -80,7 +85,7 @@ Model load_model(const ModelSource& src, const Shapes& shapes) {
       if (d < 0 || d > (int64_t{1} << 31)) throw_input_error("input_shapes['{}']: {} is not a dimension", name, d);
     options.input_shapes[name] = dims;
   }
-  Model m{src.path.empty() ? graph::import_onnx_bytes(src.bytes, src.what, ".", options) : graph::import_onnx(src.path, options), {}};
+  Model m{src.path.empty() ? graph::import_onnx_bytes(src.bytes, src.what, src.dir, options) : graph::import_onnx(src.path, options), {}};
   graph::fold_batch_norm(m.graph);
   graph::convert_layout(m.graph, graph::Layout::kNHWC);
   graph::apply_dtype(m.graph, src.dtype);
@@ -323,7 +328,8 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
 workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash) {
   nb::bytes b = nb::cast<nb::bytes>(recipe["onnx_bytes"]);
   ModelSource src{"", std::string(b.c_str(), b.size()), nb::cast<std::string>(recipe["what"]),
-                  recipe.contains("dtype") ? nb::cast<std::string>(recipe["dtype"]) : std::string("float32")};
+                  recipe.contains("dtype") ? nb::cast<std::string>(recipe["dtype"]) : std::string("float32"),
+                  ""};  // a node has the model's bytes alone: no external data
   Shapes shapes = nb::cast<Shapes>(recipe["input_shapes"]);
   ImportedModels& models = imported_models();
   nb::gil_scoped_release release;
@@ -356,21 +362,23 @@ void bind_onnx(nb::module_& m) {
       .def_prop_ro("naive_bytes", [](const CompiledModel& c) { return c.exec->memory().naive_bytes; })
       .def_prop_ro("compile_seconds", [](const CompiledModel& c) { return c.exec->compile_seconds(); });
   m.def("onnx_compile", [](const std::string& path, nb::handle bytes, const std::string& what, const std::string& db,
-                           int threads, const Shapes& shapes, const std::string& dtype) {
-    return compile_model(model_source(path, bytes, what, dtype), db, threads, shapes);
+                           int threads, const Shapes& shapes, const std::string& dtype, const std::string& base_dir) {
+    return compile_model(model_source(path, bytes, what, dtype, base_dir), db, threads, shapes);
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"), nb::arg("input_shapes"),
-        nb::arg("dtype") = "float32");
+        nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
   m.def("onnx_tasks", [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes,
-                         const std::string& dtype) {
-    return task_list(load_released(model_source(path, bytes, what, dtype), shapes).table);
-  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"), nb::arg("dtype") = "float32");
+                         const std::string& dtype, const std::string& base_dir) {
+    return task_list(load_released(model_source(path, bytes, what, dtype, base_dir), shapes).table);
+  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"), nb::arg("dtype") = "float32",
+        nb::arg("base_dir") = "");
   m.def("onnx_tune", [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
                         const std::string& db, int threads, const Shapes& shapes, int64_t seed, const std::string& timing,
-                        const std::string& worker, nb::handle progress, nb::handle remote, const std::string& dtype) {
-    return tune_model(model_source(path, bytes, what, dtype), trials, db, threads, shapes, seed, timing, worker, progress, remote);
+                        const std::string& worker, nb::handle progress, nb::handle remote, const std::string& dtype,
+                        const std::string& base_dir) {
+    return tune_model(model_source(path, bytes, what, dtype, base_dir), trials, db, threads, shapes, seed, timing, worker, progress, remote);
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"), nb::arg("threads"),
         nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"), nb::arg("worker"), nb::arg("progress").none(),
-        nb::arg("remote").none() = nb::none(), nb::arg("dtype") = "float32");
+        nb::arg("remote").none() = nb::none(), nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
   m.def("onnx_target", [] { return model_target().str(); }, "The target a model's tasks are tuned for (the host).");
 }
 

@@ -4,6 +4,10 @@ tuning tasks, tune them into a database, as ``tyche import``, ``tyche tune-model
 
 ``model`` is a path to a .onnx file or an ``onnx.ModelProto`` (this module never imports the
 ``onnx`` package itself). Inputs with symbolic dimensions need ``input_shapes={"x": (1, 3, 224, 224)}``.
+A model file's external data is read from its folder only; a ``ModelProto`` whose tensors keep
+their data in external files needs ``base_dir=`` (the folder holding them, as
+``onnx.load_external_data_for_model`` takes it): without it such a model is refused, so a model
+from elsewhere never reads files relative to the current directory.
 A file that is not a model, an unsupported operator or opset, a missing shape: ``tyche.InputError``
 with the command line's message.
 """
@@ -16,40 +20,50 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from . import _tyche
+from . import _check, _tyche
 from .tune import _WORKER
 
 __all__ = ["CompiledModel", "compile", "tasks", "tune"]
 
 
-def _source(model: Any) -> tuple[str, bytes | None, str]:
-    """(path, bytes, name for messages) of a path or a ModelProto."""
+def _source(model: Any, base_dir: str | os.PathLike | None = None) -> tuple[str, bytes | None, str, str]:
+    """(path, bytes, name for messages, folder of a ModelProto's external data: "" for none) of a
+    path or a ModelProto."""
+    if base_dir is not None:
+        if not isinstance(base_dir, (str, os.PathLike)) or not isinstance(os.fspath(base_dir), str):
+            raise _tyche.InputError(f"base_dir must be a folder's path, got {type(base_dir).__name__}")
+        base_dir = os.fspath(base_dir)
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if isinstance(path, str):
-            return path, None, path
+            if base_dir is not None:
+                raise _tyche.InputError("base_dir is for a ModelProto: a model file's external data is read from its own folder")
+            return path, None, path, ""
     elif hasattr(model, "SerializeToString") and hasattr(model, "graph"):
+        if base_dir is not None and not os.path.isdir(base_dir):
+            raise _tyche.InputError(f"base_dir '{base_dir}' is not a folder")
         name = getattr(model.graph, "name", "")
-        return "", model.SerializeToString(), f"<onnx.ModelProto {name}>" if name else "<onnx.ModelProto>"
+        what = f"<onnx.ModelProto {name}>" if name else "<onnx.ModelProto>"
+        return "", model.SerializeToString(), what, base_dir or ""
     raise _tyche.InputError(f"model must be a path to a .onnx file or an onnx.ModelProto, got {type(model).__name__}")
 
 
 def _shapes(input_shapes: Mapping[str, Any] | None) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
+    if input_shapes is not None and not isinstance(input_shapes, Mapping):
+        raise _tyche.InputError(f"input_shapes must be a dict of input name to shape, got {type(input_shapes).__name__}")
     for name, dims in (input_shapes or {}).items():
-        try:
-            out[str(name)] = [int(d) for d in dims]
-        except (TypeError, ValueError):
-            raise _tyche.InputError(f"input_shapes['{name}'] must be a tuple of integers, got {dims!r}") from None
+        if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+            raise _tyche.InputError(f"input_shapes['{name}'] must be a tuple of integers, got {dims!r}")
+        # the importer refuses a dimension past 2^31 by name; bigger ones would not reach it
+        out[str(name)] = _check.shape(f"input_shapes['{name}']", dims)
     return out
 
 
 def _threads(threads: int | None) -> int:
     if threads is None:
         return 0
-    if int(threads) <= 0:
-        raise _tyche.InputError("threads must be positive")
-    return int(threads)
+    return _check.integer("threads", threads, 1, _tyche.max_threads())
 
 
 class CompiledModel:
@@ -121,23 +135,27 @@ class CompiledModel:
 
 
 def compile(model: Any, db: str | os.PathLike | None = None, threads: int | None = None,
-            input_shapes: Mapping[str, Any] | None = None, dtype: str = "float32") -> CompiledModel:
+            input_shapes: Mapping[str, Any] | None = None, dtype: str = "float32",
+            base_dir: str | os.PathLike | None = None) -> CompiledModel:
     """Imports ``model`` and compiles every task: with ``db`` (a tuning database directory) each
     task runs its best record there, the others a default schedule. ``threads`` sets the size of
     Tyche's thread pool (all kernels of the process run on it). ``dtype``: "float32" (the model as
     it is) or "bfloat16" (the convolutions' and matrix products' weights and activations in
-    bfloat16, accumulated in float32, as ``tyche run-model --dtype``); tune with the same."""
-    path, data, what = _source(model)
+    bfloat16, accumulated in float32, as ``tyche run-model --dtype``); tune with the same.
+    ``base_dir``: the folder of a ModelProto's external data (see the module's note)."""
+    path, data, what, data_dir = _source(model, base_dir)
     native = _tyche.onnx_compile(path, data, what, os.fspath(db) if db is not None else "", _threads(threads),
-                                 _shapes(input_shapes), str(dtype))
+                                 _shapes(input_shapes), str(dtype), data_dir)
     return CompiledModel(native)
 
 
-def tasks(model: Any, input_shapes: Mapping[str, Any] | None = None, dtype: str = "float32") -> list[dict]:
+def tasks(model: Any, input_shapes: Mapping[str, Any] | None = None, dtype: str = "float32",
+          base_dir: str | os.PathLike | None = None) -> list[dict]:
     """The model's tuning tasks (fused groups that compute the same program share one), as
-    ``tyche import --json`` lists them: dicts of name, weight, gflop, hash."""
-    path, data, what = _source(model)
-    return _tyche.onnx_tasks(path, data, what, _shapes(input_shapes), str(dtype))
+    ``tyche import --json`` lists them: dicts of name, weight, gflop, hash. ``base_dir``: as for
+    ``compile``."""
+    path, data, what, data_dir = _source(model, base_dir)
+    return _tyche.onnx_tasks(path, data, what, _shapes(input_shapes), str(dtype), data_dir)
 
 
 def _print_progress(trials: int, budget: int, task: str, best_seconds: float, estimated_ms: float, measured: int,
@@ -149,7 +167,8 @@ def _print_progress(trials: int, budget: int, task: str, best_seconds: float, es
 
 def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = None,
          input_shapes: Mapping[str, Any] | None = None, seed: int = 0, progress: bool | Callable = True,
-         timing: str = "auto", runner: Any = None, dtype: str = "float32") -> dict:
+         timing: str = "auto", runner: Any = None, dtype: str = "float32",
+         base_dir: str | os.PathLike | None = None) -> dict:
     """Tunes every task of ``model`` for ``trials`` measured candidates in all, shared by the
     gradient task scheduler, keeping the records in the database directory ``db`` (a rerun
     resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "auto"
@@ -165,9 +184,13 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
     Ctrl-C stops the tune after saving what was measured, then raises KeyboardInterrupt.
     ``dtype``: as for ``compile`` (the tasks differ; compile with the same).
     ``runner``: None measures here; a ``tyche.ray.RayRunner`` measures on a Ray cluster, each
-    node importing the model (sent once per node) and measuring its share of every batch.
+    node importing the model (sent once per node) and measuring its share of every batch; nodes
+    get the model's bytes alone, so a model with external data is refused there.
+    ``base_dir``: as for ``compile``.
     """
-    path, data, what = _source(model)
+    path, data, what, data_dir = _source(model, base_dir)
+    trials = _check.integer("tune: trials", trials, 1, 2**31 - 1)
+    seed = _check.integer("tune: seed", seed)
     callback = _print_progress if progress is True else (progress or None)
     remote = None
     if runner is not None:
@@ -176,8 +199,8 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
         if data is None:
             with open(path, "rb") as f:
                 data = f.read()
-            path = ""
+            path, data_dir = "", os.path.dirname(os.path.abspath(path))
         runner.start(_tyche.onnx_target())
         remote = runner.remote_model(data, what, _shapes(input_shapes), str(dtype))
-    return _tyche.onnx_tune(path, data, what, int(trials), os.fspath(db), _threads(threads), _shapes(input_shapes), int(seed),
-                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote, str(dtype))
+    return _tyche.onnx_tune(path, data, what, trials, os.fspath(db), _threads(threads), _shapes(input_shapes), seed,
+                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote, str(dtype), data_dir)
