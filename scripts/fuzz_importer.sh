@@ -9,7 +9,9 @@
 # Usage: scripts/fuzz_importer.sh [SECONDS] [extra libFuzzer flags...]
 # Environment: FUZZ_JOBS (build jobs, default 1: the build is niced and serial so it can run beside
 # other work), FUZZ_WORKERS (libFuzzer fork-mode workers, default 1), FUZZ_STOP_ON_CRASH=1 (stop at
-# the first finding instead of going on in fork mode), CXX_FUZZ (default clang++-14, else clang++).
+# the first finding instead of going on in fork mode), CXX_FUZZ (default clang++-14, else clang++),
+# TYCHE_FUZZ_PIPELINE=1 (a model that imports also goes through the rest of `tyche import`: batch
+# norms folded, NHWC, tasks extracted).
 # The corpus grows in build-fuzz/corpus and is kept between runs (an hour: scripts/fuzz_importer.sh 3600).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,6 +4,9 @@
 // a malformed model; anything else that leaves the importer (another exception, a crash, a leak,
 // undefined behaviour, a timeout, more memory than -rss_limit_mb) is a finding.
 //
+// With TYCHE_FUZZ_PIPELINE=1 a model that imports also goes through the rest of `tyche import`
+// (batch norms folded, NHWC layout, fused tasks extracted): slower, deeper.
+//
 // External data is looked for in a folder of its own, FUZZ_DIR/model (TYCHE_FUZZ_DIR, default
 // ./fuzz-dir), which holds weights.bin (4096 bytes a valid external tensor may point into) and a
 // symlink that leaves the folder; beside the folder lies sentinel.txt with a secret. An import
@@ -20,14 +23,18 @@
 #include <string_view>
 
 #include "graph/graph.h"
+#include "graph/layout.h"
 #include "graph/onnx_import.h"
+#include "graph/passes.h"
+#include "graph/tasks.h"
 #include "support/error.h"
 
 namespace {
 
 constexpr std::string_view kSecret = "TYCHE-FUZZ-SENTINEL-7f3a9c1e5b";
 
-std::string g_dir;  // the model's folder
+std::string g_dir;       // the model's folder
+bool g_pipeline = false;  // TYCHE_FUZZ_PIPELINE=1: the rest of `tyche import` too
 
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -68,6 +75,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // A valid model may hold large tensors; the limit keeps the fuzzer's memory under -rss_limit_mb
   // while still refusing every shape whose size would wrap (an environment setting wins).
   setenv("TYCHE_MAX_TENSOR_BYTES", "64M", 0);
+  const char* pipeline = std::getenv("TYCHE_FUZZ_PIPELINE");
+  g_pipeline = pipeline && std::string(pipeline) == "1";
   return 0;
 }
 
@@ -84,6 +93,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    "folder, or memory left uninitialized\n",
                    v->name.c_str(), v->constant.nbytes());
       std::abort();
+    }
+    if (g_pipeline) {  // as tyche import goes on: batch norms folded, NHWC, the tasks extracted
+      tyche::graph::fold_batch_norm(g);
+      tyche::graph::convert_layout(g, tyche::graph::Layout::kNHWC);
+      tyche::graph::apply_dtype(g, "float32");
+      tyche::graph::extract_tasks(g);
     }
   } catch (const tyche::Error&) {
     // refused: the expected outcome of a malformed model
