@@ -33,7 +33,7 @@ nice -n 10 cmake --build "$build" -j"${FUZZ_JOBS:-1}" --target import_fuzzer
 
 mkdir -p "$build/corpus" "$build/artifacts" "$build/run"
 python3 tests/fuzz/fuzz_inputs.py --write-corpus "$build/seeds" >/dev/null
-before=$(ls "$build/artifacts" | wc -l)
+before=$(ls "$build/artifacts" | grep -v '\.txt$' | wc -l)
 
 mode=(-fork="${FUZZ_WORKERS:-1}" -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1)
 [[ "${FUZZ_STOP_ON_CRASH:-0}" == 1 ]] && mode=()
