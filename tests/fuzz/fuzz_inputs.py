@@ -59,6 +59,10 @@ UNREADABLE = ["stoll", "stoi", "stoul", "stod", "bad_alloc", "basic_string", "no
               "std::", "what():", "terminate called"]
 MAX_MESSAGE = 400  # characters of a one-line refusal
 
+# 17 * WRAP17 = 16 + 15 * 2^64: a dimension that makes a shape's element count wrap to 16.
+WRAP17 = 1085102592571150096
+assert 17 * WRAP17 % (1 << 64) == 16
+
 REFUSE = frozenset({1, 2})
 VALID = frozenset({0})
 ANY = frozenset({0, 1, 2})
@@ -573,6 +577,20 @@ class Fuzz:
                                                      [self.vi("y", None)],
                                                      [numpy_helper.from_array(np.array([1 << 32, 1 << 32, 2], np.int64),
                                                                               "shp")]),
+            # 17 x WRAP17 = 16 (mod 2^64): a shape whose product wraps to the input's 16 elements.
+            "size-reshape-wraps-to-numel": self.model(
+                [helper.make_node("Reshape", ["x", "shp"], ["r"]), helper.make_node("Relu", ["r"], ["y"])],
+                [self.vi("x", [16])], [self.vi("y", None)],
+                [numpy_helper.from_array(np.array([17, WRAP17], np.int64), "shp")]),
+            "size-reshape-wraps-to-numel-infer": self.model(
+                [helper.make_node("Reshape", ["x", "shp"], ["r"]), helper.make_node("Relu", ["r"], ["y"])],
+                [self.vi("x", [16])], [self.vi("y", None)],
+                [numpy_helper.from_array(np.array([-1, 17, WRAP17], np.int64), "shp")]),
+            "size-reshape-wraps-to-numel-const": self.model(
+                [helper.make_node("Reshape", ["W_c", "shp"], ["r"]), helper.make_node("Relu", ["r"], ["y"])], [],
+                [self.vi("y", None)],
+                [numpy_helper.from_array(np.arange(16, dtype=np.float32), "W_c"),
+                 numpy_helper.from_array(np.array([17, WRAP17], np.int64), "shp")]),
             "size-expand-overflow": self.model([helper.make_node("Expand", ["x", "shp"], ["y"])], [self.vi("x", [1])],
                                                [self.vi("y", None)],
                                                [numpy_helper.from_array(np.array([1 << 62, 8], np.int64), "shp")]),
@@ -594,7 +612,8 @@ class Fuzz:
             names = {t.name for t in m.graph.initializer} | {i.name for i in m.graph.input}
             mentions = ["W_big"] if "W_big" in names else ["x"] if name.startswith("size-input") else []
             self.model_cases(name, path, REFUSE, mentions=mentions,
-                             run_model=name.startswith("size-input") or name == "size-wrap-gather-input",
+                             run_model=name.startswith("size-input") or name in ("size-wrap-gather-input",
+                                                                                  "size-reshape-wraps-to-numel"),
                              export=name in ("size-wrap-gather", "size-input-wrap"), group="size")
         # The tensor limit (TYCHE_MAX_TENSOR_BYTES): a valid model whose input is over it is refused.
         root, folder = self.model_folder("size-over-limit")
