@@ -174,6 +174,7 @@ nb::tuple as_tuple(const std::vector<int64_t>& dims) {
 struct CompiledModel {
   std::unique_ptr<graph::Executor> exec;
   int tuned = 0;
+  std::vector<std::string> warnings;  // records skipped because they do not replay
   std::unique_ptr<std::mutex> running = std::make_unique<std::mutex>();
 
   std::vector<std::string> names(const std::vector<int>& ids) const {
@@ -222,9 +223,11 @@ CompiledModel compile_model(const ModelSource& src, const std::string& db, int t
   Model m = load_model(src, shapes);
   std::vector<ir::PrimFunc> programs(m.table.tasks.size());
   if (!db.empty()) {
-    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db), m.table, model_target());
+    // Read only: compiling never writes to the database (it may be another user's, or read-only).
+    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db, tune::OpenMode::kReadOnly), m.table, model_target());
     programs = std::move(best.programs);
     c.tuned = best.tuned;
+    c.warnings = std::move(best.warnings);
   }
   c.exec = std::make_unique<graph::Executor>(std::move(m.graph), std::move(m.table), std::move(programs));
   return c;
@@ -363,7 +366,10 @@ void bind_onnx(nb::module_& m) {
       .def_prop_ro("compile_seconds", [](const CompiledModel& c) { return c.exec->compile_seconds(); });
   m.def("onnx_compile", [](const std::string& path, nb::handle bytes, const std::string& what, const std::string& db,
                            int threads, const Shapes& shapes, const std::string& dtype, const std::string& base_dir) {
-    return compile_model(model_source(path, bytes, what, dtype, base_dir), db, threads, shapes);
+    CompiledModel c = compile_model(model_source(path, bytes, what, dtype, base_dir), db, threads, shapes);
+    for (const std::string& w : c.warnings)
+      if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw nb::python_error();
+    return c;
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"), nb::arg("input_shapes"),
         nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
   m.def("onnx_tasks", [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes,
