@@ -117,9 +117,11 @@ std::optional<DataType> dtype_of_onnx(int64_t code) {
 std::string onnx_dtype_name(int64_t code) {
   static const char* kNames[] = {"UNDEFINED", "FLOAT", "UINT8",   "INT8",       "UINT16",     "INT16",
                                  "INT32",     "INT64", "STRING",  "BOOL",       "FLOAT16",    "DOUBLE",
-                                 "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+                                 "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+                                 "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+                                 "INT4", "FLOAT4E2M1"};
   if (code >= 0 && code < static_cast<int64_t>(std::size(kNames))) return kNames[code];
-  return fmt::format("type {}", code);
+  return fmt::format("number {} (not an ONNX type)", code);
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {

@@ -92,7 +92,9 @@ std::vector<Tensor> reshape(ConvertContext& c) {
       continue;
     }
     if (target[d] < 0) c.fail(fmt::format("invalid dimension {} in the shape", target[d]));
-    known *= target[d];
+    // The shape is the model's data: its product must not wrap past 64 bits (and then "match").
+    if (__builtin_mul_overflow(known, target[d], &known))
+      c.fail(fmt::format("the shape [{}] has more elements than 64 bits count", fmt::join(target, ", ")));
   }
   if (infer >= 0) {
     if (known == 0 || product(in) % known) c.fail(fmt::format("cannot reshape {} to {}", shape_text(in), fmt::join(target, ",")));

@@ -164,6 +164,12 @@ TEST(ImportSizes, RefusesWrappingAndOversizedTensorsBeforeAllocating) {
   EXPECT_THAT(error_of(empty.bytes()), AllOf(HasSubstr("tensor 'W' holds 0 bytes"), HasSubstr("needs 8589934592")));
   getrusage(RUSAGE_SELF, &after);
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024);  // KiB: nothing near 8 GiB was touched
+  OnnxBuilder reshape;  // 17 x 1085102592571150096 wraps to 16, the input's count (found by the fuzzer)
+  reshape.input("x", {16}).ints("s", {17, 1085102592571150096}).output("y").node("Reshape", {"x", "s"}, {"y"});
+  EXPECT_THAT(error_of(reshape.bytes()), AllOf(HasSubstr("Reshape"), HasSubstr("more elements than 64 bits")));
+  OnnxBuilder unknown;
+  unknown.input("x", {1}).output("y").raw("W", {1}, "", 99).node("Add", {"x", "W"}, {"y"});
+  EXPECT_THAT(error_of(unknown.bytes()), HasSubstr("has type number 99 (not an ONNX type)"));
   set_tensor_byte_limit(1 << 20);
   OnnxBuilder big;
   big.input("x", {1 << 20}).output("y").node("Relu", {"x"}, {"y"});
