@@ -33,7 +33,7 @@ nice -n 10 cmake --build "$build" -j"${FUZZ_JOBS:-1}" --target import_fuzzer
 
 mkdir -p "$build/corpus" "$build/artifacts" "$build/run"
 python3 tests/fuzz/fuzz_inputs.py --write-corpus "$build/seeds" >/dev/null
-before=$(ls "$build/artifacts" | grep -v '\.txt$' | wc -l)
+before=$(ls "$build/artifacts" | { grep -v '\.txt$' || true; } | wc -l)
 
 mode=(-fork="${FUZZ_WORKERS:-1}" -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1)
 [[ "${FUZZ_STOP_ON_CRASH:-0}" == 1 ]] && mode=()
@@ -47,7 +47,7 @@ echo "fuzz_importer: ${seconds} s, corpus $build/corpus (seeds $build/seeds), ar
 
 # Each finding of this run replayed alone (its report saved beside it as NAME.txt), then grouped by
 # the top of its stack: one line per distinct bug, with how many inputs hit it and one of them.
-after=$(ls "$build/artifacts" | grep -v '\.txt$' | wc -l)
+after=$(ls "$build/artifacts" | { grep -v '\.txt$' || true; } | wc -l)
 found=$((after - before))
 echo "fuzz_importer: corpus $(ls "$build/corpus" | wc -l) inputs; $found new findings ($after in $build/artifacts)"
 new=()
