@@ -65,7 +65,7 @@ std::string read_external_data(const std::vector<std::pair<std::string, std::str
   if (length != bytes)
     throw_input_error("{}: external data '{}' has length {}, the tensor's shape and type need {}", what, location, length, bytes);
   std::error_code ec;
-  fs::path base = fs::canonical(dir.empty() ? fs::path(".") : fs::path(dir), ec);
+  fs::path base = fs::canonical(dir, ec);
   if (ec) throw_input_error("{}: cannot resolve the model's folder '{}' ({})", what, dir, ec.message());
   fs::path real = fs::canonical(base / rel, ec);
   if (ec) throw_input_error("{}: cannot open external data '{}' ({})", what, location, ec.message());

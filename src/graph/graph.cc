@@ -7,7 +7,10 @@
 
 namespace tyche::graph {
 
-int64_t Value::numel() const { return tensor_size(fmt::format("value '{}'", name), shape, dtype).elements; }
+int64_t Value::numel() const {
+  if (std::optional<int64_t> n = checked_numel(shape)) return *n;  // the passes ask often: no message built
+  return tensor_size(fmt::format("value '{}'", name), shape, dtype).elements;  // throws, naming the value
+}
 
 uint64_t Value::bytes() const { return tensor_size(fmt::format("value '{}'", name), shape, dtype).bytes; }
 

@@ -21,7 +21,7 @@ struct Value {
   DataType dtype;
   runtime::NDArray constant;  // defined for weights and folded values
   bool is_constant() const { return constant.defined(); }
-  // Checked (tensor_size): a shape past 64 bits or the tensor limit throws, naming the value.
+  // Checked: a count past 64 bits throws, naming the value; bytes() also applies the tensor limit.
   int64_t numel() const;
   uint64_t bytes() const;
 };
