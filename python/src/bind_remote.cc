@@ -12,9 +12,9 @@
 #include "bindings.h"
 #include "support/error.h"
 #include "tune/database/record.h"
-#include "tune/measure/trial.h"
 #include "tune/task/measure_traces.h"
 #include "tune/task/tune.h"
+#include "tune/trial/trial.h"
 
 namespace tyche::python {
 namespace {

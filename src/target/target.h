@@ -33,6 +33,8 @@ struct Target {
   bool is_gpu() const { return kind == "cuda" || kind == "opencl"; }
   // cuda: the compute capability -arch names ("sm_90a": 90); 80 (sm_80, the default) if none.
   int compute_capability() const;
+  // cuda: the architecture code is compiled for and records name: `arch`, else "sm_80".
+  std::string cuda_arch() const { return arch.empty() ? "sm_80" : arch; }
   // llvm: the CPU `cpu` names, resolved (its features, vector width). Throws tyche::Error for an
   // unknown CPU or a GPU target.
   const Cpu& cpu_info() const;

@@ -28,7 +28,7 @@ struct Workload {
   // names carry their types (GMM-4-U8S8).
   std::string dtypes;
   // The inputs (by param index) that hold constants: a model's weights, which the "mixed"
-  // timing evicts from every cache before each run (tune/measure/runner.h).
+  // timing evicts from every cache before each run (tune/trial/timing.h).
   std::vector<size_t> constant_params;
 };
 

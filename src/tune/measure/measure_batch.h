@@ -17,7 +17,7 @@
 #include "tune/database/record.h"
 #include "tune/measure/builder.h"
 #include "tune/measure/runner.h"
-#include "tune/measure/trial.h"
+#include "tune/trial/trial.h"
 
 namespace tyche::tune {
 

@@ -7,8 +7,8 @@
 
 #include "ir/structural.h"
 #include "support/error.h"
-#include "tune/measure/runner.h"
 #include "tune/postproc/candidate.h"
+#include "tune/trial/timing.h"
 
 namespace tyche::tune {
 

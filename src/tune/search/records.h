@@ -10,8 +10,8 @@
 #include "ir/function.h"
 #include "tune/database/database.h"
 #include "tune/database/record.h"
-#include "tune/measure/trial.h"
 #include "tune/postproc/postproc.h"
+#include "tune/trial/trial.h"
 
 namespace tyche::tune {
 

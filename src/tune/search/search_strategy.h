@@ -16,7 +16,7 @@
 #include "tune/mutator/mutator.h"
 #include "tune/postproc/candidate.h"
 #include "tune/postproc/postproc.h"
-#include "tune/measure/trial.h"
+#include "tune/trial/trial.h"
 
 namespace tyche::tune {
 

@@ -4,9 +4,9 @@
 
 #include "ir/structural.h"
 #include "support/error.h"
-#include "tune/measure/trial.h"
 #include "tune/postproc/candidate.h"
 #include "tune/postproc/postproc.h"
+#include "tune/trial/trial.h"
 
 namespace tyche::tune {
 

@@ -1,10 +1,9 @@
-#include "tune/measure/trial.h"
+#include "tune/trial/trial.h"
 
-#include "codegen/cuda_function.h"
 #include "ir/structural.h"
-#include "tune/measure/runner.h"
-#include "target/host.h"
 #include "support/median.h"
+#include "target/host.h"
+#include "tune/trial/timing.h"
 
 namespace tyche::tune {
 
@@ -25,15 +24,15 @@ TuningRecord Trial::record(const RecordWorkload& workload, const RecordTarget& t
   return TuningRecord{workload, trace.to_json(), target, program_hash, ok() ? seconds : std::vector<double>{}, error, utc_now(), confirmed};
 }
 
-RecordTarget record_target(const Target& target) {
+RecordTarget record_target(const target::Target& target) {
   // A GPU's records: its kind, CUDA's architecture, and the limits the programs were checked
   // against (they shape the space), in the target's text.
-  if (target.is_gpu()) return RecordTarget{target.kind, 1, target.kind == "cuda" ? codegen::cuda_arch(target) : "", "", "", target.str(), ""};
+  if (target.is_gpu()) return RecordTarget{target.kind, 1, target.kind == "cuda" ? target.cuda_arch() : "", "", "", target.str(), ""};
   const target::Cpu& cpu = target.cpu_info();
   return RecordTarget{"llvm", target.num_cores, cpu.name, cpu.llvm_cpu, target::cpu_model_name(), cpu.feature_string, ""};
 }
 
-RecordTarget record_target(const Target& target, const runtime::TimeOptions& time) {
+RecordTarget record_target(const target::Target& target, const runtime::TimeOptions& time) {
   RecordTarget t = record_target(target);
   t.timing = timing_name(time);
   return t;

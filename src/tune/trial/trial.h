@@ -1,7 +1,7 @@
 // A Trial is one candidate on its way from trace to record: the design-space trace with its
 // decisions (what a record keeps, what search mutates), the postprocessed program, lowered to
 // loops once (the cost model's features and the builder both start from there), and, once
-// measured (measure_batch.h), how it ran. Search strategies propose Trials, the tuner measures
+// measured (tune/measure/measure_batch.h), how it ran. Search strategies propose Trials, the tuner measures
 // them, the cost model and the strategy learn from them, the database keeps their records.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "runtime/time_evaluator.h"
 #include "schedule/trace.h"
-#include "tune/core/context.h"
+#include "target/target.h"
 #include "tune/database/record.h"
 #include "tune/feature/per_store_feature.h"
 
@@ -44,8 +44,8 @@ struct Trial {
 
 // How a record names code generated for `target` on this machine: its CPU (target/cpu.h), the
 // LLVM name, the model name /proc/cpuinfo gives and the feature list.
-RecordTarget record_target(const Target& target);
-// The same, timed as `time` says (RecordTarget::timing).
-RecordTarget record_target(const Target& target, const runtime::TimeOptions& time);
+RecordTarget record_target(const target::Target& target);
+// The same, timed as `time` says (RecordTarget::timing, timing.h).
+RecordTarget record_target(const target::Target& target, const runtime::TimeOptions& time);
 
 }  // namespace tyche::tune
