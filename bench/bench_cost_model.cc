@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   std::printf("\ncost:\n");
   {
     auto w = workloads::get_preset("GMM-4");
-    Target target = Target::host();
+    target::Target target = target::Target::host();
     TuneContext context{w.func, target};
     auto postprocs = default_postprocs(context);
     auto spaces = post_order_apply(default_rules(target))->generate(context, 0);

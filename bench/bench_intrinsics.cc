@@ -145,7 +145,7 @@ std::string float32_name(const std::string& name) { return name.substr(0, name.r
 
 int main(int argc, char** argv) {
   // Before oneDNN starts its OpenMP threads: every core, and threads that sleep while they wait.
-  tune::Target target = tune::Target::host();
+  target::Target target = target::Target::host();
   setenv("OMP_NUM_THREADS", std::to_string(target.num_cores).c_str(), 1);
   setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   std::string db_dir, json_file;

@@ -31,7 +31,7 @@ double median(std::vector<double> v) {
 
 void bench(const std::string& name, int n, int n_compile) {
   workloads::Workload w = workloads::get_preset(name);
-  tune::Target target;
+  target::Target target;
   target.num_cores = 2;
   tune::TuneContext context{w.func, target};
   auto start = std::chrono::steady_clock::now();
@@ -76,7 +76,7 @@ void bench(const std::string& name, int n, int n_compile) {
 
 // How often a mutator turns a sampled candidate's trace into a different trace that replays and
 // passes the postprocessors (the issue asks for >= 80%).
-void mutator_rate(const tune::MutatorPtr& mutator, const std::string& name, const tune::Target& target, int tries) {
+void mutator_rate(const tune::MutatorPtr& mutator, const std::string& name, const target::Target& target, int tries) {
   workloads::Workload w = workloads::get_preset(name);
   tune::TuneContext context{w.func, target};
   auto designs = tune::post_order_apply(tune::default_rules(target))->generate(context, 0);
@@ -109,9 +109,9 @@ int main() {
   bench("GMM-4", 2000, 20);
   for (const char* name : {"C2D-2", "CBR-2", "SFM-3", "DEP-1"}) bench(name, 500, 0);
   fmt::print("mutators (full shapes, 200 tries each):\n");
-  tune::Target cpu;
+  target::Target cpu;
   cpu.num_cores = 2;
-  tune::Target gpu = tune::Target::parse("cuda");
+  target::Target gpu = target::Target::parse("cuda");
   mutator_rate(tune::mutate_tile_size(), "GMM-4", cpu, 200);
   mutator_rate(tune::mutate_parallel(), "GMM-4", cpu, 200);
   mutator_rate(tune::mutate_unroll(), "GMM-4", cpu, 200);

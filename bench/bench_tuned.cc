@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    tune::Target target = tune::Target::host();
+    target::Target target = target::Target::host();
     std::printf("cpu: %s (%s), %d threads; %d interleaved rounds of >= 300 ms windows\n", target::cpu_model_name().c_str(),
                 target::resolve_cpu("").llvm_cpu.c_str(), target.num_cores, rounds);
     bool all_correct = true;

@@ -115,10 +115,10 @@ struct Options {
 // --target (run) or export's --target, else llvm on this host's cores and --cpu.
 ir::PrimFunc best_in_database(const workloads::Workload& w, const Options& o) {
   if (!std::filesystem::is_directory(o.db)) throw Error(fmt::format("no tuning database at '{}'", o.db));
-  tune::Target target = tune::Target::host();
+  target::Target target = target::Target::host();
   target.cpu = o.cpu;
-  if (tune::Target t = tune::Target::parse(o.target); t.is_gpu()) target = t;
-  if (o.export_target != "llvm" && o.export_target != "c") target = tune::Target::parse(o.export_target);
+  if (target::Target t = target::Target::parse(o.target); t.is_gpu()) target = t;
+  if (o.export_target != "llvm" && o.export_target != "c") target = target::Target::parse(o.export_target);
   // Read-only: these commands only read, so a database they may not write is usable, and
   // nothing in it is created or changed.
   std::vector<std::string> warnings;
@@ -129,7 +129,7 @@ ir::PrimFunc best_in_database(const workloads::Workload& w, const Options& o) {
 
 // The program after the target's postprocessors, as tuning finishes every candidate.
 ir::PrimFunc postprocessed(const ir::PrimFunc& func, const Options& o) {
-  tune::Target target = tune::Target::parse(o.target);
+  target::Target target = target::Target::parse(o.target);
   if (!o.cpu.empty()) target.cpu = o.cpu;
   tune::TuneContext context{func, target};
   auto postprocs = tune::default_postprocs(context);
@@ -305,7 +305,7 @@ int cmd_run(const Options& o) {
 int cmd_features(const Options& o) {
   std::ofstream json_out = open_json_output(o);
   workloads::Workload w = load(o);
-  tune::Target target = tune::Target::parse(o.target);
+  target::Target target = target::Target::parse(o.target);
   tune::FeatureRows f = tune::per_store_features(w.func, {.is_gpu = target.is_gpu()});
   fmt::print("{} [{}]: {} stores x {} features (layout version {})\n", w.name, w.shape, f.rows, tune::feature_count(),
              tune::kFeatureLayoutVersion);
@@ -337,7 +337,7 @@ std::string program_dir() {
 // Samples, builds, times and records candidates of a workload's design space.
 int cmd_sample_measure(const Options& o) {
   workloads::Workload w = workloads::resolve(o.workload, o.extents, o.dtypes);
-  tune::Target target = tune::Target::parse(o.target);
+  target::Target target = target::Target::parse(o.target);
   if (!o.cpu.empty()) target.cpu = o.cpu;
   tune::SampleMeasureOptions so;
   so.samples = o.samples;
@@ -440,7 +440,7 @@ int cmd_tune(const Options& o) {
   }
   if (!o.dtypes.empty() && std::none_of(tasks.begin(), tasks.end(), [](const tune::TuneTask& t) { return t.workload.op == "index_notation"; }))
     throw InputError("--dtypes is only for index-notation formulas; a preset names its types (e.g. GMM-4-U8S8)");
-  tune::Target target = tune::Target::parse(o.target);
+  target::Target target = target::Target::parse(o.target);
   if (!o.cpu.empty()) target.cpu = o.cpu;
   for (const tune::TuneTask& t : tasks)
     if (!target.is_gpu())
@@ -586,7 +586,7 @@ int cmd_export(const Options& o) {
 // postprocessors and checks the valid ones against the reference.
 int cmd_space(const Options& o) {
   std::ofstream json_out = open_json_output(o);
-  tune::Target target = tune::Target::parse(o.target);
+  target::Target target = target::Target::parse(o.target);
   if (!o.cpu.empty()) {
     if (target.is_gpu()) throw Error("--cpu is for the llvm target");
     if (!target.cpu.empty() && target.cpu != o.cpu)

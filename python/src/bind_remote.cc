@@ -69,7 +69,7 @@ std::vector<std::string> node_measure(const nb::dict& recipe, const nb::dict& wo
                                       const nb::dict& options) {
   tune::RecordWorkload rw = record_workload(workload);
   workloads::Workload w = rebuild(recipe, rw.hash);
-  tune::Target target = tune::Target::parse(nb::cast<std::string>(options["target"]));
+  target::Target target = target::Target::parse(nb::cast<std::string>(options["target"]));
   tune::TraceMeasureOptions o;
   o.runner.worker_path = nb::cast<std::string>(options["worker"]);
   // The driver's timing first (its records' target says it), then the tune's overrides.
@@ -96,7 +96,7 @@ std::vector<std::string> node_measure(const nb::dict& recipe, const nb::dict& wo
 // The key records of `target` timed with the runner's default timing carry: nodes whose key differs
 // from the driver's are refused.
 std::string node_target_key(const std::string& target_text) {
-  return tune::target_key(tune::record_target(tune::Target::parse(target_text), tune::RunnerOptions{}.time));
+  return tune::target_key(tune::record_target(target::Target::parse(target_text), tune::RunnerOptions{}.time));
 }
 
 }  // namespace

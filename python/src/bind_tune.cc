@@ -232,7 +232,7 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
                                     {"population", set(o.evolutionary.population)}, {"generations", set(o.evolutionary.generations)},
                                     {"repeat", set(o.runner.time.repeat)}, {"min_repeat_ms", set(o.runner.time.min_repeat_ms)}});
   if (o.db_dir.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
-  tune::Target target = tune::Target::parse(target_text);
+  target::Target target = target::Target::parse(target_text);
   std::shared_ptr<void> python_search = use_python_search(o, strategy, cost_model, make_task, pending);
   o.remote_measure = remote_measure_from(remote, pending);
   std::atomic<bool> stop{false};
@@ -285,18 +285,18 @@ void bind_tune(nb::module_& m) {
       .def("name", &tune::ScheduleRule::name)
       .def("apply", [](tune::ScheduleRule& rule, ScheduleHolder& h, const schedule::BlockRV& block, const std::string& target) {
         schedule::Schedule sch = h.take();
-        rule.initialize(tune::TuneContext{sch.func(), tune::Target::parse(target)});
+        rule.initialize(tune::TuneContext{sch.func(), target::Target::parse(target)});
         std::vector<ScheduleHolder> out;
         for (schedule::Schedule& s : rule.apply(std::move(sch), block)) out.emplace_back(std::move(s));
         return out;
       }, nb::arg("sch"), nb::arg("block"), nb::arg("target") = "llvm");
   m.def("builtin_rule", &builtin_rule, nb::arg("name"), nb::arg("options") = nb::dict());
-  m.def("default_rules", [](const std::string& target) { return tune::default_rules(tune::Target::parse(target)); }, nb::arg("target") = "llvm");
+  m.def("default_rules", [](const std::string& target) { return tune::default_rules(target::Target::parse(target)); }, nb::arg("target") = "llvm");
   m.def("generate_space", [](nb::handle program, nb::handle space, const std::string& target, int64_t seed) {
     ir::PrimFunc func = as_func(program);
     auto pending = std::make_shared<PendingError>();
     tune::SpaceGeneratorPtr gen = make_space(space, pending);
-    tune::TuneContext context{func, tune::Target::parse(target)};
+    tune::TuneContext context{func, target::Target::parse(target)};
     if (!gen) gen = tune::post_order_apply(tune::default_rules(context.target));
     std::vector<schedule::Schedule> spaces;
     try {

@@ -7,12 +7,9 @@
 
 namespace tyche::tune {
 
-// The tuner names the target description as its own (target/target.h).
-using target::Target;
-
 struct TuneContext {
   ir::PrimFunc func;
-  Target target;
+  target::Target target;
 };
 
 }  // namespace tyche::tune

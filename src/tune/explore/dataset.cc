@@ -29,8 +29,8 @@ struct Task {
   std::string error;  // why its records cannot be used
 };
 
-Target target_of(const RecordTarget& t) {
-  Target target = Target::parse(t.kind);
+target::Target target_of(const RecordTarget& t) {
+  target::Target target = target::Target::parse(t.kind);
   if (!target.is_gpu()) {
     target.num_cores = t.num_cores;
     target.cpu = t.cpu;

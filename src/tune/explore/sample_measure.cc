@@ -53,7 +53,7 @@ struct Sampler {
   }
 };
 
-Sampler make_sampler(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
+Sampler make_sampler(const workloads::Workload& w, const target::Target& target, const SampleMeasureOptions& options) {
   Sampler s{TuneContext{w.func, target}, {}, {}, {}, RandomEngine(options.seed)};
   s.postprocs = default_postprocs(s.context);
   for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(s.context, options.seed))
@@ -79,7 +79,7 @@ std::string progress_line(int batch_no, const SampleMeasureReport& r, double flo
 
 }  // namespace
 
-SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options) {
+SampleMeasureReport sample_measure(const workloads::Workload& w, const target::Target& target, const SampleMeasureOptions& options) {
   if (target.is_gpu()) require_device(target);
   else target::check_runs_on_host(target.cpu_info());
   if (options.records_path.empty()) throw Error("sample-measure: no records file");

@@ -34,6 +34,6 @@ struct SampleMeasureReport {
 };
 
 // Throws tyche::Error for a GPU target (nothing runs CUDA code yet) or an unwritable records file.
-SampleMeasureReport sample_measure(const workloads::Workload& w, const Target& target, const SampleMeasureOptions& options);
+SampleMeasureReport sample_measure(const workloads::Workload& w, const target::Target& target, const SampleMeasureOptions& options);
 
 }  // namespace tyche::tune

@@ -34,7 +34,7 @@ std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::N
   return runtime::compare_outputs(actual, expected).message;
 }
 
-SampleSpaceReport sample_space(const workloads::Workload& w, const Target& target, const SampleSpaceOptions& options,
+SampleSpaceReport sample_space(const workloads::Workload& w, const target::Target& target, const SampleSpaceOptions& options,
                                SpaceGeneratorPtr generator, std::vector<PostprocPtr> postprocs) {
   TuneContext context{w.func, target};
   if (!generator) generator = post_order_apply(default_rules(target));

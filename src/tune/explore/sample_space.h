@@ -48,7 +48,7 @@ std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::N
                           const std::vector<runtime::NDArray>& expected, bool compile, const std::string& cpu = {});
 
 // Uses the target's default rules (compiled checks generate code for target.cpu) and postprocessors unless given.
-SampleSpaceReport sample_space(const workloads::Workload& w, const Target& target, const SampleSpaceOptions& options,
+SampleSpaceReport sample_space(const workloads::Workload& w, const target::Target& target, const SampleSpaceOptions& options,
                                SpaceGeneratorPtr generator = nullptr, std::vector<PostprocPtr> postprocs = {});
 
 }  // namespace tyche::tune

@@ -38,12 +38,12 @@ void remove_objects(const std::vector<BuildResult>& built) {
 
 }  // namespace
 
-void require_device(const Target& target) {
+void require_device(const target::Target& target) {
   if (target.kind == "cuda") runtime::cuda::driver_version();
   if (target.kind == "opencl") runtime::opencl::Device::open();
 }
 
-Measurer::Measurer(const Target& target, RunnerOptions runner) : gpu_(target.is_gpu()) {
+Measurer::Measurer(const target::Target& target, RunnerOptions runner) : gpu_(target.is_gpu()) {
   static std::atomic<int> count{0};
   object_dir_ = (std::filesystem::temp_directory_path() / fmt::format("tyche_measure_{}_{}", ::getpid(), count++)).string();
   if (target.is_gpu())

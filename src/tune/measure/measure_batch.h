@@ -66,7 +66,7 @@ struct KeptProgram {
 
 // Throws tyche::Error (one line) unless a GPU target's device is here: the CUDA driver and a
 // device, or an OpenCL platform with a device. Nothing for a CPU target.
-void require_device(const Target& target);
+void require_device(const target::Target& target);
 
 class Measurer {
  public:
@@ -74,7 +74,7 @@ class Measurer {
   // target.num_cores threads unless `runner` says otherwise; for a GPU target, builds its code
   // (gpu_build.h) for the worker to run on the device. Throws tyche::Error for a CPU this host
   // cannot run, or a missing worker program.
-  Measurer(const Target& target, RunnerOptions runner);
+  Measurer(const target::Target& target, RunnerOptions runner);
   ~Measurer();
   Measurer(const Measurer&) = delete;
   Measurer& operator=(const Measurer&) = delete;

@@ -74,7 +74,7 @@ std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table, const grap
   return tasks;
 }
 
-ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const Target& target) {
+ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const target::Target& target) {
   ModelPrograms out;
   for (const graph::Task& t : table.tasks) {
     BestPrograms best;

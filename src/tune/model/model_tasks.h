@@ -37,6 +37,6 @@ struct ModelPrograms {
   int tuned = 0;
   std::vector<std::string> warnings;  // records skipped because they do not replay (records.h)
 };
-ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const Target& target);
+ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const target::Target& target);
 
 }  // namespace tyche::tune

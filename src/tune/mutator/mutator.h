@@ -45,6 +45,6 @@ MutatorPtr mutate_thread_binding();
 
 // With TVM's probabilities. llvm: tile size 0.9, compute location 0.05, unroll 0.03, parallel
 // 0.02. cuda: tile size 0.9, unroll 0.08, thread binding 0.02.
-std::vector<std::pair<MutatorPtr, double>> default_mutators(const Target& target);
+std::vector<std::pair<MutatorPtr, double>> default_mutators(const target::Target& target);
 
 }  // namespace tyche::tune

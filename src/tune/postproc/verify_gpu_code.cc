@@ -73,7 +73,7 @@ class ElementWidth : public ir::StmtExprVisitor {
 
 class KernelScan {
  public:
-  KernelScan(const Target& target, std::string kernel) : target_(target), kernel_(std::move(kernel)) {}
+  KernelScan(const target::Target& target, std::string kernel) : target_(target), kernel_(std::move(kernel)) {}
 
   std::vector<Access> accesses;
   std::map<std::string, int64_t> threads;  // threadIdx.* -> largest bound extent
@@ -194,7 +194,7 @@ class KernelScan {
     return uses.found;
   }
 
-  const Target& target_;
+  const target::Target& target_;
   std::string kernel_;
   std::vector<const ir::ForNode*> path_;
   std::unordered_map<const ir::VarNode*, ir::Expr> bindings_;
@@ -370,7 +370,7 @@ class VerifyGPUCode : public Postproc {
     return schedule::ok_status();
   }
 
-  Target target_;
+  target::Target target_;
 };
 
 }  // namespace

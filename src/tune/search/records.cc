@@ -30,7 +30,7 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
   return out;
 }
 
-std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target) {
+std::string preferred_target_key(const Database& db, uint64_t hash, const target::Target& target) {
   for (const runtime::TimeOptions& time : {mixed_timing(), llc_timing(), cold_timing()}) {
     std::string key = target_key(record_target(target, time));
     if (!db.best(hash, key, 1).empty()) return key;
@@ -56,7 +56,7 @@ std::variant<ir::PrimFunc, std::string> replay(const TuningRecord& r, const Tune
 
 }  // namespace
 
-BestPrograms replayable_best(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
+BestPrograms replayable_best(const Database& db, const std::string& name, const ir::PrimFunc& func, const target::Target& target,
                              int k, int64_t seed) {
   uint64_t hash = ir::structural_hash(func);
   auto ranked = db.best(hash, preferred_target_key(db, hash, target), -1);
@@ -99,13 +99,13 @@ BestPrograms replayable_best(const Database& db, const std::string& name, const 
 }
 
 std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,
-                                        const Target& target, int k, int64_t seed, std::vector<std::string>* warnings) {
+                                        const target::Target& target, int k, int64_t seed, std::vector<std::string>* warnings) {
   BestPrograms best = replayable_best(db, name, func, target, k, seed);
   if (warnings) warnings->insert(warnings->end(), best.warnings.begin(), best.warnings.end());
   return std::move(best.programs);
 }
 
-ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
+ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const target::Target& target,
                           int64_t seed, std::vector<std::string>* warnings) {
   return best_programs(db, name, func, target, 1, seed, warnings)[0];
 }

@@ -22,7 +22,7 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
 
 // The key of `target`'s records of the workload `hash` that its best programs come from: the
 // ones timed as a model's task runs when `db` has any (mixed, else llc, else cold), else the warm ones.
-std::string preferred_target_key(const Database& db, uint64_t hash, const Target& target);
+std::string preferred_target_key(const Database& db, uint64_t hash, const target::Target& target);
 // The best `k` programs `db` measured of the workload `func` (named `name` in messages) for
 // `target`, fastest first (fewer when fewer were measured): their traces replayed and
 // postprocessed, sampling without a recorded decision drawing from `seed`. A record whose trace
@@ -34,12 +34,12 @@ struct BestPrograms {
   std::vector<const TuningRecord*> records;  // each program's record
   std::vector<std::string> warnings;         // one line per record skipped
 };
-BestPrograms replayable_best(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
+BestPrograms replayable_best(const Database& db, const std::string& name, const ir::PrimFunc& func, const target::Target& target,
                              int k, int64_t seed = 0);
 // The same, the warnings appended to `warnings` when given.
 std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,
-                                        const Target& target, int k, int64_t seed = 0, std::vector<std::string>* warnings = nullptr);
-ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const Target& target,
+                                        const target::Target& target, int k, int64_t seed = 0, std::vector<std::string>* warnings = nullptr);
+ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const target::Target& target,
                           int64_t seed = 0, std::vector<std::string>* warnings = nullptr);
 
 }  // namespace tyche::tune

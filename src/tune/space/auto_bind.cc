@@ -94,7 +94,7 @@ ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents) {
   return std::make_shared<AutoBind>(std::move(thread_extents));
 }
 
-ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const Target& target, int64_t seed) {
+ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const target::Target& target, int64_t seed) {
   if (!target.is_gpu()) throw Error(fmt::format("AutoBind binds loops to GPU threads: target '{}' is not a GPU", target.str()));
   ScheduleRulePtr rule = auto_bind();
   rule->initialize(TuneContext{func, target});

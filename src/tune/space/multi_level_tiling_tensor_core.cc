@@ -57,7 +57,7 @@ bool tensorize_tiles(Schedule& sch, const BlockRV& block, const std::string& int
 
 }  // namespace
 
-int cuda_compute_capability(const Target& target) { return target.compute_capability(); }
+int cuda_compute_capability(const target::Target& target) { return target.compute_capability(); }
 
 std::optional<TensorCoreMatch> match_tensor_core(const Schedule& sch, const BlockRV& block, int sm) {
   if (sm < 70) return std::nullopt;

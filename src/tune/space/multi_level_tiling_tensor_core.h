@@ -25,7 +25,7 @@ struct TensorCoreMatch {
 std::optional<TensorCoreMatch> match_tensor_core(const schedule::Schedule& sch, const schedule::BlockRV& block, int sm);
 // The compute capability of a CUDA target's -arch ("sm_90a": 90); 80 (cuda_arch's default) when
 // it names none.
-int cuda_compute_capability(const Target& target);
+int cuda_compute_capability(const target::Target& target);
 
 class MultiLevelTilingTensorCore : public MultiLevelTiling {
  public:

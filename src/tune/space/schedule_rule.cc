@@ -25,7 +25,7 @@ ScheduleRulePtr make_rule(std::string name, RuleFunction apply) {
   return std::make_shared<FunctionRule>(std::move(name), std::move(apply));
 }
 
-std::vector<ScheduleRulePtr> default_rules(const Target& target) {
+std::vector<ScheduleRulePtr> default_rules(const target::Target& target) {
   if (!target.is_gpu()) {
     // 16 vector registers (SSE, AVX2) against AVX-512's 32: see MultiLevelTilingConfig::padded_rows.
     const auto& cpu = target.cpu_info();

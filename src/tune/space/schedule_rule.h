@@ -109,7 +109,7 @@ ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents = {32, 64, 128, 25
 // A GPU program from any program: AutoBind applied to every block of the root scope that has no
 // blockIdx loop (thread counts drawn with `seed`), what `tyche run --target cuda|opencl` runs
 // without a trace. Throws tyche::Error for a CPU target.
-ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const Target& target, int64_t seed);
+ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const target::Target& target, int64_t seed);
 
 // TVM's defaults for the target: llvm: AutoInline (not exp), AddRFactor, MultiLevelTilingWithIntrin
 // with the CPU's dot intrinsics (cpu_dot_intrins; the tiling below without padded rows or read
@@ -123,6 +123,6 @@ ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const Target& target, in
 // "SSSRRSRS" bound to blockIdx.x/vthread.x/threadIdx.x with shared read and local write caches
 // (their loop software-pipelined over 1 or 2 sampled stages),
 // AutoInline, CrossThreadReduction, ParallelVectorizeUnroll (unroll only), AutoBind.
-std::vector<ScheduleRulePtr> default_rules(const Target& target);
+std::vector<ScheduleRulePtr> default_rules(const target::Target& target);
 
 }  // namespace tyche::tune

@@ -10,7 +10,7 @@
 
 namespace tyche::tune {
 
-std::vector<TuningRecord> measure_traces(const workloads::Workload& w, const RecordWorkload& record_workload, const Target& target,
+std::vector<TuningRecord> measure_traces(const workloads::Workload& w, const RecordWorkload& record_workload, const target::Target& target,
                                          const std::vector<std::string>& trace_jsons, const TraceMeasureOptions& options) {
   if (ir::structural_hash(w.func) != record_workload.hash)
     throw Error(fmt::format("measure: this machine rebuilt {} as another program than the driver's (a different Tyche?)", record_workload.name));

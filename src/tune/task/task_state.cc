@@ -19,7 +19,7 @@ namespace tyche::tune {
 namespace {
 
 // The search's view of the task: design spaces, postprocessors, mutators, the model.
-void set_up_search(TaskState& st, const Target& target, const TuneOptions& options, CostModel* model) {
+void set_up_search(TaskState& st, const target::Target& target, const TuneOptions& options, CostModel* model) {
   const workloads::Workload& w = st.task.workload;
   SearchTask& s = st.search;
   s.context = TuneContext{w.func, target};
@@ -159,7 +159,7 @@ void TaskState::absorb(const std::vector<Trial>& round) {
   result.trials += static_cast<int>(round.size());
 }
 
-std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const Target& target, const TuneOptions& options,
+std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const target::Target& target, const TuneOptions& options,
                                       CostModel* model, Database& db, ModelSeeds& seeds, WarmStartRecords& shipped) {
   auto st = std::make_unique<TaskState>();
   st->task = task;

@@ -24,7 +24,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 bool stopped(const TuneOptions& o) { return o.stop && o.stop->load(); }
 
 // Refuses bad options before any work.
-void check_options(const std::vector<TuneTask>& tasks, const Target& target, const TuneOptions& o) {
+void check_options(const std::vector<TuneTask>& tasks, const target::Target& target, const TuneOptions& o) {
   if (tasks.empty()) throw Error("tune: no workload to tune");
   if (o.trials <= 0 || o.batch <= 0) throw Error("tune: --trials and the batch must be positive");
   const runtime::TimeOptions& timing = o.runner.time;
@@ -75,7 +75,7 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& o, TuneResult& out) {
 }
 
 // Every task set up, resumed from the database, and the model seeded with what it measured.
-std::vector<std::unique_ptr<TaskState>> start_tasks(const std::vector<TuneTask>& tasks, const Target& target, const TuneOptions& o,
+std::vector<std::unique_ptr<TaskState>> start_tasks(const std::vector<TuneTask>& tasks, const target::Target& target, const TuneOptions& o,
                                                     CostModel& model, Database& db, TuneResult& out) {
   std::vector<std::unique_ptr<TaskState>> states;
   ModelSeeds seeds;
@@ -272,7 +272,7 @@ int round_size(int batch, int trials, int tasks) {
 
 // The paper's loop: the task scheduler picks a task, its strategy proposes trials, they are
 // measured and recorded, the cost model and the strategy learn from them.
-TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const TuneOptions& options,
+TuneResult tune(const std::vector<TuneTask>& tasks, const target::Target& target, const TuneOptions& options,
                 const std::function<void(const TuneProgress&)>& progress) {
   auto start = Clock::now();
   check_options(tasks, target, options);

@@ -162,7 +162,7 @@ int round_size(int batch, int trials, int tasks);
 
 // Throws tyche::Error for bad options (unknown strategy, model file, a GPU target), never for a
 // candidate.
-TuneResult tune(const std::vector<TuneTask>& tasks, const Target& target, const TuneOptions& options,
+TuneResult tune(const std::vector<TuneTask>& tasks, const target::Target& target, const TuneOptions& options,
                 const std::function<void(const TuneProgress&)>& progress = {});
 
 }  // namespace tyche::tune

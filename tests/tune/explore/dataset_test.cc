@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 
 TEST(Dataset, RecordsReplayToTheirFeaturesAndBadOnesAreSkipped) {
   auto w = workloads::get_preset("GMM-1");
-  Target target;
+  target::Target target;
   target.num_cores = 2;
   TuneContext context{w.func, target};
   auto postprocs = default_postprocs(context);

@@ -13,13 +13,13 @@ namespace {
 
 using schedule::testing::small;
 
-Target cpu() {
-  Target t;
+target::Target cpu() {
+  target::Target t;
   t.num_cores = 2;
   return t;
 }
 
-void expect_space_valid(const workloads::Workload& w, const Target& target, int samples, bool compile = false) {
+void expect_space_valid(const workloads::Workload& w, const target::Target& target, int samples, bool compile = false) {
   SampleSpaceReport r = sample_space(w, target, {.samples = samples, .seed = 1, .compile = compile});
   std::string failures;
   for (const std::string& f : r.failures) failures += f + "\n";
@@ -62,13 +62,13 @@ TEST(SampleSpace, SameSeedSameReport) {
 }
 
 TEST(SampleSpace, GpuSpacesValidateOnTheIrLevel) {
-  Target gpu = Target::parse("cuda");
+  target::Target gpu = target::Target::parse("cuda");
   for (const char* name : {"GMM-1", "SFM-1", "NRM-1"}) expect_space_valid(small(name), gpu, 30);
 }
 
 // Each mutator, applied to samples of real design spaces, yields a different trace that
 // replays and passes the postprocessors at least 80% of the time.
-void expect_mutator_rate(const MutatorPtr& mutator, const workloads::Workload& w, const Target& target, int tries) {
+void expect_mutator_rate(const MutatorPtr& mutator, const workloads::Workload& w, const target::Target& target, int tries) {
   TuneContext context{w.func, target};
   auto designs = post_order_apply(default_rules(target))->generate(context, 2);
   auto postprocs = default_postprocs(context);
@@ -95,7 +95,7 @@ TEST(Mutators, ProduceDifferentValidTracesOnRealSpaces) {
   expect_mutator_rate(mutate_unroll(), gmm, cpu(), 100);
   expect_mutator_rate(mutate_parallel(), small("C2D-2"), cpu(), 50);
   expect_mutator_rate(mutate_compute_location(), small("CBR-2"), cpu(), 50);
-  expect_mutator_rate(mutate_thread_binding(), small("SFM-1"), Target::parse("cuda"), 50);
+  expect_mutator_rate(mutate_thread_binding(), small("SFM-1"), target::Target::parse("cuda"), 50);
 }
 
 TEST(Mutators, DefaultWeights) {
@@ -107,7 +107,7 @@ TEST(Mutators, DefaultWeights) {
   EXPECT_EQ(w["MutateComputeLocation"], 0.05);
   EXPECT_EQ(w["MutateUnroll"], 0.03);
   EXPECT_EQ(w["MutateParallel"], 0.02);
-  EXPECT_EQ(default_mutators(Target::parse("cuda")).back().first->name(), "MutateThreadBinding");
+  EXPECT_EQ(default_mutators(target::Target::parse("cuda")).back().first->name(), "MutateThreadBinding");
 }
 
 }  // namespace

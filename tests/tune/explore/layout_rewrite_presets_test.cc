@@ -47,7 +47,7 @@ TEST(RewriteLayout, AHandTiledDenseLayerReadsItsWeightAsPanels) {
   std::vector<schedule::LoopRV> loops = sch.get_loops(dense).value();
   std::vector<schedule::LoopRV> j = sch.split(loops[1], {2, 16}).value();
   ASSERT_TRUE(sch.reorder({j[0], loops[0], loops[2], j[1]}).ok());
-  TuneContext ctx{w.func, Target::parse("llvm -num-cores 2")};
+  TuneContext ctx{w.func, target::Target::parse("llvm -num-cores 2")};
   PostprocPtr rewrite = rewrite_layout();
   rewrite->initialize(ctx);
   ASSERT_TRUE(rewrite->apply(sch).ok());
@@ -81,7 +81,7 @@ TEST(RewriteLayout, DefaultSpaceSamplesOnOddShapesAreValidAndCorrectOnEveryLevel
   const std::vector<std::pair<std::string, std::vector<int64_t>>> odd = {
       {"DENSE_RELU", {7, 13, 19}}, {"DIL", {1, 11, 11, 6, 10, 3, 1, 1}}, {"GRP", {1, 9, 9, 12, 20, 3, 2, 1}}};
   for (const std::string& level : target::host_levels()) {
-    Target target = Target::parse("llvm -num-cores 2");
+    target::Target target = target::Target::parse("llvm -num-cores 2");
     target.cpu = level;
     int rewritten = 0;
     for (const auto& [op, params] : odd) {

@@ -78,8 +78,8 @@ struct ConvModel {
   }
 };
 
-Target avx2_target() {
-  Target target;
+target::Target avx2_target() {
+  target::Target target;
   target.num_cores = 2;
   target.cpu = "x86-64-v3";  // every host of this project runs AVX2
   return target;
@@ -87,7 +87,7 @@ Target avx2_target() {
 
 // Candidates of the default design spaces, finished by the default postprocessors, whose weight
 // RewriteLayout re-laid out.
-std::vector<schedule::Schedule> rewritten_candidates(const workloads::Workload& w, const Target& target, size_t want) {
+std::vector<schedule::Schedule> rewritten_candidates(const workloads::Workload& w, const target::Target& target, size_t want) {
   TuneContext ctx{w.func, target};
   auto space = post_order_apply(default_rules(target));
   space->initialize(ctx);
@@ -173,7 +173,7 @@ TEST(RewriteLayout, TheIsolatedWorkerRunsThePreprocBeforeCheckingAndTiming) {
   ConvModel m;
   ASSERT_LT(m.conv, m.tasks.size());
   const workloads::Workload& w = m.tasks[m.conv].workload;
-  Target target = avx2_target();
+  target::Target target = avx2_target();
   std::vector<schedule::Schedule> candidates = rewritten_candidates(w, target, 1);
   ASSERT_FALSE(candidates.empty());
   Measurer measurer(target, RunnerOptions{.worker_path = worker_path(), .timeout_s = 60});
@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
 TEST(RewriteLayout, AnIntrinsicsPackingIsTheOneRewrite) {
   workloads::Workload w = workloads::get_preset("C2D-3-U8S8");
   ASSERT_EQ(ir::layout_free_params(w.func), std::vector<size_t>{1});
-  Target target = Target::parse("llvm -num-cores 2 -mcpu icelake-server");  // AVX512-VNNI
+  target::Target target = target::Target::parse("llvm -num-cores 2 -mcpu icelake-server");  // AVX512-VNNI
   std::vector<schedule::Schedule> candidates = rewritten_candidates(w, target, 3);
   ASSERT_FALSE(candidates.empty());
   for (const schedule::Schedule& c : candidates) {

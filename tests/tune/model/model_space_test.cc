@@ -56,7 +56,7 @@ TEST(ModelTaskSpaces, AResidualAddRunsInTheConvolutionsTileAsItsEpilogue) {
     if (t.workload.name == "fused_conv_add_relu") task = &t;
   ASSERT_NE(task, nullptr);
 
-  Target target;
+  target::Target target;
   target.num_cores = 2;
   target.cpu = "x86-64-v4";
   auto designs = post_order_apply(default_rules(target))->generate(TuneContext{task->workload.func, target}, 3);
@@ -102,7 +102,7 @@ TEST(ModelTaskSpaces, AQuantizedConvolutionIsTensorizedAndExact) {
   for (const TuneTask& t : tasks)
     if (t.workload.name.find("qlinear_conv") != std::string::npos) task = &t;
   ASSERT_NE(task, nullptr);
-  Target target = Target::parse("llvm -num-cores 2 -mcpu sapphirerapids");
+  target::Target target = target::Target::parse("llvm -num-cores 2 -mcpu sapphirerapids");
   auto designs = post_order_apply(default_rules(target))->generate(TuneContext{task->workload.func, target}, 3);
   ASSERT_FALSE(designs.empty());
   auto inputs = workloads::make_inputs(task->workload.func, 5);
@@ -127,7 +127,7 @@ TEST(ModelTaskSpaces, AQuantizedConvolutionIsTensorizedAndExact) {
   // Sampled, replayed and postprocessed as the tuner does, compiled and run: every sample.
   workloads::Workload w = task->workload;
   w.reference = [f = w.func](const std::vector<runtime::NDArray>& in) { return interp::run_on_inputs(f, in); };
-  SampleSpaceReport r = sample_space(w, Target::parse("llvm -num-cores 2"), {.samples = 8, .seed = 1, .compile = true, .check = true});
+  SampleSpaceReport r = sample_space(w, target::Target::parse("llvm -num-cores 2"), {.samples = 8, .seed = 1, .compile = true, .check = true});
   EXPECT_EQ(r.correct, r.samples) << fmt::format("{}", fmt::join(r.failures, "\n"));
 }
 

@@ -29,7 +29,7 @@ using Tiles = std::vector<std::vector<int64_t>>;
 constexpr int kTries = 200;
 
 MutatorPtr make(MutatorPtr m, const workloads::Workload& w) {
-  m->initialize(TuneContext{w.func, Target{}});
+  m->initialize(TuneContext{w.func, target::Target{}});
   return m;
 }
 

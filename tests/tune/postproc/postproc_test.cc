@@ -84,7 +84,7 @@ std::vector<LoopRV> tile_gmm(Schedule& sch) {
   return order;
 }
 
-schedule::Status run_all(Schedule& sch, const std::vector<PostprocPtr>& postprocs, const Target& target = {}) {
+schedule::Status run_all(Schedule& sch, const std::vector<PostprocPtr>& postprocs, const target::Target& target = {}) {
   for (const PostprocPtr& p : postprocs) {
     p->initialize(TuneContext{sch.func(), target});
     if (auto s = p->apply(sch); !s) return s;
@@ -110,7 +110,7 @@ TEST(Postproc, GmmSsrsrsParallelVectorizeUnrollDecompose) {
   Schedule sch(w.func, schedule::ScheduleOptions{.seed = 1, .debug_verify = true});
   tile_gmm(sch);
   annotate_root(sch, 4, 4, 64);
-  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok());
 
   // b0 i0 j0 (1*2*2 = 4: the next loop joins only while the product is below 4) fused and
   // parallel, with the unroll pragma.
@@ -175,7 +175,7 @@ TEST(Postproc, WriteCacheUnderTheTileIsVectorizedAndStopsTheParallelFusion) {
   BlockRV copy = sch.cache_write(z, 0, "global").value();
   sch.reverse_compute_at(copy, loops[2]).value();  // under j0: j0's body is a sequence
   annotate_root(sch, 64, 64, 16);
-  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok());
   auto zl = loops_of(sch, "Z");
   EXPECT_EQ(zl[0]->for_kind, ir::ForKind::kParallel);
   EXPECT_EQ(ir::as_const_int(zl[0]->extent), 4);  // b0 i0 j0 only
@@ -193,7 +193,7 @@ TEST(Postproc, ImplicitUnrollMarksZeroAndEveryNestGetsItsPragma) {
   auto w = small("SFM-1");
   Schedule sch(w.func, schedule::ScheduleOptions{.seed = 1});
   annotate_root(sch, 16, 8, 512, /*explicit_unroll=*/false);
-  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok());
   const auto* root = find_block(sch.func(), "root");
   const auto* seq = root->body.as<ir::SeqStmtNode>();
   ASSERT_NE(seq, nullptr);
@@ -224,7 +224,7 @@ TEST(Postproc, ParallelStopsAtALoopThatRepeatsAReduction) {
   auto cl = sch.get_loops(sch.get_block("C").value()).value();
   sch.compute_at(sch.get_block("S").value(), cl[1], /*preserve_unit_loops=*/true).value();
   annotate_root(sch, 1024, std::nullopt, std::nullopt);
-  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok());
   auto loops = loops_of(sch, "C");
   EXPECT_EQ(loops[0]->for_kind, ir::ForKind::kParallel);
   EXPECT_EQ(ir::as_const_int(loops[0]->extent), 8);
@@ -245,7 +245,7 @@ TEST(Postproc, PresetsStayCorrectThroughTheDefaultPostprocs) {
       (void)sch.split(loops.back(), {std::nullopt, 2});
     }
     annotate_root(sch, 8, 16, 64);
-    ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok()) << ir::to_string(sch.func());
+    ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok()) << ir::to_string(sch.func());
     ir::post_order_visit(sch.func()->body, [&](const ir::Stmt& s) {
       if (const auto* b = s.as<ir::BlockNode>(); b && b->name != "root") {
         bool reduces = std::any_of(b->iter_vars.begin(), b->iter_vars.end(),
@@ -264,7 +264,7 @@ TEST(Postproc, MakeCandidateReplaysTheTraceAndAppendsThePostprocSteps) {
   Schedule design(w.func, schedule::ScheduleOptions{.seed = 3});
   tile_gmm(design);
   annotate_root(design, 8, 8, 16);
-  TuneContext ctx{w.func, Target{}};
+  TuneContext ctx{w.func, target::Target{}};
   auto postprocs = default_postprocs(ctx);
   auto out = make_candidate(ctx, *design.trace(), {}, postprocs, 3);
   ASSERT_TRUE(std::holds_alternative<Schedule>(out)) << std::get<CandidateError>(out).message;
@@ -311,7 +311,7 @@ TEST(Postproc, RFactorBlocksAreDecomposed) {
   auto l = sch.get_loops(blocks[0]).value();
   auto parts = sch.split(l.back(), {std::nullopt, 4}).value();
   sch.rfactor(parts[1], 0).value();
-  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), Target{}})).ok()) << ir::to_string(sch.func());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok()) << ir::to_string(sch.func());
   ir::post_order_visit(sch.func()->body, [&](const ir::Stmt& s) {
     if (const auto* b = s.as<ir::BlockNode>()) {
       EXPECT_FALSE(b->init.defined()) << b->name;
@@ -351,7 +351,7 @@ TEST(Postproc, DisallowDynamicLoop) {
 
 // ---- VerifyGPUCode ----
 
-Target cuda() { return Target::parse("cuda"); }
+target::Target cuda() { return target::Target::parse("cuda"); }
 
 // GMM with i on blockIdx.x and the j loop split as given, its outer part on threadIdx.x.
 Schedule gpu_gmm(int64_t threads, std::optional<int64_t> inner = std::nullopt) {
@@ -365,7 +365,7 @@ Schedule gpu_gmm(int64_t threads, std::optional<int64_t> inner = std::nullopt) {
   return sch;
 }
 
-schedule::Status verify(Schedule& sch, const Target& target) {
+schedule::Status verify(Schedule& sch, const target::Target& target) {
   PostprocPtr p = verify_gpu_code();
   p->initialize(TuneContext{sch.func(), target});
   return p->apply(sch);
@@ -378,8 +378,8 @@ TEST(Postproc, VerifyGPUCodeThreadsPerBlock) {
   auto st = verify(big, cuda());
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.error().reason(), HasSubstr("2048 threads per block (threadIdx.x 2048) exceed max_threads_per_block 1024"));
-  EXPECT_TRUE(verify(big, Target{}).ok());  // llvm: nothing to check
-  EXPECT_TRUE(verify(big, Target::parse("cuda -max-threads-per-block 4096")).ok());
+  EXPECT_TRUE(verify(big, target::Target{}).ok());  // llvm: nothing to check
+  EXPECT_TRUE(verify(big, target::Target::parse("cuda -max-threads-per-block 4096")).ok());
 }
 
 TEST(Postproc, RefusedCandidatesAreCountedByStageAndCode) {
@@ -435,7 +435,7 @@ TEST(Postproc, VerifyGPUCodeRefusesBlocksOutsideTheKernels) {
   auto st = verify(sch, cuda());
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().reason(), "block 'X_shared' is not bound to GPU threads");
-  EXPECT_TRUE(verify(sch, Target{}).ok());  // llvm: the host runs it
+  EXPECT_TRUE(verify(sch, target::Target{}).ok());  // llvm: the host runs it
   // A virtual thread is no kernel launch.
   sch.bind(sch.get_loops(xs).value()[1], "vthread.x").value();
   st = verify(sch, cuda());
@@ -459,8 +459,8 @@ TEST(Postproc, VerifyGPUCodeSharedMemoryCountsOneBlocksTile) {
   BlockRV xs = sch.cache_read(z, 0, "shared").value();
   auto l = sch.get_loops(z).value();
   sch.compute_at(xs, l[1]).value();  // one row of X per thread block: 32 floats = 128 bytes
-  EXPECT_TRUE(verify(sch, Target::parse("cuda -max-shared-memory-per-block 128")).ok());
-  auto st = verify(sch, Target::parse("cuda -max-shared-memory-per-block 127"));
+  EXPECT_TRUE(verify(sch, target::Target::parse("cuda -max-shared-memory-per-block 128")).ok());
+  auto st = verify(sch, target::Target::parse("cuda -max-shared-memory-per-block 127"));
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.error().reason(), HasSubstr("128 bytes of shared memory exceed max_shared_memory_per_block 127"));
 }
@@ -471,7 +471,7 @@ TEST(Postproc, VerifyGPUCodeLocalMemoryCountsOneThreadsCopy) {
   BlockRV copy = sch.cache_write(z, 0, "local").value();
   auto l = sch.get_loops(z).value();
   sch.reverse_compute_at(copy, l[2]).value();  // under threadIdx.x: one float per thread
-  Target t = cuda();
+  target::Target t = cuda();
   t.max_local_memory_per_block = 4;
   EXPECT_TRUE(verify(sch, t).ok());
   t.max_local_memory_per_block = 3;
@@ -526,11 +526,11 @@ Schedule coop_gmm(int64_t vector_len, bool thread_y = false) {
 // rows 32 floats apart holds 1 + 7 * 32 + 7 floats (928 bytes), not 256 bytes.
 TEST(Postproc, VerifyGPUCodeCountsStorageAlignPadding) {
   Schedule plain = coop_gmm(1);
-  EXPECT_TRUE(verify(plain, Target::parse("cuda -max-shared-memory-per-block 256")).ok());
+  EXPECT_TRUE(verify(plain, target::Target::parse("cuda -max-shared-memory-per-block 256")).ok());
   Schedule padded = coop_gmm(1);
   padded.storage_align(padded.get_block("X_shared").value(), 0, 1, 32, 0).value();
-  EXPECT_TRUE(verify(padded, Target::parse("cuda -max-shared-memory-per-block 928")).ok());
-  auto st = verify(padded, Target::parse("cuda -max-shared-memory-per-block 927"));
+  EXPECT_TRUE(verify(padded, target::Target::parse("cuda -max-shared-memory-per-block 928")).ok());
+  auto st = verify(padded, target::Target::parse("cuda -max-shared-memory-per-block 927"));
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.error().reason(), HasSubstr("928 bytes of shared memory exceed"));
 }
@@ -543,8 +543,8 @@ TEST(Postproc, VerifyGPUCodeCountsEachPipelineStage) {
     LoopRV k0 = sch.get_loops(sch.get_block("Z").value()).value()[3];
     sch.annotate(k0, ir::ann::kSoftwarePipelineStages, stages).value();
     const int64_t bytes = stages == 1 ? 256 : 768;
-    EXPECT_TRUE(verify(sch, Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes))).ok()) << stages;
-    auto st = verify(sch, Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes - 1)));
+    EXPECT_TRUE(verify(sch, target::Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes))).ok()) << stages;
+    auto st = verify(sch, target::Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes - 1)));
     ASSERT_FALSE(st.ok());
     EXPECT_THAT(st.error().reason(), HasSubstr(fmt::format("{} bytes of shared memory exceed", bytes)));
   }
@@ -713,7 +713,7 @@ TEST(Postproc, Names) {
     return out;
   };
   ir::PrimFunc f = small("GMM-1").func;
-  EXPECT_THAT(names(default_postprocs(TuneContext{f, Target{}})),
+  EXPECT_THAT(names(default_postprocs(TuneContext{f, target::Target{}})),
               ::testing::ElementsAre("DisallowDynamicLoop", "RewriteLayout", "RewriteParallelVectorizeUnroll",
                                      "RewriteReductionBlock"));
   EXPECT_THAT(names(default_postprocs(TuneContext{f, cuda()})),
@@ -726,7 +726,7 @@ TEST(Postproc, Names) {
 // Designs from the default rules, re-sampled and finished by the default postprocs: every
 // candidate the postprocs accept computes the reference once compiled.
 TEST(PostprocEndToEnd, RuleDesignsBecomeCorrectPrograms) {
-  Target target = Target::parse("llvm -num-cores 4");
+  target::Target target = target::Target::parse("llvm -num-cores 4");
   for (const char* name : {"GMM-1", "C2D-1", "SFM-1", "CBR-1", "DEP-1"}) {
     SCOPED_TRACE(name);
     auto w = small(name);
@@ -758,7 +758,7 @@ TEST(PostprocEndToEnd, RuleDesignsBecomeCorrectPrograms) {
 // GPU designs: VerifyGPUCode accepts the ones within the limits (the bound loops run serially
 // here, so the interpreter still checks what they compute) and rejects with a reason otherwise.
 TEST(PostprocEndToEnd, GpuRuleDesignsAreVerified) {
-  Target target = Target::parse("cuda");
+  target::Target target = target::Target::parse("cuda");
   for (const char* name : {"GMM-1", "SFM-1", "C2D-1"}) {
     SCOPED_TRACE(name);
     auto w = small(name);
@@ -788,7 +788,7 @@ TEST(PostprocEndToEnd, GpuRuleDesignsAreVerified) {
 // (when its region depends on the thread index, so that it is one thread's copy) stays serial;
 // VerifyGPUCode accepts the candidates, which compute the reference.
 TEST(PostprocEndToEnd, GpuTilingSharedCopiesAreCooperative) {
-  Target target = Target::parse("cuda");
+  target::Target target = target::Target::parse("cuda");
   auto w = small("GMM-1");
   TuneContext ctx{w.func, target};
   auto space = post_order_apply(default_rules(target));

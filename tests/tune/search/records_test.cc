@@ -17,8 +17,8 @@ using ::testing::HasSubstr;
 constexpr const char* kEmptyTrace = R"({"format":"tyche.trace","version":1,"instructions":[]})";
 constexpr const char* kBrokenTrace = R"({"format":"tyche.trace","version":1,"instructions":[{"kind":"Frobnicate"}]})";
 
-Target two_cores() {
-  Target t;
+target::Target two_cores() {
+  target::Target t;
   t.num_cores = 2;
   return t;
 }

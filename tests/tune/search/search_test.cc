@@ -17,7 +17,7 @@ struct Fixture {
   std::unique_ptr<CostModel> model = make_random_model(1);
   SearchTask task;
   explicit Fixture(const workloads::Workload& w) {
-    Target target;
+    target::Target target;
     target.num_cores = 2;
     task.context = TuneContext{w.func, target};
     for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(task.context, 0))

@@ -38,8 +38,8 @@ TEST(Transfer, TileDecisionsAreRecutKeepingTheInnerFactorsThatDivide) {
     }
 }
 
-Target two_cores() {
-  Target t;
+target::Target two_cores() {
+  target::Target t;
   t.num_cores = 2;
   return t;
 }

@@ -21,7 +21,7 @@ using schedule::testing::small;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<Schedule> generate(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const Target& t,
+std::vector<Schedule> generate(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const target::Target& t,
                                int64_t seed = 3) {
   return post_order_apply(std::move(rules))->generate(TuneContext{w.func, t}, seed);
 }
@@ -49,7 +49,7 @@ MultiLevelTilingConfig gpu_mlt() {
 
 TEST(GpuMultiLevelTiling, SharedReadCachesAreAnnotatedForCooperativeFetch) {
   auto w = small("GMM-1");
-  Target cuda = Target::parse("cuda");
+  target::Target cuda = target::Target::parse("cuda");
   for (int64_t seed : {1, 2, 3, 4, 5}) {
     SCOPED_TRACE(seed);
     auto designs = generate(w, default_rules(cuda), cuda, seed);
@@ -70,7 +70,7 @@ TEST(GpuMultiLevelTiling, SharedReadCachesAreAnnotatedForCooperativeFetch) {
 
 TEST(GpuMultiLevelTiling, NoCooperativeFetchWithoutThreadsAroundTheCache) {
   auto w = small("GMM-1");
-  Target cuda = Target::parse("cuda");
+  target::Target cuda = target::Target::parse("cuda");
   // No threadIdx binding at all.
   MultiLevelTilingConfig blocks_only = gpu_mlt();
   blocks_only.tile_binds = {"blockIdx.x"};
@@ -92,7 +92,7 @@ TEST(GpuMultiLevelTiling, NoCooperativeFetchWithoutThreadsAroundTheCache) {
 
 TEST(GpuMultiLevelTiling, ConvolutionCachesAreAnnotatedToo) {
   auto w = small("C2D-1");
-  Target cuda = Target::parse("cuda");
+  target::Target cuda = target::Target::parse("cuda");
   auto designs = generate(w, default_rules(cuda), cuda);
   ASSERT_FALSE(designs.empty());
   EXPECT_EQ(cooperative_blocks(designs[0].func()).size(), 2u) << ir::to_string(designs[0].func());

@@ -35,7 +35,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 std::vector<Schedule> designs_for(const workloads::Workload& w, const std::string& cpu) {
-  Target t = Target::parse("llvm -num-cores 2 -mcpu " + cpu);
+  target::Target t = target::Target::parse("llvm -num-cores 2 -mcpu " + cpu);
   return post_order_apply(default_rules(t))->generate(TuneContext{w.func, t}, 5);
 }
 

@@ -22,14 +22,14 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // AVX-512 named, so default_rules gives TVM's CPU list on any host (AVX2 adds designs).
-Target cpu() {
-  Target t;
+target::Target cpu() {
+  target::Target t;
   t.num_cores = 2;
   t.cpu = "x86-64-v4";
   return t;
 }
 
-std::vector<Schedule> generate(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const Target& t = cpu()) {
+std::vector<Schedule> generate(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const target::Target& t = cpu()) {
   return post_order_apply(std::move(rules))->generate(TuneContext{w.func, t}, 3);
 }
 
@@ -87,7 +87,7 @@ TEST(MultiLevelTiling, MustReuseAndGpuBindings) {
   auto none = generate(w, {multi_level_tiling({.structure = "SRS"})});
   ASSERT_EQ(none.size(), 1u);
   EXPECT_THAT(none[0].trace()->to_text(), Not(HasSubstr("cache_write")));
-  auto gpu = generate(w, default_rules(Target::parse("cuda")), Target::parse("cuda"));
+  auto gpu = generate(w, default_rules(target::Target::parse("cuda")), target::Target::parse("cuda"));
   ASSERT_EQ(gpu.size(), 1u);
   std::string text = ir_of(gpu[0]);
   for (const char* axis : {"blockIdx.x", "vthread.x", "threadIdx.x", "\"shared\"", "\"local\""}) EXPECT_THAT(text, HasSubstr(axis));
@@ -152,7 +152,7 @@ TEST(MultiLevelTiling, PaddedRowsAddADesignWhoseRegisterTileNeedNotDivideItsLoop
 TEST(MultiLevelTiling, DefaultRulesPadAndPackOnSixteenRegisterCpusOnly) {
   auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=50,j=32,k=16");
   auto texts = [&](const std::string& cpu) {
-    Target t = Target::parse("llvm -num-cores 2 -mcpu " + cpu);
+    target::Target t = target::Target::parse("llvm -num-cores 2 -mcpu " + cpu);
     std::vector<std::string> out;
     for (const Schedule& d : generate(w, default_rules(t), t)) out.push_back(d.trace()->to_text());
     return out;
@@ -340,13 +340,13 @@ TEST(AddRFactor, BranchesIntoFactoredDesigns) {
 
 TEST(CrossThreadReduction, BindsTheReductionToThreadsOnGpuOnly) {
   auto w = small("NRM-1");
-  Target gpu = Target::parse("cuda");
+  target::Target gpu = target::Target::parse("cuda");
   auto designs = generate(w, {cross_thread_reduction()}, gpu);
   ASSERT_EQ(designs.size(), 2u);
   EXPECT_THAT(ir_of(designs[1]), HasSubstr("threadIdx.x"));
   EXPECT_TRUE(computes_reference(w, designs[1].func()));
   EXPECT_EQ(generate(w, {cross_thread_reduction()}, cpu()).size(), 1u);
-  Target small_gpu = Target::parse("cuda -max-threads-per-block 64");
+  target::Target small_gpu = target::Target::parse("cuda -max-threads-per-block 64");
   auto capped = generate(w, {cross_thread_reduction()}, small_gpu);
   ASSERT_EQ(capped.size(), 2u);
   EXPECT_THAT(capped[1].trace()->to_text(), HasSubstr("candidates=[4, 8, 16, 32, 64]"));
@@ -354,7 +354,7 @@ TEST(CrossThreadReduction, BindsTheReductionToThreadsOnGpuOnly) {
 
 TEST(AutoBind, BindsEveryKernel) {
   auto w = small("SFM-1");
-  Target gpu = Target::parse("cuda");
+  target::Target gpu = target::Target::parse("cuda");
   auto designs = generate(w, {auto_bind()}, gpu);
   ASSERT_EQ(designs.size(), 1u);
   std::string trace = designs[0].trace()->to_text();

@@ -20,14 +20,14 @@ using schedule::testing::small;
 
 // The CPU is named: the default spaces depend on its vector registers (16 with AVX2, 32 with
 // AVX-512), and a test must not depend on the host it runs on.
-Target cpu(const std::string& name = "x86-64-v4", int cores = 2) {
-  Target t;
+target::Target cpu(const std::string& name = "x86-64-v4", int cores = 2) {
+  target::Target t;
   t.num_cores = cores;
   t.cpu = name;
   return t;
 }
 
-std::vector<Schedule> spaces(const workloads::Workload& w, const Target& target, int64_t seed = 1) {
+std::vector<Schedule> spaces(const workloads::Workload& w, const target::Target& target, int64_t seed = 1) {
   return post_order_apply(default_rules(target))->generate(TuneContext{w.func, target}, seed);
 }
 
@@ -52,7 +52,7 @@ TEST(PostOrderApply, GmmHasThreeCpuDesigns) {
 
 // Replaying a design's trace with fresh decisions explores the space; every sample is a legal
 // program that computes the reference (postprocessing is tested with the postprocessors).
-void expect_samples_correct(const workloads::Workload& w, const Target& target, int n_samples) {
+void expect_samples_correct(const workloads::Workload& w, const target::Target& target, int n_samples) {
   auto designs = spaces(w, target);
   ASSERT_FALSE(designs.empty()) << w.name;
   RandomEngine rng(7);
@@ -94,7 +94,7 @@ TEST(PostOrderApply, AcceptanceWorkloadsSampleCorrectly) {
 }
 
 TEST(PostOrderApply, GpuSpacesSampleCorrectly) {
-  Target gpu = Target::parse("cuda");
+  target::Target gpu = target::Target::parse("cuda");
   for (const char* name : {"GMM-1", "SFM-1", "NRM-1", "CBR-1"}) expect_samples_correct(small(name), gpu, 20);
 }
 

@@ -19,7 +19,7 @@ using schedule::testing::computes_reference;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<Schedule> generate(const workloads::Workload& w, const Target& t, int64_t seed) {
+std::vector<Schedule> generate(const workloads::Workload& w, const target::Target& t, int64_t seed) {
   return post_order_apply(default_rules(t))->generate(TuneContext{w.func, t}, seed);
 }
 
@@ -32,7 +32,7 @@ int count(const std::string& text, const std::string& what) {
 // sm_80 and later: a design per family, mma.sync (ldmatrix) first, then WMMA; each software-
 // pipelines its shared copies.
 TEST(TensorCoreTiling, AHalfPrecisionGmmIsTensorized) {
-  Target cuda = Target::parse("cuda -arch=sm_80");
+  target::Target cuda = target::Target::parse("cuda -arch=sm_80");
   for (const char* precision : {"F16", "BF16"}) {
     workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 32}, precision);
     std::string type = precision == std::string("F16") ? "f16" : "bf16";
@@ -57,7 +57,7 @@ TEST(TensorCoreTiling, AHalfPrecisionGmmIsTensorized) {
     }
   }
   // Before Ampere, WMMA only.
-  std::vector<Schedule> volta = generate(workloads::make_workload("GMM", {1, 64, 64, 32}, "F16"), Target::parse("cuda -arch=sm_70"), 1);
+  std::vector<Schedule> volta = generate(workloads::make_workload("GMM", {1, 64, 64, 32}, "F16"), target::Target::parse("cuda -arch=sm_70"), 1);
   ASSERT_EQ(volta.size(), 1u);
   EXPECT_THAT(volta[0].trace()->to_text(), HasSubstr("cuda_wmma_mma_16x16x16_f16f32"));
   EXPECT_THROW(MultiLevelTilingTensorCore(tensor_core_tiling(), 75, {"mma"}), InputError);
@@ -65,7 +65,7 @@ TEST(TensorCoreTiling, AHalfPrecisionGmmIsTensorized) {
 }
 
 TEST(TensorCoreTiling, ExtentsAreRoundedUpToTheTile) {
-  Target cuda = Target::parse("cuda");
+  target::Target cuda = target::Target::parse("cuda");
   workloads::Workload w = workloads::resolve("C[i,j] += A[i,k]*B[k,j]", "i=40,j=24,k=20", "A=float16,B=float16,C=float32");
   std::vector<Schedule> designs = generate(w, cuda, 5);
   ASSERT_EQ(designs.size(), 2u);
@@ -81,7 +81,7 @@ TEST(TensorCoreTiling, OtherBlocksAndArchitecturesAreLeftToMultiLevelTiling) {
   workloads::Workload bf16 = workloads::make_workload("GMM", {1, 64, 64, 32}, "BF16");
   workloads::Workload f16 = workloads::make_workload("GMM", {1, 64, 64, 32}, "F16");
   auto tensorized = [](const workloads::Workload& w, const char* target) {
-    std::string trace = generate(w, Target::parse(target), 1)[0].trace()->to_text();
+    std::string trace = generate(w, target::Target::parse(target), 1)[0].trace()->to_text();
     return trace.find("cuda_wmma") != std::string::npos || trace.find("cuda_mma") != std::string::npos;
   };
   EXPECT_FALSE(tensorized(f32, "cuda"));
@@ -90,8 +90,8 @@ TEST(TensorCoreTiling, OtherBlocksAndArchitecturesAreLeftToMultiLevelTiling) {
   EXPECT_FALSE(tensorized(bf16, "cuda -arch=sm_75"));  // bfloat16 from Ampere on
   EXPECT_TRUE(tensorized(bf16, "cuda -arch=sm_90"));
   EXPECT_FALSE(tensorized(f16, "opencl"));            // OpenCL has no WMMA
-  EXPECT_EQ(cuda_compute_capability(Target::parse("cuda -arch=sm_90a")), 90);
-  EXPECT_EQ(cuda_compute_capability(Target::parse("cuda")), 80);
+  EXPECT_EQ(cuda_compute_capability(target::Target::parse("cuda -arch=sm_90a")), 90);
+  EXPECT_EQ(cuda_compute_capability(target::Target::parse("cuda")), 80);
 }
 
 }  // namespace

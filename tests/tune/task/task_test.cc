@@ -90,8 +90,8 @@ TuneOptions quick(const std::string& db, const std::string& strategy, int trials
   return o;
 }
 
-Target two_cores() {
-  Target t;
+target::Target two_cores() {
+  target::Target t;
   t.num_cores = 2;
   return t;
 }
@@ -516,7 +516,7 @@ TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
   EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("--model needs the xgb")));
   o = quick(db, "evolutionary", 8);
   ::setenv("TYCHE_CUDA_DRIVER_LIBRARY", "/nonexistent/libcuda.so.1", 1);  // no driver, whatever this machine has
-  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot load the CUDA driver")));
+  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, target::Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot load the CUDA driver")));
   ::unsetenv("TYCHE_CUDA_DRIVER_LIBRARY");
   o.runner.time.repeat = 0;
   EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("repeats")));
