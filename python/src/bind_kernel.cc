@@ -243,16 +243,6 @@ CallArgs prepare_call(const Kernel& k, const nb::list& objs) {
   return call;
 }
 
-nb::ndarray<nb::numpy> to_numpy(runtime::NDArray a) {
-  auto* owner = new runtime::NDArray(std::move(a));
-  nb::capsule deleter(owner, [](void* p) noexcept { delete static_cast<runtime::NDArray*>(p); });
-  std::vector<size_t> shape(owner->shape().begin(), owner->shape().end());
-  DataType t = owner->dtype();
-  nb::dlpack::dtype d{t.is_bool() ? static_cast<uint8_t>(nb::dlpack::dtype_code::Bool) : static_cast<uint8_t>(t.code()),
-                      static_cast<uint8_t>(t.is_bool() ? 8 : t.bits()), 1};
-  return nb::ndarray<nb::numpy>(owner->data(), shape.size(), shape.data(), deleter, nullptr, d);
-}
-
 // Copies arrays into NDArrays shaped and typed as `buffers` (checked as for a kernel call).
 std::vector<runtime::NDArray> to_ndarrays(const std::vector<ir::Buffer>& buffers, const nb::list& objs, const std::string& what) {
   if (objs.size() != buffers.size()) throw InputError(fmt::format("{} takes {} input arrays, got {}", what, buffers.size(), objs.size()));
@@ -274,6 +264,16 @@ nb::list to_numpy_list(std::vector<runtime::NDArray> arrays) {
 }
 
 }  // namespace
+
+nb::ndarray<nb::numpy> to_numpy(runtime::NDArray a) {
+  auto* owner = new runtime::NDArray(std::move(a));
+  nb::capsule deleter(owner, [](void* p) noexcept { delete static_cast<runtime::NDArray*>(p); });
+  std::vector<size_t> shape(owner->shape().begin(), owner->shape().end());
+  DataType t = owner->dtype();
+  nb::dlpack::dtype d{t.is_bool() ? static_cast<uint8_t>(nb::dlpack::dtype_code::Bool) : static_cast<uint8_t>(t.code()),
+                      static_cast<uint8_t>(t.is_bool() ? 8 : t.bits()), 1};
+  return nb::ndarray<nb::numpy>(owner->data(), shape.size(), shape.data(), deleter, nullptr, d);
+}
 
 void bind_kernel(nb::module_& m) {
   nb::class_<Kernel>(m, "KernelNative")

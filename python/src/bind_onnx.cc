@@ -154,16 +154,6 @@ runtime::NDArray to_ndarray(const InputArray& a, const std::string& name) {
   return out;
 }
 
-nb::ndarray<nb::numpy> to_numpy(runtime::NDArray a) {
-  auto* owner = new runtime::NDArray(std::move(a));
-  nb::capsule deleter(owner, [](void* p) noexcept { delete static_cast<runtime::NDArray*>(p); });
-  std::vector<size_t> shape(owner->shape().begin(), owner->shape().end());
-  DataType t = owner->dtype();
-  nb::dlpack::dtype d{t.is_bool() ? static_cast<uint8_t>(nb::dlpack::dtype_code::Bool) : static_cast<uint8_t>(t.code()),
-                      static_cast<uint8_t>(t.is_bool() ? 8 : t.bits()), 1};
-  return nb::ndarray<nb::numpy>(owner->data(), shape.size(), shape.data(), deleter, nullptr, d);
-}
-
 nb::tuple as_tuple(const std::vector<int64_t>& dims) {
   nb::list l;
   for (int64_t d : dims) l.append(d);

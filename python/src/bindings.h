@@ -3,12 +3,14 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "ir/function.h"
+#include "runtime/ndarray.h"
 #include "schedule/schedule.h"
 
 #include "tune/measure/measure_batch.h"
@@ -93,6 +95,10 @@ workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash);
 
 // The name of a Python value's type, for messages.
 inline std::string python_type_name(nb::handle v) { return nb::cast<std::string>(nb::str(v.type().attr("__name__"))); }
+
+// A NumPy array that takes `a` over (no copy): the array owns the NDArray and frees it with its
+// last reference (bind_kernel.cc).
+nb::ndarray<nb::numpy> to_numpy(runtime::NDArray a);
 
 // The program a Python value stands for: a PrimFunc, a Workload (its func) or a Schedule (its
 // current func); throws InputError otherwise.
