@@ -11,7 +11,7 @@ namespace tyche::tools {
 class ModelCommands {
  public:
   explicit ModelCommands(CLI::App& app);
-  // The command given, or nullptr when it is none of these.
+  // Whether the command given is one of these.
   bool parsed() const;
   int run();
 
