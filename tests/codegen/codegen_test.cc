@@ -12,7 +12,7 @@
 #include "../common/exhausting_kernel.h"
 #include "../common/sanitizers.h"
 #include "target/cpu.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "lower/lower.h"

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/op.h"
 #include "lower/lower.h"

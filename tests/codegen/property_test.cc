@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "../schedule/random_scheduler.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "lower/lower.h"

@@ -5,7 +5,7 @@
 // rows, never by gathers.
 #include <gmock/gmock.h>
 
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/op.h"
 #include "lower/lower.h"
@@ -47,13 +47,13 @@ Tiled tiled(const std::string& intrin, int depth, const std::string& dtypes, int
   return {w, sch.func()};
 }
 
-struct Results {
+struct TileDotResults {
   runtime::NDArray compiled, interpreted, expected;
   std::string assembly;
 };
-Results run(const Tiled& t) {
+TileDotResults run(const Tiled& t) {
   auto inputs = workloads::make_inputs(t.w.func, 7);
-  Results r;
+  TileDotResults r;
   r.expected = t.w.reference(inputs)[0];
   r.interpreted = interp::run_on_inputs(t.func, inputs)[0];
   CompileOptions o;
@@ -72,7 +72,7 @@ TEST(TileDot, AmxU8S8TilesAreExactEverywhere) {
   {
     const int depth = 64;
     Tiled t = tiled("x86_amx_tile_16x16x64_u8s8", depth, "A=uint8,B=int8,C=int32", 4, "i=32,j=48,k=128");
-    Results r = run(t);
+    TileDotResults r = run(t);
     runtime::Comparison c = runtime::compare(r.compiled, r.expected);
     EXPECT_TRUE(c.ok) << c.message;
     EXPECT_EQ(c.max_abs_error, 0);
@@ -95,7 +95,7 @@ TEST(TileDot, AmxU8S8TilesAreExactEverywhere) {
 
 TEST(TileDot, AmxBFloat16TilesAccumulateInFloat32) {
   Tiled t = tiled("x86_amx_tile_16x16x32_bf16", 32, "A=bfloat16,B=bfloat16", 2, "i=16,j=32,k=96");
-  Results r = run(t);
+  TileDotResults r = run(t);
   runtime::Comparison c = runtime::compare(r.compiled, r.expected);
   EXPECT_TRUE(c.ok) << c.message;
   c = runtime::compare(r.interpreted, r.expected);

@@ -10,7 +10,7 @@
 namespace tyche::lower {
 namespace {
 
-ir::Stmt loop(const ir::Var& v, int64_t n, ir::Stmt body) {
+ir::Stmt unswitch_loop(const ir::Var& v, int64_t n, ir::Stmt body) {
   return ir::for_loop(v, ir::make_int(0), ir::make_int(n), ir::ForKind::kSerial, std::move(body));
 }
 
@@ -34,7 +34,7 @@ TEST(Unswitch, AConditionTheLoopDoesNotChangeMovesOutOfIt) {
   // for i: for j: { C[i*8+j] = ...; if (i < 5) C[...] = ...; if (i < 7) ... }
   ir::Stmt body = ir::seq({f.store(f.i * 8 + f.j), ir::if_then_else(f.i < 5, f.store(f.i * 8 + f.j + 1)),
                            ir::if_then_else(f.i < 7, f.store(f.i * 8 + f.j + 2))});
-  ir::PrimFunc out = unswitch_invariant_ifs(f.func(loop(f.i, 7, loop(f.j, 6, body))));
+  ir::PrimFunc out = unswitch_invariant_ifs(f.func(unswitch_loop(f.i, 7, unswitch_loop(f.j, 6, body))));
   const auto* outer = out->body.as<ir::ForNode>();
   ASSERT_NE(outer, nullptr);
   const auto* version = outer->body.as<ir::IfThenElseNode>();  // inside i, around the j loop
@@ -47,18 +47,18 @@ TEST(Unswitch, AConditionTheLoopDoesNotChangeMovesOutOfIt) {
 TEST(Unswitch, ConditionsOnTheLoopOrOnMemoryStay) {
   Fixture f;
   // Uses the inner loop's variable.
-  ir::Stmt on_j = loop(f.i, 4, loop(f.j, 4, ir::if_then_else(f.j < 2, f.store(f.i * 8 + f.j))));
+  ir::Stmt on_j = unswitch_loop(f.i, 4, unswitch_loop(f.j, 4, ir::if_then_else(f.j < 2, f.store(f.i * 8 + f.j))));
   EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(on_j))), ir::to_string(f.func(on_j)));
   // Reads memory (a store in the loop may change it).
   ir::Expr loaded = ir::buffer_load(f.n, {ir::make_int(0)});
-  ir::Stmt on_load = loop(f.j, 4, ir::if_then_else(loaded < 3, f.store(f.j)));
+  ir::Stmt on_load = unswitch_loop(f.j, 4, ir::if_then_else(loaded < 3, f.store(f.j)));
   EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(on_load))), ir::to_string(f.func(on_load)));
   // Divides by a variable: an outer guard may be what keeps the divisor nonzero.
-  ir::Stmt on_division = loop(f.i, 4, loop(f.j, 4, ir::if_then_else(ir::floordiv(ir::make_int(8), f.i) < 3, f.store(f.i * 8 + f.j))));
+  ir::Stmt on_division = unswitch_loop(f.i, 4, unswitch_loop(f.j, 4, ir::if_then_else(ir::floordiv(ir::make_int(8), f.i) < 3, f.store(f.i * 8 + f.j))));
   EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(on_division))), ir::to_string(f.func(on_division)));
   // Not inside a loop: nothing to unswitch.
   ir::Stmt bare = ir::if_then_else(f.i < 3, f.store(f.i));
-  EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(loop(f.i, 4, bare)))), ir::to_string(f.func(loop(f.i, 4, bare))));
+  EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(unswitch_loop(f.i, 4, bare)))), ir::to_string(f.func(unswitch_loop(f.i, 4, bare))));
 }
 
 }  // namespace

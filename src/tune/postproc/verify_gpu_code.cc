@@ -1,43 +1,31 @@
-// VerifyGPUCode: refuses GPU programs that could not launch or would not compile. Only for
-// cuda targets (read in initialize()); on llvm it accepts everything.
+// VerifyGPUCode: refuses GPU programs that could not launch or would not compile. Only for GPU
+// targets (read in initialize()); on llvm it accepts everything.
 //
-// Every block must lie inside a loop bound to blockIdx.* or threadIdx.* (or contain such loops,
-// like a block wrapping a kernel): a nest without one could not run as a kernel (TVM's
-// RewriteUnboundBlock would bind it; here the candidate is refused).
-//
-// A kernel is a top-level statement of the root block with a loop bound to a thread axis. Per
-// kernel:
+// On the scheduled IR, what the lowering cannot tell:
+// - every block must lie inside a loop bound to blockIdx.* or threadIdx.* (or contain such loops,
+//   like a block wrapping a kernel): a nest without one could not run as a kernel (TVM's
+//   RewriteUnboundBlock would bind it; here the candidate is refused, naming the block);
 // - one thread axis bound on nested loops (threadIdx.x inside threadIdx.x) is legal only when the
-//   extents are equal and the inner nest does not use the outer loop's variable: a GPU back end
-//   makes both loops one thread index (TVM's UnifyThreadBinding, which refuses different
-//   extents), so the inner nest must not depend on the two differing -- RewriteCooperativeFetch's
-//   copy, whose region is the thread block's, is the intended case;
-// - threads per block = the product over threadIdx.x/y/z of the largest extent bound to each
-//   (sibling loops on one axis share the threads) <= max_threads_per_block;
-// - shared memory: the "shared" buffers the kernel accesses, each sized as TVM's buffer
-//   compaction would allocate it: the region its accesses cover while the loops below their
-//   deepest common loop and every threadIdx/vthread loop range over their domains (blockIdx and
-//   enclosing loops fixed), capped at the buffer's shape, times the stages of a software pipeline
-//   around them; the sum <= max_shared_memory_per_block;
-// - local memory likewise for "local" buffers, relaxing only the loops below the common loop
-//   and vthread loops (one thread's copy); the sum <= max_local_memory_per_block;
-// - a vectorized loop: extent x the widest element it loads or stores <= max_vector_bytes.
-// Sizes are computed on the scheduled IR (no lowering), from the blocks' declared regions.
+//   extents are equal and the inner nest does not use the outer loop's variable: the lowering
+//   makes both loops one thread index (TVM's UnifyThreadBinding, which refuses different extents),
+//   so the inner nest must not depend on the two differing -- RewriteCooperativeFetch's copy,
+//   whose region is the thread block's, is the intended case.
+// Then the candidate is lowered by the GPU pipeline the builders use (lower_gpu with the target's
+// options); a lowering that fails refuses it. Each kernel it makes is sized by
+// lower::kernel_resources, the rules the printers declare their arrays by, against the target:
+// threads per block, shared bytes per block (pipelined buffers with every version, storage_align's
+// padding, each array's alignment), local bytes per thread, the widest vector access.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <map>
 #include <optional>
 #include <unordered_map>
 
-#include "ir/var_use.h"
-#include "arith/analyzer.h"
-#include "arith/const_int_bound.h"
-#include "arith/int_set.h"
-#include "arith/linear.h"
-#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
+#include "lower/gpu/gpu_lower.h"
+#include "lower/gpu/gpu_resources.h"
+#include "support/error.h"
 #include "tune/postproc/postproc.h"
 
 namespace tyche::tune {
@@ -48,35 +36,12 @@ using schedule::ErrorCode;
 using schedule::ScheduleError;
 using schedule::Status;
 
-// One block's declared access, in terms of the loop variables around it.
-struct Access {
-  const ir::BufferNode* buffer;
-  std::vector<ir::Range> region;
-  std::vector<const ir::ForNode*> path;  // loops from the kernel's top down to the block
-};
-
-// The widest element loaded or stored under a statement (blocks entered).
-class ElementWidth : public ir::StmtExprVisitor {
- public:
-  int bytes = 0;
-
- protected:
-  void visit_buffer_load(const ir::BufferLoadNode* n) override {
-    bytes = std::max(bytes, n->buffer->dtype.bytes());
-    StmtExprVisitor::visit_buffer_load(n);
-  }
-  void visit_buffer_store(const ir::BufferStoreNode* n) override {
-    bytes = std::max(bytes, n->buffer->dtype.bytes());
-    StmtExprVisitor::visit_buffer_store(n);
-  }
-};
-
+// One top-level nest's thread bindings: constant extents, one axis nested only as the lowering
+// can unify it.
 class KernelScan {
  public:
-  KernelScan(const target::Target& target, std::string kernel) : target_(target), kernel_(std::move(kernel)) {}
+  explicit KernelScan(std::string kernel) : kernel_(std::move(kernel)) {}
 
-  std::vector<Access> accesses;
-  std::map<std::string, int64_t> threads;  // threadIdx.* -> largest bound extent
   std::optional<ScheduleError> error;
 
   void walk(const ir::Stmt& s) {
@@ -128,18 +93,6 @@ class KernelScan {
           return;
         }
       }
-      if (f->thread_tag.starts_with("threadIdx")) threads[f->thread_tag] = std::max(threads[f->thread_tag], *extent);
-    }
-    if (f->for_kind == ir::ForKind::kVectorized && extent) {
-      ElementWidth w;
-      w.visit_stmt(f->body);
-      if (arith::sat_mul(*extent, w.bytes) > target_.max_vector_bytes) {
-        error = ScheduleError(ErrorCode::kInvalidLoopKind,
-                              fmt::format("kernel {}: vectorized loop '{}' moves {} x {} bytes, more than max_vector_bytes {}",
-                                          kernel_, f->loop_var.name(), *extent, w.bytes, target_.max_vector_bytes),
-                              f);
-        return;
-      }
     }
     path_.push_back(f);
     walk(f->body);
@@ -158,13 +111,6 @@ class KernelScan {
     std::vector<ir::Expr> values;
     for (const ir::Expr& v : r->iter_values) values.push_back(subst(v));
     for (size_t i = 0; i < b->iter_vars.size(); ++i) bindings_[b->iter_vars[i].var.get()] = values[i];
-    for (const auto* regions : {&b->reads, &b->writes}) {
-      for (const ir::BufferRegion& br : *regions) {
-        Access a{br.buffer.get(), {}, path_};
-        for (const ir::Range& rg : br.region) a.region.emplace_back(subst(rg.min), subst(rg.extent));
-        accesses.push_back(std::move(a));
-      }
-    }
     walk(b->init);
     walk(b->body);
     for (const ir::IterVar& iv : b->iter_vars) bindings_.erase(iv.var.get());
@@ -194,75 +140,10 @@ class KernelScan {
     return uses.found;
   }
 
-  const target::Target& target_;
   std::string kernel_;
   std::vector<const ir::ForNode*> path_;
   std::unordered_map<const ir::VarNode*, ir::Expr> bindings_;
 };
-
-bool is_thread_like(const ir::ForNode* f, bool shared) {
-  if (f->for_kind != ir::ForKind::kThreadBinding) return false;
-  return f->thread_tag.starts_with("vthread") || (shared && f->thread_tag.starts_with("threadIdx"));
-}
-
-// Bytes one thread block (shared) or one thread (local) holds of `buffer`; nullopt if unknown.
-std::optional<int64_t> footprint(const ir::BufferNode* buffer, const std::vector<const Access*>& uses, bool shared) {
-  size_t common = uses[0]->path.size();
-  for (const Access* a : uses) {
-    size_t d = 0;
-    while (d < std::min(common, a->path.size()) && a->path[d] == uses[0]->path[d]) ++d;
-    common = d;
-  }
-  arith::Analyzer analyzer;
-  arith::VarRangeMap relax;
-  for (const Access* a : uses) {
-    for (size_t d = 0; d < a->path.size(); ++d) {
-      const ir::ForNode* f = a->path[d];
-      ir::Range range(f->min, f->extent);
-      analyzer.bind(f->loop_var, range);
-      if (d >= common || is_thread_like(f, shared)) relax[f->loop_var] = range;
-    }
-  }
-  std::vector<int64_t> extents;
-  for (size_t dim = 0; dim < buffer->shape.size(); ++dim) {
-    std::optional<int64_t> full = ir::as_const_int(buffer->shape[dim]);
-    std::optional<arith::IntervalSet> hull;
-    for (const Access* a : uses) {
-      if (dim >= a->region.size()) continue;
-      const ir::Range& r = a->region[dim];
-      arith::IntervalSet lo = arith::eval_interval(r.min, relax, &analyzer);
-      arith::IntervalSet hi = arith::eval_interval(r.min + r.extent - 1, relax, &analyzer);
-      arith::IntervalSet s{lo.min_value, hi.max_value};
-      hull = hull ? arith::union_interval(*hull, s, &analyzer) : s;
-    }
-    int64_t extent = full.value_or(arith::ConstIntBound::kPosInf);
-    if (hull && hull->is_bounded()) {
-      int64_t bound = analyzer.const_int_bound(analyzer.simplify(hull->max_value - hull->min_value + 1)).max_value;
-      extent = std::min(extent, bound);
-    }
-    if (extent == arith::ConstIntBound::kPosInf) return std::nullopt;
-    extents.push_back(std::max<int64_t>(extent, 0));
-  }
-  int64_t elements = 1;
-  for (int64_t e : extents) elements = arith::sat_mul(elements, e);
-  // Rows storage_align pads take their padding too (laid out for the tile, as compact_buffers
-  // lays them out): 1 + the offset of the last element.
-  if (!buffer->dim_aligns.empty() && elements > 0) {
-    std::optional<std::vector<int64_t>> strides = ir::aligned_strides(extents, buffer->dim_aligns);
-    if (!strides) return std::nullopt;
-    elements = 1;
-    for (size_t d = 0; d < extents.size(); ++d) elements = arith::sat_add(elements, arith::sat_mul(extents[d] - 1, (*strides)[d]));
-  }
-  int64_t bytes = arith::sat_mul(elements, buffer->dtype.bytes());
-  // A software-pipelined loop above every access keeps one copy per stage, each rounded up to
-  // 64 bytes (lower/gpu_software_pipeline.cc).
-  for (size_t d = common; shared && d-- > 0;) {
-    auto it = uses[0]->path[d]->annotations.find(ir::ann::kSoftwarePipelineStages);
-    const int64_t* stages = it == uses[0]->path[d]->annotations.end() ? nullptr : std::get_if<int64_t>(&it->second);
-    if (stages && *stages > 1) return arith::sat_mul(ir::pipeline_version_bytes(bytes), *stages);
-  }
-  return bytes;
-}
 
 class VerifyGPUCode : public Postproc {
  public:
@@ -281,8 +162,19 @@ class VerifyGPUCode : public Postproc {
       if (!has_thread_binding(top)) continue;
       std::string kernel = std::to_string(index++);
       if (const auto* f = top.as<ir::ForNode>()) kernel += fmt::format(" (loop '{}')", f->loop_var.name());
-      if (Status s = check_kernel(top, kernel); !s) return s;
+      KernelScan scan(kernel);
+      scan.walk(top);
+      if (scan.error) return *scan.error;
     }
+    lower::GpuProgram program;
+    try {
+      program = lower::lower_gpu(sch.func(), {}, lower::GpuLowerOptions::for_target(target_.kind, target_.compute_capability()));
+    } catch (const Error& e) {
+      std::string why = e.what();
+      return ScheduleError(ErrorCode::kUnsupported, fmt::format("the GPU lowering refuses it: {}", why.substr(0, why.find('\n'))));
+    }
+    for (const lower::GpuKernel& k : program.kernels)
+      if (Status s = check_kernel(k); !s) return s;
     return schedule::ok_status();
   }
 
@@ -330,43 +222,27 @@ class VerifyGPUCode : public Postproc {
     }
   }
 
-  Status check_kernel(const ir::Stmt& top, const std::string& kernel) const {
-    KernelScan scan(target_, kernel);
-    scan.walk(top);
-    if (scan.error) return *scan.error;
-    int64_t threads = 1;
-    std::string axes;
-    for (const auto& [tag, extent] : scan.threads) {
-      threads = arith::sat_mul(threads, extent);
-      axes += fmt::format("{}{} {}", axes.empty() ? "" : ", ", tag, extent);
+  Status check_kernel(const lower::GpuKernel& k) const {
+    const lower::GpuKernelResources r = lower::kernel_resources(k);
+    if (r.threads > target_.max_threads_per_block) {
+      std::string axes;
+      for (const lower::ThreadIndex& t : k.indices)
+        if (t.tag.starts_with("threadIdx"))
+          axes += fmt::format("{}{} {}", axes.empty() ? "" : ", ", t.tag, k.block[static_cast<size_t>(t.tag.back() - 'x')]);
+      return ScheduleError(ErrorCode::kExceedsLimit, fmt::format("kernel {}: {} threads per block ({}) exceed max_threads_per_block {}",
+                                                                 k.name, r.threads, axes, target_.max_threads_per_block));
     }
-    if (threads > target_.max_threads_per_block)
-      return ScheduleError(ErrorCode::kExceedsLimit,
-                           fmt::format("kernel {}: {} threads per block ({}) exceed max_threads_per_block {}", kernel,
-                                       threads, axes, target_.max_threads_per_block));
     for (bool shared : {true, false}) {
       const char* scope = shared ? "shared" : "local";
-      std::unordered_map<const ir::BufferNode*, std::vector<const Access*>> uses;
-      std::vector<const ir::BufferNode*> order;
-      for (const Access& a : scan.accesses) {
-        if (a.buffer->scope != scope) continue;
-        if (uses[a.buffer].empty()) order.push_back(a.buffer);
-        uses[a.buffer].push_back(&a);
-      }
-      int64_t total = 0;
-      for (const ir::BufferNode* b : order) {
-        std::optional<int64_t> bytes = footprint(b, uses[b], shared);
-        if (!bytes)
-          return ScheduleError(ErrorCode::kNonConstantExtent,
-                               fmt::format("kernel {}: the {} buffer '{}' has no constant size", kernel, scope, b->name));
-        total = arith::sat_add(total, *bytes);
-      }
-      int64_t limit = shared ? target_.max_shared_memory_per_block : target_.max_local_memory_per_block;
-      if (total > limit)
-        return ScheduleError(ErrorCode::kExceedsLimit,
-                             fmt::format("kernel {}: {} bytes of {} memory exceed max_{}_memory_per_block {}", kernel, total,
-                                         scope, scope, limit));
+      const int64_t bytes = shared ? r.shared_bytes : r.local_bytes;
+      const int64_t limit = shared ? target_.max_shared_memory_per_block : target_.max_local_memory_per_block;
+      if (bytes > limit)
+        return ScheduleError(ErrorCode::kExceedsLimit, fmt::format("kernel {}: {} bytes of {} memory exceed max_{}_memory_per_block {}",
+                                                                   k.name, bytes, scope, scope, limit));
     }
+    if (r.vector_bytes > target_.max_vector_bytes)
+      return ScheduleError(ErrorCode::kInvalidLoopKind, fmt::format("kernel {}: a vector load or store moves {} bytes, more than max_vector_bytes {}",
+                                                                    k.name, r.vector_bytes, target_.max_vector_bytes));
     return schedule::ok_status();
   }
 

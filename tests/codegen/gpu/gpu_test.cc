@@ -1,8 +1,7 @@
-// The GPU back end: lowering (golden IR of a bound GMM and a cross-thread-reduced softmax), the
-// refusals, OpenCL C run on the OpenCL device (PoCL here: work-groups, local memory and barriers
-// on the CPU) against the reference for every family's AutoBind program and sampled programs,
-// and CUDA C compiled by NVRTC. Without an OpenCL platform or NVRTC, those tests are skipped
-// saying why.
+// The GPU back end (the lowering alone: tests/lower/gpu): OpenCL C run on the OpenCL device (PoCL
+// here: work-groups, local memory and barriers on the CPU) against the reference for every
+// family's AutoBind program and sampled programs, and CUDA C compiled by NVRTC. Without an OpenCL
+// platform or NVRTC, those tests are skipped saying why.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,13 +14,13 @@
 
 #include "../../common/one_line_error.h"
 #include "../../schedule/schedule_test_util.h"
-#include "gpu_test_util.h"
-#include "codegen/cuda_function.h"
-#include "codegen/export_gpu.h"
-#include "codegen/gpu_codegen.h"
-#include "codegen/opencl_function.h"
+#include "../../common/gpu_test_util.h"
+#include "codegen/gpu/cuda_function.h"
+#include "codegen/gpu/export_gpu.h"
+#include "codegen/gpu/gpu_codegen.h"
+#include "codegen/gpu/opencl_function.h"
 #include "ir/printer.h"
-#include "lower/gpu_lower.h"
+#include "lower/gpu/gpu_lower.h"
 #include "runtime/cuda.h"
 #include "runtime/opencl.h"
 #include "tune/explore/sample_space.h"
@@ -32,89 +31,11 @@ namespace tyche::codegen {
 namespace {
 
 using ::testing::HasSubstr;
-using schedule::testing::expect_golden;
 using schedule::testing::small;
-
-const target::Target kOpenCL = target::Target::parse("opencl");
-
-std::string describe(const lower::GpuProgram& p) {
-  std::string out;
-  for (const ir::Buffer& b : p.intermediates) out += fmt::format("intermediate {} ({} bytes)\n", b->name, ir::const_shape(b)[0] * b->dtype.bytes());
-  for (const lower::GpuKernel& k : p.kernels) {
-    std::vector<std::string> shared, buffers;
-    for (const ir::Buffer& b : k.shared) shared.push_back(b->name);
-    for (const ir::Buffer& b : k.buffers) buffers.push_back(b->name);
-    out += fmt::format("kernel {}({}): grid ({}, {}, {}), block ({}, {}, {}), shared [{}] {} bytes\n{}\n", k.name, fmt::join(buffers, ", "),
-                       k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], fmt::join(shared, ", "), k.shared_bytes,
-                       ir::to_string(k.body));
-  }
-  return out;
-}
-
-using testing::ok;
-
-// X's rows a block reads in one k step, staged in shared memory by its 8 x 8 threads together.
-void stage_x_in_shared(schedule::Schedule& sch, const schedule::BlockRV& z, const schedule::LoopRV& k_outer) {
-  auto x_shared = ok(sch.cache_read(z, 0, "shared"));
-  ok(sch.compute_at(x_shared, k_outer));
-  auto fetch = ok(sch.get_loops(x_shared));
-  auto fused = ok(sch.fuse({fetch[fetch.size() - 2], fetch.back()}));
-  auto parts = ok(sch.split(fused, {std::nullopt, 8, 8}));
-  ok(sch.bind(parts[1], "threadIdx.y"));
-  ok(sch.bind(parts[2], "threadIdx.x"));
-}
-
-// GMM tiled by hand: 8 x 8 output tiles per block (blockIdx.x over rows, .y over columns), one
-// element per thread (threadIdx.y, .x), X's rows staged in shared memory by every k step's threads.
-ir::PrimFunc bound_gmm(const ir::PrimFunc& func) {
-  schedule::Schedule sch(func);
-  auto z = ok(sch.get_block("Z"));
-  auto loops = ok(sch.get_loops(z));  // b, i, j, k
-  auto i = ok(sch.split(loops[1], {std::nullopt, 8}));
-  auto j = ok(sch.split(loops[2], {std::nullopt, 8}));
-  auto k = ok(sch.split(loops[3], {std::nullopt, 8}));
-  ok(sch.reorder({i[0], j[0], i[1], j[1], k[0], k[1]}));
-  ok(sch.bind(i[0], "blockIdx.x"));
-  ok(sch.bind(j[0], "blockIdx.y"));
-  ok(sch.bind(i[1], "threadIdx.y"));
-  ok(sch.bind(j[1], "threadIdx.x"));
-  stage_x_in_shared(sch, z, k[0]);
-  return sch.func();
-}
-
-// GMM with 2 virtual threads over the rows of each block's 16 x 8 tile, each thread accumulating
-// in a local buffer, X's rows staged in shared memory once per k step for both virtual threads.
-ir::PrimFunc vthread_gmm(const ir::PrimFunc& func) {
-  schedule::Schedule sch(func);
-  auto z = ok(sch.get_block("Z"));
-  auto z_local = ok(sch.cache_write(z, 0, "local"));
-  auto loops = ok(sch.get_loops(z));  // b, i, j, k
-  auto i = ok(sch.split(loops[1], {std::nullopt, 2, 8}));
-  auto j = ok(sch.split(loops[2], {std::nullopt, 8}));
-  auto k = ok(sch.split(loops[3], {std::nullopt, 8}));
-  ok(sch.reorder({i[0], j[0], i[1], i[2], j[1], k[0], k[1]}));
-  ok(sch.bind(i[0], "blockIdx.x"));
-  ok(sch.bind(j[0], "blockIdx.y"));
-  ok(sch.bind(i[1], "vthread.x"));
-  ok(sch.bind(i[2], "threadIdx.y"));
-  ok(sch.bind(j[1], "threadIdx.x"));
-  ok(sch.reverse_compute_at(z_local, j[1]));
-  stage_x_in_shared(sch, z, k[0]);
-  return sch.func();
-}
-
-// Softmax with its two reductions shared by 16 threads of a block each (CrossThreadReduction's
-// schedule), the rest bound by AutoBind.
-ir::PrimFunc cross_thread_softmax(const ir::PrimFunc& func, int64_t threads = 16) {
-  schedule::Schedule sch(func);
-  for (const char* name : {"row_max", "row_sum"}) {
-    auto b = ok(sch.get_block(name));
-    auto loops = ok(sch.get_loops(b));
-    auto parts = ok(sch.split(loops.back(), {std::nullopt, threads}));
-    ok(sch.bind(parts[1], "threadIdx.x"));
-  }
-  return tune::auto_bind_blocks(sch.func(), kOpenCL, 0);
-}
+using tyche::testing::bound_gmm;
+using tyche::testing::cross_thread_softmax;
+using tyche::testing::kOpenCL;
+using tyche::testing::vthread_gmm;
 
 ::testing::AssertionResult runs_correctly(const workloads::Workload& w, const ir::PrimFunc& f, const runtime::opencl::Device& device) {
   auto inputs = workloads::make_inputs(w.func);
@@ -127,58 +48,6 @@ ir::PrimFunc cross_thread_softmax(const ir::PrimFunc& func, int64_t threads = 16
   }
   if (!mismatch.empty()) return ::testing::AssertionFailure() << w.name << ": " << mismatch << "\n" << ir::to_string(f);
   return ::testing::AssertionSuccess();
-}
-
-TEST(GpuLower, ABoundGmmBecomesOneKernelWithSharedMemoryAndBarriers) {
-  workloads::Workload w = small("GMM-1");
-  lower::GpuProgram p = lower::lower_gpu(bound_gmm(w.func));
-  ASSERT_EQ(p.kernels.size(), 1u);
-  const lower::GpuKernel& k = p.kernels[0];
-  EXPECT_EQ(k.block, (std::array<int64_t, 3>{8, 8, 1}));
-  EXPECT_EQ(k.grid, (std::array<int64_t, 3>{4, 4, 1}));
-  EXPECT_EQ(k.shared.size(), 1u);
-  expect_golden("bound_gmm", describe(p), "gpu");
-}
-
-// The virtual threads share the fetch into shared memory (once per k step, not once per virtual
-// thread) and each has its own accumulators (a local buffer of 2 x 1 x 1 x 1).
-TEST(GpuLower, VirtualThreadsShareTheFetchAndPrivatizeTheirAccumulators) {
-  workloads::Workload w = small("GMM-1");
-  lower::GpuProgram p = lower::lower_gpu(vthread_gmm(w.func));
-  ASSERT_EQ(p.kernels.size(), 1u);
-  EXPECT_EQ(p.kernels[0].block, (std::array<int64_t, 3>{8, 8, 1}));
-  EXPECT_EQ(p.kernels[0].grid, (std::array<int64_t, 3>{2, 4, 1}));
-  expect_golden("vthread_gmm", describe(p), "gpu");
-}
-
-TEST(GpuLower, ACrossThreadSoftmaxReducesAsATreeInSharedMemory) {
-  workloads::Workload w = small("SFM-1");
-  lower::GpuProgram p = lower::lower_gpu(cross_thread_softmax(w.func));
-  EXPECT_EQ(p.kernels.size(), 4u);
-  EXPECT_EQ(p.intermediates.size(), 3u);
-  expect_golden("cross_thread_softmax", describe(p), "gpu");
-}
-
-TEST(GpuLower, RefusesAStatementOutsideEveryKernel) {
-  workloads::Workload w = small("GMM-1");
-  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(w.func); }, "runs outside every kernel");
-}
-
-TEST(GpuLower, RefusesAParallelLoop) {
-  workloads::Workload w = small("GMM-1");
-  schedule::Schedule sch(w.func);
-  auto loops = ok(sch.get_loops(ok(sch.get_block("Z"))));
-  ok(sch.parallel(loops[1]));
-  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(sch.func()); }, "is parallel");
-}
-
-TEST(GpuLower, RefusesAThreadLoopOfUnknownAxis) {
-  workloads::Workload w = small("GMM-1");
-  schedule::Schedule sch(w.func);
-  auto loops = ok(sch.get_loops(ok(sch.get_block("Z"))));
-  ok(sch.bind(loops[0], "threadIdx.x"));
-  ok(sch.bind(loops[1], "blockIdx.x"));  // below a thread loop
-  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(sch.func()); }, "blockIdx loops must be a kernel's outermost");
 }
 
 TEST(GpuOpenCL, HandBoundProgramsMatchTheReference) {

@@ -16,14 +16,14 @@
 
 #include "../../common/one_line_error.h"
 #include "../../schedule/schedule_test_util.h"
-#include "gpu_test_util.h"
-#include "codegen/cuda_function.h"
-#include "codegen/export_gpu.h"
-#include "codegen/gpu_codegen.h"
-#include "codegen/opencl_function.h"
+#include "../../common/gpu_test_util.h"
+#include "codegen/gpu/cuda_function.h"
+#include "codegen/gpu/export_gpu.h"
+#include "codegen/gpu/gpu_codegen.h"
+#include "codegen/gpu/opencl_function.h"
 #include "ir/annotation_keys.h"
 #include "ir/printer.h"
-#include "lower/gpu_lower.h"
+#include "lower/gpu/gpu_lower.h"
 #include "runtime/cuda.h"
 #include "runtime/opencl.h"
 #include "tune/explore/sample_space.h"
@@ -33,84 +33,8 @@ namespace tyche::codegen {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
-using schedule::testing::expect_golden;
-
-using testing::ok;
-
-// A cooperative fetch into shared memory at `at`: the copy's loops fused and spread over the
-// block's 2 warps of 32 threads, `vector` elements each; rows padded to 8 elements past a multiple
-// of 32 (storage_align, laid out again for the tile compact_buffers shrinks the buffer to).
-void fetch_to_shared(schedule::Schedule& sch, const schedule::BlockRV& reader, int read, const schedule::LoopRV& at, int64_t lanes,
-                     int64_t vector) {
-  auto shared = ok(sch.cache_read(reader, read, "shared"));
-  ok(sch.compute_at(shared, at));
-  ok(sch.storage_align(shared, 0, 1, 32, 8));
-  auto loops = ok(sch.get_loops(shared));
-  auto fused = ok(sch.fuse({loops[loops.size() - 2], loops.back()}));
-  std::vector<std::optional<schedule::ExprArg>> factors = {std::nullopt, 2, lanes};
-  if (vector > 1) factors.push_back(vector);
-  auto parts = ok(sch.split(fused, factors));
-  ok(sch.bind(parts[1], "threadIdx.y"));
-  ok(sch.bind(parts[2], "threadIdx.x"));
-  if (vector > 1) ok(sch.vectorize(parts[3]));
-}
-
-// The innermost two loops of `block` (rows, then columns of `cols` = 16 * n) as n tiles of
-// 16 x 16, tensorized with `intrin`.
-void tensorize_tiles(schedule::Schedule& sch, const schedule::BlockRV& block, const std::string& intrin) {
-  auto loops = ok(sch.get_loops(block));
-  schedule::LoopRV rows = loops[loops.size() - 2], cols = loops.back();
-  auto c = ok(sch.split(cols, {std::nullopt, 16}));
-  auto r = ok(sch.split(rows, {std::nullopt, 16}));
-  ok(sch.reorder({r[0], c[0], r[1], c[1]}));
-  ok(sch.tensorize(r[1], intrin));
-}
-
-// GMM (float16 x float16 -> float32) on tensor cores: a block computes 32 x 32 of Z with 2 warps
-// (threadIdx.y), each 16 rows by 2 tiles of 16 columns; per k step of 16, X's 32 x 16 and Y's
-// 16 x 32 are fetched into shared memory by all 64 threads, then each warp loads its fragments
-// and issues 2 mma. `type` is "f16" or "bf16"; `lanes` the fetches' threadIdx.x; without
-// `tensorize_store` the accumulator is copied out by plain loops. `family`: "wmma" or "mma";
-// `stages` > 0: the k loop annotated software_pipeline_stages.
-struct TensorCoreGmm {
-  std::string type = "f16";
-  int64_t lanes = 32;
-  bool tensorize_store = true;
-  std::string family = "wmma";
-  int64_t stages = 0;
-  int64_t vector = 1;  // the fetches' elements per thread and step
-};
-ir::PrimFunc tensor_core_gmm(const ir::PrimFunc& func, const TensorCoreGmm& o) {
-  const std::string& type = o.type;
-  const std::string intrin = "cuda_" + o.family + "_";
-  schedule::Schedule sch(func);
-  auto z = ok(sch.get_block("Z"));
-  auto acc = ok(sch.cache_write(z, 0, o.family + ".accumulator"));
-  auto loops = ok(sch.get_loops(z));  // b, i, j, k
-  auto i = ok(sch.split(loops[1], {std::nullopt, 2, 16}));
-  auto j = ok(sch.split(loops[2], {std::nullopt, 2, 16}));
-  auto k = ok(sch.split(loops[3], {std::nullopt, 16}));
-  ok(sch.reorder({i[0], j[0], i[1], k[0], j[1], i[2], j[2], k[1]}));
-  ok(sch.bind(i[0], "blockIdx.x"));
-  ok(sch.bind(j[0], "blockIdx.y"));
-  ok(sch.bind(i[1], "threadIdx.y"));
-  ok(sch.reverse_compute_at(acc, i[1]));
-  auto a = ok(sch.cache_read(z, 0, o.family + ".matrix_a"));
-  auto b = ok(sch.cache_read(z, 1, o.family + ".matrix_b"));
-  ok(sch.compute_at(a, k[0]));
-  ok(sch.compute_at(b, k[0]));
-  fetch_to_shared(sch, a, 0, k[0], o.lanes, o.vector);
-  fetch_to_shared(sch, b, 0, k[0], o.lanes, o.vector);
-  if (o.stages > 0) ok(sch.annotate(k[0], ir::ann::kSoftwarePipelineStages, o.stages));
-  auto init = ok(sch.decompose_reduction(z, k[0]));
-  tensorize_tiles(sch, a, intrin + "load_a_16x16_" + type);
-  tensorize_tiles(sch, b, intrin + "load_b_16x16_" + type);
-  tensorize_tiles(sch, init, intrin + "fill_16x16_f32");
-  ok(sch.tensorize(i[2], intrin + (o.family == "mma" ? "sync" : "mma") + "_16x16x16_" + type + "f32"));
-  if (o.tensorize_store) tensorize_tiles(sch, acc, intrin + "store_16x16_f32");
-  return sch.func();
-}
+using tyche::testing::tensor_core_gmm;
+using tyche::testing::TensorCoreGmm;
 
 TEST(TensorCore, AScheduledGmmRunsOnOpenCLAsLoops) {
   OPEN_OR_SKIP(device);
@@ -121,19 +45,6 @@ TEST(TensorCore, AScheduledGmmRunsOnOpenCLAsLoops) {
     auto expected = w.reference(inputs);
     EXPECT_EQ(check_on_opencl(f, *device, inputs, expected), "") << type << "\n" << ir::to_string(f);
   }
-}
-
-// The kernel's body as the CUDA lowering leaves it: the nests are warp_matrix_* calls on fragment
-// arrays, threadIdx.x is one warp's 32 lanes, barriers fence the shared tiles.
-TEST(TensorCore, TheCudaLoweringIssuesWarpInstructions) {
-  workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
-  lower::GpuProgram p = lower::lower_gpu(tensor_core_gmm(w.func, {}), {}, {.cuda = true});
-  ASSERT_EQ(p.kernels.size(), 1u);
-  EXPECT_EQ(p.kernels[0].block, (std::array<int64_t, 3>{32, 2, 1}));
-  EXPECT_EQ(p.kernels[0].grid, (std::array<int64_t, 3>{2, 2, 1}));
-  // X's 32 x 16 tile with rows 40 apart (1 + 31 * 40 + 15 elements), Y's 16 x 32 likewise.
-  EXPECT_EQ(p.kernels[0].shared_bytes, 2 * (1256 + 632));
-  expect_golden("tensor_core_gmm", ir::to_string(p.kernels[0].body), "gpu");
 }
 
 // cuobjdump, with the nvdisasm it runs beside it on PATH: the toolkit's, or pip's
@@ -277,21 +188,6 @@ TEST(TensorCore, MmaAndPipelinedCopiesRunOnOpenCL) {
   }
 }
 
-// The CUDA lowering of a pipelined mma GMM: X and Y get two versions each (every version rounded
-// up to 64 bytes), the first k step's copies are issued before the loop; each step waits for its
-// own copies, passes the one barrier, issues the next step's 16-byte copies as cp.async (a commit
-// group) and reads its version.
-TEST(TensorCore, TheCudaLoweringPipelinesTheCopies) {
-  workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
-  lower::GpuProgram p = lower::lower_gpu(tensor_core_gmm(w.func, {.family = "mma", .stages = 2, .vector = 8}), {}, {.cuda = true});
-  ASSERT_EQ(p.kernels.size(), 1u);
-  EXPECT_EQ(p.kernels[0].shared_bytes, 2 * 2 * (1280 + 640));
-  expect_golden("tensor_core_gmm_pipelined", ir::to_string(p.kernels[0].body), "gpu");
-  // sm_75 has no cp.async: the copies stay plain stores.
-  lower::GpuProgram turing = lower::lower_gpu(tensor_core_gmm(w.func, {.family = "wmma", .stages = 2, .vector = 8}), {}, {.cuda = true, .sm = 75});
-  EXPECT_THAT(ir::to_string(turing.kernels[0].body), Not(HasSubstr("async_copy")));
-}
-
 // mma.sync with ldmatrix and cp.async (2 stages for float16, 3 for bfloat16) for sm_80 and sm_90:
 // the PTX has the instructions, the machine code LDSM (ldmatrix), HMMA.16816 (m16n8k16) and
 // LDGSTS (cp.async).
@@ -317,34 +213,6 @@ TEST(TensorCore, MmaCompilesToLdmatrixHmmaAndAsyncCopies) {
     }
   }
   if (dump.empty()) GTEST_SKIP() << "no cuobjdump and nvdisasm: PTX checked, machine code not";
-}
-
-TEST(TensorCore, RefusesWhatTheInstructionsCannotDo) {
-  workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
-  ir::PrimFunc wide = tensor_core_gmm(w.func, {.lanes = 16});  // the fetches' threadIdx.x: 16 lanes, not a warp
-  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(wide, {}, {.cuda = true}); },
-                                        "a kernel using tensor cores launches threadIdx.x as one warp's 32 lanes, not 16");
-  ir::PrimFunc plain_store = tensor_core_gmm(w.func, {.tensorize_store = false});
-  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(plain_store, {}, {.cuda = true}); },
-                                        "fragment 'Z_wmma_accumulator' is accessed outside a tensor-core instruction");
-  // Elsewhere the nests are loops: both run on OpenCL.
-  EXPECT_NO_THROW(lower::lower_gpu(wide));
-  EXPECT_NO_THROW(lower::lower_gpu(plain_store));
-}
-
-// A software pipeline needs stages 1 to 8 and a loop that copies into shared memory.
-TEST(TensorCore, RefusesPipelinesWithoutCopies) {
-  workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
-  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(tensor_core_gmm(w.func, {.stages = 9})); },
-                                        "loop 'k_0' asks for 9 software pipeline stages (1 to 8)");
-  schedule::Schedule sch(workloads::make_workload("GMM", {1, 64, 64, 48}).func);
-  auto loops = ok(sch.get_loops(ok(sch.get_block("Z"))));
-  auto i = ok(sch.split(loops[1], {std::nullopt, 32}));
-  ok(sch.bind(i[0], "blockIdx.x"));
-  ok(sch.bind(i[1], "threadIdx.x"));
-  ok(sch.annotate(loops[3], ir::ann::kSoftwarePipelineStages, int64_t{2}));
-  tyche::testing::expect_one_line_error([&] { lower::lower_gpu(sch.func(), {}, {.cuda = true}); },
-                                        "loop 'k' cannot be software-pipelined: its body copies nothing into shared memory");
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 
 #include "../../common/exhausting_kernel.h"
 #include "../../common/sanitizers.h"
-#include "codegen/c_codegen.h"
-#include "codegen/export.h"
+#include "codegen/c/c_codegen.h"
+#include "codegen/export/export.h"
 #include "schedules.h"
 #include "interp/interpreter.h"
 #include "ir/op.h"

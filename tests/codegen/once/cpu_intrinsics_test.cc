@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "codegen/c_codegen.h"
-#include "codegen/export.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/c/c_codegen.h"
+#include "codegen/export/export.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "lower/lower.h"
 #include "runtime/compare.h"
 #include "schedule/schedule.h"

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "target/cpu.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "lower/lower.h"
 #include "workloads/workloads.h"
 

@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "target/cpu.h"
-#include "codegen/export.h"
-#include "codegen/runtime_symbols.h"
+#include "codegen/export/export.h"
+#include "codegen/export/runtime_symbols.h"
 #include "runtime/compare.h"
 #include "runtime/module.h"
 #include "schedules.h"

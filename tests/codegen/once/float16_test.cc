@@ -16,7 +16,7 @@
 #include <set>
 
 #include "target/cpu.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "lower/lower.h"
 #include "schedule/schedule.h"

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "target/cpu.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "lower/lower.h"
 #include "schedule/schedule.h"
 #include "te/tensor.h"
@@ -38,7 +38,7 @@ ir::PrimFunc apply(Fn fn, int64_t n, bool vector) {
 
 // Specials, the edges of the range (overflow near 88.72, subnormal results below -87.34, zero
 // below -103.97), a dense sweep of [-105, 90], and random bit patterns.
-std::vector<float> probe_floats() {
+std::vector<float> math_probe_floats() {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
                           88.72283f, 88.72284f, 88.7229f, 89.0f, 1000.0f, -87.33654f, -87.3366f, -100.0f,
@@ -121,7 +121,7 @@ TEST(Math, ErfIsInlineAndAccurateOnEveryCpuLevel) {
 }
 
 TEST(Math, ExpAndSigmoidAreAccurateOnEveryCpuLevel) {
-  std::vector<float> in = probe_floats();
+  std::vector<float> in = math_probe_floats();
   runtime::NDArray input({static_cast<int64_t>(in.size())}, kFloat32);
   std::memcpy(input.data(), in.data(), in.size() * sizeof(float));
   std::vector<std::string> cpus = target::host_levels();

@@ -5,7 +5,7 @@
 
 
 #include "arith/linear.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/functor.h"
 #include "ir/op.h"
@@ -441,11 +441,19 @@ TEST(Postproc, VerifyGPUCodeRefusesBlocksOutsideTheKernels) {
   st = verify(sch, cuda());
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().reason(), "block 'X_shared' is not bound to GPU threads");
-  // Bound to blockIdx (a kernel of its own), it may run.
+  // Bound to blockIdx (a kernel of its own), it may run: a global copy, which the next kernel reads.
   Schedule bound = gpu_gmm(32);
-  BlockRV ys = bound.cache_read(bound.get_block("Z").value(), 1, "shared").value();
+  BlockRV ys = bound.cache_read(bound.get_block("Z").value(), 1, "global").value();
   bound.bind(bound.get_loops(ys).value()[1], "blockIdx.x").value();
   EXPECT_TRUE(verify(bound, cuda()).ok());
+  // A shared copy is bound too, but no kernel's shared memory outlives it: the lowering refuses.
+  Schedule across = gpu_gmm(32);
+  BlockRV ss = across.cache_read(across.get_block("Z").value(), 1, "shared").value();
+  across.bind(across.get_loops(ss).value()[1], "blockIdx.x").value();
+  st = verify(across, cuda());
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), schedule::ErrorCode::kUnsupported);
+  EXPECT_EQ(st.error().reason(), "the GPU lowering refuses it: GPU lowering: shared buffer 'Y_shared' is used by several kernels");
   // Nothing bound at all: the first block found is named.
   Schedule none(small("GMM-1").func, schedule::ScheduleOptions{.seed = 1});
   st = verify(none, cuda());
@@ -495,6 +503,41 @@ TEST(Postproc, VerifyGPUCodeVectorWidth) {
   auto st = verify(wide, cuda());
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.error().reason(), HasSubstr("max_vector_bytes 16"));
+}
+
+// The figures are the lowered kernels': each kernel checked alone (named as lowered), a vthread's
+// local copies privatized (2 virtual threads: 2 floats), a candidate the lowering refuses
+// counted as VerifyGPUCode's "unsupported".
+TEST(Postproc, VerifyGPUCodeChecksTheLoweredKernels) {
+  Schedule sch(small("GMM-1").func, schedule::ScheduleOptions{.seed = 1});
+  BlockRV z = sch.get_block("Z").value();
+  BlockRV copy = sch.cache_write(z, 0, "local").value();
+  auto l = sch.get_loops(z).value();
+  sch.bind(l[1], "blockIdx.x").value();
+  auto j = sch.split(l[2], {2, 16}).value();
+  sch.bind(j[0], "vthread.x").value();
+  sch.bind(j[1], "threadIdx.x").value();
+  sch.reverse_compute_at(copy, j[1]).value();
+  target::Target t = cuda();
+  t.max_local_memory_per_block = 8;
+  auto st = verify(sch, t);
+  EXPECT_TRUE(st.ok()) << st.error().reason() << "\n" << ir::to_string(sch.func());
+  t.max_local_memory_per_block = 7;
+  st = verify(sch, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().reason(), HasSubstr("kernel GMM_kernel0: 8 bytes of local memory exceed max_local_memory_per_block 7"));
+
+  TuneContext ctx{small("GMM-1").func, cuda()};
+  PostprocPtr p = verify_gpu_code();
+  p->initialize(ctx);
+  Schedule parallel = gpu_gmm(32);
+  parallel.parallel(parallel.get_loops(parallel.get_block("Z").value()).value()[0]).value();
+  auto refused = make_candidate(ctx, *parallel.trace(), {}, {p}, 0);
+  ASSERT_TRUE(std::holds_alternative<CandidateError>(refused));
+  EXPECT_EQ(std::get<CandidateError>(refused).reason(), "VerifyGPUCode: unsupported");
+  st = verify(parallel, cuda());
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().reason(), HasSubstr("the GPU lowering refuses it: GPU lowering: loop 'b' is parallel"));
 }
 
 // ---- RewriteCooperativeFetch ----
