@@ -23,7 +23,7 @@
 
 #include "bench/interleaved.h"
 #include "target/cpu.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "lower/lower.h"
 #include "runtime/thread_pool.h"

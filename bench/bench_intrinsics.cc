@@ -27,8 +27,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "bench/interleaved.h"
-#include "codegen/layout_rewrites.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/layout_rewrites.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "ir/structural.h"
 #include "lower/layout_rewrite.h"
 #include "lower/lower.h"

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <vector>
 
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "lower/lower.h"
 #include "tune/mutator/mutator.h"
 #include "tune/postproc/candidate.h"

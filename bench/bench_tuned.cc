@@ -18,8 +18,8 @@
 
 #include "bench/interleaved.h"
 #include "target/cpu.h"
-#include "codegen/layout_rewrites.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/layout_rewrites.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/structural.h"
 #include "lower/layout_rewrite.h"

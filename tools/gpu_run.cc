@@ -9,11 +9,11 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "codegen/cuda_function.h"
-#include "codegen/gpu_codegen.h"
-#include "codegen/opencl_function.h"
+#include "codegen/gpu/cuda_function.h"
+#include "codegen/gpu/gpu_codegen.h"
+#include "codegen/gpu/opencl_function.h"
 #include "ir/printer.h"
-#include "lower/gpu_lower.h"
+#include "lower/gpu/gpu_lower.h"
 #include "runtime/compare.h"
 #include "runtime/cuda.h"
 #include "runtime/opencl.h"

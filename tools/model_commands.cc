@@ -18,48 +18,51 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/export.h"
+#include "codegen/export/export.h"
 #include "flag_checks.h"
-#include "graph/executor.h"
-#include "graph/export_model.h"
-#include "graph/layout.h"
+#include "executor/executor.h"
+#include "executor/export_model.h"
 #include "graph/onnx_import.h"
-#include "graph/op_registry.h"
-#include "graph/passes.h"
 #include "graph/tasks.h"
+#include "model/pipeline.h"
 #include "runtime/npy.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
 #include "support/median.h"
 #include "target/cpu.h"
 #include "target/target.h"
-#include "tune/database/database.h"
 #include "tune/model/model_tasks.h"
-#include "tune/search/records.h"
 
 namespace tyche::tools {
 
 namespace {
 
-struct Model {
-  graph::Graph graph;
-  graph::TaskTable table;
-};
-
 // `dtype`: float32 (as the model is) or bfloat16 (graph::convert_to_bfloat16); tune-model and
 // run-model must be given the same, since the tasks differ.
-Model load_model(const std::string& path, const std::vector<std::string>& input_shapes, const std::string& dtype) {
-  graph::ImportOptions options;
-  for (const std::string& s : input_shapes) graph::parse_input_shape(s, options);
-  Model m{graph::import_onnx(path, options), {}};
-  graph::fold_batch_norm(m.graph);
-  graph::convert_layout(m.graph, graph::Layout::kNHWC);
-  graph::apply_dtype(m.graph, dtype);
-  m.table = graph::extract_tasks(m.graph);
-  return m;
+model::LoadedModel load_model(const std::string& path, const std::vector<std::string>& input_shapes, const std::string& dtype) {
+  graph::ImportOptions shapes;
+  for (const std::string& s : input_shapes) graph::parse_input_shape(s, shapes);
+  model::LoadOptions options;
+  options.input_shapes = shapes.input_shapes;
+  options.dtype = dtype;
+  return model::load_model(model::ModelSource::file(path), options);
 }
 
 std::string hex(uint64_t h) { return fmt::format("{:016x}", h); }
+
+// Per task, the record it runs: its program's structural hash and when it was measured (null for
+// a default schedule). Python's CompiledModel.records is the same list.
+nlohmann::json records_json(const graph::TaskTable& table, const model::ModelPrograms& chosen) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t t = 0; t < table.tasks.size(); ++t) {
+    bool tuned = chosen.program_hash[t] != 0;
+    rows.push_back({{"task", table.tasks[t].name},
+                    {"hash", hex(table.tasks[t].hash)},
+                    {"program", tuned ? nlohmann::json(hex(chosen.program_hash[t])) : nlohmann::json(nullptr)},
+                    {"measured_at", tuned ? nlohmann::json(chosen.measured_at[t]) : nlohmann::json(nullptr)}});
+  }
+  return rows;
+}
 
 std::string value_text(const graph::Graph& g, int v) {
   const graph::Value& val = g.value(v);
@@ -164,15 +167,9 @@ std::string program_dir() {
   return ec ? "." : exe.parent_path().string();
 }
 
-// The model's latency as the tuner sees it: the sum over tasks of weight x best.
-struct Estimate {
-  double seconds = 0;
-  int measured = 0;  // tasks with a best so far
-};
-
 // run-model --profile: `repeat` more runs with every call timed; per task (largest share first)
 // its calls, time per call in the model, its tuned best (as measured alone) and their ratio.
-nlohmann::json print_profile(graph::Executor& exec, const std::vector<runtime::NDArray>& inputs, int repeat,
+nlohmann::json print_profile(executor::Executor& exec, const std::vector<runtime::NDArray>& inputs, int repeat,
                              const std::vector<double>& tuned_seconds) {
   const graph::TaskTable& table = exec.table();
   std::vector<double> call_seconds;
@@ -358,19 +355,18 @@ int ModelCommands::run() {
 }
 
 int ModelCommands::cmd_tune_model() {
-  Model m = load_model(model_, input_shapes_, dtype_);
-  std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table, m.graph);
-  target::Target target = target::Target::host();
-  target.cpu = cpu_;
-  tune::TuneOptions to;
-  to.trials = trials_;
-  to.db_dir = db_;
-  to.seed = seed_;
-  to.threads = threads_;
-  to.runner.worker_path = program_dir() + "/tyche-worker";
-  to.runner.time = tune::model_timing(timing_);
-  std::string timing = tune::timing_label(to.runner.time);
-  to.stop = &g_interrupted;
+  model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
+  model::TuneSetup setup;
+  setup.trials = trials_;
+  setup.db = db_;
+  setup.threads = threads_;
+  setup.seed = seed_;
+  setup.timing = timing_;
+  setup.cpu = cpu_;
+  setup.worker = program_dir() + "/tyche-worker";
+  model::ModelTuning tuning = model::prepare_tuning(m, setup);
+  tuning.options.stop = &g_interrupted;
+  const std::vector<tune::TuneTask>& tasks = tuning.tasks;
   fmt::print("{}: {} tasks ({} calls), {:.3f} GFLOP, {:.1f} MB of weights, {} trials, timed {}; database {}\n", model_, tasks.size(),
              m.table.calls.size(),
              [&] {
@@ -378,61 +374,46 @@ int ModelCommands::cmd_tune_model() {
                for (const graph::Task& t : m.table.tasks) f += t.flop * t.weight;
                return f / 1e9;
              }(),
-             tune::model_weight_bytes(m.graph) / 1e6, trials_, timing, db_);
-  std::map<std::string, double> best;  // task -> best seconds so far
-  std::map<std::string, double> weight;
-  for (const tune::TuneTask& t : tasks) weight[t.workload.name] = t.weight;
-  auto estimate = [&] {
-    Estimate e;
-    for (const auto& [name, s] : best) {
-      e.seconds += weight[name] * s;
-      ++e.measured;
-    }
-    return e;
-  };
+             tune::model_weight_bytes(m.graph) / 1e6, trials_, tuning.timing, db_);
+  model::LatencyEstimate estimate(tasks);
   bool live = ::isatty(1);
   std::signal(SIGINT, on_interrupt);
   auto report = [&](const tune::TuneProgress& p) {
     const tune::TaskResult& t = *p.task;
-    if (t.best_seconds > 0) best[t.name] = t.best_seconds;
-    Estimate e = estimate();
+    estimate.update(t.name, t.best_seconds);
     std::string line = fmt::format("[{}/{}] {}: {} trials, best {}; model ~{:.3f} ms ({} of {} tasks measured), elapsed {:.0f}s", p.trials,
                                    p.budget, t.name, t.trials, t.best_seconds > 0 ? fmt::format("{:.4f} ms", t.best_seconds * 1e3) : "none",
-                                   e.seconds * 1e3, e.measured, tasks.size(), p.elapsed_s);
+                                   estimate.seconds() * 1e3, estimate.measured(), tasks.size(), p.elapsed_s);
     if (live) fmt::print("\r\x1b[2K{}", line);
     else fmt::print("{}\n", line);
     std::fflush(stdout);
   };
-  tune::TuneResult r = tune::tune(tasks, target, to, report);
+  tune::TuneResult r = tune::tune(tasks, tuning.target, tuning.options, report);
   std::signal(SIGINT, SIG_DFL);
   if (live) fmt::print("\n");
   for (const std::string& w : r.warnings) fmt::print(stderr, "warning: {}\n", w);
-  best.clear();
-  for (const tune::TaskResult& t : r.tasks)
-    if (t.best_seconds > 0) best[t.name] = t.best_seconds;
-  Estimate e = estimate();
+  model::TuningSummary summary = model::summarize_tuning(tuning, r);
   fmt::print("\n{:<44} {:>6} {:>7} {:>10} {:>11} {:>6}\n", "task", "weight", "trials", "best ms", "weighted ms", "share");
   nlohmann::json tasks_json = nlohmann::json::array();
-  for (const tune::TaskResult& t : r.tasks) {
-    double w = weight[t.name], s = t.best_seconds;
-    double share = s > 0 && e.seconds > 0 ? w * s / e.seconds : 0;
+  for (const model::TaskSummary& t : summary.tasks) {
+    double w = t.weight, s = t.best_seconds;
     fmt::print("{:<44} {:>6} {:>7} {:>10} {:>11} {:>5.1f}%\n", t.name, w, t.trials, s > 0 ? fmt::format("{:.4f}", s * 1e3) : "-",
-               s > 0 ? fmt::format("{:.4f}", w * s * 1e3) : "-", share * 100);
+               s > 0 ? fmt::format("{:.4f}", w * s * 1e3) : "-", t.share * 100);
     tasks_json.push_back({{"name", t.name}, {"weight", w}, {"trials", t.trials}, {"failed", t.failed},
-                          {"best_ms", s > 0 ? nlohmann::json(s * 1e3) : nlohmann::json(nullptr)}, {"share", share},
-                          {"gflop", t.flop / 1e9}});
+                          {"best_ms", s > 0 ? nlohmann::json(s * 1e3) : nlohmann::json(nullptr)}, {"share", t.share},
+                          {"gflop", t.gflop}});
   }
   const tune::TuneTimes& tm = r.times;
   fmt::print("estimated model latency {:.3f} ms ({} of {} tasks measured); {} trials in {:.0f} s: build {:.0f} s, run {:.0f} s, search {:.0f} s, "
              "model {:.0f} s, leaders timed again {:.0f} s ({:.1f}%){}\n",
-             e.seconds * 1e3, e.measured, tasks.size(), trials_, tm.total, tm.build, tm.run, tm.search, tm.model, tm.confirm,
+             summary.estimated_seconds * 1e3, summary.measured, tasks.size(), trials_, tm.total, tm.build, tm.run, tm.search, tm.model, tm.confirm,
              tm.total > 0 ? tm.confirm / tm.total * 100 : 0, r.interrupted ? "; interrupted: run it again to resume" : "");
   if (!json_file_.empty()) {
     nlohmann::json j = {{"model", model_},
                         {"trials", trials_},
-                        {"timing", timing},
+                        {"timing", tuning.timing},
                         {"wall_s", tm.total},
-                        {"estimated_latency_ms", e.seconds * 1e3},
+                        {"estimated_latency_ms", summary.estimated_seconds * 1e3},
                         {"tasks", tasks_json},
                         {"interrupted", r.interrupted},
                         {"times", {{"build", tm.build}, {"run", tm.run}, {"search", tm.search}, {"model", tm.model},
@@ -449,36 +430,29 @@ int ModelCommands::cmd_export_model() {
   codegen::check_export_name(name_);  // refusals before any work
   target::resolve_cpu(cpu_);
   if (threads_ > 1) throw_input_error("--threads takes 1 (serial code); without it, parallel loops run on the library's thread pool");
-  if (!db_.empty() && !std::filesystem::is_directory(db_)) throw_input_error("no tuning database at '{}'", db_);
-  Model m = load_model(model_, input_shapes_, dtype_);
-  std::vector<ir::PrimFunc> programs(m.table.tasks.size());
-  int tuned = 0;
-  if (!db_.empty()) {
-    target::Target target = target::Target::host();
-    target.cpu = cpu_;
-    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_, tune::OpenMode::kReadOnly), m.table, target);
-    for (const std::string& warning : best.warnings) fmt::print(stderr, "warning: {}\n", warning);
-    programs = std::move(best.programs);
-    tuned = best.tuned;
-  }
+  model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
+  model::ModelPrograms best = model::model_programs(m, db_, model::model_target(cpu_));
+  for (const std::string& warning : best.warnings) fmt::print(stderr, "warning: {}\n", warning);
+  int tuned = best.tuned;
+  const std::vector<ir::PrimFunc>& programs = best.programs;
   size_t ntasks = m.table.tasks.size();
   if (static_cast<size_t>(tuned) < ntasks)
     fmt::print("{} of {} tasks have no record{}: they export a default schedule\n", ntasks - static_cast<size_t>(tuned), ntasks,
                db_.empty() ? " (no --db)" : " in the database");
-  graph::ModelExportOptions eo;
+  executor::ModelExportOptions eo;
   eo.name = name_;
   eo.cpu = cpu_;
   eo.parallel = threads_ != 1;
   eo.description = fmt::format("{}: {} tasks, {} calls; {} of them tuned{}", model_, ntasks, m.table.calls.size(), tuned,
                                db_.empty() ? "" : fmt::format(" (the best records of {})", db_));
-  graph::ModelExportResult r = graph::export_model(m.graph, m.table, programs, output_, eo);
+  executor::ModelExportResult r = executor::export_model(m.graph, m.table, programs, output_, eo);
   for (const std::string& note : r.notes) fmt::print(stderr, "note: {}\n", note);
   fmt::print("exported {} ({}): {}\n", name_, model_, fmt::join(r.files, ", "));
   return 0;
 }
 
 int ModelCommands::cmd_import() {
-  Model m = load_model(model_, input_shapes_, dtype_);
+  model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
   const graph::Graph& g = m.graph;
   fmt::print("model {} (opset {}): {} nodes, {} groups, {} tasks\n", g.name, g.opset, g.nodes.size(), m.table.groups.size(),
              m.table.tasks.size());
@@ -523,7 +497,7 @@ int ModelCommands::cmd_import() {
 int ModelCommands::cmd_run_model() {
   if (!save_outputs_.empty()) check_save_outputs(save_outputs_);  // before the work, not after it
   if (threads_ > 0) runtime::ThreadPool::global().set_num_threads(threads_);
-  Model m = load_model(model_, input_shapes_, dtype_);
+  model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
   const graph::Graph& g = m.graph;
   // Inputs: given ones by name, the rest random.
   std::map<std::string, std::string> given;
@@ -545,22 +519,14 @@ int ModelCommands::cmd_run_model() {
   }
   if (!given.empty()) throw_input_error("--input names '{}', which is not an input of the model", given.begin()->first);
   // Programs: each task's best record, where the database has one.
-  std::vector<ir::PrimFunc> programs(m.table.tasks.size());
-  std::vector<double> tuned_seconds(m.table.tasks.size(), 0.0);
-  int tuned = 0;
-  if (!db_.empty()) {
-    if (!std::filesystem::is_directory(db_)) throw_input_error("no tuning database at '{}'", db_);
-    target::Target target = target::Target::host();
-    target.cpu = cpu_;
-    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db_, tune::OpenMode::kReadOnly), m.table, target);
-    for (const std::string& warning : best.warnings) fmt::print(stderr, "warning: {}\n", warning);
-    programs = std::move(best.programs);
-    tuned_seconds = std::move(best.best_seconds);
-    tuned = best.tuned;
-  }
-  graph::ExecutorOptions options;
-  options.compile.cpu = cpu_;
-  graph::Executor exec(std::move(m.graph), std::move(m.table), programs, options);
+  model::CompileSetup setup;
+  setup.db = db_;
+  setup.cpu = cpu_;
+  model::CompiledModel compiled = model::compile_model(std::move(m), setup);
+  for (const std::string& warning : compiled.chosen.warnings) fmt::print(stderr, "warning: {}\n", warning);
+  executor::Executor& exec = *compiled.executor;
+  const std::vector<double>& tuned_seconds = compiled.chosen.best_seconds;
+  int tuned = compiled.chosen.tuned;
   const graph::Graph& eg = exec.graph();
   size_t ntasks = exec.table().tasks.size();
   if (static_cast<size_t>(tuned) < ntasks)
@@ -619,6 +585,7 @@ int ModelCommands::cmd_run_model() {
                         {"threads", runtime::ThreadPool::global().num_threads()},
                         {"compile_s", exec.compile_seconds()}};
     if (profile_) j["profile"] = profile;
+    j["records"] = records_json(exec.table(), compiled.chosen);
     if (ort) {
       j["onnxruntime_ms"] = ort->median_ms;
       j["max_abs_diff"] = max_abs_diff;

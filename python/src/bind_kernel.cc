@@ -22,12 +22,12 @@
 #include <string_view>
 
 #include "bindings.h"
-#include "codegen/c_codegen.h"
+#include "codegen/c/c_codegen.h"
 #include "target/cpu.h"
 #include "target/target.h"
-#include "codegen/export.h"
-#include "codegen/layout_rewrites.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/export/export.h"
+#include "codegen/llvm/layout_rewrites.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "lower/layout_rewrite.h"

@@ -1,8 +1,8 @@
 // ONNX models from Python (tyche.onnx): a model imported, fused into tasks and compiled by the
 // graph executor, each task running its best record of a tuning database (or its default
-// schedule); the model's tasks; and tune-model. The same flow as the CLI's import, tune-model and
-// run-model (tools/model_commands.cc), with the same one-line InputErrors. The GIL is released
-// while a model is imported, compiled, run and tuned.
+// schedule); the model's tasks; and tune-model. Thin calls of the model pipeline
+// (model/pipeline.h), as the CLI's import, tune-model and run-model are, so both see the same
+// task hashes and records. The GIL is released while a model is imported, compiled, run and tuned.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
@@ -25,81 +25,46 @@
 #include <vector>
 
 #include "bindings.h"
-#include "graph/executor.h"
-#include "graph/layout.h"
-#include "graph/onnx_import.h"
-#include "graph/passes.h"
 #include "graph/tasks.h"
 #include "ir/structural.h"
+#include "model/pipeline.h"
+#include "tune/model/model_tasks.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
-#include "target/target.h"
-#include "tune/database/database.h"
-#include "tune/model/model_tasks.h"
 #include "tune/task/tune.h"
 
 namespace tyche::python {
 namespace {
 
-using Shapes = std::map<std::string, std::vector<int64_t>>;
+using Shapes = model::InputShapes;
 
-// Where a model comes from: a file, or the bytes of a serialized ModelProto (`what` names it in
-// messages).
+// A model from Python: a file, or the bytes of a serialized ModelProto (`what` names it in
+// messages) whose external data is read below `dir` (the caller's base_dir; empty refuses it, so
+// a model given as bytes never reads files relative to the current directory).
 struct ModelSource {
-  std::string path;   // a file; empty when `bytes` holds the model
-  std::string bytes;
-  std::string what;
-  std::string dtype = "float32";  // graph::apply_dtype
-  // The folder external data of `bytes` is read from (the caller's base_dir): empty refuses
-  // external data, so a model given as bytes never reads files relative to the current directory.
-  std::string dir;
+  model::ModelSource source;
+  model::LoadOptions options;
 };
 
 ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what, const std::string& dtype,
-                         const std::string& dir) {
+                         const std::string& dir, const Shapes& shapes) {
   ModelSource s;
-  s.dtype = dtype;
-  s.dir = dir;
   if (!bytes.is_none()) {
     nb::bytes b = nb::cast<nb::bytes>(bytes);
-    s.bytes = std::string(b.c_str(), b.size());
+    s.source = model::ModelSource::in_memory(std::string(b.c_str(), b.size()), what, dir);
   } else {
-    s.path = path;
+    s.source = model::ModelSource::file(path);
+    s.source.what = what;
   }
-  s.what = what;
+  s.options.dtype = dtype;
+  s.options.input_shapes = shapes;
   return s;
 }
 
-struct Model {
-  graph::Graph graph;
-  graph::TaskTable table;
-};
-
-// The one place the Python side loads a model, as the CLI's load_model does: import (static
-// shapes for the inputs named in `shapes`), fold batch norms, convert conv chains to NHWC, fuse
-// into tasks. Keep it in step with tools/model_commands.cc (task hashes key the database).
-Model load_model(const ModelSource& src, const Shapes& shapes) {
-  graph::ImportOptions options;
-  for (const auto& [name, dims] : shapes) {
-    for (int64_t d : dims)
-      if (d < 0 || d > (int64_t{1} << 31)) throw_input_error("input_shapes['{}']: {} is not a dimension", name, d);
-    options.input_shapes[name] = dims;
-  }
-  Model m{src.path.empty() ? graph::import_onnx_bytes(src.bytes, src.what, src.dir, options) : graph::import_onnx(src.path, options), {}};
-  graph::fold_batch_norm(m.graph);
-  graph::convert_layout(m.graph, graph::Layout::kNHWC);
-  graph::apply_dtype(m.graph, src.dtype);
-  m.table = graph::extract_tasks(m.graph);
-  return m;
-}
-
-Model load_released(const ModelSource& src, const Shapes& shapes) {
+model::LoadedModel load_released(const ModelSource& src) {
   nb::gil_scoped_release release;
-  return load_model(src, shapes);
+  return model::load_model(src.source, src.options);
 }
-
-// Databases key records by target: the CLI's (the host), so its databases and ours are one.
-target::Target model_target() { return target::Target::host(); }
 
 // The tasks of the models a node has been sent, by (bytes, shapes): a tune sends its model with
 // every batch, and importing a network takes seconds.
@@ -120,6 +85,20 @@ nb::list task_list(const graph::TaskTable& table) {
     d["weight"] = t.weight;
     d["gflop"] = t.flop / 1e9;
     d["hash"] = fmt::format("{:016x}", t.hash);
+    out.append(d);
+  }
+  return out;
+}
+
+nb::list record_list(const graph::TaskTable& table, const model::ModelPrograms& chosen) {
+  nb::list out;
+  for (size_t t = 0; t < table.tasks.size(); ++t) {
+    bool tuned = chosen.program_hash[t] != 0;
+    nb::dict d;
+    d["task"] = table.tasks[t].name;
+    d["hash"] = fmt::format("{:016x}", table.tasks[t].hash);
+    d["program"] = tuned ? nb::cast(fmt::format("{:016x}", chosen.program_hash[t])) : nb::none();
+    d["measured_at"] = tuned ? nb::cast(chosen.measured_at[t]) : nb::none();
     out.append(d);
   }
   return out;
@@ -162,19 +141,19 @@ nb::tuple as_tuple(const std::vector<int64_t>& dims) {
 
 // A compiled model. One run at a time (the executor has one arena).
 struct CompiledModel {
-  std::unique_ptr<graph::Executor> exec;
-  int tuned = 0;
-  std::vector<std::string> warnings;  // records skipped because they do not replay
+  model::CompiledModel compiled;
   std::unique_ptr<std::mutex> running = std::make_unique<std::mutex>();
+
+  const executor::Executor& exec() const { return *compiled.executor; }
 
   std::vector<std::string> names(const std::vector<int>& ids) const {
     std::vector<std::string> out;
-    for (int v : ids) out.push_back(exec->graph().value(v).name);
+    for (int v : ids) out.push_back(exec().graph().value(v).name);
     return out;
   }
 
   nb::dict run(const nb::dict& given) {
-    const graph::Graph& g = exec->graph();
+    const graph::Graph& g = exec().graph();
     std::vector<std::string> inputs = names(g.inputs);
     for (auto [key, value] : given) {
       std::string k = nb::cast<std::string>(key);
@@ -195,7 +174,7 @@ struct CompiledModel {
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(*running);
-      outs = exec->run(arrays);
+      outs = compiled.executor->run(arrays);
     }
     nb::dict result;
     std::vector<std::string> out_names = names(g.outputs);
@@ -204,62 +183,46 @@ struct CompiledModel {
   }
 };
 
-CompiledModel compile_model(const ModelSource& src, const std::string& db, int threads, const Shapes& shapes) {
+CompiledModel compile_model(const ModelSource& src, const std::string& db, int threads) {
   if (threads < 0) throw InputError("compile: threads must be positive");
-  if (!db.empty() && !std::filesystem::is_directory(db)) throw_input_error("no tuning database at '{}'", db);
   if (threads > 0) runtime::ThreadPool::global().set_num_threads(threads);
   CompiledModel c;
   nb::gil_scoped_release release;
-  Model m = load_model(src, shapes);
-  std::vector<ir::PrimFunc> programs(m.table.tasks.size());
-  if (!db.empty()) {
-    // Read only: compiling never writes to the database (it may be another user's, or read-only).
-    tune::ModelPrograms best = tune::best_model_programs(tune::Database(db, tune::OpenMode::kReadOnly), m.table, model_target());
-    programs = std::move(best.programs);
-    c.tuned = best.tuned;
-    c.warnings = std::move(best.warnings);
-  }
-  c.exec = std::make_unique<graph::Executor>(std::move(m.graph), std::move(m.table), std::move(programs));
+  model::CompileSetup setup;
+  setup.db = db;
+  c.compiled = model::compile_model(model::load_model(src.source, src.options), setup);
   return c;
 }
 
-nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, int threads, const Shapes& shapes, int64_t seed,
-                    const std::string& timing, const std::string& worker, nb::handle progress, nb::handle remote) {
-  if (trials <= 0) throw InputError("tune: trials must be positive");
-  if (threads < 0) throw InputError("tune: threads must be positive");
-  if (db.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
-  Model m = load_released(src, shapes);
-  runtime::TimeOptions time = tune::model_timing(timing);
-  std::vector<tune::TuneTask> tasks = tune::model_tune_tasks(m.table, m.graph);
-  tune::TuneOptions o;
-  o.trials = trials;
-  o.db_dir = db;
-  o.seed = seed;
-  o.threads = threads;
-  o.runner.worker_path = worker;
-  o.runner.time = time;
+nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, int threads, int64_t seed, const std::string& timing,
+                    const std::string& worker, nb::handle progress, nb::handle remote) {
+  model::TuneSetup setup;
+  setup.trials = trials;
+  setup.db = db;
+  setup.threads = threads;
+  setup.seed = seed;
+  setup.timing = timing;
+  setup.worker = worker;
+  model::LoadedModel m = load_released(src);
+  model::ModelTuning tuning = model::prepare_tuning(m, setup);
+  const std::vector<tune::TuneTask>& tasks = tuning.tasks;
+  tune::TuneOptions& o = tuning.options;
   auto remote_error = std::make_shared<PendingError>();
   o.remote_measure = remote_measure_from(remote, remote_error);
   std::atomic<bool> stop{false};
   o.stop = &stop;
-  std::map<std::string, double> weight, best;  // by task; best: seconds so far
-  for (const tune::TuneTask& t : tasks) weight[t.workload.name] = t.weight;
-  auto estimate = [&] {
-    double s = 0;
-    for (const auto& [name, b] : best) s += weight[name] * b;
-    return s;
-  };
+  model::LatencyEstimate estimate(tasks);
   // At the end of each round: a signal (Ctrl-C) or an exception of the callback stops the tune
   // once what was measured is saved, and is raised when the tune has returned.
   std::optional<nb::python_error> pending;
   auto on_progress = [&](const tune::TuneProgress& p) {
-    if (p.task->best_seconds > 0) best[p.task->name] = p.task->best_seconds;
-    double estimated_ms = estimate() * 1e3;
+    estimate.update(p.task->name, p.task->best_seconds);
+    double estimated_ms = estimate.seconds() * 1e3;
     nb::gil_scoped_acquire gil;
     try {
       if (PyErr_CheckSignals() != 0) throw nb::python_error();
       if (!progress.is_none())
-        progress(p.trials, p.budget, p.task->name, p.task->best_seconds, estimated_ms, static_cast<int>(best.size()), tasks.size(),
+        progress(p.trials, p.budget, p.task->name, p.task->best_seconds, estimated_ms, estimate.measured(), tasks.size(),
                  p.elapsed_s);
     } catch (nb::python_error& e) {
       if (!pending) pending.emplace(std::move(e));
@@ -269,7 +232,7 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
   tune::TuneResult r;
   try {
     nb::gil_scoped_release release;
-    r = tune::tune(tasks, model_target(), o, on_progress);
+    r = tune::tune(tasks, tuning.target, o, on_progress);
   } catch (const CallbackRaised&) {
     // measuring on the cluster raised: below
   }
@@ -278,21 +241,17 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
     nb::python_error e = std::move(*pending);
     throw e;
   }
-  best.clear();
-  for (const tune::TaskResult& t : r.tasks)
-    if (t.best_seconds > 0) best[t.name] = t.best_seconds;
-  double total = estimate();
+  model::TuningSummary summary = model::summarize_tuning(tuning, r);
   nb::list task_rows;
-  for (const tune::TaskResult& t : r.tasks) {
-    double w = weight[t.name], s = t.best_seconds;
+  for (const model::TaskSummary& t : summary.tasks) {
     nb::dict d;
     d["name"] = t.name;
-    d["weight"] = w;
+    d["weight"] = t.weight;
     d["trials"] = t.trials;
     d["failed"] = t.failed;
-    d["best_ms"] = s > 0 ? nb::cast(s * 1e3) : nb::object(nb::none());
-    d["share"] = s > 0 && total > 0 ? w * s / total : 0.0;
-    d["gflop"] = t.flop / 1e9;
+    d["best_ms"] = t.best_seconds > 0 ? nb::cast(t.best_seconds * 1e3) : nb::object(nb::none());
+    d["share"] = t.share;
+    d["gflop"] = t.gflop;
     task_rows.append(d);
   }
   const tune::TuneTimes& tm = r.times;
@@ -304,11 +263,11 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
   times["database"] = tm.database;
   times["confirm"] = tm.confirm;
   nb::dict d;
-  d["model"] = src.what;
+  d["model"] = m.what;
   d["trials"] = trials;
-  d["timing"] = tune::timing_label(time);
+  d["timing"] = tuning.timing;
   d["wall_s"] = tm.total;
-  d["estimated_latency_ms"] = total * 1e3;
+  d["estimated_latency_ms"] = summary.estimated_seconds * 1e3;
   d["tasks"] = task_rows;
   d["interrupted"] = r.interrupted;
   d["times"] = times;
@@ -320,62 +279,66 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
 
 workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash) {
   nb::bytes b = nb::cast<nb::bytes>(recipe["onnx_bytes"]);
-  ModelSource src{"", std::string(b.c_str(), b.size()), nb::cast<std::string>(recipe["what"]),
-                  recipe.contains("dtype") ? nb::cast<std::string>(recipe["dtype"]) : std::string("float32"),
-                  ""};  // a node has the model's bytes alone: no external data
-  Shapes shapes = nb::cast<Shapes>(recipe["input_shapes"]);
+  ModelSource src;
+  // A node has the model's bytes alone: no external data.
+  src.source = model::ModelSource::in_memory(std::string(b.c_str(), b.size()), nb::cast<std::string>(recipe["what"]), "");
+  src.options.dtype = recipe.contains("dtype") ? nb::cast<std::string>(recipe["dtype"]) : std::string("float32");
+  src.options.input_shapes = nb::cast<Shapes>(recipe["input_shapes"]);
   ImportedModels& models = imported_models();
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(models.mu);
-  auto key = std::make_tuple(src.bytes, shapes, src.dtype);
+  auto key = std::make_tuple(src.source.bytes, src.options.input_shapes, src.options.dtype);
   auto it = models.tasks.find(key);
   if (it == models.tasks.end()) {
-    Model m = load_model(src, shapes);
+    model::LoadedModel m = model::load_model(src.source, src.options);
     it = models.tasks.emplace(std::move(key), tune::model_tune_tasks(m.table, m.graph)).first;
   }
   for (const tune::TuneTask& t : it->second)
     if (ir::structural_hash(t.workload.func) == hash) return t.workload;
-  throw Error(fmt::format("measure: {} has no task whose program hashes to {:016x} (another Tyche on this node?)", src.what, hash));
+  throw Error(fmt::format("measure: {} has no task whose program hashes to {:016x} (another Tyche on this node?)", src.source.what, hash));
 }
 
 void bind_onnx(nb::module_& m) {
   nb::class_<CompiledModel>(m, "CompiledModelNative", "An ONNX model compiled by the graph executor.")
       .def("run", &CompiledModel::run, nb::arg("inputs"), "Runs the model on {input name: array}; returns {output name: array}.")
-      .def_prop_ro("input_names", [](const CompiledModel& c) { return c.names(c.exec->graph().inputs); })
-      .def_prop_ro("output_names", [](const CompiledModel& c) { return c.names(c.exec->graph().outputs); })
+      .def_prop_ro("input_names", [](const CompiledModel& c) { return c.names(c.exec().graph().inputs); })
+      .def_prop_ro("output_names", [](const CompiledModel& c) { return c.names(c.exec().graph().outputs); })
       .def_prop_ro("inputs", [](const CompiledModel& c) {
         nb::dict d;
-        const graph::Graph& g = c.exec->graph();
+        const graph::Graph& g = c.exec().graph();
         for (int v : g.inputs) d[g.value(v).name.c_str()] = nb::make_tuple(as_tuple(g.value(v).shape), g.value(v).dtype.str());
         return d;
       })
-      .def_prop_ro("tasks", [](const CompiledModel& c) { return task_list(c.exec->table()); })
-      .def_ro("tasks_tuned", &CompiledModel::tuned)
-      .def_prop_ro("arena_bytes", [](const CompiledModel& c) { return c.exec->memory().arena_bytes; })
-      .def_prop_ro("naive_bytes", [](const CompiledModel& c) { return c.exec->memory().naive_bytes; })
-      .def_prop_ro("compile_seconds", [](const CompiledModel& c) { return c.exec->compile_seconds(); });
+      .def_prop_ro("tasks", [](const CompiledModel& c) { return task_list(c.exec().table()); })
+      .def_prop_ro("tasks_tuned", [](const CompiledModel& c) { return c.compiled.chosen.tuned; })
+      .def_prop_ro("records", [](const CompiledModel& c) { return record_list(c.exec().table(), c.compiled.chosen); },
+                   "Per task, the record it runs: task, hash, program (its structural hash) and measured_at; None for a "
+                   "default schedule (as tyche run-model --json writes them).")
+      .def_prop_ro("arena_bytes", [](const CompiledModel& c) { return c.exec().memory().arena_bytes; })
+      .def_prop_ro("naive_bytes", [](const CompiledModel& c) { return c.exec().memory().naive_bytes; })
+      .def_prop_ro("compile_seconds", [](const CompiledModel& c) { return c.exec().compile_seconds(); });
   m.def("onnx_compile", [](const std::string& path, nb::handle bytes, const std::string& what, const std::string& db,
                            int threads, const Shapes& shapes, const std::string& dtype, const std::string& base_dir) {
-    CompiledModel c = compile_model(model_source(path, bytes, what, dtype, base_dir), db, threads, shapes);
-    for (const std::string& w : c.warnings)
+    CompiledModel c = compile_model(model_source(path, bytes, what, dtype, base_dir, shapes), db, threads);
+    for (const std::string& w : c.compiled.chosen.warnings)
       if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw nb::python_error();
     return c;
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"), nb::arg("input_shapes"),
         nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
   m.def("onnx_tasks", [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes,
                          const std::string& dtype, const std::string& base_dir) {
-    return task_list(load_released(model_source(path, bytes, what, dtype, base_dir), shapes).table);
+    return task_list(load_released(model_source(path, bytes, what, dtype, base_dir, shapes)).table);
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"), nb::arg("dtype") = "float32",
         nb::arg("base_dir") = "");
   m.def("onnx_tune", [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
                         const std::string& db, int threads, const Shapes& shapes, int64_t seed, const std::string& timing,
                         const std::string& worker, nb::handle progress, nb::handle remote, const std::string& dtype,
                         const std::string& base_dir) {
-    return tune_model(model_source(path, bytes, what, dtype, base_dir), trials, db, threads, shapes, seed, timing, worker, progress, remote);
+    return tune_model(model_source(path, bytes, what, dtype, base_dir, shapes), trials, db, threads, seed, timing, worker, progress, remote);
   }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"), nb::arg("threads"),
         nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"), nb::arg("worker"), nb::arg("progress").none(),
         nb::arg("remote").none() = nb::none(), nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
-  m.def("onnx_target", [] { return model_target().str(); }, "The target a model's tasks are tuned for (the host).");
+  m.def("onnx_target", [] { return model::model_target().str(); }, "The target a model's tasks are tuned for (the host).");
 }
 
 }  // namespace tyche::python

@@ -118,6 +118,13 @@ class CompiledModel:
         return self._native.tasks_tuned
 
     @property
+    def records(self) -> list[dict]:
+        """Per task, the record it runs (as ``tyche run-model --json`` lists them): dicts of task,
+        hash, program (the structural hash of the program picked) and measured_at; program and
+        measured_at are None for a task that runs its default schedule."""
+        return self._native.records
+
+    @property
     def arena_bytes(self) -> int:
         return self._native.arena_bytes
 

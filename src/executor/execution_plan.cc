@@ -1,10 +1,10 @@
-#include "graph/execution_plan.h"
+#include "executor/execution_plan.h"
 
 #include <fmt/format.h>
 
 #include "support/error.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
 
 ExecutionPlan plan_execution(const Graph& graph, const TaskTable& table) {
   ExecutionPlan p;
@@ -69,4 +69,4 @@ ExecutionPlan plan_execution(const Graph& graph, const TaskTable& table) {
   return p;
 }
 
-}  // namespace tyche::graph
+}  // namespace tyche::executor

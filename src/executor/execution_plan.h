@@ -8,10 +8,18 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "graph/memory_plan.h"
+#include "executor/memory_plan.h"
 #include "graph/tasks.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
+
+// The model as the front and middle end left it (graph/).
+using graph::Call;
+using graph::FusedGroup;
+using graph::Graph;
+using graph::Node;
+using graph::TaskTable;
+using graph::Value;
 
 struct Location {
   enum class Kind { kNone, kInput, kConstant, kArena };
@@ -32,4 +40,4 @@ struct ExecutionPlan {
 // Throws InternalError when a call reads a value that has no location.
 ExecutionPlan plan_execution(const Graph& graph, const TaskTable& table);
 
-}  // namespace tyche::graph
+}  // namespace tyche::executor

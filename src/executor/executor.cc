@@ -1,4 +1,4 @@
-#include "graph/executor.h"
+#include "executor/executor.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,10 +10,11 @@
 
 #include <fmt/format.h>
 
+#include "graph/default_schedule.h"
 #include "lower/lower.h"
 #include "support/error.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
 
 CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table, const ExecutionPlan& plan,
                                  const std::vector<std::vector<CompiledRewrite>>& rewrites) {
@@ -50,7 +51,7 @@ Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> progr
   auto worker = [&] {
     for (size_t t = next.fetch_add(1); t < n; t = next.fetch_add(1)) {
       try {
-        ir::PrimFunc p = programs[t].defined() ? programs[t] : default_schedule(table_.tasks[t].func);
+        ir::PrimFunc p = programs[t].defined() ? programs[t] : graph::default_schedule(table_.tasks[t].func);
         lower::SplitProgram split = lower::split_layout_rewrites(p);
         rewrites[t] = compile_rewrites(split.rewrites);
         kernels_[t] = codegen::compile(lower::lower(split.main).func, options_.compile);
@@ -89,8 +90,8 @@ std::vector<runtime::NDArray> Executor::run(const std::vector<runtime::NDArray>&
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = graph_.value(graph_.inputs[i]);
     if (inputs[i].dtype() != v.dtype || inputs[i].shape() != v.shape)
-      throw_input_error("input '{}' must be {} {}, not {} {}", v.name, v.dtype.str(), shape_text(v.shape),
-                        inputs[i].dtype().str(), shape_text(inputs[i].shape()));
+      throw_input_error("input '{}' must be {} {}, not {} {}", v.name, v.dtype.str(), graph::shape_text(v.shape),
+                        inputs[i].dtype().str(), graph::shape_text(inputs[i].shape()));
   }
   std::vector<void*> args;
   for (size_t c = 0; c < table_.calls.size(); ++c) {
@@ -115,4 +116,4 @@ std::vector<runtime::NDArray> Executor::run(const std::vector<runtime::NDArray>&
   return outs;
 }
 
-}  // namespace tyche::graph
+}  // namespace tyche::executor

@@ -11,18 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "codegen/layout_rewrites.h"
-#include "codegen/llvm_codegen.h"
-#include "graph/execution_plan.h"
+#include "codegen/llvm/layout_rewrites.h"
+#include "codegen/llvm/llvm_codegen.h"
+#include "executor/execution_plan.h"
 #include "graph/graph.h"
-#include "graph/memory_plan.h"
+#include "executor/memory_plan.h"
 #include "graph/tasks.h"
 #include "lower/layout_rewrite.h"
 
-namespace tyche::graph {
-
-// The default schedule of an untuned task.
-ir::PrimFunc default_schedule(const ir::PrimFunc& func);
+namespace tyche::executor {
 
 // A task program's layout rewrites (lower/layout_rewrite.h), JIT-compiled for this host.
 using codegen::CompiledRewrite;
@@ -73,4 +70,4 @@ class Executor {
   double compile_seconds_ = 0;
 };
 
-}  // namespace tyche::graph
+}  // namespace tyche::executor

@@ -1,4 +1,4 @@
-#include "graph/export_model.h"
+#include "executor/export_model.h"
 
 #include <fmt/format.h>
 
@@ -11,18 +11,19 @@
 #include <string_view>
 #include <thread>
 
-#include "codegen/c_codegen.h"
-#include "codegen/export.h"
-#include "codegen/export_program.h"
-#include "codegen/llvm_codegen.h"
-#include "graph/execution_plan.h"
-#include "graph/executor.h"
+#include "codegen/c/c_codegen.h"
+#include "codegen/export/export.h"
+#include "codegen/export/export_program.h"
+#include "codegen/llvm/llvm_codegen.h"
+#include "executor/execution_plan.h"
+#include "executor/executor.h"
+#include "graph/default_schedule.h"
 #include "lower/lower.h"
 #include "runtime/module.h"
 #include "support/error.h"
 #include "target/cpu.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
 
 namespace {
 
@@ -132,15 +133,7 @@ std::string export_model_header(const Graph& g, const TaskTable& table, const Mo
     << fmt::format(" * Each call takes its working memory, {}_ARENA_BYTES, from the library's allocator (a freed\n", n)
     << " * block is kept for the next call on the same thread), so calls from several threads at once\n"
     << fmt::format(" * are safe. The weights, {}_WEIGHT_BYTES, are read-only data of the library.\n", n);
-  if (o.parallel)
-    h << " *\n"
-      << " * The thread pool is shared by every Tyche kernel in the program. It starts on the first\n"
-      << " * parallel loop with TYCHE_NUM_THREADS threads (an environment variable), else one per CPU\n"
-      << fmt::format(" * this process may use; {}_set_num_threads(n) sets the number (1: run serially).\n", n);
-  h << " */\n";
-  std::string guard = "TYCHE_EXPORT_" + n + "_H";
-  h << fmt::format("#ifndef {0}\n#define {0}\n\n#include <stdbool.h>\n#include <stdint.h>\n\n", guard);
-  h << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n" << codegen::export_error_codes() << "\n";
+  h << codegen::export_header_opening(n, o.parallel);
   h << fmt::format("#define {}_NUM_INPUTS {}\n#define {}_NUM_OUTPUTS {}\n", n, num_inputs, n, g.outputs.size());
   h << fmt::format("#define {}_ARENA_BYTES {}\n#define {}_WEIGHT_BYTES {}\n\n", n, plan.memory.arena_bytes, n, weight_bytes);
   h << "/* Each input's and output's name in the model, rank, shape (an initializer: int64_t s[] =\n"
@@ -175,7 +168,7 @@ ModelExportResult export_model(const Graph& g, const TaskTable& table, const std
   std::vector<ir::PrimFunc> lowered;
   std::vector<std::vector<CompiledRewrite>> rewrites;  // for this host, to lay the weights out now
   for (size_t t = 0; t < table.tasks.size(); ++t) {
-    ir::PrimFunc p = t < programs.size() && programs[t].defined() ? programs[t] : default_schedule(table.tasks[t].func);
+    ir::PrimFunc p = t < programs.size() && programs[t].defined() ? programs[t] : graph::default_schedule(table.tasks[t].func);
     lower::SplitProgram split = lower::split_layout_rewrites(p);
     rewrites.push_back(compile_rewrites(split.rewrites));
     p = split.main;
@@ -241,4 +234,4 @@ ModelExportResult export_model(const Graph& g, const TaskTable& table, const std
   return result;
 }
 
-}  // namespace tyche::graph
+}  // namespace tyche::executor

@@ -5,9 +5,9 @@
 //                (the graph's inputs, then its outputs), their names, shapes and dtypes as
 //                constants (NAME_INPUT0_SHAPE, ...), the error codes, NAME_set_num_threads;
 //   libNAME.a    (written anew) one object per task (its scheduled program compiled for export
-//                as NAME_t<task>: codegen/export.h), the entry's object (the weights as 64-byte
+//                as NAME_t<task>: codegen/export/export.h), the entry's object (the weights as 64-byte
 //                aligned read-only data, NAME calling the tasks in order over an arena:
-//                codegen/export_program.h) and the exported runtime's object.
+//                codegen/export/export_program.h) and the exported runtime's object.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include "graph/tasks.h"
 #include "ir/function.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
 
 struct ModelExportOptions {
   std::string name;          // the entry's name: a C identifier (codegen::check_export_name)
@@ -38,10 +38,10 @@ struct ModelExportResult {
 // written, and the files are written under temporary names then renamed, so an error leaves what
 // was there intact. Throws tyche::Error (one line) for a name that is not a C identifier, an
 // unknown CPU, or a directory that cannot be written.
-ModelExportResult export_model(const Graph& graph, const TaskTable& table, const std::vector<ir::PrimFunc>& programs,
+ModelExportResult export_model(const graph::Graph& graph, const graph::TaskTable& table, const std::vector<ir::PrimFunc>& programs,
                                const std::string& dir, const ModelExportOptions& options);
 
 // The header export_model writes.
-std::string export_model_header(const Graph& graph, const TaskTable& table, const ModelExportOptions& options);
+std::string export_model_header(const graph::Graph& graph, const graph::TaskTable& table, const ModelExportOptions& options);
 
-}  // namespace tyche::graph
+}  // namespace tyche::executor

@@ -1,11 +1,11 @@
-#include "graph/memory_plan.h"
+#include "executor/memory_plan.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "support/error.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
 
 namespace {
 
@@ -60,4 +60,4 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers) {
   return plan;
 }
 
-}  // namespace tyche::graph
+}  // namespace tyche::executor

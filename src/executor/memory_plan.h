@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace tyche::graph {
+namespace tyche::executor {
 
 struct BufferLifetime {
   int64_t bytes = 0;
@@ -24,4 +24,4 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers);
 
-}  // namespace tyche::graph
+}  // namespace tyche::executor

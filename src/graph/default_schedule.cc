@@ -1,11 +1,8 @@
-// The default schedule of an untuned task: what runs before any record exists, and the reference
-// the tuner checks a task's candidates against. Cheap to make and never wrong, fast enough not
-// to dominate an untuned model: stages without a reduction are inlined into their readers; a
-// reduction stage runs its outer spatial loops fused and parallel, then the reduction loops,
-// then its last spatial axis (contiguous in the output and, for matmul and channels-last conv,
-// in the weights) split by the vector width and vectorized; other stages run their spatial loops
-// fused and parallel.
-#include "graph/executor.h"
+#include "graph/default_schedule.h"
+
+#include <string>
+#include <vector>
+
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/schedule.h"

@@ -187,6 +187,24 @@ DataType zero_point_type(ConvertContext& c, size_t zp) {
 
 }  // namespace
 
+// QuantizeLinear's and DequantizeLinear's element-wise compute over input 0: `body` of each element,
+// its scale (input 1, "<prefix>_scale") and zero point (input 2, "<prefix>_zero_point", or
+// `default_zp`), both read at the element's index on the quantization axis.
+template <typename Body>
+Tensor per_axis_compute(ConvertContext& c, const std::string& prefix, Expr default_zp, const std::string& name, Body body) {
+  const std::vector<int64_t>& shape = c.shape(0);
+  int axis = quant_axis(c);
+  return te::compute(
+      shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        Expr scale = per_axis(c, 1, idx, axis, shape, Expr(), (prefix + "_scale").c_str());
+        Expr zp = per_axis(c, 2, idx, axis, shape, default_zp, (prefix + "_zero_point").c_str());
+        return body(c.load(0, idx), scale, zp);
+      },
+      c.name(name));
+}
+
 std::vector<Tensor> quantize_linear(ConvertContext& c) {
   require_inputs(c, {0, 1});
   if (!c.dtype(0).is_float()) c.fail(fmt::format("needs a float input, not {}", c.dtype(0).str()));
@@ -197,17 +215,8 @@ std::vector<Tensor> quantize_linear(ConvertContext& c) {
   }
   DataType to = c.has_input(2) ? zero_point_type(c, 2)
                                : dtype_of_onnx(c.node().get_int("output_dtype", 2)).value_or(DataType::UInt(8));
-  const std::vector<int64_t>& shape = c.shape(0);
-  int axis = quant_axis(c);
-  return {te::compute(
-      shape,
-      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        std::vector<Expr> idx = exprs(v);
-        Expr scale = per_axis(c, 1, idx, axis, shape, Expr(), "y_scale");
-        Expr zp = per_axis(c, 2, idx, axis, shape, ir::make_const(to, 0), "y_zero_point");
-        return saturate(f32(c.load(0, idx)) / f32(scale), zp, to);
-      },
-      c.name("quantize"))};
+  return {per_axis_compute(c, "y", ir::make_const(to, 0), "quantize",
+                           [&](const Expr& x, const Expr& scale, const Expr& zp) { return saturate(f32(x) / f32(scale), zp, to); })};
 }
 
 std::vector<Tensor> dequantize_linear(ConvertContext& c) {
@@ -216,17 +225,8 @@ std::vector<Tensor> dequantize_linear(ConvertContext& c) {
   if (!is_quant_type(t) && t != kInt32) c.fail(fmt::format("needs a uint8, int8 or int32 input, not {}", t.str()));
   if (c.node().get_int("block_size", 0) != 0) c.fail("blocked quantization (block_size) is not supported");
   if (c.has_input(2) && c.dtype(2) != t) c.fail(fmt::format("a zero point of type {} for an input of type {}", c.dtype(2).str(), t.str()));
-  const std::vector<int64_t>& shape = c.shape(0);
-  int axis = quant_axis(c);
-  return {te::compute(
-      shape,
-      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        std::vector<Expr> idx = exprs(v);
-        Expr zp = per_axis(c, 2, idx, axis, shape, Expr(0), "x_zero_point");
-        Expr scale = per_axis(c, 1, idx, axis, shape, Expr(), "x_scale");
-        return f32(i32(c.load(0, idx)) - i32(zp)) * f32(scale);
-      },
-      c.name("dequantize"))};
+  return {per_axis_compute(c, "x", Expr(0), "dequantize",
+                           [](const Expr& x, const Expr& scale, const Expr& zp) { return f32(i32(x) - i32(zp)) * f32(scale); })};
 }
 
 // acc + the folded zero-point bias (input `i`, one per output channel: `channel` of acc) when

@@ -38,14 +38,14 @@ inline constexpr const char* kLayoutRewritePreproc = "meta_schedule.layout_rewri
 
 // On the outer loop of a tensor-core intrinsic's implementation (schedule/intrin/cuda_wmma.cc):
 // the warp-wide matrix instruction the 16 x 16 (x 16) nest under it is ("fill", "load_a",
-// "load_b", "mma", "store"). The CUDA lowering emits that instruction (lower/gpu_warp_matrix.cc);
+// "load_b", "mma", "store"). The CUDA lowering emits that instruction (lower/gpu/gpu_warp_matrix.cc);
 // everywhere else the nest runs as the loops it is, so its semantics never depend on the target.
 inline constexpr const char* kWarpMatrix = "warp_matrix";
 
 // On a serial loop whose body first copies into shared memory, then reads the copies (the
 // reduction loop of a tiled GPU matrix product): keep this many copies of those buffers so that
 // later iterations' copies overlap this one's reads (int; 1: none). The GPU lowering
-// (lower/gpu_software_pipeline.cc) multi-versions the buffers, with cp.async on CUDA sm_80+.
+// (lower/gpu/gpu_software_pipeline.cc) multi-versions the buffers, with cp.async on CUDA sm_80+.
 inline constexpr const char* kSoftwarePipelineStages = "software_pipeline_stages";
 // Set by that lowering on the loop it pipelined: the comma-separated names of the shared buffers
 // it versioned, which the loop's own barrier fences (insert_thread_barriers adds none for them).

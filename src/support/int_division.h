@@ -3,7 +3,7 @@
 // source, so that every place that computes it agrees: constant folding and the simplifier
 // (tyche::floordiv below), the interpreter, and the prelude of generated C code
 // (kIntDivisionCSource). A divisor of -1 gives the wrapped negation and 0 instead of overflowing.
-// (The LLVM back end emits the same rounding as instructions: codegen/llvm_emitter.cc.)
+// (The LLVM back end emits the same rounding as instructions: codegen/llvm/llvm_emitter.cc.)
 // The divisor must not be 0.
 #pragma once
 

@@ -6,20 +6,22 @@
 
 #include <map>
 
-#include "graph/executor.h"
+#include "executor/executor.h"
 #include "graph/onnx_import.h"
 #include "graph/op_registry.h"
 #include "graph/passes.h"
 #include "interp/interpreter.h"
-#include "onnx_builder.h"
+#include "../common/onnx_builder.h"
 #include "runtime/compare.h"
 #include "runtime/npy.h"
 #include "support/error.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
 namespace {
 
-using testing::OnnxBuilder;
+using namespace tyche::graph;  // the models these tests build and import
+
+using graph::testing::OnnxBuilder;
 
 std::vector<runtime::NDArray> reference(const Graph& g, const std::vector<runtime::NDArray>& inputs) {
   std::map<int, runtime::NDArray> values;
@@ -166,4 +168,4 @@ TEST(Npy, RoundTripsEveryType) {
 }
 
 }  // namespace
-}  // namespace tyche::graph
+}  // namespace tyche::executor

@@ -1,4 +1,4 @@
-// A whole model exported (graph/export_model.h) and built as a user's program builds it: the
+// A whole model exported (executor/export_model.h) and built as a user's program builds it: the
 // system C compiler links the static library with a driver, no Tyche library on the command line,
 // and the program runs in a process of its own on misaligned buffers; its outputs are compared
 // with the executor's, which runs the same plan (execution_plan.h) in-process.
@@ -15,24 +15,26 @@
 #include <fstream>
 #include <sstream>
 
-#include "codegen/runtime_symbols.h"
-#include "graph/execution_plan.h"
-#include "graph/executor.h"
-#include "graph/export_model.h"
+#include "codegen/export/runtime_symbols.h"
+#include "executor/execution_plan.h"
+#include "executor/executor.h"
+#include "executor/export_model.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
-#include "onnx_builder.h"
+#include "../common/onnx_builder.h"
 #include "runtime/compare.h"
 #include "runtime/module.h"
 #include "support/error.h"
 #include "target/cpu.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
 namespace {
+
+using namespace tyche::graph;  // the models these tests build and import
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-using testing::OnnxBuilder;
+using graph::testing::OnnxBuilder;
 
 struct Shell {
   int code;
@@ -276,4 +278,4 @@ TEST(ExportModel, RefusalsLeaveTheDirectoryAsItWas) {
 }
 
 }  // namespace
-}  // namespace tyche::graph
+}  // namespace tyche::executor

@@ -2,9 +2,9 @@
 
 #include <random>
 
-#include "graph/memory_plan.h"
+#include "executor/memory_plan.h"
 
-namespace tyche::graph {
+namespace tyche::executor {
 namespace {
 
 void expect_no_overlap(const std::vector<BufferLifetime>& b, const MemoryPlan& p) {
@@ -48,4 +48,4 @@ TEST(MemoryPlan, RandomLifetimesNeverShareLiveBytesAndStayNearTheBound) {
 }
 
 }  // namespace
-}  // namespace tyche::graph
+}  // namespace tyche::executor

@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "graph/onnx_import.h"
-#include "onnx_builder.h"
+#include "../common/onnx_builder.h"
 #include "support/error.h"
 #include "support/tensor_size.h"
 

@@ -5,7 +5,7 @@
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/tasks.h"
-#include "onnx_builder.h"
+#include "../common/onnx_builder.h"
 
 namespace tyche::graph {
 namespace {

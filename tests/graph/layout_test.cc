@@ -4,12 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/executor.h"
+#include "executor/executor.h"
 #include "graph/layout.h"
 #include "graph/op_registry.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
-#include "onnx_builder.h"
+#include "../common/onnx_builder.h"
 #include "runtime/compare.h"
 #include "support/error.h"
 
@@ -42,7 +42,7 @@ OnnxBuilder conv_chain() {
 }
 
 std::vector<runtime::NDArray> run(const Graph& g, const runtime::NDArray& x) {
-  Executor exec(g, extract_tasks(g), {});
+  executor::Executor exec(g, extract_tasks(g), {});
   return exec.run({x});
 }
 

@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/docs" "$work/src/ir" "$work/src/tune/space" "$work/src/tune/core"
 cp "$source_dir/docs/architecture.md" "$work/docs/"
 printf '#pragma once\n#include "support/error.h"\n#include "tune/core/context.h"\n' > "$work/src/ir/up.h"
-printf '#include "codegen/llvm_codegen.h"\n' > "$work/src/tune/space/sideways.cc"
+printf '#include "codegen/llvm/llvm_codegen.h"\n' > "$work/src/tune/space/sideways.cc"
 printf '#include "schedule/schedule.h"\n#include "ir/expr.h"\n' > "$work/src/tune/core/fine.cc"
 set +e
 out="$("$check" --root "$work" 2>&1)"
@@ -20,7 +20,7 @@ rc=$?
 set -e
 [ "$rc" -eq 1 ] || { echo "expected exit 1, got $rc: $out"; exit 1; }
 echo "$out" | grep -q 'src/ir/up.h:3: #include "tune/core/context.h" goes up or sideways: ir may include support'
-echo "$out" | grep -q 'src/tune/space/sideways.cc:1: #include "codegen/llvm_codegen.h" goes up or sideways'
+echo "$out" | grep -q 'src/tune/space/sideways.cc:1: #include "codegen/llvm/llvm_codegen.h" goes up or sideways'
 if echo "$out" | grep -q 'fine.cc'; then echo "a permitted include was refused: $out"; exit 1; fi
 
 mkdir -p "$work/src/unlisted"

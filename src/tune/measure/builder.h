@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "ir/function.h"
 #include "target/target.h"
 #include "tune/feature/per_store_feature.h"

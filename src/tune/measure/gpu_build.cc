@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "codegen/cuda_function.h"
-#include "codegen/gpu_codegen.h"
+#include "codegen/gpu/cuda_function.h"
+#include "codegen/gpu/gpu_codegen.h"
 #include "support/error.h"
 
 namespace tyche::tune {

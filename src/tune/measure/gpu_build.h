@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "codegen/gpu_launch.h"
+#include "codegen/gpu/gpu_launch.h"
 #include "target/target.h"
 #include "tune/measure/builder.h"
 

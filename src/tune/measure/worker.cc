@@ -14,9 +14,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "codegen/cuda_function.h"
-#include "codegen/llvm_codegen.h"
-#include "codegen/opencl_function.h"
+#include "codegen/gpu/cuda_function.h"
+#include "codegen/llvm/llvm_codegen.h"
+#include "codegen/gpu/opencl_function.h"
 #include "runtime/time_evaluator.h"
 #include "support/median.h"
 #include "tune/measure/gpu_build.h"

@@ -5,13 +5,11 @@
 #include <memory>
 #include <mutex>
 
-#include "codegen/llvm_codegen.h"
-#include "graph/executor.h"
+#include "graph/default_schedule.h"
 #include "ir/op.h"
-#include "lower/lower.h"
 #include "support/error.h"
+#include "tune/measure/builder.h"
 #include "tune/measure/runner.h"
-#include "tune/search/records.h"
 
 namespace tyche::tune {
 
@@ -27,15 +25,22 @@ std::string params_text(const ir::PrimFunc& f) {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
-// The task's outputs by its default schedule, compiled the first time they are asked for.
+// The task's outputs by its default schedule, built (as candidates are, by the Builder) the
+// first time they are asked for.
 workloads::ReferenceFn default_schedule_reference(const ir::PrimFunc& func) {
-  struct Compiled {
+  struct Built {
     std::once_flag once;
-    std::unique_ptr<codegen::CompiledKernel> kernel;
+    BuildResult result;
   };
-  auto compiled = std::make_shared<Compiled>();
-  return [func, compiled](const std::vector<runtime::NDArray>& inputs) {
-    std::call_once(compiled->once, [&] { compiled->kernel = codegen::compile(lower::lower(graph::default_schedule(func)).func); });
+  auto built = std::make_shared<Built>();
+  return [func, built](const std::vector<runtime::NDArray>& inputs) {
+    std::call_once(built->once, [&] {
+      BuilderOptions options;
+      options.max_workers = 1;
+      options.timeout_s = 600;  // a reference, built once: no candidate to give up on
+      built->result = std::move(Builder(options).build(std::vector<ir::PrimFunc>{graph::default_schedule(func)})[0]);
+    });
+    if (!built->result.ok()) throw_error("{}: its default schedule does not build: {}", func->name, built->result.error);
     std::vector<runtime::NDArray> args = inputs;
     std::vector<runtime::NDArray> outs;
     for (const ir::Buffer& b : func.outputs()) {
@@ -44,7 +49,7 @@ workloads::ReferenceFn default_schedule_reference(const ir::PrimFunc& func) {
       outs.emplace_back(shape, b->dtype);
       args.push_back(outs.back());
     }
-    compiled->kernel->run(args);
+    run_built(built->result, args);
     return outs;
   };
 }
@@ -72,20 +77,6 @@ std::vector<TuneTask> model_tune_tasks(const graph::TaskTable& table, const grap
     tasks.push_back({std::move(w), "", static_cast<double>(t.weight), nullptr});
   }
   return tasks;
-}
-
-ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const target::Target& target) {
-  ModelPrograms out;
-  for (const graph::Task& t : table.tasks) {
-    BestPrograms best;
-    if (!db.best(t.hash, preferred_target_key(db, t.hash, target), 1).empty()) best = replayable_best(db, t.name, t.func, target, 1);
-    out.programs.push_back(best.programs.empty() ? ir::PrimFunc() : best.programs[0]);
-    // The time of the record that replayed (the best one may have been skipped).
-    out.best_seconds.push_back(best.programs.empty() ? 0.0 : best.records[0]->typical_seconds());
-    if (!best.programs.empty()) ++out.tuned;
-    out.warnings.insert(out.warnings.end(), best.warnings.begin(), best.warnings.end());
-  }
-  return out;
 }
 
 size_t model_weight_bytes(const graph::Graph& graph) {

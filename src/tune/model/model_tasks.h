@@ -1,13 +1,12 @@
 // Tuning a model: its tasks (graph/tasks.h) as tuning tasks of tune(), weighted by how often the
-// model calls them, and each task's best program in a database for the executor. The tuner
-// reaches the model only through the task table; the graph layer never sees the tuner.
+// model calls them, and how they are timed. The tuner reaches the model only through the task
+// table; the graph layer never sees the tuner. The model pipeline (model/pipeline.h) uses these.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "graph/tasks.h"
-#include "tune/database/database.h"
 #include "tune/task/tune.h"
 
 namespace tyche::tune {
@@ -28,15 +27,5 @@ size_t model_weight_bytes(const graph::Graph& graph);
 // (340 MB) mixed 0.96x, cold 0.97x, llc 1.19x. Any other name ("llc", "mixed", "cold", "warm"):
 // timing_named(name).
 runtime::TimeOptions model_timing(const std::string& name);
-
-// Each task's best program in `db` on `target`, undefined where the database has none (the
-// executor then runs the default schedule).
-struct ModelPrograms {
-  std::vector<ir::PrimFunc> programs;
-  std::vector<double> best_seconds;  // per task: its best record's median time, 0 without one
-  int tuned = 0;
-  std::vector<std::string> warnings;  // records skipped because they do not replay (records.h)
-};
-ModelPrograms best_model_programs(const Database& db, const graph::TaskTable& table, const target::Target& target);
 
 }  // namespace tyche::tune

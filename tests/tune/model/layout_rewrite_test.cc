@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../../graph/onnx_builder.h"
-#include "graph/executor.h"
-#include "graph/export_model.h"
+#include "../../common/onnx_builder.h"
+#include "executor/executor.h"
+#include "executor/export_model.h"
 #include "graph/layout.h"
 #include "graph/onnx_import.h"
 #include "graph/tasks.h"
@@ -66,8 +66,8 @@ struct ConvModel {
     while (conv < tasks.size() && tasks[conv].workload.name.find("conv") == std::string::npos) ++conv;
   }
   std::vector<ir::PrimFunc> rewritten_programs() const;
-  static graph::ExecutorOptions executor_options() {
-    graph::ExecutorOptions options;
+  static executor::ExecutorOptions executor_options() {
+    executor::ExecutorOptions options;
     options.compile.cpu = "x86-64-v3";
     return options;
   }
@@ -188,9 +188,9 @@ TEST(RewriteLayout, TheExecutorLaysTheWeightsOutOnceAndMatchesTheDefaultSchedule
   ConvModel m;
   std::vector<ir::PrimFunc> programs = m.rewritten_programs();
   ASSERT_FALSE(programs.empty());
-  graph::ExecutorOptions options = ConvModel::executor_options();
-  graph::Executor tuned(m.graph, m.table, programs, options);
-  graph::Executor plain(m.graph, m.table, {}, options);
+  executor::ExecutorOptions options = ConvModel::executor_options();
+  executor::Executor tuned(m.graph, m.table, programs, options);
+  executor::Executor plain(m.graph, m.table, {}, options);
   runtime::NDArray x = ConvModel::input();
   std::vector<runtime::NDArray> a = tuned.run({x}), b = plain.run({x});
   auto cmp = runtime::compare_outputs(a, b);
@@ -204,13 +204,13 @@ TEST(RewriteLayout, AnExportedModelStoresTheWeightsLaidOut) {
   ConvModel m;
   std::vector<ir::PrimFunc> programs = m.rewritten_programs();
   ASSERT_FALSE(programs.empty());
-  graph::ExecutorOptions options = ConvModel::executor_options();
+  executor::ExecutorOptions options = ConvModel::executor_options();
   runtime::NDArray x = ConvModel::input();
-  std::vector<runtime::NDArray> expected = graph::Executor(m.graph, m.table, {}, options).run({x});
+  std::vector<runtime::NDArray> expected = executor::Executor(m.graph, m.table, {}, options).run({x});
 
   std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tyche_layout_export_{}", ::getpid());
   std::filesystem::remove_all(dir);
-  graph::export_model(m.graph, m.table, programs, dir.string(), {.name = "net", .cpu = "x86-64-v3", .parallel = true, .description = "a layout test", .max_stack_bytes = 64 * 1024});
+  executor::export_model(m.graph, m.table, programs, dir.string(), {.name = "net", .cpu = "x86-64-v3", .parallel = true, .description = "a layout test", .max_stack_bytes = 64 * 1024});
   std::ofstream(dir / "in.bin", std::ios::binary).write(static_cast<const char*>(x.data()), static_cast<std::streamsize>(x.nbytes()));
   std::ofstream(dir / "driver.c") << R"(#include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
-#include "../../graph/onnx_builder.h"
+#include "../../common/onnx_builder.h"
 #include "graph/layout.h"
 #include "graph/onnx_import.h"
 #include "interp/interpreter.h"

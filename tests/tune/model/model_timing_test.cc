@@ -1,7 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "../../graph/onnx_builder.h"
+#include "../../common/onnx_builder.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/tasks.h"
