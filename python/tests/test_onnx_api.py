@@ -133,15 +133,11 @@ def test_tune_then_compile(gemm_path, tmp_path):
     searched = [r for r in measured if not r.get("confirmed")]  # a leader timed again has its rounds together
     assert all(len(r["seconds"]) in (1, 10) for r in searched)  # 1: far slower than the best, one run after its checking run
     assert any(len(r["seconds"]) == 10 for r in searched)
-    cold = tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "cold", threads=2, progress=False, timing="cold")
-    assert cold["trials"] == 8 and cold["timing"] == "cold"
+    # Another timing is passed through to every record (the names and what each evicts are
+    # tests/tune/model/model_timing_test.cc's): one short tune shows it.
+    cold = tyche.onnx.tune(gemm_path, trials=4, db=tmp_path / "cold", threads=2, progress=False, timing="cold")
+    assert cold["trials"] == 4 and cold["timing"] == "cold"
     assert all(json.loads(line)["target"]["timing"] == "cold" for line in (tmp_path / "cold" / "records.jsonl").read_text().splitlines())
-    llc = tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "llc", threads=2, progress=False, timing="llc")
-    assert llc["trials"] == 8 and llc["timing"] == "llc"
-    assert all(json.loads(line)["target"]["timing"] == "llc" for line in (tmp_path / "llc" / "records.jsonl").read_text().splitlines())
-    warm = tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "warm", threads=2, progress=False, timing="warm")
-    assert warm["trials"] == 8
-    assert all("timing" not in json.loads(line)["target"] for line in (tmp_path / "warm" / "records.jsonl").read_text().splitlines())
     with pytest.raises(tyche.InputError, match="unknown timing 'hot' \\(expected auto, llc, mixed, cold or warm\\)"):
         tyche.onnx.tune(gemm_path, trials=8, db=tmp_path / "hot", threads=2, progress=False, timing="hot")
 

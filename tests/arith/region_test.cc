@@ -13,7 +13,7 @@ namespace {
 
 using namespace ir;
 
-Range rng(int64_t lo, int64_t extent) {
+Range region_range(int64_t lo, int64_t extent) {
   return Range(make_int(lo), make_int(extent));
 }
 
@@ -44,7 +44,7 @@ std::string str(const std::vector<BufferRegion>& regions) {
 TEST(EvalInterval, AffineIsExact) {
   Var h("h"), rh("rh"), j("j");
   Analyzer ana;
-  VarRangeMap dom{{h, rng(0, 112)}, {rh, rng(0, 7)}};
+  VarRangeMap dom{{h, region_range(0, 112)}, {rh, region_range(0, 7)}};
   EXPECT_EQ(str(eval_interval(h * 2 + rh - 3, dom, &ana)), "[-3, 225]");
   EXPECT_EQ(str(eval_interval(h * 4 + j - h * 4, dom, &ana)), "[j, j]");
   EXPECT_EQ(str(eval_interval(h * 4 + j, dom, &ana)), "[j, j + 444]");
@@ -55,7 +55,7 @@ TEST(EvalInterval, AffineIsExact) {
 TEST(EvalInterval, Conservative) {
   Var i("i"), j("j"), k("k"), n("n");
   Analyzer ana;
-  VarRangeMap dom{{i, rng(0, 16)}, {j, rng(-2, 5)}};
+  VarRangeMap dom{{i, region_range(0, 16)}, {j, region_range(-2, 5)}};
   EXPECT_EQ(str(eval_interval(floordiv(i, 4), dom, &ana)), "[0, 3]");
   EXPECT_EQ(str(eval_interval(floordiv(i * 3 + 2, 4), dom, &ana)), "[0, 11]");
   EXPECT_EQ(str(eval_interval(floormod(i, 4), dom, &ana)), "[0, 3]");
@@ -69,7 +69,7 @@ TEST(EvalInterval, Conservative) {
   EXPECT_EQ(str(eval_interval(i / -4, dom, &ana)), "[-inf, +inf]");
   EXPECT_EQ(str(eval_interval(floordiv(i, k), dom, &ana)), "[-inf, +inf]");
   // A range depending on another relaxed variable, and a symbolic extent.
-  VarRangeMap nested{{i, rng(0, 4)}, {k, Range(make_int(0), i + 1)}};
+  VarRangeMap nested{{i, region_range(0, 4)}, {k, Range(make_int(0), i + 1)}};
   EXPECT_EQ(str(eval_interval(k, nested, &ana)), "[0, 3]");
   VarRangeMap sym{{i, Range(make_int(0), n)}};
   EXPECT_EQ(str(eval_interval(i * 2, sym, &ana)), "[0, n * 2 - 2]");
@@ -78,8 +78,8 @@ TEST(EvalInterval, Conservative) {
 TEST(EvalInterval, UsesAnalyzerBindings) {
   Var i("i"), o("o");
   Analyzer ana;
-  ana.bind(o, rng(0, 4));
-  VarRangeMap dom{{i, rng(0, 8)}};
+  ana.bind(o, region_range(0, 4));
+  VarRangeMap dom{{i, region_range(0, 8)}};
   // o stays symbolic, but its bounds let min(...) resolve.
   EXPECT_EQ(str(eval_interval(min(o * 8 + i, 31), dom, &ana)), "[o * 8, o * 8 + 7]");
   IntervalSet u = union_interval({o, o + 2}, {o - 1, o}, &ana);
@@ -90,7 +90,7 @@ class RegionTest : public ::testing::Test {
  protected:
   Analyzer ana;
   static IterVar iv(const Var& v, int64_t extent, IterKind k = IterKind::kSpatial) {
-    return IterVar{v, rng(0, extent), k};
+    return IterVar{v, region_range(0, extent), k};
   }
 };
 
@@ -211,9 +211,9 @@ TEST_F(RegionTest, RelaxRegions) {
   Buffer A = make_buffer("A", kFloat32, {32, 32});
   Var i("i"), j("j"), n("n");
   std::vector<BufferRegion> regs{BufferRegion(A, {Range(i * 4, 4), Range(j + n, 1)})};
-  VarRangeMap dom{{i, rng(0, 8)}, {j, rng(0, 2)}};
+  VarRangeMap dom{{i, region_range(0, 8)}, {j, region_range(0, 2)}};
   EXPECT_EQ(str(relax_regions(regs, dom, &ana)), "A[0:32, n:n + 2]");
-  VarRangeMap only_j{{j, rng(0, 2)}};
+  VarRangeMap only_j{{j, region_range(0, 2)}};
   EXPECT_EQ(str(relax_regions(regs, only_j, &ana)), "A[i * 4:i * 4 + 4, n:n + 2]");
 }
 

@@ -18,6 +18,8 @@ namespace tyche::schedule::testing {
 
 inline workloads::Workload small(const std::string& preset) { return workloads::scaled_down(workloads::get_preset(preset)); }
 
+inline std::string block_name(const Schedule& sch, const BlockRV& b) { return sch.block_sref(b).value()->as_block()->name; }
+
 // Compares `text` with tests/golden/<folder>/<name>.txt; TYCHE_UPDATE_GOLDEN=1 rewrites it.
 inline void expect_golden(const std::string& name, const std::string& text, const std::string& folder = "schedule") {
   std::string path = std::string(TYCHE_SOURCE_DIR) + "/tests/golden/" + folder + "/" + name + ".txt";

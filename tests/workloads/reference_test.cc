@@ -43,17 +43,17 @@ NDArray run1(const std::string& op, const Params& p, const std::vector<NDArray>&
   return outs[0];
 }
 
-void expect_close(const NDArray& got, const std::vector<double>& want, double tol = 1e-5) {
+void expect_near_reference(const NDArray& got, const std::vector<double>& want, double tol = 1e-5) {
   ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
   for (int64_t i = 0; i < got.numel(); ++i)
     ASSERT_NEAR(got.get_flat(i), want[i], tol * (1 + std::abs(want[i]))) << "at flat index " << i;
 }
 
-void expect_close(const NDArray& got, const NDArray& want, double tol = 1e-5) {
+void expect_near_reference(const NDArray& got, const NDArray& want, double tol = 1e-5) {
   ASSERT_EQ(got.shape(), want.shape());
   std::vector<double> w(want.numel());
   for (int64_t i = 0; i < want.numel(); ++i) w[i] = want.get_flat(i);
-  expect_close(got, w, tol);
+  expect_near_reference(got, w, tol);
 }
 
 // Naive NHWC conv2d, one output element at a time: I[N,H,W,CI], W[K,K,CI/G,CO].
@@ -93,7 +93,7 @@ TEST(Reference, GmmHandComputed) {
   // [[1,2],[3,4]] x [[5,6],[7,8]] = [[19,22],[43,50]]; second batch is the transpose case.
   auto x = from_values({2, 2, 2}, {1, 2, 3, 4, 0, 1, 1, 0});
   auto y = from_values({2, 2, 2}, {5, 6, 7, 8, 1, 2, 3, 4});
-  expect_close(run1("GMM", {2, 2, 2, 2}, {x, y}), std::vector<double>{19, 22, 43, 50, 3, 4, 1, 2});
+  expect_near_reference(run1("GMM", {2, 2, 2, 2}, {x, y}), std::vector<double>{19, 22, 43, 50, 3, 4, 1, 2});
 }
 
 TEST(Reference, C2dPointwiseEqualsGmm) {
@@ -117,18 +117,18 @@ TEST(Reference, C2dMatchesNaiveGather) {
   auto in = random_inputs("C2D", p, 10);
   auto out = run1("C2D", p, in);
   EXPECT_EQ(out.shape(), (Shape{2, 4, 3, 5}));
-  expect_close(out, naive_conv2d(in[0], in[1], 3, 2, 1, 1, 1));
+  expect_near_reference(out, naive_conv2d(in[0], in[1], 3, 2, 1, 1, 1));
 }
 
 TEST(Reference, C1dHandComputed) {
   // I = [1,2,3], W = [1,10,100], K=3, pad 1: O[l] = I[l-1] + 10 I[l] + 100 I[l+1].
   auto out = run1("C1D", {1, 3, 1, 1, 3, 1, 1},
                   {from_values({1, 3, 1}, {1, 2, 3}), from_values({3, 1, 1}, {1, 10, 100})});
-  expect_close(out, std::vector<double>{210, 321, 32});
+  expect_near_reference(out, std::vector<double>{210, 321, 32});
   // Stride 2 keeps outputs 0 and 2.
   out = run1("C1D", {1, 3, 1, 1, 3, 2, 1},
              {from_values({1, 3, 1}, {1, 2, 3}), from_values({3, 1, 1}, {1, 10, 100})});
-  expect_close(out, std::vector<double>{210, 32});
+  expect_near_reference(out, std::vector<double>{210, 32});
 }
 
 TEST(Reference, C1dEqualsC2dWithUnitHeight) {
@@ -158,7 +158,7 @@ TEST(Reference, C1dEqualsC2dWithUnitHeight) {
         }
       want.push_back(acc);
     }
-  expect_close(run1("C1D", p, in), want);
+  expect_near_reference(run1("C1D", p, in), want);
 }
 
 TEST(Reference, C3dMatchesNaiveGather) {
@@ -183,7 +183,7 @@ TEST(Reference, C3dMatchesNaiveGather) {
                 }
           want.push_back(acc);
         }
-  expect_close(out, want);
+  expect_near_reference(out, want);
 }
 
 TEST(Reference, GrpEachGroupIsC2dOnItsSlice) {
@@ -210,7 +210,7 @@ TEST(Reference, GrpEachGroupIsC2dOnItsSlice) {
   // Stride 2 against the naive grouped gather.
   const Params p2 = {2, 7, 7, 8, 4, 3, 2, 1};
   in = random_inputs("GRP", p2, 41);
-  expect_close(run1("GRP", p2, in), naive_conv2d(in[0], in[1], 3, 2, 1, 1, 4));
+  expect_near_reference(run1("GRP", p2, in), naive_conv2d(in[0], in[1], 3, 2, 1, 1, 4));
 }
 
 TEST(Reference, DilHandComputed) {
@@ -220,10 +220,10 @@ TEST(Reference, DilHandComputed) {
   auto out =
       run1("DIL", {1, 5, 5, 1, 1, 3, 1, 0},
            {from_values({1, 5, 5, 1}, iv), from_values({3, 3, 1, 1}, std::vector<float>(9, 1))});
-  expect_close(out, std::vector<double>{108});
+  expect_near_reference(out, std::vector<double>{108});
   const Params p = {1, 9, 8, 2, 3, 3, 2, 2};
   auto in = random_inputs("DIL", p, 50);
-  expect_close(run1("DIL", p, in), naive_conv2d(in[0], in[1], 3, 2, 2, 2, 1));
+  expect_near_reference(run1("DIL", p, in), naive_conv2d(in[0], in[1], 3, 2, 2, 2, 1));
 }
 
 TEST(Reference, DepMatchesNaiveGather) {
@@ -247,7 +247,7 @@ TEST(Reference, DepMatchesNaiveGather) {
             }
           want.push_back(acc);
         }
-  expect_close(out, want);
+  expect_near_reference(out, want);
 }
 
 TEST(Reference, T2dMatchesGatherFormulation) {
@@ -277,7 +277,7 @@ TEST(Reference, T2dMatchesGatherFormulation) {
               }
             want.push_back(acc);
           }
-    expect_close(out, want);
+    expect_near_reference(out, want);
   }
 }
 
@@ -308,7 +308,7 @@ TEST(Reference, CapMatchesHandLoop) {
                     }
               want.push_back(acc);
             }
-    expect_close(out, want);
+    expect_near_reference(out, want);
   }
 }
 
@@ -321,7 +321,7 @@ TEST(Reference, NrmIsSqrtOfSumOfSquares) {
     for (int64_t t = 0; t < 20; ++t) sum += std::pow(in[0].get_flat(b * 20 + t), 2);
     EXPECT_NEAR(out.get_flat(b), std::sqrt(sum), 1e-6);
   }
-  expect_close(run1("NRM", {1, 1, 2}, {from_values({1, 1, 2}, {3, -4})}), std::vector<double>{5});
+  expect_near_reference(run1("NRM", {1, 1, 2}, {from_values({1, 1, 2}, {3, -4})}), std::vector<double>{5});
 }
 
 TEST(Reference, SfmRowsAreNormalizedAndStable) {
@@ -342,7 +342,7 @@ TEST(Reference, SfmRowsAreNormalizedAndStable) {
   // Softmax is shift-invariant; a naive exp would overflow at +1000.
   NDArray shifted = in[0].copy();
   for (int64_t t = 0; t < shifted.numel(); ++t) shifted.set_flat(t, shifted.get_flat(t) + 1000);
-  expect_close(run1("SFM", {m, n}, {shifted}), out, 1e-3);
+  expect_near_reference(run1("SFM", {m, n}, {shifted}), out, 1e-3);
 }
 
 TEST(Reference, CbrIsC2dThenElementwiseChain) {
@@ -378,7 +378,7 @@ TEST(Reference, TbgMatchesNaive) {
                    in[1].get_flat(((b * l_n + j) * h_n + h) * d_n + d);
           want.push_back(acc);
         }
-  expect_close(out, want);
+  expect_near_reference(out, want);
 }
 
 TEST(Reference, DenseReluIsClippedGmm) {

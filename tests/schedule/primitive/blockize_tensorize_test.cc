@@ -16,6 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::computes_reference;
 using testing::expect_golden;
+using testing::block_name;
 using testing::small;
 
 // Like computes_reference, but the outputs start as garbage, so a lost or misplaced reduction
@@ -55,7 +56,6 @@ std::vector<LoopRV> tile_matmul(Schedule& sch, const std::string& block) {
   return out;
 }
 
-std::string block_name(const Schedule& sch, const BlockRV& b) { return sch.block_sref(b).value()->as_block()->name; }
 
 // ---- blockize ----
 

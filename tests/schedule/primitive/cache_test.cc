@@ -16,9 +16,9 @@ namespace {
 using ::testing::HasSubstr;
 using testing::computes_reference;
 using testing::expect_golden;
+using testing::block_name;
 using testing::small;
 
-std::string block_name(const Schedule& sch, const BlockRV& b) { return sch.block_sref(b).value()->as_block()->name; }
 
 std::vector<std::string> root_children(Schedule& sch) {
   std::vector<std::string> out;

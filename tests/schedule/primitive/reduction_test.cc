@@ -16,9 +16,9 @@ namespace {
 using ::testing::HasSubstr;
 using testing::computes_reference;
 using testing::expect_golden;
+using testing::block_name;
 using testing::small;
 
-std::string block_name(const Schedule& sch, const BlockRV& b) { return sch.block_sref(b).value()->as_block()->name; }
 
 // The refusal left the program as it was.
 void expect_refused(const Schedule& sch, const Status& s, ErrorCode code, const std::string& before) {

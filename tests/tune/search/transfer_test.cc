@@ -38,7 +38,7 @@ TEST(Transfer, TileDecisionsAreRecutKeepingTheInnerFactorsThatDivide) {
     }
 }
 
-target::Target two_cores() {
+target::Target two_core_target() {
   target::Target t;
   t.num_cores = 2;
   return t;
@@ -53,8 +53,8 @@ std::vector<schedule::Trace> spaces_of(const TuneContext& ctx) {
 
 // A measured program of a 14 x 14 convolution, carried to a 28 x 28 one with the same channels.
 TEST(Transfer, AConvolutionsDecisionsCarryToAnotherShape) {
-  TuneContext from{workloads::make_workload("C2D", {1, 14, 14, 16, 32, 3, 1, 1}).func, two_cores()};
-  TuneContext to{workloads::make_workload("C2D", {1, 28, 28, 16, 32, 3, 1, 1}).func, two_cores()};
+  TuneContext from{workloads::make_workload("C2D", {1, 14, 14, 16, 32, 3, 1, 1}).func, two_core_target()};
+  TuneContext to{workloads::make_workload("C2D", {1, 28, 28, 16, 32, 3, 1, 1}).func, two_core_target()};
   auto postprocs = default_postprocs(from);
   std::vector<schedule::Trace> from_spaces = spaces_of(from), to_spaces = spaces_of(to);
   int carried = 0;
@@ -78,7 +78,7 @@ TEST(Transfer, AConvolutionsDecisionsCarryToAnotherShape) {
   }
   EXPECT_EQ(carried, 4);
   // Another structure (a matmul's space) does not take a convolution's trace.
-  TuneContext gmm{workloads::make_workload("GMM", {1, 32, 32, 32}).func, two_cores()};
+  TuneContext gmm{workloads::make_workload("GMM", {1, 32, 32, 32}).func, two_core_target()};
   schedule::Trace measured;
   (void)make_candidate(from, from_spaces[0], {.fresh_decisions = true}, postprocs, 1, &measured);
   for (const schedule::Trace& space : spaces_of(gmm)) EXPECT_FALSE(transfer_decisions(gmm, space, measured));
@@ -87,8 +87,8 @@ TEST(Transfer, AConvolutionsDecisionsCarryToAnotherShape) {
 // Softmax's spaces differ in which loop of a split each reduction is rfactored on, with the same
 // instruction kinds: a program lands on the space it was measured in, and on no other.
 TEST(Transfer, AProgramLandsOnTheSpaceItWasMeasuredInNotOneWithTheSameKindsOnOtherLoops) {
-  TuneContext from{workloads::make_workload("SFM", {64, 128}).func, two_cores()};
-  TuneContext to{workloads::make_workload("SFM", {128, 256}).func, two_cores()};
+  TuneContext from{workloads::make_workload("SFM", {64, 128}).func, two_core_target()};
+  TuneContext to{workloads::make_workload("SFM", {128, 256}).func, two_core_target()};
   auto postprocs = default_postprocs(from);
   std::vector<schedule::Trace> from_spaces = spaces_of(from), to_spaces = spaces_of(to);
   ASSERT_EQ(from_spaces.size(), to_spaces.size());
@@ -108,11 +108,11 @@ TEST(Transfer, AProgramLandsOnTheSpaceItWasMeasuredInNotOneWithTheSameKindsOnOth
 }
 
 TEST(Transfer, TheEvolutionarySearchLeadsItsFirstBatchWithTheWarmStart) {
-  TuneContext from{workloads::make_workload("GMM", {1, 48, 64, 32}).func, two_cores()};
+  TuneContext from{workloads::make_workload("GMM", {1, 48, 64, 32}).func, two_core_target()};
   workloads::Workload w = workloads::make_workload("GMM", {1, 96, 64, 32});
   std::unique_ptr<CostModel> model = make_random_model(1);
   SearchTask task;
-  task.context = TuneContext{w.func, two_cores()};
+  task.context = TuneContext{w.func, two_core_target()};
   task.spaces = spaces_of(task.context);
   task.postprocs = default_postprocs(task.context);
   task.mutators = default_mutators(task.context.target);

@@ -21,7 +21,7 @@ using schedule::testing::small;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<Schedule> generate(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const target::Target& t,
+std::vector<Schedule> gpu_designs(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const target::Target& t,
                                int64_t seed = 3) {
   return post_order_apply(std::move(rules))->generate(TuneContext{w.func, t}, seed);
 }
@@ -52,7 +52,7 @@ TEST(GpuMultiLevelTiling, SharedReadCachesAreAnnotatedForCooperativeFetch) {
   target::Target cuda = target::Target::parse("cuda");
   for (int64_t seed : {1, 2, 3, 4, 5}) {
     SCOPED_TRACE(seed);
-    auto designs = generate(w, default_rules(cuda), cuda, seed);
+    auto designs = gpu_designs(w, default_rules(cuda), cuda, seed);
     ASSERT_EQ(designs.size(), 1u);
     auto coop = cooperative_blocks(designs[0].func());
     ASSERT_EQ(coop.size(), 2u) << ir::to_string(designs[0].func());
@@ -81,7 +81,7 @@ TEST(GpuMultiLevelTiling, NoCooperativeFetchWithoutThreadsAroundTheCache) {
   MultiLevelTilingConfig local = gpu_mlt();
   local.reuse_read.scope = "local";
   for (const MultiLevelTilingConfig& c : {blocks_only, outside, local}) {
-    auto designs = generate(w, {multi_level_tiling(c)}, cuda);
+    auto designs = gpu_designs(w, {multi_level_tiling(c)}, cuda);
     ASSERT_EQ(designs.size(), 1u);
     EXPECT_THAT(designs[0].trace()->to_text(), HasSubstr("cache_read"));
     EXPECT_TRUE(cooperative_blocks(designs[0].func()).empty());
@@ -93,7 +93,7 @@ TEST(GpuMultiLevelTiling, NoCooperativeFetchWithoutThreadsAroundTheCache) {
 TEST(GpuMultiLevelTiling, ConvolutionCachesAreAnnotatedToo) {
   auto w = small("C2D-1");
   target::Target cuda = target::Target::parse("cuda");
-  auto designs = generate(w, default_rules(cuda), cuda);
+  auto designs = gpu_designs(w, default_rules(cuda), cuda);
   ASSERT_FALSE(designs.empty());
   EXPECT_EQ(cooperative_blocks(designs[0].func()).size(), 2u) << ir::to_string(designs[0].func());
   EXPECT_TRUE(computes_reference(w, designs[0].func()));

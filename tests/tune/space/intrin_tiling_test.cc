@@ -14,8 +14,8 @@
 #include <functional>
 #include <numeric>
 
-#include "codegen/layout_rewrites.h"
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/layout_rewrites.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "ir/layout_free.h"
 #include "lower/layout_rewrite.h"
 #include "runtime/compare.h"

@@ -20,7 +20,7 @@ using schedule::testing::small;
 
 // The CPU is named: the default spaces depend on its vector registers (16 with AVX2, 32 with
 // AVX-512), and a test must not depend on the host it runs on.
-target::Target cpu(const std::string& name = "x86-64-v4", int cores = 2) {
+target::Target space_cpu(const std::string& name = "x86-64-v4", int cores = 2) {
   target::Target t;
   t.num_cores = cores;
   t.cpu = name;
@@ -39,7 +39,7 @@ std::string all_traces(const std::vector<Schedule>& designs) {
 
 TEST(PostOrderApply, GmmHasThreeCpuDesigns) {
   auto w = small("GMM-1");
-  auto designs = spaces(w, cpu());  // AVX-512: TVM's spaces
+  auto designs = spaces(w, space_cpu());  // AVX-512: TVM's spaces
   ASSERT_EQ(designs.size(), 3u);  // write cache: none, under level 1, under level 2
   expect_golden("gmm_cpu_spaces", all_traces(designs), "tune");
   for (const Schedule& d : designs) {
@@ -72,7 +72,7 @@ void expect_samples_correct(const workloads::Workload& w, const target::Target& 
 // (GMM-1 scaled down has 32 rows: 6 x 6 = 36, 4 rows of padding).
 TEST(PostOrderApply, GmmHasTwelveDesignsOnAnAvx2Cpu) {
   auto w = small("GMM-1");
-  auto designs = spaces(w, cpu("x86-64-v3"));
+  auto designs = spaces(w, space_cpu("x86-64-v3"));
   ASSERT_EQ(designs.size(), 12u);
   int padded = 0, packed = 0;
   for (const Schedule& d : designs) {
@@ -87,9 +87,9 @@ TEST(PostOrderApply, GmmHasTwelveDesignsOnAnAvx2Cpu) {
 
 TEST(PostOrderApply, AcceptanceWorkloadsSampleCorrectly) {
   for (const std::string cpu_name : {"x86-64-v4", "x86-64-v3"}) {
-    for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"}) expect_samples_correct(small(name), cpu(cpu_name), 40);
-    expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=20,j=19,k=7"), cpu(cpu_name), 40);
-    expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=50,j=32,k=16"), cpu(cpu_name), 40);
+    for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"}) expect_samples_correct(small(name), space_cpu(cpu_name), 40);
+    expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=20,j=19,k=7"), space_cpu(cpu_name), 40);
+    expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=50,j=32,k=16"), space_cpu(cpu_name), 40);
   }
 }
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <unordered_set>
 
-#include "codegen/llvm_codegen.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "ir/op.h"
 #include "ir/structural.h"
 #include "lower/lower.h"
