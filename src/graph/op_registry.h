@@ -114,6 +114,12 @@ std::vector<ir::Expr> broadcast_index(const std::vector<int64_t>& in, const std:
 
 // The op families' converters (ops_*.cc), for the table.
 namespace ops {
+
+// A compute's iteration variables as index expressions.
+inline std::vector<ir::Expr> exprs(const std::vector<ir::Var>& vars) { return {vars.begin(), vars.end()}; }
+// An int32 constant (shape arithmetic, indices).
+inline ir::Expr const_i32(int64_t v) { return ir::Expr(static_cast<int>(v)); }
+
 std::vector<te::Tensor> relu(ConvertContext& c);
 std::vector<te::Tensor> clip(ConvertContext& c);
 std::vector<te::Tensor> leaky_relu(ConvertContext& c);

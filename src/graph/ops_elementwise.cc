@@ -13,8 +13,6 @@ using te::Tensor;
 
 namespace {
 
-std::vector<Expr> exprs(const std::vector<ir::Var>& vars) { return {vars.begin(), vars.end()}; }
-
 std::vector<Tensor> unary(ConvertContext& c, const char* name, const std::function<Expr(Expr)>& f) {
   return {te::compute(
       c.shape(0), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return f(c.load(0, exprs(v))); }, c.name(name))};

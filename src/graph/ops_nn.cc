@@ -10,8 +10,6 @@ using te::Tensor;
 
 namespace {
 
-Expr i32(int64_t v) { return Expr(static_cast<int>(v)); }
-
 // A product of two elements: bfloat16 operands (--dtype bfloat16) multiply and accumulate in
 // float32, as AVX512-BF16's dot does.
 Expr product(Expr a, Expr b) {
@@ -78,8 +76,8 @@ Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Windo
         std::vector<Expr> idx(v.begin(), v.end());
         for (size_t d = 0; d < w.out.size(); ++d) {
           size_t a = ax.spatial(d);
-          Expr i = v[a] - i32(w.pad_begin[d]);
-          cond = cond && i >= Expr(0) && i < i32(in[a]);
+          Expr i = v[a] - const_i32(w.pad_begin[d]);
+          cond = cond && i >= Expr(0) && i < const_i32(in[a]);
           idx[a] = i;
         }
         return te::if_then_else(cond, x(idx), fill());
@@ -141,12 +139,12 @@ Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, const FillFn
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr oc = v[ax.channel()];
         Expr wc = rc ? Expr(rc->var) : Expr(0);
-        Expr in_c = groups > 1 ? ir::floordiv(oc, i32(co_group)) * i32(ci_group) + wc : wc;
+        Expr in_c = groups > 1 ? ir::floordiv(oc, const_i32(co_group)) * const_i32(ci_group) + wc : wc;
         std::vector<Expr> xi(xs.size()), wi;
         xi[0] = v[0];
         xi[ax.channel()] = in_c;
         for (size_t d = 0; d < s; ++d) {
-          xi[ax.spatial(d)] = v[ax.spatial(d)] * i32(w.strides[d]) + win[d].var * i32(w.dilations[d]);
+          xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var * const_i32(w.dilations[d]);
           wi.push_back(win[d].var);
         }
         if (ax.channels_last) {
@@ -221,10 +219,10 @@ std::vector<Tensor> conv_transpose(ConvertContext& c) {
         Expr cond = ir::make_bool(true);
         std::vector<Expr> idx = {v[0], v[1]};
         for (size_t d = 0; d < s; ++d) {
-          Expr t = v[d + 2] - i32(left[d]);
-          cond = cond && t >= Expr(0) && ir::floormod(t, i32(strides[d])) == Expr(0) &&
-                 t < i32((xs[d + 2] - 1) * strides[d] + 1);
-          idx.push_back(ir::floordiv(t, i32(strides[d])));
+          Expr t = v[d + 2] - const_i32(left[d]);
+          cond = cond && t >= Expr(0) && ir::floormod(t, const_i32(strides[d])) == Expr(0) &&
+                 t < const_i32((xs[d + 2] - 1) * strides[d] + 1);
+          idx.push_back(ir::floordiv(t, const_i32(strides[d])));
         }
         return te::if_then_else(cond, x(idx), ir::make_float(0));
       },
@@ -239,12 +237,12 @@ std::vector<Tensor> conv_transpose(ConvertContext& c) {
   Tensor y = te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        Expr in_c = groups > 1 ? ir::floordiv(v[1], i32(co_group)) * i32(ci_group) + rc.var : Expr(rc.var);
+        Expr in_c = groups > 1 ? ir::floordiv(v[1], const_i32(co_group)) * const_i32(ci_group) + rc.var : Expr(rc.var);
         std::vector<Expr> xi = {v[0], in_c};
-        std::vector<Expr> wi = {in_c, groups > 1 ? ir::floormod(v[1], i32(co_group)) : Expr(v[1])};
+        std::vector<Expr> wi = {in_c, groups > 1 ? ir::floormod(v[1], const_i32(co_group)) : Expr(v[1])};
         for (size_t d = 0; d < s; ++d) {
-          xi.push_back(v[d + 2] + win[d].var * i32(dil[d]));
-          wi.push_back(i32(kernel[d] - 1) - win[d].var);
+          xi.push_back(v[d + 2] + win[d].var * const_i32(dil[d]));
+          wi.push_back(const_i32(kernel[d] - 1) - win[d].var);
         }
         return te::sum(spread(xi) * weight(wi), axes);
       },
@@ -341,7 +339,7 @@ std::vector<Tensor> max_pool(ConvertContext& c) {
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> xi(v.begin(), v.end());
         for (size_t d = 0; d < win.size(); ++d)
-          xi[ax.spatial(d)] = v[ax.spatial(d)] * i32(w.strides[d]) + win[d].var * i32(w.dilations[d]);
+          xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var * const_i32(w.dilations[d]);
         return te::max(padded(xi), win);
       },
       c.name("max_pool"))};
@@ -361,7 +359,7 @@ std::vector<Tensor> average_pool(ConvertContext& c) {
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> xi(v.begin(), v.end());
-        for (size_t d = 0; d < win.size(); ++d) xi[ax.spatial(d)] = v[ax.spatial(d)] * i32(w.strides[d]) + win[d].var;
+        for (size_t d = 0; d < win.size(); ++d) xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var;
         return te::sum(padded(xi), win);
       },
       c.name("pool_sum"));
@@ -372,8 +370,8 @@ std::vector<Tensor> average_pool(ConvertContext& c) {
         Expr count = Expr(1);
         for (size_t d = 0; d < win.size(); ++d) {
           int64_t lo = include_pad ? -w.pad_begin[d] : 0, hi = xs[ax.spatial(d)] + (include_pad ? w.pad_end[d] : 0);
-          Expr start = v[ax.spatial(d)] * i32(w.strides[d]) - i32(w.pad_begin[d]);
-          count = count * (ir::min(start + i32(w.kernel[d]), i32(hi)) - ir::max(start, i32(lo)));
+          Expr start = v[ax.spatial(d)] * const_i32(w.strides[d]) - const_i32(w.pad_begin[d]);
+          count = count * (ir::min(start + const_i32(w.kernel[d]), const_i32(hi)) - ir::max(start, const_i32(lo)));
         }
         return sum(std::vector<Expr>(v.begin(), v.end())) / ir::cast(kFloat32, count);
       },

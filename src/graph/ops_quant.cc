@@ -22,8 +22,6 @@ using te::Tensor;
 
 namespace {
 
-std::vector<Expr> exprs(const std::vector<ir::Var>& vars) { return {vars.begin(), vars.end()}; }
-
 Expr i32(Expr x) { return ir::cast(kInt32, std::move(x)); }
 Expr f32(Expr x) { return ir::cast(kFloat32, std::move(x)); }
 

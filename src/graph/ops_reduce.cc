@@ -11,7 +11,6 @@ using te::Tensor;
 
 namespace {
 
-
 // Which dimensions of a rank-`rank` tensor are reduced.
 std::vector<bool> reduced_mask(ConvertContext& c, const std::vector<int64_t>& axes, int rank) {
   std::vector<bool> mask(static_cast<size_t>(rank), axes.empty());
@@ -48,7 +47,6 @@ std::vector<Expr> source_index(const std::vector<bool>& mask, const Reduced& r, 
   return idx;
 }
 
-std::vector<Expr> exprs(const std::vector<ir::Var>& vars) { return {vars.begin(), vars.end()}; }
 
 // Broadcast index into a keep-dims reduction result.
 std::vector<Expr> kept_index(const std::vector<bool>& mask, const std::vector<ir::Var>& v) {

@@ -13,9 +13,6 @@ using te::Tensor;
 
 namespace {
 
-Expr i32(int64_t v) { return Expr(static_cast<int>(v)); }
-std::vector<Expr> exprs(const std::vector<ir::Var>& vars) { return {vars.begin(), vars.end()}; }
-
 // The product of s[from..to) (to clipped to the rank).
 int64_t product(const std::vector<int64_t>& s, size_t from = 0, size_t to = SIZE_MAX) {
   auto first = s.begin() + static_cast<long>(std::min(from, s.size()));
@@ -33,11 +30,11 @@ std::vector<Tensor> view(ConvertContext& c, const std::vector<int64_t>& shape, c
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         if (shape == in) return x(exprs(v));
         Expr flat = Expr(0);
-        for (size_t d = 0; d < shape.size(); ++d) flat = flat * i32(shape[d]) + v[d];
+        for (size_t d = 0; d < shape.size(); ++d) flat = flat * const_i32(shape[d]) + v[d];
         std::vector<Expr> idx(in.size());
         for (size_t d = in.size(); d-- > 0;) {
-          idx[d] = d == 0 ? flat : ir::floormod(flat, i32(in[d]));
-          flat = ir::floordiv(flat, i32(in[d]));
+          idx[d] = d == 0 ? flat : ir::floormod(flat, const_i32(in[d]));
+          flat = ir::floordiv(flat, const_i32(in[d]));
         }
         return x(idx);
       },
@@ -58,7 +55,7 @@ Tensor slice_axis(ConvertContext& c, const Tensor& x, int axis, int64_t start, i
       shape,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> idx = exprs(v);
-        idx[static_cast<size_t>(axis)] = i32(start) + v[static_cast<size_t>(axis)] * i32(step);
+        idx[static_cast<size_t>(axis)] = const_i32(start) + v[static_cast<size_t>(axis)] * const_i32(step);
         return x(idx);
       },
       c.name(name));
@@ -187,9 +184,9 @@ std::vector<Tensor> concat(ConvertContext& c) {
         for (size_t i = c.num_inputs(); i-- > 0;) {
           if (c.shape(i)[static_cast<size_t>(axis)] == 0) continue;
           std::vector<Expr> idx = exprs(v);
-          idx[static_cast<size_t>(axis)] = at - i32(offsets[i]);
+          idx[static_cast<size_t>(axis)] = at - const_i32(offsets[i]);
           Expr e = c.load(i, idx);
-          result = result.defined() ? te::if_then_else(at < i32(offsets[i + 1]), e, result) : e;
+          result = result.defined() ? te::if_then_else(at < const_i32(offsets[i + 1]), e, result) : e;
         }
         return result;
       },
@@ -272,8 +269,8 @@ std::vector<Tensor> gather(ConvertContext& c) {
         if (k.dtype() != kInt32) k = ir::cast(kInt32, k);
         // Negative indices count from the end; out-of-range ones are clamped (never read
         // outside the table).
-        k = ir::select(k < Expr(0), k + i32(n), k);
-        k = ir::max(ir::min(k, i32(n - 1)), Expr(0));
+        k = ir::select(k < Expr(0), k + const_i32(n), k);
+        k = ir::max(ir::min(k, const_i32(n - 1)), Expr(0));
         std::vector<Expr> idx(v.begin(), v.begin() + axis);
         idx.push_back(k);
         idx.insert(idx.end(), v.begin() + axis + static_cast<long>(ind.size()), v.end());
@@ -299,7 +296,7 @@ std::vector<Tensor> shape(ConvertContext& c) {
       {static_cast<int64_t>(dims.size())},
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr e = ir::make_int(dims.empty() ? 0 : dims.back(), kInt64);
-        for (size_t d = dims.size(); d-- > 1;) e = ir::select(v[0] == i32(static_cast<int64_t>(d) - 1), ir::make_int(dims[d - 1], kInt64), e);
+        for (size_t d = dims.size(); d-- > 1;) e = ir::select(v[0] == const_i32(static_cast<int64_t>(d) - 1), ir::make_int(dims[d - 1], kInt64), e);
         return e;
       },
       c.name("shape"))};
