@@ -28,7 +28,9 @@ namespace {
 
 constexpr int kTopK = 32;
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 struct Scores {
   double pairwise = 0, recall = 0, spearman = 0, random_recall = 0;
@@ -44,7 +46,8 @@ Scores rank(CostModel& model, const Dataset& test) {
   std::vector<double> truth;
   for (double s : m.seconds) truth.push_back(1 / s);
   std::vector<double> scores = model.predict_features(m.inputs);
-  return {pairwise_accuracy(scores, truth), top_k_recall(scores, truth, kTopK), spearman(scores, truth),
+  return {pairwise_accuracy(scores, truth), top_k_recall(scores, truth, kTopK),
+          spearman(scores, truth),
           std::min(1.0, static_cast<double>(kTopK) / static_cast<double>(m.size())), m.size()};
 }
 
@@ -55,8 +58,10 @@ std::unique_ptr<CostModel> trained(const Dataset& train, uint64_t seed) {
 }
 
 void print(const char* label, const Scores& x, const Scores& r) {
-  std::printf("  %-30s %5zu test  pairwise %.3f (random %.3f)  top-%d recall %.3f (random model %.3f, expected %.3f)  spearman %.3f\n",
-              label, x.n, x.pairwise, r.pairwise, kTopK, x.recall, r.recall, x.random_recall, x.spearman);
+  std::printf(
+      "  %-30s %5zu test  pairwise %.3f (random %.3f)  top-%d recall %.3f (random model %.3f, "
+      "expected %.3f)  spearman %.3f\n",
+      label, x.n, x.pairwise, r.pairwise, kTopK, x.recall, r.recall, x.random_recall, x.spearman);
 }
 
 double median(std::vector<double> v) {
@@ -70,21 +75,26 @@ int main(int argc, char** argv) {
   std::string dir = argc > 1 ? argv[1] : std::string(TYCHE_SOURCE_DIR) + "/bench/data";
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().string().ends_with(".jsonl.gz") || e.path().string().ends_with(".jsonl")) files.push_back(e.path().string());
+    if (e.path().string().ends_with(".jsonl.gz") || e.path().string().ends_with(".jsonl"))
+      files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) {
-    std::fprintf(stderr, "bench_cost_model: no record files in %s (bench/make_dataset.sh makes them)\n", dir.c_str());
+    std::fprintf(stderr,
+                 "bench_cost_model: no record files in %s (bench/make_dataset.sh makes them)\n",
+                 dir.c_str());
     return 1;
   }
   double t0 = now();
   Dataset all = load_dataset(files);
-  std::printf("cpu: %s (%s), %u threads\n", target::cpu_model_name().c_str(), target::resolve_cpu("host").llvm_cpu.c_str(),
-              std::thread::hardware_concurrency());
-  std::printf("dataset: %zu records of %zu workloads (%d skipped), loaded with features in %.1f s\n", all.size(),
-              all.workloads().size(), all.skipped, now() - t0);
+  std::printf("cpu: %s (%s), %u threads\n", target::cpu_model_name().c_str(),
+              target::resolve_cpu("host").llvm_cpu.c_str(), std::thread::hardware_concurrency());
+  std::printf(
+      "dataset: %zu records of %zu workloads (%d skipped), loaded with features in %.1f s\n",
+      all.size(), all.workloads().size(), all.skipped, now() - t0);
   for (const std::string& w : all.workloads()) {
     Dataset d = all.subset(w);
-    size_t ok = static_cast<size_t>(std::count_if(d.seconds.begin(), d.seconds.end(), [](double s) { return std::isfinite(s); }));
+    size_t ok = static_cast<size_t>(std::count_if(d.seconds.begin(), d.seconds.end(),
+                                                  [](double s) { return std::isfinite(s); }));
     std::printf("  %-8s %5zu records, %5zu measured\n", w.c_str(), d.size(), ok);
   }
 
@@ -117,8 +127,8 @@ int main(int argc, char** argv) {
     }
     print(w, mean, mean_random);
     bool ok = mean.pairwise >= 0.80 && mean.recall >= 3 * mean.random_recall;
-    std::printf("    target pairwise >= 0.80 and top-%d recall >= 3x random (%.3f): %s\n", kTopK, 3 * mean.random_recall,
-                ok ? "met" : "MISSED");
+    std::printf("    target pairwise >= 0.80 and top-%d recall >= 3x random (%.3f): %s\n", kTopK,
+                3 * mean.random_recall, ok ? "met" : "MISSED");
     pass = pass && ok;
   }
 
@@ -143,14 +153,16 @@ int main(int argc, char** argv) {
     auto spaces = post_order_apply(default_rules(target))->generate(context, 0);
     std::vector<double> per;
     for (int i = 0; i < 200; ++i) {
-      auto c = make_candidate(context, *spaces[static_cast<size_t>(i) % spaces.size()].trace(), {.fresh_decisions = true}, postprocs, i);
+      auto c = make_candidate(context, *spaces[static_cast<size_t>(i) % spaces.size()].trace(),
+                              {.fresh_decisions = true}, postprocs, i);
       auto* sch = std::get_if<schedule::Schedule>(&c);
       if (!sch) continue;
       double a = now();
       FeatureRows f = per_store_features(sch->func());
       per.push_back(now() - a);
     }
-    std::printf("  features of a GMM-4 candidate: median %.3f ms over %zu (target <= 0.5 ms)\n", median(per) * 1e3, per.size());
+    std::printf("  features of a GMM-4 candidate: median %.3f ms over %zu (target <= 0.5 ms)\n",
+                median(per) * 1e3, per.size());
   }
   {
     Dataset d = all.subset("GMM-4");
@@ -168,16 +180,19 @@ int main(int argc, char** argv) {
       model = trained(thousand, static_cast<uint64_t>(rep));
       train_s.push_back(now() - a);
     }
-    std::printf("  retraining on %zu records: median %.2f s of 3 (target <= 2 s)\n", thousand.size(), median(train_s));
+    std::printf("  retraining on %zu records: median %.2f s of 3 (target <= 2 s)\n",
+                thousand.size(), median(train_s));
     std::vector<ModelInput> batch;
-    for (size_t i = 0; batch.size() < 512 && d.size() > 0; ++i) batch.push_back(d.inputs[i % d.size()]);
+    for (size_t i = 0; batch.size() < 512 && d.size() > 0; ++i)
+      batch.push_back(d.inputs[i % d.size()]);
     std::vector<double> pred_s;
     for (int rep = 0; rep < 5; ++rep) {
       double a = now();
       model->predict_features(batch);
       pred_s.push_back(now() - a);
     }
-    std::printf("  predicting %zu GMM-4 candidates: median %.1f ms of 5 (target <= 50 ms)\n", batch.size(), median(pred_s) * 1e3);
+    std::printf("  predicting %zu GMM-4 candidates: median %.1f ms of 5 (target <= 50 ms)\n",
+                batch.size(), median(pred_s) * 1e3);
   }
   std::printf("\nwithin-workload targets: %s\n", pass ? "met" : "MISSED");
   return 0;

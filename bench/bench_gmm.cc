@@ -15,26 +15,26 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
 
 #include "bench/interleaved.h"
-#include "target/cpu.h"
 #include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "lower/lower.h"
+#include "runtime/compare.h"
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "schedule/schedule.h"
+#include "target/cpu.h"
 #include "workloads/workloads.h"
-#include "runtime/compare.h"
 
 using namespace tyche;
-using bench::Measured;
 using bench::measure_interleaved;
+using bench::Measured;
 using bench::now;
 
 namespace {
@@ -90,16 +90,19 @@ __attribute__((target("avx512f"))) int32_t stream_body(int64_t begin, int64_t en
   int64_t part = static_cast<int64_t>(s->data.size()) / 16;
   __m512 acc = _mm512_setzero_ps();
   for (int rep = 0; rep < 4; ++rep)
-    for (int64_t i = begin * part; i < end * part; i += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(&s->data[i]));
+    for (int64_t i = begin * part; i < end * part; i += 16)
+      acc = _mm512_add_ps(acc, _mm512_loadu_ps(&s->data[i]));
   s->sum += lane_sum(acc);
   return 0;
 }
-__attribute__((target("avx2,fma"))) int32_t stream_body_avx2(int64_t begin, int64_t end, void* env) {
+__attribute__((target("avx2,fma"))) int32_t stream_body_avx2(int64_t begin, int64_t end,
+                                                             void* env) {
   auto* s = static_cast<Stream*>(env);
   int64_t part = static_cast<int64_t>(s->data.size()) / 16;
   __m256 acc = _mm256_setzero_ps();
   for (int rep = 0; rep < 4; ++rep)
-    for (int64_t i = begin * part; i < end * part; i += 16) acc = _mm256_add_ps(acc, _mm256_loadu_ps(&s->data[i]));
+    for (int64_t i = begin * part; i < end * part; i += 16)
+      acc = _mm256_add_ps(acc, _mm256_loadu_ps(&s->data[i]));
   s->sum += lane_sum(acc);
   return 0;
 }
@@ -112,15 +115,17 @@ int main() {
   bool avx512 = cpu.vector_bits() == 512;
   std::string trace = avx512 ? "examples/traces/gmm_1024.py" : "examples/traces/gmm_1024_avx2.py";
   // oneDNN gets the same instruction set (it reads this on first use).
-  if (!cpu.has("avx512f")) setenv("ONEDNN_MAX_CPU_ISA", cpu.has("avx2") ? "AVX2" : cpu.has("avx") ? "AVX" : "SSE41", 0);
+  if (!cpu.has("avx512f"))
+    setenv("ONEDNN_MAX_CPU_ISA", cpu.has("avx2") ? "AVX2" : cpu.has("avx") ? "AVX" : "SSE41", 0);
   const target::Cpu& host = target::resolve_cpu("host");
   bool host_avx512 = host.has("avx512f");
   if (!host.has("avx2") || !host.has("fma")) {
-    std::printf("bench_gmm: the canaries need AVX2 and FMA, which this host (%s) lacks\n", host.llvm_cpu.c_str());
+    std::printf("bench_gmm: the canaries need AVX2 and FMA, which this host (%s) lacks\n",
+                host.llvm_cpu.c_str());
     return 1;
   }
-  std::printf("cpu %s (%s, %d-bit vectors), trace %s%s\n", cpu.name.c_str(), cpu.llvm_cpu.c_str(), cpu.vector_bits(),
-              trace.c_str(), avx512 ? "" : ", oneDNN limited to the same ISA");
+  std::printf("cpu %s (%s, %d-bit vectors), trace %s%s\n", cpu.name.c_str(), cpu.llvm_cpu.c_str(),
+              cpu.vector_bits(), trace.c_str(), avx512 ? "" : ", oneDNN limited to the same ISA");
   auto w = workloads::get_preset("GMM-4");
   std::ifstream in(std::string(TYCHE_SOURCE_DIR) + "/" + trace);
   std::stringstream text;
@@ -155,27 +160,49 @@ int main() {
   Stream stream;
   std::vector<Measured> ms = {
       {"tyche (the example trace)", [&] { kernel->run(ptrs.data()); }, 1, {}},
-      {"oneDNN sgemm", [&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, a, n, b, n, 0.0f, cp, n); }, 1, {}},
-      {"canary: FMAs in registers", [&] { pool.parallel_for(16, host_avx512 ? fma_body : fma_body_avx2, &fma_sink); }, 1, {}},
-      {"canary: last-level-cache stream", [&] { pool.parallel_for(16, host_avx512 ? stream_body : stream_body_avx2, &stream); }, 1, {}},
+      {"oneDNN sgemm",
+       [&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, a, n, b, n, 0.0f, cp, n); },
+       1,
+       {}},
+      {"canary: FMAs in registers",
+       [&] { pool.parallel_for(16, host_avx512 ? fma_body : fma_body_avx2, &fma_sink); },
+       1,
+       {}},
+      {"canary: last-level-cache stream",
+       [&] { pool.parallel_for(16, host_avx512 ? stream_body : stream_body_avx2, &stream); },
+       1,
+       {}},
   };
   const int rounds = 20;
   measure_interleaved(ms, rounds, 0.3);
 
   // One thread: the kernel alone on a core.
   pool.set_num_threads(1);
-  runtime::TimeResult single_t = runtime::time_function([&] { kernel->run(ptrs.data()); },
-                                                        {.warmup = 3, .number = 1, .repeat = rounds, .min_repeat_ms = 300, .flush_cache = false, .flush_ranges = {}});
+  runtime::TimeResult single_t =
+      runtime::time_function([&] { kernel->run(ptrs.data()); }, {.warmup = 3,
+                                                                 .number = 1,
+                                                                 .repeat = rounds,
+                                                                 .min_repeat_ms = 300,
+                                                                 .flush_cache = false,
+                                                                 .flush_ranges = {}});
   pool.set_num_threads(2);
 
   // The unscheduled GMM-4 also compiles and runs.
   auto plain = codegen::compile(lower::lower(w.func).func, {.cpu = cpu.name});
-  std::vector<runtime::NDArray> plain_args = {inputs[0], inputs[1], runtime::NDArray(expected[0].shape(), kFloat32)};
-  runtime::TimeResult plain_t = runtime::time_function([&] { plain->run(plain_args); }, {.warmup = 0, .number = 1, .repeat = 1, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}});
+  std::vector<runtime::NDArray> plain_args = {inputs[0], inputs[1],
+                                              runtime::NDArray(expected[0].shape(), kFloat32)};
+  runtime::TimeResult plain_t =
+      runtime::time_function([&] { plain->run(plain_args); }, {.warmup = 0,
+                                                               .number = 1,
+                                                               .repeat = 1,
+                                                               .min_repeat_ms = 0,
+                                                               .flush_cache = false,
+                                                               .flush_ranges = {}});
   bool plain_correct = runtime::compare(plain_args[2], expected[0]).ok;
 
   double gflop = w.flop / 1e9;
-  std::printf("%d interleaved rounds of >= 300 ms windows, %d threads:\n", rounds, pool.num_threads());
+  std::printf("%d interleaved rounds of >= 300 ms windows, %d threads:\n", rounds,
+              pool.num_threads());
   for (const Measured& m : ms) {
     bool gmm = &m - ms.data() < 2;
     std::printf("  %-38s median %7.3f ms", m.name.c_str(), m.median() * 1e3);
@@ -183,21 +210,25 @@ int main() {
     std::printf(", cv %5.1f%%\n", m.cv() * 100);
   }
   std::printf("tyche %s\n", correct ? "correct" : "WRONG");
-  std::printf("ratio tyche / oneDNN (throughput): %.2fx (target >= 0.6x)\n", ms[1].median() / ms[0].median());
-  std::printf("compile time median of 10: %.0f ms (target <= 150 ms); min %.0f ms, max %.0f ms\n", compile_s[5] * 1e3,
-              compile_s.front() * 1e3, compile_s.back() * 1e3);
-  std::printf("coefficient of variation of %d measurements: %.1f%% (target <= 5%%); in the same windows oneDNN %.1f%%, "
-              "arithmetic canary %.1f%%, cache canary %.1f%%\n",
-              rounds, ms[0].cv() * 100, ms[1].cv() * 100, ms[2].cv() * 100, ms[3].cv() * 100);
+  std::printf("ratio tyche / oneDNN (throughput): %.2fx (target >= 0.6x)\n",
+              ms[1].median() / ms[0].median());
+  std::printf("compile time median of 10: %.0f ms (target <= 150 ms); min %.0f ms, max %.0f ms\n",
+              compile_s[5] * 1e3, compile_s.front() * 1e3, compile_s.back() * 1e3);
+  std::printf(
+      "coefficient of variation of %d measurements: %.1f%% (target <= 5%%); in the same windows "
+      "oneDNN %.1f%%, "
+      "arithmetic canary %.1f%%, cache canary %.1f%%\n",
+      rounds, ms[0].cv() * 100, ms[1].cv() * 100, ms[2].cv() * 100, ms[3].cv() * 100);
   // Both GMMs slow down together when the host is busy, so the ratio per window varies less
   // than either time: the steadiness a comparison of candidates measured side by side can have.
   Measured ratio{"tyche / oneDNN per window", nullptr, 1, {}};
   for (int r = 0; r < rounds; ++r) ratio.seconds.push_back(ms[0].seconds[r] / ms[1].seconds[r]);
   std::printf("cv of the per-window time ratio tyche / oneDNN: %.1f%%\n", ratio.cv() * 100);
-  std::printf("one thread: %.3f ms, %.1f GFLOP/s, cv %.1f%%\n", single_t.median * 1e3, gflop / single_t.median, single_t.cv * 100);
+  std::printf("one thread: %.3f ms, %.1f GFLOP/s, cv %.1f%%\n", single_t.median * 1e3,
+              gflop / single_t.median, single_t.cv * 100);
   std::printf("tyche measurements (ms):");
   for (double s : ms[0].seconds) std::printf(" %.2f", s * 1e3);
-  std::printf("\nunscheduled GMM-4: %.1f ms, %.2f GFLOP/s, %s\n", plain_t.median * 1e3, gflop / plain_t.median,
-              plain_correct ? "correct" : "WRONG");
+  std::printf("\nunscheduled GMM-4: %.1f ms, %.2f GFLOP/s, %s\n", plain_t.median * 1e3,
+              gflop / plain_t.median, plain_correct ? "correct" : "WRONG");
   return correct && plain_correct ? 0 : 1;
 }

@@ -57,9 +57,11 @@ dt dnnl_type(DataType t) {
 // oneDNN's primitive for a typed preset on Tyche's buffers (inputs, then the output).
 class Onednn {
  public:
-  Onednn(const workloads::Workload& w, std::vector<runtime::NDArray>& args) : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+  Onednn(const workloads::Workload& w, std::vector<runtime::NDArray>& args)
+      : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
     const auto& p = w.params;
-    dt a_t = dnnl_type(args[0].dtype()), b_t = dnnl_type(args[1].dtype()), c_t = dnnl_type(args[2].dtype());
+    dt a_t = dnnl_type(args[0].dtype()), b_t = dnnl_type(args[1].dtype()),
+       c_t = dnnl_type(args[2].dtype());
     if (w.op == "GMM" || w.op == "DENSE_RELU") {
       bool dense = w.op == "DENSE_RELU";
       int64_t n = dense ? p[0] : p[1], m = dense ? p[1] : p[2], k = dense ? p[2] : p[3];
@@ -74,14 +76,17 @@ class Onednn {
       dnnl::matmul::primitive_desc pd(desc, attr, engine_);
       primitive_ = dnnl::matmul(pd);
       args_ = {{DNNL_ARG_SRC, dnnl::memory(a, engine_, args[0].data())},
-               {DNNL_ARG_WEIGHTS, dense ? reordered(b, args[1].data(), pd.weights_desc()) : dnnl::memory(b, engine_, args[1].data())},
+               {DNNL_ARG_WEIGHTS, dense ? reordered(b, args[1].data(), pd.weights_desc())
+                                        : dnnl::memory(b, engine_, args[1].data())},
                {DNNL_ARG_DST, dnnl::memory(c, engine_, args[2].data())}};
     } else if (w.op == "C2D") {
       int64_t n = p[0], h = p[1], wd = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
       int64_t oh = (h + 2 * pad - k) / s + 1, ow = (wd + 2 * pad - k) / s + 1;
       dnnl::memory::desc src({n, ci, h, wd}, a_t, tag::nhwc), dst({n, co, oh, ow}, c_t, tag::nhwc);
-      dnnl::memory::desc wei_user({co, ci, k, k}, b_t, tag::hwio), wei_any({co, ci, k, k}, b_t, tag::any);
-      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei_any, dst,
+      dnnl::memory::desc wei_user({co, ci, k, k}, b_t, tag::hwio),
+          wei_any({co, ci, k, k}, b_t, tag::any);
+      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                           dnnl::algorithm::convolution_direct, src, wei_any, dst,
                                            {s, s}, {pad, pad}, {pad, pad});
       dnnl::convolution_forward::primitive_desc pd(desc, engine_);
       primitive_ = dnnl::convolution_forward(pd);
@@ -103,7 +108,8 @@ class Onednn {
   }
 
  private:
-  dnnl::memory reordered(const dnnl::memory::desc& user, void* data, const dnnl::memory::desc& want) {
+  dnnl::memory reordered(const dnnl::memory::desc& user, void* data,
+                         const dnnl::memory::desc& want) {
     dnnl::memory from(user, engine_, data), to(want, engine_);
     dnnl::reorder(from, to).execute(stream_, from, to);
     stream_.wait();
@@ -139,7 +145,9 @@ Ratio ratio(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 // The float32 preset of a typed one ("GMM-4-U8S8" -> "GMM-4").
-std::string float32_name(const std::string& name) { return name.substr(0, name.rfind('-')); }
+std::string float32_name(const std::string& name) {
+  return name.substr(0, name.rfind('-'));
+}
 
 }  // namespace
 
@@ -152,20 +160,30 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   int rounds = 21;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--db") == 0 && i + 1 < argc) db_dir = argv[++i];
-    else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_file = argv[++i];
-    else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::max(3, std::atoi(argv[++i]));
-    else names.push_back(argv[i]);
+    if (std::strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+      db_dir = argv[++i];
+    else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+      json_file = argv[++i];
+    else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+      rounds = std::max(3, std::atoi(argv[++i]));
+    else
+      names.push_back(argv[i]);
   }
   if (db_dir.empty() || names.empty()) {
-    std::fprintf(stderr, "usage: bench_intrinsics --db DIR [--rounds N] [--json FILE] WORKLOAD...\n");
+    std::fprintf(stderr,
+                 "usage: bench_intrinsics --db DIR [--rounds N] [--json FILE] WORKLOAD...\n");
     return 2;
   }
   try {
     tune::Database db(db_dir);
-    std::string cpu = fmt::format("{} ({})", target::cpu_model_name(), target::resolve_cpu("").llvm_cpu);
-    std::printf("cpu: %s, %d threads for every system; %d rounds of >= 0.3 s windows, order rotated\n", cpu.c_str(), target.num_cores, rounds);
-    std::string json = fmt::format("{{\"cpu\": \"{}\", \"threads\": {}, \"rounds\": {}, \"workloads\": [", cpu, target.num_cores, rounds);
+    std::string cpu =
+        fmt::format("{} ({})", target::cpu_model_name(), target::resolve_cpu("").llvm_cpu);
+    std::printf(
+        "cpu: %s, %d threads for every system; %d rounds of >= 0.3 s windows, order rotated\n",
+        cpu.c_str(), target.num_cores, rounds);
+    std::string json =
+        fmt::format("{{\"cpu\": \"{}\", \"threads\": {}, \"rounds\": {}, \"workloads\": [", cpu,
+                    target.num_cores, rounds);
     bool all_correct = true;
     for (size_t wi = 0; wi < names.size(); ++wi) {
       workloads::Workload w = workloads::get_preset(names[wi]);
@@ -175,7 +193,8 @@ int main(int argc, char** argv) {
         std::unique_ptr<codegen::CompiledKernel> kernel;
         std::vector<runtime::NDArray> args;
         double tuning_best = 0;  // the record's best seconds while tuning
-        std::vector<runtime::NDArray> packed;  // weights laid out anew, read by the kernel in place of theirs
+        std::vector<runtime::NDArray>
+            packed;  // weights laid out anew, read by the kernel in place of theirs
         std::vector<void*> ptrs;
       };
       std::vector<System> tyche;
@@ -185,20 +204,29 @@ int main(int argc, char** argv) {
         // A model's weights are laid out anew once, before timing (as the tuner and the executor
         // do at load): the timed kernel is the program's main part.
         lower::SplitProgram split = lower::split_layout_rewrites(programs[0]);
-        System s{x == &w ? "tyche" : "tyche float32", codegen::compile(lower::lower(split.main).func), workloads::make_inputs(x->func), 0, {}, {}};
+        System s{x == &w ? "tyche" : "tyche float32",
+                 codegen::compile(lower::lower(split.main).func),
+                 workloads::make_inputs(x->func),
+                 0,
+                 {},
+                 {}};
         auto expected = x->reference(s.args);
         s.args.emplace_back(expected[0].shape(), expected[0].dtype());
         std::vector<void*> ptrs;
         for (auto& a : s.args) ptrs.push_back(a.data());
-        codegen::apply_rewrites(codegen::compile_rewrites(split.rewrites, {}), x->func, ptrs, s.packed);
+        codegen::apply_rewrites(codegen::compile_rewrites(split.rewrites, {}), x->func, ptrs,
+                                s.packed);
         s.ptrs = ptrs;
         s.kernel->run(s.ptrs.data());
         runtime::Comparison c = runtime::compare(s.args.back(), expected[0]);
-        if (!c.ok) std::printf("  %s: %s computes a wrong result: %s\n", x->name.c_str(), s.name.c_str(), c.message.c_str());
+        if (!c.ok)
+          std::printf("  %s: %s computes a wrong result: %s\n", x->name.c_str(), s.name.c_str(),
+                      c.message.c_str());
         all_correct = all_correct && c.ok;
         double best = 1e30;
         uint64_t hash = ir::structural_hash(x->func);
-        for (const tune::TuningRecord* r : db.records_of(hash, tune::preferred_target_key(db, hash, target)))
+        for (const tune::TuningRecord* r :
+             db.records_of(hash, tune::preferred_target_key(db, hash, target)))
           if (r->ok()) best = std::min(best, r->typical_seconds());
         s.tuning_best = best;
         tyche.push_back(std::move(s));
@@ -209,7 +237,9 @@ int main(int argc, char** argv) {
       Onednn onednn(w, dnnl_args);
       onednn.run();
       runtime::Comparison dc = runtime::compare(dnnl_args.back(), expected[0]);
-      if (!dc.ok) std::printf("  oneDNN's %s output differs from the reference: %s\n", w.name.c_str(), dc.message.c_str());
+      if (!dc.ok)
+        std::printf("  oneDNN's %s output differs from the reference: %s\n", w.name.c_str(),
+                    dc.message.c_str());
 
       std::vector<bench::Measured> ms;
       for (System& s : tyche) ms.push_back({s.name, [&s] { s.kernel->run(s.ptrs.data()); }, 1, {}});
@@ -228,21 +258,31 @@ int main(int argc, char** argv) {
           for (int c = 0; c < m.calls; ++c) m.run();
           m.seconds.push_back((bench::now() - t0) / m.calls);
         }
-      std::printf("%s [%s]: %s\n", w.name.c_str(), w.shape.c_str(), tyche[0].args.empty() ? "" : "checked against the reference");
+      std::printf("%s [%s]: %s\n", w.name.c_str(), w.shape.c_str(),
+                  tyche[0].args.empty() ? "" : "checked against the reference");
       double flop = w.flop;
       for (size_t i = 0; i < ms.size(); ++i) {
-        std::string tuned = i < tyche.size() ? fmt::format(", best in tuning {:.3f} ms", tyche[i].tuning_best * 1e3) : "";
-        std::printf("  %-40s median %8.3f ms, %7.1f GOP/s, cv %4.1f%%%s\n", ms[i].name.c_str(), ms[i].median() * 1e3, flop / ms[i].median() / 1e9,
-                    ms[i].cv() * 100, tuned.c_str());
+        std::string tuned =
+            i < tyche.size() ? fmt::format(", best in tuning {:.3f} ms", tyche[i].tuning_best * 1e3)
+                             : "";
+        std::printf("  %-40s median %8.3f ms, %7.1f GOP/s, cv %4.1f%%%s\n", ms[i].name.c_str(),
+                    ms[i].median() * 1e3, flop / ms[i].median() / 1e9, ms[i].cv() * 100,
+                    tuned.c_str());
       }
-      Ratio vs_dnnl = ratio(ms[2].seconds, ms[0].seconds), vs_f32 = ratio(ms[1].seconds, ms[0].seconds);
-      std::printf("  tyche / oneDNN (throughput): %.2fx [%.2f, %.2f]\n", vs_dnnl.median, vs_dnnl.lo, vs_dnnl.hi);
-      std::printf("  tyche / tyche float32 (throughput): %.2fx [%.2f, %.2f]\n", vs_f32.median, vs_f32.lo, vs_f32.hi);
+      Ratio vs_dnnl = ratio(ms[2].seconds, ms[0].seconds),
+            vs_f32 = ratio(ms[1].seconds, ms[0].seconds);
+      std::printf("  tyche / oneDNN (throughput): %.2fx [%.2f, %.2f]\n", vs_dnnl.median, vs_dnnl.lo,
+                  vs_dnnl.hi);
+      std::printf("  tyche / tyche float32 (throughput): %.2fx [%.2f, %.2f]\n", vs_f32.median,
+                  vs_f32.lo, vs_f32.hi);
       json += fmt::format(
-          "{}{{\"workload\": \"{}\", \"tyche_s\": {}, \"tyche_float32_s\": {}, \"onednn_s\": {}, \"onednn_impl\": \"{}\", "
-          "\"tyche_best_in_tuning_s\": {}, \"tyche_float32_best_in_tuning_s\": {}, \"vs_onednn\": [{}, {}, {}], \"vs_float32\": [{}, {}, {}]}}",
-          wi ? ", " : "", w.name, ms[0].median(), ms[1].median(), ms[2].median(), onednn.describe(), tyche[0].tuning_best, tyche[1].tuning_best,
-          vs_dnnl.median, vs_dnnl.lo, vs_dnnl.hi, vs_f32.median, vs_f32.lo, vs_f32.hi);
+          "{}{{\"workload\": \"{}\", \"tyche_s\": {}, \"tyche_float32_s\": {}, \"onednn_s\": {}, "
+          "\"onednn_impl\": \"{}\", "
+          "\"tyche_best_in_tuning_s\": {}, \"tyche_float32_best_in_tuning_s\": {}, \"vs_onednn\": "
+          "[{}, {}, {}], \"vs_float32\": [{}, {}, {}]}}",
+          wi ? ", " : "", w.name, ms[0].median(), ms[1].median(), ms[2].median(), onednn.describe(),
+          tyche[0].tuning_best, tyche[1].tuning_best, vs_dnnl.median, vs_dnnl.lo, vs_dnnl.hi,
+          vs_f32.median, vs_f32.lo, vs_f32.hi);
     }
     json += "]}\n";
     if (!json_file.empty()) std::ofstream(json_file) << json;

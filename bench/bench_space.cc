@@ -45,7 +45,8 @@ void bench(const std::string& name, int n, int n_compile) {
   std::vector<double> full, replay_only, compile;
   int valid = 0;
   for (int i = 0; i < n; ++i) {
-    const schedule::Trace& t = traces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(traces.size())))];
+    const schedule::Trace& t =
+        traces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(traces.size())))];
     int64_t seed = rng.fork().seed();
     auto t0 = std::chrono::steady_clock::now();
     {
@@ -65,18 +66,22 @@ void bench(const std::string& name, int n, int n_compile) {
     }
   }
   double m = median(full);
-  fmt::print("{}: {} design spaces (generated in {:.2f} ms); {} of {} candidates valid\n", name, designs.size(),
-             generate * 1e3, valid, n);
-  fmt::print("  sample + replay + postprocess: median {:.3f} ms per candidate{}; replay alone {:.3f} ms\n", m * 1e3,
-             name == "GMM-4" ? " (target <= 1 ms)" : "", median(replay_only) * 1e3);
+  fmt::print("{}: {} design spaces (generated in {:.2f} ms); {} of {} candidates valid\n", name,
+             designs.size(), generate * 1e3, valid, n);
+  fmt::print(
+      "  sample + replay + postprocess: median {:.3f} ms per candidate{}; replay alone {:.3f} ms\n",
+      m * 1e3, name == "GMM-4" ? " (target <= 1 ms)" : "", median(replay_only) * 1e3);
   if (!compile.empty())
-    fmt::print("  lower + LLVM compile of the same candidates: median {:.1f} ms = {:.0f}x the sampling cost\n",
-               median(compile) * 1e3, median(compile) / m);
+    fmt::print(
+        "  lower + LLVM compile of the same candidates: median {:.1f} ms = {:.0f}x the sampling "
+        "cost\n",
+        median(compile) * 1e3, median(compile) / m);
 }
 
 // How often a mutator turns a sampled candidate's trace into a different trace that replays and
 // passes the postprocessors (the issue asks for >= 80%).
-void mutator_rate(const tune::MutatorPtr& mutator, const std::string& name, const target::Target& target, int tries) {
+void mutator_rate(const tune::MutatorPtr& mutator, const std::string& name,
+                  const target::Target& target, int tries) {
   workloads::Workload w = workloads::get_preset(name);
   tune::TuneContext context{w.func, target};
   auto designs = tune::post_order_apply(tune::default_rules(target))->generate(context, 0);
@@ -85,17 +90,21 @@ void mutator_rate(const tune::MutatorPtr& mutator, const std::string& name, cons
   RandomEngine rng(3);
   int changed = 0, valid = 0;
   for (int i = 0; i < tries; ++i) {
-    const schedule::Trace& space = *designs[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(designs.size())))].trace();
+    const schedule::Trace& space =
+        *designs[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(designs.size())))]
+             .trace();
     schedule::Trace trace;
-    auto sampled = tune::make_candidate(context, space, {.fresh_decisions = true}, postprocs, rng.fork().seed(), &trace);
+    auto sampled = tune::make_candidate(context, space, {.fresh_decisions = true}, postprocs,
+                                        rng.fork().seed(), &trace);
     if (!std::holds_alternative<schedule::Schedule>(sampled)) continue;
     auto mutated = mutator->mutate(trace, rng);
     if (!mutated || mutated->to_json() == trace.to_json()) continue;
     ++changed;
-    valid += std::holds_alternative<schedule::Schedule>(tune::make_candidate(context, *mutated, {}, postprocs, 1));
+    valid += std::holds_alternative<schedule::Schedule>(
+        tune::make_candidate(context, *mutated, {}, postprocs, 1));
   }
-  fmt::print("  {:<22} on {:<6} ({}): {} of {} tries give a different valid trace ({:.1f}%)\n", mutator->name(), name,
-             target.kind, valid, tries, 100.0 * valid / tries);
+  fmt::print("  {:<22} on {:<6} ({}): {} of {} tries give a different valid trace ({:.1f}%)\n",
+             mutator->name(), name, target.kind, valid, tries, 100.0 * valid / tries);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   }
   int number = 1;
   double* times = malloc(sizeof(double) * (size_t)repeat);
-  for (;;) {  /* grow the batch to 100 ms; a long enough first batch counts */
+  for (;;) { /* grow the batch to 100 ms; a long enough first batch counts */
     double start = now();
     for (int i = 0; i < number; ++i) gmm4(x, y, z);
     double elapsed = now() - start;

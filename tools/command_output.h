@@ -31,7 +31,8 @@ inline std::ofstream open_json_output(const std::string& json_file) {
 template <typename Count>
 std::string refusal_text(const std::map<std::string, Count>& counts) {
   std::vector<std::pair<std::string, Count>> sorted(counts.begin(), counts.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> parts;
   for (const auto& [reason, n] : sorted) parts.push_back(fmt::format("{} ({})", reason, n));
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));

@@ -4,8 +4,8 @@
 // lets through its parser, so the CLI prints the message as the whole line and exits 2.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <charconv>
 #include <climits>
@@ -54,7 +54,8 @@ inline CLI::Option* at_least(CLI::Option* option, int64_t min) {
         bool too_large = false;
         std::optional<int64_t> v = parse_whole(text, too_large);
         if (!v && !too_large) throw_input_error("{} takes a whole number (got '{}')", name, text);
-        if (too_large || *v > INT_MAX) throw_input_error("{} must be at most {} (got {})", name, INT_MAX, text);
+        if (too_large || *v > INT_MAX)
+          throw_input_error("{} must be at most {} (got {})", name, INT_MAX, text);
         if (*v < min) throw_input_error("{} must be at least {} (got {})", name, min, text);
         return "";
       },
@@ -71,7 +72,8 @@ inline CLI::Option* thread_count(CLI::Option* option) {
         std::optional<int64_t> v = parse_whole(text, too_large);
         if (!v && !too_large) throw_input_error("{} takes a whole number (got '{}')", name, text);
         if (!too_large && *v < 1) throw_input_error("{} must be at least 1 (got {})", name, text);
-        if (too_large || *v > max_threads()) throw_input_error("{}", too_many_threads(fmt::format("{} {}", name, text)));
+        if (too_large || *v > max_threads())
+          throw_input_error("{}", too_many_threads(fmt::format("{} {}", name, text)));
         return "";
       },
       "THREADS", "thread_count"));
@@ -88,7 +90,8 @@ inline CLI::Option* seconds(CLI::Option* option) {
         if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
           throw_input_error("{} takes a number of seconds (got '{}')", name, text);
         if (!(v > 0)) throw_input_error("{} must be more than 0 seconds (got {})", name, text);
-        if (v > 86400) throw_input_error("{} must be at most 86400 seconds, a day (got {})", name, text);
+        if (v > 86400)
+          throw_input_error("{} must be at most 86400 seconds, a day (got {})", name, text);
         return "";
       },
       "SECONDS", "seconds"));
@@ -103,9 +106,12 @@ inline void check_thread_environment() {
   std::string text = env;
   bool too_large = false;
   std::optional<int64_t> v = parse_whole(text, too_large);
-  if (!v && !too_large) throw_input_error("TYCHE_NUM_THREADS takes a whole number (got '{}')", text);
-  if (!too_large && *v < 1) throw_input_error("TYCHE_NUM_THREADS must be at least 1 (got {})", text);
-  if (too_large || *v > max_threads()) throw_input_error("{}", too_many_threads("TYCHE_NUM_THREADS=" + text));
+  if (!v && !too_large)
+    throw_input_error("TYCHE_NUM_THREADS takes a whole number (got '{}')", text);
+  if (!too_large && *v < 1)
+    throw_input_error("TYCHE_NUM_THREADS must be at least 1 (got {})", text);
+  if (too_large || *v > max_threads())
+    throw_input_error("{}", too_many_threads("TYCHE_NUM_THREADS=" + text));
 }
 
 }  // namespace tyche::tools

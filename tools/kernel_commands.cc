@@ -36,9 +36,11 @@ namespace tyche::tools {
 
 namespace {
 
-constexpr const char* kWorkloadHelp = "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')";
+constexpr const char* kWorkloadHelp =
+    "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')";
 constexpr const char* kExtentsHelp = "index extents for a formula, e.g. i=64,j=64,k=64";
-constexpr const char* kDtypesHelp = "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32";
+constexpr const char* kDtypesHelp =
+    "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32";
 
 // The root annotations a design-space trace (a tuning record's) leaves for the postprocessors
 // to turn into parallel, vectorized and unrolled loops.
@@ -46,7 +48,8 @@ std::vector<std::string> postprocessor_annotations(const ir::PrimFunc& func) {
   schedule::Schedule sch(func);
   const ir::Annotations& ann = sch.state().root()->as_block()->annotations;
   std::vector<std::string> keys;
-  for (const char* key : {ir::ann::kParallel, ir::ann::kVectorize, ir::ann::kUnrollExplicit, ir::ann::kUnrollImplicit})
+  for (const char* key : {ir::ann::kParallel, ir::ann::kVectorize, ir::ann::kUnrollExplicit,
+                          ir::ann::kUnrollImplicit})
     if (ann.count(key)) keys.push_back(key);
   return keys;
 }
@@ -63,55 +66,90 @@ KernelCommands::KernelCommands(CLI::App& app) {
   show_ = app.add_subcommand("show", "print the IR of a workload");
   check_ = app.add_subcommand("check", "run a workload in the interpreter against its reference");
   run_ = app.add_subcommand("run", "compile with LLVM, check against the reference, and time");
-  space_ = app.add_subcommand("space", "print the design spaces, sample and validate programs, check them");
-  cpu_cmd_ = app.add_subcommand("cpu", "describe the CPU code is generated for and what this host runs");
+  space_ = app.add_subcommand("space",
+                              "print the design spaces, sample and validate programs, check them");
+  cpu_cmd_ =
+      app.add_subcommand("cpu", "describe the CPU code is generated for and what this host runs");
   features_ = app.add_subcommand("features", "print the per-store features the cost model sees");
-  export_ = app.add_subcommand("export", "write a workload's tuned program as a C header and a static library (or C source)");
-  export_->add_option("--name", export_name_, "the C function's name (a C identifier); also the header's, NAME.h")->required();
-  export_->add_option("-o,--output", output_, "the directory to write into (created if missing)")->required();
-  export_->add_option("--target", export_target_,
-                      "llvm (default: NAME.h and libLIBRARY.a), c (NAME.h, NAME.c, tyche_rt1_runtime.c), cuda (NAME.cu, NAME.h) or "
-                      "opencl (NAME.cl, NAME.c, NAME.h); a GPU target without --trace binds with AutoBind");
-  export_->add_option("--library", library_, "llvm: add the kernel to libLIBRARY.a (default: libNAME.a); several kernels can share one");
-  thread_count(export_->add_option("--threads", threads_, "1: parallel loops run serially (default: on the library's thread pool)"));
+  export_ = app.add_subcommand(
+      "export",
+      "write a workload's tuned program as a C header and a static library (or C source)");
+  export_
+      ->add_option("--name", export_name_,
+                   "the C function's name (a C identifier); also the header's, NAME.h")
+      ->required();
+  export_->add_option("-o,--output", output_, "the directory to write into (created if missing)")
+      ->required();
+  export_->add_option(
+      "--target", export_target_,
+      "llvm (default: NAME.h and libLIBRARY.a), c (NAME.h, NAME.c, tyche_rt1_runtime.c), cuda "
+      "(NAME.cu, NAME.h) or "
+      "opencl (NAME.cl, NAME.c, NAME.h); a GPU target without --trace binds with AutoBind");
+  export_->add_option(
+      "--library", library_,
+      "llvm: add the kernel to libLIBRARY.a (default: libNAME.a); several kernels can share one");
+  thread_count(export_->add_option(
+      "--threads", threads_,
+      "1: parallel loops run serially (default: on the library's thread pool)"));
   for (CLI::App* sub : {run_, space_, cpu_cmd_, export_})
     sub->add_option("--cpu", cpu_,
-                    "generate code for: host (default; TYCHE_CPU overrides), x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM CPU "
+                    "generate code for: host (default; TYCHE_CPU overrides), x86-64-v2, x86-64-v3, "
+                    "x86-64-v4 or an LLVM CPU "
                     "name (znver3)");
   at_least(space_->add_option("--samples", samples_, "programs to sample (default 100)"), 0);
-  space_->add_flag("--compile", compile_,
-                   "check at full size with LLVM-compiled code; opencl: run on the OpenCL device, scaled down; cuda: compile each at full size with NVRTC (default: interpreter, scaled down)");
-  space_->add_option("--target", target_, "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_90' or opencl");
-  space_->add_option("--json", json_file_, "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
+  space_->add_flag(
+      "--compile", compile_,
+      "check at full size with LLVM-compiled code; opencl: run on the OpenCL device, scaled down; "
+      "cuda: compile each at full size with NVRTC (default: interpreter, scaled down)");
+  space_->add_option(
+      "--target", target_,
+      "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_90' or opencl");
+  space_->add_option("--json", json_file_,
+                     "write {workload, spaces, samples, valid, correct, invalid_reasons} here");
   space_->add_option("workload", workload_, kWorkloadHelp)->required();
   space_->add_option("--extents", extents_, kExtentsHelp);
   space_->add_option("--dtypes", dtypes_, kDtypesHelp);
-  space_->add_option("--seed", seed_, "seed of the space generation and of the samples (default 0)");
-  run_->add_option("--emit", emit_, "also print the lowered IR, C source, LLVM IR or assembly (CPU); the IR, CUDA C or OpenCL C (GPU)")
+  space_->add_option("--seed", seed_,
+                     "seed of the space generation and of the samples (default 0)");
+  run_->add_option("--emit", emit_,
+                   "also print the lowered IR, C source, LLVM IR or assembly (CPU); the IR, CUDA C "
+                   "or OpenCL C (GPU)")
       ->check(CLI::IsMember({"ir", "c", "llvm", "asm", "cuda", "opencl"}));
-  run_->add_option("--target", target_, "llvm (default), 'llvm -mcpu=NAME', 'cuda -arch=sm_90' (compiled with NVRTC) or opencl (run on PoCL here)");
-  check_->add_option("--target", target_, "llvm (default), cuda or opencl: a GPU program (AutoBind without a trace) must lower to kernels");
-  thread_count(run_->add_option("--threads", threads_, "threads for parallel loops (default: all)"));
-  run_->add_option("--json", json_file_, "write {workload, gflop, latency_s, gflops, correct} here");
+  run_->add_option("--target", target_,
+                   "llvm (default), 'llvm -mcpu=NAME', 'cuda -arch=sm_90' (compiled with NVRTC) or "
+                   "opencl (run on PoCL here)");
+  check_->add_option("--target", target_,
+                     "llvm (default), cuda or opencl: a GPU program (AutoBind without a trace) "
+                     "must lower to kernels");
+  thread_count(
+      run_->add_option("--threads", threads_, "threads for parallel loops (default: all)"));
+  run_->add_option("--json", json_file_,
+                   "write {workload, gflop, latency_s, gflops, correct} here");
   run_->add_flag("--dump-ir", dump_ir_, "print the IR after every lowering pass");
   at_least(run_->add_option("--repeat", repeat_, "timed repeats (default 10)"), 1);
-  features_->add_option("--target", target_, "llvm (default), cuda or opencl: which postprocessors, GPU features");
+  features_->add_option("--target", target_,
+                        "llvm (default), cuda or opencl: which postprocessors, GPU features");
   features_->add_option("--json", json_file_, "write {workload, layout_version, names, rows} here");
-  for (CLI::App* sub : {show_, run_, export_}) sub->add_option("--db", db_, "apply the best record of this workload in a tuning database");
+  for (CLI::App* sub : {show_, run_, export_})
+    sub->add_option("--db", db_, "apply the best record of this workload in a tuning database");
   for (CLI::App* sub : {show_, check_, run_, features_, export_}) {
     sub->add_option("workload", workload_, kWorkloadHelp)->required();
     sub->add_option("--extents", extents_, kExtentsHelp);
     sub->add_option("--dtypes", dtypes_, kDtypesHelp);
-    sub->add_flag("--scale-down", scale_down_, "shrink the shape so the check takes well under a second");
+    sub->add_flag("--scale-down", scale_down_,
+                  "shrink the shape so the check takes well under a second");
     sub->add_option("--trace", trace_file_, "a schedule trace to apply first (text form or JSON)");
     sub->add_flag("--postprocess", postprocess_,
-                  "then run the target's postprocessors, as tuning does (a tuning record's trace or a design-space sample)");
-    sub->add_option("--seed", seed_, "seed for sampling instructions that carry no decision (default 0)");
+                  "then run the target's postprocessors, as tuning does (a tuning record's trace "
+                  "or a design-space sample)");
+    sub->add_option("--seed", seed_,
+                    "seed for sampling instructions that carry no decision (default 0)");
   }
 }
 
 bool KernelCommands::parsed() const {
-  for (const CLI::App* sub : {workloads_, show_, check_, run_, space_, cpu_cmd_, features_, export_})
+  for (const CLI::App* sub :
+       {workloads_, show_, check_, run_, space_, cpu_cmd_, features_, export_})
     if (sub->parsed()) return true;
   return false;
 }
@@ -128,15 +166,18 @@ int KernelCommands::run() {
 }
 
 ir::PrimFunc KernelCommands::best_in_database(const workloads::Workload& w) const {
-  if (!std::filesystem::is_directory(db_)) throw Error(fmt::format("no tuning database at '{}'", db_));
+  if (!std::filesystem::is_directory(db_))
+    throw Error(fmt::format("no tuning database at '{}'", db_));
   target::Target target = target::Target::host();
   target.cpu = cpu_;
   if (target::Target t = target::Target::parse(target_); t.is_gpu()) target = t;
-  if (export_target_ != "llvm" && export_target_ != "c") target = target::Target::parse(export_target_);
+  if (export_target_ != "llvm" && export_target_ != "c")
+    target = target::Target::parse(export_target_);
   // Read-only: these commands only read, so a database they may not write is usable, and
   // nothing in it is created or changed.
   std::vector<std::string> warnings;
-  ir::PrimFunc best = tune::best_program(tune::Database(db_, tune::OpenMode::kReadOnly), w.name, w.func, target, seed_, &warnings);
+  ir::PrimFunc best = tune::best_program(tune::Database(db_, tune::OpenMode::kReadOnly), w.name,
+                                         w.func, target, seed_, &warnings);
   for (const std::string& warning : warnings) fmt::print(stderr, "warning: {}\n", warning);
   return best;
 }
@@ -158,7 +199,8 @@ workloads::Workload KernelCommands::load() const {
   workloads::Workload w = workloads::resolve(workload_, extents_, dtypes_);
   if (!db_.empty()) {
     if (!trace_file_.empty()) throw Error("--db and --trace both give a schedule: use one");
-    if (scale_down_) throw Error("--db applies a record of the full-size workload: drop --scale-down");
+    if (scale_down_)
+      throw Error("--db applies a record of the full-size workload: drop --scale-down");
     if (postprocess_) throw Error("--db applies the postprocessors already: drop --postprocess");
     w.func = best_in_database(w);
     return w;
@@ -170,7 +212,9 @@ workloads::Workload KernelCommands::load() const {
   } else if (!trace_file_.empty()) {
     std::vector<std::string> keys = postprocessor_annotations(w.func);
     if (!keys.empty())
-      fmt::print(stderr, "note: the trace leaves {} for the postprocessors (as a tuning record does): add --postprocess to apply them\n",
+      fmt::print(stderr,
+                 "note: the trace leaves {} for the postprocessors (as a tuning record does): add "
+                 "--postprocess to apply them\n",
                  fmt::join(keys, ", "));
   }
   return w;
@@ -183,14 +227,17 @@ int KernelCommands::cmd_workloads() {
     const auto& presets = workloads::preset_params(op);
     for (size_t i = 0; i < presets.size(); ++i) {
       std::vector<std::string> parts;
-      for (size_t j = 0; j < names.size(); ++j) parts.push_back(fmt::format("{}={}", names[j], presets[i][j]));
+      for (size_t j = 0; j < names.size(); ++j)
+        parts.push_back(fmt::format("{}={}", names[j], presets[i][j]));
       double flop = workloads::reference_flop(op, presets[i]);
-      fmt::print("{:<14} {:>12.4f}  {}\n", fmt::format("{}-{}", op, i + 1), flop / 1e9, fmt::join(parts, ","));
+      fmt::print("{:<14} {:>12.4f}  {}\n", fmt::format("{}-{}", op, i + 1), flop / 1e9,
+                 fmt::join(parts, ","));
     }
   }
   workloads::Workload bert = workloads::get_preset("DENSE-BERT");
   fmt::print("{:<14} {:>12.4f}  {}\n", bert.name, bert.flop / 1e9, bert.shape);
-  fmt::print("typed variants (docs/workloads.md): {}\n", fmt::join(workloads::typed_preset_names(), " "));
+  fmt::print("typed variants (docs/workloads.md): {}\n",
+             fmt::join(workloads::typed_preset_names(), " "));
   return 0;
 }
 
@@ -216,8 +263,8 @@ int KernelCommands::cmd_check() {
   auto expected = w.reference(inputs);
   runtime::OutputsComparison c = runtime::compare_outputs(actual, expected, output_names(w.func));
   if (!c.ok) fmt::print("{}\n", c.message);
-  fmt::print("{} [{}]{}: max abs error {:.3g}, interpreter {:.3f} s: {}\n", w.name, w.shape, gpu_kernels, c.max_abs_error, seconds,
-             c.ok ? "OK" : "MISMATCH");
+  fmt::print("{} [{}]{}: max abs error {:.3g}, interpreter {:.3f} s: {}\n", w.name, w.shape,
+             gpu_kernels, c.max_abs_error, seconds, c.ok ? "OK" : "MISMATCH");
   return c.ok ? 0 : kExitMismatch;
 }
 
@@ -229,12 +276,15 @@ int KernelCommands::cmd_cpu() {
   fmt::print("cpu: {}\n", cpu.name);
   fmt::print("llvm cpu: {}\n", cpu.llvm_cpu);
   fmt::print("vector bits: {}\n", cpu.vector_bits());
-  fmt::print("runs here: {}\n", missing.empty() ? "yes" : fmt::format("no (lacks {})", fmt::join(missing, ", ")));
+  fmt::print("runs here: {}\n",
+             missing.empty() ? "yes" : fmt::format("no (lacks {})", fmt::join(missing, ", ")));
   fmt::print("host levels: {}\n", fmt::join(target::host_levels(), " "));
   std::vector<std::string> caches;
   for (const target::CacheInfo& c : target::cpu_caches())
-    if (c.type != "Instruction") caches.push_back(fmt::format("L{} {}", c.level, bytes_text(c.bytes)));
-  fmt::print("host caches: {}\n", caches.empty() ? "not reported" : fmt::format("{}", fmt::join(caches, ", ")));
+    if (c.type != "Instruction")
+      caches.push_back(fmt::format("L{} {}", c.level, bytes_text(c.bytes)));
+  fmt::print("host caches: {}\n",
+             caches.empty() ? "not reported" : fmt::format("{}", fmt::join(caches, ", ")));
   fmt::print("host threads: {}\n", runtime::ThreadPool::global().num_threads());
   fmt::print("features: {}\n", fmt::join(cpu.features, " "));
   return 0;
@@ -246,10 +296,11 @@ int KernelCommands::cmd_features() {
   workloads::Workload w = load();
   target::Target target = target::Target::parse(target_);
   tune::FeatureRows f = tune::per_store_features(w.func, {.is_gpu = target.is_gpu()});
-  fmt::print("{} [{}]: {} stores x {} features (layout version {})\n", w.name, w.shape, f.rows, tune::feature_count(),
-             tune::kFeatureLayoutVersion);
+  fmt::print("{} [{}]: {} stores x {} features (layout version {})\n", w.name, w.shape, f.rows,
+             tune::feature_count(), tune::kFeatureLayoutVersion);
   fmt::print("{:<36}", "feature");
-  for (int r = 0; r < f.rows; ++r) fmt::print(" {:>12}", fmt::format("{}:{}", r, f.stores[static_cast<size_t>(r)]).substr(0, 12));
+  for (int r = 0; r < f.rows; ++r)
+    fmt::print(" {:>12}", fmt::format("{}:{}", r, f.stores[static_cast<size_t>(r)]).substr(0, 12));
   fmt::print("\n");
   for (int i = 0; i < tune::feature_count(); ++i) {
     fmt::print("{:<36}", tune::feature_names()[static_cast<size_t>(i)]);
@@ -259,8 +310,12 @@ int KernelCommands::cmd_features() {
   if (!json_file_.empty()) {
     nlohmann::json rows = nlohmann::json::array();
     for (int r = 0; r < f.rows; ++r)
-      rows.push_back({{"store", f.stores[static_cast<size_t>(r)]}, {"values", std::vector<float>(f.row(r), f.row(r) + tune::feature_count())}});
-    nlohmann::json j = {{"workload", w.name}, {"layout_version", tune::kFeatureLayoutVersion}, {"names", tune::feature_names()}, {"rows", rows}};
+      rows.push_back({{"store", f.stores[static_cast<size_t>(r)]},
+                      {"values", std::vector<float>(f.row(r), f.row(r) + tune::feature_count())}});
+    nlohmann::json j = {{"workload", w.name},
+                        {"layout_version", tune::kFeatureLayoutVersion},
+                        {"names", tune::feature_names()},
+                        {"rows", rows}};
     if (!(json_out << j.dump() << "\n")) throw Error(fmt::format("cannot write '{}'", json_file_));
   }
   return 0;

@@ -3,14 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <atomic>
 #include <csignal>
 #include <cstring>
-#include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -19,9 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/export/export.h"
-#include "flag_checks.h"
 #include "executor/executor.h"
 #include "executor/export_model.h"
+#include "flag_checks.h"
 #include "graph/onnx_import.h"
 #include "graph/tasks.h"
 #include "model/pipeline.h"
@@ -39,7 +39,8 @@ namespace {
 
 // `dtype`: float32 (as the model is) or bfloat16 (graph::convert_to_bfloat16); tune-model and
 // run-model must be given the same, since the tasks differ.
-model::LoadedModel load_model(const std::string& path, const std::vector<std::string>& input_shapes, const std::string& dtype) {
+model::LoadedModel load_model(const std::string& path, const std::vector<std::string>& input_shapes,
+                              const std::string& dtype) {
   graph::ImportOptions shapes;
   for (const std::string& s : input_shapes) graph::parse_input_shape(s, shapes);
   model::LoadOptions options;
@@ -48,7 +49,9 @@ model::LoadedModel load_model(const std::string& path, const std::vector<std::st
   return model::load_model(model::ModelSource::file(path), options);
 }
 
-std::string hex(uint64_t h) { return fmt::format("{:016x}", h); }
+std::string hex(uint64_t h) {
+  return fmt::format("{:016x}", h);
+}
 
 // Per task, the record it runs: its program's structural hash and when it was measured (null for
 // a default schedule). Python's CompiledModel.records is the same list.
@@ -56,10 +59,11 @@ nlohmann::json records_json(const graph::TaskTable& table, const model::ModelPro
   nlohmann::json rows = nlohmann::json::array();
   for (size_t t = 0; t < table.tasks.size(); ++t) {
     bool tuned = chosen.program_hash[t] != 0;
-    rows.push_back({{"task", table.tasks[t].name},
-                    {"hash", hex(table.tasks[t].hash)},
-                    {"program", tuned ? nlohmann::json(hex(chosen.program_hash[t])) : nlohmann::json(nullptr)},
-                    {"measured_at", tuned ? nlohmann::json(chosen.measured_at[t]) : nlohmann::json(nullptr)}});
+    rows.push_back(
+        {{"task", table.tasks[t].name},
+         {"hash", hex(table.tasks[t].hash)},
+         {"program", tuned ? nlohmann::json(hex(chosen.program_hash[t])) : nlohmann::json(nullptr)},
+         {"measured_at", tuned ? nlohmann::json(chosen.measured_at[t]) : nlohmann::json(nullptr)}});
   }
   return rows;
 }
@@ -129,8 +133,8 @@ struct OrtRun {
   std::vector<runtime::NDArray> outputs;
 };
 
-OrtRun run_onnxruntime(const std::string& model, const graph::Graph& g, const std::vector<runtime::NDArray>& inputs, int threads,
-                       int repeat) {
+OrtRun run_onnxruntime(const std::string& model, const graph::Graph& g,
+                       const std::vector<runtime::NDArray>& inputs, int threads, int repeat) {
   char dir[] = "/tmp/tyche_ort_XXXXXX";
   if (!::mkdtemp(dir)) throw_error("cannot create a temporary directory");
   std::string names;
@@ -140,7 +144,8 @@ OrtRun run_onnxruntime(const std::string& model, const graph::Graph& g, const st
   }
   std::string script = std::string(dir) + "/run.py";
   std::ofstream(script) << kOnnxruntimeScript;
-  std::string cmd = fmt::format("python3 '{}' '{}' {} {} '{}'{} 2>&1", script, model, threads, repeat, dir, names);
+  std::string cmd = fmt::format("python3 '{}' '{}' {} {} '{}'{} 2>&1", script, model, threads,
+                                repeat, dir, names);
   FILE* pipe = ::popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -150,16 +155,22 @@ OrtRun run_onnxruntime(const std::string& model, const graph::Graph& g, const st
   if (status != 0) {
     std::filesystem::remove_all(dir);
     while (!out.empty() && out.back() == '\n') out.pop_back();
-    throw_error("--compare onnxruntime: {}", out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1));
+    throw_error("--compare onnxruntime: {}",
+                out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1));
   }
-  r.median_ms = std::stod(out.substr(out.rfind('\n', out.size() - 2) == std::string::npos ? 0 : out.rfind('\n', out.size() - 2) + 1));
-  for (size_t o = 0; o < g.outputs.size(); ++o) r.outputs.push_back(runtime::load_npy(fmt::format("{}/ort_{}.npy", dir, o)));
+  r.median_ms = std::stod(out.substr(out.rfind('\n', out.size() - 2) == std::string::npos
+                                         ? 0
+                                         : out.rfind('\n', out.size() - 2) + 1));
+  for (size_t o = 0; o < g.outputs.size(); ++o)
+    r.outputs.push_back(runtime::load_npy(fmt::format("{}/ort_{}.npy", dir, o)));
   std::filesystem::remove_all(dir);
   return r;
 }
 
 std::atomic<bool> g_interrupted{false};
-void on_interrupt(int) { g_interrupted = true; }
+void on_interrupt(int) {
+  g_interrupted = true;
+}
 
 std::string program_dir() {
   std::error_code ec;
@@ -169,13 +180,14 @@ std::string program_dir() {
 
 // run-model --profile: `repeat` more runs with every call timed; per task (largest share first)
 // its calls, time per call in the model, its tuned best (as measured alone) and their ratio.
-nlohmann::json print_profile(executor::Executor& exec, const std::vector<runtime::NDArray>& inputs, int repeat,
-                             const std::vector<double>& tuned_seconds) {
+nlohmann::json print_profile(executor::Executor& exec, const std::vector<runtime::NDArray>& inputs,
+                             int repeat, const std::vector<double>& tuned_seconds) {
   const graph::TaskTable& table = exec.table();
   std::vector<double> call_seconds;
   auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < repeat; ++r) exec.run(inputs, &call_seconds);
-  double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeat;
+  double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeat;
   std::vector<double> task_seconds(table.tasks.size(), 0.0);
   std::vector<int> calls(table.tasks.size(), 0);
   for (size_t c = 0; c < table.calls.size(); ++c) {
@@ -185,26 +197,36 @@ nlohmann::json print_profile(executor::Executor& exec, const std::vector<runtime
   }
   std::vector<size_t> order(table.tasks.size());
   for (size_t t = 0; t < order.size(); ++t) order[t] = t;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return task_seconds[a] > task_seconds[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return task_seconds[a] > task_seconds[b]; });
   double in_calls = 0, tuned_total = 0;
   for (size_t t = 0; t < order.size(); ++t) {
     in_calls += task_seconds[t];
     tuned_total += tuned_seconds[t] * calls[t];
   }
-  fmt::print("\nprofile ({} runs): {:<40} {:>5} {:>12} {:>10} {:>7} {:>6}\n", repeat, "task", "calls", "in model ms", "tuned ms",
-             "ratio", "share");
+  fmt::print("\nprofile ({} runs): {:<40} {:>5} {:>12} {:>10} {:>7} {:>6}\n", repeat, "task",
+             "calls", "in model ms", "tuned ms", "ratio", "share");
   nlohmann::json rows = nlohmann::json::array();
   for (size_t t : order) {
     double per_call = calls[t] ? task_seconds[t] / calls[t] : 0, tuned = tuned_seconds[t];
-    fmt::print("{:>18}{:<40} {:>5} {:>12.4f} {:>10} {:>7} {:>5.1f}%\n", "", table.tasks[t].name, calls[t], per_call * 1e3,
-               tuned > 0 ? fmt::format("{:.4f}", tuned * 1e3) : "-", tuned > 0 ? fmt::format("{:.2f}", per_call / tuned) : "-",
+    fmt::print("{:>18}{:<40} {:>5} {:>12.4f} {:>10} {:>7} {:>5.1f}%\n", "", table.tasks[t].name,
+               calls[t], per_call * 1e3, tuned > 0 ? fmt::format("{:.4f}", tuned * 1e3) : "-",
+               tuned > 0 ? fmt::format("{:.2f}", per_call / tuned) : "-",
                total > 0 ? task_seconds[t] / total * 100 : 0);
-    rows.push_back({{"task", table.tasks[t].name}, {"calls", calls[t]}, {"in_model_ms", per_call * 1e3},
-                    {"tuned_ms", tuned > 0 ? nlohmann::json(tuned * 1e3) : nlohmann::json(nullptr)}});
+    rows.push_back(
+        {{"task", table.tasks[t].name},
+         {"calls", calls[t]},
+         {"in_model_ms", per_call * 1e3},
+         {"tuned_ms", tuned > 0 ? nlohmann::json(tuned * 1e3) : nlohmann::json(nullptr)}});
   }
-  fmt::print("calls {:.3f} ms of {:.3f} ms per run (the rest: between calls); tuned tasks alone sum to {:.3f} ms\n", in_calls * 1e3,
-             total * 1e3, tuned_total * 1e3);
-  return {{"run_ms", total * 1e3}, {"calls_ms", in_calls * 1e3}, {"tuned_sum_ms", tuned_total * 1e3}, {"tasks", rows}};
+  fmt::print(
+      "calls {:.3f} ms of {:.3f} ms per run (the rest: between calls); tuned tasks alone sum to "
+      "{:.3f} ms\n",
+      in_calls * 1e3, total * 1e3, tuned_total * 1e3);
+  return {{"run_ms", total * 1e3},
+          {"calls_ms", in_calls * 1e3},
+          {"tuned_sum_ms", tuned_total * 1e3},
+          {"tasks", rows}};
 }
 
 namespace fs = std::filesystem;
@@ -219,7 +241,8 @@ fs::path save_outputs_path(const std::string& dir) {
 void check_save_outputs(const std::string& dir) {
   std::error_code ec;
   fs::path target = save_outputs_path(dir);
-  if (fs::exists(target, ec) && !fs::is_directory(target, ec)) throw_input_error("--save-outputs '{}' is not a directory", dir);
+  if (fs::exists(target, ec) && !fs::is_directory(target, ec))
+    throw_input_error("--save-outputs '{}' is not a directory", dir);
 }
 
 // run-model --save-outputs DIR writes DIR/OUTPUT.npy for every output, all or nothing. Every file
@@ -228,7 +251,8 @@ void check_save_outputs(const std::string& dir) {
 // are moved one by one, only once all were written and none would land on a directory; a file
 // one replaces is kept (hard-linked into the temporary folder) until every move succeeded, so a
 // failed move puts DIR back as it was. Either way a failure leaves nothing new in DIR.
-void save_outputs(const std::string& dir, const std::vector<std::string>& names, const std::vector<runtime::NDArray>& arrays) {
+void save_outputs(const std::string& dir, const std::vector<std::string>& names,
+                  const std::vector<runtime::NDArray>& arrays) {
   fs::path target = save_outputs_path(dir), parent = target.parent_path();
   std::error_code ec;
   std::map<std::string, std::string> owner;  // file -> output
@@ -236,14 +260,19 @@ void save_outputs(const std::string& dir, const std::vector<std::string>& names,
   for (const std::string& name : names) {
     std::string file = file_name(name) + ".npy";
     if (auto [it, inserted] = owner.emplace(file, name); !inserted)
-      throw_input_error("--save-outputs: outputs '{}' and '{}' would both be written to {}", it->second, name, file);
+      throw_input_error("--save-outputs: outputs '{}' and '{}' would both be written to {}",
+                        it->second, name, file);
     files.push_back(file);
   }
   check_save_outputs(dir);
   fs::create_directories(parent, ec);
-  if (ec) throw_input_error("--save-outputs: cannot create the directory '{}': {}", parent.string(), ec.message());
+  if (ec)
+    throw_input_error("--save-outputs: cannot create the directory '{}': {}", parent.string(),
+                      ec.message());
   std::string pattern = (parent / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  if (!::mkdtemp(pattern.data())) throw_input_error("--save-outputs: cannot create a temporary directory in '{}': {}", parent.string(), std::strerror(errno));
+  if (!::mkdtemp(pattern.data()))
+    throw_input_error("--save-outputs: cannot create a temporary directory in '{}': {}",
+                      parent.string(), std::strerror(errno));
   fs::path tmp = pattern;
   auto fail = [&](const std::string& why) {
     fs::remove_all(tmp, ec);
@@ -258,11 +287,14 @@ void save_outputs(const std::string& dir, const std::vector<std::string>& names,
   }
   if (!fs::exists(target, ec)) {
     fs::rename(tmp, target, ec);
-    if (ec) fail(fmt::format("cannot rename '{}' to '{}': {}", tmp.string(), target.string(), ec.message()));
+    if (ec)
+      fail(fmt::format("cannot rename '{}' to '{}': {}", tmp.string(), target.string(),
+                       ec.message()));
     return;
   }
   for (const std::string& file : files)
-    if (fs::is_directory(target / file, ec)) fail(fmt::format("'{}' is a directory", (target / file).string()));
+    if (fs::is_directory(target / file, ec))
+      fail(fmt::format("'{}' is a directory", (target / file).string()));
   std::vector<bool> kept(files.size(), false);  // the file replaced is kept in tmp as .old-FILE
   size_t moved = 0;
   std::string why;
@@ -287,8 +319,10 @@ void save_outputs(const std::string& dir, const std::vector<std::string>& names,
     for (size_t i = 0; i < moved; ++i) {
       std::error_code ignored;
       fs::path dest = target / files[i];
-      if (kept[i]) fs::rename(tmp / (".old-" + files[i]), dest, ignored);
-      else fs::remove(dest, ignored);
+      if (kept[i])
+        fs::rename(tmp / (".old-" + files[i]), dest, ignored);
+      else
+        fs::remove(dest, ignored);
     }
     fail(why);
   }
@@ -298,53 +332,96 @@ void save_outputs(const std::string& dir, const std::vector<std::string>& names,
 }  // namespace
 
 ModelCommands::ModelCommands(CLI::App& app) {
-  import_ = app.add_subcommand("import", "read an ONNX model: print its fused graph and its tuning tasks");
-  run_model_ = app.add_subcommand("run-model", "compile an ONNX model (with a database's best programs) and run it");
+  import_ = app.add_subcommand("import",
+                               "read an ONNX model: print its fused graph and its tuning tasks");
+  run_model_ = app.add_subcommand(
+      "run-model", "compile an ONNX model (with a database's best programs) and run it");
   for (CLI::App* sub : {import_, run_model_}) {
     sub->add_option("model", model_, "the .onnx file")->required();
-    sub->add_option("--input-shape", input_shapes_, "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+    sub->add_option("--input-shape", input_shapes_,
+                    "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
     sub->add_option("--json", json_file_, "write the result as JSON here");
   }
-  tune_model_ = app.add_subcommand("tune-model", "tune every task of an ONNX model, trials shared by the gradient task scheduler");
+  tune_model_ = app.add_subcommand(
+      "tune-model",
+      "tune every task of an ONNX model, trials shared by the gradient task scheduler");
   tune_model_->add_option("model", model_, "the .onnx file")->required();
-  tune_model_->add_option("--input-shape", input_shapes_, "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
-  tools::at_least(tune_model_->add_option("--trials", trials_, "candidates to measure, all tasks together")->required(), 1);
-  tune_model_->add_option("--db", db_, "the tuning database directory: records kept, a killed tune resumes")->required();
-  tools::thread_count(tune_model_->add_option("--threads", threads_, "threads for search and the cost model (default: all)"));
+  tune_model_->add_option("--input-shape", input_shapes_,
+                          "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+  tools::at_least(
+      tune_model_->add_option("--trials", trials_, "candidates to measure, all tasks together")
+          ->required(),
+      1);
+  tune_model_
+      ->add_option("--db", db_,
+                   "the tuning database directory: records kept, a killed tune resumes")
+      ->required();
+  tools::thread_count(tune_model_->add_option(
+      "--threads", threads_, "threads for search and the cost model (default: all)"));
   tune_model_->add_option("--seed", seed_, "seed of the spaces and the search (default 0)");
-  tune_model_->add_option("--json", json_file_, "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
+  tune_model_->add_option("--json", json_file_,
+                          "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
   tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
   for (CLI::App* sub : {import_, run_model_, tune_model_})
     sub->add_option("--dtype", dtype_,
-                    "float32 (default) or bfloat16: the convolutions' and matrix products' weights and activations in "
+                    "float32 (default) or bfloat16: the convolutions' and matrix products' weights "
+                    "and activations in "
                     "bfloat16, accumulated in float32 (give tune-model and run-model the same)");
   tune_model_->add_option("--timing", timing_,
-                          "auto (default: mixed), mixed (before each of 10 runs the cores' private caches are evicted, so the "
-                          "activations wait in the last-level cache, and the weights are evicted from every cache), llc (the "
-                          "weights too in the last-level cache), cold (every argument evicted from every cache) or warm "
+                          "auto (default: mixed), mixed (before each of 10 runs the cores' private "
+                          "caches are evicted, so the "
+                          "activations wait in the last-level cache, and the weights are evicted "
+                          "from every cache), llc (the "
+                          "weights too in the last-level cache), cold (every argument evicted from "
+                          "every cache) or warm "
                           "(repeated back to back for 20 ms, as tyche tune)");
-  run_model_->add_option("--db", db_, "a tuning database: each task runs its best record (others a default schedule)");
-  run_model_->add_option("--input", inputs_, "NAME=FILE.npy: an input's value (others are random, from a fixed seed)");
-  run_model_->add_option("--save-outputs", save_outputs_, "write DIR/OUTPUT_NAME.npy for each output");
+  run_model_->add_option(
+      "--db", db_, "a tuning database: each task runs its best record (others a default schedule)");
+  run_model_->add_option("--input", inputs_,
+                         "NAME=FILE.npy: an input's value (others are random, from a fixed seed)");
+  run_model_->add_option("--save-outputs", save_outputs_,
+                         "write DIR/OUTPUT_NAME.npy for each output");
   tools::at_least(run_model_->add_option("--repeat", repeat_, "timed runs (default 10)"), 1);
-  tools::thread_count(run_model_->add_option("--threads", threads_, "threads for the kernels (default: all)"));
-  run_model_->add_option("--compare", compare_, "onnxruntime: run the model there too (Python's onnxruntime), time it, compare outputs")
+  tools::thread_count(
+      run_model_->add_option("--threads", threads_, "threads for the kernels (default: all)"));
+  run_model_
+      ->add_option(
+          "--compare", compare_,
+          "onnxruntime: run the model there too (Python's onnxruntime), time it, compare outputs")
       ->check(CLI::IsMember({"onnxruntime"}));
   run_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche run --cpu)");
-  run_model_->add_flag("--profile", profile_, "time every call as the model runs: per task, its time in the model against its tuned best");
-  export_model_ = app.add_subcommand("export-model", "write an ONNX model, with a database's best programs, as a C header and a static library");
+  run_model_->add_flag(
+      "--profile", profile_,
+      "time every call as the model runs: per task, its time in the model against its tuned best");
+  export_model_ = app.add_subcommand(
+      "export-model",
+      "write an ONNX model, with a database's best programs, as a C header and a static library");
   export_model_->add_option("model", model_, "the .onnx file")->required();
-  export_model_->add_option("--input-shape", input_shapes_, "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
-  export_model_->add_option("--db", db_, "a tuning database: each task exports its best record (others a default schedule)");
-  export_model_->add_option("--name", name_, "the C function's name (a C identifier); also the header's, NAME.h, and the library's, libNAME.a")
+  export_model_->add_option(
+      "--input-shape", input_shapes_,
+      "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+  export_model_->add_option(
+      "--db", db_,
+      "a tuning database: each task exports its best record (others a default schedule)");
+  export_model_
+      ->add_option("--name", name_,
+                   "the C function's name (a C identifier); also the header's, NAME.h, and the "
+                   "library's, libNAME.a")
       ->required();
-  export_model_->add_option("-o,--output", output_, "the directory to write into (created if missing)")->required();
-  export_model_->add_option("--cpu", cpu_, "generate code for this CPU: host (default), x86-64-v3, x86-64-v4, an LLVM CPU name");
-  tools::thread_count(export_model_->add_option("--threads", threads_, "1: parallel loops run serially (default: on the library's thread pool)"));
+  export_model_
+      ->add_option("-o,--output", output_, "the directory to write into (created if missing)")
+      ->required();
+  export_model_->add_option(
+      "--cpu", cpu_,
+      "generate code for this CPU: host (default), x86-64-v3, x86-64-v4, an LLVM CPU name");
+  tools::thread_count(export_model_->add_option(
+      "--threads", threads_,
+      "1: parallel loops run serially (default: on the library's thread pool)"));
 }
 
 bool ModelCommands::parsed() const {
-  return import_->parsed() || run_model_->parsed() || tune_model_->parsed() || export_model_->parsed();
+  return import_->parsed() || run_model_->parsed() || tune_model_->parsed() ||
+         export_model_->parsed();
 }
 
 int ModelCommands::run() {
@@ -367,25 +444,32 @@ int ModelCommands::cmd_tune_model() {
   model::ModelTuning tuning = model::prepare_tuning(m, setup);
   tuning.options.stop = &g_interrupted;
   const std::vector<tune::TuneTask>& tasks = tuning.tasks;
-  fmt::print("{}: {} tasks ({} calls), {:.3f} GFLOP, {:.1f} MB of weights, {} trials, timed {}; database {}\n", model_, tasks.size(),
-             m.table.calls.size(),
-             [&] {
-               double f = 0;
-               for (const graph::Task& t : m.table.tasks) f += t.flop * t.weight;
-               return f / 1e9;
-             }(),
-             tune::model_weight_bytes(m.graph) / 1e6, trials_, tuning.timing, db_);
+  fmt::print(
+      "{}: {} tasks ({} calls), {:.3f} GFLOP, {:.1f} MB of weights, {} trials, timed {}; database "
+      "{}\n",
+      model_, tasks.size(), m.table.calls.size(),
+      [&] {
+        double f = 0;
+        for (const graph::Task& t : m.table.tasks) f += t.flop * t.weight;
+        return f / 1e9;
+      }(),
+      tune::model_weight_bytes(m.graph) / 1e6, trials_, tuning.timing, db_);
   model::LatencyEstimate estimate(tasks);
   bool live = ::isatty(1);
   std::signal(SIGINT, on_interrupt);
   auto report = [&](const tune::TuneProgress& p) {
     const tune::TaskResult& t = *p.task;
     estimate.update(t.name, t.best_seconds);
-    std::string line = fmt::format("[{}/{}] {}: {} trials, best {}; model ~{:.3f} ms ({} of {} tasks measured), elapsed {:.0f}s", p.trials,
-                                   p.budget, t.name, t.trials, t.best_seconds > 0 ? fmt::format("{:.4f} ms", t.best_seconds * 1e3) : "none",
-                                   estimate.seconds() * 1e3, estimate.measured(), tasks.size(), p.elapsed_s);
-    if (live) fmt::print("\r\x1b[2K{}", line);
-    else fmt::print("{}\n", line);
+    std::string line = fmt::format(
+        "[{}/{}] {}: {} trials, best {}; model ~{:.3f} ms ({} of {} tasks measured), elapsed "
+        "{:.0f}s",
+        p.trials, p.budget, t.name, t.trials,
+        t.best_seconds > 0 ? fmt::format("{:.4f} ms", t.best_seconds * 1e3) : "none",
+        estimate.seconds() * 1e3, estimate.measured(), tasks.size(), p.elapsed_s);
+    if (live)
+      fmt::print("\r\x1b[2K{}", line);
+    else
+      fmt::print("{}\n", line);
     std::fflush(stdout);
   };
   tune::TuneResult r = tune::tune(tasks, tuning.target, tuning.options, report);
@@ -393,21 +477,30 @@ int ModelCommands::cmd_tune_model() {
   if (live) fmt::print("\n");
   for (const std::string& w : r.warnings) fmt::print(stderr, "warning: {}\n", w);
   model::TuningSummary summary = model::summarize_tuning(tuning, r);
-  fmt::print("\n{:<44} {:>6} {:>7} {:>10} {:>11} {:>6}\n", "task", "weight", "trials", "best ms", "weighted ms", "share");
+  fmt::print("\n{:<44} {:>6} {:>7} {:>10} {:>11} {:>6}\n", "task", "weight", "trials", "best ms",
+             "weighted ms", "share");
   nlohmann::json tasks_json = nlohmann::json::array();
   for (const model::TaskSummary& t : summary.tasks) {
     double w = t.weight, s = t.best_seconds;
-    fmt::print("{:<44} {:>6} {:>7} {:>10} {:>11} {:>5.1f}%\n", t.name, w, t.trials, s > 0 ? fmt::format("{:.4f}", s * 1e3) : "-",
+    fmt::print("{:<44} {:>6} {:>7} {:>10} {:>11} {:>5.1f}%\n", t.name, w, t.trials,
+               s > 0 ? fmt::format("{:.4f}", s * 1e3) : "-",
                s > 0 ? fmt::format("{:.4f}", w * s * 1e3) : "-", t.share * 100);
-    tasks_json.push_back({{"name", t.name}, {"weight", w}, {"trials", t.trials}, {"failed", t.failed},
-                          {"best_ms", s > 0 ? nlohmann::json(s * 1e3) : nlohmann::json(nullptr)}, {"share", t.share},
+    tasks_json.push_back({{"name", t.name},
+                          {"weight", w},
+                          {"trials", t.trials},
+                          {"failed", t.failed},
+                          {"best_ms", s > 0 ? nlohmann::json(s * 1e3) : nlohmann::json(nullptr)},
+                          {"share", t.share},
                           {"gflop", t.gflop}});
   }
   const tune::TuneTimes& tm = r.times;
-  fmt::print("estimated model latency {:.3f} ms ({} of {} tasks measured); {} trials in {:.0f} s: build {:.0f} s, run {:.0f} s, search {:.0f} s, "
-             "model {:.0f} s, leaders timed again {:.0f} s ({:.1f}%){}\n",
-             summary.estimated_seconds * 1e3, summary.measured, tasks.size(), trials_, tm.total, tm.build, tm.run, tm.search, tm.model, tm.confirm,
-             tm.total > 0 ? tm.confirm / tm.total * 100 : 0, r.interrupted ? "; interrupted: run it again to resume" : "");
+  fmt::print(
+      "estimated model latency {:.3f} ms ({} of {} tasks measured); {} trials in {:.0f} s: build "
+      "{:.0f} s, run {:.0f} s, search {:.0f} s, "
+      "model {:.0f} s, leaders timed again {:.0f} s ({:.1f}%){}\n",
+      summary.estimated_seconds * 1e3, summary.measured, tasks.size(), trials_, tm.total, tm.build,
+      tm.run, tm.search, tm.model, tm.confirm, tm.total > 0 ? tm.confirm / tm.total * 100 : 0,
+      r.interrupted ? "; interrupted: run it again to resume" : "");
   if (!json_file_.empty()) {
     nlohmann::json j = {{"model", model_},
                         {"trials", trials_},
@@ -416,8 +509,13 @@ int ModelCommands::cmd_tune_model() {
                         {"estimated_latency_ms", summary.estimated_seconds * 1e3},
                         {"tasks", tasks_json},
                         {"interrupted", r.interrupted},
-                        {"times", {{"build", tm.build}, {"run", tm.run}, {"search", tm.search}, {"model", tm.model},
-                                   {"database", tm.database}, {"confirm", tm.confirm}}}};
+                        {"times",
+                         {{"build", tm.build},
+                          {"run", tm.run},
+                          {"search", tm.search},
+                          {"model", tm.model},
+                          {"database", tm.database},
+                          {"confirm", tm.confirm}}}};
     std::ofstream out(json_file_);
     if (!(out << j.dump(2) << "\n")) throw_error("cannot write '{}'", json_file_);
   }
@@ -429,7 +527,10 @@ int ModelCommands::cmd_tune_model() {
 int ModelCommands::cmd_export_model() {
   codegen::check_export_name(name_);  // refusals before any work
   target::resolve_cpu(cpu_);
-  if (threads_ > 1) throw_input_error("--threads takes 1 (serial code); without it, parallel loops run on the library's thread pool");
+  if (threads_ > 1)
+    throw_input_error(
+        "--threads takes 1 (serial code); without it, parallel loops run on the library's thread "
+        "pool");
   model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
   model::ModelPrograms best = model::model_programs(m, db_, model::model_target(cpu_));
   for (const std::string& warning : best.warnings) fmt::print(stderr, "warning: {}\n", warning);
@@ -437,13 +538,15 @@ int ModelCommands::cmd_export_model() {
   const std::vector<ir::PrimFunc>& programs = best.programs;
   size_t ntasks = m.table.tasks.size();
   if (static_cast<size_t>(tuned) < ntasks)
-    fmt::print("{} of {} tasks have no record{}: they export a default schedule\n", ntasks - static_cast<size_t>(tuned), ntasks,
+    fmt::print("{} of {} tasks have no record{}: they export a default schedule\n",
+               ntasks - static_cast<size_t>(tuned), ntasks,
                db_.empty() ? " (no --db)" : " in the database");
   executor::ModelExportOptions eo;
   eo.name = name_;
   eo.cpu = cpu_;
   eo.parallel = threads_ != 1;
-  eo.description = fmt::format("{}: {} tasks, {} calls; {} of them tuned{}", model_, ntasks, m.table.calls.size(), tuned,
+  eo.description = fmt::format("{}: {} tasks, {} calls; {} of them tuned{}", model_, ntasks,
+                               m.table.calls.size(), tuned,
                                db_.empty() ? "" : fmt::format(" (the best records of {})", db_));
   executor::ModelExportResult r = executor::export_model(m.graph, m.table, programs, output_, eo);
   for (const std::string& note : r.notes) fmt::print(stderr, "note: {}\n", note);
@@ -454,13 +557,14 @@ int ModelCommands::cmd_export_model() {
 int ModelCommands::cmd_import() {
   model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
   const graph::Graph& g = m.graph;
-  fmt::print("model {} (opset {}): {} nodes, {} groups, {} tasks\n", g.name, g.opset, g.nodes.size(), m.table.groups.size(),
-             m.table.tasks.size());
+  fmt::print("model {} (opset {}): {} nodes, {} groups, {} tasks\n", g.name, g.opset,
+             g.nodes.size(), m.table.groups.size(), m.table.tasks.size());
   std::vector<std::string> ins;
   for (int i : g.inputs) ins.push_back(value_text(g, i));
   std::vector<std::string> outs;
   for (int o : g.outputs) outs.push_back(value_text(g, o));
-  fmt::print("inputs:  {}\noutputs: {}\n\nfused graph:\n", fmt::join(ins, ", "), fmt::join(outs, ", "));
+  fmt::print("inputs:  {}\noutputs: {}\n\nfused graph:\n", fmt::join(ins, ", "),
+             fmt::join(outs, ", "));
   nlohmann::json nodes = nlohmann::json::array();
   std::vector<int> task_of_group(m.table.groups.size(), -1);
   for (const graph::Call& c : m.table.calls) task_of_group[static_cast<size_t>(c.group)] = c.task;
@@ -474,15 +578,19 @@ int ModelCommands::cmd_import() {
     std::vector<std::string> results;
     for (int o : last.outputs)
       if (o >= 0) results.push_back(value_text(g, o));
-    fmt::print("  {:>3}  {:<40} {:<34} -> {}\n", gi, fmt::format("{}", fmt::join(ops, "+")), task, fmt::join(results, ", "));
-    nodes.push_back({{"ops", ops}, {"task", t < 0 ? nlohmann::json(nullptr) : nlohmann::json(task)}, {"outputs", results}});
+    fmt::print("  {:>3}  {:<40} {:<34} -> {}\n", gi, fmt::format("{}", fmt::join(ops, "+")), task,
+               fmt::join(results, ", "));
+    nodes.push_back({{"ops", ops},
+                     {"task", t < 0 ? nlohmann::json(nullptr) : nlohmann::json(task)},
+                     {"outputs", results}});
   }
   fmt::print("\n{:<40} {:>6} {:>10}  {}\n", "task", "weight", "GFLOP", "hash");
   nlohmann::json tasks = nlohmann::json::array();
   double total = 0;
   for (const graph::Task& t : m.table.tasks) {
     fmt::print("{:<40} {:>6} {:>10.4f}  {}\n", t.name, t.weight, t.flop / 1e9, hex(t.hash));
-    tasks.push_back({{"name", t.name}, {"weight", t.weight}, {"gflop", t.flop / 1e9}, {"hash", hex(t.hash)}});
+    tasks.push_back(
+        {{"name", t.name}, {"weight", t.weight}, {"gflop", t.flop / 1e9}, {"hash", hex(t.hash)}});
     total += t.flop * t.weight;
   }
   fmt::print("{:<40} {:>6} {:>10.4f}\n", "total (weighted)", m.table.calls.size(), total / 1e9);
@@ -503,8 +611,10 @@ int ModelCommands::cmd_run_model() {
   std::map<std::string, std::string> given;
   for (const std::string& s : inputs_) {
     size_t eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) throw_input_error("--input '{}' is not NAME=FILE.npy", s);
-    if (!given.emplace(s.substr(0, eq), s.substr(eq + 1)).second) throw_input_error("--input names '{}' twice", s.substr(0, eq));
+    if (eq == std::string::npos || eq == 0)
+      throw_input_error("--input '{}' is not NAME=FILE.npy", s);
+    if (!given.emplace(s.substr(0, eq), s.substr(eq + 1)).second)
+      throw_input_error("--input names '{}' twice", s.substr(0, eq));
   }
   std::vector<runtime::NDArray> inputs;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -517,33 +627,42 @@ int ModelCommands::cmd_run_model() {
     inputs.push_back(runtime::load_npy(it->second));
     given.erase(it);
   }
-  if (!given.empty()) throw_input_error("--input names '{}', which is not an input of the model", given.begin()->first);
+  if (!given.empty())
+    throw_input_error("--input names '{}', which is not an input of the model",
+                      given.begin()->first);
   // Programs: each task's best record, where the database has one.
   model::CompileSetup setup;
   setup.db = db_;
   setup.cpu = cpu_;
   model::CompiledModel compiled = model::compile_model(std::move(m), setup);
-  for (const std::string& warning : compiled.chosen.warnings) fmt::print(stderr, "warning: {}\n", warning);
+  for (const std::string& warning : compiled.chosen.warnings)
+    fmt::print(stderr, "warning: {}\n", warning);
   executor::Executor& exec = *compiled.executor;
   const std::vector<double>& tuned_seconds = compiled.chosen.best_seconds;
   int tuned = compiled.chosen.tuned;
   const graph::Graph& eg = exec.graph();
   size_t ntasks = exec.table().tasks.size();
   if (static_cast<size_t>(tuned) < ntasks)
-    fmt::print("{} of {} tasks untuned: they run a default schedule\n", ntasks - static_cast<size_t>(tuned), ntasks);
+    fmt::print("{} of {} tasks untuned: they run a default schedule\n",
+               ntasks - static_cast<size_t>(tuned), ntasks);
   std::vector<runtime::NDArray> outputs = exec.run(inputs);  // also the warm-up
   std::vector<double> seconds;
   for (int r = 0; r < repeat_; ++r) {
     auto start = std::chrono::steady_clock::now();
     outputs = exec.run(inputs);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   double med = median(seconds), best = *std::min_element(seconds.begin(), seconds.end());
-  fmt::print("{}: {:.3f} ms median ({:.3f} min, {} runs), {} threads, compile {:.2f} s, arena {:.2f} MiB (naive {:.2f} MiB, bound {:.2f} MiB)\n",
-             model_, med * 1e3, best * 1e3, repeat_, runtime::ThreadPool::global().num_threads(), exec.compile_seconds(),
-             static_cast<double>(exec.memory().arena_bytes) / (1 << 20), static_cast<double>(exec.memory().naive_bytes) / (1 << 20),
-             static_cast<double>(exec.memory().lower_bound) / (1 << 20));
-  nlohmann::json profile = profile_ ? print_profile(exec, inputs, repeat_, tuned_seconds) : nlohmann::json();
+  fmt::print(
+      "{}: {:.3f} ms median ({:.3f} min, {} runs), {} threads, compile {:.2f} s, arena {:.2f} MiB "
+      "(naive {:.2f} MiB, bound {:.2f} MiB)\n",
+      model_, med * 1e3, best * 1e3, repeat_, runtime::ThreadPool::global().num_threads(),
+      exec.compile_seconds(), static_cast<double>(exec.memory().arena_bytes) / (1 << 20),
+      static_cast<double>(exec.memory().naive_bytes) / (1 << 20),
+      static_cast<double>(exec.memory().lower_bound) / (1 << 20));
+  nlohmann::json profile =
+      profile_ ? print_profile(exec, inputs, repeat_, tuned_seconds) : nlohmann::json();
   nlohmann::json shapes = nlohmann::json::object();
   for (size_t o = 0; o < eg.outputs.size(); ++o) {
     const graph::Value& v = eg.value(eg.outputs[o]);
@@ -561,16 +680,19 @@ int ModelCommands::cmd_run_model() {
     ort = run_onnxruntime(model_, eg, inputs, runtime::ThreadPool::global().num_threads(), repeat_);
     for (size_t o = 0; o < outputs.size(); ++o) {
       const runtime::NDArray& ref = ort->outputs[o];
-      if (ref.shape() != outputs[o].shape()) throw_error("onnxruntime's output {} has shape {}", o, graph::shape_text(ref.shape()));
+      if (ref.shape() != outputs[o].shape())
+        throw_error("onnxruntime's output {} has shape {}", o, graph::shape_text(ref.shape()));
       double scale = 0, diff = 0;
       for (int64_t i = 0; i < ref.numel(); ++i) {
         scale = std::max(scale, std::abs(ref.get_flat(i)));
         diff = std::max(diff, std::abs(ref.get_flat(i) - outputs[o].get_flat(i)));
       }
       max_abs_diff = std::max(max_abs_diff, diff);
-      fmt::print("  {} vs onnxruntime: max |diff| {:.3g} (max |onnxruntime| {:.3g})\n", eg.value(eg.outputs[o]).name, diff, scale);
+      fmt::print("  {} vs onnxruntime: max |diff| {:.3g} (max |onnxruntime| {:.3g})\n",
+                 eg.value(eg.outputs[o]).name, diff, scale);
     }
-    fmt::print("onnxruntime: {:.3f} ms median, same threads: Tyche / onnxruntime = {:.2f}\n", ort->median_ms, med * 1e3 / ort->median_ms);
+    fmt::print("onnxruntime: {:.3f} ms median, same threads: Tyche / onnxruntime = {:.2f}\n",
+               ort->median_ms, med * 1e3 / ort->median_ms);
   }
   if (!json_file_.empty()) {
     nlohmann::json j = {{"model", model_},

@@ -22,7 +22,9 @@ struct RunArgs {
   std::vector<runtime::NDArray> inputs, expected;
   std::vector<runtime::NDArray> args;  // inputs, then arrays for the outputs
   std::vector<void*> ptrs;             // args' data
-  std::span<const runtime::NDArray> outputs() const { return std::span(args).subspan(inputs.size()); }
+  std::span<const runtime::NDArray> outputs() const {
+    return std::span(args).subspan(inputs.size());
+  }
 };
 
 inline RunArgs make_run_args(const workloads::Workload& w) {

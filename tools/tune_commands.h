@@ -46,7 +46,8 @@ class TuneCommands {
   std::vector<std::string> workload_list_;
   int trials_ = 1000;
   int confirm_ = 16;  // leaders timed again at the end
-  std::string db_, strategy_ = "evolutionary", acceptance_ = "eps-greedy", cost_model_ = "xgb", scheduler_ = "gradient";
+  std::string db_, strategy_ = "evolutionary", acceptance_ = "eps-greedy", cost_model_ = "xgb",
+                   scheduler_ = "gradient";
   bool no_warm_start_ = false;
 };
 

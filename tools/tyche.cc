@@ -1,8 +1,8 @@
 // The `tyche` command-line program. Every user error prints one line on stderr and exits 2.
 // The commands live in classes of related commands (kernel_commands.h, tune_commands.h,
 // model_commands.h), each registering its subcommands and options in its constructor.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -32,7 +32,11 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (std::none_of(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == cmd; })) {
-      fmt::print(stderr, "tyche: error: unknown command '{}' (commands: workloads, show, check, run, space, cpu, features, sample-measure, model, tune, export, import, tune-model, run-model, export-model)\n", cmd);
+      fmt::print(stderr,
+                 "tyche: error: unknown command '{}' (commands: workloads, show, check, run, "
+                 "space, cpu, features, sample-measure, model, tune, export, import, tune-model, "
+                 "run-model, export-model)\n",
+                 cmd);
       return kExitUsage;
     }
   }
@@ -47,7 +51,8 @@ int main(int argc, char** argv) {
     if (msg.empty()) msg = "invalid command line";
     fmt::print(stderr, "tyche: error: {} (see tyche --help)\n", msg);
     return kExitUsage;
-  } catch (const tyche::Error& e) {  // a flag's value, refused by flag_checks.h: the message says it all
+  } catch (
+      const tyche::Error& e) {  // a flag's value, refused by flag_checks.h: the message says it all
     fmt::print(stderr, "tyche: error: {}\n", e.what());
     return kExitUsage;
   }

@@ -11,13 +11,14 @@
 
 namespace tyche::bench {
 
-void expect_shape(const std::string& family, const std::vector<int64_t>& params, size_t count, const std::vector<float*>& buffers,
-                  size_t num_buffers) {
+void expect_shape(const std::string& family, const std::vector<int64_t>& params, size_t count,
+                  const std::vector<float*>& buffers, size_t num_buffers) {
   if (params.size() != count)
-    throw DriverError(family + " takes " + std::to_string(count) + " parameters, got " + std::to_string(params.size()));
+    throw DriverError(family + " takes " + std::to_string(count) + " parameters, got " +
+                      std::to_string(params.size()));
   if (buffers.size() != num_buffers)
-    throw DriverError(family + " takes " + std::to_string(num_buffers) + " buffers (inputs, then the output), got " +
-                      std::to_string(buffers.size()));
+    throw DriverError(family + " takes " + std::to_string(num_buffers) +
+                      " buffers (inputs, then the output), got " + std::to_string(buffers.size()));
   for (int64_t v : params)
     if (v < 0) throw DriverError(family + ": a negative parameter");
   for (float* b : buffers)
@@ -26,7 +27,8 @@ void expect_shape(const std::string& family, const std::vector<int64_t>& params,
 
 namespace {
 
-std::unique_ptr<Driver> make_driver(const std::string& system, const std::string& family, const std::vector<int64_t>& params,
+std::unique_ptr<Driver> make_driver(const std::string& system, const std::string& family,
+                                    const std::vector<int64_t>& params,
                                     const std::vector<float*>& buffers) {
   if (system == "onednn") return make_onednn_driver(family, params, buffers);
   if (system == "openblas") return make_openblas_driver(family, params, buffers);
@@ -45,7 +47,8 @@ using tyche::bench::Driver;
 extern "C" {
 
 int tyche_baseline_supports(const char* system, const char* family) {
-  // Asking with no buffers: a driver that exists refuses the buffer count, one that does not is null.
+  // Asking with no buffers: a driver that exists refuses the buffer count, one that does not is
+  // null.
   try {
     return tyche::bench::make_driver(system, family, {}, {}) != nullptr;
   } catch (const tyche::bench::DriverError& e) {
@@ -53,13 +56,15 @@ int tyche_baseline_supports(const char* system, const char* family) {
   }
 }
 
-void* tyche_baseline_create(const char* system, const char* family, const int64_t* params, int num_params, float* const* buffers,
-                            int num_buffers, char* error, int error_size) {
+void* tyche_baseline_create(const char* system, const char* family, const int64_t* params,
+                            int num_params, float* const* buffers, int num_buffers, char* error,
+                            int error_size) {
   try {
     std::vector<int64_t> p(params, params + std::max(num_params, 0));
     std::vector<float*> b(buffers, buffers + std::max(num_buffers, 0));
     std::unique_ptr<Driver> d = tyche::bench::make_driver(system, family, p, b);
-    if (!d) throw tyche::bench::DriverError(std::string(system) + " has no implementation of " + family);
+    if (!d)
+      throw tyche::bench::DriverError(std::string(system) + " has no implementation of " + family);
     return d.release();
   } catch (const std::exception& e) {
     tyche::bench::write_text(error, error_size, e.what());
@@ -72,7 +77,8 @@ double tyche_baseline_window(void* baseline, int64_t calls, char* error, int err
     auto* d = static_cast<Driver*>(baseline);
     auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < calls; ++i) d->run();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / static_cast<double>(std::max<int64_t>(calls, 1));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+           static_cast<double>(std::max<int64_t>(calls, 1));
   } catch (const std::exception& e) {
     tyche::bench::write_text(error, error_size, e.what());
     return -1.0;
@@ -83,5 +89,7 @@ void tyche_baseline_describe(void* baseline, char* text, int text_size) {
   tyche::bench::write_text(text, text_size, static_cast<Driver*>(baseline)->describe());
 }
 
-void tyche_baseline_destroy(void* baseline) { delete static_cast<Driver*>(baseline); }
+void tyche_baseline_destroy(void* baseline) {
+  delete static_cast<Driver*>(baseline);
+}
 }

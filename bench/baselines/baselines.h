@@ -10,11 +10,12 @@ extern "C" {
 // 1 when `system` ("onednn", "openblas") implements the op family ("GMM", "C2D", ...), else 0.
 int tyche_baseline_supports(const char* system, const char* family);
 
-// Sets up `system`'s implementation of `family` with Tyche's parameter tuple (docs/workloads.md order)
-// on `buffers`: the workload's inputs, then its output, laid out as Tyche's program lays them out.
-// Returns nullptr and writes a one-line reason into `error` on failure.
-void* tyche_baseline_create(const char* system, const char* family, const int64_t* params, int num_params,
-                            float* const* buffers, int num_buffers, char* error, int error_size);
+// Sets up `system`'s implementation of `family` with Tyche's parameter tuple (docs/workloads.md
+// order) on `buffers`: the workload's inputs, then its output, laid out as Tyche's program lays
+// them out. Returns nullptr and writes a one-line reason into `error` on failure.
+void* tyche_baseline_create(const char* system, const char* family, const int64_t* params,
+                            int num_params, float* const* buffers, int num_buffers, char* error,
+                            int error_size);
 
 // Runs `calls` calls back to back and returns the mean seconds per call (negative on failure,
 // with the reason in `error`).

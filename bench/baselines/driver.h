@@ -23,9 +23,11 @@ struct DriverError : std::runtime_error {
 
 // Each returns nullptr when the library has no implementation of the family; throws DriverError
 // on bad parameters or buffer counts.
-std::unique_ptr<Driver> make_onednn_driver(const std::string& family, const std::vector<int64_t>& params,
+std::unique_ptr<Driver> make_onednn_driver(const std::string& family,
+                                           const std::vector<int64_t>& params,
                                            const std::vector<float*>& buffers);
-std::unique_ptr<Driver> make_openblas_driver(const std::string& family, const std::vector<int64_t>& params,
+std::unique_ptr<Driver> make_openblas_driver(const std::string& family,
+                                             const std::vector<int64_t>& params,
                                              const std::vector<float*>& buffers);
 
 // The parameter tuple must have `count` entries and `buffers` must be `num_buffers` long.

@@ -17,7 +17,9 @@ using tag = dnnl::memory::format_tag;
 dnnl::memory::desc strided(const dims& shape, const dims& strides) {
   return dnnl::memory::desc(shape, dnnl::memory::data_type::f32, strides);
 }
-dnnl::memory::desc any_layout(const dims& shape) { return dnnl::memory::desc(shape, dnnl::memory::data_type::f32, tag::any); }
+dnnl::memory::desc any_layout(const dims& shape) {
+  return dnnl::memory::desc(shape, dnnl::memory::data_type::f32, tag::any);
+}
 
 // Row-major strides of `shape`.
 dims dense_strides(const dims& shape) {
@@ -52,15 +54,20 @@ class Primitive : public Driver {
   }
   std::string describe() const override {
     const char* info = nullptr;
-    if (dnnl_primitive_desc_query(primitive_.get_primitive_desc(), dnnl_query_impl_info_str, 0, &info) != dnnl_success || !info)
+    if (dnnl_primitive_desc_query(primitive_.get_primitive_desc(), dnnl_query_impl_info_str, 0,
+                                  &info) != dnnl_success ||
+        !info)
       return "unknown";
     return info;
   }
 
  protected:
-  dnnl::memory wrap(const dnnl::memory::desc& md, float* data) { return dnnl::memory(md, engine_, data); }
+  dnnl::memory wrap(const dnnl::memory::desc& md, float* data) {
+    return dnnl::memory(md, engine_, data);
+  }
   // The caller's constant operand (weights), reordered once into the layout the primitive wants.
-  dnnl::memory prepacked(const dnnl::memory::desc& user, float* data, const dnnl::memory::desc& wanted) {
+  dnnl::memory prepacked(const dnnl::memory::desc& user, float* data,
+                         const dnnl::memory::desc& wanted) {
     dnnl::memory from = wrap(user, data);
     if (user == wanted) return from;
     dnnl::memory to(wanted, engine_);
@@ -79,7 +86,7 @@ class Primitive : public Driver {
 // batch-norm scale and offset as binary post-ops, and ReLU.
 struct ConvShape {
   int64_t n, ci, co, groups = 1, dilation = 1, stride, pad;
-  dims in, kernel;           // spatial
+  dims in, kernel;             // spatial
   dnnl::memory::desc weights;  // the caller's weight layout
 };
 
@@ -108,10 +115,13 @@ class Convolution : public Primitive {
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       attr.set_post_ops(ops);
     }
-    auto desc = cbr ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
-                                                      any_layout(wdims), strided({c.co}, {1}), dst, strides, dilates, pad_l, pad_r)
-                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
-                                                      any_layout(wdims), dst, strides, dilates, pad_l, pad_r);
+    auto desc = cbr ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::convolution_direct, src,
+                                                      any_layout(wdims), strided({c.co}, {1}), dst,
+                                                      strides, dilates, pad_l, pad_r)
+                    : dnnl::convolution_forward::desc(
+                          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                          src, any_layout(wdims), dst, strides, dilates, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
     primitive_ = dnnl::convolution_forward(pd);
     args_[DNNL_ARG_SRC] = wrap(src, b[0]);
@@ -134,11 +144,14 @@ class Deconvolution : public Primitive {
     int64_t oh = (h - 1) * s - 2 * pad + k, ow = (w - 1) * s - 2 * pad + k;
     dnnl::memory::desc src = channels_last(n, ci, {h, w}), dst = channels_last(n, co, {oh, ow});
     dnnl::memory::desc user = strided({co, ci, k, k}, {1, co, k * ci * co, ci * co});
-    dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src,
-                                           any_layout({co, ci, k, k}), dst, {s, s}, {pad, pad}, {pad, pad});
+    dnnl::deconvolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src,
+        any_layout({co, ci, k, k}), dst, {s, s}, {pad, pad}, {pad, pad});
     dnnl::deconvolution_forward::primitive_desc pd(desc, engine_);
     primitive_ = dnnl::deconvolution_forward(pd);
-    args_ = {{DNNL_ARG_SRC, wrap(src, b[0])}, {DNNL_ARG_WEIGHTS, prepacked(user, b[1], pd.weights_desc())}, {DNNL_ARG_DST, wrap(dst, b[2])}};
+    args_ = {{DNNL_ARG_SRC, wrap(src, b[0])},
+             {DNNL_ARG_WEIGHTS, prepacked(user, b[1], pd.weights_desc())},
+             {DNNL_ARG_DST, wrap(dst, b[2])}};
   }
 };
 
@@ -146,8 +159,8 @@ class Deconvolution : public Primitive {
 // (GMM, TBG: both operands are activations).
 class Matmul : public Primitive {
  public:
-  Matmul(const dnnl::memory::desc& a, const dnnl::memory::desc& bmat, const dnnl::memory::desc& c, const std::vector<float*>& b,
-         bool relu, bool b_is_weights) {
+  Matmul(const dnnl::memory::desc& a, const dnnl::memory::desc& bmat, const dnnl::memory::desc& c,
+         const std::vector<float*>& b, bool relu, bool b_is_weights) {
     dnnl::primitive_attr attr;
     if (relu) {
       dnnl::post_ops ops;
@@ -158,7 +171,8 @@ class Matmul : public Primitive {
     dnnl::matmul::primitive_desc pd(desc, attr, engine_);
     primitive_ = dnnl::matmul(pd);
     args_ = {{DNNL_ARG_SRC, wrap(a, b[0])},
-             {DNNL_ARG_WEIGHTS, b_is_weights ? prepacked(bmat, b[1], pd.weights_desc()) : wrap(bmat, b[1])},
+             {DNNL_ARG_WEIGHTS,
+              b_is_weights ? prepacked(bmat, b[1], pd.weights_desc()) : wrap(bmat, b[1])},
              {DNNL_ARG_DST, wrap(c, b[2])}};
   }
 };
@@ -181,7 +195,8 @@ class Norm : public Primitive {
  public:
   Norm(int64_t batch, int64_t m, int64_t n, const std::vector<float*>& b) {
     dnnl::memory::desc src = strided({batch, m * n}, {m * n, 1}), dst = strided({batch, 1}, {1, 1});
-    dnnl::eltwise_forward::desc square(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_square, src);
+    dnnl::eltwise_forward::desc square(dnnl::prop_kind::forward_inference,
+                                       dnnl::algorithm::eltwise_square, src);
     square_ = dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(square, engine_));
     squares_ = dnnl::memory(src, engine_);
     square_args_ = {{DNNL_ARG_SRC, wrap(src, b[0])}, {DNNL_ARG_DST, squares_}};
@@ -212,55 +227,98 @@ class Norm : public Primitive {
 
 ConvShape conv2d_shape(const std::vector<int64_t>& p, int64_t groups, int64_t dilation) {
   int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5];
-  if (ci % groups || co % groups) throw DriverError("channels are not divisible by the group count");
+  if (ci % groups || co % groups)
+    throw DriverError("channels are not divisible by the group count");
   int64_t cig = ci / groups, cog = co / groups;
   // Tyche's W[kh, kw, ci/g, co] with co = g*(CO/g) + oc.
-  dnnl::memory::desc weights = groups > 1 ? strided({groups, cog, cig, k, k}, {cog, 1, co, k * cig * co, cig * co})
-                                          : strided({co, ci, k, k}, {1, co, k * ci * co, ci * co});
-  return {.n = n, .ci = ci, .co = co, .groups = groups, .dilation = dilation, .stride = p[6], .pad = p[7], .in = {h, w},
-          .kernel = {k, k}, .weights = weights};
+  dnnl::memory::desc weights =
+      groups > 1 ? strided({groups, cog, cig, k, k}, {cog, 1, co, k * cig * co, cig * co})
+                 : strided({co, ci, k, k}, {1, co, k * ci * co, ci * co});
+  return {.n = n,
+          .ci = ci,
+          .co = co,
+          .groups = groups,
+          .dilation = dilation,
+          .stride = p[6],
+          .pad = p[7],
+          .in = {h, w},
+          .kernel = {k, k},
+          .weights = weights};
 }
 
-std::unique_ptr<Driver> make(const std::string& f, const std::vector<int64_t>& p, const std::vector<float*>& b) {
+std::unique_ptr<Driver> make(const std::string& f, const std::vector<int64_t>& p,
+                             const std::vector<float*>& b) {
   if (f == "GMM") {
     expect_shape(f, p, 4, b, 3);
     int64_t bt = p[0], n = p[1], m = p[2], k = p[3];
-    return std::make_unique<Matmul>(strided({bt, n, k}, {n * k, k, 1}), strided({bt, k, m}, {k * m, m, 1}),
+    return std::make_unique<Matmul>(strided({bt, n, k}, {n * k, k, 1}),
+                                    strided({bt, k, m}, {k * m, m, 1}),
                                     strided({bt, n, m}, {n * m, m, 1}), b, false, false);
   }
   if (f == "DENSE_RELU") {
     expect_shape(f, p, 3, b, 3);
     int64_t n = p[0], m = p[1], k = p[2];
-    return std::make_unique<Matmul>(strided({n, k}, {k, 1}), strided({k, m}, {m, 1}), strided({n, m}, {m, 1}), b, true, true);
+    return std::make_unique<Matmul>(strided({n, k}, {k, 1}), strided({k, m}, {m, 1}),
+                                    strided({n, m}, {m, 1}), b, true, true);
   }
   if (f == "TBG") {  // C[b,h,i,j] = sum_d Q[b,i,h,d] K[b,j,h,d]: a batch matmul on strided views
     expect_shape(f, p, 4, b, 3);
     int64_t bt = p[0], l = p[1], h = p[2], d = p[3];
-    return std::make_unique<Matmul>(strided({bt, h, l, d}, {l * h * d, d, h * d, 1}), strided({bt, h, d, l}, {l * h * d, d, 1, h * d}),
-                                    strided({bt, h, l, l}, {h * l * l, l * l, l, 1}), b, false, false);
+    return std::make_unique<Matmul>(strided({bt, h, l, d}, {l * h * d, d, h * d, 1}),
+                                    strided({bt, h, d, l}, {l * h * d, d, 1, h * d}),
+                                    strided({bt, h, l, l}, {h * l * l, l * l, l, 1}), b, false,
+                                    false);
   }
   if (f == "C1D") {
     expect_shape(f, p, 7, b, 3);
     int64_t ci = p[2], co = p[3], k = p[4];
-    ConvShape c{.n = p[0], .ci = ci, .co = co, .stride = p[5], .pad = p[6], .in = {p[1]}, .kernel = {k},
+    ConvShape c{.n = p[0],
+                .ci = ci,
+                .co = co,
+                .stride = p[5],
+                .pad = p[6],
+                .in = {p[1]},
+                .kernel = {k},
                 .weights = strided({co, ci, k}, {1, co, ci * co})};
     return std::make_unique<Convolution>(c, b, false);
   }
-  if (f == "C2D") return expect_shape(f, p, 8, b, 3), std::make_unique<Convolution>(conv2d_shape(p, 1, 1), b, false);
-  if (f == "GRP") return expect_shape(f, p, 8, b, 3), std::make_unique<Convolution>(conv2d_shape(p, 4, 1), b, false);
-  if (f == "DIL") return expect_shape(f, p, 8, b, 3), std::make_unique<Convolution>(conv2d_shape(p, 1, 2), b, false);
-  if (f == "CBR") return expect_shape(f, p, 8, b, 6), std::make_unique<Convolution>(conv2d_shape(p, 1, 1), b, true);
+  if (f == "C2D")
+    return expect_shape(f, p, 8, b, 3),
+           std::make_unique<Convolution>(conv2d_shape(p, 1, 1), b, false);
+  if (f == "GRP")
+    return expect_shape(f, p, 8, b, 3),
+           std::make_unique<Convolution>(conv2d_shape(p, 4, 1), b, false);
+  if (f == "DIL")
+    return expect_shape(f, p, 8, b, 3),
+           std::make_unique<Convolution>(conv2d_shape(p, 1, 2), b, false);
+  if (f == "CBR")
+    return expect_shape(f, p, 8, b, 6),
+           std::make_unique<Convolution>(conv2d_shape(p, 1, 1), b, true);
   if (f == "C3D") {
     expect_shape(f, p, 9, b, 3);
     int64_t ci = p[4], co = p[5], k = p[6];
-    ConvShape c{.n = p[0], .ci = ci, .co = co, .stride = p[7], .pad = p[8], .in = {p[1], p[2], p[3]}, .kernel = {k, k, k},
-                .weights = strided({co, ci, k, k, k}, {1, co, k * k * ci * co, k * ci * co, ci * co})};
+    ConvShape c{
+        .n = p[0],
+        .ci = ci,
+        .co = co,
+        .stride = p[7],
+        .pad = p[8],
+        .in = {p[1], p[2], p[3]},
+        .kernel = {k, k, k},
+        .weights = strided({co, ci, k, k, k}, {1, co, k * k * ci * co, k * ci * co, ci * co})};
     return std::make_unique<Convolution>(c, b, false);
   }
   if (f == "DEP") {  // groups = channels; Tyche's W[0, kh, kw, c]
     expect_shape(f, p, 7, b, 3);
     int64_t c = p[3], k = p[4];
-    ConvShape s{.n = p[0], .ci = c, .co = c, .groups = c, .stride = p[5], .pad = p[6], .in = {p[1], p[2]}, .kernel = {k, k},
+    ConvShape s{.n = p[0],
+                .ci = c,
+                .co = c,
+                .groups = c,
+                .stride = p[5],
+                .pad = p[6],
+                .in = {p[1], p[2]},
+                .kernel = {k, k},
                 .weights = strided({c, 1, 1, k, k}, {1, 1, 1, k * c, c})};
     return std::make_unique<Convolution>(s, b, false);
   }
@@ -272,7 +330,8 @@ std::unique_ptr<Driver> make(const std::string& f, const std::vector<int64_t>& p
 
 }  // namespace
 
-std::unique_ptr<Driver> make_onednn_driver(const std::string& family, const std::vector<int64_t>& params,
+std::unique_ptr<Driver> make_onednn_driver(const std::string& family,
+                                           const std::vector<int64_t>& params,
                                            const std::vector<float*>& buffers) {
   try {
     return make(family, params, buffers);

@@ -14,23 +14,29 @@ namespace {
 
 class Gemm : public Driver {
  public:
-  // `count` products C_i = A_i x op(B_i), each of (m x k) x (k x n), at the given offsets between i.
+  // `count` products C_i = A_i x op(B_i), each of (m x k) x (k x n), at the given offsets between
+  // i.
   struct Shape {
     int64_t count, m, n, k, lda, ldb, ldc, step_a, step_b, step_c;
     bool transpose_b = false;
-    // A product index i is split as (i / inner, i % inner) with separate steps (TBG's batch x head).
+    // A product index i is split as (i / inner, i % inner) with separate steps (TBG's batch x
+    // head).
     int64_t inner = 1, inner_step_a = 0, inner_step_b = 0;
   };
-  Gemm(const Shape& s, const std::vector<float*>& b, bool relu) : s_(s), a_(b[0]), b_(b[1]), c_(b[2]), relu_(relu) {}
-  std::string describe() const override { return std::string("sgemm, ") + openblas_get_corename() + " kernels"; }
+  Gemm(const Shape& s, const std::vector<float*>& b, bool relu)
+      : s_(s), a_(b[0]), b_(b[1]), c_(b[2]), relu_(relu) {}
+  std::string describe() const override {
+    return std::string("sgemm, ") + openblas_get_corename() + " kernels";
+  }
   void run() override {
     for (int64_t i = 0; i < s_.count; ++i) {
       int64_t outer = i / s_.inner, inner = i % s_.inner;
       const float* a = a_ + outer * s_.step_a + inner * s_.inner_step_a;
       const float* b = b_ + outer * s_.step_b + inner * s_.inner_step_b;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, s_.transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(s_.m),
-                  static_cast<int>(s_.n), static_cast<int>(s_.k), 1.0f, a, static_cast<int>(s_.lda), b, static_cast<int>(s_.ldb),
-                  0.0f, c_ + i * s_.step_c, static_cast<int>(s_.ldc));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, s_.transpose_b ? CblasTrans : CblasNoTrans,
+                  static_cast<int>(s_.m), static_cast<int>(s_.n), static_cast<int>(s_.k), 1.0f, a,
+                  static_cast<int>(s_.lda), b, static_cast<int>(s_.ldb), 0.0f, c_ + i * s_.step_c,
+                  static_cast<int>(s_.ldc));
     }
     if (relu_) {
       int64_t size = s_.count * s_.m * s_.n;
@@ -50,8 +56,11 @@ class Gemm : public Driver {
 // ask for; numpy's norm of a float32 vector takes this path too.
 class Norm : public Driver {
  public:
-  Norm(int64_t batch, int64_t size, const std::vector<float*>& b) : batch_(batch), size_(size), x_(b[0]), out_(b[1]) {}
-  std::string describe() const override { return std::string("sqrt(sdot), ") + openblas_get_corename() + " kernels"; }
+  Norm(int64_t batch, int64_t size, const std::vector<float*>& b)
+      : batch_(batch), size_(size), x_(b[0]), out_(b[1]) {}
+  std::string describe() const override {
+    return std::string("sqrt(sdot), ") + openblas_get_corename() + " kernels";
+  }
   void run() override {
     for (int64_t i = 0; i < batch_; ++i) {
       const float* x = x_ + i * size_;
@@ -67,7 +76,8 @@ class Norm : public Driver {
 
 }  // namespace
 
-std::unique_ptr<Driver> make_openblas_driver(const std::string& f, const std::vector<int64_t>& p, const std::vector<float*>& b) {
+std::unique_ptr<Driver> make_openblas_driver(const std::string& f, const std::vector<int64_t>& p,
+                                             const std::vector<float*>& b) {
   if (f == "GMM") {
     expect_shape(f, p, 4, b, 3);
     int64_t bt = p[0], n = p[1], m = p[2], k = p[3];

@@ -15,22 +15,25 @@ namespace {
 
 constexpr int kChains = 12;  // >= latency (4-5 cycles) x FMA pipes (2) on current x86 cores
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
-// One function per vector width (each compiled for its ISA): kChains accumulators, each an FMA chain.
-#define TYCHE_FMA_CHAINS(name, isa, Vec, set1, fma)                                      \
-  __attribute__((target(isa))) float name(int64_t iterations) {                        \
-    Vec acc[kChains];                                                                   \
-    for (int j = 0; j < kChains; ++j) acc[j] = set1(static_cast<float>(j) * 1e-3f);    \
-    const Vec a = set1(0.999999f), b = set1(1e-7f);                                     \
-    for (int64_t i = 0; i < iterations; ++i) {                                          \
+// One function per vector width (each compiled for its ISA): kChains accumulators, each an FMA
+// chain.
+#define TYCHE_FMA_CHAINS(name, isa, Vec, set1, fma)                                          \
+  __attribute__((target(isa))) float name(int64_t iterations) {                              \
+    Vec acc[kChains];                                                                        \
+    for (int j = 0; j < kChains; ++j) acc[j] = set1(static_cast<float>(j) * 1e-3f);          \
+    const Vec a = set1(0.999999f), b = set1(1e-7f);                                          \
+    for (int64_t i = 0; i < iterations; ++i) {                                               \
       _Pragma("GCC unroll 16") for (int j = 0; j < kChains; ++j) acc[j] = fma(acc[j], a, b); \
-    }                                                                                   \
-    Vec s = acc[0];                                                                     \
-    for (int j = 1; j < kChains; ++j) s = fma(s, a, acc[j]);                            \
-    float out;                                                                          \
-    std::memcpy(&out, &s, sizeof(float));                                               \
-    return out;                                                                         \
+    }                                                                                        \
+    Vec s = acc[0];                                                                          \
+    for (int j = 1; j < kChains; ++j) s = fma(s, a, acc[j]);                                 \
+    float out;                                                                               \
+    std::memcpy(&out, &s, sizeof(float));                                                    \
+    return out;                                                                              \
   }
 
 #define TYCHE_MUL_ADD128(x, a, b) _mm_add_ps(_mm_mul_ps(x, a), b)
@@ -46,9 +49,12 @@ int vector_bits() {
 
 float run_chains(int64_t n) {
   switch (vector_bits()) {
-    case 512: return chains512(n);
-    case 256: return chains256(n);
-    default: return chains128(n);
+    case 512:
+      return chains512(n);
+    case 256:
+      return chains256(n);
+    default:
+      return chains128(n);
   }
 }
 
@@ -66,7 +72,9 @@ double on_threads(int threads, F body) {
 
 extern "C" {
 
-int tyche_peak_vector_bits() { return vector_bits(); }
+int tyche_peak_vector_bits() {
+  return vector_bits();
+}
 
 double tyche_peak_gflops(int threads, double seconds) {
   threads = std::max(threads, 1);
@@ -97,7 +105,9 @@ double tyche_memory_bandwidth(int threads, int64_t array_bytes, int repeats) {
   auto* b = static_cast<float*>(std::aligned_alloc(64, (count * 4 + 63) / 64 * 64));
   auto* c = static_cast<float*>(std::aligned_alloc(64, (count * 4 + 63) / 64 * 64));
   if (!a || !b || !c) return std::free(a), std::free(b), std::free(c), -1.0;
-  auto slice = [&](int t) { return std::pair<size_t, size_t>(count * t / threads, count * (t + 1) / threads); };
+  auto slice = [&](int t) {
+    return std::pair<size_t, size_t>(count * t / threads, count * (t + 1) / threads);
+  };
   on_threads(threads, [&](int t) {  // first touch by the thread that will stream the slice
     auto [lo, hi] = slice(t);
     for (size_t i = lo; i < hi; ++i) a[i] = 0.0f, b[i] = 1.0f, c[i] = 2.0f;

@@ -20,7 +20,8 @@ static double seconds_now(void) {
 
 /* Kernels take any pointer; TYCHE_ALIGNMENT-aligned ones avoid a copy. */
 static float* array_of(size_t bytes) {
-  float* p = aligned_alloc(TYCHE_ALIGNMENT, (bytes + TYCHE_ALIGNMENT - 1) / TYCHE_ALIGNMENT * TYCHE_ALIGNMENT);
+  float* p = aligned_alloc(TYCHE_ALIGNMENT,
+                           (bytes + TYCHE_ALIGNMENT - 1) / TYCHE_ALIGNMENT * TYCHE_ALIGNMENT);
   if (!p) {
     fprintf(stderr, "out of memory\n");
     exit(1);
@@ -48,17 +49,17 @@ static int compare_doubles(const void* a, const void* b) {
 }
 
 /* The median of 11 timed calls, after one untimed. */
-#define MEDIAN_SECONDS(result, call)                                 \
-  do {                                                               \
-    double times_[11];                                               \
-    check(call, #call);                                              \
-    for (int r_ = 0; r_ < 11; ++r_) {                                \
-      double start_ = seconds_now();                                 \
-      check(call, #call);                                            \
-      times_[r_] = seconds_now() - start_;                           \
-    }                                                                \
-    qsort(times_, 11, sizeof(double), compare_doubles);              \
-    (result) = times_[5];                                            \
+#define MEDIAN_SECONDS(result, call)                    \
+  do {                                                  \
+    double times_[11];                                  \
+    check(call, #call);                                 \
+    for (int r_ = 0; r_ < 11; ++r_) {                   \
+      double start_ = seconds_now();                    \
+      check(call, #call);                               \
+      times_[r_] = seconds_now() - start_;              \
+    }                                                   \
+    qsort(times_, 11, sizeof(double), compare_doubles); \
+    (result) = times_[5];                               \
   } while (0)
 
 int main(void) {
@@ -85,8 +86,9 @@ int main(void) {
     double err = fabs(z[(b * n + i) * m + j] - dot) / (scale + 1e-30);
     if (err > worst) worst = err;
   }
-  printf("gmm     %lld x %lld x %lld x %lld: %8.3f ms, %6.1f GFLOP/s, relative error %.1e\n", (long long)batch, (long long)n,
-         (long long)m, (long long)k, gmm_s * 1e3, 2.0 * (double)(batch * n * m * k) / gmm_s / 1e9, worst);
+  printf("gmm     %lld x %lld x %lld x %lld: %8.3f ms, %6.1f GFLOP/s, relative error %.1e\n",
+         (long long)batch, (long long)n, (long long)m, (long long)k, gmm_s * 1e3,
+         2.0 * (double)(batch * n * m * k) / gmm_s / 1e9, worst);
 
   /* softmax over the last axis of A[rows, cols] */
   const int64_t a_shape[] = softmax_A_SHAPE;
@@ -102,8 +104,9 @@ int main(void) {
     for (int64_t c = 0; c < cols; ++c) sum += s[r * cols + c];
     if (fabs(sum - 1) > worst_sum) worst_sum = fabs(sum - 1);
   }
-  printf("softmax %lld x %lld: %8.3f ms, %6.2f GB/s, rows sum to 1 within %.1e\n", (long long)rows, (long long)cols, softmax_s * 1e3,
-         2.0 * (double)softmax_A_BYTES / softmax_s / 1e9, worst_sum);
+  printf("softmax %lld x %lld: %8.3f ms, %6.2f GB/s, rows sum to 1 within %.1e\n", (long long)rows,
+         (long long)cols, softmax_s * 1e3, 2.0 * (double)softmax_A_BYTES / softmax_s / 1e9,
+         worst_sum);
 
   int ok = worst < 1e-4 && worst_sum < 1e-4;
   printf("%s\n", ok ? "OK" : "WRONG RESULTS");

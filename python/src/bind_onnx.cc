@@ -17,20 +17,20 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bindings.h"
 #include "graph/tasks.h"
 #include "ir/structural.h"
 #include "model/pipeline.h"
-#include "tune/model/model_tasks.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "tune/model/model_tasks.h"
 #include "tune/task/tune.h"
 
 namespace tyche::python {
@@ -46,8 +46,8 @@ struct ModelSource {
   model::LoadOptions options;
 };
 
-ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what, const std::string& dtype,
-                         const std::string& dir, const Shapes& shapes) {
+ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what,
+                         const std::string& dtype, const std::string& dir, const Shapes& shapes) {
   ModelSource s;
   if (!bytes.is_none()) {
     nb::bytes b = nb::cast<nb::bytes>(bytes);
@@ -70,7 +70,8 @@ model::LoadedModel load_released(const ModelSource& src) {
 // every batch, and importing a network takes seconds.
 struct ImportedModels {
   std::mutex mu;
-  std::map<std::tuple<std::string, Shapes, std::string>, std::vector<tune::TuneTask>> tasks;  // bytes, shapes, dtype
+  std::map<std::tuple<std::string, Shapes, std::string>, std::vector<tune::TuneTask>>
+      tasks;  // bytes, shapes, dtype
 };
 ImportedModels& imported_models() {
   static ImportedModels models;
@@ -108,18 +109,26 @@ nb::list record_list(const graph::TaskTable& table, const model::ModelPrograms& 
 DataType dtype_of(const nb::dlpack::dtype& d, const std::string& name) {
   if (d.lanes == 1) {
     switch (static_cast<nb::dlpack::dtype_code>(d.code)) {
-      case nb::dlpack::dtype_code::Int: return DataType::Int(d.bits);
-      case nb::dlpack::dtype_code::UInt: return DataType::UInt(d.bits);
-      case nb::dlpack::dtype_code::Float: return DataType::Float(d.bits);
-      case nb::dlpack::dtype_code::Bfloat: return DataType::BFloat16();
+      case nb::dlpack::dtype_code::Int:
+        return DataType::Int(d.bits);
+      case nb::dlpack::dtype_code::UInt:
+        return DataType::UInt(d.bits);
+      case nb::dlpack::dtype_code::Float:
+        return DataType::Float(d.bits);
+      case nb::dlpack::dtype_code::Bfloat:
+        return DataType::BFloat16();
       case nb::dlpack::dtype_code::Bool:
         if (d.bits == 8) return DataType::Bool();
         break;
-      default: break;
+      default:
+        break;
     }
   }
-  std::string kind = d.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Complex) ? "complex" : fmt::format("DLPack code {}", d.code);
-  throw_input_error("input '{}' has an element type Tyche does not support ({}, {} bits)", name, kind, d.bits);
+  std::string kind = d.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Complex)
+                         ? "complex"
+                         : fmt::format("DLPack code {}", d.code);
+  throw_input_error("input '{}' has an element type Tyche does not support ({}, {} bits)", name,
+                    kind, d.bits);
 }
 
 using InputArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
@@ -128,7 +137,9 @@ runtime::NDArray to_ndarray(const InputArray& a, const std::string& name) {
   std::vector<int64_t> shape;
   for (size_t d = 0; d < a.ndim(); ++d) shape.push_back(static_cast<int64_t>(a.shape(d)));
   runtime::NDArray out(shape, dtype_of(a.dtype(), name));
-  if (out.nbytes() != a.nbytes()) throw_input_error("input '{}': {} bytes where its type needs {}", name, a.nbytes(), out.nbytes());
+  if (out.nbytes() != a.nbytes())
+    throw_input_error("input '{}': {} bytes where its type needs {}", name, a.nbytes(),
+                      out.nbytes());
   if (out.nbytes() > 0) std::memcpy(out.data(), a.data(), out.nbytes());
   return out;
 }
@@ -158,16 +169,21 @@ struct CompiledModel {
     for (auto [key, value] : given) {
       std::string k = nb::cast<std::string>(key);
       if (std::find(inputs.begin(), inputs.end(), k) == inputs.end())
-        throw_input_error("'{}' is not an input of the model (its inputs: {})", k, fmt::join(inputs, ", "));
+        throw_input_error("'{}' is not an input of the model (its inputs: {})", k,
+                          fmt::join(inputs, ", "));
     }
     std::vector<runtime::NDArray> arrays;
     for (const std::string& name : inputs) {
-      if (!given.contains(name.c_str())) throw_input_error("missing input '{}' (the model takes: {})", name, fmt::join(inputs, ", "));
+      if (!given.contains(name.c_str()))
+        throw_input_error("missing input '{}' (the model takes: {})", name,
+                          fmt::join(inputs, ", "));
       nb::object v = given[name.c_str()];
       InputArray a;
       if (!nb::try_cast(v, a, false))
-        throw_input_error("input '{}' is not an array Tyche can read (numeric, C-contiguous, in CPU memory): a {}", name,
-                          python_type_name(v));
+        throw_input_error(
+            "input '{}' is not an array Tyche can read (numeric, C-contiguous, in CPU memory): a "
+            "{}",
+            name, python_type_name(v));
       arrays.push_back(to_ndarray(a, name));
     }
     std::vector<runtime::NDArray> outs;
@@ -178,7 +194,8 @@ struct CompiledModel {
     }
     nb::dict result;
     std::vector<std::string> out_names = names(g.outputs);
-    for (size_t o = 0; o < outs.size(); ++o) result[out_names[o].c_str()] = nb::cast(to_numpy(std::move(outs[o])));
+    for (size_t o = 0; o < outs.size(); ++o)
+      result[out_names[o].c_str()] = nb::cast(to_numpy(std::move(outs[o])));
     return result;
   }
 };
@@ -194,8 +211,9 @@ CompiledModel compile_model(const ModelSource& src, const std::string& db, int t
   return c;
 }
 
-nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, int threads, int64_t seed, const std::string& timing,
-                    const std::string& worker, nb::handle progress, nb::handle remote) {
+nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, int threads,
+                    int64_t seed, const std::string& timing, const std::string& worker,
+                    nb::handle progress, nb::handle remote) {
   model::TuneSetup setup;
   setup.trials = trials;
   setup.db = db;
@@ -222,8 +240,8 @@ nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, i
     try {
       if (PyErr_CheckSignals() != 0) throw nb::python_error();
       if (!progress.is_none())
-        progress(p.trials, p.budget, p.task->name, p.task->best_seconds, estimated_ms, estimate.measured(), tasks.size(),
-                 p.elapsed_s);
+        progress(p.trials, p.budget, p.task->name, p.task->best_seconds, estimated_ms,
+                 estimate.measured(), tasks.size(), p.elapsed_s);
     } catch (nb::python_error& e) {
       if (!pending) pending.emplace(std::move(e));
       stop = true;
@@ -281,8 +299,10 @@ workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash) {
   nb::bytes b = nb::cast<nb::bytes>(recipe["onnx_bytes"]);
   ModelSource src;
   // A node has the model's bytes alone: no external data.
-  src.source = model::ModelSource::in_memory(std::string(b.c_str(), b.size()), nb::cast<std::string>(recipe["what"]), "");
-  src.options.dtype = recipe.contains("dtype") ? nb::cast<std::string>(recipe["dtype"]) : std::string("float32");
+  src.source = model::ModelSource::in_memory(std::string(b.c_str(), b.size()),
+                                             nb::cast<std::string>(recipe["what"]), "");
+  src.options.dtype =
+      recipe.contains("dtype") ? nb::cast<std::string>(recipe["dtype"]) : std::string("float32");
   src.options.input_shapes = nb::cast<Shapes>(recipe["input_shapes"]);
   ImportedModels& models = imported_models();
   nb::gil_scoped_release release;
@@ -295,50 +315,80 @@ workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash) {
   }
   for (const tune::TuneTask& t : it->second)
     if (ir::structural_hash(t.workload.func) == hash) return t.workload;
-  throw Error(fmt::format("measure: {} has no task whose program hashes to {:016x} (another Tyche on this node?)", src.source.what, hash));
+  throw Error(fmt::format(
+      "measure: {} has no task whose program hashes to {:016x} (another Tyche on this node?)",
+      src.source.what, hash));
 }
 
 void bind_onnx(nb::module_& m) {
-  nb::class_<CompiledModel>(m, "CompiledModelNative", "An ONNX model compiled by the graph executor.")
-      .def("run", &CompiledModel::run, nb::arg("inputs"), "Runs the model on {input name: array}; returns {output name: array}.")
-      .def_prop_ro("input_names", [](const CompiledModel& c) { return c.names(c.exec().graph().inputs); })
-      .def_prop_ro("output_names", [](const CompiledModel& c) { return c.names(c.exec().graph().outputs); })
-      .def_prop_ro("inputs", [](const CompiledModel& c) {
-        nb::dict d;
-        const graph::Graph& g = c.exec().graph();
-        for (int v : g.inputs) d[g.value(v).name.c_str()] = nb::make_tuple(as_tuple(g.value(v).shape), g.value(v).dtype.str());
-        return d;
-      })
+  nb::class_<CompiledModel>(m, "CompiledModelNative",
+                            "An ONNX model compiled by the graph executor.")
+      .def("run", &CompiledModel::run, nb::arg("inputs"),
+           "Runs the model on {input name: array}; returns {output name: array}.")
+      .def_prop_ro("input_names",
+                   [](const CompiledModel& c) { return c.names(c.exec().graph().inputs); })
+      .def_prop_ro("output_names",
+                   [](const CompiledModel& c) { return c.names(c.exec().graph().outputs); })
+      .def_prop_ro("inputs",
+                   [](const CompiledModel& c) {
+                     nb::dict d;
+                     const graph::Graph& g = c.exec().graph();
+                     for (int v : g.inputs)
+                       d[g.value(v).name.c_str()] =
+                           nb::make_tuple(as_tuple(g.value(v).shape), g.value(v).dtype.str());
+                     return d;
+                   })
       .def_prop_ro("tasks", [](const CompiledModel& c) { return task_list(c.exec().table()); })
       .def_prop_ro("tasks_tuned", [](const CompiledModel& c) { return c.compiled.chosen.tuned; })
-      .def_prop_ro("records", [](const CompiledModel& c) { return record_list(c.exec().table(), c.compiled.chosen); },
-                   "Per task, the record it runs: task, hash, program (its structural hash) and measured_at; None for a "
-                   "default schedule (as tyche run-model --json writes them).")
-      .def_prop_ro("arena_bytes", [](const CompiledModel& c) { return c.exec().memory().arena_bytes; })
-      .def_prop_ro("naive_bytes", [](const CompiledModel& c) { return c.exec().memory().naive_bytes; })
-      .def_prop_ro("compile_seconds", [](const CompiledModel& c) { return c.exec().compile_seconds(); });
-  m.def("onnx_compile", [](const std::string& path, nb::handle bytes, const std::string& what, const std::string& db,
-                           int threads, const Shapes& shapes, const std::string& dtype, const std::string& base_dir) {
-    CompiledModel c = compile_model(model_source(path, bytes, what, dtype, base_dir, shapes), db, threads);
-    for (const std::string& w : c.compiled.chosen.warnings)
-      if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw nb::python_error();
-    return c;
-  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"), nb::arg("input_shapes"),
-        nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
-  m.def("onnx_tasks", [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes,
-                         const std::string& dtype, const std::string& base_dir) {
-    return task_list(load_released(model_source(path, bytes, what, dtype, base_dir, shapes)).table);
-  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"), nb::arg("dtype") = "float32",
-        nb::arg("base_dir") = "");
-  m.def("onnx_tune", [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
-                        const std::string& db, int threads, const Shapes& shapes, int64_t seed, const std::string& timing,
-                        const std::string& worker, nb::handle progress, nb::handle remote, const std::string& dtype,
-                        const std::string& base_dir) {
-    return tune_model(model_source(path, bytes, what, dtype, base_dir, shapes), trials, db, threads, seed, timing, worker, progress, remote);
-  }, nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"), nb::arg("threads"),
-        nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"), nb::arg("worker"), nb::arg("progress").none(),
-        nb::arg("remote").none() = nb::none(), nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
-  m.def("onnx_target", [] { return model::model_target().str(); }, "The target a model's tasks are tuned for (the host).");
+      .def_prop_ro(
+          "records",
+          [](const CompiledModel& c) { return record_list(c.exec().table(), c.compiled.chosen); },
+          "Per task, the record it runs: task, hash, program (its structural hash) and "
+          "measured_at; None for a "
+          "default schedule (as tyche run-model --json writes them).")
+      .def_prop_ro("arena_bytes",
+                   [](const CompiledModel& c) { return c.exec().memory().arena_bytes; })
+      .def_prop_ro("naive_bytes",
+                   [](const CompiledModel& c) { return c.exec().memory().naive_bytes; })
+      .def_prop_ro("compile_seconds",
+                   [](const CompiledModel& c) { return c.exec().compile_seconds(); });
+  m.def(
+      "onnx_compile",
+      [](const std::string& path, nb::handle bytes, const std::string& what, const std::string& db,
+         int threads, const Shapes& shapes, const std::string& dtype, const std::string& base_dir) {
+        CompiledModel c =
+            compile_model(model_source(path, bytes, what, dtype, base_dir, shapes), db, threads);
+        for (const std::string& w : c.compiled.chosen.warnings)
+          if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw nb::python_error();
+        return c;
+      },
+      nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"),
+      nb::arg("input_shapes"), nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
+  m.def(
+      "onnx_tasks",
+      [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes,
+         const std::string& dtype, const std::string& base_dir) {
+        return task_list(
+            load_released(model_source(path, bytes, what, dtype, base_dir, shapes)).table);
+      },
+      nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"),
+      nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
+  m.def(
+      "onnx_tune",
+      [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
+         const std::string& db, int threads, const Shapes& shapes, int64_t seed,
+         const std::string& timing, const std::string& worker, nb::handle progress,
+         nb::handle remote, const std::string& dtype, const std::string& base_dir) {
+        return tune_model(model_source(path, bytes, what, dtype, base_dir, shapes), trials, db,
+                          threads, seed, timing, worker, progress, remote);
+      },
+      nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"),
+      nb::arg("threads"), nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"),
+      nb::arg("worker"), nb::arg("progress").none(), nb::arg("remote").none() = nb::none(),
+      nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
+  m.def(
+      "onnx_target", [] { return model::model_target().str(); },
+      "The target a model's tasks are tuned for (the host).");
 }
 
 }  // namespace tyche::python

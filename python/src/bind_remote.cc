@@ -45,12 +45,17 @@ tune::RecordWorkload record_workload(const nb::dict& d) {
 // "extents", "dtypes"},
 // or {"onnx_bytes", "input_shapes", "what", "dtype"} (the task of that model whose hash is `hash`).
 workloads::Workload rebuild(const nb::dict& recipe, uint64_t hash) {
-  auto text = [&](const char* key) { return recipe.contains(key) ? nb::cast<std::string>(recipe[key]) : std::string(); };
+  auto text = [&](const char* key) {
+    return recipe.contains(key) ? nb::cast<std::string>(recipe[key]) : std::string();
+  };
   if (recipe.contains("op"))
-    return workloads::make_workload(text("op"), nb::cast<std::vector<int64_t>>(recipe["params"]), text("precision"));
-  if (recipe.contains("formula")) return workloads::from_index_notation(text("formula"), text("extents"), text("dtypes"));
+    return workloads::make_workload(text("op"), nb::cast<std::vector<int64_t>>(recipe["params"]),
+                                    text("precision"));
+  if (recipe.contains("formula"))
+    return workloads::from_index_notation(text("formula"), text("extents"), text("dtypes"));
   if (recipe.contains("onnx_bytes")) return onnx_task_workload(recipe, hash);
-  throw InputError("measure: a workload recipe has 'op' and 'params', 'formula' and 'extents', or 'onnx_bytes'");
+  throw InputError(
+      "measure: a workload recipe has 'op' and 'params', 'formula' and 'extents', or 'onnx_bytes'");
 }
 
 nb::dict batch_dict(const tune::BatchOptions& o) {
@@ -65,7 +70,8 @@ nb::dict batch_dict(const tune::BatchOptions& o) {
 }
 
 // On a node: `options` holds the target ("llvm..."), the runner's settings and the batch's.
-std::vector<std::string> node_measure(const nb::dict& recipe, const nb::dict& workload, const std::vector<std::string>& traces,
+std::vector<std::string> node_measure(const nb::dict& recipe, const nb::dict& workload,
+                                      const std::vector<std::string>& traces,
                                       const nb::dict& options) {
   tune::RecordWorkload rw = record_workload(workload);
   workloads::Workload w = rebuild(recipe, rw.hash);
@@ -73,10 +79,12 @@ std::vector<std::string> node_measure(const nb::dict& recipe, const nb::dict& wo
   tune::TraceMeasureOptions o;
   o.runner.worker_path = nb::cast<std::string>(options["worker"]);
   // The driver's timing first (its records' target says it), then the tune's overrides.
-  if (options.contains("timing")) o.runner.time = tune::timing_named(nb::cast<std::string>(options["timing"]));
+  if (options.contains("timing"))
+    o.runner.time = tune::timing_named(nb::cast<std::string>(options["timing"]));
   if (options.contains("timeout_s")) o.runner.timeout_s = nb::cast<double>(options["timeout_s"]);
   if (options.contains("repeat")) o.runner.time.repeat = nb::cast<int>(options["repeat"]);
-  if (options.contains("min_repeat_ms")) o.runner.time.min_repeat_ms = nb::cast<int>(options["min_repeat_ms"]);
+  if (options.contains("min_repeat_ms"))
+    o.runner.time.min_repeat_ms = nb::cast<int>(options["min_repeat_ms"]);
   o.batch.rounds = nb::cast<int>(options["rounds"]);
   o.batch.confirmed = nb::cast<bool>(options["confirmed"]);
   o.batch.best_seconds = nb::cast<double>(options["best_seconds"]);
@@ -96,24 +104,28 @@ std::vector<std::string> node_measure(const nb::dict& recipe, const nb::dict& wo
 // The key records of `target` timed with the runner's default timing carry: nodes whose key differs
 // from the driver's are refused.
 std::string node_target_key(const std::string& target_text) {
-  return tune::target_key(tune::record_target(target::Target::parse(target_text), tune::RunnerOptions{}.time));
+  return tune::target_key(
+      tune::record_target(target::Target::parse(target_text), tune::RunnerOptions{}.time));
 }
 
 }  // namespace
 
-tune::RemoteMeasure remote_measure_from(nb::handle remote, const std::shared_ptr<PendingError>& pending) {
+tune::RemoteMeasure remote_measure_from(nb::handle remote,
+                                        const std::shared_ptr<PendingError>& pending) {
   if (remote.is_none()) return nullptr;
   // Copied and dropped by the tune without the GIL: the reference is shared, dropped with it.
   std::shared_ptr<nb::object> fn(new nb::object(nb::borrow(remote)), [](nb::object* o) {
     nb::gil_scoped_acquire gil;
     delete o;
   });
-  return [fn, pending](const tune::MeasureTask& task, const std::vector<std::string>& traces, const tune::BatchOptions& o) {
+  return [fn, pending](const tune::MeasureTask& task, const std::vector<std::string>& traces,
+                       const tune::BatchOptions& o) {
     nb::gil_scoped_acquire gil;
     std::vector<tune::TuningRecord> out;
     try {
       nb::dict batch = batch_dict(o);
-      batch["timing"] = task.target.timing.empty() ? std::string("warm") : task.target.timing;  // what the records say
+      batch["timing"] = task.target.timing.empty() ? std::string("warm")
+                                                   : task.target.timing;  // what the records say
       nb::object lines = (*fn)(workload_dict(task.workload), traces, batch);
       for (nb::handle line : lines) out.push_back(tune::parse_record(nb::cast<std::string>(line)));
     } catch (nb::python_error& e) {
@@ -126,7 +138,8 @@ tune::RemoteMeasure remote_measure_from(nb::handle remote, const std::shared_ptr
 }
 
 void bind_remote(nb::module_& m) {
-  m.def("measure_traces", &node_measure, nb::arg("recipe"), nb::arg("workload"), nb::arg("traces"), nb::arg("options"),
+  m.def("measure_traces", &node_measure, nb::arg("recipe"), nb::arg("workload"), nb::arg("traces"),
+        nb::arg("options"),
         "On a node: replays, builds, runs and checks the traces; their records as database lines.");
   m.def("target_key", &node_target_key, nb::arg("target") = "llvm",
         "What identifies this machine's records of `target` (CPU, features, cores, timing).");

@@ -34,7 +34,8 @@ struct SearchTaskHandle {
   std::string name;
 
   tune::SearchTask& get() const {
-    if (!*alive) throw Error(fmt::format("the tune of {} has ended: its task can no longer be used", name));
+    if (!*alive)
+      throw Error(fmt::format("the tune of {} has ended: its task can no longer be used", name));
     return *task;
   }
 };
@@ -47,7 +48,9 @@ struct TaskRegistry {
 
   nb::object task(uint64_t workload) const {
     auto it = tasks.find(workload);
-    if (it == tasks.end()) throw Error("a Python strategy or cost model was given a program of a task it was not told of");
+    if (it == tasks.end())
+      throw Error(
+          "a Python strategy or cost model was given a program of a task it was not told of");
     return it->second;
   }
 };
@@ -66,7 +69,8 @@ PyRef py_ref(nb::handle h) {
 // Runs f, which calls `name`.`method` in Python, with the GIL: a Python exception is kept and
 // unwinds the tune; a result of the wrong type is an InputError saying what `returns` should be.
 template <typename F>
-void call_python(PendingError& pending, const std::string& name, const char* method, const char* returns, F&& f) {
+void call_python(PendingError& pending, const std::string& name, const char* method,
+                 const char* returns, F&& f) {
   nb::gil_scoped_acquire gil;
   try {
     f();
@@ -77,7 +81,9 @@ void call_python(PendingError& pending, const std::string& name, const char* met
   }
 }
 
-std::string class_name(const PyRef& adapter) { return nb::cast<std::string>(adapter->attr("name")); }
+std::string class_name(const PyRef& adapter) {
+  return nb::cast<std::string>(adapter->attr("name"));
+}
 
 nb::list native_traces(const std::vector<const schedule::Trace*>& traces) {
   nb::list out;
@@ -86,13 +92,19 @@ nb::list native_traces(const std::vector<const schedule::Trace*>& traces) {
 }
 
 // The seconds a model or strategy is told: None for a failed program.
-nb::object seconds_or_none(double s) { return std::isfinite(s) && s > 0 ? nb::object(nb::float_(s)) : nb::none(); }
+nb::object seconds_or_none(double s) {
+  return std::isfinite(s) && s > 0 ? nb::object(nb::float_(s)) : nb::none();
+}
 
 class PythonStrategy : public tune::SearchStrategy {
  public:
   static constexpr int kAttempts = 4;
-  PythonStrategy(PyRef adapter, std::shared_ptr<TaskRegistry> registry, std::shared_ptr<PendingError> pending)
-      : adapter_(std::move(adapter)), registry_(std::move(registry)), pending_(std::move(pending)), name_(class_name(adapter_)) {}
+  PythonStrategy(PyRef adapter, std::shared_ptr<TaskRegistry> registry,
+                 std::shared_ptr<PendingError> pending)
+      : adapter_(std::move(adapter)),
+        registry_(std::move(registry)),
+        pending_(std::move(pending)),
+        name_(class_name(adapter_)) {}
   std::string name() const override { return name_; }
 
   void initialize(tune::SearchTask* task, int64_t seed) override {
@@ -117,7 +129,9 @@ class PythonStrategy : public tune::SearchStrategy {
       for (const schedule::Trace& t : traces) {
         if (static_cast<int>(out.size()) >= count) break;
         std::optional<tune::Trial> trial = task_->replay(t, rng_.fork().seed());
-        if (!trial || task_->measured.count(trial->program_hash) || !taken.insert(trial->program_hash).second) continue;
+        if (!trial || task_->measured.count(trial->program_hash) ||
+            !taken.insert(trial->program_hash).second)
+          continue;
         out.push_back(std::move(*trial));
       }
     }
@@ -152,13 +166,19 @@ class PythonStrategy : public tune::SearchStrategy {
 
 class PythonCostModel : public tune::CostModel {
  public:
-  PythonCostModel(PyRef adapter, std::shared_ptr<TaskRegistry> registry, std::shared_ptr<PendingError> pending)
-      : adapter_(std::move(adapter)), registry_(std::move(registry)), pending_(std::move(pending)), name_(class_name(adapter_)) {}
+  PythonCostModel(PyRef adapter, std::shared_ptr<TaskRegistry> registry,
+                  std::shared_ptr<PendingError> pending)
+      : adapter_(std::move(adapter)),
+        registry_(std::move(registry)),
+        pending_(std::move(pending)),
+        name_(class_name(adapter_)) {}
   std::string name() const override { return name_; }
 
-  void update(const std::vector<tune::ModelCandidate>& candidates, const std::vector<double>& seconds) override {
+  void update(const std::vector<tune::ModelCandidate>& candidates,
+              const std::vector<double>& seconds) override {
     for (const auto& group : by_workload(candidates)) {
-      const uint64_t workload = group.first;  // named, not bound: clang 14 captures no structured binding
+      const uint64_t workload =
+          group.first;  // named, not bound: clang 14 captures no structured binding
       const std::vector<size_t>& indices = group.second;
       call("update", [&] {
         nb::list s;
@@ -174,9 +194,11 @@ class PythonCostModel : public tune::CostModel {
       const uint64_t workload = group.first;
       const std::vector<size_t>& indices = group.second;
       call("predict", [&] {
-        std::vector<double> scores = nb::cast<std::vector<double>>(adapter_->attr("predict")(registry_->task(workload), traces_of(candidates, indices)));
+        std::vector<double> scores = nb::cast<std::vector<double>>(
+            adapter_->attr("predict")(registry_->task(workload), traces_of(candidates, indices)));
         if (scores.size() != indices.size())
-          throw InputError(fmt::format("{}.predict returned {} scores for {} traces", name_, scores.size(), indices.size()));
+          throw InputError(fmt::format("{}.predict returned {} scores for {} traces", name_,
+                                       scores.size(), indices.size()));
         for (size_t k = 0; k < indices.size(); ++k) out[indices[k]] = scores[k];
       });
     }
@@ -184,18 +206,22 @@ class PythonCostModel : public tune::CostModel {
   }
 
   void update_features(const std::vector<tune::ModelInput>&, const std::vector<double>&) override {
-    throw Error(fmt::format("{}: a cost model written in Python learns from traces, not from feature rows", name_));
+    throw Error(fmt::format(
+        "{}: a cost model written in Python learns from traces, not from feature rows", name_));
   }
   std::vector<double> predict_features(const std::vector<tune::ModelInput>&) override {
-    throw Error(fmt::format("{}: a cost model written in Python scores traces, not feature rows", name_));
+    throw Error(
+        fmt::format("{}: a cost model written in Python scores traces, not feature rows", name_));
   }
   void save(const std::string&) const override {
-    throw Error(fmt::format("{}: a cost model written in Python is saved from Python, not by Tyche", name_));
+    throw Error(fmt::format("{}: a cost model written in Python is saved from Python, not by Tyche",
+                            name_));
   }
 
  private:
   // Candidate indices by workload, in order of first appearance.
-  static std::vector<std::pair<uint64_t, std::vector<size_t>>> by_workload(const std::vector<tune::ModelCandidate>& candidates) {
+  static std::vector<std::pair<uint64_t, std::vector<size_t>>> by_workload(
+      const std::vector<tune::ModelCandidate>& candidates) {
     std::vector<std::pair<uint64_t, std::vector<size_t>>> out;
     std::map<uint64_t, size_t> slot;
     for (size_t i = 0; i < candidates.size(); ++i) {
@@ -206,10 +232,12 @@ class PythonCostModel : public tune::CostModel {
     return out;
   }
 
-  nb::list traces_of(const std::vector<tune::ModelCandidate>& candidates, const std::vector<size_t>& indices) const {
+  nb::list traces_of(const std::vector<tune::ModelCandidate>& candidates,
+                     const std::vector<size_t>& indices) const {
     std::vector<const schedule::Trace*> traces;
     for (size_t i : indices) {
-      if (!candidates[i].trace) throw Error(fmt::format("{}: a candidate came without its trace", name_));
+      if (!candidates[i].trace)
+        throw Error(fmt::format("{}: a candidate came without its trace", name_));
       traces.push_back(candidates[i].trace.get());
     }
     return native_traces(traces);
@@ -227,14 +255,17 @@ class PythonCostModel : public tune::CostModel {
 };
 
 // Features of traces replayed on the task: (values as bytes of float32, rows, columns) each.
-std::vector<std::tuple<nb::bytes, int, int>> task_features(const SearchTaskHandle& h, const std::vector<schedule::Trace>& traces) {
+std::vector<std::tuple<nb::bytes, int, int>> task_features(
+    const SearchTaskHandle& h, const std::vector<schedule::Trace>& traces) {
   tune::SearchTask& task = h.get();
   std::vector<tune::ModelCandidate> candidates;
   {
     nb::gil_scoped_release release;
     for (size_t i = 0; i < traces.size(); ++i) {
       std::optional<tune::Trial> t = task.replay(traces[i], 0);
-      if (!t) throw InputError(fmt::format("features: trace {} does not replay on {} (the postprocessors refuse it)", i, h.name));
+      if (!t)
+        throw InputError(fmt::format(
+            "features: trace {} does not replay on {} (the postprocessors refuse it)", i, h.name));
       candidates.push_back(task.model_candidate(*t));
     }
   }
@@ -245,7 +276,8 @@ std::vector<std::tuple<nb::bytes, int, int>> task_features(const SearchTaskHandl
   }
   std::vector<std::tuple<nb::bytes, int, int>> out;
   for (const tune::ModelInput& in : inputs)
-    out.emplace_back(nb::bytes(reinterpret_cast<const char*>(in.features.values.data()), in.features.values.size() * sizeof(float)),
+    out.emplace_back(nb::bytes(reinterpret_cast<const char*>(in.features.values.data()),
+                               in.features.values.size() * sizeof(float)),
                      in.features.rows, tune::feature_count());
   return out;
 }
@@ -266,7 +298,8 @@ std::vector<schedule::Trace> task_sample(const SearchTaskHandle& h, int n, int64
 
 }  // namespace
 
-std::shared_ptr<void> use_python_search(tune::TuneOptions& o, nb::handle strategy, nb::handle cost_model, nb::handle make_task,
+std::shared_ptr<void> use_python_search(tune::TuneOptions& o, nb::handle strategy,
+                                        nb::handle cost_model, nb::handle make_task,
                                         const std::shared_ptr<PendingError>& pending) {
   if (strategy.is_none() && cost_model.is_none()) return nullptr;
   // The registry holds Python objects: created here with the GIL, dropped with it.
@@ -279,7 +312,8 @@ std::shared_ptr<void> use_python_search(tune::TuneOptions& o, nb::handle strateg
     nb::gil_scoped_acquire gil;
     std::string name = s.context.func->name;
     try {
-      registry->tasks[s.workload] = registry->make_task(SearchTaskHandle{&s, registry->alive, name});
+      registry->tasks[s.workload] =
+          registry->make_task(SearchTaskHandle{&s, registry->alive, name});
     } catch (nb::python_error& e) {
       keep_and_unwind(*pending, e, "raised while wrapping the task for Python");
     }
@@ -306,9 +340,12 @@ std::shared_ptr<void> use_python_search(tune::TuneOptions& o, nb::handle strateg
 }
 
 void bind_search(nb::module_& m) {
-  nb::class_<SearchTaskHandle>(m, "SearchTaskNative", "A tuning task as a Python strategy or cost model sees it.")
+  nb::class_<SearchTaskHandle>(m, "SearchTaskNative",
+                               "A tuning task as a Python strategy or cost model sees it.")
       .def_prop_ro("name", [](const SearchTaskHandle& h) { return h.name; })
-      .def_prop_ro("workload", [](const SearchTaskHandle& h) { return fmt::format("{:016x}", h.get().workload); })
+      .def_prop_ro(
+          "workload",
+          [](const SearchTaskHandle& h) { return fmt::format("{:016x}", h.get().workload); })
       .def("spaces", [](const SearchTaskHandle& h) { return h.get().spaces; })
       .def("sample", &task_sample, nb::arg("n"), nb::arg("seed"))
       .def("measured", [](const SearchTaskHandle& h) { return h.get().measured_traces; })

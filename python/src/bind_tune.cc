@@ -40,7 +40,8 @@ void apply_overrides(const char* what, const nb::dict& overrides, const Setters&
     if (it == setters.end()) {
       std::vector<std::string> known;
       for (const auto& [name, set] : setters) known.push_back(name);
-      throw InputError(fmt::format("{}: unknown option '{}' (known: {})", what, k, fmt::join(known, ", ")));
+      throw InputError(
+          fmt::format("{}: unknown option '{}' (known: {})", what, k, fmt::join(known, ", ")));
     }
     try {
       it->second(value);
@@ -58,38 +59,55 @@ std::function<void(nb::handle)> set(T& field) {
 tune::ReuseConfig reuse_config(nb::handle v) {
   tune::ReuseConfig c;
   std::string req;
-  Setters s{{"req", set(req)}, {"levels", set(c.levels)}, {"scope", set(c.scope)}, {"only_along_output_row", set(c.only_along_output_row)}};
+  Setters s{{"req", set(req)},
+            {"levels", set(c.levels)},
+            {"scope", set(c.scope)},
+            {"only_along_output_row", set(c.only_along_output_row)}};
   apply_overrides("reuse", nb::cast<nb::dict>(v), s);
-  if (req == "no" || req.empty()) c.req = tune::ReuseConfig::Kind::kNo;
-  else if (req == "may") c.req = tune::ReuseConfig::Kind::kMay;
-  else if (req == "must") c.req = tune::ReuseConfig::Kind::kMust;
-  else throw InputError(fmt::format("reuse: req must be 'no', 'may' or 'must', got '{}'", req));
+  if (req == "no" || req.empty())
+    c.req = tune::ReuseConfig::Kind::kNo;
+  else if (req == "may")
+    c.req = tune::ReuseConfig::Kind::kMay;
+  else if (req == "must")
+    c.req = tune::ReuseConfig::Kind::kMust;
+  else
+    throw InputError(fmt::format("reuse: req must be 'no', 'may' or 'must', got '{}'", req));
   return c;
 }
 
 ScheduleRulePtr builtin_rule(const std::string& name, const nb::dict& o) {
   if (name == "auto_inline") {
     tune::AutoInlineConfig c;
-    apply_overrides(name.c_str(), o, {{"into_producer", set(c.into_producer)}, {"into_consumer", set(c.into_consumer)},
-                                      {"inline_const_tensor", set(c.inline_const_tensor)}, {"disallow_if_then_else", set(c.disallow_if_then_else)},
-                                      {"require_injective", set(c.require_injective)}, {"require_ordered", set(c.require_ordered)},
-                                      {"disallow_op", set(c.disallow_op)}});
+    apply_overrides(name.c_str(), o,
+                    {{"into_producer", set(c.into_producer)},
+                     {"into_consumer", set(c.into_consumer)},
+                     {"inline_const_tensor", set(c.inline_const_tensor)},
+                     {"disallow_if_then_else", set(c.disallow_if_then_else)},
+                     {"require_injective", set(c.require_injective)},
+                     {"require_ordered", set(c.require_ordered)},
+                     {"disallow_op", set(c.disallow_op)}});
     return tune::auto_inline(c);
   }
   if (name == "multi_level_tiling") {
     tune::MultiLevelTilingConfig c;
-    apply_overrides(name.c_str(), o, {{"structure", set(c.structure)}, {"tile_binds", set(c.tile_binds)},
-                                      {"max_innermost_factor", set(c.max_innermost_factor)},
-                                      {"max_innermost_reduction_factor", set(c.max_innermost_reduction_factor)},
-                                      {"reuse_read", [&](nb::handle v) { c.reuse_read = reuse_config(v); }},
-                                      {"reuse_write", [&](nb::handle v) { c.reuse_write = reuse_config(v); }},
-                                      {"padded_rows", set(c.padded_rows)}, {"panel_width", set(c.panel_width)}});
+    apply_overrides(name.c_str(), o,
+                    {{"structure", set(c.structure)},
+                     {"tile_binds", set(c.tile_binds)},
+                     {"max_innermost_factor", set(c.max_innermost_factor)},
+                     {"max_innermost_reduction_factor", set(c.max_innermost_reduction_factor)},
+                     {"reuse_read", [&](nb::handle v) { c.reuse_read = reuse_config(v); }},
+                     {"reuse_write", [&](nb::handle v) { c.reuse_write = reuse_config(v); }},
+                     {"padded_rows", set(c.padded_rows)},
+                     {"panel_width", set(c.panel_width)}});
     return tune::multi_level_tiling(c);
   }
   if (name == "parallel_vectorize_unroll") {
     tune::ParallelVectorizeUnrollConfig c;
-    apply_overrides(name.c_str(), o, {{"max_jobs_per_core", set(c.max_jobs_per_core)}, {"max_vectorize_extent", set(c.max_vectorize_extent)},
-                                      {"unroll_max_steps", set(c.unroll_max_steps)}, {"unroll_explicit", set(c.unroll_explicit)}});
+    apply_overrides(name.c_str(), o,
+                    {{"max_jobs_per_core", set(c.max_jobs_per_core)},
+                     {"max_vectorize_extent", set(c.max_vectorize_extent)},
+                     {"unroll_max_steps", set(c.unroll_max_steps)},
+                     {"unroll_explicit", set(c.unroll_explicit)}});
     return tune::parallel_vectorize_unroll(c);
   }
   if (name == "random_compute_location") {
@@ -98,13 +116,17 @@ ScheduleRulePtr builtin_rule(const std::string& name, const nb::dict& o) {
   }
   if (name == "add_rfactor") {
     int64_t jobs = 16, innermost = -1;
-    apply_overrides(name.c_str(), o, {{"max_jobs_per_core", set(jobs)}, {"max_innermost_factor", set(innermost)}});
+    apply_overrides(name.c_str(), o,
+                    {{"max_jobs_per_core", set(jobs)}, {"max_innermost_factor", set(innermost)}});
     return tune::add_rfactor(jobs, innermost);
   }
   if (name == "cross_thread_reduction" || name == "auto_bind") {
     std::vector<int64_t> extents;
     bool given = false;
-    apply_overrides(name.c_str(), o, {{"thread_extents", [&](nb::handle v) { extents = nb::cast<std::vector<int64_t>>(v); given = true; }}});
+    apply_overrides(name.c_str(), o, {{"thread_extents", [&](nb::handle v) {
+                                         extents = nb::cast<std::vector<int64_t>>(v);
+                                         given = true;
+                                       }}});
     if (name == "auto_bind") return given ? tune::auto_bind(extents) : tune::auto_bind();
     return given ? tune::cross_thread_reduction(extents) : tune::cross_thread_reduction();
   }
@@ -113,9 +135,11 @@ ScheduleRulePtr builtin_rule(const std::string& name, const nb::dict& o) {
 
 // A rule written in Python: `apply` is the package's adapter, (native schedule, block) -> list of
 // native schedules, which the rule hands back to the tuner.
-ScheduleRulePtr python_rule(std::string name, nb::callable apply, std::shared_ptr<PendingError> pending) {
+ScheduleRulePtr python_rule(std::string name, nb::callable apply,
+                            std::shared_ptr<PendingError> pending) {
   auto fn = std::make_shared<nb::object>(std::move(apply));
-  return tune::make_rule(name, [fn, name, pending](schedule::Schedule sch, const schedule::BlockRV& block) {
+  return tune::make_rule(name, [fn, name, pending](schedule::Schedule sch,
+                                                   const schedule::BlockRV& block) {
     auto sref = sch.block_sref(block);
     std::string where = fmt::format("raised in schedule rule '{}' applied to block '{}'", name,
                                     sref.ok() ? sref.value()->as_block()->name : std::string("?"));
@@ -127,7 +151,8 @@ ScheduleRulePtr python_rule(std::string name, nb::callable apply, std::shared_pt
       std::vector<ScheduleHolder*> holders;
       for (nb::handle r : result) {
         if (!nb::isinstance<ScheduleHolder>(r))
-          throw InputError(fmt::format("rule '{}' returned a {} where a Schedule belongs", name, python_type_name(r)));
+          throw InputError(fmt::format("rule '{}' returned a {} where a Schedule belongs", name,
+                                       python_type_name(r)));
         holders.push_back(&nb::cast<ScheduleHolder&>(r));
       }
       for (size_t i = 0; i < holders.size(); ++i) {
@@ -168,13 +193,20 @@ tune::SpaceGeneratorPtr make_space(nb::handle space, const std::shared_ptr<Pendi
   if (nb::isinstance<nb::list>(space)) {
     std::vector<ScheduleRulePtr> rules;
     for (nb::handle r : space) {
-      if (nb::isinstance<tune::ScheduleRule>(r)) rules.push_back(nb::cast<ScheduleRulePtr>(r));
-      else if (nb::isinstance<nb::tuple>(r) && nb::len(r) == 2) rules.push_back(python_rule(nb::cast<std::string>(r[0]), nb::borrow<nb::callable>(r[1]), pending));
-      else throw InputError("space: a rule list holds tyche.rules rules or objects with an apply(sch, block) method");
+      if (nb::isinstance<tune::ScheduleRule>(r))
+        rules.push_back(nb::cast<ScheduleRulePtr>(r));
+      else if (nb::isinstance<nb::tuple>(r) && nb::len(r) == 2)
+        rules.push_back(
+            python_rule(nb::cast<std::string>(r[0]), nb::borrow<nb::callable>(r[1]), pending));
+      else
+        throw InputError(
+            "space: a rule list holds tyche.rules rules or objects with an apply(sch, block) "
+            "method");
     }
     return tune::post_order_apply(std::move(rules));
   }
-  if (nb::isinstance<nb::callable>(space)) return python_space(nb::borrow<nb::callable>(space), pending);
+  if (nb::isinstance<nb::callable>(space))
+    return python_space(nb::borrow<nb::callable>(space), pending);
   throw InputError("space: expected None, a list of rules or a function of a Schedule");
 }
 
@@ -186,7 +218,9 @@ workloads::Workload as_workload(nb::handle program) {
   w.name = w.func->name;
   w.op = "python";
   ir::PrimFunc func = w.func;
-  w.reference = [func](const std::vector<runtime::NDArray>& inputs) { return interp::run_on_inputs(func, inputs); };
+  w.reference = [func](const std::vector<runtime::NDArray>& inputs) {
+    return interp::run_on_inputs(func, inputs);
+  };
   return w;
 }
 
@@ -216,24 +250,39 @@ nb::dict task_result(const tune::TaskResult& t) {
   return d;
 }
 
-nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options, nb::handle progress, nb::handle strategy,
-                  nb::handle cost_model, nb::handle make_task, nb::handle remote) {
+nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
+                  nb::handle progress, nb::handle strategy, nb::handle cost_model,
+                  nb::handle make_task, nb::handle remote) {
   auto pending = std::make_shared<PendingError>();
   tune::TuneTask task;
   task.workload = as_workload(program);
   task.space = make_space(space, pending);
   tune::TuneOptions o;
   std::string target_text = "llvm";
-  apply_overrides("tune", options, {{"trials", set(o.trials)}, {"batch", set(o.batch)}, {"db", set(o.db_dir)},
-                                    {"strategy", set(o.strategy)}, {"cost_model", set(o.cost_model)}, {"model", set(o.model_path)},
-                                    {"warm_start", set(o.warm_start)}, {"seed", set(o.seed)}, {"threads", set(o.threads)}, {"target", set(target_text)},
-                                    {"worker", set(o.runner.worker_path)}, {"timeout_s", set(o.runner.timeout_s)},
-                                    {"confirm_top", set(o.confirm_top)}, {"confirm_rounds", set(o.confirm_rounds)},
-                                    {"population", set(o.evolutionary.population)}, {"generations", set(o.evolutionary.generations)},
-                                    {"repeat", set(o.runner.time.repeat)}, {"min_repeat_ms", set(o.runner.time.min_repeat_ms)}});
-  if (o.db_dir.empty()) throw InputError("tune: db (a directory for the tuning records) is required");
+  apply_overrides("tune", options,
+                  {{"trials", set(o.trials)},
+                   {"batch", set(o.batch)},
+                   {"db", set(o.db_dir)},
+                   {"strategy", set(o.strategy)},
+                   {"cost_model", set(o.cost_model)},
+                   {"model", set(o.model_path)},
+                   {"warm_start", set(o.warm_start)},
+                   {"seed", set(o.seed)},
+                   {"threads", set(o.threads)},
+                   {"target", set(target_text)},
+                   {"worker", set(o.runner.worker_path)},
+                   {"timeout_s", set(o.runner.timeout_s)},
+                   {"confirm_top", set(o.confirm_top)},
+                   {"confirm_rounds", set(o.confirm_rounds)},
+                   {"population", set(o.evolutionary.population)},
+                   {"generations", set(o.evolutionary.generations)},
+                   {"repeat", set(o.runner.time.repeat)},
+                   {"min_repeat_ms", set(o.runner.time.min_repeat_ms)}});
+  if (o.db_dir.empty())
+    throw InputError("tune: db (a directory for the tuning records) is required");
   target::Target target = target::Target::parse(target_text);
-  std::shared_ptr<void> python_search = use_python_search(o, strategy, cost_model, make_task, pending);
+  std::shared_ptr<void> python_search =
+      use_python_search(o, strategy, cost_model, make_task, pending);
   o.remote_measure = remote_measure_from(remote, pending);
   std::atomic<bool> stop{false};
   o.stop = &stop;
@@ -245,7 +294,8 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
       if (PyErr_CheckSignals() != 0) throw nb::python_error();
       // The fastest time as measured, as `tyche tune` prints: the search's drift-corrected
       // ranking (task->best_seconds) can be faster than anything that ran.
-      if (!progress.is_none()) progress(p.trials, p.budget, p.task->name, p.task->search_best_seconds, p.elapsed_s);
+      if (!progress.is_none())
+        progress(p.trials, p.budget, p.task->name, p.task->search_best_seconds, p.elapsed_s);
     } catch (nb::python_error& e) {
       pending->error.emplace(std::move(e));
       stop = true;
@@ -283,35 +333,47 @@ nb::dict run_tune(nb::handle program, nb::handle space, const nb::dict& options,
 void bind_tune(nb::module_& m) {
   nb::class_<tune::ScheduleRule>(m, "RuleNative", "A built-in schedule rule.")
       .def("name", &tune::ScheduleRule::name)
-      .def("apply", [](tune::ScheduleRule& rule, ScheduleHolder& h, const schedule::BlockRV& block, const std::string& target) {
-        schedule::Schedule sch = h.take();
-        rule.initialize(tune::TuneContext{sch.func(), target::Target::parse(target)});
-        std::vector<ScheduleHolder> out;
-        for (schedule::Schedule& s : rule.apply(std::move(sch), block)) out.emplace_back(std::move(s));
-        return out;
-      }, nb::arg("sch"), nb::arg("block"), nb::arg("target") = "llvm");
+      .def(
+          "apply",
+          [](tune::ScheduleRule& rule, ScheduleHolder& h, const schedule::BlockRV& block,
+             const std::string& target) {
+            schedule::Schedule sch = h.take();
+            rule.initialize(tune::TuneContext{sch.func(), target::Target::parse(target)});
+            std::vector<ScheduleHolder> out;
+            for (schedule::Schedule& s : rule.apply(std::move(sch), block))
+              out.emplace_back(std::move(s));
+            return out;
+          },
+          nb::arg("sch"), nb::arg("block"), nb::arg("target") = "llvm");
   m.def("builtin_rule", &builtin_rule, nb::arg("name"), nb::arg("options") = nb::dict());
-  m.def("default_rules", [](const std::string& target) { return tune::default_rules(target::Target::parse(target)); }, nb::arg("target") = "llvm");
-  m.def("generate_space", [](nb::handle program, nb::handle space, const std::string& target, int64_t seed) {
-    ir::PrimFunc func = as_func(program);
-    auto pending = std::make_shared<PendingError>();
-    tune::SpaceGeneratorPtr gen = make_space(space, pending);
-    tune::TuneContext context{func, target::Target::parse(target)};
-    if (!gen) gen = tune::post_order_apply(tune::default_rules(context.target));
-    std::vector<schedule::Schedule> spaces;
-    try {
-      nb::gil_scoped_release release;
-      gen->initialize(context);
-      spaces = gen->generate(context, seed);
-    } catch (const CallbackRaised&) {
-      pending->raise_if_any();
-    }
-    std::vector<ScheduleHolder> out;
-    for (schedule::Schedule& s : spaces) out.emplace_back(std::move(s));
-    return out;
-  }, nb::arg("program"), nb::arg("space").none(), nb::arg("target") = "llvm", nb::arg("seed") = 0);
-  m.def("tune", &run_tune, nb::arg("program"), nb::arg("space").none(), nb::arg("options"), nb::arg("progress").none(),
-        nb::arg("strategy").none() = nb::none(), nb::arg("cost_model").none() = nb::none(), nb::arg("make_task").none() = nb::none(),
+  m.def(
+      "default_rules",
+      [](const std::string& target) { return tune::default_rules(target::Target::parse(target)); },
+      nb::arg("target") = "llvm");
+  m.def(
+      "generate_space",
+      [](nb::handle program, nb::handle space, const std::string& target, int64_t seed) {
+        ir::PrimFunc func = as_func(program);
+        auto pending = std::make_shared<PendingError>();
+        tune::SpaceGeneratorPtr gen = make_space(space, pending);
+        tune::TuneContext context{func, target::Target::parse(target)};
+        if (!gen) gen = tune::post_order_apply(tune::default_rules(context.target));
+        std::vector<schedule::Schedule> spaces;
+        try {
+          nb::gil_scoped_release release;
+          gen->initialize(context);
+          spaces = gen->generate(context, seed);
+        } catch (const CallbackRaised&) {
+          pending->raise_if_any();
+        }
+        std::vector<ScheduleHolder> out;
+        for (schedule::Schedule& s : spaces) out.emplace_back(std::move(s));
+        return out;
+      },
+      nb::arg("program"), nb::arg("space").none(), nb::arg("target") = "llvm", nb::arg("seed") = 0);
+  m.def("tune", &run_tune, nb::arg("program"), nb::arg("space").none(), nb::arg("options"),
+        nb::arg("progress").none(), nb::arg("strategy").none() = nb::none(),
+        nb::arg("cost_model").none() = nb::none(), nb::arg("make_task").none() = nb::none(),
         nb::arg("remote").none() = nb::none());
 }
 

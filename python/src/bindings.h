@@ -35,7 +35,8 @@ void bind_remote(nb::module_& m);    // measuring on other machines (a Ray clust
 // A Schedule as Python holds it. The tuner may take the schedule back (a space function's, a
 // rule's result): the holder is then empty and says so when used.
 struct ScheduleHolder {
-  explicit ScheduleHolder(schedule::Schedule s) : sch(std::make_unique<schedule::Schedule>(std::move(s))) {}
+  explicit ScheduleHolder(schedule::Schedule s)
+      : sch(std::make_unique<schedule::Schedule>(std::move(s))) {}
   schedule::Schedule& get() const;
   // Moves the schedule out; the holder is empty afterwards.
   schedule::Schedule take();
@@ -68,7 +69,8 @@ struct CallbackRaised {};  // not a tyche::Error, so no native handler takes it 
 
 // Keeps what a Python callback raised, with a note saying where it was called from, and throws
 // CallbackRaised (GIL held).
-[[noreturn]] inline void keep_and_unwind(PendingError& pending, nb::python_error& e, const std::string& where) {
+[[noreturn]] inline void keep_and_unwind(PendingError& pending, nb::python_error& e,
+                                         const std::string& where) {
   try {
     e.value().attr("add_note")(nb::str(where.c_str()));
   } catch (const nb::python_error&) {
@@ -82,19 +84,23 @@ struct CallbackRaised {};  // not a tyche::Error, so no native handler takes it 
 // python/tyche/strategy.py, or None for the native one named by the options); `make_task` wraps
 // each task for them. The returned guard, dropped (GIL held) once the tune has returned, ends the
 // tasks' lives for Python (bind_search.cc).
-std::shared_ptr<void> use_python_search(tune::TuneOptions& o, nb::handle strategy, nb::handle cost_model, nb::handle make_task,
+std::shared_ptr<void> use_python_search(tune::TuneOptions& o, nb::handle strategy,
+                                        nb::handle cost_model, nb::handle make_task,
                                         const std::shared_ptr<PendingError>& pending);
 
 // Measures a tune's batches by calling `remote` (python/tyche/ray.py) with the task's workload
 // record, the traces and the batch options; None: measured here (bind_remote.cc).
-tune::RemoteMeasure remote_measure_from(nb::handle remote, const std::shared_ptr<PendingError>& pending);
+tune::RemoteMeasure remote_measure_from(nb::handle remote,
+                                        const std::shared_ptr<PendingError>& pending);
 
 // On a node: the task of an ONNX model (recipe: "onnx_bytes", "input_shapes", "what") whose
 // unscheduled function hashes to `hash`; models are imported once per process (bind_onnx.cc).
 workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash);
 
 // The name of a Python value's type, for messages.
-inline std::string python_type_name(nb::handle v) { return nb::cast<std::string>(nb::str(v.type().attr("__name__"))); }
+inline std::string python_type_name(nb::handle v) {
+  return nb::cast<std::string>(nb::str(v.type().attr("__name__")));
+}
 
 // A NumPy array that takes `a` over (no copy): the array owns the NDArray and frees it with its
 // last reference (bind_kernel.cc).

@@ -32,7 +32,8 @@ void translate(const std::exception_ptr& p, void*) {
   } catch (const schedule::ScheduleException& e) {
     raise_schedule_error(e.error(), "");
   } catch (const nb::cast_error&) {  // a value our code read from Python did not convert
-    PyErr_SetString(g_input_error, "an argument has the wrong type or does not fit (an integer beyond 64 bits?)");
+    PyErr_SetString(g_input_error,
+                    "an argument has the wrong type or does not fit (an integer beyond 64 bits?)");
   } catch (const InputError& e) {
     PyErr_SetString(g_input_error, e.what());
   } catch (const Error& e) {
@@ -43,14 +44,18 @@ void translate(const std::exception_ptr& p, void*) {
 }  // namespace
 
 void bind_errors(nb::module_& m) {
-  g_tyche_error = PyErr_NewExceptionWithDoc("tyche.TycheError", "An error reported by Tyche's native library.",
-                                            PyExc_RuntimeError, nullptr);
+  g_tyche_error =
+      PyErr_NewExceptionWithDoc("tyche.TycheError", "An error reported by Tyche's native library.",
+                                PyExc_RuntimeError, nullptr);
   nb::object input_bases = nb::make_tuple(nb::handle(g_tyche_error), nb::handle(PyExc_ValueError));
-  g_input_error = PyErr_NewExceptionWithDoc("tyche.InputError", "Bad input: an unknown name, a malformed formula or trace, a wrong argument.",
-                                            input_bases.ptr(), nullptr);
-  g_schedule_error = PyErr_NewExceptionWithDoc(
-      "tyche.ScheduleError", "A schedule primitive refused; .code names why, .rendered shows the IR with the statement marked.",
-      g_tyche_error, nullptr);
+  g_input_error = PyErr_NewExceptionWithDoc(
+      "tyche.InputError",
+      "Bad input: an unknown name, a malformed formula or trace, a wrong argument.",
+      input_bases.ptr(), nullptr);
+  g_schedule_error = PyErr_NewExceptionWithDoc("tyche.ScheduleError",
+                                               "A schedule primitive refused; .code names why, "
+                                               ".rendered shows the IR with the statement marked.",
+                                               g_tyche_error, nullptr);
   m.attr("TycheError") = nb::handle(g_tyche_error);
   m.attr("InputError") = nb::handle(g_input_error);
   m.attr("ScheduleError") = nb::handle(g_schedule_error);

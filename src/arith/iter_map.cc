@@ -38,7 +38,9 @@ struct Sum {
   ir::Expr sym;
 };
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 class Rewriter {
  public:
@@ -49,13 +51,15 @@ class Rewriter {
 
   std::optional<Sum> rewrite(const ir::Expr& e) {
     switch (e.kind()) {
-      case ir::ExprKind::kIntImm: return Sum{{}, e.as<ir::IntImmNode>()->value, {}};
+      case ir::ExprKind::kIntImm:
+        return Sum{{}, e.as<ir::IntImmNode>()->value, {}};
       case ir::ExprKind::kVar: {
         const auto* v = e.as<ir::VarNode>();
         auto it = var_mark.find(v);
         if (it == var_mark.end()) return Sum{{}, 0, e};
         Sum s{{}, var_min.at(v), {}};
-        if (marks[it->second].extent > 1) s.splits.push_back({it->second, 1, marks[it->second].extent, 1});
+        if (marks[it->second].extent > 1)
+          s.splits.push_back({it->second, 1, marks[it->second].extent, 1});
         return s;
       }
       case ir::ExprKind::kAdd:
@@ -75,12 +79,15 @@ class Rewriter {
         if (!y) return std::nullopt;
         if (x->splits.empty() && !x->sym.defined()) return mul(*y, x->base);
         if (y->splits.empty() && !y->sym.defined()) return mul(*x, y->base);
-        if (x->splits.empty() && y->splits.empty()) return Sum{{}, 0, sym_expr(*x, e.dtype()) * sym_expr(*y, e.dtype())};
+        if (x->splits.empty() && y->splits.empty())
+          return Sum{{}, 0, sym_expr(*x, e.dtype()) * sym_expr(*y, e.dtype())};
         return fail(fmt::format("{} multiplies two loop-dependent terms", ir::to_string(e)));
       }
       case ir::ExprKind::kFloorDiv:
-      case ir::ExprKind::kFloorMod: return divmod(e);
-      default: return fail(fmt::format("{} is not quasi-affine", ir::to_string(e)));
+      case ir::ExprKind::kFloorMod:
+        return divmod(e);
+      default:
+        return fail(fmt::format("{} is not quasi-affine", ir::to_string(e)));
     }
   }
 
@@ -105,26 +112,31 @@ class Rewriter {
     if (!x || x->sym.defined() || x->base != 0 || x->splits.empty()) return;
     auto split = as_single_split(x->splits, b->a);
     error = saved;
-    if (!split || split->scale != 1 || split->lower_factor != 1 || split->extent != marks[split->mark].extent) return;
+    if (!split || split->scale != 1 || split->lower_factor != 1 ||
+        split->extent != marks[split->mark].extent)
+      return;
     if (bound > 0 && bound < marks[split->mark].extent) marks[split->mark].extent = bound;
   }
 
   // Loop-dependent splits of `s` as one split (fusing several into a new mark).
   std::optional<Split> as_single_split(std::vector<Split> splits, const ir::Expr& e) {
     if (splits.size() == 1) return splits[0];
-    std::sort(splits.begin(), splits.end(), [](const Split& a, const Split& b) { return a.scale < b.scale; });
+    std::sort(splits.begin(), splits.end(),
+              [](const Split& a, const Split& b) { return a.scale < b.scale; });
     int64_t s0 = splits[0].scale;
     if (s0 <= 0) return fail_split(fmt::format("{} has a non-positive stride", ir::to_string(e)));
     int64_t extent = 1;
     for (size_t k = 0; k < splits.size(); ++k) {
       if (splits[k].scale != s0 * extent)
-        return fail_split(fmt::format("the terms of {} do not fuse into one iterator (strides are not a dense mixed radix)",
-                                      ir::to_string(e)));
+        return fail_split(fmt::format(
+            "the terms of {} do not fuse into one iterator (strides are not a dense mixed radix)",
+            ir::to_string(e)));
       extent *= splits[k].extent;
     }
     for (Split& sp : splits) sp.scale /= s0;
     for (size_t m = 0; m < marks.size(); ++m)
-      if (!marks[m].var.defined() && marks[m].source == splits) return Split{static_cast<int>(m), 1, marks[m].extent, s0};
+      if (!marks[m].var.defined() && marks[m].source == splits)
+        return Split{static_cast<int>(m), 1, marks[m].extent, s0};
     marks.push_back({ir::Var(), splits, extent});
     return Split{static_cast<int>(marks.size()) - 1, 1, extent, s0};
   }
@@ -193,38 +205,49 @@ class Rewriter {
     auto* b = e.as_binary();
     bool is_div = e.kind() == ir::ExprKind::kFloorDiv;
     auto c_opt = ir::as_const_int(b->b);
-    if (!c_opt || *c_opt <= 0) return fail(fmt::format("{} divides by a non-constant or non-positive value", ir::to_string(e)));
+    if (!c_opt || *c_opt <= 0)
+      return fail(
+          fmt::format("{} divides by a non-constant or non-positive value", ir::to_string(e)));
     int64_t c = *c_opt;
     auto x = rewrite(b->a);
     if (!x) return std::nullopt;
     if (x->splits.empty()) {
-      if (!x->sym.defined()) return Sum{{}, is_div ? tyche::floordiv(x->base, c) : tyche::floormod(x->base, c), {}};
+      if (!x->sym.defined())
+        return Sum{{}, is_div ? tyche::floordiv(x->base, c) : tyche::floormod(x->base, c), {}};
       ir::Expr s = sym_expr(*x, e.dtype());
       return Sum{{}, 0, is_div ? ir::floordiv(s, b->b) : ir::floormod(s, b->b)};
     }
-    if (x->sym.defined()) return fail(fmt::format("{} divides a sum with a symbolic offset", ir::to_string(e)));
-    if (x->base % c != 0) return fail(fmt::format("{} divides a sum whose offset {} is not a multiple of {}", ir::to_string(e), x->base, c));
+    if (x->sym.defined())
+      return fail(fmt::format("{} divides a sum with a symbolic offset", ir::to_string(e)));
+    if (x->base % c != 0)
+      return fail(fmt::format("{} divides a sum whose offset {} is not a multiple of {}",
+                              ir::to_string(e), x->base, c));
     if (!is_div) x->splits = reduce_mod_scales(x->splits, c);
     if (x->splits.empty()) return Sum{};
     auto split = as_single_split(x->splits, e);
     if (!split) return std::nullopt;
     Sum out{{}, is_div ? x->base / c : 0, {}};
     Split s = *split;
-    if (s.scale <= 0) return fail(fmt::format("{} divides a term with a non-positive stride", ir::to_string(e)));
+    if (s.scale <= 0)
+      return fail(fmt::format("{} divides a term with a non-positive stride", ir::to_string(e)));
     if (s.scale % c == 0) {  // c divides the stride: the division is exact, the modulo is zero
       if (is_div) out.splits.push_back({s.mark, s.lower_factor, s.extent, s.scale / c});
       return out;
     }
-    if (c % s.scale != 0) return fail(fmt::format("{}: the divisor {} and the stride {} do not divide each other", ir::to_string(e), c, s.scale));
+    if (c % s.scale != 0)
+      return fail(fmt::format("{}: the divisor {} and the stride {} do not divide each other",
+                              ir::to_string(e), c, s.scale));
     int64_t cc = c / s.scale;
     if (cc >= s.extent) {  // the whole split lies below the divisor
       if (!is_div) out.splits.push_back(s);
       return out;
     }
     if (s.extent % cc != 0 && !is_top(s))
-      return fail(fmt::format("{}: the divisor {} does not divide the iterator extent {}", ir::to_string(e), cc, s.extent));
+      return fail(fmt::format("{}: the divisor {} does not divide the iterator extent {}",
+                              ir::to_string(e), cc, s.extent));
     if (is_div)
-      out.splits.push_back({s.mark, s.lower_factor * cc, s.extent % cc == 0 ? s.extent / cc : ceil_div(s.extent, cc), 1});
+      out.splits.push_back({s.mark, s.lower_factor * cc,
+                            s.extent % cc == 0 ? s.extent / cc : ceil_div(s.extent, cc), 1});
     else
       out.splits.push_back({s.mark, s.lower_factor, cc, s.scale});
     return out;
@@ -244,7 +267,8 @@ std::string split_str(const Rewriter& rw, const Split& s) {
 
 std::string sum_str(const Rewriter& rw, const std::vector<Split>& splits) {
   std::string out;
-  for (const Split& s : splits) out = out.empty() ? split_str(rw, s) : fmt::format("{} + {}", out, split_str(rw, s));
+  for (const Split& s : splits)
+    out = out.empty() ? split_str(rw, s) : fmt::format("{} + {}", out, split_str(rw, s));
   return out.empty() ? "0" : out;
 }
 
@@ -260,7 +284,8 @@ void collect_vars(const Rewriter& rw, const Split& s, bool whole, IterMapBinding
     for (const Split& src : mark.source) collect_vars(rw, src, false, out);
     return;
   }
-  auto it = std::find_if(out->loop_vars.begin(), out->loop_vars.end(), [&](const ir::Var& v) { return v.same_as(mark.var); });
+  auto it = std::find_if(out->loop_vars.begin(), out->loop_vars.end(),
+                         [&](const ir::Var& v) { return v.same_as(mark.var); });
   int64_t stride = whole && s.lower_factor == 1 && s.extent == mark.extent ? s.scale : 0;
   if (it == out->loop_vars.end()) {
     out->loop_vars.push_back(mark.var);
@@ -273,8 +298,8 @@ void collect_vars(const Rewriter& rw, const Split& s, bool whole, IterMapBinding
 }  // namespace
 
 IterMapResult detect_iter_map(const std::vector<ir::Expr>& bindings, const VarRangeMap& loop_ranges,
-                              const std::vector<ir::Range>& iter_domains, Analyzer* analyzer, bool allow_predicate,
-                              const ir::Expr& predicate) {
+                              const std::vector<ir::Range>& iter_domains, Analyzer* analyzer,
+                              bool allow_predicate, const ir::Expr& predicate) {
   IterMapResult res;
   auto failed = [&](std::string reason) {
     res.ok = false;
@@ -284,14 +309,16 @@ IterMapResult detect_iter_map(const std::vector<ir::Expr>& bindings, const VarRa
     return res;
   };
   if (bindings.size() != iter_domains.size())
-    return failed(fmt::format("{} bindings for {} iteration domains", bindings.size(), iter_domains.size()));
+    return failed(
+        fmt::format("{} bindings for {} iteration domains", bindings.size(), iter_domains.size()));
 
   Rewriter rw;
   // Mark order follows the map's order; it only affects messages and unused_loops' order.
   for (const auto& [v, r] : loop_ranges) {
     auto mn = ir::as_const_int(analyzer->simplify(r.min));
     auto ext = ir::as_const_int(analyzer->simplify(r.extent));
-    if (!mn || !ext) return failed(fmt::format("loop variable '{}' has a non-constant range", v.name()));
+    if (!mn || !ext)
+      return failed(fmt::format("loop variable '{}' has a non-constant range", v.name()));
     if (*ext < 1) return failed(fmt::format("loop variable '{}' has an empty range", v.name()));
     rw.var_mark[v.get()] = static_cast<int>(rw.marks.size());
     rw.var_min[v.get()] = *mn;
@@ -310,27 +337,32 @@ IterMapResult detect_iter_map(const std::vector<ir::Expr>& bindings, const VarRa
   // and offset match its domain.
   for (size_t k = 0; k < sums.size(); ++k) {
     Sum& s = sums[k];
-    std::sort(s.splits.begin(), s.splits.end(), [](const Split& a, const Split& b) { return a.scale < b.scale; });
+    std::sort(s.splits.begin(), s.splits.end(),
+              [](const Split& a, const Split& b) { return a.scale < b.scale; });
     int64_t extent = 1;
     for (const Split& sp : s.splits) {
       if (sp.scale != extent)
-        return failed(fmt::format("binding {} ({}) is not one-to-one: its strides are not a dense mixed radix", k,
-                                  ir::to_string(bindings[k])));
+        return failed(fmt::format(
+            "binding {} ({}) is not one-to-one: its strides are not a dense mixed radix", k,
+            ir::to_string(bindings[k])));
       extent *= sp.extent;
     }
     const ir::Range& dom = iter_domains[k];
     auto dext = ir::as_const_int(analyzer->simplify(dom.extent));
     if (!dext) return failed(fmt::format("iteration domain {} has a non-constant extent", k));
-    ir::Expr offset = s.sym.defined() ? s.sym + ir::make_int(s.base, s.sym.dtype()) : ir::make_int(s.base, dom.min.dtype());
+    ir::Expr offset = s.sym.defined() ? s.sym + ir::make_int(s.base, s.sym.dtype())
+                                      : ir::make_int(s.base, dom.min.dtype());
     if (!analyzer->can_prove_equal(offset, dom.min))
-      return failed(fmt::format("binding {} ({}) starts at {}, not at its domain minimum {}", k, ir::to_string(bindings[k]),
+      return failed(fmt::format("binding {} ({}) starts at {}, not at its domain minimum {}", k,
+                                ir::to_string(bindings[k]),
                                 ir::to_string(analyzer->simplify(offset)), ir::to_string(dom.min)));
     if (extent < *dext)
-      return failed(fmt::format("binding {} ({}) takes {} values, fewer than its domain extent {}: not surjective", k,
-                                ir::to_string(bindings[k]), extent, *dext));
+      return failed(fmt::format(
+          "binding {} ({}) takes {} values, fewer than its domain extent {}: not surjective", k,
+          ir::to_string(bindings[k]), extent, *dext));
     if (extent > *dext && !allow_predicate)
-      return failed(fmt::format("binding {} ({}) takes {} values, more than its domain extent {}", k,
-                                ir::to_string(bindings[k]), extent, *dext));
+      return failed(fmt::format("binding {} ({}) takes {} values, more than its domain extent {}",
+                                k, ir::to_string(bindings[k]), extent, *dext));
     IterMapBinding info;
     info.extent = extent;
     info.form = sum_str(rw, s.splits);
@@ -352,7 +384,8 @@ IterMapResult detect_iter_map(const std::vector<ir::Expr>& bindings, const VarRa
       if (mark.var.defined() && mark.extent > 1) res.unused_loops.push_back(mark.var);
       continue;
     }
-    std::sort(u.begin(), u.end(), [](const Split& a, const Split& b) { return a.lower_factor < b.lower_factor; });
+    std::sort(u.begin(), u.end(),
+              [](const Split& a, const Split& b) { return a.lower_factor < b.lower_factor; });
     int64_t covered = 1;
     for (const Split& sp : u) {
       if (sp.lower_factor < covered) return failed(fmt::format("{} is used more than once", name));
@@ -362,11 +395,14 @@ IterMapResult detect_iter_map(const std::vector<ir::Expr>& bindings, const VarRa
     if (covered < mark.extent) return failed(fmt::format("{} is only partly used", name));
     if (covered > mark.extent) {
       const Split& top = u.back();
-      bool ceil_top = top.lower_factor < mark.extent && top.extent == ceil_div(mark.extent, top.lower_factor);
+      bool ceil_top =
+          top.lower_factor < mark.extent && top.extent == ceil_div(mark.extent, top.lower_factor);
       if (!ceil_top) return failed(fmt::format("{} is used more than once", name));
       if (!allow_predicate)
-        return failed(fmt::format("{} (extent {}) is split imperfectly: the bindings are not surjective without a predicate",
-                                  name, mark.extent));
+        return failed(
+            fmt::format("{} (extent {}) is split imperfectly: the bindings are not surjective "
+                        "without a predicate",
+                        name, mark.extent));
     }
     for (const Split& src : mark.source) uses[src.mark].push_back(src);
   }

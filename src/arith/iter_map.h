@@ -28,9 +28,9 @@ struct IterMapBinding {
 
 struct IterMapResult {
   bool ok = false;
-  std::string reason;                     // one line, set when !ok
-  std::vector<IterMapBinding> bindings;   // one per binding when ok
-  std::vector<ir::Var> unused_loops;      // loop vars (extent > 1) no binding uses
+  std::string reason;                    // one line, set when !ok
+  std::vector<IterMapBinding> bindings;  // one per binding when ok
+  std::vector<ir::Var> unused_loops;     // loop vars (extent > 1) no binding uses
 };
 
 // Checks that `bindings` (quasi-affine in the variables of `loop_ranges`, whose ranges must be

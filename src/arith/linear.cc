@@ -69,7 +69,6 @@ bool expr_equal(const Expr& a, const Expr& b) {
   }
 }
 
-
 bool is_linear_type(DataType t) {
   return t.is_int() && t.is_scalar();
 }

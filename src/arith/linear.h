@@ -53,6 +53,6 @@ inline int64_t wrap_add(int64_t a, int64_t b) {
 inline int64_t wrap_mul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
-int64_t gcd_const(int64_t a, int64_t b);       // non-negative
+int64_t gcd_const(int64_t a, int64_t b);  // non-negative
 
 }  // namespace tyche::arith

@@ -26,7 +26,8 @@ std::optional<int64_t> const_of(const Expr& e) {
 }
 
 std::optional<LaneAffine> lane_affine(const Expr& e, int lanes, Analyzer& analyzer) {
-  if (auto* b = e.as<ir::BroadcastNode>()) return LaneAffine{b->value, std::vector<int64_t>(lanes, 0)};
+  if (auto* b = e.as<ir::BroadcastNode>())
+    return LaneAffine{b->value, std::vector<int64_t>(lanes, 0)};
   if (auto* r = e.as<ir::RampNode>()) {
     auto s = ir::as_const_int(r->stride);
     if (!s) return std::nullopt;
@@ -40,7 +41,8 @@ std::optional<LaneAffine> lane_affine(const Expr& e, int lanes, Analyzer& analyz
   if (k == ExprKind::kAdd || k == ExprKind::kSub) {
     auto a = lane_affine(n->a, lanes, analyzer), b = lane_affine(n->b, lanes, analyzer);
     if (!a || !b) return std::nullopt;
-    for (int l = 0; l < lanes; ++l) a->offsets[l] += k == ExprKind::kAdd ? b->offsets[l] : -b->offsets[l];
+    for (int l = 0; l < lanes; ++l)
+      a->offsets[l] += k == ExprKind::kAdd ? b->offsets[l] : -b->offsets[l];
     a->base = k == ExprKind::kAdd ? a->base + b->base : a->base - b->base;
     return a;
   }
@@ -56,9 +58,12 @@ std::optional<LaneAffine> lane_affine(const Expr& e, int lanes, Analyzer& analyz
   // floordiv and floormod by c distribute over base + offset when c divides the base.
   if ((k == ExprKind::kFloorDiv || k == ExprKind::kFloorMod) && *c > 0) {
     Expr c_expr = ir::make_int(*c, a->base.dtype());
-    if (!analyzer.can_prove_equal(ir::floormod(a->base, c_expr), ir::make_int(0, a->base.dtype()))) return std::nullopt;
-    for (int64_t& o : a->offsets) o = k == ExprKind::kFloorDiv ? tyche::floordiv(o, *c) : tyche::floormod(o, *c);
-    a->base = k == ExprKind::kFloorDiv ? ir::floordiv(a->base, c_expr) : ir::make_int(0, a->base.dtype());
+    if (!analyzer.can_prove_equal(ir::floormod(a->base, c_expr), ir::make_int(0, a->base.dtype())))
+      return std::nullopt;
+    for (int64_t& o : a->offsets)
+      o = k == ExprKind::kFloorDiv ? tyche::floordiv(o, *c) : tyche::floormod(o, *c);
+    a->base =
+        k == ExprKind::kFloorDiv ? ir::floordiv(a->base, c_expr) : ir::make_int(0, a->base.dtype());
     return a;
   }
   return std::nullopt;
@@ -68,7 +73,9 @@ std::optional<LaneAffine> lane_affine(const Expr& e, int lanes, Analyzer& analyz
 
 Expr fold_vector_index(const Expr& index) {
   const int lanes = index.dtype().lanes();
-  if (lanes < 2 || !index.dtype().is_integer() || index.as<ir::RampNode>() || index.as<ir::BroadcastNode>()) return index;
+  if (lanes < 2 || !index.dtype().is_integer() || index.as<ir::RampNode>() ||
+      index.as<ir::BroadcastNode>())
+    return index;
   Analyzer analyzer;
   auto la = lane_affine(index, lanes, analyzer);
   if (!la) return index;

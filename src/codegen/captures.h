@@ -20,7 +20,8 @@ struct FreeVars : ir::StmtExprVisitor {
     if (!defined.count(v) && seen_vars.insert(v).second) vars.push_back(v);
   }
   void use(const ir::Buffer& b) {
-    if (!allocated.count(b.get()) && seen_buffers.insert(b.get()).second) buffers.push_back(b.get());
+    if (!allocated.count(b.get()) && seen_buffers.insert(b.get()).second)
+      buffers.push_back(b.get());
   }
   void visit_buffer_load(const ir::BufferLoadNode* n) override {
     use(n->buffer);

@@ -20,13 +20,16 @@ ExecutionPlan plan_execution(const Graph& graph, const TaskTable& table) {
   // Lifetimes of the roots written by calls, in calls.
   const int end = static_cast<int>(table.calls.size());
   std::vector<int> buffer_of(nv, -1);
-  auto root_buffer = [&](int value) { return buffer_of[static_cast<size_t>(p.root[static_cast<size_t>(value)])]; };
+  auto root_buffer = [&](int value) {
+    return buffer_of[static_cast<size_t>(p.root[static_cast<size_t>(value)])];
+  };
   for (size_t c = 0; c < table.calls.size(); ++c) {
     for (int o : table.calls[c].outputs) {
       int root = p.root[static_cast<size_t>(o)];
       buffer_of[static_cast<size_t>(root)] = static_cast<int>(p.buffers.size());
       const Value& v = graph.value(root);
-      p.buffers.push_back({static_cast<int64_t>(v.bytes()), static_cast<int>(c), static_cast<int>(c)});
+      p.buffers.push_back(
+          {static_cast<int64_t>(v.bytes()), static_cast<int>(c), static_cast<int>(c)});
     }
     for (int in : table.calls[c].inputs) {
       int b = root_buffer(in);
@@ -38,11 +41,13 @@ ExecutionPlan plan_execution(const Graph& graph, const TaskTable& table) {
     if (b >= 0) p.buffers[static_cast<size_t>(b)].last = end;  // read back after the last call
   }
   p.dies_after.assign(static_cast<size_t>(end) + 1, {});
-  for (size_t b = 0; b < p.buffers.size(); ++b) p.dies_after[static_cast<size_t>(p.buffers[b].last)].push_back(static_cast<int>(b));
+  for (size_t b = 0; b < p.buffers.size(); ++b)
+    p.dies_after[static_cast<size_t>(p.buffers[b].last)].push_back(static_cast<int>(b));
   p.memory = plan_memory(p.buffers);
 
   std::vector<int> input_index(nv, -1);
-  for (size_t i = 0; i < graph.inputs.size(); ++i) input_index[static_cast<size_t>(graph.inputs[i])] = static_cast<int>(i);
+  for (size_t i = 0; i < graph.inputs.size(); ++i)
+    input_index[static_cast<size_t>(graph.inputs[i])] = static_cast<int>(i);
   p.location.resize(nv);
   for (size_t v = 0; v < nv; ++v) {
     int root = p.root[v];
@@ -57,7 +62,8 @@ ExecutionPlan plan_execution(const Graph& graph, const TaskTable& table) {
   }
   auto located = [&](int value) {
     const Location& l = p.location[static_cast<size_t>(value)];
-    if (l.kind == Location::Kind::kNone) throw InternalError(fmt::format("value '{}' has no storage", graph.value(value).name));
+    if (l.kind == Location::Kind::kNone)
+      throw InternalError(fmt::format("value '{}' has no storage", graph.value(value).name));
     return l;
   };
   for (const Call& call : table.calls) {

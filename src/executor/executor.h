@@ -14,22 +14,23 @@
 #include "codegen/llvm/layout_rewrites.h"
 #include "codegen/llvm/llvm_codegen.h"
 #include "executor/execution_plan.h"
-#include "graph/graph.h"
 #include "executor/memory_plan.h"
+#include "graph/graph.h"
 #include "graph/tasks.h"
 #include "lower/layout_rewrite.h"
 
 namespace tyche::executor {
 
 // A task program's layout rewrites (lower/layout_rewrite.h), JIT-compiled for this host.
-using codegen::CompiledRewrite;
 using codegen::compile_rewrites;
+using codegen::CompiledRewrite;
 
 // Weights in the layouts their kernels read: each task's rewrites (`rewrites[task]`) run once on
 // each of its calls' weights. Per call: (argument index, the rewritten weight), to pass in place
 // of the constant.
 using CallWeights = std::vector<std::vector<std::pair<size_t, runtime::NDArray>>>;
-CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table, const ExecutionPlan& plan,
+CallWeights rewrite_call_weights(const Graph& graph, const TaskTable& table,
+                                 const ExecutionPlan& plan,
                                  const std::vector<std::vector<CompiledRewrite>>& rewrites);
 
 struct ExecutorOptions {
@@ -42,7 +43,8 @@ struct ExecutorOptions {
 class Executor {
  public:
   // `programs[t]` is task t's scheduled PrimFunc, or an undefined one for the default schedule.
-  Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> programs, const ExecutorOptions& options = {});
+  Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> programs,
+           const ExecutorOptions& options = {});
 
   const Graph& graph() const { return graph_; }
   const TaskTable& table() const { return table_; }
@@ -55,7 +57,8 @@ class Executor {
   // With `call_seconds` (one entry per call of table().calls), each call's wall time is added
   // to its entry: the profile of the model as run, where a kernel meets the caches its
   // neighbours left rather than the warm ones of a tuning measurement.
-  std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs, std::vector<double>* call_seconds = nullptr);
+  std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs,
+                                    std::vector<double>* call_seconds = nullptr);
 
  private:
   void* address(const Location& where, const std::vector<runtime::NDArray>& inputs);

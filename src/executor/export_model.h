@@ -5,8 +5,8 @@
 //                (the graph's inputs, then its outputs), their names, shapes and dtypes as
 //                constants (NAME_INPUT0_SHAPE, ...), the error codes, NAME_set_num_threads;
 //   libNAME.a    (written anew) one object per task (its scheduled program compiled for export
-//                as NAME_t<task>: codegen/export/export.h), the entry's object (the weights as 64-byte
-//                aligned read-only data, NAME calling the tasks in order over an arena:
+//                as NAME_t<task>: codegen/export/export.h), the entry's object (the weights as
+//                64-byte aligned read-only data, NAME calling the tasks in order over an arena:
 //                codegen/export/export_program.h) and the exported runtime's object.
 #pragma once
 
@@ -21,10 +21,11 @@
 namespace tyche::executor {
 
 struct ModelExportOptions {
-  std::string name;          // the entry's name: a C identifier (codegen::check_export_name)
-  std::string cpu;           // the CPU to generate code for ("" = TYCHE_CPU or the host); need not be this one
-  bool parallel = true;      // false: parallel loops run serially, no thread pool is started
-  std::string description;   // a line for the header: the model, where its schedules came from
+  std::string name;  // the entry's name: a C identifier (codegen::check_export_name)
+  std::string
+      cpu;  // the CPU to generate code for ("" = TYCHE_CPU or the host); need not be this one
+  bool parallel = true;     // false: parallel loops run serially, no thread pool is started
+  std::string description;  // a line for the header: the model, where its schedules came from
   int64_t max_stack_bytes = 64 * 1024;
 };
 
@@ -38,10 +39,12 @@ struct ModelExportResult {
 // written, and the files are written under temporary names then renamed, so an error leaves what
 // was there intact. Throws tyche::Error (one line) for a name that is not a C identifier, an
 // unknown CPU, or a directory that cannot be written.
-ModelExportResult export_model(const graph::Graph& graph, const graph::TaskTable& table, const std::vector<ir::PrimFunc>& programs,
-                               const std::string& dir, const ModelExportOptions& options);
+ModelExportResult export_model(const graph::Graph& graph, const graph::TaskTable& table,
+                               const std::vector<ir::PrimFunc>& programs, const std::string& dir,
+                               const ModelExportOptions& options);
 
 // The header export_model writes.
-std::string export_model_header(const graph::Graph& graph, const graph::TaskTable& table, const ModelExportOptions& options);
+std::string export_model_header(const graph::Graph& graph, const graph::TaskTable& table,
+                                const ModelExportOptions& options);
 
 }  // namespace tyche::executor

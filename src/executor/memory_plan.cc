@@ -13,13 +13,18 @@ namespace {
 // wrap the sums either.
 int64_t add(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw_input_error("the model's buffers need more bytes than 64 bits count");
+  if (__builtin_add_overflow(a, b, &r))
+    throw_input_error("the model's buffers need more bytes than 64 bits count");
   return r;
 }
 
-int64_t aligned(int64_t bytes) { return add(bytes, 63) / 64 * 64; }
+int64_t aligned(int64_t bytes) {
+  return add(bytes, 63) / 64 * 64;
+}
 
-bool overlap_in_time(const BufferLifetime& a, const BufferLifetime& b) { return a.first <= b.last && b.first <= a.last; }
+bool overlap_in_time(const BufferLifetime& a, const BufferLifetime& b) {
+  return a.first <= b.last && b.first <= a.last;
+}
 
 }  // namespace
 
@@ -33,7 +38,8 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers) {
   }
   std::vector<int64_t> live(static_cast<size_t>(calls), 0);
   for (const BufferLifetime& b : buffers)
-    for (int c = b.first; c <= b.last; ++c) live[static_cast<size_t>(c)] = add(live[static_cast<size_t>(c)], aligned(b.bytes));
+    for (int c = b.first; c <= b.last; ++c)
+      live[static_cast<size_t>(c)] = add(live[static_cast<size_t>(c)], aligned(b.bytes));
   plan.lower_bound = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
   std::vector<size_t> order(buffers.size());
   std::iota(order.begin(), order.end(), 0);
@@ -46,7 +52,8 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers) {
     // Intervals taken by the placed buffers that are live at the same time, by offset.
     std::vector<std::pair<int64_t, int64_t>> taken;
     for (size_t j : placed)
-      if (overlap_in_time(buffers[i], buffers[j])) taken.emplace_back(plan.offsets[j], add(plan.offsets[j], aligned(buffers[j].bytes)));
+      if (overlap_in_time(buffers[i], buffers[j]))
+        taken.emplace_back(plan.offsets[j], add(plan.offsets[j], aligned(buffers[j].bytes)));
     std::sort(taken.begin(), taken.end());
     int64_t size = aligned(buffers[i].bytes), offset = 0;
     for (const auto& [lo, hi] : taken) {

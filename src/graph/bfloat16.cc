@@ -12,7 +12,9 @@ namespace {
 
 constexpr int64_t kOnnxBFloat16 = 16;
 
-bool is_product(const std::string& op) { return op == "Conv" || op == "MatMul" || op == "Gemm"; }
+bool is_product(const std::string& op) {
+  return op == "Conv" || op == "MatMul" || op == "Gemm";
+}
 
 }  // namespace
 
@@ -29,7 +31,8 @@ void convert_to_bfloat16(Graph& graph) {
         if (graph.value(v).is_constant()) {
           const Value& w = graph.value(v);
           runtime::NDArray a(w.shape, bf16);
-          for (int64_t k = 0; k < a.numel(); ++k) a.set_flat(k, w.constant.get_flat(k));  // rounded to nearest even
+          for (int64_t k = 0; k < a.numel(); ++k)
+            a.set_flat(k, w.constant.get_flat(k));  // rounded to nearest even
           n.inputs[i] = graph.add_value({w.name + ".bf16", w.shape, bf16, a});
           continue;
         }
@@ -53,8 +56,10 @@ void convert_to_bfloat16(Graph& graph) {
 }
 
 void apply_dtype(Graph& graph, const std::string& dtype) {
-  if (dtype == "bfloat16") convert_to_bfloat16(graph);
-  else if (dtype != "float32") throw_input_error("dtype '{}': float32 or bfloat16", dtype);
+  if (dtype == "bfloat16")
+    convert_to_bfloat16(graph);
+  else if (dtype != "float32")
+    throw_input_error("dtype '{}': float32 or bfloat16", dtype);
 }
 
 }  // namespace tyche::graph

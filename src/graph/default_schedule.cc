@@ -66,7 +66,8 @@ void schedule_spatial(schedule::Schedule& sch, const Stage& st) {
   auto loops_r = sch.get_loops(block.value());
   if (!loops_r.ok() || loops_r.value().empty()) return;
   std::vector<schedule::LoopRV> all = loops_r.value();
-  std::vector<schedule::LoopRV> outer(all.begin(), all.begin() + static_cast<long>(std::min(st.spatial.size(), all.size())));
+  std::vector<schedule::LoopRV> outer(
+      all.begin(), all.begin() + static_cast<long>(std::min(st.spatial.size(), all.size())));
   auto fused = outer.size() > 1 ? sch.fuse(outer) : schedule::Result<schedule::LoopRV>(outer[0]);
   if (fused.ok()) (void)sch.parallel(fused.value());
 }
@@ -82,8 +83,10 @@ ir::PrimFunc default_schedule(const ir::PrimFunc& func) {
     const ir::BlockNode* b = c.blocks[i];
     Stage st{b->name, {}, 0};
     for (const ir::IterVar& iv : b->iter_vars) {
-      if (iv.kind != ir::IterKind::kSpatial) ++st.reduce;
-      else st.spatial.push_back(ir::as_const_int(iv.dom.extent).value_or(0));
+      if (iv.kind != ir::IterKind::kSpatial)
+        ++st.reduce;
+      else
+        st.spatial.push_back(ir::as_const_int(iv.dom.extent).value_or(0));
     }
     auto rv = sch.get_block(b->name);
     if (!rv.ok()) continue;

@@ -18,7 +18,7 @@ namespace tyche::graph {
 // for a model given as bytes, which then may not name external data). `bytes` is what the
 // tensor's shape and type need, already checked against the tensor limit. `what` names the
 // tensor in messages ("model.onnx: tensor 'W'").
-std::string read_external_data(const std::vector<std::pair<std::string, std::string>>& entries, const std::string& dir,
-                               uint64_t bytes, const std::string& what);
+std::string read_external_data(const std::vector<std::pair<std::string, std::string>>& entries,
+                               const std::string& dir, uint64_t bytes, const std::string& what);
 
 }  // namespace tyche::graph

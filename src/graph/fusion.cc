@@ -9,16 +9,24 @@ namespace tyche::graph {
 
 namespace {
 
-OpPattern pattern_of(const Node& n) { return find_op(n.op)->pattern; }
+OpPattern pattern_of(const Node& n) {
+  return find_op(n.op)->pattern;
+}
 
-bool is_pointwise(OpPattern p) { return p == OpPattern::kElementwise || p == OpPattern::kBroadcast; }
-bool is_anchor(OpPattern p) { return p == OpPattern::kAnchor || p == OpPattern::kReduction; }
+bool is_pointwise(OpPattern p) {
+  return p == OpPattern::kElementwise || p == OpPattern::kBroadcast;
+}
+bool is_anchor(OpPattern p) {
+  return p == OpPattern::kAnchor || p == OpPattern::kReduction;
+}
 
 std::string snake(const std::string& op) {
   std::string s;
   for (size_t i = 0; i < op.size(); ++i) {
     char c = op[i];
-    if (std::isupper(static_cast<unsigned char>(c)) && i > 0 && !std::isupper(static_cast<unsigned char>(op[i - 1]))) s += '_';
+    if (std::isupper(static_cast<unsigned char>(c)) && i > 0 &&
+        !std::isupper(static_cast<unsigned char>(op[i - 1])))
+      s += '_';
     s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return s;
@@ -26,7 +34,8 @@ std::string snake(const std::string& op) {
 
 class Fuser {
  public:
-  explicit Fuser(const Graph& g) : g_(g), users_(g.consumers()), group_(g.nodes.size()), producer_(g.values.size(), -1) {
+  explicit Fuser(const Graph& g)
+      : g_(g), users_(g.consumers()), group_(g.nodes.size()), producer_(g.values.size(), -1) {
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       group_[k] = static_cast<int>(k);
       members_.push_back({static_cast<int>(k)});
@@ -88,7 +97,8 @@ class Fuser {
       int r = sole_reader(n.outputs[0]);
       if (r < 0) continue;
       const Node& reader = g_.nodes[static_cast<size_t>(r)];
-      waits_[k] = reader.op == "Softmax" || (is_pointwise(pattern_of(reader)) && waits_[static_cast<size_t>(r)]);
+      waits_[k] = reader.op == "Softmax" ||
+                  (is_pointwise(pattern_of(reader)) && waits_[static_cast<size_t>(r)]);
     }
   }
 
@@ -97,7 +107,8 @@ class Fuser {
   void join_epilogue(int k) {
     const Node& n = g_.nodes[static_cast<size_t>(k)];
     bool waits = waits_[static_cast<size_t>(k)];
-    if (!is_pointwise(pattern_of(n)) || !single_output(k) || group_[static_cast<size_t>(k)] != k) return;
+    if (!is_pointwise(pattern_of(n)) || !single_output(k) || group_[static_cast<size_t>(k)] != k)
+      return;
     int best = -1;
     for (int in : n.inputs) {
       int grp = result_group(in);
@@ -116,7 +127,8 @@ class Fuser {
   // out; a Cast up).
   bool widens(int k) const {
     const Node& n = g_.nodes[static_cast<size_t>(k)];
-    if ((n.op != "DequantizeLinear" && n.op != "Cast") || n.inputs.empty() || n.inputs[0] < 0) return false;
+    if ((n.op != "DequantizeLinear" && n.op != "Cast") || n.inputs.empty() || n.inputs[0] < 0)
+      return false;
     return g_.value(n.outputs[0]).dtype.bytes() > g_.value(n.inputs[0]).dtype.bytes();
   }
 
@@ -145,7 +157,9 @@ class Fuser {
       int in = g_.nodes[k].inputs[0];
       int p = in >= 0 ? producer_[static_cast<size_t>(in)] : -1;
       // The group must still end in the node that made k's input, its new result.
-      if (r < 0 || group_[static_cast<size_t>(r)] == grp || p < 0 || members[members.size() - 2] != p || scale_made_in(kk, grp)) continue;
+      if (r < 0 || group_[static_cast<size_t>(r)] == grp || p < 0 ||
+          members[members.size() - 2] != p || scale_made_in(kk, grp))
+        continue;
       members.pop_back();
       int into = group_[static_cast<size_t>(r)];
       group_[k] = into;
@@ -174,11 +188,14 @@ class Fuser {
       int grp = group_[k];
       if (last_of(grp) != static_cast<int>(k)) continue;
       int r = reader_to_join(static_cast<int>(k));
-      if (r < 0 || group_[static_cast<size_t>(r)] == grp || pattern_of(g_.nodes[static_cast<size_t>(r)]) == OpPattern::kReduction) continue;
+      if (r < 0 || group_[static_cast<size_t>(r)] == grp ||
+          pattern_of(g_.nodes[static_cast<size_t>(r)]) == OpPattern::kReduction)
+        continue;
       bool lone_pointwise = true;
       for (int m : members_[static_cast<size_t>(grp)])
-        lone_pointwise = lone_pointwise && is_pointwise(pattern_of(g_.nodes[static_cast<size_t>(m)])) && single_output(m) &&
-                         !waits_[static_cast<size_t>(m)];
+        lone_pointwise = lone_pointwise &&
+                         is_pointwise(pattern_of(g_.nodes[static_cast<size_t>(m)])) &&
+                         single_output(m) && !waits_[static_cast<size_t>(m)];
       if (lone_pointwise) merge(group_[static_cast<size_t>(r)], grp);
     }
   }
@@ -201,8 +218,12 @@ class Fuser {
     int group_last = last_of(grp);
     std::vector<int> region;
     std::vector<int> open = {value};  // values with a reader outside the region (or graph outputs)
-    auto in_region = [&](int node) { return std::find(region.begin(), region.end(), node) != region.end(); };
-    auto made_in_region = [&](int v) { return v >= 0 && in_region(producer_[static_cast<size_t>(v)]); };
+    auto in_region = [&](int node) {
+      return std::find(region.begin(), region.end(), node) != region.end();
+    };
+    auto made_in_region = [&](int v) {
+      return v >= 0 && in_region(producer_[static_cast<size_t>(v)]);
+    };
     while (region.size() < kMaxRegion) {
       int next = -1;
       for (int v : open)
@@ -210,11 +231,14 @@ class Fuser {
           if (!in_region(r) && (next < 0 || r < next)) next = r;
       if (next < 0) return false;
       const Node& c = g_.nodes[static_cast<size_t>(next)];
-      if (!is_pointwise(pattern_of(c)) || !single_output(next) || waits_[static_cast<size_t>(next)] ||
+      if (!is_pointwise(pattern_of(c)) || !single_output(next) ||
+          waits_[static_cast<size_t>(next)] ||
           members_[static_cast<size_t>(group_[static_cast<size_t>(next)])].size() != 1)
         return false;
       for (int in : c.inputs)
-        if (in >= 0 && in != value && !made_in_region(in) && producer_[static_cast<size_t>(in)] > group_last) return false;
+        if (in >= 0 && in != value && !made_in_region(in) &&
+            producer_[static_cast<size_t>(in)] > group_last)
+          return false;
       region.push_back(next);
       open.push_back(c.outputs[0]);
       std::erase_if(open, [&](int v) {
@@ -251,7 +275,8 @@ class Fuser {
       for (int m : members_[static_cast<size_t>(grp)]) {
         OpPattern pt = pattern_of(g_.nodes[static_cast<size_t>(m)]);
         movable = movable && single_output(m) &&
-                  (pt == OpPattern::kInjective || pt == OpPattern::kView || (reduction && is_pointwise(pt)));
+                  (pt == OpPattern::kInjective || pt == OpPattern::kView ||
+                   (reduction && is_pointwise(pt)));
       }
       if (!movable) continue;
       for (int m : members_[static_cast<size_t>(grp)])
@@ -278,7 +303,8 @@ class Fuser {
       f.name = f.is_view ? snake(g_.nodes[static_cast<size_t>(m[0])].op) : name;
       out.push_back(std::move(f));
     }
-    std::sort(out.begin(), out.end(), [](const FusedGroup& a, const FusedGroup& b) { return a.last() < b.last(); });
+    std::sort(out.begin(), out.end(),
+              [](const FusedGroup& a, const FusedGroup& b) { return a.last() < b.last(); });
     return out;
   }
 
@@ -293,6 +319,8 @@ class Fuser {
 
 }  // namespace
 
-std::vector<FusedGroup> fuse(const Graph& graph) { return Fuser(graph).run(); }
+std::vector<FusedGroup> fuse(const Graph& graph) {
+  return Fuser(graph).run();
+}
 
 }  // namespace tyche::graph

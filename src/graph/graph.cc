@@ -8,11 +8,15 @@
 namespace tyche::graph {
 
 int64_t Value::numel() const {
-  if (std::optional<int64_t> n = checked_numel(shape)) return *n;  // the passes ask often: no message built
-  return tensor_size(fmt::format("value '{}'", name), shape, dtype).elements;  // throws, naming the value
+  if (std::optional<int64_t> n = checked_numel(shape))
+    return *n;  // the passes ask often: no message built
+  return tensor_size(fmt::format("value '{}'", name), shape, dtype)
+      .elements;  // throws, naming the value
 }
 
-uint64_t Value::bytes() const { return tensor_size(fmt::format("value '{}'", name), shape, dtype).bytes; }
+uint64_t Value::bytes() const {
+  return tensor_size(fmt::format("value '{}'", name), shape, dtype).bytes;
+}
 
 namespace {
 
@@ -58,7 +62,8 @@ std::vector<std::vector<int>> Graph::consumers() const {
   std::vector<std::vector<int>> users(values.size());
   for (size_t n = 0; n < nodes.size(); ++n)
     for (int in : nodes[n].inputs)
-      if (in >= 0 && (users[static_cast<size_t>(in)].empty() || users[static_cast<size_t>(in)].back() != static_cast<int>(n)))
+      if (in >= 0 && (users[static_cast<size_t>(in)].empty() ||
+                      users[static_cast<size_t>(in)].back() != static_cast<int>(n)))
         users[static_cast<size_t>(in)].push_back(static_cast<int>(n));
   return users;
 }
@@ -105,24 +110,33 @@ void Graph::remove_dead() {
 
 std::optional<DataType> dtype_of_onnx(int64_t code) {
   switch (code) {
-    case 1: return kFloat32;
-    case 2: return DataType::UInt(8);
-    case 3: return DataType::Int(8);
-    case 6: return kInt32;
-    case 7: return kInt64;
-    case 9: return kBool;
-    case 11: return kFloat64;
-    case 16: return DataType::BFloat16();
-    default: return std::nullopt;
+    case 1:
+      return kFloat32;
+    case 2:
+      return DataType::UInt(8);
+    case 3:
+      return DataType::Int(8);
+    case 6:
+      return kInt32;
+    case 7:
+      return kInt64;
+    case 9:
+      return kBool;
+    case 11:
+      return kFloat64;
+    case 16:
+      return DataType::BFloat16();
+    default:
+      return std::nullopt;
   }
 }
 
 std::string onnx_dtype_name(int64_t code) {
-  static const char* kNames[] = {"UNDEFINED", "FLOAT", "UINT8",   "INT8",       "UINT16",     "INT16",
-                                 "INT32",     "INT64", "STRING",  "BOOL",       "FLOAT16",    "DOUBLE",
-                                 "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
-                                 "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
-                                 "INT4", "FLOAT4E2M1"};
+  static const char* kNames[] = {
+      "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",   "INT16",
+      "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",  "DOUBLE",
+      "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
+      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",     "FLOAT4E2M1"};
   if (code >= 0 && code < static_cast<int64_t>(std::size(kNames))) return kNames[code];
   return fmt::format("number {} (not an ONNX type)", code);
 }

@@ -26,12 +26,12 @@ struct Value {
   uint64_t bytes() const;
 };
 
-using Attribute = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
-                               std::vector<std::string>, runtime::NDArray>;
+using Attribute = std::variant<int64_t, double, std::string, std::vector<int64_t>,
+                               std::vector<double>, std::vector<std::string>, runtime::NDArray>;
 
 struct Node {
-  std::string op;    // ONNX op type: "Conv", "MatMul", ...
-  std::string name;  // the node's name in the model, or "<op>_<index>" when it has none
+  std::string op;            // ONNX op type: "Conv", "MatMul", ...
+  std::string name;          // the node's name in the model, or "<op>_<index>" when it has none
   std::vector<int> inputs;   // value ids; -1 for an optional input left out
   std::vector<int> outputs;  // value ids; -1 for an optional output left out
   std::map<std::string, Attribute> attributes;

@@ -27,7 +27,9 @@ runtime::NDArray permute(const runtime::NDArray& a, const std::vector<int64_t>& 
   runtime::NDArray out(permuted(s, perm), a.dtype());
   const std::vector<int64_t>& o = out.shape();
   std::vector<int64_t> stride(4, 1);
-  for (int d = 2; d >= 0; --d) stride[static_cast<size_t>(d)] = stride[static_cast<size_t>(d) + 1] * s[static_cast<size_t>(d) + 1];
+  for (int d = 2; d >= 0; --d)
+    stride[static_cast<size_t>(d)] =
+        stride[static_cast<size_t>(d) + 1] * s[static_cast<size_t>(d) + 1];
   int64_t k = 0;
   for (int64_t i0 = 0; i0 < o[0]; ++i0)
     for (int64_t i1 = 0; i1 < o[1]; ++i1)
@@ -50,12 +52,15 @@ std::optional<size_t> conv_weight_input(const std::string& op) {
 }
 
 // Ops whose 1-D constants are per-axis (a scale per channel), not numpy-broadcast operands.
-bool is_per_axis_op(const std::string& op) { return op == "QuantizeLinear" || op == "DequantizeLinear"; }
+bool is_per_axis_op(const std::string& op) {
+  return op == "QuantizeLinear" || op == "DequantizeLinear";
+}
 
 bool is_pointwise(const std::string& op) {
   const OpSpec* spec = find_op(op);
-  return spec && (spec->pattern == OpPattern::kElementwise || spec->pattern == OpPattern::kBroadcast) && op != "BatchNormalization" &&
-         op != "Where";
+  return spec &&
+         (spec->pattern == OpPattern::kElementwise || spec->pattern == OpPattern::kBroadcast) &&
+         op != "BatchNormalization" && op != "Where";
 }
 
 class LayoutPass {
@@ -66,7 +71,8 @@ class LayoutPass {
     std::vector<Node> nodes = std::move(g_.nodes);
     g_.nodes.clear();
     for (Node& n : nodes) {
-      if (channels_last(n)) move_to_nhwc(n);
+      if (channels_last(n))
+        move_to_nhwc(n);
       else
         for (int& in : n.inputs)
           if (in >= 0 && is_nhwc(in)) in = transposed(in, false);
@@ -82,8 +88,12 @@ class LayoutPass {
   }
 
  private:
-  bool is_nhwc(int v) const { return static_cast<size_t>(v) < nhwc_.size() && nhwc_[static_cast<size_t>(v)]; }
-  bool is_activation(int v) const { return v >= 0 && !g_.value(v).is_constant() && g_.value(v).shape.size() == 4; }
+  bool is_nhwc(int v) const {
+    return static_cast<size_t>(v) < nhwc_.size() && nhwc_[static_cast<size_t>(v)];
+  }
+  bool is_activation(int v) const {
+    return v >= 0 && !g_.value(v).is_constant() && g_.value(v).shape.size() == 4;
+  }
 
   bool any_nhwc_input(const Node& n) const {
     for (int in : n.inputs)
@@ -92,10 +102,13 @@ class LayoutPass {
   }
 
   bool channels_last(const Node& n) const {
-    if (n.outputs.size() != 1 || n.outputs[0] < 0 || g_.value(n.outputs[0]).shape.size() != 4) return false;
+    if (n.outputs.size() != 1 || n.outputs[0] < 0 || g_.value(n.outputs[0]).shape.size() != 4)
+      return false;
     if (auto w = conv_weight_input(n.op))
-      return is_activation(n.inputs[0]) && *w < n.inputs.size() && n.inputs[*w] >= 0 && g_.value(n.inputs[*w]).is_constant();
-    if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool") return is_nhwc(n.inputs[0]);
+      return is_activation(n.inputs[0]) && *w < n.inputs.size() && n.inputs[*w] >= 0 &&
+             g_.value(n.inputs[*w]).is_constant();
+    if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool")
+      return is_nhwc(n.inputs[0]);
     if (n.op == "Concat" || is_pointwise(n.op)) {
       for (int in : n.inputs)
         if (in >= 0 && !g_.value(in).is_constant() && g_.value(in).shape.size() != 4) return false;
@@ -137,9 +150,12 @@ class LayoutPass {
       }
       auto weight = conv_weight_input(n.op);
       if (weight && i == *weight) {
-        n.inputs[i] = constant(permute(v.constant, {2, 3, 1, 0}), v.name + ".hwio");  // (CO, CI/g, KH, KW) -> (KH, KW, CI/g, CO)
-      } else if (!weight && !is_per_axis_op(n.op) && v.constant.numel() > 1 && v.shape.size() <= 4) {
-        // A broadcast constant: right-aligned to rank 4 as NCHW broadcasting reads it, then permuted.
+        n.inputs[i] = constant(permute(v.constant, {2, 3, 1, 0}),
+                               v.name + ".hwio");  // (CO, CI/g, KH, KW) -> (KH, KW, CI/g, CO)
+      } else if (!weight && !is_per_axis_op(n.op) && v.constant.numel() > 1 &&
+                 v.shape.size() <= 4) {
+        // A broadcast constant: right-aligned to rank 4 as NCHW broadcasting reads it, then
+        // permuted.
         std::vector<int64_t> shape4(4 - v.shape.size(), 1);
         shape4.insert(shape4.end(), v.shape.begin(), v.shape.end());
         runtime::NDArray a(shape4, v.dtype);
@@ -154,7 +170,8 @@ class LayoutPass {
     } else if (n.op == "Concat") {
       int64_t axis = n.get_int("axis", 0);
       if (axis < 0) axis += 4;
-      n.attributes["axis"] = kToNchw[static_cast<size_t>(axis)];  // where NCHW axis `axis` sits in NHWC
+      n.attributes["axis"] =
+          kToNchw[static_cast<size_t>(axis)];  // where NCHW axis `axis` sits in NHWC
     } else if (!is_pointwise(n.op)) {
       n.attributes[kLayoutAttribute] = std::string("NHWC");
     }

@@ -28,7 +28,9 @@ std::string read_file(const std::string& path) {
   uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec) throw_input_error("cannot open '{}'", path);
   if (size > (uintmax_t{2} << 30) - 1)
-    throw_input_error("'{}' is {} bytes: an ONNX file holds less than 2 GiB (larger weights go in external data)", path, size);
+    throw_input_error(
+        "'{}' is {} bytes: an ONNX file holds less than 2 GiB (larger weights go in external data)",
+        path, size);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_input_error("cannot open '{}'", path);
   std::ostringstream s;
@@ -38,8 +40,10 @@ std::string read_file(const std::string& path) {
 
 template <typename T>
 void copy_out(runtime::NDArray& a, const T* src, int64_t i) {
-  if constexpr (std::is_floating_point_v<T>) a.set_flat(i, static_cast<double>(src[i]));
-  else a.set_flat_int(i, static_cast<int64_t>(src[i]));
+  if constexpr (std::is_floating_point_v<T>)
+    a.set_flat(i, static_cast<double>(src[i]));
+  else
+    a.set_flat_int(i, static_cast<int64_t>(src[i]));
 }
 
 // Copies n values of a typed field (float_data, int32_data...) into a. ONNX keeps 16-bit floats'
@@ -48,17 +52,22 @@ template <typename T>
 void copy_typed(runtime::NDArray& a, const T* src) {
   bool bits16 = a.dtype().is_float() && a.dtype().bits() == 16;
   for (int64_t i = 0; i < a.numel(); ++i) {
-    if (bits16) a.data_as<uint16_t>()[i] = static_cast<uint16_t>(src[i]);
-    else copy_out(a, src, i);
+    if (bits16)
+      a.data_as<uint16_t>()[i] = static_cast<uint16_t>(src[i]);
+    else
+      copy_out(a, src, i);
   }
 }
 
 // A TensorProto's contents (raw bytes, typed fields or an external file). Its size is checked
 // (no overflow, within the tensor limit) and the data's length matched to it before the tensor
 // is allocated, so a crafted shape costs nothing.
-runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what, const std::string& dir) {
+runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what,
+                           const std::string& dir) {
   std::optional<DataType> dtype = dtype_of_onnx(t.data_type());
-  if (!dtype) throw_input_error("{}: tensor '{}' has type {}, which Tyche does not support", what, t.name(), onnx_dtype_name(t.data_type()));
+  if (!dtype)
+    throw_input_error("{}: tensor '{}' has type {}, which Tyche does not support", what, t.name(),
+                      onnx_dtype_name(t.data_type()));
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   std::string name = fmt::format("{}: tensor '{}'", what, t.name());
   TensorSize size = tensor_size(name, shape, *dtype);
@@ -74,41 +83,64 @@ runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what, 
   }
   if (data) {
     if (data->size() != size.bytes)
-      throw_input_error("{} holds {} bytes, its shape {} needs {}", name, data->size(), shape_text(shape), size.bytes);
+      throw_input_error("{} holds {} bytes, its shape {} needs {}", name, data->size(),
+                        shape_text(shape), size.bytes);
     runtime::NDArray a(shape, *dtype);
     if (dtype->is_bool()) {
-      for (int64_t i = 0; i < a.numel(); ++i) a.set_flat_int(i, (*data)[static_cast<size_t>(i)] != 0);
+      for (int64_t i = 0; i < a.numel(); ++i)
+        a.set_flat_int(i, (*data)[static_cast<size_t>(i)] != 0);
     } else if (size.bytes) {
       std::memcpy(a.data(), data->data(), size.bytes);
     }
     return a;
   }
   auto check = [&](int n) {
-    if (n != size.elements) throw_input_error("{} holds {} values, its shape {} needs {}", name, n, shape_text(shape), size.elements);
+    if (n != size.elements)
+      throw_input_error("{} holds {} values, its shape {} needs {}", name, n, shape_text(shape),
+                        size.elements);
   };
   bool is_float = *dtype == kFloat32, is_double = *dtype == kFloat64, is_int64 = *dtype == kInt64;
-  if (is_float) check(t.float_data_size());
-  else if (is_double) check(t.double_data_size());
-  else if (is_int64) check(t.int64_data_size());
-  else check(t.int32_data_size());
+  if (is_float)
+    check(t.float_data_size());
+  else if (is_double)
+    check(t.double_data_size());
+  else if (is_int64)
+    check(t.int64_data_size());
+  else
+    check(t.int32_data_size());
   runtime::NDArray a(shape, *dtype);
-  if (is_float) copy_typed(a, t.float_data().data());
-  else if (is_double) copy_typed(a, t.double_data().data());
-  else if (is_int64) copy_typed(a, t.int64_data().data());
-  else copy_typed(a, t.int32_data().data());
+  if (is_float)
+    copy_typed(a, t.float_data().data());
+  else if (is_double)
+    copy_typed(a, t.double_data().data());
+  else if (is_int64)
+    copy_typed(a, t.int64_data().data());
+  else
+    copy_typed(a, t.int32_data().data());
   return a;
 }
 
-Attribute attribute_of(const onnx::AttributeProto& a, const std::string& what, const std::string& dir) {
+Attribute attribute_of(const onnx::AttributeProto& a, const std::string& what,
+                       const std::string& dir) {
   switch (a.type()) {
-    case onnx::AttributeProto_AttributeType_INT: return a.i();
-    case onnx::AttributeProto_AttributeType_FLOAT: return static_cast<double>(a.f());
-    case onnx::AttributeProto_AttributeType_STRING: return a.s();
-    case onnx::AttributeProto_AttributeType_INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    case onnx::AttributeProto_AttributeType_FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
-    case onnx::AttributeProto_AttributeType_STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
-    case onnx::AttributeProto_AttributeType_TENSOR: return tensor_of(a.t(), what, dir);
-    default: throw_input_error("{}: attribute '{}' is of a kind Tyche does not support (graphs, sparse tensors)", what, a.name());
+    case onnx::AttributeProto_AttributeType_INT:
+      return a.i();
+    case onnx::AttributeProto_AttributeType_FLOAT:
+      return static_cast<double>(a.f());
+    case onnx::AttributeProto_AttributeType_STRING:
+      return a.s();
+    case onnx::AttributeProto_AttributeType_INTS:
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto_AttributeType_FLOATS:
+      return std::vector<double>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto_AttributeType_STRINGS:
+      return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case onnx::AttributeProto_AttributeType_TENSOR:
+      return tensor_of(a.t(), what, dir);
+    default:
+      throw_input_error(
+          "{}: attribute '{}' is of a kind Tyche does not support (graphs, sparse tensors)", what,
+          a.name());
   }
 }
 
@@ -139,14 +171,18 @@ runtime::NDArray constant_node_value(const Node& n) {
     for (size_t i = 0; i < v.size(); ++i) a.set_flat(static_cast<int64_t>(i), v[i]);
     return a;
   }
-  throw_input_error("node '{}' (Constant): no value Tyche can read (value, value_float(s), value_int(s))", n.name);
+  throw_input_error(
+      "node '{}' (Constant): no value Tyche can read (value, value_float(s), value_int(s))",
+      n.name);
 }
 
 int default_opset(const onnx::ModelProto& m, const std::string& what) {
   for (const auto& o : m.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") {
       int v = static_cast<int>(o.version());
-      if (v < kMinOpset || v > kMaxOpset) throw_input_error("{}: opset {} is not supported (Tyche reads opsets {} to {})", what, v, kMinOpset, kMaxOpset);
+      if (v < kMinOpset || v > kMaxOpset)
+        throw_input_error("{}: opset {} is not supported (Tyche reads opsets {} to {})", what, v,
+                          kMinOpset, kMaxOpset);
       return v;
     }
   throw_input_error("{}: the model imports no ai.onnx opset", what);
@@ -156,7 +192,9 @@ int default_opset(const onnx::ModelProto& m, const std::string& what) {
 void check_ops(const onnx::GraphProto& g, const std::string& what) {
   std::map<std::string, int> missing;
   for (const auto& n : g.node()) {
-    std::string type = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + ":" + n.op_type();
+    std::string type = n.domain().empty() || n.domain() == "ai.onnx"
+                           ? n.op_type()
+                           : n.domain() + ":" + n.op_type();
     if (type != "Constant" && !find_op(type)) ++missing[type];
   }
   if (missing.empty()) return;
@@ -165,15 +203,19 @@ void check_ops(const onnx::GraphProto& g, const std::string& what) {
   throw_input_error("{}: unsupported operators: {}", what, fmt::join(parts, ", "));
 }
 
-std::vector<int64_t> input_shape(const onnx::ValueInfoProto& in, const ImportOptions& options, const std::string& what) {
+std::vector<int64_t> input_shape(const onnx::ValueInfoProto& in, const ImportOptions& options,
+                                 const std::string& what) {
   auto given = options.input_shapes.find(in.name());
   const auto& tt = in.type().tensor_type();
   if (given != options.input_shapes.end()) {
     if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(given->second.size()))
-      throw_input_error("{}: --input-shape {} has rank {}, the input has rank {}", what, in.name(), given->second.size(), tt.shape().dim_size());
+      throw_input_error("{}: --input-shape {} has rank {}, the input has rank {}", what, in.name(),
+                        given->second.size(), tt.shape().dim_size());
     return given->second;
   }
-  if (!tt.has_shape()) throw_input_error("{}: input '{}' has no shape: give --input-shape {}=...", what, in.name(), in.name());
+  if (!tt.has_shape())
+    throw_input_error("{}: input '{}' has no shape: give --input-shape {}=...", what, in.name(),
+                      in.name());
   std::vector<int64_t> shape;
   for (int d = 0; d < tt.shape().dim_size(); ++d) {
     const auto& dim = tt.shape().dim(d);
@@ -182,7 +224,9 @@ std::vector<int64_t> input_shape(const onnx::ValueInfoProto& in, const ImportOpt
       continue;
     }
     std::string sym = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "unknown";
-    throw_input_error("{}: input '{}' has a symbolic dimension {} (dimension {}): give --input-shape {}=...", what, in.name(), sym, d, in.name());
+    throw_input_error(
+        "{}: input '{}' has a symbolic dimension {} (dimension {}): give --input-shape {}=...",
+        what, in.name(), sym, d, in.name());
   }
   return shape;
 }
@@ -211,9 +255,11 @@ Graph import_onnx(const std::string& path, const ImportOptions& options) {
   return import_onnx_bytes(read_file(path), path, dir.empty() ? "." : dir, options);
 }
 
-Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const std::string& dir, const ImportOptions& options) {
+Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const std::string& dir,
+                        const ImportOptions& options) {
   onnx::ModelProto model;
-  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph() || model.ir_version() <= 0)
+  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph() ||
+      model.ir_version() <= 0)
     throw_input_error("'{}' is not an ONNX model (it does not parse as one)", what);
   const onnx::GraphProto& g = model.graph();
   Graph graph;
@@ -229,35 +275,49 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
   }
   for (const auto& entry : options.input_shapes) {
     const std::string& name = entry.first;
-    bool found = !ids.count(name) && std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) { return in.name() == name; });
-    if (!found) throw_input_error("{}: --input-shape names '{}', which is not an input of the model", what, name);
+    bool found = !ids.count(name) && std::any_of(g.input().begin(), g.input().end(),
+                                                 [&](const auto& in) { return in.name() == name; });
+    if (!found)
+      throw_input_error("{}: --input-shape names '{}', which is not an input of the model", what,
+                        name);
   }
   for (const auto& in : g.input()) {
     if (ids.count(in.name())) continue;  // an initializer listed as an input (older exporters)
     int code = in.type().tensor_type().elem_type();
     std::optional<DataType> dtype = dtype_of_onnx(code);
-    if (!dtype) throw_input_error("{}: input '{}' has type {}, which Tyche does not support", what, in.name(), onnx_dtype_name(code));
+    if (!dtype)
+      throw_input_error("{}: input '{}' has type {}, which Tyche does not support", what, in.name(),
+                        onnx_dtype_name(code));
     std::vector<int64_t> shape = input_shape(in, options, what);
-    tensor_size(fmt::format("{}: input '{}'", what, in.name()), shape, *dtype);  // before anything is sized from it
+    tensor_size(fmt::format("{}: input '{}'", what, in.name()), shape,
+                *dtype);  // before anything is sized from it
     int id = graph.add_value({in.name(), std::move(shape), *dtype, {}});
     ids[in.name()] = id;
     graph.inputs.push_back(id);
   }
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& p = g.node(i);
-    Node n{p.op_type(), p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name(), {}, {}, {}};
-    for (const auto& a : p.attribute()) n.attributes[a.name()] = attribute_of(a, fmt::format("{}: node '{}'", what, n.name), dir);
+    Node n{p.op_type(),
+           p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name(),
+           {},
+           {},
+           {}};
+    for (const auto& a : p.attribute())
+      n.attributes[a.name()] = attribute_of(a, fmt::format("{}: node '{}'", what, n.name), dir);
     for (const auto& in : p.input()) {
       if (in.empty()) {
         n.inputs.push_back(-1);
         continue;
       }
       auto it = ids.find(in);
-      if (it == ids.end()) throw_input_error("{}: node '{}' reads '{}', which nothing defines before it", what, n.name, in);
+      if (it == ids.end())
+        throw_input_error("{}: node '{}' reads '{}', which nothing defines before it", what, n.name,
+                          in);
       n.inputs.push_back(it->second);
     }
     if (n.op == "Constant") {
-      if (p.output_size() != 1) throw_input_error("{}: node '{}' (Constant) must have one output", what, n.name);
+      if (p.output_size() != 1)
+        throw_input_error("{}: node '{}' (Constant) must have one output", what, n.name);
       Value v{p.output(0), {}, {}, constant_node_value(n)};
       v.shape = v.constant.shape();
       v.dtype = v.constant.dtype();
@@ -278,7 +338,8 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
   }
   for (const auto& out : g.output()) {
     auto it = ids.find(out.name());
-    if (it == ids.end()) throw_input_error("{}: output '{}' is not defined by any node", what, out.name());
+    if (it == ids.end())
+      throw_input_error("{}: output '{}' is not defined by any node", what, out.name());
     graph.outputs.push_back(it->second);
   }
   if (graph.outputs.empty()) throw_input_error("{}: the model has no outputs", what);

@@ -9,12 +9,18 @@ namespace tyche::graph {
 
 const char* pattern_name(OpPattern p) {
   switch (p) {
-    case OpPattern::kElementwise: return "elementwise";
-    case OpPattern::kBroadcast: return "broadcast";
-    case OpPattern::kInjective: return "injective";
-    case OpPattern::kReduction: return "reduction";
-    case OpPattern::kAnchor: return "anchor";
-    case OpPattern::kView: return "view";
+    case OpPattern::kElementwise:
+      return "elementwise";
+    case OpPattern::kBroadcast:
+      return "broadcast";
+    case OpPattern::kInjective:
+      return "injective";
+    case OpPattern::kReduction:
+      return "reduction";
+    case OpPattern::kAnchor:
+      return "anchor";
+    case OpPattern::kView:
+      return "view";
   }
   return "?";
 }
@@ -24,7 +30,8 @@ std::string NameGen::operator()(const std::string& base) {
   return n++ == 0 ? base : fmt::format("{}_{}", base, n - 1);
 }
 
-ConvertContext::ConvertContext(const Graph& graph, const Node& node, std::vector<te::Tensor> inputs, NameGen& names)
+ConvertContext::ConvertContext(const Graph& graph, const Node& node, std::vector<te::Tensor> inputs,
+                               NameGen& names)
     : graph_(graph), node_(node), inputs_(std::move(inputs)), names_(names) {}
 
 const Value& ConvertContext::value(size_t i) const {
@@ -39,7 +46,8 @@ const te::Tensor& ConvertContext::input(size_t i) const {
 
 const runtime::NDArray& ConvertContext::constant(size_t i, const char* what) const {
   const Value& v = value(i);
-  if (!v.is_constant()) fail(fmt::format("{} ('{}') must be a constant: Tyche compiles static shapes", what, v.name));
+  if (!v.is_constant())
+    fail(fmt::format("{} ('{}') must be a constant: Tyche compiles static shapes", what, v.name));
   return v.constant;
 }
 
@@ -63,15 +71,18 @@ ir::Expr ConvertContext::load(size_t i, const std::vector<ir::Expr>& indices) co
   return input(i)(indices);
 }
 
-ir::Expr ConvertContext::load_broadcast(size_t i, const std::vector<ir::Expr>& out, const std::vector<int64_t>& out_shape) const {
+ir::Expr ConvertContext::load_broadcast(size_t i, const std::vector<ir::Expr>& out,
+                                        const std::vector<int64_t>& out_shape) const {
   return load(i, broadcast_index(shape(i), out, out_shape));
 }
 
-std::vector<ir::Expr> broadcast_index(const std::vector<int64_t>& in, const std::vector<ir::Expr>& out,
+std::vector<ir::Expr> broadcast_index(const std::vector<int64_t>& in,
+                                      const std::vector<ir::Expr>& out,
                                       const std::vector<int64_t>& out_shape) {
   size_t offset = out.size() - in.size();
   std::vector<ir::Expr> idx;
-  for (size_t d = 0; d < in.size(); ++d) idx.push_back(in[d] == 1 && out_shape[offset + d] != 1 ? ir::Expr(0) : out[offset + d]);
+  for (size_t d = 0; d < in.size(); ++d)
+    idx.push_back(in[d] == 1 && out_shape[offset + d] != 1 ? ir::Expr(0) : out[offset + d]);
   return idx;
 }
 
@@ -85,14 +96,16 @@ void ConvertContext::fail(const std::string& message) const {
   throw InputError(fmt::format("node '{}' ({}): {}", node_.name, node_.op, message));
 }
 
-std::vector<int64_t> broadcast_shapes(const Node& node, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+std::vector<int64_t> broadcast_shapes(const Node& node, const std::vector<int64_t>& a,
+                                      const std::vector<int64_t>& b) {
   size_t rank = std::max(a.size(), b.size());
   std::vector<int64_t> out(rank);
   for (size_t d = 0; d < rank; ++d) {
     int64_t x = d + a.size() >= rank ? a[d + a.size() - rank] : 1;
     int64_t y = d + b.size() >= rank ? b[d + b.size() - rank] : 1;
     if (x != y && x != 1 && y != 1)
-      throw_input_error("node '{}' ({}): shapes {} and {} do not broadcast", node.name, node.op, shape_text(a), shape_text(b));
+      throw_input_error("node '{}' ({}): shapes {} and {} do not broadcast", node.name, node.op,
+                        shape_text(a), shape_text(b));
     out[d] = x == 1 ? y : x;
   }
   return out;
@@ -165,7 +178,8 @@ const OpSpec* find_op(std::string_view op_type) {
   return it != std::end(kOps) && it->name == op_type ? &*it : nullptr;
 }
 
-std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node, const std::vector<te::Tensor>& inputs, NameGen& names) {
+std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node,
+                                     const std::vector<te::Tensor>& inputs, NameGen& names) {
   const OpSpec* spec = find_op(node.op);
   if (!spec) throw_input_error("node '{}': unsupported operator {}", node.name, node.op);
   ConvertContext context(graph, node, inputs, names);

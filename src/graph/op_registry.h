@@ -48,7 +48,8 @@ class NameGen {
 // What a converter sees of the node it converts.
 class ConvertContext {
  public:
-  ConvertContext(const Graph& graph, const Node& node, std::vector<te::Tensor> inputs, NameGen& names);
+  ConvertContext(const Graph& graph, const Node& node, std::vector<te::Tensor> inputs,
+                 NameGen& names);
 
   const Node& node() const { return node_; }
   int opset() const { return graph_.opset; }
@@ -71,7 +72,8 @@ class ConvertContext {
   ir::Expr load(size_t i, const std::vector<ir::Expr>& indices) const;
   // Element of input `i` under numpy broadcasting to an output of shape `out_shape` indexed by
   // `out` (broadcast_index).
-  ir::Expr load_broadcast(size_t i, const std::vector<ir::Expr>& out, const std::vector<int64_t>& out_shape) const;
+  ir::Expr load_broadcast(size_t i, const std::vector<ir::Expr>& out,
+                          const std::vector<int64_t>& out_shape) const;
 
   // A fresh compute name in the function being built.
   std::string name(const std::string& base) const { return names_(base); }
@@ -101,24 +103,32 @@ std::vector<std::string> supported_ops();
 
 // Converts `node` with te tensors for its inputs (undefined where an input is left out): one
 // tensor per output of the node (an output left out gets an undefined tensor's place too).
-std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node, const std::vector<te::Tensor>& inputs, NameGen& names);
+std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node,
+                                     const std::vector<te::Tensor>& inputs, NameGen& names);
 
 // Numpy broadcasting of two shapes; InputError (naming `node`) when they do not broadcast.
-std::vector<int64_t> broadcast_shapes(const Node& node, const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+std::vector<int64_t> broadcast_shapes(const Node& node, const std::vector<int64_t>& a,
+                                      const std::vector<int64_t>& b);
 // The index into an operand of shape `in` that broadcasts to an output of shape `out_shape`
 // indexed by `out` (right-aligned). A size-1 dimension is read at 0 only where the output's is
 // longer: an operand of the output's own shape keeps the output's indices, the element-wise
-// pattern that inlining and consumer fusion look for (a residual add read at [0, h, w, c] is not one).
-std::vector<ir::Expr> broadcast_index(const std::vector<int64_t>& in, const std::vector<ir::Expr>& out,
+// pattern that inlining and consumer fusion look for (a residual add read at [0, h, w, c] is not
+// one).
+std::vector<ir::Expr> broadcast_index(const std::vector<int64_t>& in,
+                                      const std::vector<ir::Expr>& out,
                                       const std::vector<int64_t>& out_shape);
 
 // The op families' converters (ops_*.cc), for the table.
 namespace ops {
 
 // A compute's iteration variables as index expressions.
-inline std::vector<ir::Expr> exprs(const std::vector<ir::Var>& vars) { return {vars.begin(), vars.end()}; }
+inline std::vector<ir::Expr> exprs(const std::vector<ir::Var>& vars) {
+  return {vars.begin(), vars.end()};
+}
 // An int32 constant (shape arithmetic, indices).
-inline ir::Expr const_i32(int64_t v) { return ir::Expr(static_cast<int>(v)); }
+inline ir::Expr const_i32(int64_t v) {
+  return ir::Expr(static_cast<int>(v));
+}
 
 std::vector<te::Tensor> relu(ConvertContext& c);
 std::vector<te::Tensor> clip(ConvertContext& c);

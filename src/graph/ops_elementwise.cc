@@ -15,13 +15,18 @@ namespace {
 
 std::vector<Tensor> unary(ConvertContext& c, const char* name, const std::function<Expr(Expr)>& f) {
   return {te::compute(
-      c.shape(0), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return f(c.load(0, exprs(v))); }, c.name(name))};
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return f(c.load(0, exprs(v))); },
+      c.name(name))};
 }
 
-Expr fconst(double v) { return ir::make_float(v); }
+Expr fconst(double v) {
+  return ir::make_float(v);
+}
 
 // Inputs 0..n-1 broadcast against each other, combined by `f`.
-std::vector<Tensor> broadcast(ConvertContext& c, const char* name, size_t n, const std::function<Expr(std::vector<Expr>)>& f) {
+std::vector<Tensor> broadcast(ConvertContext& c, const char* name, size_t n,
+                              const std::function<Expr(std::vector<Expr>)>& f) {
   std::vector<int64_t> shape = c.shape(0);
   for (size_t i = 1; i < n; ++i) shape = broadcast_shapes(c.node(), shape, c.shape(i));
   return {te::compute(
@@ -36,7 +41,8 @@ std::vector<Tensor> broadcast(ConvertContext& c, const char* name, size_t n, con
 
 std::vector<Tensor> binary(ConvertContext& c, const char* name, Expr (*f)(Expr, Expr)) {
   if (c.dtype(0) != c.dtype(1))
-    c.fail(fmt::format("inputs of different types ({} and {})", c.dtype(0).str(), c.dtype(1).str()));
+    c.fail(
+        fmt::format("inputs of different types ({} and {})", c.dtype(0).str(), c.dtype(1).str()));
   return broadcast(c, name, 2, [f](std::vector<Expr> a) { return f(a[0], a[1]); });
 }
 
@@ -75,7 +81,8 @@ std::vector<Tensor> clip(ConvertContext& c) {
 std::vector<Tensor> leaky_relu(ConvertContext& c) {
   require_float(c);
   double alpha = c.node().get_float("alpha", 0.01);
-  return unary(c, "leaky_relu", [alpha](Expr x) { return ir::select(x > fconst(0), x, x * fconst(alpha)); });
+  return unary(c, "leaky_relu",
+               [alpha](Expr x) { return ir::select(x > fconst(0), x, x * fconst(alpha)); });
 }
 
 std::vector<Tensor> sigmoid(ConvertContext& c) {
@@ -99,19 +106,23 @@ std::vector<Tensor> gelu(ConvertContext& c) {
   if (approximate == "tanh") {
     double k = std::sqrt(2 / std::numbers::pi);
     return unary(c, "gelu", [k](Expr x) {
-      return fconst(0.5) * x * (fconst(1) + ir::tanh(fconst(k) * (x + fconst(0.044715) * x * x * x)));
+      return fconst(0.5) * x *
+             (fconst(1) + ir::tanh(fconst(k) * (x + fconst(0.044715) * x * x * x)));
     });
   }
-  if (approximate != "none") c.fail(fmt::format("unknown approximate '{}' (none or tanh)", approximate));
+  if (approximate != "none")
+    c.fail(fmt::format("unknown approximate '{}' (none or tanh)", approximate));
   return unary(c, "gelu", [](Expr x) {
-    return fconst(0.5) * x * (fconst(1) + ir::call(ir::CallOp::kErf, {x * fconst(1 / std::numbers::sqrt2)}));
+    return fconst(0.5) * x *
+           (fconst(1) + ir::call(ir::CallOp::kErf, {x * fconst(1 / std::numbers::sqrt2)}));
   });
 }
 
 std::vector<Tensor> hard_swish(ConvertContext& c) {
   require_float(c);
-  return unary(c, "hard_swish",
-               [](Expr x) { return x * ir::max(fconst(0), ir::min(fconst(1), x * fconst(1.0 / 6) + fconst(0.5))); });
+  return unary(c, "hard_swish", [](Expr x) {
+    return x * ir::max(fconst(0), ir::min(fconst(1), x * fconst(1.0 / 6) + fconst(0.5)));
+  });
 }
 
 std::vector<Tensor> sqrt(ConvertContext& c) {
@@ -145,10 +156,18 @@ std::vector<Tensor> cast(ConvertContext& c) {
   });
 }
 
-std::vector<Tensor> add(ConvertContext& c) { return binary(c, "add", [](Expr a, Expr b) { return a + b; }); }
-std::vector<Tensor> sub(ConvertContext& c) { return binary(c, "sub", [](Expr a, Expr b) { return a - b; }); }
-std::vector<Tensor> mul(ConvertContext& c) { return binary(c, "mul", [](Expr a, Expr b) { return a * b; }); }
-std::vector<Tensor> div(ConvertContext& c) { return binary(c, "div", [](Expr a, Expr b) { return a / b; }); }
+std::vector<Tensor> add(ConvertContext& c) {
+  return binary(c, "add", [](Expr a, Expr b) { return a + b; });
+}
+std::vector<Tensor> sub(ConvertContext& c) {
+  return binary(c, "sub", [](Expr a, Expr b) { return a - b; });
+}
+std::vector<Tensor> mul(ConvertContext& c) {
+  return binary(c, "mul", [](Expr a, Expr b) { return a * b; });
+}
+std::vector<Tensor> div(ConvertContext& c) {
+  return binary(c, "div", [](Expr a, Expr b) { return a / b; });
+}
 
 std::vector<Tensor> pow(ConvertContext& c) {
   require_float(c);
@@ -167,7 +186,8 @@ std::vector<Tensor> pow(ConvertContext& c) {
 }
 
 std::vector<Tensor> where(ConvertContext& c) {
-  if (!c.dtype(0).is_bool()) c.fail(fmt::format("the condition must be bool, not {}", c.dtype(0).str()));
+  if (!c.dtype(0).is_bool())
+    c.fail(fmt::format("the condition must be bool, not {}", c.dtype(0).str()));
   if (c.dtype(1) != c.dtype(2)) c.fail("the two branches have different types");
   return broadcast(c, "where", 3, [](std::vector<Expr> a) { return ir::select(a[0], a[1], a[2]); });
 }
@@ -175,10 +195,12 @@ std::vector<Tensor> where(ConvertContext& c) {
 std::vector<Tensor> batch_norm(ConvertContext& c) {
   require_float(c);
   if (c.rank(0) < 2) c.fail("needs an input of rank 2 or more (N, C, ...)");
-  if (c.node().get_int("training_mode", 0) != 0) c.fail("training_mode is not supported (inference only)");
+  if (c.node().get_int("training_mode", 0) != 0)
+    c.fail("training_mode is not supported (inference only)");
   double eps = c.node().get_float("epsilon", 1e-5);
   for (size_t i = 1; i <= 4; ++i)
-    if (c.shape(i) != std::vector<int64_t>{c.shape(0)[1]}) c.fail(fmt::format("input {} must have C elements", i + 1));
+    if (c.shape(i) != std::vector<int64_t>{c.shape(0)[1]})
+      c.fail(fmt::format("input {} must have C elements", i + 1));
   return {te::compute(
       c.shape(0),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {

@@ -13,13 +13,15 @@ namespace {
 // A product of two elements: bfloat16 operands (--dtype bfloat16) multiply and accumulate in
 // float32, as AVX512-BF16's dot does.
 Expr product(Expr a, Expr b) {
-  if (a.dtype().is_bfloat16() && b.dtype().is_bfloat16()) return ir::cast(kFloat32, a) * ir::cast(kFloat32, b);
+  if (a.dtype().is_bfloat16() && b.dtype().is_bfloat16())
+    return ir::cast(kFloat32, a) * ir::cast(kFloat32, b);
   return a * b;
 }
 
 }  // namespace
 
-Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode) {
+Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in,
+                      std::vector<int64_t> kernel, bool ceil_mode) {
   size_t s = in.size();
   const Node& n = c.node();
   Window w;
@@ -27,11 +29,14 @@ Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::ve
   w.strides = n.get_ints("strides", std::vector<int64_t>(s, 1));
   w.dilations = n.get_ints("dilations", std::vector<int64_t>(s, 1));
   std::vector<int64_t> pads = n.get_ints("pads", std::vector<int64_t>(2 * s, 0));
-  if (w.kernel.size() != s || w.strides.size() != s || w.dilations.size() != s || pads.size() != 2 * s)
-    c.fail(fmt::format("kernel_shape, strides, dilations and pads must match the {} spatial dimensions", s));
+  if (w.kernel.size() != s || w.strides.size() != s || w.dilations.size() != s ||
+      pads.size() != 2 * s)
+    c.fail(fmt::format(
+        "kernel_shape, strides, dilations and pads must match the {} spatial dimensions", s));
   std::string auto_pad = n.get_string("auto_pad", "NOTSET");
   for (size_t d = 0; d < s; ++d) {
-    if (w.strides[d] < 1 || w.dilations[d] < 1 || w.kernel[d] < 1) c.fail("strides, dilations and kernel sizes must be positive");
+    if (w.strides[d] < 1 || w.dilations[d] < 1 || w.kernel[d] < 1)
+      c.fail("strides, dilations and kernel sizes must be positive");
     int64_t span = w.dilations[d] * (w.kernel[d] - 1) + 1;
     int64_t pb = pads[d], pe = pads[s + d];
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -46,7 +51,9 @@ Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::ve
     }
     if (pb < 0 || pe < 0) c.fail("negative pads");
     int64_t room = in[d] + pb + pe - span;
-    if (room < 0) c.fail(fmt::format("the window ({}) is larger than the padded input ({})", span, in[d] + pb + pe));
+    if (room < 0)
+      c.fail(fmt::format("the window ({}) is larger than the padded input ({})", span,
+                         in[d] + pb + pe));
     int64_t out = (ceil_mode ? (room + w.strides[d] - 1) / w.strides[d] : room / w.strides[d]) + 1;
     // A window must start inside the input or its leading padding.
     if (ceil_mode && (out - 1) * w.strides[d] >= in[d] + pb) --out;
@@ -57,7 +64,8 @@ Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::ve
   return w;
 }
 
-Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Window& w, const FillFn& fill) {
+Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Window& w,
+                 const FillFn& fill) {
   std::vector<int64_t> shape = x.shape();
   bool any = false;
   for (size_t d = 0; d < w.out.size(); ++d) {
@@ -86,15 +94,18 @@ Tensor pad_input(ConvertContext& c, const Tensor& x, const Axes& ax, const Windo
 }
 
 std::vector<ir::IterVar> window_axes(const Window& w) {
-  static const std::vector<std::vector<const char*>> kNames = {{"rl"}, {"rh", "rw"}, {"rd", "rh", "rw"}};
+  static const std::vector<std::vector<const char*>> kNames = {
+      {"rl"}, {"rh", "rw"}, {"rd", "rh", "rw"}};
   std::vector<ir::IterVar> axes;
-  for (size_t d = 0; d < w.kernel.size(); ++d) axes.push_back(te::reduce_axis(w.kernel[d], kNames.at(w.kernel.size() - 1)[d]));
+  for (size_t d = 0; d < w.kernel.size(); ++d)
+    axes.push_back(te::reduce_axis(w.kernel[d], kNames.at(w.kernel.size() - 1)[d]));
   return axes;
 }
 
 Tensor add_channel_bias(ConvertContext& c, const Tensor& y, const Axes& ax, size_t i) {
   int64_t channels = y.shape()[ax.channel()];
-  if (c.shape(i) != std::vector<int64_t>{channels}) c.fail(fmt::format("the bias must have {} elements", channels));
+  if (c.shape(i) != std::vector<int64_t>{channels})
+    c.fail(fmt::format("the bias must have {} elements", channels));
   return te::compute(
       y.shape(),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
@@ -104,25 +115,32 @@ Tensor add_channel_bias(ConvertContext& c, const Tensor& y, const Axes& ax, size
 }
 
 Axes activation_axes(ConvertContext& c, size_t i, bool any_type) {
-  if (c.rank(i) < 3 || c.rank(i) > 5) c.fail("needs an (N, C, spatial...) input with 1 to 3 spatial dimensions");
-  if (!any_type && !c.dtype(i).is_float()) c.fail(fmt::format("needs float inputs, not {}", c.dtype(i).str()));
+  if (c.rank(i) < 3 || c.rank(i) > 5)
+    c.fail("needs an (N, C, spatial...) input with 1 to 3 spatial dimensions");
+  if (!any_type && !c.dtype(i).is_float())
+    c.fail(fmt::format("needs float inputs, not {}", c.dtype(i).str()));
   return Axes{c.node().get_string(kLayoutAttribute, "") == "NHWC", static_cast<size_t>(c.rank(i))};
 }
 
-Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, const FillFn& fill, const TapProduct& product) {
+Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, const FillFn& fill,
+                const TapProduct& product) {
   Axes ax = activation_axes(c, 0, /*any_type=*/true);
   const std::vector<int64_t>& xs = c.shape(0);
-  const std::vector<int64_t>& ws = c.shape(w_index);  // (CO, CI/group, k...), or (k..., CI/group, CO) channels last
+  const std::vector<int64_t>& ws =
+      c.shape(w_index);  // (CO, CI/group, k...), or (k..., CI/group, CO) channels last
   size_t s = ax.num_spatial();
   int64_t groups = c.node().get_int("group", 1);
   if (ws.size() != xs.size()) c.fail("the weight's rank differs from the input's");
   int64_t ci = xs[ax.channel()], co = ax.channels_last ? ws.back() : ws[0];
   int64_t ci_group = ax.channels_last ? ws[s] : ws[1];
-  std::vector<int64_t> kernel = ax.channels_last ? std::vector<int64_t>(ws.begin(), ws.begin() + static_cast<long>(s))
-                                                 : std::vector<int64_t>(ws.begin() + 2, ws.end());
+  std::vector<int64_t> kernel =
+      ax.channels_last ? std::vector<int64_t>(ws.begin(), ws.begin() + static_cast<long>(s))
+                       : std::vector<int64_t>(ws.begin() + 2, ws.end());
   if (groups < 1 || ci % groups || co % groups || ci_group * groups != ci)
-    c.fail(fmt::format("{} input channels, weight {} and group {} do not agree", ci, shape_text(ws), groups));
-  if (c.node().has("kernel_shape") && c.node().get_ints("kernel_shape") != kernel) c.fail("kernel_shape differs from the weight's");
+    c.fail(fmt::format("{} input channels, weight {} and group {} do not agree", ci, shape_text(ws),
+                       groups));
+  if (c.node().has("kernel_shape") && c.node().get_ints("kernel_shape") != kernel)
+    c.fail("kernel_shape differs from the weight's");
   Window w = resolve_window(c, ax.spatial_of(xs), kernel);
   Tensor padded = pad_input(c, x, ax, w, fill);
   const Tensor& weight = c.input(w_index);
@@ -139,12 +157,14 @@ Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, const FillFn
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr oc = v[ax.channel()];
         Expr wc = rc ? Expr(rc->var) : Expr(0);
-        Expr in_c = groups > 1 ? ir::floordiv(oc, const_i32(co_group)) * const_i32(ci_group) + wc : wc;
+        Expr in_c =
+            groups > 1 ? ir::floordiv(oc, const_i32(co_group)) * const_i32(ci_group) + wc : wc;
         std::vector<Expr> xi(xs.size()), wi;
         xi[0] = v[0];
         xi[ax.channel()] = in_c;
         for (size_t d = 0; d < s; ++d) {
-          xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var * const_i32(w.dilations[d]);
+          xi[ax.spatial(d)] =
+              v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var * const_i32(w.dilations[d]);
           wi.push_back(win[d].var);
         }
         if (ax.channels_last) {
@@ -162,7 +182,9 @@ Tensor conv_sum(ConvertContext& c, size_t w_index, const Tensor& x, const FillFn
 std::vector<Tensor> conv(ConvertContext& c) {
   Axes ax = activation_axes(c, 0);
   DataType t = c.dtype(0);
-  Tensor y = conv_sum(c, 1, c.input(0), [t] { return ir::make_const(t, 0); }, [](Expr a, Expr b, const auto&, const auto&) { return product(a, b); });
+  Tensor y = conv_sum(
+      c, 1, c.input(0), [t] { return ir::make_const(t, 0); },
+      [](Expr a, Expr b, const auto&, const auto&) { return product(a, b); });
   if (c.has_input(2)) y = add_channel_bias(c, y, ax, 2);
   return {y};
 }
@@ -175,7 +197,8 @@ std::vector<Tensor> conv_transpose(ConvertContext& c) {
   const Node& n = c.node();
   int64_t groups = n.get_int("group", 1);
   if (ws.size() != xs.size() || ws[0] != xs[1] || groups < 1 || xs[1] % groups)
-    c.fail(fmt::format("input {} and weight {} with group {} do not agree", shape_text(xs), shape_text(ws), groups));
+    c.fail(fmt::format("input {} and weight {} with group {} do not agree", shape_text(xs),
+                       shape_text(ws), groups));
   int64_t ci_group = xs[1] / groups, co_group = ws[1], co = co_group * groups;
   std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
   std::vector<int64_t> strides = n.get_ints("strides", std::vector<int64_t>(s, 1));
@@ -237,9 +260,12 @@ std::vector<Tensor> conv_transpose(ConvertContext& c) {
   Tensor y = te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        Expr in_c = groups > 1 ? ir::floordiv(v[1], const_i32(co_group)) * const_i32(ci_group) + rc.var : Expr(rc.var);
+        Expr in_c = groups > 1
+                        ? ir::floordiv(v[1], const_i32(co_group)) * const_i32(ci_group) + rc.var
+                        : Expr(rc.var);
         std::vector<Expr> xi = {v[0], in_c};
-        std::vector<Expr> wi = {in_c, groups > 1 ? ir::floormod(v[1], const_i32(co_group)) : Expr(v[1])};
+        std::vector<Expr> wi = {in_c,
+                                groups > 1 ? ir::floormod(v[1], const_i32(co_group)) : Expr(v[1])};
         for (size_t d = 0; d < s; ++d) {
           xi.push_back(v[d + 2] + win[d].var * const_i32(dil[d]));
           wi.push_back(const_i32(kernel[d] - 1) - win[d].var);
@@ -251,15 +277,19 @@ std::vector<Tensor> conv_transpose(ConvertContext& c) {
   return {y};
 }
 
-Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const Tensor& a_tensor, const TapProduct& product) {
+Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const Tensor& a_tensor,
+                  const TapProduct& product) {
   std::vector<int64_t> a = c.shape(a_index), b = c.shape(b_index);
   if (a.empty() || b.empty()) c.fail("needs inputs of rank 1 or more");
   bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), 1);
   if (b_vec) b.push_back(1);
   int64_t k = a.back();
-  if (b[b.size() - 2] != k) c.fail(fmt::format("shapes {} and {} cannot be multiplied", shape_text(c.shape(a_index)), shape_text(c.shape(b_index))));
-  std::vector<int64_t> batch = broadcast_shapes(c.node(), {a.begin(), a.end() - 2}, {b.begin(), b.end() - 2});
+  if (b[b.size() - 2] != k)
+    c.fail(fmt::format("shapes {} and {} cannot be multiplied", shape_text(c.shape(a_index)),
+                       shape_text(c.shape(b_index))));
+  std::vector<int64_t> batch =
+      broadcast_shapes(c.node(), {a.begin(), a.end() - 2}, {b.begin(), b.end() - 2});
   std::vector<int64_t> out = batch;
   if (!a_vec) out.push_back(a[a.size() - 2]);
   if (!b_vec) out.push_back(b.back());
@@ -274,7 +304,8 @@ Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const Tenso
         auto batch_index = [&](const std::vector<int64_t>& shape) {
           return broadcast_index({shape.begin(), shape.end() - 2}, out_batch, batch);
         };
-        std::vector<Expr> ai = a_vec ? std::vector<Expr>{} : batch_index(a), bi = b_vec ? std::vector<Expr>{} : batch_index(b);
+        std::vector<Expr> ai = a_vec ? std::vector<Expr>{} : batch_index(a),
+                          bi = b_vec ? std::vector<Expr>{} : batch_index(b);
         if (!a_vec) ai.push_back(i);
         ai.push_back(rk.var);
         bi.push_back(rk.var);
@@ -286,7 +317,8 @@ Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const Tenso
 
 std::vector<Tensor> matmul(ConvertContext& c) {
   if (c.dtype(0) != c.dtype(1)) c.fail("inputs of different types");
-  return {matmul_sum(c, 0, 1, c.input(0), [](Expr x, Expr y, const auto&, const auto&) { return product(x, y); })};
+  return {matmul_sum(c, 0, 1, c.input(0),
+                     [](Expr x, Expr y, const auto&, const auto&) { return product(x, y); })};
 }
 
 std::vector<Tensor> gemm(ConvertContext& c) {
@@ -329,8 +361,10 @@ std::vector<Tensor> gemm(ConvertContext& c) {
 std::vector<Tensor> max_pool(ConvertContext& c) {
   Axes ax = activation_axes(c, 0, /*any_type=*/true);  // a quantized model pools its integers
   const std::vector<int64_t>& xs = c.shape(0);
-  if (c.node().outputs.size() > 1 && c.node().outputs[1] >= 0) c.fail("the Indices output is not supported");
-  Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
+  if (c.node().outputs.size() > 1 && c.node().outputs[1] >= 0)
+    c.fail("the Indices output is not supported");
+  Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"),
+                            c.node().get_int("ceil_mode", 0) != 0);
   DataType t = c.dtype(0);
   Tensor padded = pad_input(c, c.input(0), ax, w, [t] { return ir::min_value(t); });
   std::vector<ir::IterVar> win = window_axes(w);
@@ -339,7 +373,8 @@ std::vector<Tensor> max_pool(ConvertContext& c) {
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> xi(v.begin(), v.end());
         for (size_t d = 0; d < win.size(); ++d)
-          xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var * const_i32(w.dilations[d]);
+          xi[ax.spatial(d)] =
+              v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var * const_i32(w.dilations[d]);
         return te::max(padded(xi), win);
       },
       c.name("max_pool"))};
@@ -348,7 +383,8 @@ std::vector<Tensor> max_pool(ConvertContext& c) {
 std::vector<Tensor> average_pool(ConvertContext& c) {
   Axes ax = activation_axes(c, 0);
   const std::vector<int64_t>& xs = c.shape(0);
-  Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"), c.node().get_int("ceil_mode", 0) != 0);
+  Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"),
+                            c.node().get_int("ceil_mode", 0) != 0);
   for (int64_t d : w.dilations)
     if (d != 1) c.fail("dilations are not supported");
   bool include_pad = c.node().get_int("count_include_pad", 0) != 0;
@@ -359,7 +395,8 @@ std::vector<Tensor> average_pool(ConvertContext& c) {
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> xi(v.begin(), v.end());
-        for (size_t d = 0; d < win.size(); ++d) xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var;
+        for (size_t d = 0; d < win.size(); ++d)
+          xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var;
         return te::sum(padded(xi), win);
       },
       c.name("pool_sum"));
@@ -369,9 +406,11 @@ std::vector<Tensor> average_pool(ConvertContext& c) {
         // Taps inside [lo, hi) along each dimension: the input, or the input and its pads.
         Expr count = Expr(1);
         for (size_t d = 0; d < win.size(); ++d) {
-          int64_t lo = include_pad ? -w.pad_begin[d] : 0, hi = xs[ax.spatial(d)] + (include_pad ? w.pad_end[d] : 0);
+          int64_t lo = include_pad ? -w.pad_begin[d] : 0,
+                  hi = xs[ax.spatial(d)] + (include_pad ? w.pad_end[d] : 0);
           Expr start = v[ax.spatial(d)] * const_i32(w.strides[d]) - const_i32(w.pad_begin[d]);
-          count = count * (ir::min(start + const_i32(w.kernel[d]), const_i32(hi)) - ir::max(start, const_i32(lo)));
+          count = count * (ir::min(start + const_i32(w.kernel[d]), const_i32(hi)) -
+                           ir::max(start, const_i32(lo)));
         }
         return sum(std::vector<Expr>(v.begin(), v.end())) / ir::cast(kFloat32, count);
       },
@@ -387,7 +426,8 @@ std::vector<Tensor> global_average_pool(ConvertContext& c) {
     axes.push_back(te::reduce_axis(xs[ax.spatial(d)], fmt::format("r{}", d)));
     count *= xs[ax.spatial(d)];
   }
-  std::vector<int64_t> out = ax.shape(xs[0], xs[ax.channel()], std::vector<int64_t>(ax.num_spatial(), 1));
+  std::vector<int64_t> out =
+      ax.shape(xs[0], xs[ax.channel()], std::vector<int64_t>(ax.num_spatial(), 1));
   const Tensor& x = c.input(0);
   Tensor sum = te::compute(
       out,
@@ -400,7 +440,8 @@ std::vector<Tensor> global_average_pool(ConvertContext& c) {
   return {te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        return sum(std::vector<Expr>(v.begin(), v.end())) * ir::make_float(1.0 / static_cast<double>(count));
+        return sum(std::vector<Expr>(v.begin(), v.end())) *
+               ir::make_float(1.0 / static_cast<double>(count));
       },
       c.name("global_average_pool"))};
 }

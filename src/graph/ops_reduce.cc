@@ -16,7 +16,9 @@ std::vector<bool> reduced_mask(ConvertContext& c, const std::vector<int64_t>& ax
   std::vector<bool> mask(static_cast<size_t>(rank), axes.empty());
   for (int64_t a : axes) {
     int d = c.axis(a, rank);
-    if (!axes.empty() && mask[static_cast<size_t>(d)] && std::count(axes.begin(), axes.end(), a) > 1) c.fail("repeated axis");
+    if (!axes.empty() && mask[static_cast<size_t>(d)] &&
+        std::count(axes.begin(), axes.end(), a) > 1)
+      c.fail("repeated axis");
     mask[static_cast<size_t>(d)] = true;
   }
   return mask;
@@ -25,7 +27,7 @@ std::vector<bool> reduced_mask(ConvertContext& c, const std::vector<int64_t>& ax
 struct Reduced {
   std::vector<int64_t> shape;  // with the reduced dimensions kept as 1
   std::vector<ir::IterVar> axes;
-  int64_t count = 1;           // elements combined into each output
+  int64_t count = 1;  // elements combined into each output
 };
 
 Reduced plan(const std::vector<int64_t>& in, const std::vector<bool>& mask) {
@@ -40,13 +42,14 @@ Reduced plan(const std::vector<int64_t>& in, const std::vector<bool>& mask) {
 }
 
 // The input index of an output element `v` (kept dims) at the reduce iterators.
-std::vector<Expr> source_index(const std::vector<bool>& mask, const Reduced& r, const std::vector<ir::Var>& v) {
+std::vector<Expr> source_index(const std::vector<bool>& mask, const Reduced& r,
+                               const std::vector<ir::Var>& v) {
   std::vector<Expr> idx;
   size_t next = 0;
-  for (size_t d = 0; d < mask.size(); ++d) idx.push_back(mask[d] ? Expr(r.axes[next++].var) : Expr(v[d]));
+  for (size_t d = 0; d < mask.size(); ++d)
+    idx.push_back(mask[d] ? Expr(r.axes[next++].var) : Expr(v[d]));
   return idx;
 }
-
 
 // Broadcast index into a keep-dims reduction result.
 std::vector<Expr> kept_index(const std::vector<bool>& mask, const std::vector<ir::Var>& v) {
@@ -68,12 +71,15 @@ std::vector<int64_t> reduce_axes(ConvertContext& c, int axes_input_opset, bool& 
   return axes;
 }
 
-std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerKind kind, bool mean, const char* name) {
+std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerKind kind, bool mean,
+                           const char* name) {
   bool noop = false;
   std::vector<int64_t> axes = reduce_axes(c, axes_input_opset, noop);
   const Tensor& x = c.input(0);
   if (noop || c.rank(0) == 0)
-    return {te::compute(c.shape(0), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return x(exprs(v)); }, c.name(name))};
+    return {te::compute(
+        c.shape(0), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return x(exprs(v)); },
+        c.name(name))};
   std::vector<bool> mask = reduced_mask(c, axes, c.rank(0));
   Reduced r = plan(c.shape(0), mask);
   bool keep = c.node().get_int("keepdims", 1) != 0;
@@ -82,8 +88,10 @@ std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerK
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr src = x(source_index(mask, r, v));
         switch (kind) {
-          case te::ReducerKind::kMax: return te::max(src, r.axes);
-          default: return te::sum(src, r.axes);
+          case te::ReducerKind::kMax:
+            return te::max(src, r.axes);
+          default:
+            return te::sum(src, r.axes);
         }
       },
       c.name(mean ? "sum" : name));
@@ -112,9 +120,15 @@ std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerK
 
 }  // namespace
 
-std::vector<Tensor> reduce_mean(ConvertContext& c) { return reduce(c, 18, te::ReducerKind::kSum, true, "reduce_mean"); }
-std::vector<Tensor> reduce_sum(ConvertContext& c) { return reduce(c, 13, te::ReducerKind::kSum, false, "reduce_sum"); }
-std::vector<Tensor> reduce_max(ConvertContext& c) { return reduce(c, 18, te::ReducerKind::kMax, false, "reduce_max"); }
+std::vector<Tensor> reduce_mean(ConvertContext& c) {
+  return reduce(c, 18, te::ReducerKind::kSum, true, "reduce_mean");
+}
+std::vector<Tensor> reduce_sum(ConvertContext& c) {
+  return reduce(c, 13, te::ReducerKind::kSum, false, "reduce_sum");
+}
+std::vector<Tensor> reduce_max(ConvertContext& c) {
+  return reduce(c, 18, te::ReducerKind::kMax, false, "reduce_max");
+}
 
 std::vector<Tensor> softmax(ConvertContext& c) {
   if (!c.dtype(0).is_float()) c.fail("needs a float input");
@@ -124,18 +138,29 @@ std::vector<Tensor> softmax(ConvertContext& c) {
   const Tensor& x = c.input(0);
   Reduced rm = plan(c.shape(0), mask);
   Tensor m = te::compute(
-      rm.shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return te::max(x(source_index(mask, rm, v)), rm.axes); },
+      rm.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return te::max(x(source_index(mask, rm, v)), rm.axes);
+      },
       c.name("softmax_max"));
   Tensor e = te::compute(
       c.shape(0),
-      [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return ir::exp(x(exprs(v)) - m(kept_index(mask, v))); },
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return ir::exp(x(exprs(v)) - m(kept_index(mask, v)));
+      },
       c.name("softmax_exp"));
   Reduced rs = plan(c.shape(0), mask);
   Tensor s = te::compute(
-      rs.shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return te::sum(e(source_index(mask, rs, v)), rs.axes); },
+      rs.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return te::sum(e(source_index(mask, rs, v)), rs.axes);
+      },
       c.name("softmax_sum"));
   return {te::compute(
-      c.shape(0), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return e(exprs(v)) / s(kept_index(mask, v)); },
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return e(exprs(v)) / s(kept_index(mask, v));
+      },
       c.name("softmax"))};
 }
 
@@ -150,7 +175,8 @@ std::vector<Tensor> layer_norm(ConvertContext& c) {
   for (size_t i : {size_t{1}, size_t{2}}) {
     if (!c.has_input(i)) continue;
     const std::vector<int64_t>& s = c.shape(i);
-    if (s.size() > norm_shape.size()) c.fail("the scale and bias must broadcast to the normalized dimensions");
+    if (s.size() > norm_shape.size())
+      c.fail("the scale and bias must broadcast to the normalized dimensions");
     broadcast_shapes(c.node(), norm_shape, s);
   }
   std::vector<bool> mask(static_cast<size_t>(rank), false);
@@ -159,7 +185,10 @@ std::vector<Tensor> layer_norm(ConvertContext& c) {
   Reduced r1 = plan(c.shape(0), mask);
   double inv_n = 1.0 / static_cast<double>(r1.count);
   Tensor sum = te::compute(
-      r1.shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return te::sum(x(source_index(mask, r1, v)), r1.axes); },
+      r1.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return te::sum(x(source_index(mask, r1, v)), r1.axes);
+      },
       c.name("layer_norm_sum"));
   Reduced r2 = plan(c.shape(0), mask);
   Tensor sq = te::compute(

@@ -23,7 +23,8 @@ int64_t product(const std::vector<int64_t>& s, size_t from = 0, size_t to = SIZE
 // Input 0's elements in row-major order under `shape` (same count).
 std::vector<Tensor> view(ConvertContext& c, const std::vector<int64_t>& shape, const char* name) {
   const std::vector<int64_t>& in = c.shape(0);
-  if (product(shape) != product(in)) c.fail(fmt::format("cannot view {} as {}", shape_text(in), shape_text(shape)));
+  if (product(shape) != product(in))
+    c.fail(fmt::format("cannot view {} as {}", shape_text(in), shape_text(shape)));
   const Tensor& x = c.input(0);
   return {te::compute(
       shape,
@@ -43,19 +44,22 @@ std::vector<Tensor> view(ConvertContext& c, const std::vector<int64_t>& shape, c
 
 // The axes of Squeeze/Unsqueeze: an attribute before opset 13, an input from it.
 std::vector<int64_t> axes_of(ConvertContext& c) {
-  if (c.opset() >= 13) return c.has_input(1) ? c.constant_ints(1, "the axes") : std::vector<int64_t>{};
+  if (c.opset() >= 13)
+    return c.has_input(1) ? c.constant_ints(1, "the axes") : std::vector<int64_t>{};
   return c.node().get_ints("axes");
 }
 
 // `x` sliced along `axis` from `start` with `step`, `count` elements.
-Tensor slice_axis(ConvertContext& c, const Tensor& x, int axis, int64_t start, int64_t step, int64_t count, const char* name) {
+Tensor slice_axis(ConvertContext& c, const Tensor& x, int axis, int64_t start, int64_t step,
+                  int64_t count, const char* name) {
   std::vector<int64_t> shape = x.shape();
   shape[static_cast<size_t>(axis)] = count;
   return te::compute(
       shape,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> idx = exprs(v);
-        idx[static_cast<size_t>(axis)] = const_i32(start) + v[static_cast<size_t>(axis)] * const_i32(step);
+        idx[static_cast<size_t>(axis)] =
+            const_i32(start) + v[static_cast<size_t>(axis)] * const_i32(step);
         return x(idx);
       },
       c.name(name));
@@ -67,7 +71,8 @@ std::vector<Tensor> identity(ConvertContext& c) {
   if (c.node().op == "Dropout") {
     for (size_t o = 1; o < c.node().outputs.size(); ++o)
       if (c.node().outputs[o] >= 0) c.fail("the mask output is not supported (inference only)");
-    if (c.has_input(2) && c.scalar(2).value_or(0) != 0) c.fail("training_mode is not supported (inference only)");
+    if (c.has_input(2) && c.scalar(2).value_or(0) != 0)
+      c.fail("training_mode is not supported (inference only)");
   }
   return view(c, c.shape(0), "identity");
 }
@@ -91,10 +96,12 @@ std::vector<Tensor> reshape(ConvertContext& c) {
     if (target[d] < 0) c.fail(fmt::format("invalid dimension {} in the shape", target[d]));
     // The shape is the model's data: its product must not wrap past 64 bits (and then "match").
     if (__builtin_mul_overflow(known, target[d], &known))
-      c.fail(fmt::format("the shape [{}] has more elements than 64 bits count", fmt::join(target, ", ")));
+      c.fail(fmt::format("the shape [{}] has more elements than 64 bits count",
+                         fmt::join(target, ", ")));
   }
   if (infer >= 0) {
-    if (known == 0 || product(in) % known) c.fail(fmt::format("cannot reshape {} to {}", shape_text(in), fmt::join(target, ",")));
+    if (known == 0 || product(in) % known)
+      c.fail(fmt::format("cannot reshape {} to {}", shape_text(in), fmt::join(target, ",")));
     target[static_cast<size_t>(infer)] = product(in) / known;
   }
   return view(c, target, "reshape");
@@ -114,7 +121,8 @@ std::vector<Tensor> squeeze(ConvertContext& c) {
   std::vector<bool> drop(in.size(), false);
   for (int64_t a : axes) {
     int d = c.axis(a, c.rank(0));
-    if (in[static_cast<size_t>(d)] != 1) c.fail(fmt::format("cannot squeeze dimension {} of size {}", d, in[static_cast<size_t>(d)]));
+    if (in[static_cast<size_t>(d)] != 1)
+      c.fail(fmt::format("cannot squeeze dimension {} of size {}", d, in[static_cast<size_t>(d)]));
     drop[static_cast<size_t>(d)] = true;
   }
   std::vector<int64_t> out;
@@ -135,7 +143,8 @@ std::vector<Tensor> unsqueeze(ConvertContext& c) {
   }
   std::vector<int64_t> out;
   size_t next = 0;
-  for (int d = 0; d < rank; ++d) out.push_back(inserted[static_cast<size_t>(d)] ? 1 : in.at(next++));
+  for (int d = 0; d < rank; ++d)
+    out.push_back(inserted[static_cast<size_t>(d)] ? 1 : in.at(next++));
   return view(c, out, "unsqueeze");
 }
 
@@ -148,7 +157,8 @@ std::vector<Tensor> transpose(ConvertContext& c) {
   std::sort(sorted.begin(), sorted.end());
   std::vector<int64_t> iota(static_cast<size_t>(rank));
   std::iota(iota.begin(), iota.end(), 0);
-  if (sorted != iota) c.fail(fmt::format("perm {} is not a permutation of {} axes", fmt::join(perm, ","), rank));
+  if (sorted != iota)
+    c.fail(fmt::format("perm {} is not a permutation of {} axes", fmt::join(perm, ","), rank));
   std::vector<int64_t> out;
   for (int64_t p : perm) out.push_back(c.shape(0)[static_cast<size_t>(p)]);
   const Tensor& x = c.input(0);
@@ -170,8 +180,10 @@ std::vector<Tensor> concat(ConvertContext& c) {
   for (size_t i = 0; i < c.num_inputs(); ++i) {
     const std::vector<int64_t>& s = c.shape(i);
     for (int d = 0; d < rank; ++d)
-      if (static_cast<int>(s.size()) != rank || (d != axis && s[static_cast<size_t>(d)] != out[static_cast<size_t>(d)]))
-        c.fail(fmt::format("input shapes {} and {} differ off the axis", shape_text(c.shape(0)), shape_text(s)));
+      if (static_cast<int>(s.size()) != rank ||
+          (d != axis && s[static_cast<size_t>(d)] != out[static_cast<size_t>(d)]))
+        c.fail(fmt::format("input shapes {} and {} differ off the axis", shape_text(c.shape(0)),
+                           shape_text(s)));
     if (c.dtype(i) != c.dtype(0)) c.fail("inputs of different types");
     offsets.push_back(offsets.back() + s[static_cast<size_t>(axis)]);
   }
@@ -186,7 +198,8 @@ std::vector<Tensor> concat(ConvertContext& c) {
           std::vector<Expr> idx = exprs(v);
           idx[static_cast<size_t>(axis)] = at - const_i32(offsets[i]);
           Expr e = c.load(i, idx);
-          result = result.defined() ? te::if_then_else(at < const_i32(offsets[i + 1]), e, result) : e;
+          result =
+              result.defined() ? te::if_then_else(at < const_i32(offsets[i + 1]), e, result) : e;
         }
         return result;
       },
@@ -199,17 +212,24 @@ std::vector<Tensor> split(ConvertContext& c) {
   int64_t dim = c.shape(0)[static_cast<size_t>(axis)];
   size_t n = c.node().outputs.size();
   std::vector<int64_t> sizes;
-  if (c.opset() >= 13 && c.has_input(1)) sizes = c.constant_ints(1, "the split");
-  else if (c.opset() < 13) sizes = c.node().get_ints("split");
+  if (c.opset() >= 13 && c.has_input(1))
+    sizes = c.constant_ints(1, "the split");
+  else if (c.opset() < 13)
+    sizes = c.node().get_ints("split");
   if (sizes.empty()) {
-    int64_t parts = c.opset() >= 18 && c.node().has("num_outputs") ? c.node().get_int("num_outputs", 1) : static_cast<int64_t>(n);
-    if (parts < 1 || static_cast<size_t>(parts) != n) c.fail("num_outputs differs from the number of outputs");
+    int64_t parts = c.opset() >= 18 && c.node().has("num_outputs")
+                        ? c.node().get_int("num_outputs", 1)
+                        : static_cast<int64_t>(n);
+    if (parts < 1 || static_cast<size_t>(parts) != n)
+      c.fail("num_outputs differs from the number of outputs");
     int64_t each = (dim + parts - 1) / parts;
-    if (c.opset() < 18 && dim % parts) c.fail(fmt::format("cannot split {} evenly into {}", dim, parts));
+    if (c.opset() < 18 && dim % parts)
+      c.fail(fmt::format("cannot split {} evenly into {}", dim, parts));
     for (int64_t p = 0; p < parts; ++p) sizes.push_back(std::min(each, dim - p * each));
   }
   if (sizes.size() != n || std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim)
-    c.fail(fmt::format("split sizes {} do not cover dimension {} ({}) in {} outputs", fmt::join(sizes, ","), axis, dim, n));
+    c.fail(fmt::format("split sizes {} do not cover dimension {} ({}) in {} outputs",
+                       fmt::join(sizes, ","), axis, dim, n));
   std::vector<Tensor> outs;
   int64_t start = 0;
   for (int64_t s : sizes) {
@@ -221,13 +241,18 @@ std::vector<Tensor> split(ConvertContext& c) {
 }
 
 std::vector<Tensor> slice(ConvertContext& c) {
-  std::vector<int64_t> starts = c.constant_ints(1, "the starts"), ends = c.constant_ints(2, "the ends");
+  std::vector<int64_t> starts = c.constant_ints(1, "the starts"),
+                       ends = c.constant_ints(2, "the ends");
   int rank = c.rank(0);
   std::vector<int64_t> axes, steps;
-  if (c.has_input(3)) axes = c.constant_ints(3, "the axes");
-  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (c.has_input(4)) steps = c.constant_ints(4, "the steps");
-  else steps.assign(starts.size(), 1);
+  if (c.has_input(3))
+    axes = c.constant_ints(3, "the axes");
+  else
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (c.has_input(4))
+    steps = c.constant_ints(4, "the steps");
+  else
+    steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     c.fail("starts, ends, axes and steps differ in length");
   Tensor x = c.input(0);
@@ -235,7 +260,8 @@ std::vector<Tensor> slice(ConvertContext& c) {
     int axis = c.axis(axes[i], rank);
     int64_t dim = x.shape()[static_cast<size_t>(axis)], step = steps[i];
     if (step == 0) c.fail("a step of 0");
-    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i], e = ends[i] < 0 ? ends[i] + dim : ends[i];
+    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i],
+            e = ends[i] < 0 ? ends[i] + dim : ends[i];
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
@@ -243,7 +269,8 @@ std::vector<Tensor> slice(ConvertContext& c) {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
     }
-    int64_t count = step > 0 ? std::max<int64_t>(0, (e - s + step - 1) / step) : std::max<int64_t>(0, (s - e - step - 1) / -step);
+    int64_t count = step > 0 ? std::max<int64_t>(0, (e - s + step - 1) / step)
+                             : std::max<int64_t>(0, (s - e - step - 1) / -step);
     x = slice_axis(c, x, axis, s, step, count, "slice");
   }
   if (starts.empty()) return view(c, c.shape(0), "slice");
@@ -280,9 +307,14 @@ std::vector<Tensor> gather(ConvertContext& c) {
 }
 
 std::vector<Tensor> expand(ConvertContext& c) {
-  std::vector<int64_t> shape = broadcast_shapes(c.node(), c.shape(0), c.constant_ints(1, "the shape"));
+  std::vector<int64_t> shape =
+      broadcast_shapes(c.node(), c.shape(0), c.constant_ints(1, "the shape"));
   return {te::compute(
-      shape, [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return c.load_broadcast(0, exprs(v), shape); }, c.name("expand"))};
+      shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return c.load_broadcast(0, exprs(v), shape);
+      },
+      c.name("expand"))};
 }
 
 std::vector<Tensor> shape(ConvertContext& c) {
@@ -296,7 +328,9 @@ std::vector<Tensor> shape(ConvertContext& c) {
       {static_cast<int64_t>(dims.size())},
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr e = ir::make_int(dims.empty() ? 0 : dims.back(), kInt64);
-        for (size_t d = dims.size(); d-- > 1;) e = ir::select(v[0] == const_i32(static_cast<int64_t>(d) - 1), ir::make_int(dims[d - 1], kInt64), e);
+        for (size_t d = dims.size(); d-- > 1;)
+          e = ir::select(v[0] == const_i32(static_cast<int64_t>(d) - 1),
+                         ir::make_int(dims[d - 1], kInt64), e);
         return e;
       },
       c.name("shape"))};

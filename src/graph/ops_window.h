@@ -11,8 +11,9 @@
 namespace tyche::graph::ops {
 
 // A tap's product from the two elements and their indices (a zero point per row or channel).
-using TapProduct = std::function<ir::Expr(ir::Expr x, ir::Expr w, const std::vector<ir::Expr>& x_index,
-                                          const std::vector<ir::Expr>& w_index)>;
+using TapProduct =
+    std::function<ir::Expr(ir::Expr x, ir::Expr w, const std::vector<ir::Expr>& x_index,
+                           const std::vector<ir::Expr>& w_index)>;
 
 // Where an activation's channel and spatial axes are: ONNX's (N, C, spatial...) or, on a node
 // the layout pass moved to channels last (layout.h), (N, spatial..., C).
@@ -44,22 +45,26 @@ struct Window {
 
 // ONNX's kernel/strides/dilations/pads/auto_pad attributes resolved against `in` (the spatial
 // extents). `ceil_mode` rounds the output size up (pooling).
-Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> kernel, bool ceil_mode = false);
+Window resolve_window(ConvertContext& c, const std::vector<int64_t>& in,
+                      std::vector<int64_t> kernel, bool ceil_mode = false);
 // `x` padded along its spatial axes by `w` with `fill`, long enough for every window; `x` itself
 // when nothing is padded.
 // `fill` makes the value inside the compute (a parameter's load must be built there).
 using FillFn = std::function<ir::Expr()>;
-te::Tensor pad_input(ConvertContext& c, const te::Tensor& x, const Axes& ax, const Window& w, const FillFn& fill);
+te::Tensor pad_input(ConvertContext& c, const te::Tensor& x, const Axes& ax, const Window& w,
+                     const FillFn& fill);
 // One reduce axis per spatial dimension of the window: rl; rh, rw; rd, rh, rw.
 std::vector<ir::IterVar> window_axes(const Window& w);
 // The activation axes of input `i`, with 1 to 3 spatial dimensions; float unless `any_type`.
 Axes activation_axes(ConvertContext& c, size_t i, bool any_type = false);
 // Conv's taps (ONNX's attributes and groups; input 0 the activation, input `w_index` the weight)
 // summed: sum product(x tap, w tap), `x` (input 0 or a converted copy of it) padded with `fill`.
-te::Tensor conv_sum(ConvertContext& c, size_t w_index, const te::Tensor& x, const FillFn& fill, const TapProduct& product);
+te::Tensor conv_sum(ConvertContext& c, size_t w_index, const te::Tensor& x, const FillFn& fill,
+                    const TapProduct& product);
 // MatMul's products (numpy's broadcasting of batch dimensions; input `a_index` by `b_index`, `a`
 // standing for input a_index: it or a converted copy) summed: sum product(a element, b element).
-te::Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const te::Tensor& a, const TapProduct& product);
+te::Tensor matmul_sum(ConvertContext& c, size_t a_index, size_t b_index, const te::Tensor& a,
+                      const TapProduct& product);
 // Adds bias input `i` (one value per channel) to `y`, as its own compute (an epilogue).
 te::Tensor add_channel_bias(ConvertContext& c, const te::Tensor& y, const Axes& ax, size_t i);
 

@@ -21,7 +21,8 @@ runtime::NDArray fold_shape(const te::Tensor& out, const std::vector<int64_t>& i
   return a;
 }
 
-std::vector<runtime::NDArray> evaluate(const Graph& graph, const Node& n, const std::vector<te::Tensor>& placeholders,
+std::vector<runtime::NDArray> evaluate(const Graph& graph, const Node& n,
+                                       const std::vector<te::Tensor>& placeholders,
                                        const std::vector<te::Tensor>& outs) {
   std::vector<te::Tensor> args;
   std::vector<runtime::NDArray> inputs;
@@ -69,11 +70,14 @@ void infer_and_fold(Graph& graph) {
     }
     if (n.op != "Shape" && !all_constant(graph, n)) continue;
     std::vector<runtime::NDArray> results;
-    if (n.op == "Shape") results.push_back(fold_shape(outs[0], graph.value(n.inputs[0]).shape, n));
-    else results = evaluate(graph, n, placeholders, outs);
+    if (n.op == "Shape")
+      results.push_back(fold_shape(outs[0], graph.value(n.inputs[0]).shape, n));
+    else
+      results = evaluate(graph, n, placeholders, outs);
     size_t next = 0;
     for (size_t o = 0; o < n.outputs.size(); ++o)
-      if (n.outputs[o] >= 0 && outs[o].defined()) graph.value(n.outputs[o]).constant = results.at(next++);
+      if (n.outputs[o] >= 0 && outs[o].defined())
+        graph.value(n.outputs[o]).constant = results.at(next++);
     folded[k] = true;
   }
   std::vector<Node> kept;
@@ -96,21 +100,26 @@ void fold_batch_norm(Graph& graph) {
     if (bn.op != "BatchNormalization" || bn.get_int("training_mode", 0) != 0) continue;
     int x = bn.inputs[0];
     int p = producer[static_cast<size_t>(x)];
-    if (p < 0 || users[static_cast<size_t>(x)].size() != 1 || is_output[static_cast<size_t>(x)]) continue;
+    if (p < 0 || users[static_cast<size_t>(x)].size() != 1 || is_output[static_cast<size_t>(x)])
+      continue;
     Node& prev = graph.nodes[static_cast<size_t>(p)];
     bool conv = prev.op == "Conv";
     if (!conv && !(prev.op == "Gemm" && graph.value(x).shape.size() == 2)) continue;
     bool params_known = true;
-    for (size_t i = 1; i <= 4; ++i) params_known = params_known && graph.value(bn.inputs[i]).is_constant();
+    for (size_t i = 1; i <= 4; ++i)
+      params_known = params_known && graph.value(bn.inputs[i]).is_constant();
     int w = prev.inputs[1];
-    if (!params_known || !graph.value(w).is_constant() || graph.value(w).dtype != kFloat32) continue;
+    if (!params_known || !graph.value(w).is_constant() || graph.value(w).dtype != kFloat32)
+      continue;
     int bias = prev.inputs.size() > 2 ? prev.inputs[2] : -1;
     if (bias >= 0 && !graph.value(bias).is_constant()) continue;
     bool trans_b = !conv && prev.get_int("transB", 0) != 0;
     double beta = conv ? 1 : prev.get_float("beta", 1);
     const Value& wv = graph.value(w);
     int64_t channels = graph.value(x).shape[1];
-    if (bias >= 0 && !conv && graph.value(bias).numel() != channels && graph.value(bias).numel() != 1) continue;
+    if (bias >= 0 && !conv && graph.value(bias).numel() != channels &&
+        graph.value(bias).numel() != 1)
+      continue;
     // a = scale / sqrt(var + eps); W' = W a (per output channel); b' = (b - mean) a + B.
     double eps = bn.get_float("epsilon", 1e-5);
     const auto& scale = graph.value(bn.inputs[1]).constant;
@@ -118,7 +127,8 @@ void fold_batch_norm(Graph& graph) {
     const auto& mean = graph.value(bn.inputs[3]).constant;
     const auto& var = graph.value(bn.inputs[4]).constant;
     std::vector<double> a(static_cast<size_t>(channels));
-    for (int64_t c = 0; c < channels; ++c) a[static_cast<size_t>(c)] = scale.get_flat(c) / std::sqrt(var.get_flat(c) + eps);
+    for (int64_t c = 0; c < channels; ++c)
+      a[static_cast<size_t>(c)] = scale.get_flat(c) / std::sqrt(var.get_flat(c) + eps);
     runtime::NDArray nw = wv.constant.copy();
     int64_t n = nw.numel();
     for (int64_t i = 0; i < n; ++i) {
@@ -127,7 +137,10 @@ void fold_batch_norm(Graph& graph) {
     }
     runtime::NDArray nb({channels}, kFloat32);
     for (int64_t c = 0; c < channels; ++c) {
-      double b = bias < 0 ? 0 : graph.value(bias).constant.get_flat(graph.value(bias).numel() == 1 ? 0 : c) * beta;
+      double b =
+          bias < 0
+              ? 0
+              : graph.value(bias).constant.get_flat(graph.value(bias).numel() == 1 ? 0 : c) * beta;
       nb.set_flat(c, (b - mean.get_flat(c)) * a[static_cast<size_t>(c)] + shift.get_flat(c));
     }
     prev.inputs.resize(3);

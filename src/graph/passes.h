@@ -26,8 +26,9 @@ void fold_batch_norm(Graph& graph);
 void fuse_qdq(Graph& graph);
 void fold_zero_points(Graph& graph);
 void convert_to_bfloat16(Graph& graph);
-// The model in `dtype` ("float32": as it is; "bfloat16": convert_to_bfloat16); InputError otherwise.
-// The CLI's --dtype and Python's dtype= both go through it (task hashes key the database).
+// The model in `dtype` ("float32": as it is; "bfloat16": convert_to_bfloat16); InputError
+// otherwise. The CLI's --dtype and Python's dtype= both go through it (task hashes key the
+// database).
 void apply_dtype(Graph& graph, const std::string& dtype);
 
 }  // namespace tyche::graph

@@ -47,8 +47,10 @@ class QdqFusion {
     // A fused node takes its QuantizeLinear's place: its inputs are all defined before the Conv.
     std::vector<Node> nodes;
     for (size_t k = 0; k < g_.nodes.size(); ++k) {
-      if (!dead[k]) nodes.push_back(std::move(g_.nodes[k]));
-      else if (auto it = at_quantize.find(k); it != at_quantize.end()) nodes.push_back(std::move(it->second));
+      if (!dead[k])
+        nodes.push_back(std::move(g_.nodes[k]));
+      else if (auto it = at_quantize.find(k); it != at_quantize.end())
+        nodes.push_back(std::move(it->second));
     }
     g_.nodes = std::move(nodes);
   }
@@ -68,8 +70,8 @@ class QdqFusion {
     if (y < 0 || is_output_.count(y) || users_[static_cast<size_t>(y)].size() != 1) return -1;
     int q = users_[static_cast<size_t>(y)][0];
     const Node& qn = g_.nodes[static_cast<size_t>(q)];
-    if (qn.op != "QuantizeLinear" || qn.inputs[0] != y || qn.inputs.size() < 3 || !scalar_constant(qn.inputs[1]) ||
-        !scalar_constant(qn.inputs[2]))
+    if (qn.op != "QuantizeLinear" || qn.inputs[0] != y || qn.inputs.size() < 3 ||
+        !scalar_constant(qn.inputs[1]) || !scalar_constant(qn.inputs[2]))
       return -1;
     return q;
   }
@@ -88,7 +90,8 @@ class QdqFusion {
     const Node* dw = dequantize(n.inputs[1]);
     int q = quantize_of(n);
     if (!dx || !dw || q < 0) return std::nullopt;
-    if (dx->inputs.size() < 2 || !scalar_constant(dx->inputs[1]) || (dx->inputs.size() > 2 && dx->inputs[2] >= 0 && !scalar_constant(dx->inputs[2])))
+    if (dx->inputs.size() < 2 || !scalar_constant(dx->inputs[1]) ||
+        (dx->inputs.size() > 2 && dx->inputs[2] >= 0 && !scalar_constant(dx->inputs[2])))
       return std::nullopt;
     int wq = dw->inputs[0];
     if (!constant(wq) || dw->inputs.size() < 2 || !constant(dw->inputs[1])) return std::nullopt;
@@ -101,21 +104,23 @@ class QdqFusion {
     int64_t axis = dw->get_int("axis", 1);
     if (axis < 0) axis += static_cast<int64_t>(w.shape.size());
     if (per != 1 && (per != channels || axis != want_axis)) return std::nullopt;
-    if (dw->inputs.size() > 2 && dw->inputs[2] >= 0 && !constant(dw->inputs[2])) return std::nullopt;
+    if (dw->inputs.size() > 2 && dw->inputs[2] >= 0 && !constant(dw->inputs[2]))
+      return std::nullopt;
     if (!conv && w.shape.size() != 2) return std::nullopt;
     const Node& qn = g_.nodes[static_cast<size_t>(q)];
     int bias = -1;
     if (conv && n.inputs.size() > 2 && n.inputs[2] >= 0) {
       const Node* db = dequantize(n.inputs[2]);
-      if (!db || !constant(db->inputs[0]) || g_.value(db->inputs[0]).dtype != kInt32 || db->inputs.size() < 2 ||
-          !constant(db->inputs[1]))
+      if (!db || !constant(db->inputs[0]) || g_.value(db->inputs[0]).dtype != kInt32 ||
+          db->inputs.size() < 2 || !constant(db->inputs[1]))
         return std::nullopt;
       if (db->inputs.size() > 2 && db->inputs[2] >= 0) {
         const runtime::NDArray& bz = g_.value(db->inputs[2]).constant;
         for (int64_t i = 0; i < bz.numel(); ++i)
           if (bz.get_flat(i) != 0) return std::nullopt;
       }
-      // The bias's scale must be x_scale * w_scale (per channel): QLinearConv's int32 bias has no scale of its own.
+      // The bias's scale must be x_scale * w_scale (per channel): QLinearConv's int32 bias has no
+      // scale of its own.
       const runtime::NDArray& bs = g_.value(db->inputs[1]).constant;
       const runtime::NDArray& ws = g_.value(dw->inputs[1]).constant;
       double xs = g_.value(dx->inputs[1]).constant.get_flat(0);
@@ -129,8 +134,14 @@ class QdqFusion {
     f.op = conv ? "QLinearConv" : "QLinearMatMul";
     f.name = n.name + ".quantized";
     f.attributes = conv ? n.attributes : std::map<std::string, Attribute>{};
-    f.inputs = {dx->inputs[0], dx->inputs[1], zero_point(*dx, dx->inputs[0]), wq, dw->inputs[1], zero_point(*dw, wq),
-                qn.inputs[1], qn.inputs[2]};
+    f.inputs = {dx->inputs[0],
+                dx->inputs[1],
+                zero_point(*dx, dx->inputs[0]),
+                wq,
+                dw->inputs[1],
+                zero_point(*dw, wq),
+                qn.inputs[1],
+                qn.inputs[2]};
     if (bias >= 0) f.inputs.push_back(bias);
     f.outputs = {qn.outputs[0]};
     return f;
@@ -146,7 +157,8 @@ class QdqFusion {
 // constant (sum (x - xz) w = sum x w - xz sum w, the last term known at import). The node keeps
 // its inputs and gets the folded bias as input `bias_at` (QLinearConv's own bias input; past the
 // end of the others) and the attribute kZeroPointFolded.
-void fold_zero_point(Graph& g, Node& n, size_t x, size_t w, size_t x_zp, size_t w_zp, size_t bias_at) {
+void fold_zero_point(Graph& g, Node& n, size_t x, size_t w, size_t x_zp, size_t w_zp,
+                     size_t bias_at) {
   auto has = [&](size_t i) { return i < n.inputs.size() && n.inputs[i] >= 0; };
   if (!has(x) || !has(w) || !g.value(n.inputs[w]).is_constant()) return;
   const Value& xv = g.value(n.inputs[x]);
@@ -154,7 +166,8 @@ void fold_zero_point(Graph& g, Node& n, size_t x, size_t w, size_t x_zp, size_t 
   bool conv = n.op == "QLinearConv" || n.op == "ConvInteger";
   if (xv.dtype != DataType::UInt(8) && xv.dtype != DataType::Int(8)) return;
   if (!conv && wv.shape.size() != 2) return;
-  if (has(x_zp) && (!g.value(n.inputs[x_zp]).is_constant() || g.value(n.inputs[x_zp]).numel() != 1)) return;
+  if (has(x_zp) && (!g.value(n.inputs[x_zp]).is_constant() || g.value(n.inputs[x_zp]).numel() != 1))
+    return;
   if (has(w_zp)) {
     const Value& z = g.value(n.inputs[w_zp]);
     if (!z.is_constant()) return;
@@ -162,17 +175,21 @@ void fold_zero_point(Graph& g, Node& n, size_t x, size_t w, size_t x_zp, size_t 
       if (z.constant.get_flat_int(i) != 0) return;
   }
   // An int8 activation is computed shifted to uint8 (ops_quant.cc): its zero point + 128.
-  int64_t xz = (has(x_zp) ? g.value(n.inputs[x_zp]).constant.get_flat_int(0) : 0) + (xv.dtype == DataType::Int(8) ? 128 : 0);
-  int64_t channels = conv ? wv.shape.at(0) : wv.shape.at(1);  // NCHW (CO, ...) or (K, N): before the layout pass
+  int64_t xz = (has(x_zp) ? g.value(n.inputs[x_zp]).constant.get_flat_int(0) : 0) +
+               (xv.dtype == DataType::Int(8) ? 128 : 0);
+  int64_t channels =
+      conv ? wv.shape.at(0) : wv.shape.at(1);  // NCHW (CO, ...) or (K, N): before the layout pass
   runtime::NDArray bias({channels}, kInt32);
   const Value* b = has(bias_at) ? &g.value(n.inputs[bias_at]) : nullptr;
   if (b && (!b->is_constant() || b->numel() != channels)) return;
   int64_t per = wv.numel() / channels;
   for (int64_t c = 0; c < channels; ++c) {
     int64_t sum = 0;
-    for (int64_t t = 0; t < per; ++t) sum += wv.constant.get_flat_int(conv ? c * per + t : t * channels + c);
+    for (int64_t t = 0; t < per; ++t)
+      sum += wv.constant.get_flat_int(conv ? c * per + t : t * channels + c);
     int64_t v = (b ? b->constant.get_flat_int(c) : 0) - xz * sum;
-    if (v < INT32_MIN || v > INT32_MAX) return;  // the int32 accumulator's range: leave it to the kernel
+    if (v < INT32_MIN || v > INT32_MAX)
+      return;  // the int32 accumulator's range: leave it to the kernel
     bias.set_flat_int(c, v);
   }
   int id = g.add_value({n.name + ".bias_zero_point_folded", {channels}, kInt32, bias});
@@ -183,15 +200,21 @@ void fold_zero_point(Graph& g, Node& n, size_t x, size_t w, size_t x_zp, size_t 
 
 }  // namespace
 
-void fuse_qdq(Graph& graph) { QdqFusion(graph).run(); }
+void fuse_qdq(Graph& graph) {
+  QdqFusion(graph).run();
+}
 
 void fold_zero_points(Graph& graph) {
   for (Node& n : graph.nodes) {
     if (n.has(kZeroPointFolded)) continue;
-    if (n.op == "QLinearConv") fold_zero_point(graph, n, 0, 3, 2, 5, 8);
-    else if (n.op == "QLinearMatMul") fold_zero_point(graph, n, 0, 3, 2, 5, 8);
-    else if (n.op == "ConvInteger") fold_zero_point(graph, n, 0, 1, 2, 3, 4);
-    else if (n.op == "MatMulInteger") fold_zero_point(graph, n, 0, 1, 2, 3, 4);
+    if (n.op == "QLinearConv")
+      fold_zero_point(graph, n, 0, 3, 2, 5, 8);
+    else if (n.op == "QLinearMatMul")
+      fold_zero_point(graph, n, 0, 3, 2, 5, 8);
+    else if (n.op == "ConvInteger")
+      fold_zero_point(graph, n, 0, 1, 2, 3, 4);
+    else if (n.op == "MatMulInteger")
+      fold_zero_point(graph, n, 0, 1, 2, 3, 4);
   }
 }
 

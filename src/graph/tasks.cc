@@ -75,7 +75,8 @@ double count_flop(const ir::PrimFunc& func) {
   return c.total;
 }
 
-ir::PrimFunc group_function(const Graph& graph, const FusedGroup& group, const std::string& name, Call& call) {
+ir::PrimFunc group_function(const Graph& graph, const FusedGroup& group, const std::string& name,
+                            Call& call) {
   NameGen names;
   std::unordered_map<int, te::Tensor> tensors;  // values made inside the group, and placeholders
   std::vector<std::pair<int, te::Tensor>> placeholders;
@@ -90,7 +91,8 @@ ir::PrimFunc group_function(const Graph& graph, const FusedGroup& group, const s
       auto it = tensors.find(v);
       if (it == tensors.end()) {
         const Value& val = graph.value(v);
-        te::Tensor p = te::placeholder(val.shape, val.dtype, fmt::format("p{}", placeholders.size()));
+        te::Tensor p =
+            te::placeholder(val.shape, val.dtype, fmt::format("p{}", placeholders.size()));
         placeholders.emplace_back(v, p);
         it = tensors.emplace(v, p).first;
       }
@@ -120,9 +122,12 @@ ir::PrimFunc group_function(const Graph& graph, const FusedGroup& group, const s
   for (te::Tensor& r : results)
     if (r.op()->is_placeholder) {
       te::Tensor in = r;
-      r = te::compute(in.shape(), [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        return in(std::vector<ir::Expr>(v.begin(), v.end()));
-      }, names("copy"));
+      r = te::compute(
+          in.shape(),
+          [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+            return in(std::vector<ir::Expr>(v.begin(), v.end()));
+          },
+          names("copy"));
     }
   args.insert(args.end(), results.begin(), results.end());
   // Weights may be stored in whatever layout the tuned kernel reads (RewriteLayout).

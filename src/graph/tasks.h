@@ -24,7 +24,7 @@ struct Call {
 };
 
 struct Task {
-  std::string name;   // the first group's name, made unique ("fused_conv_relu", "fused_conv_relu_1")
+  std::string name;  // the first group's name, made unique ("fused_conv_relu", "fused_conv_relu_1")
   ir::PrimFunc func;  // unscheduled
   uint64_t hash = 0;  // ir::structural_hash(func)
   int weight = 0;     // groups that call it
@@ -42,7 +42,8 @@ TaskTable extract_tasks(const Graph& graph);
 
 // The te function of one group and how its params bind to values (what extract_tasks does for
 // each group).
-ir::PrimFunc group_function(const Graph& graph, const FusedGroup& group, const std::string& name, Call& call);
+ir::PrimFunc group_function(const Graph& graph, const FusedGroup& group, const std::string& name,
+                            Call& call);
 
 // Floating-point operations of an unscheduled PrimFunc: each block's float arithmetic (a
 // reduction's combine counts as one) times its iteration count. Index arithmetic does not count.

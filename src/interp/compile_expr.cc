@@ -87,20 +87,23 @@ struct IntNot final : IntExpr {
 // if_then_else: only the chosen side runs, so a guarded out-of-bounds load (padding) is legal.
 struct IntIfThenElse final : IntExpr {
   IntPtr c, t, f;
-  IntIfThenElse(IntPtr c_, IntPtr t_, IntPtr f_) : c(std::move(c_)), t(std::move(t_)), f(std::move(f_)) {}
+  IntIfThenElse(IntPtr c_, IntPtr t_, IntPtr f_)
+      : c(std::move(c_)), t(std::move(t_)), f(std::move(f_)) {}
   int64_t eval() override { return c->eval() ? t->eval() : f->eval(); }
 };
 struct FloatIfThenElse final : FloatExpr {
   IntPtr c;
   FloatPtr t, f;
-  FloatIfThenElse(IntPtr c_, FloatPtr t_, FloatPtr f_) : c(std::move(c_)), t(std::move(t_)), f(std::move(f_)) {}
+  FloatIfThenElse(IntPtr c_, FloatPtr t_, FloatPtr f_)
+      : c(std::move(c_)), t(std::move(t_)), f(std::move(f_)) {}
   double eval() override { return c->eval() ? t->eval() : f->eval(); }
 };
 // Select may evaluate both sides in generated code, so both run here: an out-of-bounds load on
 // the discarded side is reported rather than hidden.
 struct IntSelect final : IntExpr {
   IntPtr c, t, f;
-  IntSelect(IntPtr c_, IntPtr t_, IntPtr f_) : c(std::move(c_)), t(std::move(t_)), f(std::move(f_)) {}
+  IntSelect(IntPtr c_, IntPtr t_, IntPtr f_)
+      : c(std::move(c_)), t(std::move(t_)), f(std::move(f_)) {}
   int64_t eval() override {
     int64_t x = t->eval(), y = f->eval();
     return c->eval() ? x : y;
@@ -109,7 +112,8 @@ struct IntSelect final : IntExpr {
 struct FloatSelect final : FloatExpr {
   IntPtr c;
   FloatPtr t, f;
-  FloatSelect(IntPtr c_, FloatPtr t_, FloatPtr f_) : c(std::move(c_)), t(std::move(t_)), f(std::move(f_)) {}
+  FloatSelect(IntPtr c_, FloatPtr t_, FloatPtr f_)
+      : c(std::move(c_)), t(std::move(t_)), f(std::move(f_)) {}
   double eval() override {
     double x = t->eval(), y = f->eval();
     return c->eval() ? x : y;
@@ -177,13 +181,19 @@ struct IntLet final : IntExpr {
   ExecPtr bind;
   IntPtr body;
   IntLet(ExecPtr b, IntPtr e) : bind(std::move(b)), body(std::move(e)) {}
-  int64_t eval() override { bind->exec(); return body->eval(); }
+  int64_t eval() override {
+    bind->exec();
+    return body->eval();
+  }
 };
 struct FloatLet final : FloatExpr {
   ExecPtr bind;
   FloatPtr body;
   FloatLet(ExecPtr b, FloatPtr e) : bind(std::move(b)), body(std::move(e)) {}
-  double eval() override { bind->exec(); return body->eval(); }
+  double eval() override {
+    bind->exec();
+    return body->eval();
+  }
 };
 
 template <typename T>
@@ -217,18 +227,22 @@ struct VecBind final : Exec {
   VecBind(VecSlot* s, VecPtr v) : slot(s), value(std::move(v)) {}
   void exec() override {
     value->eval();
-    if (value->is_float) slot->f = value->f; else slot->i = value->i;
+    if (value->is_float)
+      slot->f = value->f;
+    else
+      slot->i = value->i;
   }
 };
 
 void check_call_arity(const CallNode* n) {
   if (static_cast<int>(n->args.size()) != call_op_arity(n->op))
-    throw_error("interp: {} takes {} argument(s), got {}", call_op_name(n->op), call_op_arity(n->op),
-                n->args.size());
+    throw_error("interp: {} takes {} argument(s), got {}", call_op_name(n->op),
+                call_op_arity(n->op), n->args.size());
 }
 
 [[noreturn]] void unexpected_vector(const Expr& e) {
-  throw_error("interp: vector value {} ({}) where a scalar is expected", to_string(e), e.dtype().str());
+  throw_error("interp: vector value {} ({}) where a scalar is expected", to_string(e),
+              e.dtype().str());
 }
 
 }  // namespace
@@ -293,14 +307,17 @@ IntPtr Program::compile_int(const Expr& e) {
   if (t.is_float()) return std::make_unique<FloatToInt>(compile_float(e));
   if (!t.is_int_like()) throw_error("interp: expression '{}' has type {}", to_string(e), t.str());
   switch (e.kind()) {
-    case ExprKind::kIntImm: return std::make_unique<IntConst>(e.as<IntImmNode>()->value);
-    case ExprKind::kFloatImm: return std::make_unique<IntConst>(float_to_int(e.as<FloatImmNode>()->value));
+    case ExprKind::kIntImm:
+      return std::make_unique<IntConst>(e.as<IntImmNode>()->value);
+    case ExprKind::kFloatImm:
+      return std::make_unique<IntConst>(float_to_int(e.as<FloatImmNode>()->value));
     case ExprKind::kVar: {
       VarSlot s = lookup_var(static_cast<const VarNode*>(e.get()));
       if (!s.i) throw_error("interp: variable '{}' is not an integer here", to_string(e));
       return std::make_unique<IntVar>(s.i);
     }
-    case ExprKind::kNot: return std::make_unique<IntNot>(compile_int(e.as<NotNode>()->a));
+    case ExprKind::kNot:
+      return std::make_unique<IntNot>(compile_int(e.as<NotNode>()->a));
     case ExprKind::kSelect: {
       auto* n = e.as<SelectNode>();
       return std::make_unique<IntSelect>(compile_int(n->condition), compile_int(n->true_value),
@@ -347,7 +364,8 @@ IntPtr Program::compile_int(const Expr& e) {
       ExecPtr bind = compile_let_binding(scope, e.as<LetNode>());
       return std::make_unique<IntLet>(std::move(bind), compile_int(e.as<LetNode>()->body));
     }
-    default: break;
+    default:
+      break;
   }
   // Binary operators.
   auto* n = static_cast<const BinaryNode*>(e.get());
@@ -385,14 +403,18 @@ FloatPtr Program::compile_float(const Expr& e) {
   if (t.lanes() != 1) unexpected_vector(e);
   if (!t.is_float()) return std::make_unique<IntToFloat>(compile_int(e));
   switch (e.kind()) {
-    case ExprKind::kFloatImm: return std::make_unique<FloatConst>(e.as<FloatImmNode>()->value);
-    case ExprKind::kIntImm: return std::make_unique<FloatConst>(static_cast<double>(e.as<IntImmNode>()->value));
+    case ExprKind::kFloatImm:
+      return std::make_unique<FloatConst>(e.as<FloatImmNode>()->value);
+    case ExprKind::kIntImm:
+      return std::make_unique<FloatConst>(static_cast<double>(e.as<IntImmNode>()->value));
     case ExprKind::kVar: {
       VarSlot s = lookup_var(static_cast<const VarNode*>(e.get()));
       if (!s.f) throw_error("interp: variable '{}' is not a float here", to_string(e));
       return std::make_unique<FloatVar>(s.f);
     }
-    case ExprKind::kNot: return std::make_unique<IntToFloat>(std::make_unique<IntNot>(compile_int(e.as<NotNode>()->a)));
+    case ExprKind::kNot:
+      return std::make_unique<IntToFloat>(
+          std::make_unique<IntNot>(compile_int(e.as<NotNode>()->a)));
     case ExprKind::kSelect: {
       auto* n = e.as<SelectNode>();
       return std::make_unique<FloatSelect>(compile_int(n->condition), compile_float(n->true_value),
@@ -440,7 +462,8 @@ FloatPtr Program::compile_float(const Expr& e) {
       ExecPtr bind = compile_let_binding(scope, e.as<LetNode>());
       return std::make_unique<FloatLet>(std::move(bind), compile_float(e.as<LetNode>()->body));
     }
-    default: break;
+    default:
+      break;
   }
   auto* n = static_cast<const BinaryNode*>(e.get());
   FloatPtr a = compile_float(n->a), b = compile_float(n->b);

@@ -27,8 +27,10 @@ struct IfExec final : Exec {
   IntPtr cond;
   ExecPtr then_case, else_case;  // else_case may be null
   void exec() override {
-    if (cond->eval()) then_case->exec();
-    else if (else_case) else_case->exec();
+    if (cond->eval())
+      then_case->exec();
+    else if (else_case)
+      else_case->exec();
   }
 };
 struct EvalInt final : Exec {
@@ -67,8 +69,10 @@ struct ScalarStore final : Exec {
   ValuePtr value;
   ScalarStore(ScalarAccess a, ValuePtr v) : acc(std::move(a)), value(std::move(v)) {}
   void exec() override {
-    if constexpr (std::is_same_v<ValuePtr, IntPtr>) Storage<T>::store_i(*acc.buf, acc.offset(), value->eval());
-    else Storage<T>::store_f(*acc.buf, acc.offset(), value->eval());
+    if constexpr (std::is_same_v<ValuePtr, IntPtr>)
+      Storage<T>::store_i(*acc.buf, acc.offset(), value->eval());
+    else
+      Storage<T>::store_f(*acc.buf, acc.offset(), value->eval());
   }
 };
 template <typename T>
@@ -84,8 +88,10 @@ struct VecStore final : Exec {
     value->eval();
     acc.compute();
     for (int l = 0; l < acc.lanes; ++l) {
-      if (value->is_float) Storage<T>::store_f(*acc.buf, acc.offsets[l], value->f[l]);
-      else Storage<T>::store_i(*acc.buf, acc.offsets[l], value->i[l]);
+      if (value->is_float)
+        Storage<T>::store_f(*acc.buf, acc.offsets[l], value->f[l]);
+      else
+        Storage<T>::store_i(*acc.buf, acc.offsets[l], value->i[l]);
     }
   }
 };
@@ -95,7 +101,7 @@ struct IterBinding {
   int64_t* slot = nullptr;
   IntPtr value;
   const int64_t* value_var = nullptr;  // `value`'s slot when it is a plain variable
-  IntPtr min, extent;  // null when constant
+  IntPtr min, extent;                  // null when constant
   int64_t const_min = 0, const_extent = 0;
   bool reduce = false;
 };
@@ -146,7 +152,9 @@ BufferState* compile_allocation(Program::Scope& scope, const Buffer& buffer) {
   std::vector<int64_t> shape, strides;
   for (const Expr& d : buffer->shape) {
     auto v = as_const_int(d);
-    if (!v) throw_error("non-constant allocation shape: buffer '{}' has extent '{}'", buffer->name, to_string(d));
+    if (!v)
+      throw_error("non-constant allocation shape: buffer '{}' has extent '{}'", buffer->name,
+                  to_string(d));
     if (*v < 0) throw_error("negative allocation extent {} of buffer '{}'", *v, buffer->name);
     shape.push_back(*v);
   }
@@ -154,7 +162,8 @@ BufferState* compile_allocation(Program::Scope& scope, const Buffer& buffer) {
   bool compact = true;
   if (!buffer->strides.empty()) {
     if (buffer->strides.size() != shape.size())
-      throw_error("buffer '{}' has {} strides for {} dimensions", buffer->name, buffer->strides.size(), shape.size());
+      throw_error("buffer '{}' has {} strides for {} dimensions", buffer->name,
+                  buffer->strides.size(), shape.size());
     int64_t expect = 1, reach = 1;
     for (size_t d = shape.size(); d-- > 0;) {
       auto v = as_const_int(buffer->strides[d]);
@@ -165,7 +174,8 @@ BufferState* compile_allocation(Program::Scope& scope, const Buffer& buffer) {
       expect *= shape[d];  // within size, checked above
       // The last element's offset + 1, checked: crafted strides must not wrap past the buffer.
       int64_t step = 0;
-      if (__builtin_mul_overflow(shape[d] - 1, *v, &step) || __builtin_add_overflow(reach, step, &reach))
+      if (__builtin_mul_overflow(shape[d] - 1, *v, &step) ||
+          __builtin_add_overflow(reach, step, &reach))
         throw_input_error("buffer '{}': its strides reach past 64 bits", buffer->name);
     }
     if (size > 0) size = reach;
@@ -190,9 +200,11 @@ void poison(BufferState& b) {
   DataType t = b.node->dtype;
   if (t.is_float()) {
     if (t.bits() == 32) {
-      std::fill_n(reinterpret_cast<float*>(b.data), b.size, std::numeric_limits<float>::quiet_NaN());
+      std::fill_n(reinterpret_cast<float*>(b.data), b.size,
+                  std::numeric_limits<float>::quiet_NaN());
     } else if (t.bits() == 64) {
-      std::fill_n(reinterpret_cast<double*>(b.data), b.size, std::numeric_limits<double>::quiet_NaN());
+      std::fill_n(reinterpret_cast<double*>(b.data), b.size,
+                  std::numeric_limits<double>::quiet_NaN());
     } else {
       uint16_t nan = t.is_bfloat16() ? 0x7fc0 : 0x7e00;
       std::fill_n(reinterpret_cast<uint16_t*>(b.data), b.size, nan);
@@ -243,7 +255,8 @@ ExecPtr Program::compile_stmt(const Stmt& s) {
     }
     case StmtKind::kEvaluate: {
       const Expr& e = s.as<EvaluateNode>()->value;
-      if (e.dtype().lanes() > 1) return std::make_unique<EvalVec>(compile_vec(e, e.dtype().lanes()));
+      if (e.dtype().lanes() > 1)
+        return std::make_unique<EvalVec>(compile_vec(e, e.dtype().lanes()));
       if (e.dtype().is_float()) return std::make_unique<EvalFloat>(compile_float(e));
       return std::make_unique<EvalInt>(compile_int(e));
     }
@@ -271,8 +284,7 @@ ExecPtr Program::compile_stmt(const Stmt& s) {
       auto r = std::make_unique<BlockExec>();
       r->block = block;
       // Iter values, the predicate and the domains live in the enclosing scope.
-      if (realize && !is_true(realize->predicate))
-        r->predicate = compile_int(realize->predicate);
+      if (realize && !is_true(realize->predicate)) r->predicate = compile_int(realize->predicate);
       for (size_t k = 0; k < nvalues; ++k) {
         const IterVar& iv = block->iter_vars[k];
         IterBinding b;
@@ -280,18 +292,26 @@ ExecPtr Program::compile_stmt(const Stmt& s) {
         b.value = compile_int(realize->iter_values[k]);
         b.value_var = b.value->var_slot();
         b.reduce = iv.kind == IterKind::kReduce;
-        if (auto c = as_const_int(iv.dom.min)) b.const_min = *c; else b.min = compile_int(iv.dom.min);
-        if (auto c = as_const_int(iv.dom.extent)) b.const_extent = *c; else b.extent = compile_int(iv.dom.extent);
+        if (auto c = as_const_int(iv.dom.min))
+          b.const_min = *c;
+        else
+          b.min = compile_int(iv.dom.min);
+        if (auto c = as_const_int(iv.dom.extent))
+          b.const_extent = *c;
+        else
+          b.extent = compile_int(iv.dom.extent);
         r->iters.push_back(std::move(b));
       }
       Scope scope(*this);
       for (IterBinding& b : r->iters) {
         const Var& v = b.iter->var;
         if (!v.dtype().is_int_like() || v.dtype().lanes() != 1)
-          throw_error("interp: iter var '{}' of block '{}' has type {}", v.name(), block->name, v.dtype().str());
+          throw_error("interp: iter var '{}' of block '{}' has type {}", v.name(), block->name,
+                      v.dtype().str());
         b.slot = scope.bind_var(v).i;
       }
-      for (const Buffer& buf : block->alloc_buffers) r->allocs.push_back(compile_allocation(scope, buf));
+      for (const Buffer& buf : block->alloc_buffers)
+        r->allocs.push_back(compile_allocation(scope, buf));
       if (block->init.defined()) r->init = compile_stmt(block->init);
       r->body = compile_stmt(block->body);
       return r;

@@ -24,7 +24,8 @@ struct VecFromFloat final : VecExpr {
 };
 struct VecRampInt final : VecExpr {
   IntPtr base, stride;
-  VecRampInt(IntPtr b, IntPtr s, int lanes) : VecExpr(lanes, false), base(std::move(b)), stride(std::move(s)) {}
+  VecRampInt(IntPtr b, IntPtr s, int lanes)
+      : VecExpr(lanes, false), base(std::move(b)), stride(std::move(s)) {}
   void eval() override {
     int64_t b = base->eval(), s = stride->eval();
     for (int l = 0; l < lanes; ++l) i[l] = b + l * s;
@@ -32,7 +33,8 @@ struct VecRampInt final : VecExpr {
 };
 struct VecRampFloat final : VecExpr {
   FloatPtr base, stride;
-  VecRampFloat(FloatPtr b, FloatPtr s, int lanes) : VecExpr(lanes, true), base(std::move(b)), stride(std::move(s)) {}
+  VecRampFloat(FloatPtr b, FloatPtr s, int lanes)
+      : VecExpr(lanes, true), base(std::move(b)), stride(std::move(s)) {}
   void eval() override {
     double b = base->eval(), s = stride->eval();
     for (int l = 0; l < lanes; ++l) f[l] = b + l * s;
@@ -42,20 +44,27 @@ struct VecVar final : VecExpr {
   const VecSlot* slot;
   VecVar(const VecSlot* s, int lanes, bool is_float) : VecExpr(lanes, is_float), slot(s) {}
   void eval() override {
-    if (is_float) f = slot->f; else i = slot->i;
+    if (is_float)
+      f = slot->f;
+    else
+      i = slot->i;
   }
 };
 // Implicit class change of all lanes (int <-> float) or an explicit cast to `to`.
 struct VecConvert final : VecExpr {
   VecPtr a;
   DataType to;
-  VecConvert(VecPtr a_, DataType t) : VecExpr(a_->lanes, t.is_float()), a(std::move(a_)), to(t.element_of()) {}
+  VecConvert(VecPtr a_, DataType t)
+      : VecExpr(a_->lanes, t.is_float()), a(std::move(a_)), to(t.element_of()) {}
   void eval() override {
     a->eval();
     for (int l = 0; l < lanes; ++l) {
-      if (is_float) f[l] = round_float(a->is_float ? a->f[l] : static_cast<double>(a->i[l]), to);
-      else if (!a->is_float) i[l] = wrap_int(a->i[l], to);
-      else i[l] = to.is_bool() ? int64_t{a->f[l] != 0} : wrap_int(float_to_int(a->f[l]), to);
+      if (is_float)
+        f[l] = round_float(a->is_float ? a->f[l] : static_cast<double>(a->i[l]), to);
+      else if (!a->is_float)
+        i[l] = wrap_int(a->i[l], to);
+      else
+        i[l] = to.is_bool() ? int64_t{a->f[l] != 0} : wrap_int(float_to_int(a->f[l]), to);
     }
   }
 };
@@ -66,7 +75,11 @@ struct VecBinary final : VecExpr {
   VecPtr a, b;
   Expr expr;
   VecBinary(ExprKind k, VecPtr a_, VecPtr b_, bool result_float, Expr e)
-      : VecExpr(a_->lanes, result_float), kind(k), a(std::move(a_)), b(std::move(b_)), expr(std::move(e)) {}
+      : VecExpr(a_->lanes, result_float),
+        kind(k),
+        a(std::move(a_)),
+        b(std::move(b_)),
+        expr(std::move(e)) {}
   void eval() override {
     a->eval();
     b->eval();
@@ -74,7 +87,10 @@ struct VecBinary final : VecExpr {
       if (a->is_float) {
         for (int l = 0; l < lanes; ++l) {
           double r = float_op<K>(a->f[l], b->f[l]);
-          if (is_float) f[l] = r; else i[l] = r != 0;
+          if (is_float)
+            f[l] = r;
+          else
+            i[l] = r != 0;
         }
       } else {
         for (int l = 0; l < lanes; ++l) {
@@ -102,15 +118,21 @@ struct VecSelect final : VecExpr {
   VecPtr c, t, e;
   LaneMask* mask;  // null for Select
   VecSelect(VecPtr c_, VecPtr t_, VecPtr e_, LaneMask* m)
-      : VecExpr(t_->lanes, t_->is_float), c(std::move(c_)), t(std::move(t_)), e(std::move(e_)), mask(m) {}
+      : VecExpr(t_->lanes, t_->is_float),
+        c(std::move(c_)),
+        t(std::move(t_)),
+        e(std::move(e_)),
+        mask(m) {}
   void eval() override {
     c->eval();
     if (!mask) {
       t->eval();
       e->eval();
       for (int l = 0; l < lanes; ++l) {
-        if (is_float) f[l] = c->i[l] ? t->f[l] : e->f[l];
-        else i[l] = c->i[l] ? t->i[l] : e->i[l];
+        if (is_float)
+          f[l] = c->i[l] ? t->f[l] : e->f[l];
+        else
+          i[l] = c->i[l] ? t->i[l] : e->i[l];
       }
       return;
     }
@@ -119,7 +141,10 @@ struct VecSelect final : VecExpr {
     if (on == lanes || on == 0) {
       VecExpr& side = on ? *t : *e;
       side.eval();
-      if (is_float) f = side.f; else i = side.i;
+      if (is_float)
+        f = side.f;
+      else
+        i = side.i;
       return;
     }
     LaneMask saved = *mask;
@@ -133,7 +158,10 @@ struct VecSelect final : VecExpr {
       side.eval();
       for (int l = 0; l < lanes; ++l) {
         if ((c->i[l] != 0) != (pass == 0)) continue;
-        if (is_float) f[l] = side.f[l]; else i[l] = side.i[l];
+        if (is_float)
+          f[l] = side.f[l];
+        else
+          i[l] = side.i[l];
       }
     }
     *mask = std::move(saved);
@@ -142,7 +170,8 @@ struct VecSelect final : VecExpr {
 struct VecCall final : VecExpr {
   CallOp op;
   VecPtr x, y;
-  VecCall(CallOp o, VecPtr x_, VecPtr y_) : VecExpr(x_->lanes, x_->is_float), op(o), x(std::move(x_)), y(std::move(y_)) {}
+  VecCall(CallOp o, VecPtr x_, VecPtr y_)
+      : VecExpr(x_->lanes, x_->is_float), op(o), x(std::move(x_)), y(std::move(y_)) {}
   void eval() override {
     x->eval();
     if (y) y->eval();
@@ -160,7 +189,10 @@ struct VecCall final : VecExpr {
 struct VecGroupDot final : VecExpr {
   VecPtr acc, a, b;
   VecGroupDot(VecPtr acc_, VecPtr a_, VecPtr b_)
-      : VecExpr(acc_->lanes, acc_->is_float), acc(std::move(acc_)), a(std::move(a_)), b(std::move(b_)) {}
+      : VecExpr(acc_->lanes, acc_->is_float),
+        acc(std::move(acc_)),
+        a(std::move(a_)),
+        b(std::move(b_)) {}
   void eval() override {
     acc->eval();
     a->eval();
@@ -169,7 +201,8 @@ struct VecGroupDot final : VecExpr {
     for (int l = 0; l < lanes; ++l) {
       if (is_float) {
         double s = acc->f[l];
-        for (int t = 0; t < g; ++t) s = round_float(s + round_float(a->f[t] * b->f[g * l + t], kFloat32), kFloat32);
+        for (int t = 0; t < g; ++t)
+          s = round_float(s + round_float(a->f[t] * b->f[g * l + t], kFloat32), kFloat32);
         f[l] = s;
       } else {
         uint64_t s = static_cast<uint64_t>(acc->i[l]);
@@ -184,7 +217,11 @@ struct VecTileDot final : VecExpr {
   VecPtr acc, a, b;
   ir::TileDotShape shape;
   VecTileDot(VecPtr acc_, VecPtr a_, VecPtr b_, ir::TileDotShape s)
-      : VecExpr(acc_->lanes, acc_->is_float), acc(std::move(acc_)), a(std::move(a_)), b(std::move(b_)), shape(s) {}
+      : VecExpr(acc_->lanes, acc_->is_float),
+        acc(std::move(acc_)),
+        a(std::move(a_)),
+        b(std::move(b_)),
+        shape(s) {}
   void eval() override {
     acc->eval();
     a->eval();
@@ -196,11 +233,14 @@ struct VecTileDot final : VecExpr {
         auto b_lane = [&](int t) { return (t / g) * n_cols * g + n * g + t % g; };
         if (is_float) {
           double s = acc->f[l];
-          for (int t = 0; t < k_len; ++t) s = round_float(s + round_float(a->f[m * k_len + t] * b->f[b_lane(t)], kFloat32), kFloat32);
+          for (int t = 0; t < k_len; ++t)
+            s = round_float(s + round_float(a->f[m * k_len + t] * b->f[b_lane(t)], kFloat32),
+                            kFloat32);
           f[l] = s;
         } else {
           uint64_t s = static_cast<uint64_t>(acc->i[l]);
-          for (int t = 0; t < k_len; ++t) s += static_cast<uint64_t>(a->i[m * k_len + t] * b->i[b_lane(t)]);
+          for (int t = 0; t < k_len; ++t)
+            s += static_cast<uint64_t>(a->i[m * k_len + t] * b->i[b_lane(t)]);
           i[l] = wrap_int(static_cast<int64_t>(s), kInt32);
         }
       }
@@ -209,11 +249,15 @@ struct VecTileDot final : VecExpr {
 struct VecLet final : VecExpr {
   ExecPtr bind;
   VecPtr body;
-  VecLet(ExecPtr b, VecPtr e) : VecExpr(e->lanes, e->is_float), bind(std::move(b)), body(std::move(e)) {}
+  VecLet(ExecPtr b, VecPtr e)
+      : VecExpr(e->lanes, e->is_float), bind(std::move(b)), body(std::move(e)) {}
   void eval() override {
     bind->exec();
     body->eval();
-    if (is_float) f = body->f; else i = body->i;
+    if (is_float)
+      f = body->f;
+    else
+      i = body->i;
   }
 };
 template <typename T>
@@ -224,8 +268,10 @@ struct VecLoad final : VecExpr {
     acc.compute();
     for (int l = 0; l < lanes; ++l) {
       int64_t off = acc.offsets[l];
-      if (is_float) f[l] = off < 0 ? 0.0 : Storage<T>::load_f(*acc.buf, off);
-      else i[l] = off < 0 ? 0 : Storage<T>::load_i(*acc.buf, off);
+      if (is_float)
+        f[l] = off < 0 ? 0.0 : Storage<T>::load_f(*acc.buf, off);
+      else
+        i[l] = off < 0 ? 0 : Storage<T>::load_i(*acc.buf, off);
     }
   }
 };
@@ -236,7 +282,8 @@ VecPtr convert(VecPtr v, bool to_float) {
 }
 
 [[noreturn]] void lanes_mismatch(const Expr& e, int lanes) {
-  throw_error("interp: '{}' has {} lanes where {} are expected", to_string(e), e.dtype().lanes(), lanes);
+  throw_error("interp: '{}' has {} lanes where {} are expected", to_string(e), e.dtype().lanes(),
+              lanes);
 }
 
 }  // namespace
@@ -270,7 +317,8 @@ VecPtr Program::compile_vec(const Expr& e, int lanes) {
       if (!s.v) throw_error("interp: variable '{}' is not a vector here", to_string(e));
       return std::make_unique<VecVar>(s.v, lanes, is_float);
     }
-    case ExprKind::kNot: return std::make_unique<VecNot>(convert(compile_vec(e.as<NotNode>()->a, lanes), false));
+    case ExprKind::kNot:
+      return std::make_unique<VecNot>(convert(compile_vec(e.as<NotNode>()->a, lanes), false));
     case ExprKind::kSelect: {
       auto* n = e.as<SelectNode>();
       VecPtr c = convert(compile_vec(n->condition, lanes), false);
@@ -278,7 +326,8 @@ VecPtr Program::compile_vec(const Expr& e, int lanes) {
       VecPtr b = convert(compile_vec(n->false_value, lanes), is_float);
       return std::make_unique<VecSelect>(std::move(c), std::move(a), std::move(b), nullptr);
     }
-    case ExprKind::kCast: return std::make_unique<VecConvert>(compile_vec(e.as<CastNode>()->value, lanes), t);
+    case ExprKind::kCast:
+      return std::make_unique<VecConvert>(compile_vec(e.as<CastNode>()->value, lanes), t);
     case ExprKind::kBufferLoad: {
       auto* n = e.as<BufferLoadNode>();
       VecAccess acc = compile_vec_access(*this, n->buffer, n->indices, lanes, false);
@@ -289,15 +338,21 @@ VecPtr Program::compile_vec(const Expr& e, int lanes) {
     case ExprKind::kCall: {
       auto* n = e.as<CallNode>();
       if (static_cast<int>(n->args.size()) != call_op_arity(n->op))
-        throw_error("interp: {} takes {} argument(s), got {}", call_op_name(n->op), call_op_arity(n->op),
-                    n->args.size());
+        throw_error("interp: {} takes {} argument(s), got {}", call_op_name(n->op),
+                    call_op_arity(n->op), n->args.size());
       if (n->op == CallOp::kGroupDot) {
-        auto operand = [&](const Expr& x) { return convert(compile_vec(x, x.dtype().lanes()), is_float); };
-        return std::make_unique<VecGroupDot>(operand(n->args[0]), operand(n->args[1]), operand(n->args[2]));
+        auto operand = [&](const Expr& x) {
+          return convert(compile_vec(x, x.dtype().lanes()), is_float);
+        };
+        return std::make_unique<VecGroupDot>(operand(n->args[0]), operand(n->args[1]),
+                                             operand(n->args[2]));
       }
       if (n->op == CallOp::kTileDot) {
-        auto operand = [&](const Expr& x) { return convert(compile_vec(x, x.dtype().lanes()), is_float); };
-        return std::make_unique<VecTileDot>(operand(n->args[0]), operand(n->args[1]), operand(n->args[2]), ir::tile_dot_shape(n));
+        auto operand = [&](const Expr& x) {
+          return convert(compile_vec(x, x.dtype().lanes()), is_float);
+        };
+        return std::make_unique<VecTileDot>(operand(n->args[0]), operand(n->args[1]),
+                                            operand(n->args[2]), ir::tile_dot_shape(n));
       }
       if (n->op == CallOp::kIfThenElse) {
         VecPtr c = convert(compile_vec(n->args[0], lanes), false);
@@ -314,7 +369,8 @@ VecPtr Program::compile_vec(const Expr& e, int lanes) {
     case ExprKind::kRamp: {
       auto* n = e.as<RampNode>();
       if (n->base.dtype().is_float() || n->stride.dtype().is_float())
-        return std::make_unique<VecRampFloat>(compile_float(n->base), compile_float(n->stride), lanes);
+        return std::make_unique<VecRampFloat>(compile_float(n->base), compile_float(n->stride),
+                                              lanes);
       return std::make_unique<VecRampInt>(compile_int(n->base), compile_int(n->stride), lanes);
     }
     case ExprKind::kBroadcast: {
@@ -328,8 +384,10 @@ VecPtr Program::compile_vec(const Expr& e, int lanes) {
       return std::make_unique<VecLet>(std::move(bind), compile_vec(e.as<LetNode>()->body, lanes));
     }
     case ExprKind::kIntImm:
-    case ExprKind::kFloatImm: lanes_mismatch(e, lanes);
-    default: break;
+    case ExprKind::kFloatImm:
+      lanes_mismatch(e, lanes);
+    default:
+      break;
   }
   auto* n = static_cast<const BinaryNode*>(e.get());
   ExprKind k = e.kind();

@@ -33,24 +33,33 @@ class VarCollector : public StmtExprVisitor {
 
 Program::Scope::~Scope() {
   for (auto it = vars_.rbegin(); it != vars_.rend(); ++it) {
-    if (it->second) p_.var_map_[it->first] = *it->second;
-    else p_.var_map_.erase(it->first);
+    if (it->second)
+      p_.var_map_[it->first] = *it->second;
+    else
+      p_.var_map_.erase(it->first);
   }
   for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) {
-    if (it->second) p_.buffer_map_[it->first] = it->second;
-    else p_.buffer_map_.erase(it->first);
+    if (it->second)
+      p_.buffer_map_[it->first] = it->second;
+    else
+      p_.buffer_map_.erase(it->first);
   }
 }
 
 Program::VarSlot Program::Scope::bind_var(const Var& v) {
   VarSlot s;
   DataType t = v.dtype();
-  if (t.lanes() > 1) s.v = &p_.vvars_.emplace_back();
-  else if (t.is_float()) s.f = &p_.fvars_.emplace_back(0.0);
-  else if (t.is_int_like()) s.i = &p_.ivars_.emplace_back(0);
-  else throw_error("interp: variable '{}' has type {}", v.name(), t.str());
+  if (t.lanes() > 1)
+    s.v = &p_.vvars_.emplace_back();
+  else if (t.is_float())
+    s.f = &p_.fvars_.emplace_back(0.0);
+  else if (t.is_int_like())
+    s.i = &p_.ivars_.emplace_back(0);
+  else
+    throw_error("interp: variable '{}' has type {}", v.name(), t.str());
   auto it = p_.var_map_.find(v.get());
-  vars_.emplace_back(v.get(), it == p_.var_map_.end() ? std::nullopt : std::optional<VarSlot>(it->second));
+  vars_.emplace_back(v.get(),
+                     it == p_.var_map_.end() ? std::nullopt : std::optional<VarSlot>(it->second));
   p_.var_map_[v.get()] = s;
   return s;
 }
@@ -73,7 +82,8 @@ Program::VarSlot Program::lookup_var(const VarNode* v) const {
 BufferState* Program::lookup_buffer(const Buffer& b) const {
   auto it = buffer_map_.find(b.get());
   if (it == buffer_map_.end())
-    throw_error("interp: buffer '{}' is neither a parameter nor allocated in an enclosing scope", b->name);
+    throw_error("interp: buffer '{}' is neither a parameter nor allocated in an enclosing scope",
+                b->name);
   return it->second;
 }
 
@@ -81,7 +91,8 @@ Program::Program(const PrimFunc& func) : func_(func) {
   if (!func.defined()) throw_error("interp: undefined PrimFunc");
   int outputs = func->num_outputs;
   if (outputs < 0 || outputs > static_cast<int>(func->params.size()))
-    throw_error("interp: '{}' declares {} outputs but has {} params", func->name, outputs, func->params.size());
+    throw_error("interp: '{}' declares {} outputs but has {} params", func->name, outputs,
+                func->params.size());
   Scope scope(*this);  // the parameters and shape variables stay bound for the whole program
   compile_params(scope);
   body_ = compile_stmt(func->body);
@@ -118,7 +129,8 @@ void Program::compile_params(Scope& scope) {
     int last = -1;
     for (const VarNode* v : c.vars) {
       auto it = var_map_.find(v);
-      if (it != var_map_.end() && it->second.i) last = std::max(last, defining_param_[it->second.i]);
+      if (it != var_map_.end() && it->second.i)
+        last = std::max(last, defining_param_[it->second.i]);
     }
     return last;
   };
@@ -142,8 +154,8 @@ void Program::compile_params(Scope& scope) {
 void Program::bind_params(std::vector<runtime::NDArray>& args, size_t count) {
   const std::vector<Buffer>& ps = func_->params;
   auto mismatch = [&](size_t i) {
-    throw_error("argument {} ('{}'): shape [{}] does not match the parameter's shape {}", i, ps[i]->name,
-                fmt::join(args[i].shape(), ", "), shape_text(ps[i]));
+    throw_error("argument {} ('{}'): shape [{}] does not match the parameter's shape {}", i,
+                ps[i]->name, fmt::join(args[i].shape(), ", "), shape_text(ps[i]));
   };
   for (size_t i = 0; i < count; ++i) {
     const runtime::NDArray& a = args[i];
@@ -184,8 +196,8 @@ void Program::bind_params(std::vector<runtime::NDArray>& args, size_t count) {
         reach += (s.shape[d] - 1) * st;
       }
       if (s.size > 0 && reach > s.size)
-        throw_error("argument {} ('{}'): strides reach element {} of an array of {}", i, ps[i]->name,
-                    reach - 1, s.size);
+        throw_error("argument {} ('{}'): strides reach element {} of an array of {}", i,
+                    ps[i]->name, reach - 1, s.size);
     }
   }
 }
@@ -193,7 +205,8 @@ void Program::bind_params(std::vector<runtime::NDArray>& args, size_t count) {
 void Program::run(std::vector<runtime::NDArray>& args) {
   if (args.size() != params_.size())
     throw_error("'{}' takes {} arguments ({} inputs, then {} outputs), got {}", func_->name,
-                params_.size(), params_.size() - func_->num_outputs, func_->num_outputs, args.size());
+                params_.size(), params_.size() - func_->num_outputs, func_->num_outputs,
+                args.size());
   bind_params(args, args.size());
   struct Unbind {  // the caller's arrays may die after this call
     std::vector<Param>& ps;
@@ -220,10 +233,14 @@ std::vector<runtime::NDArray> Program::run_on_inputs(const std::vector<runtime::
     std::vector<int64_t> shape;
     for (ParamDim& d : params_[i].dims) {
       bool known = d.kind == ParamDim::kConst ||
-                   (d.kind == ParamDim::kCheck && params_[i].last_param_needed < static_cast<int>(num_inputs));
-      if (!known) throw_error("cannot infer the shape {} of output '{}' from the inputs", shape_text(b), b->name);
+                   (d.kind == ParamDim::kCheck &&
+                    params_[i].last_param_needed < static_cast<int>(num_inputs));
+      if (!known)
+        throw_error("cannot infer the shape {} of output '{}' from the inputs", shape_text(b),
+                    b->name);
       shape.push_back(d.kind == ParamDim::kConst ? d.value : d.expr->eval());
-      if (shape.back() < 0) throw_error("output '{}' would have a negative extent {}", b->name, shape.back());
+      if (shape.back() < 0)
+        throw_error("output '{}' would have a negative extent {}", b->name, shape.back());
     }
     args.emplace_back(std::move(shape), b->dtype);
   }
@@ -233,13 +250,17 @@ std::vector<runtime::NDArray> Program::run_on_inputs(const std::vector<runtime::
 
 }  // namespace detail
 
-CompiledFunc::CompiledFunc(const ir::PrimFunc& func) : program_(std::make_unique<detail::Program>(func)) {}
+CompiledFunc::CompiledFunc(const ir::PrimFunc& func)
+    : program_(std::make_unique<detail::Program>(func)) {}
 CompiledFunc::~CompiledFunc() = default;
 CompiledFunc::CompiledFunc(CompiledFunc&&) noexcept = default;
 CompiledFunc& CompiledFunc::operator=(CompiledFunc&&) noexcept = default;
 
-void CompiledFunc::run(std::vector<runtime::NDArray>& args) { program_->run(args); }
-std::vector<runtime::NDArray> CompiledFunc::run_on_inputs(const std::vector<runtime::NDArray>& inputs) {
+void CompiledFunc::run(std::vector<runtime::NDArray>& args) {
+  program_->run(args);
+}
+std::vector<runtime::NDArray> CompiledFunc::run_on_inputs(
+    const std::vector<runtime::NDArray>& inputs) {
   return program_->run_on_inputs(inputs);
 }
 

@@ -26,7 +26,7 @@ struct BufferState {
   uint8_t* data = nullptr;
   int64_t size = 0;  // elements reachable from `data`
   std::vector<int64_t> shape, strides;
-  bool compact = true;               // row-major: the per-dimension checks imply offset < size
+  bool compact = true;                // row-major: the per-dimension checks imply offset < size
   runtime::NDArray* array = nullptr;  // float16/bfloat16 go through its converters
   runtime::NDArray owned;             // the storage of an allocation site
 };
@@ -44,7 +44,10 @@ struct FloatExpr {
 // A vector value: eval() fills `i` (integer lanes) or `f` (float lanes).
 struct VecExpr {
   VecExpr(int lanes_, bool is_float_) : lanes(lanes_), is_float(is_float_) {
-    if (is_float) f.resize(lanes); else i.resize(lanes);
+    if (is_float)
+      f.resize(lanes);
+    else
+      i.resize(lanes);
   }
   virtual ~VecExpr() = default;
   virtual void eval() = 0;
@@ -90,10 +93,14 @@ inline int64_t float_to_int(double v) {
 inline int64_t wrap_int(int64_t v, DataType t) {
   if (t.is_bool()) return v != 0;
   switch (t.bits()) {
-    case 8: return t.is_int() ? int64_t{static_cast<int8_t>(v)} : int64_t{static_cast<uint8_t>(v)};
-    case 16: return t.is_int() ? int64_t{static_cast<int16_t>(v)} : int64_t{static_cast<uint16_t>(v)};
-    case 32: return t.is_int() ? int64_t{static_cast<int32_t>(v)} : int64_t{static_cast<uint32_t>(v)};
-    default: return v;
+    case 8:
+      return t.is_int() ? int64_t{static_cast<int8_t>(v)} : int64_t{static_cast<uint8_t>(v)};
+    case 16:
+      return t.is_int() ? int64_t{static_cast<int16_t>(v)} : int64_t{static_cast<uint16_t>(v)};
+    case 32:
+      return t.is_int() ? int64_t{static_cast<int32_t>(v)} : int64_t{static_cast<uint32_t>(v)};
+    default:
+      return v;
   }
 }
 
@@ -114,9 +121,12 @@ inline double round_to_precision(double v, int p, int emin, double max_finite) {
 inline double round_float(double v, DataType t) {
   if (t.is_bfloat16()) return round_to_precision(v, 8, -126, 3.3895313892515355e38);
   switch (t.bits()) {
-    case 16: return round_to_precision(v, 11, -14, 65504.0);
-    case 32: return static_cast<double>(static_cast<float>(v));
-    default: return v;
+    case 16:
+      return round_to_precision(v, 11, -14, 65504.0);
+    case 32:
+      return static_cast<double>(static_cast<float>(v));
+    default:
+      return v;
   }
 }
 
@@ -133,14 +143,18 @@ struct Storage {
   static constexpr bool kFloat = std::is_floating_point_v<T>;
   static T* p(const BufferState& b) { return reinterpret_cast<T*>(b.data); }
   static int64_t load_i(const BufferState& b, int64_t k) {
-    if constexpr (kFloat) return float_to_int(p(b)[k]);
-    else return static_cast<int64_t>(p(b)[k]);
+    if constexpr (kFloat)
+      return float_to_int(p(b)[k]);
+    else
+      return static_cast<int64_t>(p(b)[k]);
   }
   static double load_f(const BufferState& b, int64_t k) { return static_cast<double>(p(b)[k]); }
   static void store_i(BufferState& b, int64_t k, int64_t v) { p(b)[k] = static_cast<T>(v); }
   static void store_f(BufferState& b, int64_t k, double v) {
-    if constexpr (kFloat) p(b)[k] = static_cast<T>(v);
-    else p(b)[k] = static_cast<T>(float_to_int(v));
+    if constexpr (kFloat)
+      p(b)[k] = static_cast<T>(v);
+    else
+      p(b)[k] = static_cast<T>(float_to_int(v));
   }
 };
 
@@ -151,8 +165,12 @@ struct SmallFloatStorage {
   static double load_f(const BufferState& b, int64_t k) { return b.array->get_flat(k); }
   static int64_t load_i(const BufferState& b, int64_t k) { return float_to_int(load_f(b, k)); }
   // The value is rounded first, so the array's float -> half conversion is exact.
-  static void store_f(BufferState& b, int64_t k, double v) { b.array->set_flat(k, round_float(v, dtype())); }
-  static void store_i(BufferState& b, int64_t k, int64_t v) { store_f(b, k, static_cast<double>(v)); }
+  static void store_f(BufferState& b, int64_t k, double v) {
+    b.array->set_flat(k, round_float(v, dtype()));
+  }
+  static void store_i(BufferState& b, int64_t k, int64_t v) {
+    store_f(b, k, static_cast<double>(v));
+  }
 };
 template <>
 struct Storage<Half> : SmallFloatStorage<false> {};
@@ -163,7 +181,9 @@ template <>
 struct Storage<Bool8> {
   static constexpr bool kFloat = false;
   static int64_t load_i(const BufferState& b, int64_t k) { return b.data[k] != 0; }
-  static double load_f(const BufferState& b, int64_t k) { return static_cast<double>(load_i(b, k)); }
+  static double load_f(const BufferState& b, int64_t k) {
+    return static_cast<double>(load_i(b, k));
+  }
   static void store_i(BufferState& b, int64_t k, int64_t v) { b.data[k] = v != 0; }
   static void store_f(BufferState& b, int64_t k, double v) { b.data[k] = v != 0; }
 };
@@ -178,8 +198,10 @@ decltype(auto) with_storage(DataType t, F&& f) {
         if (t.bits() == 32) return f.template operator()<float>();
         if (t.bits() == 64) return f.template operator()<double>();
         break;
-      case DataType::Code::kBFloat: return f.template operator()<BFloat>();
-      case DataType::Code::kBool: return f.template operator()<Bool8>();
+      case DataType::Code::kBFloat:
+        return f.template operator()<BFloat>();
+      case DataType::Code::kBool:
+        return f.template operator()<Bool8>();
       case DataType::Code::kInt:
         if (t.bits() == 8) return f.template operator()<int8_t>();
         if (t.bits() == 16) return f.template operator()<int16_t>();
@@ -192,7 +214,8 @@ decltype(auto) with_storage(DataType t, F&& f) {
         if (t.bits() == 32) return f.template operator()<uint32_t>();
         if (t.bits() == 64) return f.template operator()<uint64_t>();
         break;
-      default: break;
+      default:
+        break;
     }
   }
   throw_error("interp: unsupported buffer element type {}", t.str());
@@ -246,8 +269,10 @@ struct VecAccess {
       }
       ok = ok && (buf->compact || off < buf->size);
       if (!ok) {
-        if (!is_store && mask->active && static_cast<int>(mask->on.size()) == lanes && !mask->on[l]) off = -1;
-        else fail(l);
+        if (!is_store && mask->active && static_cast<int>(mask->on.size()) == lanes && !mask->on[l])
+          off = -1;
+        else
+          fail(l);
       }
       offsets[l] = off;
     }

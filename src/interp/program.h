@@ -95,8 +95,8 @@ class Program {
 };
 
 // The checked index computation of a scalar or vector access to `buffer`.
-ScalarAccess compile_access(Program& p, const ir::Buffer& buffer, const std::vector<ir::Expr>& indices,
-                            bool is_store);
+ScalarAccess compile_access(Program& p, const ir::Buffer& buffer,
+                            const std::vector<ir::Expr>& indices, bool is_store);
 VecAccess compile_vec_access(Program& p, const ir::Buffer& buffer,
                              const std::vector<ir::Expr>& indices, int lanes, bool is_store);
 

@@ -38,8 +38,9 @@ inline constexpr const char* kLayoutRewritePreproc = "meta_schedule.layout_rewri
 
 // On the outer loop of a tensor-core intrinsic's implementation (schedule/intrin/cuda_wmma.cc):
 // the warp-wide matrix instruction the 16 x 16 (x 16) nest under it is ("fill", "load_a",
-// "load_b", "mma", "store"). The CUDA lowering emits that instruction (lower/gpu/gpu_warp_matrix.cc);
-// everywhere else the nest runs as the loops it is, so its semantics never depend on the target.
+// "load_b", "mma", "store"). The CUDA lowering emits that instruction
+// (lower/gpu/gpu_warp_matrix.cc); everywhere else the nest runs as the loops it is, so its
+// semantics never depend on the target.
 inline constexpr const char* kWarpMatrix = "warp_matrix";
 
 // On a serial loop whose body first copies into shared memory, then reads the copies (the

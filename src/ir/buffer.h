@@ -30,7 +30,8 @@ struct BufferNode {
 // The strides of `shape` under `aligns`, applied in order: each padded axis gets the smallest
 // stride at least its compact one that satisfies the request, the axes outside it compact over
 // it (as TVM's storage flattening pads them). Nullopt past 2^40 elements.
-std::optional<std::vector<int64_t>> aligned_strides(const std::vector<int64_t>& shape, const std::vector<DimAlign>& aligns);
+std::optional<std::vector<int64_t>> aligned_strides(const std::vector<int64_t>& shape,
+                                                    const std::vector<DimAlign>& aligns);
 
 // Creates a fresh buffer (a new identity).
 Buffer make_buffer(std::string name, DataType dtype, std::vector<Expr> shape,
@@ -44,7 +45,9 @@ std::vector<int64_t> const_shape(const Buffer& buffer);
 // Tensor-core fragment scopes: a warp's 16 x 16 tiles held in its threads' registers, laid out
 // for WMMA ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator") or for mma.sync m16n8k16
 // ("mma.matrix_a", ...). A fragment is only touched by its family's intrinsics.
-inline bool is_fragment_scope(const std::string& scope) { return scope.starts_with("wmma.") || scope.starts_with("mma."); }
+inline bool is_fragment_scope(const std::string& scope) {
+  return scope.starts_with("wmma.") || scope.starts_with("mma.");
+}
 // "matrix_a", "matrix_b" or "accumulator" for a fragment scope; "" otherwise.
 inline std::string fragment_role(const std::string& scope) {
   return is_fragment_scope(scope) ? scope.substr(scope.find('.') + 1) : std::string();
@@ -53,7 +56,9 @@ inline std::string fragment_role(const std::string& scope) {
 // The bytes each version of a software-pipelined shared buffer of `bytes` takes (rounded up to
 // 64, so that every version starts as aligned as the first): the lowering lays the versions out
 // so, VerifyGPUCode counts them so.
-inline int64_t pipeline_version_bytes(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+inline int64_t pipeline_version_bytes(int64_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 struct BufferRegion {
   Buffer buffer;

@@ -12,15 +12,42 @@
 namespace tyche::ir {
 
 enum class ExprKind : uint8_t {
-  kIntImm, kFloatImm, kVar,
+  kIntImm,
+  kFloatImm,
+  kVar,
   // Binary operators share one node type (BinaryNode); keep them contiguous.
-  kAdd, kSub, kMul, kDiv, kFloorDiv, kFloorMod, kMin, kMax,
-  kEQ, kNE, kLT, kLE, kGT, kGE, kAnd, kOr,
-  kNot, kSelect, kCast, kBufferLoad, kCall, kRamp, kBroadcast, kLet,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kFloorMod,
+  kMin,
+  kMax,
+  kEQ,
+  kNE,
+  kLT,
+  kLE,
+  kGT,
+  kGE,
+  kAnd,
+  kOr,
+  kNot,
+  kSelect,
+  kCast,
+  kBufferLoad,
+  kCall,
+  kRamp,
+  kBroadcast,
+  kLet,
 };
 
-inline bool is_binary(ExprKind k) { return k >= ExprKind::kAdd && k <= ExprKind::kOr; }
-inline bool is_comparison(ExprKind k) { return k >= ExprKind::kEQ && k <= ExprKind::kGE; }
+inline bool is_binary(ExprKind k) {
+  return k >= ExprKind::kAdd && k <= ExprKind::kOr;
+}
+inline bool is_comparison(ExprKind k) {
+  return k >= ExprKind::kEQ && k <= ExprKind::kGE;
+}
 // "+", "floordiv", "<", ... as the printer writes them.
 const char* binary_op_name(ExprKind k);
 
@@ -38,7 +65,7 @@ class Expr : public NodeRef<ExprNode> {
   Expr() = default;
   explicit Expr(std::shared_ptr<const ExprNode> n) : NodeRef(std::move(n)) {}
   // Integer literals become int32 IntImm (the default index type), as in TVM.
-  Expr(int value);  // NOLINT(google-explicit-constructor)
+  Expr(int value);      // NOLINT(google-explicit-constructor)
   Expr(int64_t value);  // NOLINT: int64 literal -> int64 IntImm
   // Floating literals become float32 FloatImm.
   Expr(double value);  // NOLINT(google-explicit-constructor)
@@ -85,7 +112,8 @@ class Var : public Expr {
 
 struct BinaryNode : ExprNode {
   const Expr a, b;
-  BinaryNode(ExprKind k, DataType t, Expr a_, Expr b_) : ExprNode(k, t), a(std::move(a_)), b(std::move(b_)) {}
+  BinaryNode(ExprKind k, DataType t, Expr a_, Expr b_)
+      : ExprNode(k, t), a(std::move(a_)), b(std::move(b_)) {}
 };
 
 inline const BinaryNode* Expr::as_binary() const {
@@ -102,7 +130,10 @@ struct SelectNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kSelect;
   const Expr condition, true_value, false_value;
   SelectNode(Expr c, Expr t, Expr f)
-      : ExprNode(kKind, t.dtype()), condition(std::move(c)), true_value(std::move(t)), false_value(std::move(f)) {}
+      : ExprNode(kKind, t.dtype()),
+        condition(std::move(c)),
+        true_value(std::move(t)),
+        false_value(std::move(f)) {}
 };
 
 struct CastNode : ExprNode {
@@ -147,11 +178,11 @@ struct BufferLoadNode : ExprNode {
 // kThreadBarrier() (int32, evaluated for its effect): the GPU threads of a block wait there until
 // all have reached it, and their shared-memory writes before it are seen after it. Only the GPU
 // back end's lowering inserts it.
-// kWarpShuffleDown(v, offset, width) / kWarpShuffle(v, lane, width) (CUDA, v's type): v as the thread
-// `offset` lanes up (or lane `lane`) of the caller's segment of `width` lanes of its warp holds it;
-// the caller's own v where that lane lies past the segment. Only the CUDA lowering inserts them.
-// The tensor cores' warp-wide instructions on 16 x 16 fragments (int32, evaluated for their
-// effect; every thread of a warp calls them together). A fragment operand is one element of a
+// kWarpShuffleDown(v, offset, width) / kWarpShuffle(v, lane, width) (CUDA, v's type): v as the
+// thread `offset` lanes up (or lane `lane`) of the caller's segment of `width` lanes of its warp
+// holds it; the caller's own v where that lane lies past the segment. Only the CUDA lowering
+// inserts them. The tensor cores' warp-wide instructions on 16 x 16 fragments (int32, evaluated for
+// their effect; every thread of a warp calls them together). A fragment operand is one element of a
 // fragment array (a fragment scope, ir/buffer.h: wmma.* or mma.*, one 16 x 16 tile per
 // element); a memory operand is the element at the tile's origin, its rows `ld` elements apart:
 //   kWarpMatrixFill(c, value), kWarpMatrixLoad(fragment, memory, ld), kWarpMatrixMma(c, a, b)
@@ -163,10 +194,31 @@ struct BufferLoadNode : ExprNode {
 // kRound rounds to the nearest integer, halves to even (nearbyint; numpy.round, ONNX's
 // QuantizeLinear), not C's round, which takes halves away from zero.
 enum class CallOp : uint8_t {
-  kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kAbs, kPow, kFloor, kCeil, kErf, kIfThenElse, kGroupDot, kRound, kTileDot,
-  kThreadBarrier, kWarpShuffleDown, kWarpShuffle,
-  kWarpMatrixFill, kWarpMatrixLoad, kWarpMatrixMma, kWarpMatrixStore,
-  kAsyncCopy, kAsyncCommit, kAsyncWait,
+  kExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kSigmoid,
+  kAbs,
+  kPow,
+  kFloor,
+  kCeil,
+  kErf,
+  kIfThenElse,
+  kGroupDot,
+  kRound,
+  kTileDot,
+  kThreadBarrier,
+  kWarpShuffleDown,
+  kWarpShuffle,
+  kWarpMatrixFill,
+  kWarpMatrixLoad,
+  kWarpMatrixMma,
+  kWarpMatrixStore,
+  kAsyncCopy,
+  kAsyncCommit,
+  kAsyncWait,
 };
 // Whether only the GPU back end's lowering makes (and its printer prints) calls of `op`.
 bool is_gpu_call(CallOp op);
@@ -178,7 +230,8 @@ struct CallNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kCall;
   const CallOp op;
   const std::vector<Expr> args;
-  CallNode(DataType t, CallOp o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
+  CallNode(DataType t, CallOp o, std::vector<Expr> a)
+      : ExprNode(kKind, t), op(o), args(std::move(a)) {}
 };
 
 struct RampNode : ExprNode {
@@ -186,21 +239,26 @@ struct RampNode : ExprNode {
   const Expr base, stride;
   const int lanes;
   RampNode(Expr b, Expr s, int l)
-      : ExprNode(kKind, b.dtype().with_lanes(l)), base(std::move(b)), stride(std::move(s)), lanes(l) {}
+      : ExprNode(kKind, b.dtype().with_lanes(l)),
+        base(std::move(b)),
+        stride(std::move(s)),
+        lanes(l) {}
 };
 
 struct BroadcastNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kBroadcast;
   const Expr value;
   const int lanes;
-  BroadcastNode(Expr v, int l) : ExprNode(kKind, v.dtype().with_lanes(l)), value(std::move(v)), lanes(l) {}
+  BroadcastNode(Expr v, int l)
+      : ExprNode(kKind, v.dtype().with_lanes(l)), value(std::move(v)), lanes(l) {}
 };
 
 struct LetNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kLet;
   const Var var;
   const Expr value, body;
-  LetNode(Var v, Expr val, Expr b) : ExprNode(kKind, b.dtype()), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+  LetNode(Var v, Expr val, Expr b)
+      : ExprNode(kKind, b.dtype()), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
 };
 
 // Half-open integer range [min, min + extent).

@@ -7,30 +7,49 @@ namespace tyche::ir {
 void StmtExprVisitor::visit_expr(const Expr& e) {
   switch (e.kind()) {
     case ExprKind::kIntImm:
-    case ExprKind::kFloatImm: return visit_imm(e.get());
-    case ExprKind::kVar: return visit_var(static_cast<const VarNode*>(e.get()));
-    case ExprKind::kNot: return visit_not(e.as<NotNode>());
-    case ExprKind::kSelect: return visit_select(e.as<SelectNode>());
-    case ExprKind::kCast: return visit_cast(e.as<CastNode>());
-    case ExprKind::kBufferLoad: return visit_buffer_load(e.as<BufferLoadNode>());
-    case ExprKind::kCall: return visit_call(e.as<CallNode>());
-    case ExprKind::kRamp: return visit_ramp(e.as<RampNode>());
-    case ExprKind::kBroadcast: return visit_broadcast(e.as<BroadcastNode>());
-    case ExprKind::kLet: return visit_let(e.as<LetNode>());
-    default: return visit_binary(static_cast<const BinaryNode*>(e.get()));
+    case ExprKind::kFloatImm:
+      return visit_imm(e.get());
+    case ExprKind::kVar:
+      return visit_var(static_cast<const VarNode*>(e.get()));
+    case ExprKind::kNot:
+      return visit_not(e.as<NotNode>());
+    case ExprKind::kSelect:
+      return visit_select(e.as<SelectNode>());
+    case ExprKind::kCast:
+      return visit_cast(e.as<CastNode>());
+    case ExprKind::kBufferLoad:
+      return visit_buffer_load(e.as<BufferLoadNode>());
+    case ExprKind::kCall:
+      return visit_call(e.as<CallNode>());
+    case ExprKind::kRamp:
+      return visit_ramp(e.as<RampNode>());
+    case ExprKind::kBroadcast:
+      return visit_broadcast(e.as<BroadcastNode>());
+    case ExprKind::kLet:
+      return visit_let(e.as<LetNode>());
+    default:
+      return visit_binary(static_cast<const BinaryNode*>(e.get()));
   }
 }
 
 void StmtExprVisitor::visit_stmt(const Stmt& s) {
   switch (s.kind()) {
-    case StmtKind::kBufferStore: return visit_buffer_store(s.as<BufferStoreNode>());
-    case StmtKind::kSeqStmt: return visit_seq(s.as<SeqStmtNode>());
-    case StmtKind::kIfThenElse: return visit_if(s.as<IfThenElseNode>());
-    case StmtKind::kEvaluate: return visit_evaluate(s.as<EvaluateNode>());
-    case StmtKind::kFor: return visit_for(s.as<ForNode>());
-    case StmtKind::kBlock: return visit_block(s.as<BlockNode>());
-    case StmtKind::kBlockRealize: return visit_block_realize(s.as<BlockRealizeNode>());
-    case StmtKind::kAllocate: return visit_allocate(s.as<AllocateNode>());
+    case StmtKind::kBufferStore:
+      return visit_buffer_store(s.as<BufferStoreNode>());
+    case StmtKind::kSeqStmt:
+      return visit_seq(s.as<SeqStmtNode>());
+    case StmtKind::kIfThenElse:
+      return visit_if(s.as<IfThenElseNode>());
+    case StmtKind::kEvaluate:
+      return visit_evaluate(s.as<EvaluateNode>());
+    case StmtKind::kFor:
+      return visit_for(s.as<ForNode>());
+    case StmtKind::kBlock:
+      return visit_block(s.as<BlockNode>());
+    case StmtKind::kBlockRealize:
+      return visit_block_realize(s.as<BlockRealizeNode>());
+    case StmtKind::kAllocate:
+      return visit_allocate(s.as<AllocateNode>());
   }
 }
 
@@ -41,23 +60,38 @@ void StmtExprVisitor::visit_region(const BufferRegion& r) {
   }
 }
 
-void StmtExprVisitor::visit_binary(const BinaryNode* n) { visit_expr(n->a); visit_expr(n->b); }
-void StmtExprVisitor::visit_not(const NotNode* n) { visit_expr(n->a); }
+void StmtExprVisitor::visit_binary(const BinaryNode* n) {
+  visit_expr(n->a);
+  visit_expr(n->b);
+}
+void StmtExprVisitor::visit_not(const NotNode* n) {
+  visit_expr(n->a);
+}
 void StmtExprVisitor::visit_select(const SelectNode* n) {
   visit_expr(n->condition);
   visit_expr(n->true_value);
   visit_expr(n->false_value);
 }
-void StmtExprVisitor::visit_cast(const CastNode* n) { visit_expr(n->value); }
+void StmtExprVisitor::visit_cast(const CastNode* n) {
+  visit_expr(n->value);
+}
 void StmtExprVisitor::visit_buffer_load(const BufferLoadNode* n) {
   for (const Expr& i : n->indices) visit_expr(i);
 }
 void StmtExprVisitor::visit_call(const CallNode* n) {
   for (const Expr& a : n->args) visit_expr(a);
 }
-void StmtExprVisitor::visit_ramp(const RampNode* n) { visit_expr(n->base); visit_expr(n->stride); }
-void StmtExprVisitor::visit_broadcast(const BroadcastNode* n) { visit_expr(n->value); }
-void StmtExprVisitor::visit_let(const LetNode* n) { visit_expr(n->value); visit_expr(n->body); }
+void StmtExprVisitor::visit_ramp(const RampNode* n) {
+  visit_expr(n->base);
+  visit_expr(n->stride);
+}
+void StmtExprVisitor::visit_broadcast(const BroadcastNode* n) {
+  visit_expr(n->value);
+}
+void StmtExprVisitor::visit_let(const LetNode* n) {
+  visit_expr(n->value);
+  visit_expr(n->body);
+}
 
 void StmtExprVisitor::visit_buffer_store(const BufferStoreNode* n) {
   visit_expr(n->value);
@@ -71,7 +105,9 @@ void StmtExprVisitor::visit_if(const IfThenElseNode* n) {
   visit_stmt(n->then_case);
   if (n->else_case.defined()) visit_stmt(n->else_case);
 }
-void StmtExprVisitor::visit_evaluate(const EvaluateNode* n) { visit_expr(n->value); }
+void StmtExprVisitor::visit_evaluate(const EvaluateNode* n) {
+  visit_expr(n->value);
+}
 void StmtExprVisitor::visit_for(const ForNode* n) {
   visit_expr(n->min);
   visit_expr(n->extent);
@@ -92,37 +128,58 @@ void StmtExprVisitor::visit_block_realize(const BlockRealizeNode* n) {
   visit_expr(n->predicate);
   visit_stmt(n->block);
 }
-void StmtExprVisitor::visit_allocate(const AllocateNode* n) { visit_stmt(n->body); }
+void StmtExprVisitor::visit_allocate(const AllocateNode* n) {
+  visit_stmt(n->body);
+}
 
 // ---------------------------------------------------------------------------------------------
 
 Expr StmtExprMutator::mutate_expr(const Expr& e) {
   switch (e.kind()) {
     case ExprKind::kIntImm:
-    case ExprKind::kFloatImm: return mutate_imm(e.get(), e);
-    case ExprKind::kVar: return mutate_var(static_cast<const VarNode*>(e.get()), e);
-    case ExprKind::kNot: return mutate_not(e.as<NotNode>(), e);
-    case ExprKind::kSelect: return mutate_select(e.as<SelectNode>(), e);
-    case ExprKind::kCast: return mutate_cast(e.as<CastNode>(), e);
-    case ExprKind::kBufferLoad: return mutate_buffer_load(e.as<BufferLoadNode>(), e);
-    case ExprKind::kCall: return mutate_call(e.as<CallNode>(), e);
-    case ExprKind::kRamp: return mutate_ramp(e.as<RampNode>(), e);
-    case ExprKind::kBroadcast: return mutate_broadcast(e.as<BroadcastNode>(), e);
-    case ExprKind::kLet: return mutate_let(e.as<LetNode>(), e);
-    default: return mutate_binary(static_cast<const BinaryNode*>(e.get()), e);
+    case ExprKind::kFloatImm:
+      return mutate_imm(e.get(), e);
+    case ExprKind::kVar:
+      return mutate_var(static_cast<const VarNode*>(e.get()), e);
+    case ExprKind::kNot:
+      return mutate_not(e.as<NotNode>(), e);
+    case ExprKind::kSelect:
+      return mutate_select(e.as<SelectNode>(), e);
+    case ExprKind::kCast:
+      return mutate_cast(e.as<CastNode>(), e);
+    case ExprKind::kBufferLoad:
+      return mutate_buffer_load(e.as<BufferLoadNode>(), e);
+    case ExprKind::kCall:
+      return mutate_call(e.as<CallNode>(), e);
+    case ExprKind::kRamp:
+      return mutate_ramp(e.as<RampNode>(), e);
+    case ExprKind::kBroadcast:
+      return mutate_broadcast(e.as<BroadcastNode>(), e);
+    case ExprKind::kLet:
+      return mutate_let(e.as<LetNode>(), e);
+    default:
+      return mutate_binary(static_cast<const BinaryNode*>(e.get()), e);
   }
 }
 
 Stmt StmtExprMutator::mutate_stmt(const Stmt& s) {
   switch (s.kind()) {
-    case StmtKind::kBufferStore: return mutate_buffer_store(s.as<BufferStoreNode>(), s);
-    case StmtKind::kSeqStmt: return mutate_seq(s.as<SeqStmtNode>(), s);
-    case StmtKind::kIfThenElse: return mutate_if(s.as<IfThenElseNode>(), s);
-    case StmtKind::kEvaluate: return mutate_evaluate(s.as<EvaluateNode>(), s);
-    case StmtKind::kFor: return mutate_for(s.as<ForNode>(), s);
-    case StmtKind::kBlock: return mutate_block(s.as<BlockNode>(), s);
-    case StmtKind::kBlockRealize: return mutate_block_realize(s.as<BlockRealizeNode>(), s);
-    case StmtKind::kAllocate: return mutate_allocate(s.as<AllocateNode>(), s);
+    case StmtKind::kBufferStore:
+      return mutate_buffer_store(s.as<BufferStoreNode>(), s);
+    case StmtKind::kSeqStmt:
+      return mutate_seq(s.as<SeqStmtNode>(), s);
+    case StmtKind::kIfThenElse:
+      return mutate_if(s.as<IfThenElseNode>(), s);
+    case StmtKind::kEvaluate:
+      return mutate_evaluate(s.as<EvaluateNode>(), s);
+    case StmtKind::kFor:
+      return mutate_for(s.as<ForNode>(), s);
+    case StmtKind::kBlock:
+      return mutate_block(s.as<BlockNode>(), s);
+    case StmtKind::kBlockRealize:
+      return mutate_block_realize(s.as<BlockRealizeNode>(), s);
+    case StmtKind::kAllocate:
+      return mutate_allocate(s.as<AllocateNode>(), s);
   }
   return s;
 }
@@ -162,7 +219,8 @@ Expr StmtExprMutator::mutate_not(const NotNode* n, const Expr& self) {
   return a.same_as(n->a) ? self : !a;
 }
 Expr StmtExprMutator::mutate_select(const SelectNode* n, const Expr& self) {
-  Expr c = mutate_expr(n->condition), t = mutate_expr(n->true_value), f = mutate_expr(n->false_value);
+  Expr c = mutate_expr(n->condition), t = mutate_expr(n->true_value),
+       f = mutate_expr(n->false_value);
   if (c.same_as(n->condition) && t.same_as(n->true_value) && f.same_as(n->false_value)) return self;
   return select(c, t, f);
 }
@@ -264,7 +322,8 @@ Stmt StmtExprMutator::mutate_block_realize(const BlockRealizeNode* n, const Stmt
   Stmt blk = mutate_stmt(n->block);
   TYCHE_CHECK(blk.kind() == StmtKind::kBlock, "a block must mutate into a block");
   if (!changed && pred.same_as(n->predicate) && blk.same_as(n->block)) return self;
-  return block_realize(std::move(vals), pred, Block(std::static_pointer_cast<const BlockNode>(blk.ptr())));
+  return block_realize(std::move(vals), pred,
+                       Block(std::static_pointer_cast<const BlockNode>(blk.ptr())));
 }
 Stmt StmtExprMutator::mutate_allocate(const AllocateNode* n, const Stmt& self) {
   Stmt body = mutate_stmt(n->body);

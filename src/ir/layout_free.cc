@@ -25,7 +25,8 @@ std::vector<size_t> layout_free_params(const PrimFunc& func) {
     size_t end = text->find(',', pos);
     if (end == std::string::npos) end = text->size();
     size_t index = std::stoul(text->substr(pos, end - pos));
-    TYCHE_CHECK(index < func->params.size(), "layout_free_buffers names a parameter the function does not have");
+    TYCHE_CHECK(index < func->params.size(),
+                "layout_free_buffers names a parameter the function does not have");
     out.push_back(index);
     pos = end + 1;
   }
@@ -43,11 +44,12 @@ PrimFunc with_layout_free_params(const PrimFunc& func, const std::vector<size_t>
     std::vector<size_t> sorted = params;
     std::sort(sorted.begin(), sorted.end());
     for (size_t p : sorted)
-      TYCHE_CHECK(p < func->params.size() - static_cast<size_t>(func->num_outputs), "only inputs can be layout-free");
+      TYCHE_CHECK(p < func->params.size() - static_cast<size_t>(func->num_outputs),
+                  "only inputs can be layout-free");
     annotations[ann::kLayoutFreeBuffers] = fmt::format("{}", fmt::join(sorted, ","));
   }
-  Block block = make_block(root->name, root->iter_vars, root->reads, root->writes, root->init, root->body,
-                           root->alloc_buffers, std::move(annotations));
+  Block block = make_block(root->name, root->iter_vars, root->reads, root->writes, root->init,
+                           root->body, root->alloc_buffers, std::move(annotations));
   return func.with_body(block_realize(realize->iter_values, realize->predicate, std::move(block)));
 }
 

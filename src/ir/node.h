@@ -37,11 +37,15 @@ class NodeRef {
 // Identity hash/equal for handles used as map keys (Var, Buffer, ...).
 struct RefHash {
   template <typename R>
-  size_t operator()(const R& r) const { return std::hash<const void*>()(r.get()); }
+  size_t operator()(const R& r) const {
+    return std::hash<const void*>()(r.get());
+  }
 };
 struct RefEqual {
   template <typename R>
-  bool operator()(const R& a, const R& b) const { return a.same_as(b); }
+  bool operator()(const R& a, const R& b) const {
+    return a.same_as(b);
+  }
 };
 
 }  // namespace tyche::ir

@@ -18,7 +18,9 @@ Expr make_const(DataType dtype, double value);  // int, float or bool of `dtype`
 std::optional<int64_t> as_const_int(const Expr& e);
 bool is_const_int(const Expr& e, int64_t value);
 // An absent or constant-true condition (a block realize's predicate that never filters).
-inline bool is_true(const Expr& e) { return !e.defined() || is_const_int(e, 1); }
+inline bool is_true(const Expr& e) {
+  return !e.defined() || is_const_int(e, 1);
+}
 
 // Builds a binary node after reconciling operand types; folds two constants.
 Expr make_binary(ExprKind kind, Expr a, Expr b);

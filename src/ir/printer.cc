@@ -24,15 +24,19 @@ class Printer {
         if (t == kInt32) return std::to_string(v);
         return fmt::format("{}({})", t.str(), v);
       }
-      case ExprKind::kFloatImm: return float_literal(e.as<FloatImmNode>()->value, e.dtype());
-      case ExprKind::kVar: return var_name(static_cast<const VarNode*>(e.get()));
-      case ExprKind::kNot: return "not " + operand(e.as<NotNode>()->a, 3, false);
+      case ExprKind::kFloatImm:
+        return float_literal(e.as<FloatImmNode>()->value, e.dtype());
+      case ExprKind::kVar:
+        return var_name(static_cast<const VarNode*>(e.get()));
+      case ExprKind::kNot:
+        return "not " + operand(e.as<NotNode>()->a, 3, false);
       case ExprKind::kSelect: {
         auto* n = e.as<SelectNode>();
         return fmt::format("select({}, {}, {})", expr(n->condition), expr(n->true_value),
                            expr(n->false_value));
       }
-      case ExprKind::kCast: return fmt::format("{}({})", e.dtype().str(), expr(e.as<CastNode>()->value));
+      case ExprKind::kCast:
+        return fmt::format("{}({})", e.dtype().str(), expr(e.as<CastNode>()->value));
       case ExprKind::kBufferLoad: {
         auto* n = e.as<BufferLoadNode>();
         return fmt::format("{}[{}]", buffer_name(n->buffer), exprs(n->indices));
@@ -51,9 +55,11 @@ class Printer {
       }
       case ExprKind::kLet: {
         auto* n = e.as<LetNode>();
-        return fmt::format("let({} = {}, {})", var_name(n->var.get()), expr(n->value), expr(n->body));
+        return fmt::format("let({} = {}, {})", var_name(n->var.get()), expr(n->value),
+                           expr(n->body));
       }
-      default: return binary(static_cast<const BinaryNode*>(e.get()), e);
+      default:
+        return binary(static_cast<const BinaryNode*>(e.get()), e);
     }
   }
 
@@ -77,9 +83,12 @@ class Printer {
         }
         return;
       }
-      case StmtKind::kEvaluate: return line(indent, "evaluate(" + expr(s.as<EvaluateNode>()->value) + ")");
-      case StmtKind::kFor: return for_loop(s.as<ForNode>(), indent);
-      case StmtKind::kBlock: return block(s.as<BlockNode>(), nullptr, indent);
+      case StmtKind::kEvaluate:
+        return line(indent, "evaluate(" + expr(s.as<EvaluateNode>()->value) + ")");
+      case StmtKind::kFor:
+        return for_loop(s.as<ForNode>(), indent);
+      case StmtKind::kBlock:
+        return block(s.as<BlockNode>(), nullptr, indent);
       case StmtKind::kBlockRealize: {
         auto* n = s.as<BlockRealizeNode>();
         return block(n->block.get(), n, indent);
@@ -121,17 +130,34 @@ class Printer {
   // Python operator precedence, higher binds tighter.
   static int precedence(const Expr& e) {
     switch (e.kind()) {
-      case ExprKind::kOr: return 1;
-      case ExprKind::kAnd: return 2;
-      case ExprKind::kNot: return 3;
-      case ExprKind::kEQ: case ExprKind::kNE: case ExprKind::kLT:
-      case ExprKind::kLE: case ExprKind::kGT: case ExprKind::kGE: return 4;
-      case ExprKind::kAdd: case ExprKind::kSub: return 5;
-      case ExprKind::kMul: case ExprKind::kFloorDiv: case ExprKind::kFloorMod: return 6;
-      case ExprKind::kDiv: return e.dtype().is_float() ? 6 : 10;  // int division prints as a call
-      case ExprKind::kIntImm: return (e.as<IntImmNode>()->value < 0) ? 7 : 10;
-      case ExprKind::kFloatImm: return 10;
-      default: return 10;
+      case ExprKind::kOr:
+        return 1;
+      case ExprKind::kAnd:
+        return 2;
+      case ExprKind::kNot:
+        return 3;
+      case ExprKind::kEQ:
+      case ExprKind::kNE:
+      case ExprKind::kLT:
+      case ExprKind::kLE:
+      case ExprKind::kGT:
+      case ExprKind::kGE:
+        return 4;
+      case ExprKind::kAdd:
+      case ExprKind::kSub:
+        return 5;
+      case ExprKind::kMul:
+      case ExprKind::kFloorDiv:
+      case ExprKind::kFloorMod:
+        return 6;
+      case ExprKind::kDiv:
+        return e.dtype().is_float() ? 6 : 10;  // int division prints as a call
+      case ExprKind::kIntImm:
+        return (e.as<IntImmNode>()->value < 0) ? 7 : 10;
+      case ExprKind::kFloatImm:
+        return 10;
+      default:
+        return 10;
     }
   }
 
@@ -181,14 +207,19 @@ class Printer {
   std::string binary(const BinaryNode* n, const Expr& self) {
     ExprKind k = n->kind;
     switch (k) {
-      case ExprKind::kMin: case ExprKind::kMax:
+      case ExprKind::kMin:
+      case ExprKind::kMax:
         return fmt::format("{}({}, {})", binary_op_name(k), expr(n->a), expr(n->b));
       case ExprKind::kDiv:
-        if (!self.dtype().is_float()) return fmt::format("truncdiv({}, {})", expr(n->a), expr(n->b));
+        if (!self.dtype().is_float())
+          return fmt::format("truncdiv({}, {})", expr(n->a), expr(n->b));
         break;
-      default: break;
+      default:
+        break;
     }
-    const char* op = k == ExprKind::kFloorDiv ? "//" : k == ExprKind::kFloorMod ? "%" : binary_op_name(k);
+    const char* op = k == ExprKind::kFloorDiv   ? "//"
+                     : k == ExprKind::kFloorMod ? "%"
+                                                : binary_op_name(k);
     int p = precedence(self);
     // Comparisons do not chain the way we mean; always parenthesize nested ones.
     bool cmp = is_comparison(k);
@@ -196,8 +227,9 @@ class Printer {
     // At equal precedence a right operand keeps its parentheses unless regrouping cannot change
     // the value: integer + over +, integer * over *, and/or over themselves.
     ExprKind rk = n->b.kind();
-    bool regroupable = rk == k && (k == ExprKind::kAnd || k == ExprKind::kOr ||
-                                   ((k == ExprKind::kAdd || k == ExprKind::kMul) && self.dtype().is_int_like()));
+    bool regroupable =
+        rk == k && (k == ExprKind::kAnd || k == ExprKind::kOr ||
+                    ((k == ExprKind::kAdd || k == ExprKind::kMul) && self.dtype().is_int_like()));
     std::string rhs = operand(n->b, p, !regroupable);
     return fmt::format("{} {} {}", lhs, op, rhs);
   }
@@ -235,7 +267,8 @@ class Printer {
                             : fmt::format("{}, {}", expr(n->min), expr(n->min + n->extent));
     std::string kind = n->for_kind == ForKind::kSerial ? "range" : for_kind_name(n->for_kind);
     std::string extra;
-    if (n->for_kind == ForKind::kThreadBinding) extra += fmt::format(", thread=\"{}\"", n->thread_tag);
+    if (n->for_kind == ForKind::kThreadBinding)
+      extra += fmt::format(", thread=\"{}\"", n->thread_tag);
     if (!n->annotations.empty()) extra += ", annotations=" + annotations(n->annotations);
     mark_next_ = options.highlight == n;
     line(indent, fmt::format("for {} in {}({}{}):", name, kind, range, extra));
@@ -245,8 +278,10 @@ class Printer {
   std::string region(const BufferRegion& r) {
     std::vector<std::string> parts;
     for (const Range& rg : r.region) {
-      if (is_const_int(rg.extent, 1)) parts.push_back(expr(rg.min));
-      else parts.push_back(fmt::format("{}:{}", expr(rg.min), expr(rg.min + rg.extent)));
+      if (is_const_int(rg.extent, 1))
+        parts.push_back(expr(rg.min));
+      else
+        parts.push_back(fmt::format("{}:{}", expr(rg.min), expr(rg.min + rg.extent)));
     }
     return fmt::format("{}[{}]", buffer_name(r.buffer), fmt::join(parts, ", "));
   }
@@ -262,14 +297,15 @@ class Printer {
     int in = indent + 1;
     for (size_t i = 0; i < b->iter_vars.size(); ++i) {
       const IterVar& iv = b->iter_vars[i];
-      std::string dom = is_const_int(iv.dom.min, 0)
-                            ? expr(iv.dom.extent)
-                            : fmt::format("({}, {})", expr(iv.dom.min), expr(iv.dom.min + iv.dom.extent));
+      std::string dom = is_const_int(iv.dom.min, 0) ? expr(iv.dom.extent)
+                                                    : fmt::format("({}, {})", expr(iv.dom.min),
+                                                                  expr(iv.dom.min + iv.dom.extent));
       std::string binding = realize ? ", " + expr(realize->iter_values[i]) : "";
       line(in, fmt::format("{} = axis.{}({}{})", var_name(iv.var.get()), iter_kind_name(iv.kind),
                            dom, binding));
     }
-    if (realize && !is_const_int(realize->predicate, 1)) line(in, "where(" + expr(realize->predicate) + ")");
+    if (realize && !is_const_int(realize->predicate, 1))
+      line(in, "where(" + expr(realize->predicate) + ")");
     if (!b->reads.empty() || !b->writes.empty() || b->name != "root") {
       line(in, "reads(" + regions(b->reads) + ")");
       line(in, "writes(" + regions(b->writes) + ")");
@@ -309,6 +345,8 @@ std::string to_string(const PrimFunc& f, const PrintOptions& options) {
   p.func(f);
   return p.out;
 }
-std::string to_string(const AnnotationValue& v) { return Printer().annotation(v); }
+std::string to_string(const AnnotationValue& v) {
+  return Printer().annotation(v);
+}
 
 }  // namespace tyche::ir

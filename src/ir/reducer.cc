@@ -21,7 +21,8 @@ bool same_expr(const Expr& a, const Expr& b) {
   if (!a.defined() || !b.defined() || a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
   if (auto* x = a.as<IntImmNode>()) return x->value == b.as<IntImmNode>()->value;
   if (auto* x = a.as<FloatImmNode>()) return x->value == b.as<FloatImmNode>()->value;
-  if (auto* x = a.as_binary()) return same_expr(x->a, b.as_binary()->a) && same_expr(x->b, b.as_binary()->b);
+  if (auto* x = a.as_binary())
+    return same_expr(x->a, b.as_binary()->a) && same_expr(x->b, b.as_binary()->b);
   if (auto* x = a.as<CastNode>()) return same_expr(x->value, b.as<CastNode>()->value);
   if (auto* x = a.as<BufferLoadNode>()) {
     auto* y = b.as<BufferLoadNode>();
@@ -54,13 +55,18 @@ bool is_reducer_identity(ExprKind combine, const Expr& e) {
     return -65504.0;
   };
   switch (combine) {
-    case ExprKind::kAdd: return v == 0;
-    case ExprKind::kMul: return v == 1;
+    case ExprKind::kAdd:
+      return v == 0;
+    case ExprKind::kMul:
+      return v == 1;
     case ExprKind::kMax:
-      return f ? (std::isinf(v) && v < 0) || v == lowest_float() : i->value == *as_const_int(min_value(t));
+      return f ? (std::isinf(v) && v < 0) || v == lowest_float()
+               : i->value == *as_const_int(min_value(t));
     case ExprKind::kMin:
-      return f ? (std::isinf(v) && v > 0) || v == -lowest_float() : i->value == *as_const_int(max_value(t));
-    default: return false;
+      return f ? (std::isinf(v) && v > 0) || v == -lowest_float()
+               : i->value == *as_const_int(max_value(t));
+    default:
+      return false;
   }
 }
 
@@ -71,7 +77,8 @@ std::optional<Reducer> match_reducer(const BlockNode* b, std::string* why) {
   };
   auto* init = b->init.as<BufferStoreNode>();
   auto* update = b->body.as<BufferStoreNode>();
-  if (!init || !update) return fail("is not a single-store reduction (init and body must each be one store)");
+  if (!init || !update)
+    return fail("is not a single-store reduction (init and body must each be one store)");
   if (!init->buffer.same_as(update->buffer) || !same_indices(init->indices, update->indices) ||
       !update->buffer.same_as(b->writes[0].buffer))
     return fail("does not initialize and update the same element");
@@ -84,12 +91,17 @@ std::optional<Reducer> match_reducer(const BlockNode* b, std::string* why) {
     return l && l->buffer.same_as(update->buffer) && same_indices(l->indices, update->indices);
   };
   Expr value;
-  if (is_acc(bin->a)) value = bin->b;
-  else if (is_acc(bin->b)) value = bin->a;
-  else return fail("does not combine the accumulator with a value");
-  if (loads_buffer(value, update->buffer.get())) return fail("reads its accumulator in the combined value");
+  if (is_acc(bin->a))
+    value = bin->b;
+  else if (is_acc(bin->b))
+    value = bin->a;
+  else
+    return fail("does not combine the accumulator with a value");
+  if (loads_buffer(value, update->buffer.get()))
+    return fail("reads its accumulator in the combined value");
   if (!is_reducer_identity(k, init->value))
-    return fail(fmt::format("initializes with {}, not the identity of {}", to_string(init->value), binary_op_name(k)));
+    return fail(fmt::format("initializes with {}, not the identity of {}", to_string(init->value),
+                            binary_op_name(k)));
   return Reducer{k, init, update, value};
 }
 

@@ -13,7 +13,14 @@
 namespace tyche::ir {
 
 enum class StmtKind : uint8_t {
-  kBufferStore, kSeqStmt, kIfThenElse, kEvaluate, kFor, kBlock, kBlockRealize, kAllocate,
+  kBufferStore,
+  kSeqStmt,
+  kIfThenElse,
+  kEvaluate,
+  kFor,
+  kBlock,
+  kBlockRealize,
+  kAllocate,
 };
 
 struct StmtNode {
@@ -60,7 +67,10 @@ struct IfThenElseNode : StmtNode {
   const Stmt then_case;
   const Stmt else_case;  // may be undefined
   IfThenElseNode(Expr c, Stmt t, Stmt e)
-      : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+      : StmtNode(kKind),
+        condition(std::move(c)),
+        then_case(std::move(t)),
+        else_case(std::move(e)) {}
 };
 
 struct EvaluateNode : StmtNode {
@@ -81,8 +91,14 @@ struct ForNode : StmtNode {
   const Stmt body;
   const Annotations annotations;
   ForNode(Var v, Expr mn, Expr ext, ForKind k, Stmt b, std::string tag = {}, Annotations ann = {})
-      : StmtNode(kKind), loop_var(std::move(v)), min(std::move(mn)), extent(std::move(ext)),
-        for_kind(k), thread_tag(std::move(tag)), body(std::move(b)), annotations(std::move(ann)) {}
+      : StmtNode(kKind),
+        loop_var(std::move(v)),
+        min(std::move(mn)),
+        extent(std::move(ext)),
+        for_kind(k),
+        thread_tag(std::move(tag)),
+        body(std::move(b)),
+        annotations(std::move(ann)) {}
 };
 
 enum class IterKind : uint8_t { kSpatial, kReduce, kOpaque };
@@ -106,9 +122,15 @@ struct BlockNode : StmtNode {
   BlockNode(std::string n, std::vector<IterVar> iv, std::vector<BufferRegion> r,
             std::vector<BufferRegion> w, Stmt i, Stmt b, std::vector<Buffer> alloc = {},
             Annotations ann = {})
-      : StmtNode(kKind), name(std::move(n)), iter_vars(std::move(iv)), reads(std::move(r)),
-        writes(std::move(w)), init(std::move(i)), body(std::move(b)),
-        alloc_buffers(std::move(alloc)), annotations(std::move(ann)) {}
+      : StmtNode(kKind),
+        name(std::move(n)),
+        iter_vars(std::move(iv)),
+        reads(std::move(r)),
+        writes(std::move(w)),
+        init(std::move(i)),
+        body(std::move(b)),
+        alloc_buffers(std::move(alloc)),
+        annotations(std::move(ann)) {}
 };
 
 // A block is a statement; this typed handle is what BlockRealize holds.

@@ -36,16 +36,21 @@ class Canonicalizer {
     word(static_cast<uint64_t>(e.kind()) + 100);
     dtype(e.dtype());
     switch (e.kind()) {
-      case ExprKind::kIntImm: return word(static_cast<uint64_t>(e.as<IntImmNode>()->value));
-      case ExprKind::kFloatImm: return word(std::bit_cast<uint64_t>(e.as<FloatImmNode>()->value));
-      case ExprKind::kVar: return var(static_cast<const VarNode*>(e.get()));
-      case ExprKind::kNot: return expr(e.as<NotNode>()->a);
+      case ExprKind::kIntImm:
+        return word(static_cast<uint64_t>(e.as<IntImmNode>()->value));
+      case ExprKind::kFloatImm:
+        return word(std::bit_cast<uint64_t>(e.as<FloatImmNode>()->value));
+      case ExprKind::kVar:
+        return var(static_cast<const VarNode*>(e.get()));
+      case ExprKind::kNot:
+        return expr(e.as<NotNode>()->a);
       case ExprKind::kSelect: {
         auto* n = e.as<SelectNode>();
         expr(n->condition), expr(n->true_value), expr(n->false_value);
         return;
       }
-      case ExprKind::kCast: return expr(e.as<CastNode>()->value);
+      case ExprKind::kCast:
+        return expr(e.as<CastNode>()->value);
       case ExprKind::kBufferLoad: {
         auto* n = e.as<BufferLoadNode>();
         buffer(n->buffer);
@@ -61,7 +66,8 @@ class Canonicalizer {
         expr(n->base), expr(n->stride);
         return word(static_cast<uint64_t>(n->lanes));
       }
-      case ExprKind::kBroadcast: return expr(e.as<BroadcastNode>()->value);
+      case ExprKind::kBroadcast:
+        return expr(e.as<BroadcastNode>()->value);
       case ExprKind::kLet: {
         auto* n = e.as<LetNode>();
         var(n->var.get()), expr(n->value), expr(n->body);
@@ -95,7 +101,8 @@ class Canonicalizer {
         expr(n->condition), stmt(n->then_case), stmt(n->else_case);
         return;
       }
-      case StmtKind::kEvaluate: return expr(s.as<EvaluateNode>()->value);
+      case StmtKind::kEvaluate:
+        return expr(s.as<EvaluateNode>()->value);
       case StmtKind::kFor: {
         auto* n = s.as<ForNode>();
         var(n->loop_var.get()), expr(n->min), expr(n->extent);
@@ -183,9 +190,12 @@ class Canonicalizer {
     for (const auto& [key, value] : anns) {
       string(key);
       word(value.index());
-      if (auto* i = std::get_if<int64_t>(&value)) word(static_cast<uint64_t>(*i));
-      else if (auto* d = std::get_if<double>(&value)) word(std::bit_cast<uint64_t>(*d));
-      else string(std::get<std::string>(value));
+      if (auto* i = std::get_if<int64_t>(&value))
+        word(static_cast<uint64_t>(*i));
+      else if (auto* d = std::get_if<double>(&value))
+        word(std::bit_cast<uint64_t>(*d));
+      else
+        string(std::get<std::string>(value));
     }
   }
 };
@@ -206,10 +216,15 @@ bool structural_equal(const Stmt& a, const Stmt& b) {
   return canonical<Stmt, &Canonicalizer::stmt>(a) == canonical<Stmt, &Canonicalizer::stmt>(b);
 }
 bool structural_equal(const PrimFunc& a, const PrimFunc& b) {
-  return canonical<PrimFunc, &Canonicalizer::func>(a) == canonical<PrimFunc, &Canonicalizer::func>(b);
+  return canonical<PrimFunc, &Canonicalizer::func>(a) ==
+         canonical<PrimFunc, &Canonicalizer::func>(b);
 }
-uint64_t structural_hash(const Expr& e) { return canonical<Expr, &Canonicalizer::expr>(e).hash(); }
-uint64_t structural_hash(const Stmt& s) { return canonical<Stmt, &Canonicalizer::stmt>(s).hash(); }
+uint64_t structural_hash(const Expr& e) {
+  return canonical<Expr, &Canonicalizer::expr>(e).hash();
+}
+uint64_t structural_hash(const Stmt& s) {
+  return canonical<Stmt, &Canonicalizer::stmt>(s).hash();
+}
 uint64_t structural_hash(const PrimFunc& f) {
   return canonical<PrimFunc, &Canonicalizer::func>(f).hash();
 }

@@ -38,7 +38,9 @@ bool uses_var_impl(const Expr& e, const void* ctx, bool (*pred)(const void*, con
 }  // namespace detail
 
 bool stmt_uses_var(const Stmt& s, const VarNode* var) {
-  VarFinder f(&var, [](const void* ctx, const VarNode* v) { return v == *static_cast<const VarNode* const*>(ctx); });
+  VarFinder f(&var, [](const void* ctx, const VarNode* v) {
+    return v == *static_cast<const VarNode* const*>(ctx);
+  });
   f.visit_stmt(s);
   return f.found;
 }

@@ -19,7 +19,7 @@ bool uses_var_impl(const Expr& e, const void* ctx, bool (*pred)(const void*, con
 // True when `e` mentions a variable (a Let's own included) for which `pred` is true; false for
 // an undefined expression.
 template <typename Pred>
-  requires std::predicate<const Pred&, const VarNode*>
+requires std::predicate<const Pred&, const VarNode*>
 bool uses_var(const Expr& e, const Pred& pred) {
   return detail::uses_var_impl(e, &pred, [](const void* ctx, const VarNode* v) {
     return (*static_cast<const Pred*>(ctx))(v);

@@ -65,7 +65,8 @@ class AccessCollector : public ir::StmtExprVisitor {
 // Whether `cond` says exactly "index < extent" for one dimension of an access: the guard a tile
 // that does not divide its loop puts on the padding rows, which never touch an element of the
 // buffer. Such a store stores every element of its region that exists.
-bool is_bounds_guard(const ir::Expr& cond, const std::vector<ir::Expr>& indices, const std::vector<ir::Expr>& shape) {
+bool is_bounds_guard(const ir::Expr& cond, const std::vector<ir::Expr>& indices,
+                     const std::vector<ir::Expr>& shape) {
   if (cond.kind() != ir::ExprKind::kLT) return false;
   const auto* lt = static_cast<const ir::BinaryNode*>(cond.get());
   if (lt->a.dtype().lanes() != 1) return false;
@@ -81,12 +82,14 @@ bool is_bounds_guard(const ir::Expr& cond, const std::vector<ir::Expr>& indices,
 // `to` around the body of loop `at` (or around everything if `at` is null).
 class Relocator : public ir::StmtExprMutator {
  public:
-  Relocator(const ir::BufferNode* from, ir::Buffer to, std::vector<ir::Expr> offsets, const ir::ForNode* at)
+  Relocator(const ir::BufferNode* from, ir::Buffer to, std::vector<ir::Expr> offsets,
+            const ir::ForNode* at)
       : from_(from), to_(std::move(to)), offsets_(std::move(offsets)), at_(at) {}
 
   std::vector<ir::Expr> shift(const std::vector<ir::Expr>& idx) {
     std::vector<ir::Expr> out;
-    for (size_t d = 0; d < idx.size(); ++d) out.push_back(ir::is_const_int(offsets_[d], 0) ? idx[d] : idx[d] - offsets_[d]);
+    for (size_t d = 0; d < idx.size(); ++d)
+      out.push_back(ir::is_const_int(offsets_[d], 0) ? idx[d] : idx[d] - offsets_[d]);
     return out;
   }
 
@@ -107,7 +110,8 @@ class Relocator : public ir::StmtExprMutator {
     ir::Stmt s = StmtExprMutator::mutate_for(n, self);
     if (n != at_) return s;
     auto* f = s.as<ir::ForNode>();
-    return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, ir::allocate(to_, f->body), f->thread_tag, f->annotations);
+    return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, ir::allocate(to_, f->body),
+                        f->thread_tag, f->annotations);
   }
 
  private:
@@ -118,8 +122,8 @@ class Relocator : public ir::StmtExprMutator {
 };
 
 struct Region {
-  std::vector<ir::Expr> min;     // per dimension, in the variables of the enclosing loops
-  std::vector<int64_t> extent;   // per dimension, constant
+  std::vector<ir::Expr> min;    // per dimension, in the variables of the enclosing loops
+  std::vector<int64_t> extent;  // per dimension, constant
 };
 
 class Compactor : public ir::StmtExprMutator {
@@ -152,7 +156,8 @@ class Compactor : public ir::StmtExprMutator {
     while (depth < lca.size()) {
       std::optional<Region> inner = region_at(collector, lca, depth + 1);
       if (!inner) break;
-      if (!relaxed(lca[depth]) && !own_copy(lca[depth]) && !iterations_disjoint(*inner, lca[depth])) {
+      if (!relaxed(lca[depth]) && !own_copy(lca[depth]) &&
+          !iterations_disjoint(*inner, lca[depth])) {
         if (!self_contained) self_contained = written_before_read(collector, lca, buf.get());
         if (!*self_contained) break;
       }
@@ -193,7 +198,8 @@ class Compactor : public ir::StmtExprMutator {
  private:
   // The region all accesses touch in one iteration of lca[depth - 1] (depth 0: overall), the
   // loops lca[0, depth) fixed. Nothing if some dimension is unbounded or not of constant size.
-  std::optional<Region> region_at(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, size_t depth) const {
+  std::optional<Region> region_at(const AccessCollector& c,
+                                  const std::vector<const ir::ForNode*>& lca, size_t depth) const {
     arith::Analyzer analyzer;
     bind_outer_loops(&analyzer, lca, depth);
     std::vector<arith::IntervalSet> sets = touched(c.accesses, depth, &analyzer);
@@ -215,9 +221,11 @@ class Compactor : public ir::StmtExprMutator {
     return r;
   }
 
-  void bind_outer_loops(arith::Analyzer* analyzer, const std::vector<const ir::ForNode*>& lca, size_t depth) const {
+  void bind_outer_loops(arith::Analyzer* analyzer, const std::vector<const ir::ForNode*>& lca,
+                        size_t depth) const {
     for (size_t k = 0; k < depth; ++k)
-      if (!relaxed(lca[k])) analyzer->bind(lca[k]->loop_var, ir::Range(lca[k]->min, lca[k]->extent));
+      if (!relaxed(lca[k]))
+        analyzer->bind(lca[k]->loop_var, ir::Range(lca[k]->min, lca[k]->extent));
   }
 
   // A shared (GPU) buffer belongs to a block of threads: its region covers every thread's
@@ -225,25 +233,29 @@ class Compactor : public ir::StmtExprMutator {
   // fixed; its allocation moves below them only in the IR (the GPU back end declares it once per
   // block).
   bool relaxed(const ir::ForNode* loop) const {
-    return shared_ && loop->for_kind == ir::ForKind::kThreadBinding && !loop->thread_tag.starts_with("blockIdx");
+    return shared_ && loop->for_kind == ir::ForKind::kThreadBinding &&
+           !loop->thread_tag.starts_with("blockIdx");
   }
   // Each block has its own shared memory and each thread its own local memory: the iterations of
   // those loops never share such a buffer.
   bool own_copy(const ir::ForNode* loop) const {
     if (loop->for_kind != ir::ForKind::kThreadBinding) return false;
     if (shared_) return loop->thread_tag.starts_with("blockIdx");
-    return local_ && (loop->thread_tag.starts_with("blockIdx") || loop->thread_tag.starts_with("threadIdx"));
+    return local_ &&
+           (loop->thread_tag.starts_with("blockIdx") || loop->thread_tag.starts_with("threadIdx"));
   }
 
   // Per dimension, the interval the accesses touch, their loops from `depth` on relaxed.
-  std::vector<arith::IntervalSet> touched(const std::vector<Access>& accesses, size_t depth, arith::Analyzer* analyzer) const {
+  std::vector<arith::IntervalSet> touched(const std::vector<Access>& accesses, size_t depth,
+                                          arith::Analyzer* analyzer) const {
     size_t ndim = accesses[0].indices.size();
     std::vector<arith::IntervalSet> sets(ndim);
     bool first = true;
     for (const Access& a : accesses) {
       arith::VarRangeMap dom;
       for (size_t k = 0; k < a.loops.size(); ++k)
-        if (k >= depth || relaxed(a.loops[k])) dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
+        if (k >= depth || relaxed(a.loops[k]))
+          dom[a.loops[k]->loop_var] = ir::Range(a.loops[k]->min, a.loops[k]->extent);
       for (size_t d = 0; d < ndim; ++d) {
         arith::IntervalSet s = arith::eval_interval(a.indices[d], dom, analyzer);
         sets[d] = first ? s : arith::union_interval(sets[d], s, analyzer);
@@ -258,19 +270,24 @@ class Compactor : public ir::StmtExprMutator {
   // first read (they share no loop with it below the common ones, so they finish first) store,
   // unconditionally, a region that covers every read. A cache_read under compute_at is such a
   // buffer even when other iterations copy the same elements.
-  bool written_before_read(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca, const ir::BufferNode* buf) const {
+  bool written_before_read(const AccessCollector& c, const std::vector<const ir::ForNode*>& lca,
+                           const ir::BufferNode* buf) const {
     size_t depth = lca.size();
-    auto first_load = std::find_if(c.accesses.begin(), c.accesses.end(), [](const Access& a) { return !a.store; });
+    auto first_load = std::find_if(c.accesses.begin(), c.accesses.end(),
+                                   [](const Access& a) { return !a.store; });
     if (first_load == c.accesses.end()) return true;  // written only
     std::vector<Access> stores, loads;
     for (auto it = c.accesses.begin(); it != first_load; ++it) {
-      bool shares_inner_loop = it->loops.size() > depth && first_load->loops.size() > depth && it->loops[depth] == first_load->loops[depth];
+      bool shares_inner_loop = it->loops.size() > depth && first_load->loops.size() > depth &&
+                               it->loops[depth] == first_load->loops[depth];
       // Reads touch existing elements only, so a store guarded by "in bounds" covers them.
       // A shared buffer's stores before its first read are a cache_read's cooperative fetch, which
       // compute_at sized to cover the reads: its guard is the split of the fetch's fused loop.
-      bool unconditional = shared_ || std::all_of(it->conditions.begin(), it->conditions.end(), [&](const ir::Expr& cond) {
-                             return is_bounds_guard(cond, it->indices, buf->shape);
-                           });
+      bool unconditional =
+          shared_ ||
+          std::all_of(it->conditions.begin(), it->conditions.end(), [&](const ir::Expr& cond) {
+            return is_bounds_guard(cond, it->indices, buf->shape);
+          });
       if (!shares_inner_loop && unconditional) stores.push_back(*it);
     }
     for (const Access& a : c.accesses)
@@ -282,7 +299,8 @@ class Compactor : public ir::StmtExprMutator {
     std::vector<arith::IntervalSet> read = touched(loads, depth, &analyzer);
     for (size_t d = 0; d < written.size(); ++d) {
       if (!written[d].is_bounded() || !read[d].is_bounded()) return false;
-      if (!analyzer.can_prove(written[d].min_value <= read[d].min_value) || !analyzer.can_prove(read[d].max_value <= written[d].max_value))
+      if (!analyzer.can_prove(written[d].min_value <= read[d].min_value) ||
+          !analyzer.can_prove(read[d].max_value <= written[d].max_value))
         return false;
     }
     return true;
@@ -297,7 +315,9 @@ class Compactor : public ir::StmtExprMutator {
     arith::Analyzer analyzer;
     ir::Expr next = loop->loop_var + 1;
     for (size_t d = 0; d < r.min.size(); ++d) {
-      ir::Expr shifted = ir::substitute(r.min[d], [&](const ir::Var& v) { return v.same_as(loop->loop_var) ? next : ir::Expr(); });
+      ir::Expr shifted = ir::substitute(r.min[d], [&](const ir::Var& v) {
+        return v.same_as(loop->loop_var) ? next : ir::Expr();
+      });
       auto step = ir::as_const_int(analyzer.simplify(shifted - r.min[d]));
       if (step && (*step >= r.extent[d] || -*step >= r.extent[d])) return true;
     }
@@ -313,7 +333,9 @@ class Compactor : public ir::StmtExprMutator {
     auto min = ir::as_const_int(loop->min), extent = ir::as_const_int(loop->extent);
     if (!min || !extent || *extent > kMaxEnumerated) return false;
     auto at = [&](const ir::Expr& e, int64_t i) {
-      return ir::substitute(e, [&](const ir::Var& v) { return v.same_as(loop->loop_var) ? ir::make_int(i, v.dtype()) : ir::Expr(); });
+      return ir::substitute(e, [&](const ir::Var& v) {
+        return v.same_as(loop->loop_var) ? ir::make_int(i, v.dtype()) : ir::Expr();
+      });
     };
     std::vector<std::vector<int64_t>> cells(static_cast<size_t>(*extent));
     for (size_t d = 0; d < r.min.size(); ++d) {
@@ -324,7 +346,8 @@ class Compactor : public ir::StmtExprMutator {
         if (!shift || *shift % r.extent[d] != 0) break;
         shifts.push_back(*shift / r.extent[d]);
       }
-      if (static_cast<int64_t>(shifts.size()) != *extent) continue;  // this dimension does not count
+      if (static_cast<int64_t>(shifts.size()) != *extent)
+        continue;  // this dimension does not count
       for (size_t i = 0; i < shifts.size(); ++i) cells[i].push_back(shifts[i]);
     }
     std::sort(cells.begin(), cells.end());
@@ -340,6 +363,8 @@ class Compactor : public ir::StmtExprMutator {
 
 }  // namespace
 
-ir::PrimFunc compact_buffers(const ir::PrimFunc& func) { return func.with_body(Compactor().mutate_stmt(func->body)); }
+ir::PrimFunc compact_buffers(const ir::PrimFunc& func) {
+  return func.with_body(Compactor().mutate_stmt(func->body));
+}
 
 }  // namespace tyche::lower

@@ -30,10 +30,12 @@ class Flattener : public ir::StmtExprMutator {
   ir::Buffer flat(const ir::Buffer& b) {
     auto it = flat_.find(b.get());
     if (it != flat_.end()) return it->second;
-    if (b->shape.size() == 1 && b->strides.empty()) return flat_[b.get()] = b;  // a 0-d buffer becomes 1-d too
+    if (b->shape.size() == 1 && b->strides.empty())
+      return flat_[b.get()] = b;  // a 0-d buffer becomes 1-d too
     std::vector<ir::Expr> strides = strides_of(*b);
     ir::Expr size = ir::make_int(1, kInt64);  // 1 + the offset of the last element
-    for (size_t d = 0; d < b->shape.size(); ++d) size = size + (ir::cast(kInt64, b->shape[d]) - 1) * ir::cast(kInt64, strides[d]);
+    for (size_t d = 0; d < b->shape.size(); ++d)
+      size = size + (ir::cast(kInt64, b->shape[d]) - 1) * ir::cast(kInt64, strides[d]);
     auto node = std::make_shared<ir::BufferNode>(*b);
     node->shape = {size};
     node->strides = {};
@@ -43,10 +45,12 @@ class Flattener : public ir::StmtExprMutator {
   }
 
  protected:
-  ir::Expr flat_index(const ir::Buffer& original, const ir::Buffer& flat_buffer, const std::vector<ir::Expr>& indices) {
+  ir::Expr flat_index(const ir::Buffer& original, const ir::Buffer& flat_buffer,
+                      const std::vector<ir::Expr>& indices) {
     if (flat_buffer.same_as(original)) return indices.empty() ? ir::make_int(0) : indices[0];
     const std::vector<ir::Expr>& strides = strides_.at(flat_buffer.get());
-    TYCHE_CHECK(strides.size() == indices.size(), "buffer '{}' indexed with {} indices", original->name, indices.size());
+    TYCHE_CHECK(strides.size() == indices.size(), "buffer '{}' indexed with {} indices",
+                original->name, indices.size());
     ir::Expr index;
     for (size_t d = 0; d < indices.size(); ++d) {
       ir::Expr term = ir::is_const_int(strides[d], 1) ? indices[d] : indices[d] * strides[d];
@@ -61,7 +65,8 @@ class Flattener : public ir::StmtExprMutator {
     mutate_exprs(n->indices, &idx);
     ir::Buffer fb = flat(n->buffer);
     ir::Expr index = flat_index(n->buffer, fb, idx);
-    return ir::Expr(std::make_shared<ir::BufferLoadNode>(n->dtype, fb, std::vector<ir::Expr>{index}));
+    return ir::Expr(
+        std::make_shared<ir::BufferLoadNode>(n->dtype, fb, std::vector<ir::Expr>{index}));
   }
 
   ir::Stmt mutate_buffer_store(const ir::BufferStoreNode* n, const ir::Stmt&) override {

@@ -44,7 +44,8 @@ bool unsafe_to_hoist(const ir::Expr& e) {
     void visit_buffer_load(const ir::BufferLoadNode*) override { found = true; }
     void visit_call(const ir::CallNode*) override { found = true; }
     void visit_binary(const ir::BinaryNode* n) override {
-      bool division = n->kind == ir::ExprKind::kDiv || n->kind == ir::ExprKind::kFloorDiv || n->kind == ir::ExprKind::kFloorMod;
+      bool division = n->kind == ir::ExprKind::kDiv || n->kind == ir::ExprKind::kFloorDiv ||
+                      n->kind == ir::ExprKind::kFloorMod;
       if (division && !ir::as_const_int(n->b)) found = true;
       StmtExprVisitor::visit_binary(n);
     }

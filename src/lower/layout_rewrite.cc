@@ -15,7 +15,8 @@ namespace {
 
 // The stage block a top-level statement of the root realizes (through its loops), when it is an
 // annotated stage copying one param into one root allocation.
-const ir::BlockNode* preproc_stage(const ir::Stmt& top, const ir::PrimFunc& func, const ir::BlockNode* root, size_t* param) {
+const ir::BlockNode* preproc_stage(const ir::Stmt& top, const ir::PrimFunc& func,
+                                   const ir::BlockNode* root, size_t* param) {
   const ir::BlockNode* found = nullptr;
   int blocks = 0;
   ir::post_order_visit(top, [&](const ir::Stmt& s) {
@@ -29,8 +30,9 @@ const ir::BlockNode* preproc_stage(const ir::Stmt& top, const ir::PrimFunc& func
   const ir::BufferNode* from = found->reads[0].buffer.get();
   const ir::BufferNode* to = found->writes[0].buffer.get();
   size_t inputs = func->params.size() - static_cast<size_t>(func->num_outputs);
-  auto p = std::find_if(func->params.begin(), func->params.begin() + static_cast<std::ptrdiff_t>(inputs),
-                        [&](const ir::Buffer& b) { return b.get() == from; });
+  auto p =
+      std::find_if(func->params.begin(), func->params.begin() + static_cast<std::ptrdiff_t>(inputs),
+                   [&](const ir::Buffer& b) { return b.get() == from; });
   bool allocated = std::any_of(root->alloc_buffers.begin(), root->alloc_buffers.end(),
                                [&](const ir::Buffer& b) { return b.get() == to; });
   if (p == func->params.begin() + static_cast<std::ptrdiff_t>(inputs) || !allocated) return nullptr;
@@ -49,11 +51,13 @@ class PlainLoops : public ir::StmtExprMutator {
   }
 };
 
-ir::Stmt root_realize(const ir::BlockRealizeNode* realize, ir::Stmt body, std::vector<ir::BufferRegion> reads,
-                      std::vector<ir::BufferRegion> writes, std::vector<ir::Buffer> allocs) {
+ir::Stmt root_realize(const ir::BlockRealizeNode* realize, ir::Stmt body,
+                      std::vector<ir::BufferRegion> reads, std::vector<ir::BufferRegion> writes,
+                      std::vector<ir::Buffer> allocs) {
   const ir::BlockNode* root = realize->block.get();
-  ir::Block block = ir::make_block(root->name, root->iter_vars, std::move(reads), std::move(writes), root->init,
-                                   std::move(body), std::move(allocs), root->annotations);
+  ir::Block block =
+      ir::make_block(root->name, root->iter_vars, std::move(reads), std::move(writes), root->init,
+                     std::move(body), std::move(allocs), root->annotations);
   return ir::block_realize(realize->iter_values, realize->predicate, std::move(block));
 }
 
@@ -65,8 +69,10 @@ SplitProgram split_layout_rewrites(const ir::PrimFunc& scheduled) {
   if (!realize) return out;  // loops already (a lowered or hand-built program): no stage to split
   const ir::BlockNode* root = realize->block.get();
   std::vector<ir::Stmt> tops;
-  if (const auto* seq = root->body.as<ir::SeqStmtNode>()) tops = seq->seq;
-  else tops = {root->body};
+  if (const auto* seq = root->body.as<ir::SeqStmtNode>())
+    tops = seq->seq;
+  else
+    tops = {root->body};
 
   std::vector<ir::Stmt> kept;
   std::vector<ir::Buffer> params = scheduled->params;
@@ -86,7 +92,8 @@ SplitProgram split_layout_rewrites(const ir::PrimFunc& scheduled) {
     ir::PrimFunc preproc(fmt::format("{}_pack{}", scheduled->name, param), {from, to}, 1, body);
     out.rewrites.push_back({param, preproc});
     params[param] = to;
-    allocs.erase(std::find_if(allocs.begin(), allocs.end(), [&](const ir::Buffer& b) { return b.get() == to.get(); }));
+    allocs.erase(std::find_if(allocs.begin(), allocs.end(),
+                              [&](const ir::Buffer& b) { return b.get() == to.get(); }));
     for (ir::BufferRegion& r : reads)
       if (r.buffer.get() == from.get()) r = ir::BufferRegion::full(to);
   }

@@ -39,13 +39,15 @@ Lowered lower(const ir::PrimFunc& func, const LowerOptions& options = {});
 // intermediates compacted: the program the cost model's features read) and finish_lowering (the
 // rest, for the code generator). lower(f) is finish_lowering(lower_loops(f)). Thread bindings are
 // kept as loops of their kind only on request (a GPU program's features read them).
-Lowered lower_loops(const ir::PrimFunc& func, const LowerOptions& options = {}, bool keep_thread_bindings = false);
+Lowered lower_loops(const ir::PrimFunc& func, const LowerOptions& options = {},
+                    bool keep_thread_bindings = false);
 Lowered finish_lowering(Lowered loops, const LowerOptions& options = {});
 
 // ---- the passes, in pipeline order ----
 // Blocks -> loops; thread bindings become serial loops on the CPU (noted), unless kept (the
 // features of a GPU program read them).
-ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes, bool keep_thread_bindings = false);
+ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes,
+                          bool keep_thread_bindings = false);
 // Moves each Allocate down the loops containing all its accesses while their iterations touch
 // disjoint elements, and shrinks it to the region one iteration touches (buffers with explicit
 // strides keep their layout).

@@ -22,7 +22,8 @@ class BlockLowerer : public ir::StmtExprMutator {
   ir::Stmt mutate_block_realize(const ir::BlockRealizeNode* n, const ir::Stmt&) override {
     const ir::BlockNode* b = n->block.get();
     std::unordered_map<const ir::VarNode*, ir::Expr> binding;
-    for (size_t i = 0; i < b->iter_vars.size(); ++i) binding[b->iter_vars[i].var.get()] = n->iter_values[i];
+    for (size_t i = 0; i < b->iter_vars.size(); ++i)
+      binding[b->iter_vars[i].var.get()] = n->iter_values[i];
     auto bind = [&](const ir::Var& v) -> ir::Expr {
       auto it = binding.find(v.get());
       return it == binding.end() ? ir::Expr() : it->second;
@@ -39,15 +40,19 @@ class BlockLowerer : public ir::StmtExprMutator {
       ir::Stmt init = mutate_stmt(ir::substitute(b->init, bind));
       body = ir::seq({first.defined() ? ir::if_then_else(first, init) : init, body});
     }
-    for (auto it = b->alloc_buffers.rbegin(); it != b->alloc_buffers.rend(); ++it) body = ir::allocate(*it, body);
+    for (auto it = b->alloc_buffers.rbegin(); it != b->alloc_buffers.rend(); ++it)
+      body = ir::allocate(*it, body);
     if (!ir::is_true(n->predicate)) body = ir::if_then_else(mutate_expr(n->predicate), body);
     return body;
   }
 
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
-    if (n->for_kind != ir::ForKind::kThreadBinding || keep_thread_bindings_) return StmtExprMutator::mutate_for(n, self);
-    notes_->push_back(fmt::format("loop '{}' bound to {} runs as a serial loop on the CPU", n->loop_var.name(), n->thread_tag));
-    return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial, mutate_stmt(n->body), {}, n->annotations);
+    if (n->for_kind != ir::ForKind::kThreadBinding || keep_thread_bindings_)
+      return StmtExprMutator::mutate_for(n, self);
+    notes_->push_back(fmt::format("loop '{}' bound to {} runs as a serial loop on the CPU",
+                                  n->loop_var.name(), n->thread_tag));
+    return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial, mutate_stmt(n->body),
+                        {}, n->annotations);
   }
 
  private:
@@ -57,7 +62,8 @@ class BlockLowerer : public ir::StmtExprMutator {
 
 }  // namespace
 
-ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes, bool keep_thread_bindings) {
+ir::PrimFunc lower_blocks(const ir::PrimFunc& func, std::vector<std::string>* notes,
+                          bool keep_thread_bindings) {
   return func.with_body(BlockLowerer(notes, keep_thread_bindings).mutate_stmt(func->body));
 }
 

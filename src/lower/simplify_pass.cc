@@ -13,7 +13,8 @@ namespace {
 class SimplifyPass : public ir::StmtExprMutator {
  public:
   ir::Expr mutate_expr(const ir::Expr& e) override {
-    if (e.dtype().lanes() == 1 && e.dtype().is_int_like() && !has_load(e)) return analyzer_.simplify(e);
+    if (e.dtype().lanes() == 1 && e.dtype().is_int_like() && !has_load(e))
+      return analyzer_.simplify(e);
     return StmtExprMutator::mutate_expr(e);
   }
 
@@ -35,7 +36,8 @@ class SimplifyPass : public ir::StmtExprMutator {
     }
     ir::Stmt t = mutate_stmt(n->then_case);
     ir::Stmt f = n->else_case.defined() ? mutate_stmt(n->else_case) : ir::Stmt();
-    if (cond.same_as(n->condition) && t.same_as(n->then_case) && f.same_as(n->else_case)) return self;
+    if (cond.same_as(n->condition) && t.same_as(n->then_case) && f.same_as(n->else_case))
+      return self;
     return ir::if_then_else(cond, t, f);
   }
 
@@ -49,6 +51,8 @@ class SimplifyPass : public ir::StmtExprMutator {
 
 }  // namespace
 
-ir::PrimFunc simplify(const ir::PrimFunc& func) { return func.with_body(SimplifyPass().mutate_stmt(func->body)); }
+ir::PrimFunc simplify(const ir::PrimFunc& func) {
+  return func.with_body(SimplifyPass().mutate_stmt(func->body));
+}
 
 }  // namespace tyche::lower

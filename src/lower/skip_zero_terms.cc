@@ -41,7 +41,8 @@ namespace {
 using Conjuncts = std::vector<ir::Expr>;
 
 bool contains(const Conjuncts& set, const ir::Expr& e) {
-  return std::any_of(set.begin(), set.end(), [&](const ir::Expr& x) { return arith::expr_equal(x, e); });
+  return std::any_of(set.begin(), set.end(),
+                     [&](const ir::Expr& x) { return arith::expr_equal(x, e); });
 }
 
 void split_and(const ir::Expr& e, Conjuncts& out) {
@@ -70,8 +71,10 @@ bool is_zero(const ir::Expr& e) {
 // `value` if_then_else(c, x, 0) or select(c, x, 0) with a scalar c: c; else undefined.
 ir::Expr zero_unless(const ir::Expr& value) {
   ir::Expr cond, zero;
-  if (const auto* c = value.as<ir::CallNode>(); c && c->op == ir::CallOp::kIfThenElse) cond = c->args[0], zero = c->args[2];
-  else if (const auto* s = value.as<ir::SelectNode>()) cond = s->condition, zero = s->false_value;
+  if (const auto* c = value.as<ir::CallNode>(); c && c->op == ir::CallOp::kIfThenElse)
+    cond = c->args[0], zero = c->args[2];
+  else if (const auto* s = value.as<ir::SelectNode>())
+    cond = s->condition, zero = s->false_value;
   if (!cond.defined() || cond.dtype().lanes() != 1 || !is_zero(zero)) return {};
   return cond;
 }
@@ -92,7 +95,9 @@ bool has_loop(const ir::Stmt& s) {
 }
 
 // A comparison's operator applied to (a, b).
-ir::Expr compare(ir::ExprKind kind, ir::Expr a, ir::Expr b) { return ir::make_binary(kind, std::move(a), std::move(b)); }
+ir::Expr compare(ir::ExprKind kind, ir::Expr a, ir::Expr b) {
+  return ir::make_binary(kind, std::move(a), std::move(b));
+}
 
 // Buffers allocated at the function's top whose every store is  P[e..] = if_then_else(g, x, 0):
 // per buffer, the conjuncts of g that bound one scalar index e_k (up to a constant), written in
@@ -113,13 +118,16 @@ class PaddedBufferScan : public ir::StmtExprVisitor {
     const ir::Stmt* at = &s;
     while (const auto* a = at->as<ir::AllocateNode>()) {
       PaddedBuffer b;
-      for (size_t k = 0; k < a->buffer->shape.size(); ++k) b.dims.emplace_back(fmt::format("d{}", k), kInt64);
+      for (size_t k = 0; k < a->buffer->shape.size(); ++k)
+        b.dims.emplace_back(fmt::format("d{}", k), kInt64);
       buffers.emplace(a->buffer.get(), std::move(b));
       at = &a->body;
     }
     if (buffers.empty()) return;
     visit_stmt(s);
-    std::erase_if(buffers, [](const auto& kv) { return !kv.second.qualifies || !kv.second.bounds || kv.second.bounds->empty(); });
+    std::erase_if(buffers, [](const auto& kv) {
+      return !kv.second.qualifies || !kv.second.bounds || kv.second.bounds->empty();
+    });
   }
 
  protected:
@@ -144,8 +152,12 @@ class PaddedBufferScan : public ir::StmtExprVisitor {
         if (e.dtype().lanes() != 1 || ir::as_const_int(e)) continue;
         ir::Expr v = ir::cast(e.dtype(), b.dims[k]);
         ir::Expr bound;
-        if (auto off = ir::as_const_int(analyzer.simplify(d - e))) bound = compare(c.kind(), v + ir::make_const(e.dtype(), *off), ir::make_const(e.dtype(), 0));
-        else if (auto off = ir::as_const_int(analyzer.simplify(d + e))) bound = compare(c.kind(), ir::make_const(e.dtype(), *off) - v, ir::make_const(e.dtype(), 0));
+        if (auto off = ir::as_const_int(analyzer.simplify(d - e)))
+          bound =
+              compare(c.kind(), v + ir::make_const(e.dtype(), *off), ir::make_const(e.dtype(), 0));
+        else if (auto off = ir::as_const_int(analyzer.simplify(d + e)))
+          bound =
+              compare(c.kind(), ir::make_const(e.dtype(), *off) - v, ir::make_const(e.dtype(), 0));
         if (bound.defined()) {
           here.push_back(analyzer.simplify(bound));
           break;
@@ -161,9 +173,11 @@ class PaddedBufferScan : public ir::StmtExprVisitor {
 class BodyScan : public ir::StmtExprVisitor {
  public:
   bool skippable = true;
-  std::unordered_map<const ir::BufferNode*, std::optional<Conjuncts>> local_guards;  // per local buffer
+  std::unordered_map<const ir::BufferNode*, std::optional<Conjuncts>>
+      local_guards;  // per local buffer
   std::vector<const ir::BufferStoreNode*> local_stores, accumulations;
-  std::unordered_map<const ir::VarNode*, ir::Expr> unit_loops;  // loops of one iteration: var -> min
+  std::unordered_map<const ir::VarNode*, ir::Expr>
+      unit_loops;    // loops of one iteration: var -> min
   ir::VarSet bound;  // variables of the other loops and lets inside
 
   void visit_stmt(const ir::Stmt& s) override {
@@ -176,8 +190,10 @@ class BodyScan : public ir::StmtExprVisitor {
     StmtExprVisitor::visit_allocate(n);
   }
   void visit_for(const ir::ForNode* n) override {
-    if (ir::is_const_int(n->extent, 1)) unit_loops.emplace(n->loop_var.get(), n->min);
-    else bound.insert(n->loop_var.get());
+    if (ir::is_const_int(n->extent, 1))
+      unit_loops.emplace(n->loop_var.get(), n->min);
+    else
+      bound.insert(n->loop_var.get());
     StmtExprVisitor::visit_for(n);
   }
   void visit_let(const ir::LetNode* n) override {
@@ -186,16 +202,21 @@ class BodyScan : public ir::StmtExprVisitor {
   }
   void visit_evaluate(const ir::EvaluateNode*) override { skippable = false; }
   void visit_buffer_store(const ir::BufferStoreNode* n) override {
-    if (local_guards.count(n->buffer.get())) local_stores.push_back(n);
-    else if (is_accumulation(n)) accumulations.push_back(n);
-    else skippable = false;
+    if (local_guards.count(n->buffer.get()))
+      local_stores.push_back(n);
+    else if (is_accumulation(n))
+      accumulations.push_back(n);
+    else
+      skippable = false;
   }
 
  private:
   static bool is_accumulation(const ir::BufferStoreNode* n) {
     auto same_element = [&](const ir::Expr& e) {
       const auto* load = e.as<ir::BufferLoadNode>();
-      if (!load || load->buffer.get() != n->buffer.get() || load->indices.size() != n->indices.size()) return false;
+      if (!load || load->buffer.get() != n->buffer.get() ||
+          load->indices.size() != n->indices.size())
+        return false;
       for (size_t i = 0; i < load->indices.size(); ++i)
         if (!arith::expr_equal(load->indices[i], n->indices[i])) return false;
       return true;
@@ -212,7 +233,8 @@ class BodyScan : public ir::StmtExprVisitor {
 class ZeroTermSkipper : public ir::StmtExprMutator {
  public:
   ZeroTermSkipper() = default;
-  explicit ZeroTermSkipper(std::unordered_map<const ir::BufferNode*, PaddedBuffer> padded) : padded_(std::move(padded)), padded_only_(true) {}
+  explicit ZeroTermSkipper(std::unordered_map<const ir::BufferNode*, PaddedBuffer> padded)
+      : padded_(std::move(padded)), padded_only_(true) {}
 
  protected:
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
@@ -225,8 +247,10 @@ class ZeroTermSkipper : public ir::StmtExprMutator {
     Conjuncts guard = loop_guard(n);
     if (guard.empty()) return StmtExprMutator::mutate_for(n, self);
     Conjuncts on_loop, outside;
-    for (const ir::Expr& c : guard) (ir::uses_var(c, n->loop_var.get()) ? on_loop : outside).push_back(c);
-    if (n->for_kind == ir::ForKind::kVectorized || n->for_kind == ir::ForKind::kThreadBinding) on_loop.clear();  // no branch per lane
+    for (const ir::Expr& c : guard)
+      (ir::uses_var(c, n->loop_var.get()) ? on_loop : outside).push_back(c);
+    if (n->for_kind == ir::ForKind::kVectorized || n->for_kind == ir::ForKind::kThreadBinding)
+      on_loop.clear();  // no branch per lane
     // Before unrolling, a guard per iteration of a loop around straight-line code would become a
     // branch per unrolled copy: a register tile split into pieces (measured 1.4x slower on a
     // 3x3 int8 convolution). Only loops of loops are guarded there.
@@ -238,7 +262,8 @@ class ZeroTermSkipper : public ir::StmtExprMutator {
     ir::Stmt body = mutate_stmt(n->body);
     known_.resize(known);
     if (!on_loop.empty()) body = ir::if_then_else(conjunction(on_loop), body);
-    ir::Stmt loop = ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, body, n->thread_tag, n->annotations);
+    ir::Stmt loop = ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, body, n->thread_tag,
+                                 n->annotations);
     return outside.empty() ? loop : ir::if_then_else(conjunction(outside), loop);
   }
 
@@ -314,7 +339,8 @@ class ZeroTermSkipper : public ir::StmtExprMutator {
       ir::Expr cond = zero_unless(e);
       if (!cond.defined()) return {};
       Conjuncts out = conjuncts_of(cond);
-      const ir::Expr& x = e.as<ir::CallNode>() ? e.as<ir::CallNode>()->args[1] : e.as<ir::SelectNode>()->true_value;
+      const ir::Expr& x =
+          e.as<ir::CallNode>() ? e.as<ir::CallNode>()->args[1] : e.as<ir::SelectNode>()->true_value;
       for (const ir::Expr& c : nonzero_needs(x))
         if (!contains(out, c)) out.push_back(c);
       return out;
@@ -337,7 +363,9 @@ class ZeroTermSkipper : public ir::StmtExprMutator {
     }
     Conjuncts out;
     for (const ir::Expr& c : *common)
-      if (c.dtype().lanes() == 1 && !unsafe_to_hoist(c) && !ir::uses_any(c, scan.bound) && !contains(known_, c)) out.push_back(c);
+      if (c.dtype().lanes() == 1 && !unsafe_to_hoist(c) && !ir::uses_any(c, scan.bound) &&
+          !contains(known_, c))
+        out.push_back(c);
     return out;
   }
 
@@ -349,7 +377,9 @@ class ZeroTermSkipper : public ir::StmtExprMutator {
 
 }  // namespace
 
-ir::PrimFunc skip_zero_terms(const ir::PrimFunc& func) { return func.with_body(ZeroTermSkipper().mutate_stmt(func->body)); }
+ir::PrimFunc skip_zero_terms(const ir::PrimFunc& func) {
+  return func.with_body(ZeroTermSkipper().mutate_stmt(func->body));
+}
 
 ir::PrimFunc skip_padding_taps(const ir::PrimFunc& func) {
   PaddedBufferScan scan;

@@ -39,7 +39,8 @@ int64_t step_count(const ir::Stmt& s) {
     case ir::StmtKind::kFor: {
       const auto* f = s.as<ir::ForNode>();
       auto ext = ir::as_const_int(f->extent);
-      return ext ? arith::sat_mul(std::max<int64_t>(*ext, 0), step_count(f->body)) : arith::ConstIntBound::kPosInf;
+      return ext ? arith::sat_mul(std::max<int64_t>(*ext, 0), step_count(f->body))
+                 : arith::ConstIntBound::kPosInf;
     }
     case ir::StmtKind::kSeqStmt: {
       int64_t n = 0;
@@ -47,9 +48,12 @@ int64_t step_count(const ir::Stmt& s) {
       return n;
     }
     case ir::StmtKind::kIfThenElse:
-      return arith::sat_add(step_count(s.as<ir::IfThenElseNode>()->then_case), step_count(s.as<ir::IfThenElseNode>()->else_case));
-    case ir::StmtKind::kAllocate: return step_count(s.as<ir::AllocateNode>()->body);
-    default: return 1;
+      return arith::sat_add(step_count(s.as<ir::IfThenElseNode>()->then_case),
+                            step_count(s.as<ir::IfThenElseNode>()->else_case));
+    case ir::StmtKind::kAllocate:
+      return step_count(s.as<ir::AllocateNode>()->body);
+    default:
+      return 1;
   }
 }
 
@@ -67,7 +71,9 @@ class Unroller : public ir::StmtExprMutator {
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
     int64_t outer_max_step = auto_max_step_;
     if (n->annotations.count(ir::ann::kAutoUnrollMaxStep))
-      auto_max_step_ = int_annotation(n->annotations, ir::ann::kUnrollExplicitPragma, 1) != 0 ? int_annotation(n->annotations, ir::ann::kAutoUnrollMaxStep, 0) : 0;
+      auto_max_step_ = int_annotation(n->annotations, ir::ann::kUnrollExplicitPragma, 1) != 0
+                           ? int_annotation(n->annotations, ir::ann::kAutoUnrollMaxStep, 0)
+                           : 0;
     int64_t max_step = auto_max_step_;
     ir::Stmt body = mutate_stmt(n->body);  // inner loops first
     auto_max_step_ = outer_max_step;
@@ -78,13 +84,16 @@ class Unroller : public ir::StmtExprMutator {
       return copies(n, body, *ext);
     if (n->for_kind != ir::ForKind::kUnrolled) {
       return body.same_as(n->body) ? self
-                                   : ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, body, n->thread_tag, n->annotations);
+                                   : ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, body,
+                                                  n->thread_tag, n->annotations);
     }
     if (!mn || !ext || *ext > kMaxUnrollExtent) {
-      notes_->push_back(fmt::format("unrolled loop '{}' {}: kept as a loop", n->loop_var.name(),
-                                    ext ? fmt::format("has {} iterations (more than {})", *ext, kMaxUnrollExtent)
-                                        : std::string("has a non-constant extent")));
-      return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial, body, {}, n->annotations);
+      notes_->push_back(
+          fmt::format("unrolled loop '{}' {}: kept as a loop", n->loop_var.name(),
+                      ext ? fmt::format("has {} iterations (more than {})", *ext, kMaxUnrollExtent)
+                          : std::string("has a non-constant extent")));
+      return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial, body, {},
+                          n->annotations);
     }
     return copies(n, body, *ext);
   }
@@ -95,8 +104,10 @@ class Unroller : public ir::StmtExprMutator {
     auto mn = ir::as_const_int(n->min);
     std::vector<ir::Stmt> out;
     for (int64_t i = 0; i < extent; ++i) {
-      ir::Expr value = mn ? ir::make_int(*mn + i, n->loop_var.dtype()) : n->min + ir::make_int(i, n->loop_var.dtype());
-      out.push_back(ir::substitute(body, [&](const ir::Var& v) { return v.same_as(n->loop_var) ? value : ir::Expr(); }));
+      ir::Expr value = mn ? ir::make_int(*mn + i, n->loop_var.dtype())
+                          : n->min + ir::make_int(i, n->loop_var.dtype());
+      out.push_back(ir::substitute(
+          body, [&](const ir::Var& v) { return v.same_as(n->loop_var) ? value : ir::Expr(); }));
     }
     return ir::seq(std::move(out));
   }
@@ -113,8 +124,10 @@ class NestedParallel : public ir::StmtExprMutator {
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
     bool parallel = n->for_kind == ir::ForKind::kParallel;
     if (parallel && depth_ > 0) {
-      notes_->push_back(fmt::format("parallel loop '{}' is inside another parallel loop: runs serially", n->loop_var.name()));
-      return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial, mutate_stmt(n->body), {}, n->annotations);
+      notes_->push_back(fmt::format(
+          "parallel loop '{}' is inside another parallel loop: runs serially", n->loop_var.name()));
+      return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial,
+                          mutate_stmt(n->body), {}, n->annotations);
     }
     depth_ += parallel;
     ir::Stmt out = StmtExprMutator::mutate_for(n, self);

@@ -33,9 +33,9 @@ class InvariantConditions : public ir::StmtExprVisitor {
  protected:
   void visit_if(const ir::IfThenElseNode* n) override {
     const ir::Expr& c = n->condition;
-    bool invariant = c.dtype().lanes() == 1 && !unsafe_to_hoist(c) &&
-                     !ir::uses_any(c, bound_);
-    if (invariant && std::none_of(conditions.begin(), conditions.end(), [&](const ir::Expr& x) { return arith::expr_equal(x, c); }))
+    bool invariant = c.dtype().lanes() == 1 && !unsafe_to_hoist(c) && !ir::uses_any(c, bound_);
+    if (invariant && std::none_of(conditions.begin(), conditions.end(),
+                                  [&](const ir::Expr& x) { return arith::expr_equal(x, c); }))
       conditions.push_back(c);
     StmtExprVisitor::visit_if(n);
   }
@@ -71,7 +71,8 @@ class Unswitcher : public ir::StmtExprMutator {
         ir::Stmt fast_body = mutate_stmt(AssumeTrue(found.conditions).mutate_stmt(n->body));
         ir::Expr all = found.conditions[0];
         for (size_t i = 1; i < found.conditions.size(); ++i) all = all && found.conditions[i];
-        ir::Stmt fast = ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, fast_body, n->thread_tag, n->annotations);
+        ir::Stmt fast = ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, fast_body,
+                                     n->thread_tag, n->annotations);
         return ir::if_then_else(all, fast, self);
       }
     }
@@ -81,6 +82,8 @@ class Unswitcher : public ir::StmtExprMutator {
 
 }  // namespace
 
-ir::PrimFunc unswitch_invariant_ifs(const ir::PrimFunc& func) { return func.with_body(Unswitcher().mutate_stmt(func->body)); }
+ir::PrimFunc unswitch_invariant_ifs(const ir::PrimFunc& func) {
+  return func.with_body(Unswitcher().mutate_stmt(func->body));
+}
 
 }  // namespace tyche::lower

@@ -25,14 +25,19 @@ struct FewerLanes {
   int lanes;
 };
 
-int lanes_of(const ir::Expr& e) { return e.dtype().lanes(); }
+int lanes_of(const ir::Expr& e) {
+  return e.dtype().lanes();
+}
 
 class LaneRewriter : public ir::StmtExprMutator {
  public:
-  LaneRewriter(const ir::Var& var, ir::Expr min, int lanes) : var_(var), ramp_(ir::ramp(std::move(min), ir::make_int(1, var.dtype()), lanes)) {}
+  LaneRewriter(const ir::Var& var, ir::Expr min, int lanes)
+      : var_(var), ramp_(ir::ramp(std::move(min), ir::make_int(1, var.dtype()), lanes)) {}
 
  protected:
-  ir::Expr mutate_var(const ir::VarNode* n, const ir::Expr& self) override { return n == var_.get() ? ramp_ : self; }
+  ir::Expr mutate_var(const ir::VarNode* n, const ir::Expr& self) override {
+    return n == var_.get() ? ramp_ : self;
+  }
 
   ir::Expr mutate_binary(const ir::BinaryNode* n, const ir::Expr& self) override {
     ir::Expr a = mutate_expr(n->a), b = mutate_expr(n->b);
@@ -40,16 +45,25 @@ class LaneRewriter : public ir::StmtExprMutator {
     // Keep affine indices as ramps: ramp +- scalar, ramp * constant.
     const auto* ra = a.as<ir::RampNode>();
     const auto* rb = b.as<ir::RampNode>();
-    if (n->kind == ir::ExprKind::kAdd && ra && lanes_of(b) == 1) return ir::ramp(ra->base + b, ra->stride, ra->lanes);
-    if (n->kind == ir::ExprKind::kAdd && rb && lanes_of(a) == 1) return ir::ramp(a + rb->base, rb->stride, rb->lanes);
-    if (n->kind == ir::ExprKind::kSub && ra && lanes_of(b) == 1) return ir::ramp(ra->base - b, ra->stride, ra->lanes);
+    if (n->kind == ir::ExprKind::kAdd && ra && lanes_of(b) == 1)
+      return ir::ramp(ra->base + b, ra->stride, ra->lanes);
+    if (n->kind == ir::ExprKind::kAdd && rb && lanes_of(a) == 1)
+      return ir::ramp(a + rb->base, rb->stride, rb->lanes);
+    if (n->kind == ir::ExprKind::kSub && ra && lanes_of(b) == 1)
+      return ir::ramp(ra->base - b, ra->stride, ra->lanes);
     // A reversed index (a - lane): the lanes still lie at a constant stride, a negative one.
-    if (n->kind == ir::ExprKind::kSub && rb && lanes_of(a) == 1) return ir::ramp(a - rb->base, ir::make_int(0, rb->stride.dtype()) - rb->stride, rb->lanes);
-    if (n->kind == ir::ExprKind::kSub && ra && rb) return ir::ramp(ra->base - rb->base, ra->stride - rb->stride, ra->lanes);
-    if (n->kind == ir::ExprKind::kAdd && ra && rb) return ir::ramp(ra->base + rb->base, ra->stride + rb->stride, ra->lanes);
-    if (n->kind == ir::ExprKind::kMul && ra && ir::as_const_int(b)) return ir::ramp(ra->base * b, ra->stride * b, ra->lanes);
-    if (n->kind == ir::ExprKind::kMul && rb && ir::as_const_int(a)) return ir::ramp(a * rb->base, a * rb->stride, rb->lanes);
-    if ((n->kind == ir::ExprKind::kFloorDiv || n->kind == ir::ExprKind::kFloorMod) && ra && lanes_of(b) == 1)
+    if (n->kind == ir::ExprKind::kSub && rb && lanes_of(a) == 1)
+      return ir::ramp(a - rb->base, ir::make_int(0, rb->stride.dtype()) - rb->stride, rb->lanes);
+    if (n->kind == ir::ExprKind::kSub && ra && rb)
+      return ir::ramp(ra->base - rb->base, ra->stride - rb->stride, ra->lanes);
+    if (n->kind == ir::ExprKind::kAdd && ra && rb)
+      return ir::ramp(ra->base + rb->base, ra->stride + rb->stride, ra->lanes);
+    if (n->kind == ir::ExprKind::kMul && ra && ir::as_const_int(b))
+      return ir::ramp(ra->base * b, ra->stride * b, ra->lanes);
+    if (n->kind == ir::ExprKind::kMul && rb && ir::as_const_int(a))
+      return ir::ramp(a * rb->base, a * rb->stride, rb->lanes);
+    if ((n->kind == ir::ExprKind::kFloorDiv || n->kind == ir::ExprKind::kFloorMod) && ra &&
+        lanes_of(b) == 1)
       if (ir::Expr v = divide_ramp(n->kind, *ra, b); v.defined()) return v;
     return ir::make_binary(n->kind, a, b);  // broadcasts the scalar side
   }
@@ -73,8 +87,10 @@ class LaneRewriter : public ir::StmtExprMutator {
   }
 
   ir::Expr mutate_select(const ir::SelectNode* n, const ir::Expr& self) override {
-    ir::Expr c = mutate_expr(n->condition), t = mutate_expr(n->true_value), f = mutate_expr(n->false_value);
-    if (c.same_as(n->condition) && t.same_as(n->true_value) && f.same_as(n->false_value)) return self;
+    ir::Expr c = mutate_expr(n->condition), t = mutate_expr(n->true_value),
+             f = mutate_expr(n->false_value);
+    if (c.same_as(n->condition) && t.same_as(n->true_value) && f.same_as(n->false_value))
+      return self;
     int l = std::max({lanes_of(c), lanes_of(t), lanes_of(f)});
     return ir::select(widen(c, l), widen(t, l), widen(f, l));
   }
@@ -85,10 +101,12 @@ class LaneRewriter : public ir::StmtExprMutator {
     if (n->op == ir::CallOp::kIfThenElse && lanes_of(args[0]) > 1)
       throw NotVectorizable{"an if_then_else whose condition differs between lanes"};
     if (n->op == ir::CallOp::kGroupDot || n->op == ir::CallOp::kTileDot)
-      throw NotVectorizable{fmt::format("a {} (a tensor instruction) that depends on the loop", ir::call_op_name(n->op))};
+      throw NotVectorizable{fmt::format("a {} (a tensor instruction) that depends on the loop",
+                                        ir::call_op_name(n->op))};
     int l = 1;
     for (const ir::Expr& a : args) l = std::max(l, lanes_of(a));
-    for (size_t i = (n->op == ir::CallOp::kIfThenElse ? 1 : 0); i < args.size(); ++i) args[i] = widen(args[i], l);
+    for (size_t i = (n->op == ir::CallOp::kIfThenElse ? 1 : 0); i < args.size(); ++i)
+      args[i] = widen(args[i], l);
     return ir::Expr(std::make_shared<ir::CallNode>(n->dtype.with_lanes(l), n->op, std::move(args)));
   }
 
@@ -106,7 +124,8 @@ class LaneRewriter : public ir::StmtExprMutator {
   ir::Expr mutate_buffer_load(const ir::BufferLoadNode* n, const ir::Expr& self) override {
     ir::Expr index = mutate_expr(n->indices[0]);
     if (index.same_as(n->indices[0])) return self;
-    return ir::Expr(std::make_shared<ir::BufferLoadNode>(n->dtype.with_lanes(lanes_of(index)), n->buffer, std::vector<ir::Expr>{index}));
+    return ir::Expr(std::make_shared<ir::BufferLoadNode>(n->dtype.with_lanes(lanes_of(index)),
+                                                         n->buffer, std::vector<ir::Expr>{index}));
   }
 
   ir::Expr mutate_let(const ir::LetNode* n, const ir::Expr& self) override {
@@ -121,7 +140,8 @@ class LaneRewriter : public ir::StmtExprMutator {
     ir::Expr value = mutate_expr(n->value);
     if (index.same_as(n->indices[0]) && value.same_as(n->value)) return self;
     if (lanes_of(index) == 1 && lanes_of(value) > 1)
-      throw NotVectorizable{fmt::format("every lane stores to the same element of '{}'", n->buffer->name)};
+      throw NotVectorizable{
+          fmt::format("every lane stores to the same element of '{}'", n->buffer->name)};
     return ir::buffer_store(n->buffer, widen(value, lanes_of(index)), {index});
   }
 
@@ -133,7 +153,8 @@ class LaneRewriter : public ir::StmtExprMutator {
 
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& self) override {
     if (lanes_of(mutate_expr(n->min)) > 1 || lanes_of(mutate_expr(n->extent)) > 1)
-      throw NotVectorizable{fmt::format("the range of loop '{}' depends on the vectorized variable", n->loop_var.name())};
+      throw NotVectorizable{fmt::format("the range of loop '{}' depends on the vectorized variable",
+                                        n->loop_var.name())};
     return StmtExprMutator::mutate_for(n, self);
   }
 
@@ -142,7 +163,9 @@ class LaneRewriter : public ir::StmtExprMutator {
   }
 
  private:
-  static ir::Expr widen(const ir::Expr& e, int lanes) { return lanes > 1 && lanes_of(e) == 1 ? ir::broadcast(e, lanes) : e; }
+  static ir::Expr widen(const ir::Expr& e, int lanes) {
+    return lanes > 1 && lanes_of(e) == 1 ? ir::broadcast(e, lanes) : e;
+  }
 
   ir::Var var_;
   ir::Expr ramp_;
@@ -154,8 +177,10 @@ bool has_vectors(const ir::Stmt& s) {
     bool found = false;
     void visit_expr(const ir::Expr& e) override {
       if (found) return;
-      if (e.dtype().lanes() > 1) found = true;
-      else ir::StmtExprVisitor::visit_expr(e);
+      if (e.dtype().lanes() > 1)
+        found = true;
+      else
+        ir::StmtExprVisitor::visit_expr(e);
     }
   } f;
   f.visit_stmt(s);
@@ -171,23 +196,31 @@ class Vectorizer : public ir::StmtExprMutator {
     if (n->for_kind != ir::ForKind::kVectorized) return StmtExprMutator::mutate_for(n, self);
     ir::Stmt body = mutate_stmt(n->body);  // an inner vectorized loop is handled first
     auto serial = [&](const std::string& why) {
-      notes_->push_back(fmt::format("vectorized loop '{}' runs as a scalar loop: {}", n->loop_var.name(), why));
-      return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial, body, {}, n->annotations);
+      notes_->push_back(
+          fmt::format("vectorized loop '{}' runs as a scalar loop: {}", n->loop_var.name(), why));
+      return ir::for_loop(n->loop_var, n->min, n->extent, ir::ForKind::kSerial, body, {},
+                          n->annotations);
     };
     auto ext = ir::as_const_int(n->extent);
     if (!ext) return serial("its extent is not a constant");
-    if (*ext == 1) return ir::substitute(body, [&](const ir::Var& v) { return v.same_as(n->loop_var) ? n->min : ir::Expr(); });
-    if (has_vectors(body)) return serial("it contains a vectorized loop (one vector dimension per loop nest)");
+    if (*ext == 1)
+      return ir::substitute(
+          body, [&](const ir::Var& v) { return v.same_as(n->loop_var) ? n->min : ir::Expr(); });
+    if (has_vectors(body))
+      return serial("it contains a vectorized loop (one vector dimension per loop nest)");
     // Long loops are strip-mined: a serial loop over vectors of `lanes`.
     auto strip_mined = [&](int lanes) {
       if (lanes == *ext) return LaneRewriter(n->loop_var, n->min, lanes).mutate_stmt(body);
       ir::Var outer(n->loop_var.name() + "_vo", n->loop_var.dtype());
       ir::Stmt vec = LaneRewriter(n->loop_var, n->min + outer * lanes, lanes).mutate_stmt(body);
-      return ir::for_loop(outer, ir::make_int(0, outer.dtype()), ir::make_int(*ext / lanes, outer.dtype()), ir::ForKind::kSerial, vec);
+      return ir::for_loop(outer, ir::make_int(0, outer.dtype()),
+                          ir::make_int(*ext / lanes, outer.dtype()), ir::ForKind::kSerial, vec);
     };
     int lanes = static_cast<int>(*ext);
     if (*ext > kMaxVectorLanes) {
-      if (*ext % 16 != 0) return serial(fmt::format("extent {} is above {} and not a multiple of 16", *ext, kMaxVectorLanes));
+      if (*ext % 16 != 0)
+        return serial(
+            fmt::format("extent {} is above {} and not a multiple of 16", *ext, kMaxVectorLanes));
       lanes = 16;
     }
     try {

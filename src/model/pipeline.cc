@@ -40,7 +40,8 @@ ModelSource ModelSource::file(const std::string& path) {
   return s;
 }
 
-ModelSource ModelSource::in_memory(std::string bytes, const std::string& what, const std::string& dir) {
+ModelSource ModelSource::in_memory(std::string bytes, const std::string& what,
+                                   const std::string& dir) {
   ModelSource s;
   s.bytes = std::move(bytes);
   s.what = what;
@@ -52,13 +53,15 @@ LoadedModel load_model(const ModelSource& source, const LoadOptions& options) {
   graph::ImportOptions import;
   for (const auto& [name, dims] : options.input_shapes) {
     for (int64_t d : dims)
-      if (d < 0 || d > (int64_t{1} << 31)) throw_input_error("the shape of input '{}': {} is not a dimension", name, d);
+      if (d < 0 || d > (int64_t{1} << 31))
+        throw_input_error("the shape of input '{}': {} is not a dimension", name, d);
     import.input_shapes[name] = dims;
   }
   LoadedModel m;
   m.what = source.what;
-  m.graph = source.path.empty() ? graph::import_onnx_bytes(source.bytes, source.what, source.dir, import)
-                                : graph::import_onnx(source.path, import);
+  m.graph = source.path.empty()
+                ? graph::import_onnx_bytes(source.bytes, source.what, source.dir, import)
+                : graph::import_onnx(source.path, import);
   graph::fold_batch_norm(m.graph);
   graph::convert_layout(m.graph, graph::Layout::kNHWC);
   graph::apply_dtype(m.graph, options.dtype);
@@ -73,9 +76,12 @@ target::Target model_target(const std::string& cpu) {
 }
 
 ModelTuning prepare_tuning(const LoadedModel& model, const TuneSetup& setup) {
-  if (setup.trials <= 0) throw_input_error("tune: trials must be positive (given {})", setup.trials);
-  if (setup.threads < 0) throw_input_error("tune: threads must be positive (given {})", setup.threads);
-  if (setup.db.empty()) throw InputError("tune: a database directory (for the tuning records) is required");
+  if (setup.trials <= 0)
+    throw_input_error("tune: trials must be positive (given {})", setup.trials);
+  if (setup.threads < 0)
+    throw_input_error("tune: threads must be positive (given {})", setup.threads);
+  if (setup.db.empty())
+    throw InputError("tune: a database directory (for the tuning records) is required");
   check_cpu(setup.cpu);
   ModelTuning t;
   t.target = model_target(setup.cpu);
@@ -122,14 +128,17 @@ TuningSummary summarize_tuning(const ModelTuning& tuning, const tune::TuneResult
     row.trials = t.trials;
     row.failed = t.failed;
     row.best_seconds = t.best_seconds > 0 ? t.best_seconds : 0;
-    row.share = row.best_seconds > 0 && s.estimated_seconds > 0 ? row.weight * row.best_seconds / s.estimated_seconds : 0;
+    row.share = row.best_seconds > 0 && s.estimated_seconds > 0
+                    ? row.weight * row.best_seconds / s.estimated_seconds
+                    : 0;
     row.gflop = t.flop / 1e9;
     s.tasks.push_back(std::move(row));
   }
   return s;
 }
 
-ModelPrograms model_programs(const LoadedModel& model, const std::string& db, const target::Target& target) {
+ModelPrograms model_programs(const LoadedModel& model, const std::string& db,
+                             const target::Target& target) {
   ModelPrograms out;
   size_t n = model.table.tasks.size();
   out.programs.resize(n);
@@ -143,7 +152,8 @@ ModelPrograms model_programs(const LoadedModel& model, const std::string& db, co
   for (size_t t = 0; t < n; ++t) {
     const graph::Task& task = model.table.tasks[t];
     tune::BestPrograms best;
-    if (!database.best(task.hash, tune::preferred_target_key(database, task.hash, target), 1).empty())
+    if (!database.best(task.hash, tune::preferred_target_key(database, task.hash, target), 1)
+             .empty())
       best = tune::replayable_best(database, task.name, task.func, target, 1);
     out.warnings.insert(out.warnings.end(), best.warnings.begin(), best.warnings.end());
     if (best.programs.empty()) continue;
@@ -164,7 +174,8 @@ CompiledModel compile_model(LoadedModel model, const CompileSetup& setup) {
   c.chosen = model_programs(model, setup.db, model_target(setup.cpu));
   executor::ExecutorOptions options;
   options.compile.cpu = setup.cpu;
-  c.executor = std::make_unique<executor::Executor>(std::move(model.graph), std::move(model.table), c.chosen.programs, options);
+  c.executor = std::make_unique<executor::Executor>(std::move(model.graph), std::move(model.table),
+                                                    c.chosen.programs, options);
   return c;
 }
 

@@ -30,10 +30,10 @@ using InputShapes = std::map<std::string, std::vector<int64_t>>;
 // Where a model comes from: a file (its external data beside it), or the bytes of a serialized
 // ModelProto with the folder its external data is read from (empty: none may be read).
 struct ModelSource {
-  std::string path;   // a file; empty when `bytes` holds the model
+  std::string path;  // a file; empty when `bytes` holds the model
   std::string bytes;
-  std::string what;   // its name in messages (the path, for a file)
-  std::string dir;    // external data of `bytes`: read below this folder only
+  std::string what;  // its name in messages (the path, for a file)
+  std::string dir;   // external data of `bytes`: read below this folder only
 
   static ModelSource file(const std::string& path);
   static ModelSource in_memory(std::string bytes, const std::string& what, const std::string& dir);
@@ -42,8 +42,8 @@ struct ModelSource {
 // What changes the tasks, hence the task hashes that key a database: give tune-model and
 // run-model the same.
 struct LoadOptions {
-  InputShapes input_shapes;          // static shapes for inputs with symbolic dimensions
-  std::string dtype = "float32";     // or bfloat16 (graph::apply_dtype)
+  InputShapes input_shapes;       // static shapes for inputs with symbolic dimensions
+  std::string dtype = "float32";  // or bfloat16 (graph::apply_dtype)
 };
 
 // A model read and prepared: the graph after the passes, and its fused tasks.
@@ -62,12 +62,12 @@ target::Target model_target(const std::string& cpu = "");
 
 struct TuneSetup {
   int trials = 0;
-  std::string db;                 // required: the database directory (created if missing)
-  int threads = 0;                // search and the cost model; 0: all
+  std::string db;   // required: the database directory (created if missing)
+  int threads = 0;  // search and the cost model; 0: all
   int64_t seed = 0;
-  std::string timing = "auto";    // tune::model_timing's names
-  std::string cpu;                // as model_target
-  std::string worker;             // the tyche-worker program; "" the default
+  std::string timing = "auto";  // tune::model_timing's names
+  std::string cpu;              // as model_target
+  std::string worker;           // the tyche-worker program; "" the default
 };
 
 // What tune() is given for a model. Callers may set options.stop, options.remote_measure and
@@ -76,7 +76,7 @@ struct ModelTuning {
   std::vector<tune::TuneTask> tasks;
   target::Target target;
   tune::TuneOptions options;
-  std::string timing;             // its label, as records and reports name it
+  std::string timing;  // its label, as records and reports name it
 };
 // InputError for trials < 1, threads < 0, no database, an unknown timing or CPU.
 ModelTuning prepare_tuning(const LoadedModel& model, const TuneSetup& setup);
@@ -116,11 +116,12 @@ struct ModelPrograms {
   std::vector<uint64_t> program_hash;  // structural hash of the program picked; 0 without one
   std::vector<std::string> measured_at;
   int tuned = 0;
-  std::vector<std::string> warnings;   // records skipped because they do not replay
+  std::vector<std::string> warnings;  // records skipped because they do not replay
 };
 // `db` empty: every task its default schedule. InputError when `db` is not a directory. The
 // database is opened read only (it may be another user's).
-ModelPrograms model_programs(const LoadedModel& model, const std::string& db, const target::Target& target);
+ModelPrograms model_programs(const LoadedModel& model, const std::string& db,
+                             const target::Target& target);
 
 struct CompileSetup {
   std::string db;   // "": every task its default schedule

@@ -27,10 +27,14 @@ int64_t int_at(const NDArray& a, int64_t i) {
   if (t.is_bool()) return a.data_as<uint8_t>()[i] != 0;
   bool s = t.is_int();
   switch (t.bits()) {
-    case 8: return s ? int64_t{a.data_as<int8_t>()[i]} : int64_t{a.data_as<uint8_t>()[i]};
-    case 16: return s ? int64_t{a.data_as<int16_t>()[i]} : int64_t{a.data_as<uint16_t>()[i]};
-    case 32: return s ? int64_t{a.data_as<int32_t>()[i]} : int64_t{a.data_as<uint32_t>()[i]};
-    default: return a.data_as<int64_t>()[i];
+    case 8:
+      return s ? int64_t{a.data_as<int8_t>()[i]} : int64_t{a.data_as<uint8_t>()[i]};
+    case 16:
+      return s ? int64_t{a.data_as<int16_t>()[i]} : int64_t{a.data_as<uint16_t>()[i]};
+    case 32:
+      return s ? int64_t{a.data_as<int32_t>()[i]} : int64_t{a.data_as<uint32_t>()[i]};
+    default:
+      return a.data_as<int64_t>()[i];
   }
 }
 
@@ -58,8 +62,8 @@ Comparison compare(const NDArray& actual, const NDArray& expected, Tolerance tol
   }
   if (actual.shape() != expected.shape()) {
     r.ok = false;
-    r.message = fmt::format("shape mismatch: actual [{}] vs expected [{}]", fmt::join(actual.shape(), ", "),
-                            fmt::join(expected.shape(), ", "));
+    r.message = fmt::format("shape mismatch: actual [{}] vs expected [{}]",
+                            fmt::join(actual.shape(), ", "), fmt::join(expected.shape(), ", "));
     return r;
   }
   if (actual.dtype() != expected.dtype()) {
@@ -87,7 +91,8 @@ Comparison compare(const NDArray& actual, const NDArray& expected, Tolerance tol
       e = static_cast<double>(ei);
       bad = ai != ei;
       if (bad) r.max_abs_error = std::max(r.max_abs_error, std::fabs(a - e));
-      if (bad && ei != 0) r.max_rel_error = std::max(r.max_rel_error, std::fabs(a - e) / std::fabs(e));
+      if (bad && ei != 0)
+        r.max_rel_error = std::max(r.max_rel_error, std::fabs(a - e) / std::fabs(e));
     } else {
       a = actual.get_flat(i);
       e = expected.get_flat(i);
@@ -111,10 +116,12 @@ Comparison compare(const NDArray& actual, const NDArray& expected, Tolerance tol
   }
   r.ok = r.mismatches == 0;
   if (r.ok) {
-    r.message = fmt::format("ok (max abs error {:.3g}, max rel error {:.3g})", r.max_abs_error, r.max_rel_error);
+    r.message = fmt::format("ok (max abs error {:.3g}, max rel error {:.3g})", r.max_abs_error,
+                            r.max_rel_error);
   } else {
     r.message = fmt::format(
-        "{} of {} elements differ (rtol {:.3g}, atol {:.3g}; max abs error {:.3g}, max rel error {:.3g}); "
+        "{} of {} elements differ (rtol {:.3g}, atol {:.3g}; max abs error {:.3g}, max rel error "
+        "{:.3g}); "
         "first at [{}]: actual {}, expected {}",
         r.mismatches, expected.numel(), tol.rtol, atol, r.max_abs_error, r.max_rel_error,
         fmt::join(unflatten(first, expected.shape()), ", "), first_a, first_e);
@@ -122,12 +129,14 @@ Comparison compare(const NDArray& actual, const NDArray& expected, Tolerance tol
   return r;
 }
 
-OutputsComparison compare_outputs(std::span<const NDArray> actual, std::span<const NDArray> expected,
+OutputsComparison compare_outputs(std::span<const NDArray> actual,
+                                  std::span<const NDArray> expected,
                                   std::span<const std::string> names) {
   OutputsComparison out;
   if (actual.size() != expected.size()) {
     out.ok = false;
-    out.message = fmt::format("the program has {} outputs, the reference {}", actual.size(), expected.size());
+    out.message =
+        fmt::format("the program has {} outputs, the reference {}", actual.size(), expected.size());
     return out;
   }
   for (size_t i = 0; i < actual.size(); ++i) {
@@ -135,7 +144,8 @@ OutputsComparison compare_outputs(std::span<const NDArray> actual, std::span<con
     out.max_abs_error = std::max(out.max_abs_error, c.max_abs_error);
     if (c.ok) continue;
     out.ok = false;
-    std::string which = i < names.size() ? fmt::format("output {} ({})", i, names[i]) : fmt::format("output {}", i);
+    std::string which =
+        i < names.size() ? fmt::format("output {} ({})", i, names[i]) : fmt::format("output {}", i);
     out.message += fmt::format("{}{}: {}", out.message.empty() ? "" : "\n", which, c.message);
   }
   return out;

@@ -7,7 +7,8 @@
 namespace tyche::runtime {
 
 // The first line that reports an error, else the first nonempty line, else `none`.
-inline std::string first_error_line(const std::string& log, const std::string& none = "no compiler log") {
+inline std::string first_error_line(const std::string& log,
+                                    const std::string& none = "no compiler log") {
   std::istringstream in(log);
   std::string line, first;
   while (std::getline(in, line)) {

@@ -25,7 +25,8 @@ constexpr int kNvrtcCompilation = 6;  // NVRTC_ERROR_COMPILATION
 
 struct Nvrtc {
   int (*Version)(int*, int*);
-  int (*CreateProgram)(nvrtc_program*, const char*, const char*, int, const char* const*, const char* const*);
+  int (*CreateProgram)(nvrtc_program*, const char*, const char*, int, const char* const*,
+                       const char* const*);
   int (*CompileProgram)(nvrtc_program, int, const char* const*);
   int (*GetProgramLogSize)(nvrtc_program, size_t*);
   int (*GetProgramLog)(nvrtc_program, char*);
@@ -55,17 +56,20 @@ struct Driver {
   int (*ModuleLoadData)(void**, const void*);
   int (*ModuleUnload)(void*);
   int (*ModuleGetFunction)(void**, void*, const char*);
-  int (*LaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
+  int (*LaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      void*, void**, void**);
   int (*EventCreate)(void**, unsigned);
   int (*EventRecord)(void*, void*);
   int (*EventSynchronize)(void*);
   int (*EventElapsedTime)(float*, void*, void*);
   int (*EventDestroy)(void*);
 };
-constexpr int kAttributeComputeCapabilityMajor = 75, kAttributeComputeCapabilityMinor = 76, kAttributeL2CacheSize = 38;
+constexpr int kAttributeComputeCapabilityMajor = 75, kAttributeComputeCapabilityMinor = 76,
+              kAttributeL2CacheSize = 38;
 
 // Opens the first of `candidates` that loads; the error names them all and the last reason.
-void* open_first(const std::vector<std::string>& candidates, const char* what, const char* install) {
+void* open_first(const std::vector<std::string>& candidates, const char* what,
+                 const char* install) {
   std::string why;
   for (const std::string& path : candidates) {
     if (void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
@@ -84,7 +88,8 @@ void bind(void* lib, Fn& fn, const char* name, const char* what) {
   fn = reinterpret_cast<Fn>(sym);
 }
 
-std::vector<std::string> candidates(const std::string& requested, const char* env, std::vector<std::string> defaults) {
+std::vector<std::string> candidates(const std::string& requested, const char* env,
+                                    std::vector<std::string> defaults) {
   if (!requested.empty()) return {requested};
   if (const char* e = std::getenv(env); e && *e) return {e};
   return defaults;
@@ -93,11 +98,13 @@ std::vector<std::string> candidates(const std::string& requested, const char* en
 const Nvrtc& nvrtc(const std::string& requested) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Nvrtc>> loaded;
-  std::vector<std::string> paths = candidates(requested, "TYCHE_NVRTC_LIBRARY", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
+  std::vector<std::string> paths = candidates(requested, "TYCHE_NVRTC_LIBRARY",
+                                              {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
   std::string key = paths.front() + (paths.size() > 1 ? "..." : "");
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = loaded.find(key); it != loaded.end()) return *it->second;
-  void* lib = open_first(paths, "NVRTC", "install the CUDA toolkit's NVRTC (cuda-nvrtc) or set TYCHE_NVRTC_LIBRARY");
+  void* lib = open_first(
+      paths, "NVRTC", "install the CUDA toolkit's NVRTC (cuda-nvrtc) or set TYCHE_NVRTC_LIBRARY");
   auto n = std::make_unique<Nvrtc>();
   bind(lib, n->Version, "nvrtcVersion", "NVRTC");
   bind(lib, n->CreateProgram, "nvrtcCreateProgram", "NVRTC");
@@ -122,13 +129,15 @@ std::string nvrtc_version(const std::string& library) {
   return fmt::format("{}.{}", major, minor);
 }
 
-Compiled compile(const std::string& source, const std::string& arch, const std::vector<std::string>& options, const std::string& library) {
+Compiled compile(const std::string& source, const std::string& arch,
+                 const std::vector<std::string>& options, const std::string& library) {
   if (!std::regex_match(arch, std::regex("sm_[0-9]{2,3}[a-z]?")))
     throw_error("CUDA: the architecture must be a real one such as sm_90, got '{}'", arch);
   const Nvrtc& n = nvrtc(library);
   nvrtc_program program = nullptr;
   int code = n.CreateProgram(&program, source.c_str(), "tyche.cu", 0, nullptr, nullptr);
-  if (code != kNvrtcSuccess) throw_error("CUDA: nvrtcCreateProgram failed: {}", n.GetErrorString(code));
+  if (code != kNvrtcSuccess)
+    throw_error("CUDA: nvrtcCreateProgram failed: {}", n.GetErrorString(code));
   std::shared_ptr<void> owned(program, [destroy = n.DestroyProgram](void* p) { destroy(&p); });
   std::vector<std::string> all = {"--gpu-architecture=" + arch, "--std=c++17"};
   all.insert(all.end(), options.begin(), options.end());
@@ -141,15 +150,20 @@ Compiled compile(const std::string& source, const std::string& arch, const std::
     out.log.resize(size);
     n.GetProgramLog(program, out.log.data());
     while (!out.log.empty() && out.log.back() == '\0') out.log.pop_back();
-    std::replace(out.log.begin(), out.log.end(), '\0', '\n');  // NVRTC separates ptxas's part with a NUL
+    std::replace(out.log.begin(), out.log.end(), '\0',
+                 '\n');  // NVRTC separates ptxas's part with a NUL
   }
-  if (code == kNvrtcCompilation) throw_error("CUDA: the program does not compile for {}: {}", arch, first_error_line(out.log));
-  if (code != kNvrtcSuccess) throw_error("CUDA: NVRTC refused the compilation for {}: {} ({})", arch, n.GetErrorString(code), first_error_line(out.log));
+  if (code == kNvrtcCompilation)
+    throw_error("CUDA: the program does not compile for {}: {}", arch, first_error_line(out.log));
+  if (code != kNvrtcSuccess)
+    throw_error("CUDA: NVRTC refused the compilation for {}: {} ({})", arch, n.GetErrorString(code),
+                first_error_line(out.log));
   if (n.GetPTXSize(program, &size) != kNvrtcSuccess) throw_error("CUDA: nvrtcGetPTXSize failed");
   out.ptx.resize(size);
   n.GetPTX(program, out.ptx.data());
   while (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
-  if (n.GetCUBINSize(program, &size) != kNvrtcSuccess) throw_error("CUDA: nvrtcGetCUBINSize failed");
+  if (n.GetCUBINSize(program, &size) != kNvrtcSuccess)
+    throw_error("CUDA: nvrtcGetCUBINSize failed");
   out.cubin.resize(size);
   n.GetCUBIN(program, out.cubin.data());
   return out;
@@ -161,11 +175,14 @@ namespace {
 const Driver& driver(const std::string& library) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Driver>> loaded;
-  std::vector<std::string> paths = candidates(library, "TYCHE_CUDA_DRIVER_LIBRARY", {"libcuda.so.1"});
+  std::vector<std::string> paths =
+      candidates(library, "TYCHE_CUDA_DRIVER_LIBRARY", {"libcuda.so.1"});
   std::lock_guard<std::mutex> lock(mu);
   auto it = loaded.find(paths.front());
   if (it != loaded.end()) return *it->second;
-  void* lib = open_first(paths, "the CUDA driver", "no NVIDIA driver is installed here (CUDA code compiles without one, and runs only with one)");
+  void* lib = open_first(paths, "the CUDA driver",
+                         "no NVIDIA driver is installed here (CUDA code compiles without one, and "
+                         "runs only with one)");
   auto d = std::make_unique<Driver>();
   const char* what = "the CUDA driver";
   bind(lib, d->Init, "cuInit", what);
@@ -234,7 +251,8 @@ Device Device::open(int ordinal, const std::string& library) {
   const Driver& d = *st.driver;
   int count = 0;
   check(d, d.DeviceGetCount(&count), "cuDeviceGetCount");
-  if (ordinal < 0 || ordinal >= count) throw_error("CUDA: no device {} (the driver sees {})", ordinal, count);
+  if (ordinal < 0 || ordinal >= count)
+    throw_error("CUDA: no device {} (the driver sees {})", ordinal, count);
   check(d, d.DeviceGet(&st.device, ordinal), "cuDeviceGet");
   check(d, d.DevicePrimaryCtxRetain(&st.context, st.device), "cuDevicePrimaryCtxRetain");
   st.bind();
@@ -242,8 +260,10 @@ Device Device::open(int ordinal, const std::string& library) {
   check(d, d.DeviceGetName(name, sizeof name - 1, st.device), "cuDeviceGetName");
   dev.name_ = name;
   int major = 0, minor = 0, l2 = 0;
-  check(d, d.DeviceGetAttribute(&major, kAttributeComputeCapabilityMajor, st.device), "cuDeviceGetAttribute");
-  check(d, d.DeviceGetAttribute(&minor, kAttributeComputeCapabilityMinor, st.device), "cuDeviceGetAttribute");
+  check(d, d.DeviceGetAttribute(&major, kAttributeComputeCapabilityMajor, st.device),
+        "cuDeviceGetAttribute");
+  check(d, d.DeviceGetAttribute(&minor, kAttributeComputeCapabilityMinor, st.device),
+        "cuDeviceGetAttribute");
   check(d, d.DeviceGetAttribute(&l2, kAttributeL2CacheSize, st.device), "cuDeviceGetAttribute");
   dev.arch_ = fmt::format("sm_{}{}", major, minor);
   dev.l2_bytes_ = l2;
@@ -285,15 +305,18 @@ Device::Module Device::load(const std::vector<char>& cubin) const {
   void* module = nullptr;
   check(*state_->driver, state_->driver->ModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
   auto state = state_;
-  return Module{std::shared_ptr<void>(module, [state](void* p) { state->driver->ModuleUnload(p); })};
+  return Module{
+      std::shared_ptr<void>(module, [state](void* p) { state->driver->ModuleUnload(p); })};
 }
 
-double Device::launch(const Module& module, const std::string& kernel, const std::vector<uint64_t>& args, const std::array<int64_t, 3>& grid,
+double Device::launch(const Module& module, const std::string& kernel,
+                      const std::vector<uint64_t>& args, const std::array<int64_t, 3>& grid,
                       const std::array<int64_t, 3>& block, int64_t dynamic_shared_bytes) const {
   state_->bind();
   const Driver& d = *state_->driver;
   void* function = nullptr;
-  check(d, d.ModuleGetFunction(&function, module.handle.get(), kernel.c_str()), "cuModuleGetFunction");
+  check(d, d.ModuleGetFunction(&function, module.handle.get(), kernel.c_str()),
+        "cuModuleGetFunction");
   std::vector<uint64_t> values = args;
   std::vector<void*> params;
   for (uint64_t& v : values) params.push_back(&v);
@@ -307,8 +330,8 @@ double Device::launch(const Module& module, const std::string& kernel, const std
   check(d, d.EventRecord(start, nullptr), "cuEventRecord");
   auto u = [](int64_t x) { return static_cast<unsigned>(x); };
   check(d,
-        d.LaunchKernel(function, u(grid[0]), u(grid[1]), u(grid[2]), u(block[0]), u(block[1]), u(block[2]), u(dynamic_shared_bytes), nullptr,
-                       params.data(), nullptr),
+        d.LaunchKernel(function, u(grid[0]), u(grid[1]), u(grid[2]), u(block[0]), u(block[1]),
+                       u(block[2]), u(dynamic_shared_bytes), nullptr, params.data(), nullptr),
         "cuLaunchKernel");
   check(d, d.EventRecord(stop, nullptr), "cuEventRecord");
   check(d, d.EventSynchronize(stop), "cuEventSynchronize (the kernel failed)");

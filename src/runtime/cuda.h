@@ -23,8 +23,8 @@ std::string nvrtc_version(const std::string& library = "");
 
 // CUDA C to PTX and a cubin for `arch` ("sm_90"). Throws tyche::Error in one line: the library
 // missing, an architecture NVRTC refuses, or the compiler's first error.
-Compiled compile(const std::string& source, const std::string& arch, const std::vector<std::string>& options = {},
-                 const std::string& library = "");
+Compiled compile(const std::string& source, const std::string& arch,
+                 const std::vector<std::string>& options = {}, const std::string& library = "");
 
 // The driver's CUDA version (12080 for 12.8) after cuInit; throws tyche::Error in one line where
 // there is no driver (libcuda.so.1, or TYCHE_CUDA_DRIVER_LIBRARY) or no device.
@@ -60,8 +60,9 @@ class Device {
   Module load(const std::vector<char>& cubin) const;
   // Launches `kernel` of `module` with device pointers `args`, waits, and returns its time on
   // the device in seconds (events around it).
-  double launch(const Module& module, const std::string& kernel, const std::vector<uint64_t>& args, const std::array<int64_t, 3>& grid,
-                const std::array<int64_t, 3>& block, int64_t dynamic_shared_bytes = 0) const;
+  double launch(const Module& module, const std::string& kernel, const std::vector<uint64_t>& args,
+                const std::array<int64_t, 3>& grid, const std::array<int64_t, 3>& block,
+                int64_t dynamic_shared_bytes = 0) const;
 
  private:
   struct State;

@@ -37,7 +37,8 @@ uint16_t float_to_half(float f) {
   uint32_t sign = (x >> 16) & 0x8000u;
   int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
   uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
   if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
   if (exp <= 0) {
     if (exp < -10) return static_cast<uint16_t>(sign);
@@ -89,9 +90,12 @@ void* allocate(size_t bytes) {
 
 }  // namespace
 
-void NDArray::AlignedFree::operator()(void* p) const { std::free(p); }
+void NDArray::AlignedFree::operator()(void* p) const {
+  std::free(p);
+}
 
-NDArray::NDArray(std::vector<int64_t> shape, DataType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+NDArray::NDArray(std::vector<int64_t> shape, DataType dtype)
+    : shape_(std::move(shape)), dtype_(dtype) {
   // Checked before allocating: a shape whose bytes wrap modulo 2^64 would otherwise get a tiny
   // buffer that every later write overruns.
   numel_ = tensor_size("a tensor", shape_, dtype_).elements;
@@ -123,8 +127,14 @@ void NDArray::set_flat(int64_t i, double v) {
   uint8_t* p = data_.get();
   switch (dtype_.code()) {
     case DataType::Code::kFloat:
-      if (dtype_.bits() == 32) { reinterpret_cast<float*>(p)[i] = static_cast<float>(v); return; }
-      if (dtype_.bits() == 64) { reinterpret_cast<double*>(p)[i] = v; return; }
+      if (dtype_.bits() == 32) {
+        reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
+        return;
+      }
+      if (dtype_.bits() == 64) {
+        reinterpret_cast<double*>(p)[i] = v;
+        return;
+      }
       if (dtype_.bits() == 16) {
         reinterpret_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v));
         return;
@@ -146,23 +156,44 @@ int64_t NDArray::get_flat_int(int64_t i) const {
   bool s = dtype_.is_int();
   // Each branch widens on its own: a conditional of int32 and uint32 would be uint32.
   switch (dtype_.bits()) {
-    case 8: return s ? int64_t{reinterpret_cast<const int8_t*>(p)[i]} : int64_t{reinterpret_cast<const uint8_t*>(p)[i]};
-    case 16: return s ? int64_t{reinterpret_cast<const int16_t*>(p)[i]} : int64_t{reinterpret_cast<const uint16_t*>(p)[i]};
-    case 32: return s ? int64_t{reinterpret_cast<const int32_t*>(p)[i]} : int64_t{reinterpret_cast<const uint32_t*>(p)[i]};
-    case 64: return reinterpret_cast<const int64_t*>(p)[i];
+    case 8:
+      return s ? int64_t{reinterpret_cast<const int8_t*>(p)[i]}
+               : int64_t{reinterpret_cast<const uint8_t*>(p)[i]};
+    case 16:
+      return s ? int64_t{reinterpret_cast<const int16_t*>(p)[i]}
+               : int64_t{reinterpret_cast<const uint16_t*>(p)[i]};
+    case 32:
+      return s ? int64_t{reinterpret_cast<const int32_t*>(p)[i]}
+               : int64_t{reinterpret_cast<const uint32_t*>(p)[i]};
+    case 64:
+      return reinterpret_cast<const int64_t*>(p)[i];
   }
   throw InternalError("unsupported dtype " + dtype_.str());
 }
 
 void NDArray::set_flat_int(int64_t i, int64_t v) {
   uint8_t* p = data_.get();
-  if (dtype_.is_float()) { set_flat(i, static_cast<double>(v)); return; }
-  if (dtype_.is_bool()) { p[i] = v != 0; return; }
+  if (dtype_.is_float()) {
+    set_flat(i, static_cast<double>(v));
+    return;
+  }
+  if (dtype_.is_bool()) {
+    p[i] = v != 0;
+    return;
+  }
   switch (dtype_.bits()) {
-    case 8: reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); return;
-    case 16: reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v); return;
-    case 32: reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v); return;
-    case 64: reinterpret_cast<int64_t*>(p)[i] = v; return;
+    case 8:
+      reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+      return;
+    case 16:
+      reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v);
+      return;
+    case 32:
+      reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v);
+      return;
+    case 64:
+      reinterpret_cast<int64_t*>(p)[i] = v;
+      return;
   }
   throw InternalError("unsupported dtype " + dtype_.str());
 }
@@ -187,18 +218,24 @@ void uniform_sequence(uint64_t seed, int64_t n, F&& f) {
 void NDArray::fill_uniform(uint64_t seed, double lo, double hi) {
   uniform_sequence(seed, numel_, [&](int64_t i, double u) {
     double v = lo + (hi - lo) * u;
-    if (dtype_.is_int_like()) set_flat_int(i, static_cast<int64_t>(v));
-    else set_flat(i, v);
+    if (dtype_.is_int_like())
+      set_flat_int(i, static_cast<int64_t>(v));
+    else
+      set_flat(i, v);
   });
 }
 
 void NDArray::fill_random(uint64_t seed) {
   if (!dtype_.is_int_like()) return fill_uniform(seed);
   double lo = -1000, hi = 1000;
-  if (dtype_.is_bool()) lo = 0, hi = 2;
-  else if (dtype_.bits() == 8) lo = dtype_.is_int() ? -128 : 0, hi = lo + 256;
+  if (dtype_.is_bool())
+    lo = 0, hi = 2;
+  else if (dtype_.bits() == 8)
+    lo = dtype_.is_int() ? -128 : 0, hi = lo + 256;
   // floor, not truncation, which would give 0 twice the weight of any other value.
-  uniform_sequence(seed, numel_, [&](int64_t i, double u) { set_flat_int(i, static_cast<int64_t>(std::floor(lo + (hi - lo) * u))); });
+  uniform_sequence(seed, numel_, [&](int64_t i, double u) {
+    set_flat_int(i, static_cast<int64_t>(std::floor(lo + (hi - lo) * u)));
+  });
 }
 
 NDArray NDArray::copy() const {

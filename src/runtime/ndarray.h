@@ -17,7 +17,9 @@ class NDArray {
   // Zero-filled tensor.
   NDArray(std::vector<int64_t> shape, DataType dtype);
 
-  static NDArray empty(std::vector<int64_t> shape, DataType dtype) { return {std::move(shape), dtype}; }
+  static NDArray empty(std::vector<int64_t> shape, DataType dtype) {
+    return {std::move(shape), dtype};
+  }
 
   bool defined() const { return data_ != nullptr; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -28,8 +30,14 @@ class NDArray {
 
   void* data() { return data_.get(); }
   const void* data() const { return data_.get(); }
-  template <typename T> T* data_as() { return static_cast<T*>(data()); }
-  template <typename T> const T* data_as() const { return static_cast<const T*>(data()); }
+  template <typename T>
+  T* data_as() {
+    return static_cast<T*>(data());
+  }
+  template <typename T>
+  const T* data_as() const {
+    return static_cast<const T*>(data());
+  }
 
   // Element access by flat index, converting to/from double (any dtype).
   double get_flat(int64_t i) const;
@@ -47,7 +55,9 @@ class NDArray {
   NDArray copy() const;
 
  private:
-  struct AlignedFree { void operator()(void* p) const; };
+  struct AlignedFree {
+    void operator()(void* p) const;
+  };
   std::vector<int64_t> shape_;
   DataType dtype_;
   int64_t numel_ = 0;

@@ -75,8 +75,8 @@ class Device {
   Program build(const std::string& source, const std::string& options = "") const;
   // Runs `kernel` over `global` work-items in work-groups of `local` (empty: the implementation
   // chooses), waits for it, and returns its time on the device in seconds (profiling events).
-  double run(const Program& program, const std::string& kernel, const std::vector<Arg>& args, const std::vector<size_t>& global,
-             const std::vector<size_t>& local = {}) const;
+  double run(const Program& program, const std::string& kernel, const std::vector<Arg>& args,
+             const std::vector<size_t>& global, const std::vector<size_t>& local = {}) const;
 
  private:
   struct State;

@@ -120,7 +120,9 @@ struct ThreadPool::Impl {
   bool join(uint64_t sequence) {
     uint64_t g = gate.load(std::memory_order_acquire);
     while ((g >> 32) == (sequence & 0xffffffffu) && (g & kGateClosed) == 0)
-      if (gate.compare_exchange_weak(g, g + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+      if (gate.compare_exchange_weak(g, g + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire))
+        return true;
     return false;
   }
 
@@ -128,7 +130,8 @@ struct ThreadPool::Impl {
     num_threads = threads;
     // New workers must not mistake the last job (of an earlier set of workers) for a new one.
     uint64_t current = generation.load(std::memory_order_acquire);
-    for (int i = 0; i + 1 < threads; ++i) workers.emplace_back([this, i, current] { worker(i, current); });
+    for (int i = 0; i + 1 < threads; ++i)
+      workers.emplace_back([this, i, current] { worker(i, current); });
   }
 
   void shutdown() {
@@ -161,7 +164,9 @@ ThreadPool& ThreadPool::global() {
   return pool;
 }
 
-int ThreadPool::num_threads() const { return impl_->num_threads; }
+int ThreadPool::num_threads() const {
+  return impl_->num_threads;
+}
 
 void ThreadPool::set_num_threads(int n) {
   if (n < 1) n = 1;
@@ -177,7 +182,8 @@ int32_t ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
   if (n <= 0) return 0;
   if (in_parallel_region || p.num_threads == 1 || n == 1) return body(0, n, env);
   std::lock_guard<std::mutex> one_caller(p.caller_mu);
-  int parts = static_cast<int>(std::min<int64_t>({n, int64_t{p.num_threads.load()}, int64_t{0xffff}}));
+  int parts =
+      static_cast<int>(std::min<int64_t>({n, int64_t{p.num_threads.load()}, int64_t{0xffff}}));
   if (parts <= 1) return body(0, n, env);  // the pool shrank to one thread since the check above
   p.body = body;
   p.env = env;
@@ -188,7 +194,8 @@ int32_t ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
   p.status.store(0, std::memory_order_relaxed);
   p.finished.store(0, std::memory_order_relaxed);
   uint64_t sequence = (p.generation.load(std::memory_order_relaxed) >> 16) + 1;
-  p.gate.store((sequence & 0xffffffffu) << 32, std::memory_order_relaxed);  // published by the generation's store
+  p.gate.store((sequence & 0xffffffffu) << 32,
+               std::memory_order_relaxed);  // published by the generation's store
   uint64_t next = sequence << 16 | static_cast<uint64_t>(parts);
   // Publishing the job and checking for sleepers must not be reordered (a store then a load, in
   // a Dekker pattern with the worker's `sleeping` increment then generation check): a release
@@ -200,10 +207,13 @@ int32_t ThreadPool::parallel_for(int64_t n, ParallelBody body, void* env) {
     p.cv.notify_all();
   }
   p.run_part();
-  int joined = static_cast<int>(p.gate.fetch_or(kGateClosed, std::memory_order_acq_rel) & (kGateClosed - 1));
+  int joined =
+      static_cast<int>(p.gate.fetch_or(kGateClosed, std::memory_order_acq_rel) & (kGateClosed - 1));
   for (int spin = 0; p.finished.load(std::memory_order_acquire) < joined; ++spin) {
-    if (spin < kCallerSpinIterations) TYCHE_PAUSE();
-    else std::this_thread::yield();  // a joined worker preempted on our CPU gets it back
+    if (spin < kCallerSpinIterations)
+      TYCHE_PAUSE();
+    else
+      std::this_thread::yield();  // a joined worker preempted on our CPU gets it back
   }
   return p.status.load(std::memory_order_relaxed);
 }
@@ -240,7 +250,8 @@ int32_t tyche_request_tiles() {
   // Linux keeps the 8 KiB tile data state off until a process asks (kernel 5.16 and later).
   constexpr long kArchRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
   constexpr long kTileData = 18;                   // XFEATURE_XTILEDATA
-  static const int32_t granted = syscall(SYS_arch_prctl, kArchRequestPermission, kTileData) == 0 ? 0 : 1;
+  static const int32_t granted =
+      syscall(SYS_arch_prctl, kArchRequestPermission, kTileData) == 0 ? 0 : 1;
   return granted;
 #else
   return 1;

@@ -1,8 +1,8 @@
 #include "runtime/time_evaluator.h"
 
 #include "runtime/thread_pool.h"
-#include "target/host.h"
 #include "support/median.h"
+#include "target/host.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,7 +19,9 @@ namespace tyche::runtime {
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace
 
@@ -76,7 +78,8 @@ void flush_ranges_in_parallel(const std::vector<std::pair<const void*, size_t>>&
 
 // Reads a private buffer twice the size of this thread's core's L1 and L2, once per epoch.
 void evict_own_private_caches(uint64_t epoch) {
-  static const size_t bytes = 2 * (target::data_cache_bytes(1, size_t{48} << 10) + target::data_cache_bytes(2, size_t{2} << 20));
+  static const size_t bytes = 2 * (target::data_cache_bytes(1, size_t{48} << 10) +
+                                   target::data_cache_bytes(2, size_t{2} << 20));
   thread_local std::vector<char> scratch;
   thread_local uint64_t done = 0;
   if (done == epoch) return;
@@ -117,10 +120,12 @@ TimeResult time_function(const std::function<void()>& f, const TimeOptions& o) {
       double t0 = now();
       for (int i = 0; i < r.number; ++i) f();
       double elapsed = now() - t0;
-      if (first && elapsed * 1000 >= o.min_repeat_ms && !o.flush_cache) r.seconds.push_back(elapsed / r.number);
+      if (first && elapsed * 1000 >= o.min_repeat_ms && !o.flush_cache)
+        r.seconds.push_back(elapsed / r.number);
       if (elapsed * 1000 >= o.min_repeat_ms || r.number >= (1 << 24)) break;
       double scale = elapsed > 0 ? o.min_repeat_ms / (elapsed * 1000) * 1.2 : 10;
-      r.number = static_cast<int>(std::min<double>(1 << 24, std::max(r.number * 2.0, r.number * scale)));
+      r.number =
+          static_cast<int>(std::min<double>(1 << 24, std::max(r.number * 2.0, r.number * scale)));
     }
   }
   for (int rep = static_cast<int>(r.seconds.size()); rep < std::max(1, o.repeat); ++rep) {

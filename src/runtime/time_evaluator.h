@@ -32,8 +32,8 @@ struct TimeOptions {
 };
 
 struct TimeResult {
-  std::vector<double> seconds;  // per call, one entry per repeat
-  int number = 1;               // calls per repeat after growing for min_repeat_ms
+  std::vector<double> seconds;                   // per call, one entry per repeat
+  int number = 1;                                // calls per repeat after growing for min_repeat_ms
   double median = 0, min = 0, mean = 0, cv = 0;  // cv: stddev / mean
 };
 

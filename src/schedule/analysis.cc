@@ -25,8 +25,11 @@ void visit_scope(const ir::Stmt& stmt, const ScopeVisitor& v) {
         if (n->else_case.defined()) walk(n->else_case);
         return;
       }
-      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body); return;
-      default: return;
+      case ir::StmtKind::kAllocate:
+        walk(s.as<ir::AllocateNode>()->body);
+        return;
+      default:
+        return;
     }
   };
   walk(stmt);
@@ -34,13 +37,17 @@ void visit_scope(const ir::Stmt& stmt, const ScopeVisitor& v) {
 
 std::vector<const ir::BlockRealizeNode*> realizes_under(const ir::Stmt& stmt) {
   std::vector<const ir::BlockRealizeNode*> out;
-  visit_scope(stmt, {.on_loop = nullptr, .on_realize = [&](const ir::BlockRealizeNode* r) { out.push_back(r); }});
+  visit_scope(stmt, {.on_loop = nullptr,
+                     .on_realize = [&](const ir::BlockRealizeNode* r) { out.push_back(r); }});
   return out;
 }
 
 std::vector<const ir::ForNode*> loops_under(const ir::Stmt& stmt) {
   std::vector<const ir::ForNode*> out;
-  visit_scope(stmt, {.on_loop = [&](const ir::ForNode* f, bool entering) { if (entering) out.push_back(f); },
+  visit_scope(stmt, {.on_loop =
+                         [&](const ir::ForNode* f, bool entering) {
+                           if (entering) out.push_back(f);
+                         },
                      .on_realize = nullptr});
   return out;
 }
@@ -56,11 +63,14 @@ std::vector<SRefNode*> loop_path(const SRefNode* top, const SRefNode* bottom) {
 }
 
 bool touches(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer) {
-  return std::any_of(regions.begin(), regions.end(), [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
+  return std::any_of(regions.begin(), regions.end(),
+                     [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
 }
 
-bool touches_any(const std::vector<ir::BufferRegion>& regions, const std::vector<ir::BufferRegion>& others) {
-  return std::any_of(others.begin(), others.end(), [&](const ir::BufferRegion& r) { return touches(regions, r.buffer.get()); });
+bool touches_any(const std::vector<ir::BufferRegion>& regions,
+                 const std::vector<ir::BufferRegion>& others) {
+  return std::any_of(others.begin(), others.end(),
+                     [&](const ir::BufferRegion& r) { return touches(regions, r.buffer.get()); });
 }
 
 }  // namespace tyche::schedule

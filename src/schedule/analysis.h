@@ -46,9 +46,14 @@ std::vector<SRefNode*> loop_path(const SRefNode* top, const SRefNode* bottom);
 // ---- what blocks access (analysis.cc) ----
 // Whether `regions` name `buffer`, or any buffer that `others` name.
 bool touches(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer);
-bool touches_any(const std::vector<ir::BufferRegion>& regions, const std::vector<ir::BufferRegion>& others);
-inline bool reads_buffer(const ir::BlockNode* block, const ir::BufferNode* buffer) { return touches(block->reads, buffer); }
-inline bool writes_buffer(const ir::BlockNode* block, const ir::BufferNode* buffer) { return touches(block->writes, buffer); }
+bool touches_any(const std::vector<ir::BufferRegion>& regions,
+                 const std::vector<ir::BufferRegion>& others);
+inline bool reads_buffer(const ir::BlockNode* block, const ir::BufferNode* buffer) {
+  return touches(block->reads, buffer);
+}
+inline bool writes_buffer(const ir::BlockNode* block, const ir::BufferNode* buffer) {
+  return touches(block->writes, buffer);
+}
 
 // ---- blocks in their scope (block_scope.cc) ----
 // Facts primitives check before they move or rewrite a block: dependences, complete/reduction
@@ -60,7 +65,8 @@ bool is_output_buffer(const ScheduleState& state, const ir::BufferNode* buffer);
 bool is_param_buffer(const ScheduleState& state, const ir::BufferNode* buffer);
 
 // Blocks of `block`'s scope, other than `block`, that write `buffer`.
-std::vector<SRef> other_writers(const ScheduleState& state, const SRefNode* block, const ir::BufferNode* buffer);
+std::vector<SRef> other_writers(const ScheduleState& state, const SRefNode* block,
+                                const ir::BufferNode* buffer);
 
 // A binding is quasi-affine when built from loop variables and constants with +, -, * by a
 // constant, and floordiv/floormod by a positive constant (what split and fuse produce).

@@ -26,25 +26,30 @@ enum class ErrorCode : uint8_t {
   kNotSingleChild,     // a transformation needs a loop whose body is one statement
   kInvalidLoopKind,    // e.g. vectorize a reduction loop, parallelize a loop with a reduction
   kInvalidAnnotation,  // unannotate of a missing key
-  kNotAncestor,        // a loop that is no place for the block: another scope, above it, not above its consumers
-  kNotCovered,         // a consumer would be left without its data
-  kNotComplete,        // the block is not a complete (spatial, single-writer) block
-  kIsReduction,        // compute_inline of a reduction block
-  kIsOutput,           // compute_inline of a block that writes a function output
-  kNotReduction,       // decompose_reduction/rfactor of a block that does not reduce
-  kSpatialLoop,        // rfactor on a loop that is not a reduction loop
-  kDependenceViolated, // would read data before it is written or after it is overwritten, or bypass a writer
-  kOutOfRange,         // a buffer index, axis or factor_axis beyond the block's buffers or the buffer's rank
-  kUnknownName,        // an unknown storage scope, thread axis or tensor intrinsic
+  kNotAncestor,   // a loop that is no place for the block: another scope, above it, not above its
+                  // consumers
+  kNotCovered,    // a consumer would be left without its data
+  kNotComplete,   // the block is not a complete (spatial, single-writer) block
+  kIsReduction,   // compute_inline of a reduction block
+  kIsOutput,      // compute_inline of a block that writes a function output
+  kNotReduction,  // decompose_reduction/rfactor of a block that does not reduce
+  kSpatialLoop,   // rfactor on a loop that is not a reduction loop
+  kDependenceViolated,  // would read data before it is written or after it is overwritten, or
+                        // bypass a writer
+  kOutOfRange,   // a buffer index, axis or factor_axis beyond the block's buffers or the buffer's
+                 // rank
+  kUnknownName,  // an unknown storage scope, thread axis or tensor intrinsic
   kParameterBuffer,    // a function parameter the primitive may not change or remove
   kNotSeparable,       // blockize: a binding does not split into parts outside and inside the loop
   kIntrinsicMismatch,  // tensorize: the computation does not match the intrinsic's description
-  kNotInlinable,       // not a store at its iterators of a function of its iterators (or of one load)
-  kExtentMismatch,     // a layout factor that does not divide the extent, or the wrong rank
-  kIllegalDecision,    // a sampling decision that is not legal in the program as it is now
-  kExceedsLimit,       // over a target limit (threads or memory per GPU block)
-  kUnsupported,        // a request outside what the primitive handles (the root block, a nested scope, ...)
-  kInvalidArgument,    // an ill-formed argument (wrong count or type, a malformed index map, a bad probability)
+  kNotInlinable,     // not a store at its iterators of a function of its iterators (or of one load)
+  kExtentMismatch,   // a layout factor that does not divide the extent, or the wrong rank
+  kIllegalDecision,  // a sampling decision that is not legal in the program as it is now
+  kExceedsLimit,     // over a target limit (threads or memory per GPU block)
+  kUnsupported,  // a request outside what the primitive handles (the root block, a nested scope,
+                 // ...)
+  kInvalidArgument,  // an ill-formed argument (wrong count or type, a malformed index map, a bad
+                     // probability)
 };
 const char* error_code_name(ErrorCode code);
 
@@ -79,7 +84,7 @@ class ScheduleException : public Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}             // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}              // NOLINT(google-explicit-constructor)
   Result(ScheduleError error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -102,12 +107,14 @@ class [[nodiscard]] Result {
 // For primitives that produce nothing.
 struct Unit {};
 using Status = Result<Unit>;
-inline Status ok_status() { return Unit{}; }
+inline Status ok_status() {
+  return Unit{};
+}
 
 }  // namespace tyche::schedule
 
 // Unwraps a Result into `var`, or returns its error from the enclosing function.
-#define TYCHE_TRY_ASSIGN(var, expr)                 \
-  auto var##_result = (expr);                       \
-  if (!var##_result) return var##_result.error();   \
+#define TYCHE_TRY_ASSIGN(var, expr)               \
+  auto var##_result = (expr);                     \
+  if (!var##_result) return var##_result.error(); \
   auto var = std::move(var##_result).value()

@@ -32,7 +32,9 @@ class Lexer {
     skip_space();
     size_t start = pos_;
     if (pos_ < s_.size() && (std::isalpha(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
-      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+      while (pos_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+        ++pos_;
     return std::string(s_.substr(start, pos_ - start));
   }
   std::optional<int64_t> integer() {
@@ -82,8 +84,10 @@ std::variant<IndexMap, std::string> IndexMap::parse(std::string_view text) {
       return name.empty() ? fmt::format("{}: expected an input name at {}", what, lx.rest())
                           : fmt::format("{}: '{}' is not an input", what, name);
     Output out{input, Op::kSelf, 0};
-    if (lx.accept("//")) out.op = Op::kDiv;
-    else if (lx.accept("%")) out.op = Op::kMod;
+    if (lx.accept("//"))
+      out.op = Op::kDiv;
+    else if (lx.accept("%"))
+      out.op = Op::kMod;
     if (out.op != Op::kSelf) {
       auto c = lx.integer();
       if (!c) return fmt::format("{}: expected an integer factor at {}", what, lx.rest());
@@ -92,7 +96,8 @@ std::variant<IndexMap, std::string> IndexMap::parse(std::string_view text) {
     }
     map.outputs_.push_back(out);
   } while (lx.accept(","));
-  if (parenthesized && !lx.accept(")")) return fmt::format("{}: expected ')' at {}", what, lx.rest());
+  if (parenthesized && !lx.accept(")"))
+    return fmt::format("{}: expected ')' at {}", what, lx.rest());
   if (!lx.done()) return fmt::format("{}: unexpected {}", what, lx.rest());
   // Each input: once as itself, or once divided and once reduced by the same factor.
   for (size_t i = 0; i < map.inputs_.size(); ++i) {
@@ -107,26 +112,32 @@ std::variant<IndexMap, std::string> IndexMap::parse(std::string_view text) {
     const std::string& n = map.inputs_[i];
     bool split = self == 0 && div == 1 && mod == 1 && div_factor == mod_factor;
     if (!(self == 1 && div == 0 && mod == 0) && !split)
-      return fmt::format("{}: '{}' must appear once as itself or as '{} // c' and '{} % c' with one factor c, so the map "
-                         "is a bijection",
-                         what, n, n, n);
+      return fmt::format(
+          "{}: '{}' must appear once as itself or as '{} // c' and '{} % c' with one factor c, so "
+          "the map "
+          "is a bijection",
+          what, n, n, n);
   }
   return map;
 }
 
 std::string IndexMap::check_shape(const std::vector<int64_t>& shape) const {
   if (shape.size() != inputs_.size())
-    return fmt::format("the index map takes {} indices but the buffer has {}", inputs_.size(), shape.size());
+    return fmt::format("the index map takes {} indices but the buffer has {}", inputs_.size(),
+                       shape.size());
   for (const Output& o : outputs_)
     if (o.op == Op::kDiv && shape[o.input] % o.factor != 0)
-      return fmt::format("factor {} does not divide extent {} of '{}'", o.factor, shape[o.input], inputs_[o.input]);
+      return fmt::format("factor {} does not divide extent {} of '{}'", o.factor, shape[o.input],
+                         inputs_[o.input]);
   return {};
 }
 
 std::vector<int64_t> IndexMap::map_shape(const std::vector<int64_t>& shape) const {
   std::vector<int64_t> out;
   for (const Output& o : outputs_)
-    out.push_back(o.op == Op::kSelf ? shape[o.input] : o.op == Op::kDiv ? shape[o.input] / o.factor : o.factor);
+    out.push_back(o.op == Op::kSelf  ? shape[o.input]
+                  : o.op == Op::kDiv ? shape[o.input] / o.factor
+                                     : o.factor);
   return out;
 }
 
@@ -134,9 +145,12 @@ std::vector<ir::Expr> IndexMap::map_indices(const std::vector<ir::Expr>& indices
   std::vector<ir::Expr> out;
   for (const Output& o : outputs_) {
     const ir::Expr& x = indices[o.input];
-    if (o.op == Op::kSelf) out.push_back(x);
-    else if (o.op == Op::kDiv) out.push_back(ir::floordiv(x, ir::make_int(o.factor, x.dtype())));
-    else out.push_back(ir::floormod(x, ir::make_int(o.factor, x.dtype())));
+    if (o.op == Op::kSelf)
+      out.push_back(x);
+    else if (o.op == Op::kDiv)
+      out.push_back(ir::floordiv(x, ir::make_int(o.factor, x.dtype())));
+    else
+      out.push_back(ir::floormod(x, ir::make_int(o.factor, x.dtype())));
   }
   return out;
 }
@@ -152,7 +166,8 @@ std::vector<ir::Range> IndexMap::map_region(const std::vector<ir::Range>& region
     ir::Expr c = ir::make_int(o.factor, r.min.dtype());
     auto extent = ir::as_const_int(r.extent);
     if (extent && *extent == 1) {  // a point maps to a point
-      out.emplace_back(o.op == Op::kDiv ? ir::floordiv(r.min, c) : ir::floormod(r.min, c), r.extent);
+      out.emplace_back(o.op == Op::kDiv ? ir::floordiv(r.min, c) : ir::floormod(r.min, c),
+                       r.extent);
     } else if (o.op == Op::kDiv) {
       ir::Expr first = ir::floordiv(r.min, c);
       ir::Expr last = ir::floordiv(r.min + r.extent - ir::make_int(1, r.min.dtype()), c);

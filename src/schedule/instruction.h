@@ -1,7 +1,7 @@
 // Instructions: every schedule primitive and sampling instruction is an InstructionKind defined
 // once (name, typed parameters, outputs, decision type, apply). The Schedule's typed methods,
-// tracing, replay, JSON and the text form all work from that one definition (docs/architecture.md, "Instructions and traces").
-// Kinds are listed in one explicit table (instruction_registry.cc).
+// tracing, replay, JSON and the text form all work from that one definition (docs/architecture.md,
+// "Instructions and traces"). Kinds are listed in one explicit table (instruction_registry.cc).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,17 @@ class InstructionContext;
 // A value an instruction takes or produces: a literal, a random-variable handle, or a list.
 // Handles are ids: the schedule's while it runs, trace-local inside a Trace.
 struct Value {
-  enum class Kind : uint8_t { kNone, kInt, kFloat, kBool, kString, kBlockRV, kLoopRV, kExprRV, kList };
+  enum class Kind : uint8_t {
+    kNone,
+    kInt,
+    kFloat,
+    kBool,
+    kString,
+    kBlockRV,
+    kLoopRV,
+    kExprRV,
+    kList
+  };
   Kind kind = Kind::kNone;
   int64_t i = 0;  // kInt, kBool (0/1), or the id of an RV
   double f = 0;   // kFloat
@@ -37,7 +47,9 @@ struct Value {
   static Value expr(int64_t id) { return make(Kind::kExprRV, id); }
   static Value of_list(std::vector<Value> items);
 
-  bool is_rv() const { return kind == Kind::kBlockRV || kind == Kind::kLoopRV || kind == Kind::kExprRV; }
+  bool is_rv() const {
+    return kind == Kind::kBlockRV || kind == Kind::kLoopRV || kind == Kind::kExprRV;
+  }
   bool operator==(const Value& o) const;
 
  private:
@@ -59,7 +71,7 @@ enum class ParamType : uint8_t {
   kFloat,        // float literal (an integer is accepted)
   kBool,
   kString,
-  kAnnValue,     // integer, float, string, or ExprRV (read as its integer)
+  kAnnValue,  // integer, float, string, or ExprRV (read as its integer)
   kBlockList,
   kLoopList,
   kOptExprList,  // ExprRV, integer literal, or None per element
@@ -84,7 +96,8 @@ struct InstructionKind {
   // holding the schedule's handle ids; the context (private to src/schedule/, made only by
   // Schedule::apply_instruction, which traces) carries the schedule and, for a sampling kind,
   // its decision.
-  using ApplyFn = Result<std::vector<Value>> (*)(InstructionContext& ctx, std::span<const Value> args);
+  using ApplyFn = Result<std::vector<Value>> (*)(InstructionContext& ctx,
+                                                 std::span<const Value> args);
 
   std::string_view name;
   std::vector<Param> params;
@@ -102,6 +115,7 @@ struct InstructionKind {
 
 // The kinds, in the registry's order (instruction_registry.cc), grouped by the file that
 // defines each.
+// clang-format off
 #define TYCHE_INSTRUCTION_KINDS(X)                                                                \
   /* sampling (sampling.cc) */                                                                    \
   X(sample_perfect_tile) X(sample_categorical) X(sample_compute_location)                         \
@@ -121,6 +135,7 @@ struct InstructionKind {
   X(decompose_reduction) X(rfactor)                                                               \
   /* blocks (blockize.cc, tensorize.cc) */                                                         \
   X(blockize) X(tensorize)
+// clang-format on
 
 // Each kind's handle, kind_split() and so on: compare an instruction's kind with it
 // (inst.kind == &kind_split()) rather than by name.

@@ -12,7 +12,8 @@
 #pragma once
 
 #ifndef TYCHE_SCHEDULE_INTERNAL
-#error "schedule/instruction_impl.h is private to src/schedule/: apply instructions through Schedule (schedule/schedule.h)"
+#error \
+    "schedule/instruction_impl.h is private to src/schedule/: apply instructions through Schedule (schedule/schedule.h)"
 #endif
 
 #include <cstddef>
@@ -114,7 +115,9 @@ struct ArgType<int> {
 template <>
 struct ArgType<double> {
   static constexpr ParamType kType = ParamType::kFloat;
-  static double from(const Value& v) { return v.kind == Value::Kind::kFloat ? v.f : static_cast<double>(v.i); }
+  static double from(const Value& v) {
+    return v.kind == Value::Kind::kFloat ? v.f : static_cast<double>(v.i);
+  }
 };
 template <>
 struct ArgType<bool> {
@@ -131,10 +134,14 @@ struct ArgType<AnnArg> {
   static constexpr ParamType kType = ParamType::kAnnValue;
   static AnnArg from(const Value& v) {
     switch (v.kind) {
-      case Value::Kind::kFloat: return v.f;
-      case Value::Kind::kString: return v.s;
-      case Value::Kind::kExprRV: return ExprRV{v.i};
-      default: return v.i;
+      case Value::Kind::kFloat:
+        return v.f;
+      case Value::Kind::kString:
+        return v.s;
+      case Value::Kind::kExprRV:
+        return ExprRV{v.i};
+      default:
+        return v.i;
     }
   }
 };
@@ -164,7 +171,8 @@ struct ArgType<std::optional<ExprArg>> {
   }
 };
 template <>
-struct ArgType<std::vector<std::optional<ExprArg>>> : ListArgType<std::optional<ExprArg>, ParamType::kOptExprList> {};
+struct ArgType<std::vector<std::optional<ExprArg>>>
+    : ListArgType<std::optional<ExprArg>, ParamType::kOptExprList> {};
 
 template <typename T>
 struct OutType;  // the OutputType of a result type, and its handles as values
@@ -222,7 +230,9 @@ class TypedCall;
 template <typename Out, typename... A>
 class TypedCall<Out, std::tuple<A...>> : public InstructionKind {
  public:
-  Result<Out> operator()(Schedule& sch, const A&... args) const { return sample(sch, Value::none(), args...); }
+  Result<Out> operator()(Schedule& sch, const A&... args) const {
+    return sample(sch, Value::none(), args...);
+  }
   // A sampling kind with a given decision (none: draw one).
   Result<Out> sample(Schedule& sch, Value decision, const A&... args) const {
     auto out = sch.apply_instruction(*this, {to_value(args)...}, std::move(decision));
@@ -240,7 +250,8 @@ class TypedCall<Out, std::tuple<A...>> : public InstructionKind {
 };
 
 template <auto Fn>
-class TypedKind : public TypedCall<typename Signature<decltype(Fn)>::Out, typename Signature<decltype(Fn)>::Args> {
+class TypedKind : public TypedCall<typename Signature<decltype(Fn)>::Out,
+                                   typename Signature<decltype(Fn)>::Args> {
   using Out = typename Signature<decltype(Fn)>::Out;
   using Args = typename Signature<decltype(Fn)>::Args;
   static constexpr size_t kArity = std::tuple_size_v<Args>;
@@ -251,10 +262,11 @@ class TypedKind : public TypedCall<typename Signature<decltype(Fn)>::Out, typena
     static_assert(N == kArity, "name every parameter of the instruction's function, in order");
     this->name = name;
     [&]<size_t... I>(std::index_sequence<I...>) {
-      (this->params.push_back(Param{params[I].name, ArgType<std::tuple_element_t<I, Args>>::kType, params[I].variadic,
-                                    params[I].default_value}),
+      (this->params.push_back(Param{params[I].name, ArgType<std::tuple_element_t<I, Args>>::kType,
+                                    params[I].variadic, params[I].default_value}),
        ...);
-    }(std::make_index_sequence<kArity>{});
+    }
+    (std::make_index_sequence<kArity>{});
     this->output = OutType<Out>::kType;
     this->decision = flags.decision;
     this->pure = flags.pure;
@@ -263,11 +275,12 @@ class TypedKind : public TypedCall<typename Signature<decltype(Fn)>::Out, typena
 
  private:
   static Result<Values> apply_values(InstructionContext& ctx, std::span<const Value> args) {
-    return [&]<size_t... I>(std::index_sequence<I...>) -> Result<Values> {
+    return [&]<size_t... I>(std::index_sequence<I...>)->Result<Values> {
       auto out = Fn(ctx, ArgType<std::tuple_element_t<I, Args>>::from(args[I])...);
       if (!out) return out.error();
       return OutType<Out>::values(out.value());
-    }(std::make_index_sequence<kArity>{});
+    }
+    (std::make_index_sequence<kArity>{});
   }
 };
 
@@ -275,9 +288,11 @@ class TypedKind : public TypedCall<typename Signature<decltype(Fn)>::Out, typena
 
 // Defines the exported handle kind_NAME() (instruction.h) and NAME_kind(), the typed call the
 // Schedule method forwards to, from the instruction's function FN and its parameters' names.
-#define TYCHE_INSTRUCTION(NAME, FN, ...)                                 \
-  static const ::tyche::schedule::TypedKind<FN>& NAME##_kind() {         \
+#define TYCHE_INSTRUCTION(NAME, FN, ...)                                    \
+  static const ::tyche::schedule::TypedKind<FN>& NAME##_kind() {            \
     static const ::tyche::schedule::TypedKind<FN> kind(#NAME, __VA_ARGS__); \
-    return kind;                                                         \
-  }                                                                      \
-  const ::tyche::schedule::InstructionKind& kind_##NAME() { return NAME##_kind(); }
+    return kind;                                                            \
+  }                                                                         \
+  const ::tyche::schedule::InstructionKind& kind_##NAME() {                 \
+    return NAME##_kind();                                                   \
+  }

@@ -7,7 +7,8 @@ namespace tyche::schedule {
 
 const std::vector<const InstructionKind*>& instruction_kinds() {
 #define TYCHE_KIND_ENTRY(name) &kind_##name(),
-  static const std::vector<const InstructionKind*> table = {TYCHE_INSTRUCTION_KINDS(TYCHE_KIND_ENTRY)};
+  static const std::vector<const InstructionKind*> table = {
+      TYCHE_INSTRUCTION_KINDS(TYCHE_KIND_ENTRY)};
 #undef TYCHE_KIND_ENTRY
   return table;
 }

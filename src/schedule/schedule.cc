@@ -15,7 +15,8 @@ Schedule::Schedule(ir::PrimFunc func, const ScheduleOptions& options)
 }
 
 Schedule Schedule::copy() {
-  Schedule out(state_.func(), ScheduleOptions{.seed = 0, .trace = false, .debug_verify = state_.debug_verify()});
+  Schedule out(state_.func(),
+               ScheduleOptions{.seed = 0, .trace = false, .debug_verify = state_.debug_verify()});
   out.rng_ = rng_.fork();
   out.trace_ = trace_;
   out.next_id_ = next_id_;
@@ -23,7 +24,8 @@ Schedule Schedule::copy() {
   out.location_marks_ = location_marks_;
   // The copy's sref tree is built over the same nodes, so a handle maps by the node it points at;
   // a stale handle stays stale.
-  auto carry = [&](const std::unordered_map<int64_t, SRef>& from, std::unordered_map<int64_t, SRef>& to) {
+  auto carry = [&](const std::unordered_map<int64_t, SRef>& from,
+                   std::unordered_map<int64_t, SRef>& to) {
     for (const auto& [id, sref] : from) {
       SRef mapped = sref->valid() ? out.state_.get_sref(sref->stmt) : nullptr;
       to[id] = mapped ? mapped : std::make_shared<SRefNode>();
@@ -61,27 +63,34 @@ LoopRV Schedule::issue_location_mark(int64_t mark) {
 Result<int64_t> Schedule::get(const ExprRV& expr) const {
   auto it = exprs_.find(expr.id);
   if (it == exprs_.end())
-    return ScheduleError(ErrorCode::kStaleHandle, fmt::format("expression handle v{} was never issued", expr.id));
+    return ScheduleError(ErrorCode::kStaleHandle,
+                         fmt::format("expression handle v{} was never issued", expr.id));
   return it->second;
 }
 
 Result<SRef> Schedule::block_sref(const BlockRV& block) const {
   auto it = blocks_.find(block.id);
   if (it == blocks_.end() || !it->second->valid() || !it->second->as_block())
-    return ScheduleError(ErrorCode::kStaleHandle, fmt::format("block handle b{} is stale or was never issued", block.id));
+    return ScheduleError(ErrorCode::kStaleHandle,
+                         fmt::format("block handle b{} is stale or was never issued", block.id));
   return it->second;
 }
 
 Result<SRef> Schedule::loop_sref(const LoopRV& loop) const {
   if (location_marks_.count(loop.id))
-    return ScheduleError(ErrorCode::kWrongHandleKind,
-                         fmt::format("loop handle l{} is a compute-location mark (root or inline), which only compute_at "
-                                     "and reverse_compute_at accept",
-                                     loop.id));
+    return ScheduleError(
+        ErrorCode::kWrongHandleKind,
+        fmt::format(
+            "loop handle l{} is a compute-location mark (root or inline), which only compute_at "
+            "and reverse_compute_at accept",
+            loop.id));
   auto it = loops_.find(loop.id);
   if (it == loops_.end() || !it->second->valid() || !it->second->as_for())
-    return ScheduleError(ErrorCode::kStaleHandle,
-                         fmt::format("loop handle l{} is stale (consumed by an earlier primitive) or was never issued", loop.id));
+    return ScheduleError(
+        ErrorCode::kStaleHandle,
+        fmt::format(
+            "loop handle l{} is stale (consumed by an earlier primitive) or was never issued",
+            loop.id));
   return it->second;
 }
 
@@ -121,20 +130,23 @@ std::vector<LoopRV> InstructionContext::issue_loops(const std::vector<SRef>& loo
   return out;
 }
 
-Result<std::vector<Value>> Schedule::apply_instruction(const InstructionKind& kind, std::vector<Value> args,
-                                                       Value decision) {
+Result<std::vector<Value>> Schedule::apply_instruction(const InstructionKind& kind,
+                                                       std::vector<Value> args, Value decision) {
   if (args.size() != kind.params.size())
-    return ScheduleError(ErrorCode::kInvalidArgument,
-                         fmt::format("{} takes {} arguments, got {}", kind.name, kind.params.size(), args.size()));
+    return ScheduleError(
+        ErrorCode::kInvalidArgument,
+        fmt::format("{} takes {} arguments, got {}", kind.name, kind.params.size(), args.size()));
   for (size_t i = 0; i < args.size(); ++i)
     if (!value_matches(args[i], kind.params[i].type))
-      return ScheduleError(ErrorCode::kInvalidArgument,
-                           fmt::format("{}: argument '{}' must be {}, got {}", kind.name, kind.params[i].name,
-                                       param_type_name(kind.params[i].type), value_kind_name(args[i].kind)));
+      return ScheduleError(
+          ErrorCode::kInvalidArgument,
+          fmt::format("{}: argument '{}' must be {}, got {}", kind.name, kind.params[i].name,
+                      param_type_name(kind.params[i].type), value_kind_name(args[i].kind)));
   if (decision.kind != Value::Kind::kNone && !decision_matches(decision, kind.decision))
     return ScheduleError(ErrorCode::kInvalidArgument,
-                         kind.is_sampling() ? fmt::format("{}: the decision has the wrong form", kind.name)
-                                            : fmt::format("{} takes no decision", kind.name));
+                         kind.is_sampling()
+                             ? fmt::format("{}: the decision has the wrong form", kind.name)
+                             : fmt::format("{} takes no decision", kind.name));
   InstructionContext context(*this, &decision);
   auto out = kind.apply(context, args);
   if (!out) return out;

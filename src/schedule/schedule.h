@@ -45,7 +45,7 @@ using BlockOrLoopRV = std::variant<BlockRV, LoopRV>;
 struct ExprArg {
   template <std::integral I>
   ExprArg(I literal) : v(static_cast<int64_t>(literal)) {}  // NOLINT(google-explicit-constructor)
-  ExprArg(ExprRV rv) : v(rv) {}                              // NOLINT(google-explicit-constructor)
+  ExprArg(ExprRV rv) : v(rv) {}                             // NOLINT(google-explicit-constructor)
   std::variant<int64_t, ExprRV> v;
 };
 // An annotation value: a literal, or an ExprRV read as its integer when applied.
@@ -84,22 +84,26 @@ class Schedule {
   // ---- sampling (sampling.cc) ----
   // Uniform over the ordered factorizations of the loop's extent into n factors whose innermost
   // is <= max_innermost_factor (-1: unlimited). A given decision is checked and used.
-  Result<std::vector<ExprRV>> sample_perfect_tile(const LoopRV& loop, int n, int64_t max_innermost_factor,
-                                                  std::optional<std::vector<int64_t>> decision = std::nullopt);
+  Result<std::vector<ExprRV>> sample_perfect_tile(
+      const LoopRV& loop, int n, int64_t max_innermost_factor,
+      std::optional<std::vector<int64_t>> decision = std::nullopt);
   // One of `candidates` with the given probabilities; the decision is the chosen index.
-  Result<ExprRV> sample_categorical(const std::vector<int64_t>& candidates, const std::vector<double>& probs,
+  Result<ExprRV> sample_categorical(const std::vector<int64_t>& candidates,
+                                    const std::vector<double>& probs,
                                     std::optional<int64_t> decision = std::nullopt);
   // A loop where compute_at(block, loop) is legal now, uniformly among "stay"
   // (kComputeLocationRoot), "inline" when compute_inline is legal, and the legal loops where
   // the block's region varies with the loop (at any other it would recompute the same values on
   // every iteration). The decision is the loop's index among all legal loops in pre-order, or
   // one of the two constants; a given decision may name any legal loop.
-  Result<LoopRV> sample_compute_location(const BlockRV& block, std::optional<int64_t> decision = std::nullopt);
+  Result<LoopRV> sample_compute_location(const BlockRV& block,
+                                         std::optional<int64_t> decision = std::nullopt);
 
   // The decisions sample_compute_location could take for `block` now: kComputeLocationRoot,
   // kComputeLocationInline when legal, and the index of each legal loop; with `useful_only`,
   // only the loops a fresh draw picks from (MutateComputeLocation draws another one of those).
-  Result<std::vector<int64_t>> compute_location_choices(const BlockRV& block, bool useful_only = false) const;
+  Result<std::vector<int64_t>> compute_location_choices(const BlockRV& block,
+                                                        bool useful_only = false) const;
 
   // ---- lookup ----
   Result<BlockRV> get_block(const std::string& name);
@@ -112,7 +116,8 @@ class Schedule {
   // ---- loops ----
   // `factors` may hold one std::nullopt, inferred as ceil(extent / product of the others). A
   // product larger than the extent adds a predicate; a smaller one is refused.
-  Result<std::vector<LoopRV>> split(const LoopRV& loop, const std::vector<std::optional<ExprArg>>& factors);
+  Result<std::vector<LoopRV>> split(const LoopRV& loop,
+                                    const std::vector<std::optional<ExprArg>>& factors);
   Result<LoopRV> fuse(const std::vector<LoopRV>& loops);
   Status reorder(const std::vector<LoopRV>& ordered_loops);
   Result<LoopRV> add_unit_loop(const BlockRV& block);
@@ -136,7 +141,8 @@ class Schedule {
   // location marks sample_compute_location returns mean: stay (no change) and compute_inline.
   Status compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops = false);
   // Moves a consumer block under `loop` of its producer's loop nest.
-  Status reverse_compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops = false);
+  Status reverse_compute_at(const BlockRV& block, const LoopRV& loop,
+                            bool preserve_unit_loops = false);
   // Substitutes a complete block's computation into its consumers and removes it.
   Status compute_inline(const BlockRV& block);
   // Substitutes a consumer's computation into its single producer and removes the consumer.
@@ -145,10 +151,12 @@ class Schedule {
   // ---- caches (cache.cc) ----
   // A new block copying the block's read_buffer_index-th read buffer into a `storage_scope`
   // buffer just before the block's loop nest; the block then reads the copy.
-  Result<BlockRV> cache_read(const BlockRV& block, int read_buffer_index, const std::string& storage_scope);
+  Result<BlockRV> cache_read(const BlockRV& block, int read_buffer_index,
+                             const std::string& storage_scope);
   // The block writes a `storage_scope` copy of its write_buffer_index-th written buffer; a new
   // block after it copies the result back.
-  Result<BlockRV> cache_write(const BlockRV& block, int write_buffer_index, const std::string& storage_scope);
+  Result<BlockRV> cache_write(const BlockRV& block, int write_buffer_index,
+                              const std::string& storage_scope);
   // Changes the storage scope of an intermediate buffer written by the block.
   Status set_scope(const BlockRV& block, int buffer_index, const std::string& storage_scope);
   // Pads the stride of `axis` of the block's buffer_index-th written buffer so that
@@ -210,14 +218,30 @@ class Schedule {
 };
 
 // Typed <-> Value conversions used by the one-line forwards.
-inline Value to_value(const BlockRV& b) { return Value::block(b.id); }
-inline Value to_value(const LoopRV& l) { return Value::loop(l.id); }
-inline Value to_value(const ExprRV& e) { return Value::expr(e.id); }
-inline Value to_value(int64_t v) { return Value::integer(v); }
-inline Value to_value(int v) { return Value::integer(v); }
-inline Value to_value(double v) { return Value::real(v); }
-inline Value to_value(bool v) { return Value::boolean(v); }
-inline Value to_value(const std::string& v) { return Value::string(v); }
+inline Value to_value(const BlockRV& b) {
+  return Value::block(b.id);
+}
+inline Value to_value(const LoopRV& l) {
+  return Value::loop(l.id);
+}
+inline Value to_value(const ExprRV& e) {
+  return Value::expr(e.id);
+}
+inline Value to_value(int64_t v) {
+  return Value::integer(v);
+}
+inline Value to_value(int v) {
+  return Value::integer(v);
+}
+inline Value to_value(double v) {
+  return Value::real(v);
+}
+inline Value to_value(bool v) {
+  return Value::boolean(v);
+}
+inline Value to_value(const std::string& v) {
+  return Value::string(v);
+}
 Value to_value(const ExprArg& v);
 Value to_value(const AnnArg& v);
 Value to_value(const BlockOrLoopRV& v);

@@ -13,7 +13,8 @@ const ir::ForNode* SRefNode::as_for() const {
   return stmt && stmt->kind == ir::StmtKind::kFor ? static_cast<const ir::ForNode*>(stmt) : nullptr;
 }
 const ir::BlockNode* SRefNode::as_block() const {
-  return stmt && stmt->kind == ir::StmtKind::kBlock ? static_cast<const ir::BlockNode*>(stmt) : nullptr;
+  return stmt && stmt->kind == ir::StmtKind::kBlock ? static_cast<const ir::BlockNode*>(stmt)
+                                                    : nullptr;
 }
 
 std::vector<SRefNode*> ancestors(const SRefNode* sref) {
@@ -32,7 +33,8 @@ namespace {
 
 class ChildReplacer : public ir::StmtExprMutator {
  public:
-  ChildReplacer(const ir::StmtNode* root, const ir::StmtNode* old_child, ir::Stmt new_child, bool through_loops)
+  ChildReplacer(const ir::StmtNode* root, const ir::StmtNode* old_child, ir::Stmt new_child,
+                bool through_loops)
       : root_(root), old_(old_child), new_(std::move(new_child)), through_loops_(through_loops) {}
   bool found = false;
 
@@ -41,7 +43,8 @@ class ChildReplacer : public ir::StmtExprMutator {
       found = true;
       return new_;
     }
-    if (s.get() != root_ && (s.kind() == ir::StmtKind::kBlock || (s.kind() == ir::StmtKind::kFor && !through_loops_)))
+    if (s.get() != root_ &&
+        (s.kind() == ir::StmtKind::kBlock || (s.kind() == ir::StmtKind::kFor && !through_loops_)))
       return s;
     return StmtExprMutator::mutate_stmt(s);
   }
@@ -60,7 +63,8 @@ ir::Stmt outer_stmt(const ScheduleState& state, const SRefNode* sref) {
   return sref->as_for() ? state.stmt_of(sref) : state.realize_stmt_of(sref);
 }
 
-ir::Stmt replace_child(const ir::Stmt& stmt, const ir::StmtNode* old_child, ir::Stmt new_child, bool through_loops) {
+ir::Stmt replace_child(const ir::Stmt& stmt, const ir::StmtNode* old_child, ir::Stmt new_child,
+                       bool through_loops) {
   ChildReplacer r(stmt.get(), old_child, std::move(new_child), through_loops);
   ir::Stmt out = r.mutate_stmt(stmt);
   return r.found ? out : ir::Stmt();
@@ -97,7 +101,8 @@ ir::Stmt ScheduleState::realize_stmt_of(const SRefNode* block_sref) const {
 
 void ScheduleState::replace(const SRef& sref, const ir::Stmt& new_stmt, const BlockReuse& reuse) {
   TYCHE_CHECK(sref && sref->valid(), "replace of an invalid sref");
-  std::unordered_map<const ir::StmtNode*, const ir::StmtNode*> continues(reuse.begin(), reuse.end());
+  std::unordered_map<const ir::StmtNode*, const ir::StmtNode*> continues(reuse.begin(),
+                                                                         reuse.end());
   // Path-copy: rebuild each ancestor with its changed child; each copy continues its original.
   ir::Stmt child = new_stmt;
   const ir::StmtNode* old_child = sref->stmt;
@@ -117,13 +122,15 @@ void ScheduleState::replace(const SRef& sref, const ir::Stmt& new_stmt, const Bl
 }
 
 void ScheduleState::replace_root(const ir::Stmt& new_body, const BlockReuse& reuse) {
-  std::unordered_map<const ir::StmtNode*, const ir::StmtNode*> continues(reuse.begin(), reuse.end());
+  std::unordered_map<const ir::StmtNode*, const ir::StmtNode*> continues(reuse.begin(),
+                                                                         reuse.end());
   func_ = func_.with_body(new_body);
   rebuild(continues);
   if (debug_verify_) verify();
 }
 
-void ScheduleState::rebuild(const std::unordered_map<const ir::StmtNode*, const ir::StmtNode*>& continues) {
+void ScheduleState::rebuild(
+    const std::unordered_map<const ir::StmtNode*, const ir::StmtNode*>& continues) {
   // Old srefs of loops keyed by loop variable: a loop that keeps its variable is the same loop.
   std::unordered_map<const ir::VarNode*, SRef> loop_by_var;
   for (auto& [stmt, ref] : stmt2ref_)
@@ -136,8 +143,10 @@ void ScheduleState::rebuild(const std::unordered_map<const ir::StmtNode*, const 
   std::unordered_set<SRefNode*> reused;
   auto sref_for = [&](const ir::StmtNode* node) -> SRef {
     SRef ref;
-    if (auto it = old.find(node); it != old.end()) ref = it->second;
-    else if (auto c = continues.find(node); c != continues.end() && old.count(c->second)) ref = old.at(c->second);
+    if (auto it = old.find(node); it != old.end())
+      ref = it->second;
+    else if (auto c = continues.find(node); c != continues.end() && old.count(c->second))
+      ref = old.at(c->second);
     else if (node->kind == ir::StmtKind::kFor) {
       auto* f = static_cast<const ir::ForNode*>(node);
       if (auto l = loop_by_var.find(f->loop_var.get()); l != loop_by_var.end()) ref = l->second;
@@ -176,7 +185,8 @@ void ScheduleState::rebuild(const std::unordered_map<const ir::StmtNode*, const 
           }
           case ir::StmtKind::kSeqStmt: {
             auto* q = s.as<ir::SeqStmtNode>();
-            for (size_t i = 0; i < q->seq.size(); ++i) walk(q->seq[i], parent, static_cast<int64_t>(i), nullptr);
+            for (size_t i = 0; i < q->seq.size(); ++i)
+              walk(q->seq[i], parent, static_cast<int64_t>(i), nullptr);
             return;
           }
           case ir::StmtKind::kIfThenElse: {
@@ -203,12 +213,14 @@ void ScheduleState::verify() const {
   for (auto& [stmt, ref] : stmt2ref_) {
     TYCHE_CHECK(ref->stmt == stmt, "sref does not point back at its statement");
     if (auto* f = ref->as_for()) {
-      TYCHE_CHECK(loop_vars.insert(f->loop_var.get()).second, "loop variable {} is bound twice", f->loop_var.name());
+      TYCHE_CHECK(loop_vars.insert(f->loop_var.get()).second, "loop variable {} is bound twice",
+                  f->loop_var.name());
     } else if (auto* b = ref->as_block()) {
       TYCHE_CHECK(block_names.insert(b->name).second, "block name {} is used twice", b->name);
       if (ref.get() != root_.get()) {
         auto* r = realize_of(ref.get());
-        TYCHE_CHECK(r->iter_values.size() == b->iter_vars.size(), "block {} binding count", b->name);
+        TYCHE_CHECK(r->iter_values.size() == b->iter_vars.size(), "block {} binding count",
+                    b->name);
       }
     }
     if (ref->parent) TYCHE_CHECK(stmt2ref_.count(ref->parent->stmt), "dangling parent sref");

@@ -52,7 +52,8 @@ struct TensorIntrin {
 // Registers an intrinsic. Throws tyche::Error when the name is taken (unless `override`), when
 // desc and impl params differ in count, shape or dtype, or when desc is not a root block holding
 // a chain of loops around one block.
-void register_tensor_intrin(const std::string& name, ir::PrimFunc desc, ir::PrimFunc impl, bool override = false);
+void register_tensor_intrin(const std::string& name, ir::PrimFunc desc, ir::PrimFunc impl,
+                            bool override = false);
 // The intrinsic of that name, or nullptr. The pointer stays valid for the life of the process
 // (also after an override, which registers a new entry).
 const TensorIntrin* find_tensor_intrin(const std::string& name);

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include "schedule/schedule.h"
@@ -31,10 +31,13 @@ std::string where(const Instruction& inst, size_t index) {
 Value::Kind output_kind(OutputType t) {
   switch (t) {
     case OutputType::kBlock:
-    case OutputType::kBlocks: return Value::Kind::kBlockRV;
+    case OutputType::kBlocks:
+      return Value::Kind::kBlockRV;
     case OutputType::kLoop:
-    case OutputType::kLoops: return Value::Kind::kLoopRV;
-    default: return Value::Kind::kExprRV;
+    case OutputType::kLoops:
+      return Value::Kind::kLoopRV;
+    default:
+      return Value::Kind::kExprRV;
   }
 }
 
@@ -45,13 +48,17 @@ std::unordered_map<int64_t, std::string> rv_names(const Trace& trace) {
   int64_t counter = 0;
   for (const Instruction& inst : trace.instructions())
     for (const Value& out : inst.outputs) {
-      char prefix = out.kind == Value::Kind::kBlockRV ? 'b' : out.kind == Value::Kind::kLoopRV ? 'l' : 'v';
+      char prefix = out.kind == Value::Kind::kBlockRV  ? 'b'
+                    : out.kind == Value::Kind::kLoopRV ? 'l'
+                                                       : 'v';
       names[out.i] = fmt::format("{}{}", prefix, counter++);
     }
   return names;
 }
 
-Value::Kind rv_kind_of_output(const InstructionKind& kind) { return output_kind(kind.output); }
+Value::Kind rv_kind_of_output(const InstructionKind& kind) {
+  return output_kind(kind.output);
+}
 
 void Trace::append(Instruction inst, Value decision) {
   if (decision.kind != Value::Kind::kNone) decisions_[insts_.size()] = std::move(decision);
@@ -80,12 +87,16 @@ Trace Trace::simplified() const {
 
 Trace Trace::with_decision(size_t index, Value decision) const {
   if (index >= insts_.size())
-    throw InputError(fmt::format("with_decision: instruction {} does not exist (the trace has {})", index, insts_.size()));
+    throw InputError(fmt::format("with_decision: instruction {} does not exist (the trace has {})",
+                                 index, insts_.size()));
   const InstructionKind& kind = *insts_[index].kind;
   if (!kind.is_sampling())
-    throw InputError(fmt::format("with_decision: instruction {} ({}) does not sample", index, kind.name));
+    throw InputError(
+        fmt::format("with_decision: instruction {} ({}) does not sample", index, kind.name));
   if (!decision_matches(decision, kind.decision))
-    throw InputError(fmt::format("with_decision: the decision for instruction {} ({}) has the wrong form", index, kind.name));
+    throw InputError(
+        fmt::format("with_decision: the decision for instruction {} ({}) has the wrong form", index,
+                    kind.name));
   Trace out = *this;
   out.decisions_[index] = std::move(decision);
   return out;
@@ -99,13 +110,16 @@ const Value& Instruction::arg(std::string_view param) const {
 
 Trace Trace::with_argument(size_t index, std::string_view param, Value value) const {
   if (index >= insts_.size())
-    throw InputError(fmt::format("with_argument: instruction {} does not exist (the trace has {})", index, insts_.size()));
+    throw InputError(fmt::format("with_argument: instruction {} does not exist (the trace has {})",
+                                 index, insts_.size()));
   const InstructionKind& kind = *insts_[index].kind;
   std::optional<size_t> p = kind.param_index(param);
-  if (!p) throw InputError(fmt::format("with_argument: {} has no parameter '{}'", kind.name, param));
+  if (!p)
+    throw InputError(fmt::format("with_argument: {} has no parameter '{}'", kind.name, param));
   if (!value_matches(value, kind.params[*p].type))
     throw InputError(fmt::format("with_argument: '{}' of {} must be {}, got {}", param, kind.name,
-                                 param_type_name(kind.params[*p].type), value_kind_name(value.kind)));
+                                 param_type_name(kind.params[*p].type),
+                                 value_kind_name(value.kind)));
   Trace out = *this;
   out.insts_[index].args[*p] = std::move(value);
   return out;
@@ -117,7 +131,8 @@ Status Trace::apply_to(Schedule& sch, const ReplayOptions& options) const {
     if (v.is_rv()) {
       auto it = env.find(v.i);
       if (it == env.end() || it->second.kind != v.kind)
-        return ScheduleError(ErrorCode::kStaleHandle, "uses a handle no earlier instruction defined");
+        return ScheduleError(ErrorCode::kStaleHandle,
+                             "uses a handle no earlier instruction defined");
       return it->second;
     }
     if (v.kind != Value::Kind::kList) return v;
@@ -134,7 +149,9 @@ Status Trace::apply_to(Schedule& sch, const ReplayOptions& options) const {
     std::vector<Value> args;
     for (const Value& a : inst.args) {
       auto t = translate(a);
-      if (!t) return ScheduleError(t.error().code(), fmt::format("{}: {}", where(inst, i), t.error().reason()));
+      if (!t)
+        return ScheduleError(t.error().code(),
+                             fmt::format("{}: {}", where(inst, i), t.error().reason()));
       args.push_back(std::move(t).value());
     }
     Value decision;
@@ -144,13 +161,15 @@ Status Trace::apply_to(Schedule& sch, const ReplayOptions& options) const {
       if (auto d = decisions_.find(i); d != decisions_.end()) decision = d->second;
     }
     auto out = sch.apply_instruction(*inst.kind, std::move(args), std::move(decision));
-    if (!out) return ScheduleError(out.error().code(), fmt::format("{}: {}", where(inst, i), out.error().reason()));
+    if (!out)
+      return ScheduleError(out.error().code(),
+                           fmt::format("{}: {}", where(inst, i), out.error().reason()));
     const std::vector<Value>& produced = out.value();
     if (inst.outputs.empty()) continue;  // a hand-written line that binds nothing
     if (produced.size() != inst.outputs.size())
       return ScheduleError(ErrorCode::kInvalidArgument,
-                           fmt::format("{}: produced {} outputs, the trace names {}", where(inst, i), produced.size(),
-                                       inst.outputs.size()));
+                           fmt::format("{}: produced {} outputs, the trace names {}",
+                                       where(inst, i), produced.size(), inst.outputs.size()));
     for (size_t k = 0; k < produced.size(); ++k) env[inst.outputs[k].i] = produced[k];
   }
   if (options.handles) *options.handles = std::move(env);
@@ -163,11 +182,16 @@ namespace {
 
 json value_to_json(const Value& v, const std::unordered_map<int64_t, std::string>& names) {
   switch (v.kind) {
-    case Value::Kind::kNone: return nullptr;
-    case Value::Kind::kInt: return v.i;
-    case Value::Kind::kFloat: return v.f;
-    case Value::Kind::kBool: return v.i != 0;
-    case Value::Kind::kString: return v.s;
+    case Value::Kind::kNone:
+      return nullptr;
+    case Value::Kind::kInt:
+      return v.i;
+    case Value::Kind::kFloat:
+      return v.f;
+    case Value::Kind::kBool:
+      return v.i != 0;
+    case Value::Kind::kString:
+      return v.s;
     case Value::Kind::kList: {
       json arr = json::array();
       for (const Value& x : v.list) arr.push_back(value_to_json(x, names));
@@ -180,7 +204,8 @@ json value_to_json(const Value& v, const std::unordered_map<int64_t, std::string
   }
 }
 
-Value value_from_json(const json& j, const std::unordered_map<std::string, Value>& env, const std::string& ctx) {
+Value value_from_json(const json& j, const std::unordered_map<std::string, Value>& env,
+                      const std::string& ctx) {
   if (j.is_null()) return Value::none();
   if (j.is_boolean()) return Value::boolean(j.get<bool>());
   if (j.is_number_integer() || j.is_number_unsigned()) return Value::integer(j.get<int64_t>());
@@ -193,7 +218,8 @@ Value value_from_json(const json& j, const std::unordered_map<std::string, Value
   }
   if (j.is_object() && j.size() == 1 && j.contains("rv") && j["rv"].is_string()) {
     auto it = env.find(j["rv"].get<std::string>());
-    if (it == env.end()) throw InputError(fmt::format("{}: '{}' is not defined", ctx, j["rv"].get<std::string>()));
+    if (it == env.end())
+      throw InputError(fmt::format("{}: '{}' is not defined", ctx, j["rv"].get<std::string>()));
     return it->second;
   }
   throw InputError(fmt::format("{}: unexpected value {}", ctx, j.dump()));
@@ -207,11 +233,13 @@ std::string Trace::to_json(int indent) const {
   for (size_t i = 0; i < insts_.size(); ++i) {
     const Instruction& inst = insts_[i];
     json args = json::object();
-    for (size_t p = 0; p < inst.args.size(); ++p) args[std::string(inst.kind->params[p].name)] = value_to_json(inst.args[p], names);
+    for (size_t p = 0; p < inst.args.size(); ++p)
+      args[std::string(inst.kind->params[p].name)] = value_to_json(inst.args[p], names);
     json outs = json::array();
     for (const Value& o : inst.outputs) outs.push_back(names.at(o.i));
     json entry = {{"kind", inst.kind->name}, {"args", args}, {"outputs", outs}};
-    if (auto d = decisions_.find(i); d != decisions_.end()) entry["decision"] = value_to_json(d->second, names);
+    if (auto d = decisions_.find(i); d != decisions_.end())
+      entry["decision"] = value_to_json(d->second, names);
     insts.push_back(entry);
   }
   json root = {{"format", "tyche.trace"}, {"version", kFormatVersion}, {"instructions", insts}};
@@ -231,9 +259,11 @@ Trace Trace::from_json_unchecked(std::string_view text) {
   if (root.is_discarded()) throw InputError("trace JSON: not valid JSON");
   if (!root.is_object() || !root.contains("format") || root["format"] != "tyche.trace")
     throw InputError("trace JSON: not a Tyche trace (expected \"format\": \"tyche.trace\")");
-  if (!root.contains("version") || !root["version"].is_number_integer() || root["version"].get<int>() != kFormatVersion)
+  if (!root.contains("version") || !root["version"].is_number_integer() ||
+      root["version"].get<int>() != kFormatVersion)
     throw InputError(fmt::format("trace JSON: unsupported version {} (this build reads version {})",
-                                 root.contains("version") ? root["version"].dump() : "(none)", kFormatVersion));
+                                 root.contains("version") ? root["version"].dump() : "(none)",
+                                 kFormatVersion));
   if (!root.contains("instructions") || !root["instructions"].is_array())
     throw InputError("trace JSON: missing the \"instructions\" array");
   Trace trace;
@@ -259,18 +289,23 @@ Trace Trace::from_json_unchecked(std::string_view text) {
     for (const Param& p : kind->params) {
       std::string pname(p.name);
       Value v;
-      if (args.contains(pname)) v = value_from_json(args[pname], env, ctx);
-      else if (p.default_value) v = *p.default_value;
-      else throw InputError(fmt::format("{}: missing argument '{}'", ctx, pname));
+      if (args.contains(pname))
+        v = value_from_json(args[pname], env, ctx);
+      else if (p.default_value)
+        v = *p.default_value;
+      else
+        throw InputError(fmt::format("{}: missing argument '{}'", ctx, pname));
       if (!value_matches(v, p.type))
-        throw InputError(fmt::format("{}: argument '{}' must be {}", ctx, pname, param_type_name(p.type)));
+        throw InputError(
+            fmt::format("{}: argument '{}' must be {}", ctx, pname, param_type_name(p.type)));
       inst.args.push_back(std::move(v));
     }
     Value decision;
     if (entry.contains("decision")) {
       if (!kind->is_sampling()) throw InputError(ctx + ": takes no decision");
       decision = value_from_json(entry["decision"], env, ctx);
-      if (!decision_matches(decision, kind->decision)) throw InputError(ctx + ": the decision has the wrong form");
+      if (!decision_matches(decision, kind->decision))
+        throw InputError(ctx + ": the decision has the wrong form");
     }
     json outs = entry.value("outputs", json::array());
     if (!outs.is_array()) throw InputError(ctx + ": \"outputs\" must be an array");
@@ -282,8 +317,10 @@ Trace Trace::from_json_unchecked(std::string_view text) {
       env[o.get<std::string>()] = rv;
       inst.outputs.push_back(rv);
     }
-    if (kind->output == OutputType::kNone && !inst.outputs.empty()) throw InputError(ctx + ": produces no outputs");
-    bool single = kind->output == OutputType::kBlock || kind->output == OutputType::kLoop || kind->output == OutputType::kExpr;
+    if (kind->output == OutputType::kNone && !inst.outputs.empty())
+      throw InputError(ctx + ": produces no outputs");
+    bool single = kind->output == OutputType::kBlock || kind->output == OutputType::kLoop ||
+                  kind->output == OutputType::kExpr;
     if (single && inst.outputs.size() > 1) throw InputError(ctx + ": produces one output");
     trace.append(std::move(inst), std::move(decision));
     ++index;
@@ -299,7 +336,8 @@ Trace Trace::parse(std::string_view text) {
 
 ir::PrimFunc apply_trace_file(const ir::PrimFunc& func, const std::string& path, int64_t seed) {
   std::ifstream in(path);
-  if (!in || !std::filesystem::is_regular_file(path)) throw Error(fmt::format("cannot read trace file '{}'", path));
+  if (!in || !std::filesystem::is_regular_file(path))
+    throw Error(fmt::format("cannot read trace file '{}'", path));
   std::stringstream text;
   text << in.rdbuf();
   Trace trace;

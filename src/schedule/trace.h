@@ -4,11 +4,11 @@
 // it round-trips through JSON and through a Python-like text form a person can write.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <cstdint>
 #include <vector>
 
 #include "schedule/error.h"

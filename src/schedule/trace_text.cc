@@ -22,11 +22,20 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -40,11 +49,16 @@ std::string float_text(double f) {
 
 std::string value_text(const Value& v, const std::unordered_map<int64_t, std::string>& names) {
   switch (v.kind) {
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kInt: return std::to_string(v.i);
-    case Value::Kind::kFloat: return float_text(v.f);
-    case Value::Kind::kBool: return v.i ? "True" : "False";
-    case Value::Kind::kString: return quote(v.s);
+    case Value::Kind::kNone:
+      return "None";
+    case Value::Kind::kInt:
+      return std::to_string(v.i);
+    case Value::Kind::kFloat:
+      return float_text(v.f);
+    case Value::Kind::kBool:
+      return v.i ? "True" : "False";
+    case Value::Kind::kString:
+      return quote(v.s);
     case Value::Kind::kList: {
       std::vector<std::string> items;
       for (const Value& x : v.list) items.push_back(value_text(x, names));
@@ -68,8 +82,10 @@ std::string Trace::to_text() const {
     if (!inst.outputs.empty()) {
       std::vector<std::string> targets;
       for (const Value& o : inst.outputs) targets.push_back(names.at(o.i));
-      bool list_output = kind.output == OutputType::kBlocks || kind.output == OutputType::kLoops || kind.output == OutputType::kExprs;
-      out += fmt::format("{}{} = ", fmt::join(targets, ", "), list_output && targets.size() == 1 ? "," : "");
+      bool list_output = kind.output == OutputType::kBlocks || kind.output == OutputType::kLoops ||
+                         kind.output == OutputType::kExprs;
+      out += fmt::format("{}{} = ", fmt::join(targets, ", "),
+                         list_output && targets.size() == 1 ? "," : "");
     }
     std::vector<std::string> args;
     for (size_t p = 0; p < inst.args.size(); ++p) {
@@ -79,7 +95,8 @@ std::string Trace::to_text() const {
         args.push_back(fmt::format("{}={}", kind.params[p].name, value_text(inst.args[p], names)));
       }
     }
-    if (auto d = decisions_.find(i); d != decisions_.end()) args.push_back("decision=" + value_text(d->second, names));
+    if (auto d = decisions_.find(i); d != decisions_.end())
+      args.push_back("decision=" + value_text(d->second, names));
     out += fmt::format("sch.{}({})\n", kind.name, fmt::join(args, ", "));
   }
   return out;
@@ -91,7 +108,8 @@ namespace {
 
 class LineParser {
  public:
-  LineParser(std::string_view line, int line_no, std::unordered_map<std::string, Value>* env, int64_t* next_id)
+  LineParser(std::string_view line, int line_no, std::unordered_map<std::string, Value>* env,
+             int64_t* next_id)
       : s_(line), line_(line_no), env_(env), next_id_(next_id) {}
 
   // Parses one instruction line into `inst` and its decision.
@@ -154,8 +172,10 @@ class LineParser {
           size_t save = pos_;
           std::string id = ident();
           skip_ws();
-          if (accept('=')) keyword = id;
-          else pos_ = save;
+          if (accept('='))
+            keyword = id;
+          else
+            pos_ = save;
         }
         Value v = value();
         if (keyword.empty()) {
@@ -172,7 +192,8 @@ class LineParser {
           if (!kind.is_sampling()) fail_at(col, fmt::format("{} takes no decision", kind.name));
           if (!decision_matches(v, kind.decision))
             fail_at(col, fmt::format("the decision of {} must be {}", kind.name,
-                                     kind.decision == DecisionType::kInt ? "an integer" : "a list of integers"));
+                                     kind.decision == DecisionType::kInt ? "an integer"
+                                                                         : "a list of integers"));
           *decision = std::move(v);
           seen_keyword = true;
         } else {
@@ -182,7 +203,8 @@ class LineParser {
           if (p == kind.params.size()) {
             std::vector<std::string_view> known;
             for (const Param& q : kind.params) known.push_back(q.name);
-            fail_at(col, fmt::format("{} has no argument '{}' (arguments: {})", kind.name, keyword, fmt::join(known, ", ")));
+            fail_at(col, fmt::format("{} has no argument '{}' (arguments: {})", kind.name, keyword,
+                                     fmt::join(known, ", ")));
           }
           if (args[p]) fail_at(col, fmt::format("argument '{}' given twice", keyword));
           check_arg(kind, p, v, col);
@@ -202,7 +224,8 @@ class LineParser {
     }
     for (size_t p = 0; p < kind.params.size(); ++p) {
       if (!args[p]) {
-        if (!kind.params[p].default_value) fail(fmt::format("{}: missing argument '{}'", kind.name, kind.params[p].name));
+        if (!kind.params[p].default_value)
+          fail(fmt::format("{}: missing argument '{}'", kind.name, kind.params[p].name));
         args[p] = *kind.params[p].default_value;
       }
       inst->args.push_back(std::move(*args[p]));
@@ -211,15 +234,20 @@ class LineParser {
 
   void check_arg(const InstructionKind& kind, size_t p, const Value& v, size_t col) {
     if (!value_matches(v, kind.params[p].type))
-      fail_at(col, fmt::format("argument '{}' of {} must be {}, got {}", kind.params[p].name, kind.name,
-                               param_type_name(kind.params[p].type), value_kind_name(v.kind)));
+      fail_at(col,
+              fmt::format("argument '{}' of {} must be {}, got {}", kind.params[p].name, kind.name,
+                          param_type_name(kind.params[p].type), value_kind_name(v.kind)));
   }
 
-  void bind_targets(const InstructionKind& kind, const std::vector<std::string>& targets, bool has_targets, Instruction* inst) {
+  void bind_targets(const InstructionKind& kind, const std::vector<std::string>& targets,
+                    bool has_targets, Instruction* inst) {
     if (!has_targets) return;
-    if (kind.output == OutputType::kNone) fail_at(0, fmt::format("{} produces nothing to assign", kind.name));
-    bool single = kind.output == OutputType::kBlock || kind.output == OutputType::kLoop || kind.output == OutputType::kExpr;
-    if (single && targets.size() != 1) fail_at(0, fmt::format("{} produces one value, not {}", kind.name, targets.size()));
+    if (kind.output == OutputType::kNone)
+      fail_at(0, fmt::format("{} produces nothing to assign", kind.name));
+    bool single = kind.output == OutputType::kBlock || kind.output == OutputType::kLoop ||
+                  kind.output == OutputType::kExpr;
+    if (single && targets.size() != 1)
+      fail_at(0, fmt::format("{} produces one value, not {}", kind.name, targets.size()));
     for (const std::string& t : targets) {
       Value rv;
       rv.kind = rv_kind_of_output(kind);
@@ -256,7 +284,8 @@ class LineParser {
       return Value::of_list(std::move(items));
     }
     if (c == '"' || c == '\'') return Value::string(string_literal());
-    if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.') return number();
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.')
+      return number();
     if (peek_ident()) {
       std::string id = ident();
       if (id == "None") return Value::none();
@@ -320,11 +349,14 @@ class LineParser {
   }
 
   bool peek_ident() const {
-    return pos_ < s_.size() && (std::isalpha(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_');
+    return pos_ < s_.size() &&
+           (std::isalpha(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_');
   }
   std::string ident() {
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+    while (pos_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+      ++pos_;
     return std::string(s_.substr(start, pos_ - start));
   }
   void skip_ws() {
@@ -359,8 +391,10 @@ std::string_view strip_comment(std::string_view line) {
   for (size_t i = 0; i < line.size(); ++i) {
     char c = line[i];
     if (quote) {
-      if (c == '\\') ++i;
-      else if (c == quote) quote = 0;
+      if (c == '\\')
+        ++i;
+      else if (c == quote)
+        quote = 0;
     } else if (c == '"' || c == '\'') {
       quote = c;
     } else if (c == '#') {

@@ -10,7 +10,14 @@ namespace tyche {
 class DataType {
  public:
   // Same numbering as DLPack's DLDataTypeCode, with bool as its own code.
-  enum class Code : uint8_t { kInt = 0, kUInt = 1, kFloat = 2, kBFloat = 4, kBool = 6, kHandle = 3 };
+  enum class Code : uint8_t {
+    kInt = 0,
+    kUInt = 1,
+    kFloat = 2,
+    kBFloat = 4,
+    kBool = 6,
+    kHandle = 3
+  };
 
   constexpr DataType() = default;
   constexpr DataType(Code code, int bits, int lanes = 1)

@@ -39,10 +39,9 @@ template <typename... Args>
 
 }  // namespace tyche
 
-#define TYCHE_CHECK(cond, ...)                                                     \
-  do {                                                                             \
-    if (!(cond))                                                                   \
-      throw ::tyche::InternalError(fmt::format("{}:{}: check `{}` failed: {}",     \
-                                               __FILE__, __LINE__, #cond,          \
-                                               fmt::format(__VA_ARGS__)));         \
+#define TYCHE_CHECK(cond, ...)                                                                     \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      throw ::tyche::InternalError(fmt::format("{}:{}: check `{}` failed: {}", __FILE__, __LINE__, \
+                                               #cond, fmt::format(__VA_ARGS__)));                  \
   } while (0)

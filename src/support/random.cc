@@ -15,7 +15,9 @@ uint64_t splitmix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 }  // namespace
 
@@ -57,7 +59,9 @@ int64_t RandomEngine::uniform_int(int64_t lo, int64_t hi) {
   return static_cast<int64_t>(static_cast<uint64_t>(lo) + uniform_below(span));
 }
 
-double RandomEngine::uniform_real() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double RandomEngine::uniform_real() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 int64_t RandomEngine::weighted_index(const std::vector<double>& weights) {
   double total = 0;
@@ -77,7 +81,9 @@ int64_t RandomEngine::weighted_index(const std::vector<double>& weights) {
   return last_positive;  // rounding left x just above the last bucket
 }
 
-RandomEngine RandomEngine::fork() { return RandomEngine(static_cast<int64_t>(next() >> 1)); }
+RandomEngine RandomEngine::fork() {
+  return RandomEngine(static_cast<int64_t>(next() >> 1));
+}
 
 std::vector<RandomEngine> RandomEngine::fork(int n) {
   std::vector<RandomEngine> out;

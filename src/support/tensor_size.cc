@@ -45,7 +45,9 @@ uint64_t item_bytes(DataType dtype) {
   return scalar * lanes;
 }
 
-std::string shape_string(std::span<const int64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string shape_string(std::span<const int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 std::string bytes_string(uint64_t bytes) {
   if (bytes < 1024) return fmt::format("{} bytes", bytes);
@@ -63,7 +65,8 @@ std::atomic<uint64_t> g_limit_override{0};
 uint64_t physical_memory() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return uint64_t{1} << 40;  // unknown: 1 TiB
-  return checked_mul(static_cast<uint64_t>(pages), static_cast<uint64_t>(page)).value_or(UINT64_MAX);
+  return checked_mul(static_cast<uint64_t>(pages), static_cast<uint64_t>(page))
+      .value_or(UINT64_MAX);
 }
 
 // "4096", "512M", "2G": the environment's limit; a malformed one is refused in one line.
@@ -72,11 +75,24 @@ uint64_t parse_limit(const char* text) {
   uint64_t scale = 1;
   if (!s.empty()) {
     switch (s.back()) {
-      case 'K': case 'k': scale = uint64_t{1} << 10; break;
-      case 'M': case 'm': scale = uint64_t{1} << 20; break;
-      case 'G': case 'g': scale = uint64_t{1} << 30; break;
-      case 'T': case 't': scale = uint64_t{1} << 40; break;
-      default: break;
+      case 'K':
+      case 'k':
+        scale = uint64_t{1} << 10;
+        break;
+      case 'M':
+      case 'm':
+        scale = uint64_t{1} << 20;
+        break;
+      case 'G':
+      case 'g':
+        scale = uint64_t{1} << 30;
+        break;
+      case 'T':
+      case 't':
+        scale = uint64_t{1} << 40;
+        break;
+      default:
+        break;
     }
     if (scale != 1) s.pop_back();
   }
@@ -85,7 +101,8 @@ uint64_t parse_limit(const char* text) {
   unsigned long long v = s.empty() || s[0] == '-' ? 0 : std::strtoull(s.c_str(), &end, 10);
   std::optional<uint64_t> bytes = checked_mul(v, scale);
   if (s.empty() || s[0] == '-' || errno != 0 || *end != '\0' || v == 0 || !bytes)
-    throw_input_error("TYCHE_MAX_TENSOR_BYTES='{}' is not a size in bytes (e.g. 1073741824 or 1G)", text);
+    throw_input_error("TYCHE_MAX_TENSOR_BYTES='{}' is not a size in bytes (e.g. 1073741824 or 1G)",
+                      text);
   return *bytes;
 }
 
@@ -104,20 +121,28 @@ uint64_t tensor_byte_limit() {
   return o ? o : default_limit();
 }
 
-void set_tensor_byte_limit(uint64_t bytes) { g_limit_override.store(bytes, std::memory_order_relaxed); }
+void set_tensor_byte_limit(uint64_t bytes) {
+  g_limit_override.store(bytes, std::memory_order_relaxed);
+}
 
 TensorSize tensor_size(std::string_view what, std::span<const int64_t> shape, DataType dtype) {
   for (int64_t d : shape)
-    if (d < 0) throw_input_error("{} has a negative dimension: shape {}", what, shape_string(shape));
+    if (d < 0)
+      throw_input_error("{} has a negative dimension: shape {}", what, shape_string(shape));
   std::optional<int64_t> n = checked_numel(shape);
-  if (!n) throw_input_error("{} has more elements than 64 bits count: shape {}", what, shape_string(shape));
+  if (!n)
+    throw_input_error("{} has more elements than 64 bits count: shape {}", what,
+                      shape_string(shape));
   std::optional<uint64_t> bytes = checked_mul(static_cast<uint64_t>(*n), item_bytes(dtype));
   if (!bytes)
-    throw_input_error("{} of shape {} {} needs more bytes than 64 bits count", what, shape_string(shape), dtype.str());
+    throw_input_error("{} of shape {} {} needs more bytes than 64 bits count", what,
+                      shape_string(shape), dtype.str());
   uint64_t limit = tensor_byte_limit();
   if (*bytes > limit)
-    throw_input_error("{} of shape {} {} needs {} ({} bytes), over the limit of {} (TYCHE_MAX_TENSOR_BYTES; default: this machine's memory)",
-                      what, shape_string(shape), dtype.str(), bytes_string(*bytes), *bytes, bytes_string(limit));
+    throw_input_error(
+        "{} of shape {} {} needs {} ({} bytes), over the limit of {} (TYCHE_MAX_TENSOR_BYTES; "
+        "default: this machine's memory)",
+        what, shape_string(shape), dtype.str(), bytes_string(*bytes), *bytes, bytes_string(limit));
   return {*n, *bytes};
 }
 

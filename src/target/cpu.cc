@@ -21,7 +21,8 @@ std::string join_features(const std::vector<std::string>& on, const std::vector<
   std::vector<std::string> all;
   for (const std::string& f : on) all.push_back("+" + f);
   for (const std::string& f : off) all.push_back("-" + f);
-  std::sort(all.begin(), all.end(), [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
+  std::sort(all.begin(), all.end(),
+            [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
   return fmt::format("{}", fmt::join(all, ","));
 }
 
@@ -30,16 +31,20 @@ Cpu host_cpu() {
   c.name = "host";
   c.llvm_cpu = probe::host_cpu_name();
   std::vector<std::string> off;
-  for (const auto& [feature, on] : probe::host_features()) (on ? c.features : off).push_back(feature);
+  for (const auto& [feature, on] : probe::host_features())
+    (on ? c.features : off).push_back(feature);
   std::sort(c.features.begin(), c.features.end());
   c.feature_string = join_features(c.features, off);
   return c;
 }
 
 Cpu named_cpu(const std::string& name) {
-  if (!probe::host_is_x86()) throw Error(fmt::format("unknown CPU '{}': on this architecture only 'host' is supported", name));
+  if (!probe::host_is_x86())
+    throw Error(
+        fmt::format("unknown CPU '{}': on this architecture only 'host' is supported", name));
   std::optional<std::vector<std::string>> features = probe::named_cpu_features(name);
-  if (!features) throw Error(fmt::format("unknown CPU '{}' (expected {})", name, probe::known_cpu_names()));
+  if (!features)
+    throw Error(fmt::format("unknown CPU '{}' (expected {})", name, probe::known_cpu_names()));
   Cpu c;
   c.name = name;
   c.llvm_cpu = name;
@@ -51,7 +56,9 @@ Cpu named_cpu(const std::string& name) {
 
 }  // namespace
 
-bool Cpu::has(std::string_view feature) const { return std::binary_search(features.begin(), features.end(), feature); }
+bool Cpu::has(std::string_view feature) const {
+  return std::binary_search(features.begin(), features.end(), feature);
+}
 
 int Cpu::vector_bits() const {
   if (has("avx512f")) return 512;
@@ -59,7 +66,9 @@ int Cpu::vector_bits() const {
   return 128;
 }
 
-int Cpu::vector_registers() const { return has("avx512f") ? 32 : 16; }
+int Cpu::vector_registers() const {
+  return has("avx512f") ? 32 : 16;
+}
 
 std::string Cpu::describe() const {
   std::string shown = name == llvm_cpu ? name : fmt::format("{}: {}", name, llvm_cpu);

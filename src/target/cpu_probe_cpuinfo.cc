@@ -12,14 +12,40 @@ namespace {
 
 // /proc/cpuinfo's flag -> LLVM's feature name, for the features Tyche reads or the levels list.
 const std::map<std::string, std::string>& flag_names() {
-  static const std::map<std::string, std::string> m = {
-      {"cmov", "cmov"}, {"cx8", "cx8"}, {"fxsr", "fxsr"}, {"mmx", "mmx"}, {"sse", "sse"}, {"sse2", "sse2"},
-      {"cx16", "cx16"}, {"popcnt", "popcnt"}, {"lahf_lm", "sahf"}, {"pni", "sse3"}, {"ssse3", "ssse3"},
-      {"sse4_1", "sse4.1"}, {"sse4_2", "sse4.2"}, {"avx", "avx"}, {"avx2", "avx2"}, {"bmi1", "bmi"}, {"bmi2", "bmi2"},
-      {"f16c", "f16c"}, {"fma", "fma"}, {"abm", "lzcnt"}, {"movbe", "movbe"}, {"xsave", "xsave"},
-      {"avx512f", "avx512f"}, {"avx512bw", "avx512bw"}, {"avx512cd", "avx512cd"}, {"avx512dq", "avx512dq"},
-      {"avx512vl", "avx512vl"}, {"avx512_vnni", "avx512vnni"}, {"avx_vnni", "avxvnni"}, {"avx512_bf16", "avx512bf16"},
-      {"avx512_fp16", "avx512fp16"}, {"amx_tile", "amx-tile"}, {"amx_int8", "amx-int8"}, {"amx_bf16", "amx-bf16"}};
+  static const std::map<std::string, std::string> m = {{"cmov", "cmov"},
+                                                       {"cx8", "cx8"},
+                                                       {"fxsr", "fxsr"},
+                                                       {"mmx", "mmx"},
+                                                       {"sse", "sse"},
+                                                       {"sse2", "sse2"},
+                                                       {"cx16", "cx16"},
+                                                       {"popcnt", "popcnt"},
+                                                       {"lahf_lm", "sahf"},
+                                                       {"pni", "sse3"},
+                                                       {"ssse3", "ssse3"},
+                                                       {"sse4_1", "sse4.1"},
+                                                       {"sse4_2", "sse4.2"},
+                                                       {"avx", "avx"},
+                                                       {"avx2", "avx2"},
+                                                       {"bmi1", "bmi"},
+                                                       {"bmi2", "bmi2"},
+                                                       {"f16c", "f16c"},
+                                                       {"fma", "fma"},
+                                                       {"abm", "lzcnt"},
+                                                       {"movbe", "movbe"},
+                                                       {"xsave", "xsave"},
+                                                       {"avx512f", "avx512f"},
+                                                       {"avx512bw", "avx512bw"},
+                                                       {"avx512cd", "avx512cd"},
+                                                       {"avx512dq", "avx512dq"},
+                                                       {"avx512vl", "avx512vl"},
+                                                       {"avx512_vnni", "avx512vnni"},
+                                                       {"avx_vnni", "avxvnni"},
+                                                       {"avx512_bf16", "avx512bf16"},
+                                                       {"avx512_fp16", "avx512fp16"},
+                                                       {"amx_tile", "amx-tile"},
+                                                       {"amx_int8", "amx-int8"},
+                                                       {"amx_bf16", "amx-bf16"}};
   return m;
 }
 
@@ -75,6 +101,8 @@ std::optional<std::vector<std::string>> named_cpu_features(const std::string& na
   return std::nullopt;
 }
 
-const char* known_cpu_names() { return "host, x86-64, x86-64-v2, x86-64-v3 or x86-64-v4: this Tyche was built without LLVM"; }
+const char* known_cpu_names() {
+  return "host, x86-64, x86-64-v2, x86-64-v3 or x86-64-v4: this Tyche was built without LLVM";
+}
 
 }  // namespace tyche::target::probe

@@ -23,7 +23,9 @@ const std::map<std::string, bool>& host_features() {
   return m;
 }
 
-bool host_is_x86() { return llvm::Triple(llvm::sys::getProcessTriple()).isX86(); }
+bool host_is_x86() {
+  return llvm::Triple(llvm::sys::getProcessTriple()).isX86();
+}
 
 std::optional<std::vector<std::string>> named_cpu_features(const std::string& name) {
   if (llvm::X86::parseArchX86(name, /*Only64Bit=*/true) == llvm::X86::CK_None) return std::nullopt;
@@ -41,6 +43,9 @@ std::optional<std::vector<std::string>> named_cpu_features(const std::string& na
   return out;
 }
 
-const char* known_cpu_names() { return "host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM x86-64 CPU name such as skylake-avx512 or znver3"; }
+const char* known_cpu_names() {
+  return "host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM x86-64 CPU name such as "
+         "skylake-avx512 or znver3";
+}
 
 }  // namespace tyche::target::probe

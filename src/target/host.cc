@@ -24,7 +24,10 @@ std::vector<CacheInfo> cpu_caches() {
     std::string size = read_word(dir + "size");
     if (size.empty()) continue;
     CacheInfo c;
-    size_t unit = size.back() == 'K' ? 1024 : size.back() == 'M' ? 1024 * 1024 : size.back() == 'G' ? size_t{1} << 30 : 1;
+    size_t unit = size.back() == 'K'   ? 1024
+                  : size.back() == 'M' ? 1024 * 1024
+                  : size.back() == 'G' ? size_t{1} << 30
+                                       : 1;
     c.bytes = std::strtoull(size.c_str(), nullptr, 10) * unit;
     c.level = std::atoi(read_word(dir + "level").c_str());
     c.type = read_word(dir + "type");

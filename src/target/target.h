@@ -1,11 +1,13 @@
 // What code is generated for: a CPU through LLVM, a CUDA GPU described by its architecture and
-// limits, or an OpenCL device described by its limits. One value travels from the command line (`--target`) through the rules, postprocessors,
-// mutators, builder and records, so every layer asks the same description.
+// limits, or an OpenCL device described by its limits. One value travels from the command line
+// (`--target`) through the rules, postprocessors, mutators, builder and records, so every layer
+// asks the same description.
 //
 // Text form (TVM's): a kind, then options as `-key=value` (or `-key value`):
 //   llvm [-mcpu=NAME] [-num-cores=N]        NAME: host, x86-64-v2..v4 or an LLVM CPU (target/cpu.h)
 //   cuda [-arch=sm_XY] [-max-threads-per-block=N] [-max-shared-memory-per-block=BYTES]
-//   opencl [-max-threads-per-block=N] [-max-shared-memory-per-block=BYTES]   (work-group size, local memory)
+//   opencl [-max-threads-per-block=N] [-max-shared-memory-per-block=BYTES]   (work-group size,
+//   local memory)
 // str() prints the `=` form, which parse() reads back to an equal Target.
 #pragma once
 
@@ -21,8 +23,8 @@ struct Target {
   int num_cores = 1;          // llvm: threads that run parallel loops
   std::string cpu;            // llvm: the CPU code is generated for (target/cpu.h); "" = default
   std::string arch;           // cuda: the compute capability ("sm_90"); "" = not given
-  // GPU limits (cuda, opencl): VerifyGPUCode checks them all; AutoBind and CrossThreadReduction draw thread
-  // counts up to max_threads_per_block.
+  // GPU limits (cuda, opencl): VerifyGPUCode checks them all; AutoBind and CrossThreadReduction
+  // draw thread counts up to max_threads_per_block.
   int64_t max_threads_per_block = 1024;
   int64_t max_shared_memory_per_block = 49152;  // bytes; the default without the opt-in
   int64_t max_local_memory_per_block = 2147483647;

@@ -13,7 +13,8 @@ namespace {
 
 // Post-order over the dataflow graph (producers before consumers), iterative so that long
 // chains cannot overflow the stack.
-void topo_visit(const Tensor& root, std::unordered_set<const OperationNode*>& seen, std::vector<Tensor>& order) {
+void topo_visit(const Tensor& root, std::unordered_set<const OperationNode*>& seen,
+                std::vector<Tensor>& order) {
   if (!seen.insert(root.op()).second) return;
   std::vector<std::pair<Tensor, size_t>> stack = {{root, 0}};
   while (!stack.empty()) {
@@ -36,7 +37,8 @@ void topo_visit(const Tensor& root, std::unordered_set<const OperationNode*>& se
 // both sides, so its reads are.
 class UnguardedReadChecker : public ir::StmtExprVisitor {
  public:
-  UnguardedReadChecker(const OperationNode& op, arith::Analyzer& analyzer) : op_(op), analyzer_(analyzer) {}
+  UnguardedReadChecker(const OperationNode& op, arith::Analyzer& analyzer)
+      : op_(op), analyzer_(analyzer) {}
 
   void visit_call(const ir::CallNode* n) override {
     if (n->op == ir::CallOp::kIfThenElse) return visit_expr(n->args.at(0));
@@ -47,11 +49,16 @@ class UnguardedReadChecker : public ir::StmtExprVisitor {
     for (size_t d = 0; d < n->indices.size() && d < n->buffer->shape.size(); ++d) {
       const auto* extent = n->buffer->shape[d].as<ir::IntImmNode>();
       arith::ConstIntBound b = analyzer_.const_int_bound(n->indices[d]);
-      if (!extent || b.min_value == arith::ConstIntBound::kNegInf || b.max_value == arith::ConstIntBound::kPosInf) continue;
+      if (!extent || b.min_value == arith::ConstIntBound::kNegInf ||
+          b.max_value == arith::ConstIntBound::kPosInf)
+        continue;
       if (b.min_value < 0 || b.max_value >= extent->value)
-        throw_input_error("compute '{}' reads {} outside its shape: index {} of dimension {} takes [{}, {}], not within [0, {}) "
-                    "(guard the read with if_then_else)",
-                    op_.name, n->buffer->name, ir::to_string(n->indices[d]), d, b.min_value, b.max_value, extent->value);
+        throw_input_error(
+            "compute '{}' reads {} outside its shape: index {} of dimension {} takes [{}, {}], not "
+            "within [0, {}) "
+            "(guard the read with if_then_else)",
+            op_.name, n->buffer->name, ir::to_string(n->indices[d]), d, b.min_value, b.max_value,
+            extent->value);
     }
   }
 
@@ -90,7 +97,8 @@ ir::Stmt make_compute_stage(const OperationNode& op, arith::Analyzer& analyzer) 
     DataType t = op.buffer->dtype;
     init = ir::buffer_store(op.buffer, reducer_identity(red->reducer, t), out_index);
     Expr acc = ir::buffer_load(op.buffer, out_index);
-    body = ir::buffer_store(op.buffer, reducer_combine(red->reducer, acc, rebind(red->source)), out_index);
+    body = ir::buffer_store(op.buffer, reducer_combine(red->reducer, acc, rebind(red->source)),
+                            out_index);
   } else {
     body = ir::buffer_store(op.buffer, rebind(*op.body->expr()), out_index);
   }
@@ -101,7 +109,8 @@ ir::Stmt make_compute_stage(const OperationNode& op, arith::Analyzer& analyzer) 
   std::vector<Expr> bindings(loop_vars.begin(), loop_vars.end());
   ir::Stmt stmt = ir::block_realize(bindings, ir::make_bool(true), block);
   for (size_t i = axes.size(); i-- > 0;) {
-    stmt = ir::for_loop(loop_vars[i], axes[i].dom.min, axes[i].dom.extent, ir::ForKind::kSerial, stmt);
+    stmt =
+        ir::for_loop(loop_vars[i], axes[i].dom.min, axes[i].dom.extent, ir::ForKind::kSerial, stmt);
   }
   return stmt;
 }
@@ -114,15 +123,18 @@ ir::PrimFunc create_prim_func(const std::vector<Tensor>& args, std::string name)
   bool seen_output = false;
   for (const Tensor& t : args) {
     if (!t.defined()) throw_input_error("create_prim_func: undefined tensor among the arguments");
-    if (!arg_ops.insert(t.op()).second) throw_input_error("create_prim_func: tensor '{}' is passed twice", t.name());
+    if (!arg_ops.insert(t.op()).second)
+      throw_input_error("create_prim_func: tensor '{}' is passed twice", t.name());
     if (t.op()->is_placeholder) {
-      if (seen_output) throw_input_error("create_prim_func: input '{}' listed after an output", t.name());
+      if (seen_output)
+        throw_input_error("create_prim_func: input '{}' listed after an output", t.name());
     } else {
       seen_output = true;
       outputs.push_back(t);
     }
   }
-  if (outputs.empty()) throw_input_error("create_prim_func: no computed tensor among the arguments");
+  if (outputs.empty())
+    throw_input_error("create_prim_func: no computed tensor among the arguments");
 
   std::unordered_set<const OperationNode*> seen;
   std::vector<Tensor> order;
@@ -137,13 +149,15 @@ ir::PrimFunc create_prim_func(const std::vector<Tensor>& args, std::string name)
     if (!names.insert(t.name()).second)
       throw_input_error("create_prim_func: two tensors are named '{}'", t.name());
     if (t.op()->is_placeholder) {
-      if (!arg_ops.count(t.op())) throw_input_error("create_prim_func: input '{}' is not among the arguments", t.name());
+      if (!arg_ops.count(t.op()))
+        throw_input_error("create_prim_func: input '{}' is not among the arguments", t.name());
       continue;
     }
     if (!arg_ops.count(t.op())) intermediates.push_back(t.buffer());
     stages.push_back(make_compute_stage(*t.op(), analyzer));
   }
-  ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), ir::seq(std::move(stages)), intermediates);
+  ir::Block root =
+      ir::make_block("root", {}, {}, {}, ir::Stmt(), ir::seq(std::move(stages)), intermediates);
   ir::Stmt body = ir::block_realize({}, ir::make_bool(true), root);
   return ir::PrimFunc(std::move(name), std::move(params), static_cast<int>(outputs.size()), body);
 }

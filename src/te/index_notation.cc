@@ -238,7 +238,8 @@ std::string formula_string(const IndexNotationProgram& program) {
 std::string dtypes_string(const IndexNotationProgram& program) {
   std::string s;
   for (const IndexNotationTensor& t : program.tensors)
-    if (t.dtype != kFloat32) s += fmt::format("{}{}={}", s.empty() ? "" : ",", t.name, t.dtype.str());
+    if (t.dtype != kFloat32)
+      s += fmt::format("{}{}={}", s.empty() ? "" : ",", t.name, t.dtype.str());
   return s;
 }
 

@@ -79,8 +79,7 @@ std::vector<std::string> note_reads(Usage& usage, const IndexNotationStatement& 
     }
     u.last_read_stmt = si;
     if (acc.tensor == st.output)
-      fail_at(acc.column,
-              fmt::format("'{}' is read in the statement that writes it", acc.tensor));
+      fail_at(acc.column, fmt::format("'{}' is read in the statement that writes it", acc.tensor));
     for (const AffineIndex& idx : acc.indices)
       for (const IndexTerm& t : idx.terms) {
         usage.note_index(t.index, idx.column);
@@ -97,8 +96,8 @@ void note_write(Usage& usage, const IndexNotationStatement& st, int si) {
     fail_at(st.column,
             fmt::format("'{}' is written twice (first at column {})", st.output, w.write_column));
   if (w.first_read_stmt >= 0 && w.first_read_stmt < si)
-    fail_at(w.read_column, fmt::format("'{}' is read before it is written (at column {})",
-                                       st.output, st.column));
+    fail_at(w.read_column,
+            fmt::format("'{}' is read before it is written (at column {})", st.output, st.column));
   w.written = si;
   w.write_column = st.column;
 }
@@ -106,8 +105,7 @@ void note_write(Usage& usage, const IndexNotationStatement& st, int si) {
 // Right-hand indices not on the left reduce; an accumulating assignment needs at least one.
 void set_reduction(IndexNotationStatement& st, const std::vector<std::string>& rhs_indices) {
   for (const std::string& i : rhs_indices)
-    if (std::find(st.axes.begin(), st.axes.end(), i) == st.axes.end())
-      st.reduce_axes.push_back(i);
+    if (std::find(st.axes.begin(), st.axes.end(), i) == st.axes.end()) st.reduce_axes.push_back(i);
   st.reducer = st.assign == AssignOp::kMaxAssign   ? ReducerKind::kMax
                : st.assign == AssignOp::kMinAssign ? ReducerKind::kMin
                                                    : ReducerKind::kSum;
@@ -130,12 +128,14 @@ Usage collect_usage(std::vector<IndexNotationStatement>& stmts) {
   }
   for (const std::string& t : usage.tensor_order)
     if (usage.index_column.count(t))
-      fail_at(usage.uses.at(t).column, fmt::format("'{}' is used both as a tensor and as an index", t));
+      fail_at(usage.uses.at(t).column,
+              fmt::format("'{}' is used both as a tensor and as an index", t));
   return usage;
 }
 
 // Extents must name exactly the indices of the formula.
-std::map<std::string, int64_t> check_extents(const Usage& usage, const std::vector<ExtentEntry>& extents) {
+std::map<std::string, int64_t> check_extents(const Usage& usage,
+                                             const std::vector<ExtentEntry>& extents) {
   std::map<std::string, int64_t> extent_of;
   for (const ExtentEntry& e : extents) {
     if (!usage.index_column.count(e.name))
@@ -162,18 +162,17 @@ int64_t index_top(const AffineIndex& idx, const std::string& tensor,
     big_coeff |= t.coeff > kMaxIndex || t.coeff < -kMaxIndex;
   }
   if (lo < 0)
-    fail_at(idx.column,
-            fmt::format("index '{}' of '{}' can be negative", idx.text, tensor));
+    fail_at(idx.column, fmt::format("index '{}' of '{}' can be negative", idx.text, tensor));
   if (mag > kMaxIndex || big_coeff)
-    fail_at(idx.column, fmt::format("index '{}' of '{}' exceeds the 32-bit index range",
-                                    idx.text, tensor));
+    fail_at(idx.column,
+            fmt::format("index '{}' of '{}' exceeds the 32-bit index range", idx.text, tensor));
   return static_cast<int64_t>(hi);
 }
 
 // Shapes: written tensors from their left-hand indices, inputs from the index ranges.
-std::map<std::string, std::vector<int64_t>> infer_shapes(const std::vector<IndexNotationStatement>& stmts,
-                                                         const Usage& usage,
-                                                         const std::map<std::string, int64_t>& extent_of) {
+std::map<std::string, std::vector<int64_t>> infer_shapes(
+    const std::vector<IndexNotationStatement>& stmts, const Usage& usage,
+    const std::map<std::string, int64_t>& extent_of) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const IndexNotationStatement& st : stmts) {
     std::vector<int64_t>& sh = shapes[st.output];
@@ -202,8 +201,8 @@ std::map<std::string, std::vector<int64_t>> infer_shapes(const std::vector<Index
 }
 
 // Every tensor with its shape and role, and the program's inputs, intermediates and outputs.
-void add_tensors(IndexNotationProgram& p, const std::vector<IndexNotationStatement>& stmts, const Usage& usage,
-                 const std::map<std::string, std::vector<int64_t>>& shapes) {
+void add_tensors(IndexNotationProgram& p, const std::vector<IndexNotationStatement>& stmts,
+                 const Usage& usage, const std::map<std::string, std::vector<int64_t>>& shapes) {
   for (const std::string& name : usage.tensor_order) {
     const TensorUse& u = usage.uses.at(name);
     IndexNotationTensor t;

@@ -108,8 +108,8 @@ inline constexpr FuncInfo kFuncs[] = {
     {"abs", IndexNotationFunc::kAbs, 1, ir::ExprKind::kAdd, ir::CallOp::kAbs},
 };
 // IndexNotationOp::kAdd..kDiv in order.
-inline constexpr ir::ExprKind kBinaryKinds[] = {ir::ExprKind::kAdd, ir::ExprKind::kSub, ir::ExprKind::kMul,
-                                         ir::ExprKind::kDiv};
+inline constexpr ir::ExprKind kBinaryKinds[] = {ir::ExprKind::kAdd, ir::ExprKind::kSub,
+                                                ir::ExprKind::kMul, ir::ExprKind::kDiv};
 
 std::vector<IndexNotationStatement> parse_statements(std::string_view formula);
 
@@ -124,7 +124,8 @@ std::vector<ExtentEntry> parse_extents(std::string_view s);
 // ---------------------------------------------------------------------------------------------
 // Checks (index_notation_checks.cc)
 
-IndexNotationProgram analyze(std::vector<IndexNotationStatement> stmts, const std::vector<ExtentEntry>& extents);
+IndexNotationProgram analyze(std::vector<IndexNotationStatement> stmts,
+                             const std::vector<ExtentEntry>& extents);
 
 // ---------------------------------------------------------------------------------------------
 // Element types (index_notation_types.cc)

@@ -10,7 +10,7 @@ namespace tyche::te::notation {
 
 namespace {
 
-constexpr DataType kAllowed[] = {DataType::Int(8),   DataType::UInt(8),  DataType::Int(16),
+constexpr DataType kAllowed[] = {DataType::Int(8),   DataType::UInt(8),   DataType::Int(16),
                                  DataType::Int(32),  DataType::Float(16), DataType::BFloat16(),
                                  DataType::Float(32)};
 
@@ -36,14 +36,16 @@ void check_expr(const IndexNotationExpr& e, const IndexNotationProgram& p,
   switch (e.op) {
     case IndexNotationOp::kNumber:
       if (integer && (e.value != std::floor(e.value) || std::abs(e.value) > 2147483647.0))
-        fail_formula(e.column, fmt::format("{} is not an int32 constant, and {}", e.value, out_text));
+        fail_formula(e.column,
+                     fmt::format("{} is not an int32 constant, and {}", e.value, out_text));
       break;
     case IndexNotationOp::kAccess: {
       DataType t = p.tensor(e.tensor).dtype;
       if (integer && t.is_float())
-        fail_formula(e.column, fmt::format("'{}' is {} and {}: index notation never converts a float "
-                                           "to an integer",
-                                           e.tensor, t.str(), out_text));
+        fail_formula(e.column,
+                     fmt::format("'{}' is {} and {}: index notation never converts a float "
+                                 "to an integer",
+                                 e.tensor, t.str(), out_text));
       break;
     }
     case IndexNotationOp::kDiv:
@@ -71,8 +73,12 @@ std::vector<DtypeEntry> parse_dtypes(std::string_view s) {
     while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
   };
   auto col = [](size_t p) { return static_cast<int>(std::min<size_t>(p, 1u << 30)) + 1; };
-  auto found = [&](size_t p) { return p >= s.size() ? std::string("end of dtypes") : describe_char(s[p]); };
-  auto err = [&](size_t p, const std::string& what) { fail(fmt::format("dtypes column {}: {}", col(p), what)); };
+  auto found = [&](size_t p) {
+    return p >= s.size() ? std::string("end of dtypes") : describe_char(s[p]);
+  };
+  auto err = [&](size_t p, const std::string& what) {
+    fail(fmt::format("dtypes column {}: {}", col(p), what));
+  };
   skip_ws();
   if (i == s.size()) return out;
   while (true) {
@@ -82,13 +88,16 @@ std::vector<DtypeEntry> parse_dtypes(std::string_view s) {
     while (i < s.size() && is_ident_char(s[i])) ++i;
     std::string name(s.substr(name_pos, i - name_pos));
     skip_ws();
-    if (i >= s.size() || s[i] != '=') err(i, fmt::format("expected '=' after '{}', found {}", name, found(i)));
+    if (i >= s.size() || s[i] != '=')
+      err(i, fmt::format("expected '=' after '{}', found {}", name, found(i)));
     ++i;
     skip_ws();
     size_t type_pos = i;
     while (i < s.size() && is_ident_char(s[i])) ++i;
     std::string type(s.substr(type_pos, i - type_pos));
-    if (type.empty()) err(type_pos, fmt::format("expected an element type for '{}', found {}", name, found(type_pos)));
+    if (type.empty())
+      err(type_pos,
+          fmt::format("expected an element type for '{}', found {}", name, found(type_pos)));
     DataType t;
     try {
       t = DataType::parse(type);
@@ -96,7 +105,8 @@ std::vector<DtypeEntry> parse_dtypes(std::string_view s) {
       t = DataType::Void();
     }
     if (!allowed(t))
-      err(type_pos, fmt::format("unknown element type '{}' for '{}' (formulas take {})", type, name, allowed_list()));
+      err(type_pos, fmt::format("unknown element type '{}' for '{}' (formulas take {})", type, name,
+                                allowed_list()));
     for (const DtypeEntry& d : out)
       if (d.name == name) err(name_pos, fmt::format("'{}' is given a type twice", name));
     out.push_back({name, t, col(name_pos)});
@@ -114,16 +124,18 @@ void assign_dtypes(IndexNotationProgram& p, const std::vector<DtypeEntry>& entri
     if (it == p.tensors.end()) {
       std::string names;
       for (const IndexNotationTensor& t : p.tensors) names += (names.empty() ? "" : ", ") + t.name;
-      fail(fmt::format("dtypes column {}: the formula has no tensor '{}' (its tensors: {})", d.column, d.name, names));
+      fail(fmt::format("dtypes column {}: the formula has no tensor '{}' (its tensors: {})",
+                       d.column, d.name, names));
     }
     it->dtype = d.dtype;
   }
   for (const IndexNotationStatement& st : p.statements) {
     DataType out = p.tensor(st.output).dtype;
     if (st.is_reduction() && out.is_float() && out.bits() == 16)
-      fail_formula(st.column, fmt::format("'{}' is {}: reduce into a float32 tensor and convert it in a "
-                                          "second statement (T[...] += ...; {}[...] = T[...])",
-                                          st.output, out.str(), st.output));
+      fail_formula(st.column,
+                   fmt::format("'{}' is {}: reduce into a float32 tensor and convert it in a "
+                               "second statement (T[...] += ...; {}[...] = T[...])",
+                               st.output, out.str(), st.output));
     check_expr(st.rhs, p, st, out);
   }
 }

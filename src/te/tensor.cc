@@ -42,30 +42,42 @@ Reduction make_reduction(ReducerKind k, Expr source, std::vector<IterVar> axes) 
 
 const char* reducer_name(ReducerKind k) {
   switch (k) {
-    case ReducerKind::kSum: return "sum";
-    case ReducerKind::kMax: return "max";
-    case ReducerKind::kMin: return "min";
-    case ReducerKind::kProd: return "prod";
+    case ReducerKind::kSum:
+      return "sum";
+    case ReducerKind::kMax:
+      return "max";
+    case ReducerKind::kMin:
+      return "min";
+    case ReducerKind::kProd:
+      return "prod";
   }
   return "?";
 }
 
 Expr reducer_identity(ReducerKind k, DataType dtype) {
   switch (k) {
-    case ReducerKind::kSum: return ir::make_const(dtype, 0);
-    case ReducerKind::kProd: return ir::make_const(dtype, 1);
-    case ReducerKind::kMax: return ir::min_value(dtype);
-    case ReducerKind::kMin: return ir::max_value(dtype);
+    case ReducerKind::kSum:
+      return ir::make_const(dtype, 0);
+    case ReducerKind::kProd:
+      return ir::make_const(dtype, 1);
+    case ReducerKind::kMax:
+      return ir::min_value(dtype);
+    case ReducerKind::kMin:
+      return ir::max_value(dtype);
   }
   return Expr();
 }
 
 Expr reducer_combine(ReducerKind k, Expr acc, Expr value) {
   switch (k) {
-    case ReducerKind::kSum: return acc + value;
-    case ReducerKind::kProd: return acc * value;
-    case ReducerKind::kMax: return ir::max(acc, value);
-    case ReducerKind::kMin: return ir::min(acc, value);
+    case ReducerKind::kSum:
+      return acc + value;
+    case ReducerKind::kProd:
+      return acc * value;
+    case ReducerKind::kMax:
+      return ir::max(acc, value);
+    case ReducerKind::kMin:
+      return ir::min(acc, value);
   }
   return Expr();
 }
@@ -75,19 +87,31 @@ DataType ComputeBody::dtype() const {
   return reduction()->source.dtype();
 }
 
-const ir::Buffer& Tensor::buffer() const { return op_->buffer; }
-const std::string& Tensor::name() const { return op_->name; }
-std::vector<int64_t> Tensor::shape() const { return ir::const_shape(op_->buffer); }
-DataType Tensor::dtype() const { return op_->buffer->dtype; }
-int Tensor::ndim() const { return static_cast<int>(op_->buffer->shape.size()); }
+const ir::Buffer& Tensor::buffer() const {
+  return op_->buffer;
+}
+const std::string& Tensor::name() const {
+  return op_->name;
+}
+std::vector<int64_t> Tensor::shape() const {
+  return ir::const_shape(op_->buffer);
+}
+DataType Tensor::dtype() const {
+  return op_->buffer->dtype;
+}
+int Tensor::ndim() const {
+  return static_cast<int>(op_->buffer->shape.size());
+}
 
 Expr Tensor::operator()(std::vector<Expr> indices) const {
   if (!op_) throw_input_error("use of an undefined tensor");
   if (indices.size() != op_->buffer->shape.size())
-    throw_input_error("tensor '{}' has {} dimension(s) but is indexed with {}", name(), ndim(), indices.size());
+    throw_input_error("tensor '{}' has {} dimension(s) but is indexed with {}", name(), ndim(),
+                      indices.size());
   for (Expr& i : indices) {
     if (!i.dtype().is_int_like())
-      throw_input_error("index of tensor '{}' has type {}, expected an integer", name(), i.dtype().str());
+      throw_input_error("index of tensor '{}' has type {}, expected an integer", name(),
+                        i.dtype().str());
   }
   if (!g_collectors.empty()) {
     auto& c = *g_collectors.back();
@@ -100,7 +124,8 @@ Expr Tensor::operator()(std::vector<Expr> indices) const {
 // Extents are int32 in the IR (make_int): a larger one would wrap.
 static void check_extent(int64_t extent, const char* what, const std::string& name) {
   if (extent <= 0) throw_input_error("{} '{}' has non-positive extent {}", what, name, extent);
-  if (extent > INT32_MAX) throw_input_error("{} '{}' has extent {}, larger than 2^31 - 1", what, name, extent);
+  if (extent > INT32_MAX)
+    throw_input_error("{} '{}' has extent {}, larger than 2^31 - 1", what, name, extent);
 }
 
 Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name) {
@@ -110,7 +135,8 @@ Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name)
     check_extent(s, "placeholder", name);
     dims.push_back(ir::make_int(s));
   }
-  tensor_size(fmt::format("placeholder '{}'", name), shape, dtype);  // its bytes fit 64 bits and the limit
+  tensor_size(fmt::format("placeholder '{}'", name), shape,
+              dtype);  // its bytes fit 64 bits and the limit
   auto op = std::make_shared<OperationNode>();
   op->name = name;
   op->buffer = ir::make_buffer(std::move(name), dtype, std::move(dims));
@@ -125,7 +151,8 @@ IterVar reduce_axis(ir::Range range, std::string name) {
   return IterVar{Var(std::move(name)), std::move(range), ir::IterKind::kReduce};
 }
 
-Tensor compute(std::vector<int64_t> shape, const std::function<ComputeBody(const std::vector<Var>&)>& fcompute,
+Tensor compute(std::vector<int64_t> shape,
+               const std::function<ComputeBody(const std::vector<Var>&)>& fcompute,
                std::string name, std::vector<std::string> axis_names) {
   if (name.empty()) throw_input_error("a compute needs a name");
   auto op = std::make_shared<OperationNode>();
@@ -138,7 +165,8 @@ Tensor compute(std::vector<int64_t> shape, const std::function<ComputeBody(const
     Var v(i < axis_names.size() ? axis_names[i] : default_axis_name(i));
     vars.push_back(v);
     dims.push_back(ir::make_int(shape[i]));
-    op->axis.push_back(IterVar{v, ir::Range(ir::make_int(0), ir::make_int(shape[i])), ir::IterKind::kSpatial});
+    op->axis.push_back(
+        IterVar{v, ir::Range(ir::make_int(0), ir::make_int(shape[i])), ir::IterKind::kSpatial});
   }
   std::vector<Tensor> inputs;
   g_collectors.push_back(&inputs);
@@ -152,13 +180,19 @@ Tensor compute(std::vector<int64_t> shape, const std::function<ComputeBody(const
   g_collectors.pop_back();
   // Every load must come from a tensor seen while building, or the dataflow graph is incomplete.
   LoadCollector loads;
-  if (auto* e = body->expr()) loads.visit_expr(*e);
-  else loads.visit_expr(body->reduction()->source);
+  if (auto* e = body->expr())
+    loads.visit_expr(*e);
+  else
+    loads.visit_expr(body->reduction()->source);
   for (const ir::BufferNode* b : loads.buffers) {
-    if (std::none_of(inputs.begin(), inputs.end(), [&](const Tensor& t) { return t.buffer().get() == b; }))
-      throw_input_error("compute '{}' reads '{}' through an expression built outside its definition", name, b->name);
+    if (std::none_of(inputs.begin(), inputs.end(),
+                     [&](const Tensor& t) { return t.buffer().get() == b; }))
+      throw_input_error(
+          "compute '{}' reads '{}' through an expression built outside its definition", name,
+          b->name);
   }
-  tensor_size(fmt::format("compute '{}'", name), shape, body->dtype());  // its bytes fit 64 bits and the limit
+  tensor_size(fmt::format("compute '{}'", name), shape,
+              body->dtype());  // its bytes fit 64 bits and the limit
   op->buffer = ir::make_buffer(name, body->dtype(), std::move(dims));
   op->body = std::move(body);
   op->inputs = std::move(inputs);

@@ -34,9 +34,9 @@ struct Reduction {
 // What a compute defines its elements as: a plain expression or a reduction.
 class ComputeBody {
  public:
-  ComputeBody(Expr e) : value_(std::move(e)) {}              // NOLINT(google-explicit-constructor)
-  ComputeBody(Reduction r) : value_(std::move(r)) {}         // NOLINT(google-explicit-constructor)
-  ComputeBody(double v) : value_(Expr(v)) {}                 // NOLINT(google-explicit-constructor)
+  ComputeBody(Expr e) : value_(std::move(e)) {}       // NOLINT(google-explicit-constructor)
+  ComputeBody(Reduction r) : value_(std::move(r)) {}  // NOLINT(google-explicit-constructor)
+  ComputeBody(double v) : value_(Expr(v)) {}          // NOLINT(google-explicit-constructor)
   const Expr* expr() const { return std::get_if<Expr>(&value_); }
   const Reduction* reduction() const { return std::get_if<Reduction>(&value_); }
   DataType dtype() const;
@@ -64,7 +64,9 @@ class Tensor {
   // An element of this tensor inside another tensor's definition.
   Expr operator()(std::vector<Expr> indices) const;
   template <typename... Ts>
-  Expr operator()(Ts... indices) const { return (*this)(std::vector<Expr>{Expr(indices)...}); }
+  Expr operator()(Ts... indices) const {
+    return (*this)(std::vector<Expr>{Expr(indices)...});
+  }
 
  private:
   std::shared_ptr<const OperationNode> op_;
@@ -72,11 +74,11 @@ class Tensor {
 
 struct OperationNode {
   std::string name;
-  ir::Buffer buffer;            // where the tensor lives once it is a PrimFunc buffer
+  ir::Buffer buffer;  // where the tensor lives once it is a PrimFunc buffer
   bool is_placeholder = true;
-  std::vector<IterVar> axis;    // compute only: one spatial iterator per output dimension
+  std::vector<IterVar> axis;        // compute only: one spatial iterator per output dimension
   std::optional<ComputeBody> body;  // compute only, written in terms of `axis` vars
-  std::vector<Tensor> inputs;   // tensors the body reads, in order of first use
+  std::vector<Tensor> inputs;       // tensors the body reads, in order of first use
 };
 
 // An input tensor.
@@ -87,25 +89,33 @@ IterVar reduce_axis(ir::Range range, std::string name);
 
 // Element-wise definition; `fcompute` receives one index var per output dimension. The var names
 // default to i, j, k, l, ... unless `axis_names` gives them.
-Tensor compute(std::vector<int64_t> shape, const std::function<ComputeBody(const std::vector<Var>&)>& fcompute,
+Tensor compute(std::vector<int64_t> shape,
+               const std::function<ComputeBody(const std::vector<Var>&)>& fcompute,
                std::string name, std::vector<std::string> axis_names = {});
 // Convenience overloads for lambdas over 1..6 index vars.
 template <typename F>
-Tensor compute(std::vector<int64_t> shape, F&& f, std::string name, std::vector<std::string> axis_names = {})
-  requires(!std::is_convertible_v<F, std::function<ComputeBody(const std::vector<Var>&)>>)
-{
-  return compute(
-      std::move(shape),
-      std::function<ComputeBody(const std::vector<Var>&)>([&f](const std::vector<Var>& v) -> ComputeBody {
-        if constexpr (std::is_invocable_v<F, Var>) return f(v.at(0));
-        else if constexpr (std::is_invocable_v<F, Var, Var>) return f(v.at(0), v.at(1));
-        else if constexpr (std::is_invocable_v<F, Var, Var, Var>) return f(v.at(0), v.at(1), v.at(2));
-        else if constexpr (std::is_invocable_v<F, Var, Var, Var, Var>) return f(v.at(0), v.at(1), v.at(2), v.at(3));
-        else if constexpr (std::is_invocable_v<F, Var, Var, Var, Var, Var>)
-          return f(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4));
-        else return f(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4), v.at(5));
-      }),
-      std::move(name), std::move(axis_names));
+Tensor compute(
+    std::vector<int64_t> shape, F&& f, std::string name,
+    std::vector<std::string> axis_names =
+        {}) requires(!std::is_convertible_v<F,
+                                            std::function<ComputeBody(const std::vector<Var>&)>>) {
+  return compute(std::move(shape),
+                 std::function<ComputeBody(const std::vector<Var>&)>(
+                     [&f](const std::vector<Var>& v) -> ComputeBody {
+                       if constexpr (std::is_invocable_v<F, Var>)
+                         return f(v.at(0));
+                       else if constexpr (std::is_invocable_v<F, Var, Var>)
+                         return f(v.at(0), v.at(1));
+                       else if constexpr (std::is_invocable_v<F, Var, Var, Var>)
+                         return f(v.at(0), v.at(1), v.at(2));
+                       else if constexpr (std::is_invocable_v<F, Var, Var, Var, Var>)
+                         return f(v.at(0), v.at(1), v.at(2), v.at(3));
+                       else if constexpr (std::is_invocable_v<F, Var, Var, Var, Var, Var>)
+                         return f(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4));
+                       else
+                         return f(v.at(0), v.at(1), v.at(2), v.at(3), v.at(4), v.at(5));
+                     }),
+                 std::move(name), std::move(axis_names));
 }
 
 // Reductions of `source` over `axes`.
@@ -120,12 +130,12 @@ using ir::cast;
 using ir::exp;
 using ir::if_then_else;
 using ir::log;
+using ir::max;  // element-wise max(a, b) beside the reduction max(source, axes)
+using ir::min;
 using ir::select;
 using ir::sigmoid;
 using ir::sqrt;
 using ir::tanh;
-using ir::max;  // element-wise max(a, b) beside the reduction max(source, axes)
-using ir::min;
 
 // Builds a PrimFunc whose params are `args` (placeholders first, computed outputs last, in the
 // given order). Every compute reachable from an output becomes a block named after it, in

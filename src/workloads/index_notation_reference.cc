@@ -179,9 +179,15 @@ int64_t wrap(uint64_t v, DataType t) {
 // max, min and abs compare, so their operands are wrapped first).
 struct IntOps {
   DataType type;
-  int64_t add(int64_t a, int64_t b) const { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-  int64_t sub(int64_t a, int64_t b) const { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-  int64_t mul(int64_t a, int64_t b) const { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+  int64_t add(int64_t a, int64_t b) const {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  }
+  int64_t sub(int64_t a, int64_t b) const {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  }
+  int64_t mul(int64_t a, int64_t b) const {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  }
   int64_t neg(int64_t a) const { return static_cast<int64_t>(0 - static_cast<uint64_t>(a)); }
   int64_t max(int64_t a, int64_t b) const { return std::max(w(a), w(b)); }
   int64_t min(int64_t a, int64_t b) const { return std::min(w(a), w(b)); }
@@ -189,7 +195,9 @@ struct IntOps {
   int64_t w(int64_t a) const { return wrap(static_cast<uint64_t>(a), type); }
   // Integer statements hold neither (te's checks refuse them).
   int64_t div(int64_t, int64_t) const { throw InternalError("index notation: integer division"); }
-  int64_t call(Code, int64_t) const { throw InternalError("index notation: float function in an integer statement"); }
+  int64_t call(Code, int64_t) const {
+    throw InternalError("index notation: float function in an integer statement");
+  }
 };
 struct FloatOps {
   double add(double a, double b) const { return a + b; }
@@ -202,11 +210,16 @@ struct FloatOps {
   double div(double a, double b) const { return a / b; }
   double call(Code code, double a) const {
     switch (code) {
-      case Code::kExp: return std::exp(a);
-      case Code::kLog: return std::log(a);
-      case Code::kSqrt: return std::sqrt(a);
-      case Code::kTanh: return std::tanh(a);
-      default: return 1.0 / (1.0 + std::exp(-a));  // kSigmoid
+      case Code::kExp:
+        return std::exp(a);
+      case Code::kLog:
+        return std::log(a);
+      case Code::kSqrt:
+        return std::sqrt(a);
+      case Code::kTanh:
+        return std::tanh(a);
+      default:
+        return 1.0 / (1.0 + std::exp(-a));  // kSigmoid
     }
   }
 };
@@ -280,8 +293,8 @@ bool advance(std::vector<int64_t>& vals, const std::vector<int64_t>& extents, si
 
 // Every tensor `e` reads, as V values (see Values).
 template <typename V>
-void convert_reads(const IndexNotationExpr& e, const std::map<std::string, NDArray>& arrays, DataType type,
-                   Values<V>& values) {
+void convert_reads(const IndexNotationExpr& e, const std::map<std::string, NDArray>& arrays,
+                   DataType type, Values<V>& values) {
   for (const IndexNotationExpr& a : e.args) convert_reads(a, arrays, type, values);
   if (e.op != IndexNotationOp::kAccess || values.count(e.tensor)) return;
   const NDArray& a = arrays.at(e.tensor);
@@ -329,7 +342,8 @@ void evaluate_statement(const IndexNotationProgram& p, const IndexNotationStatem
   if constexpr (std::is_same_v<V, int64_t>) {
     // The type's extremes, as the IR's reduction identity (ir::min_value / max_value).
     int64_t lo = type.is_int() ? -(int64_t{1} << (type.bits() - 1)) : 0;
-    int64_t hi = type.is_int() ? (int64_t{1} << (type.bits() - 1)) - 1 : static_cast<int64_t>((uint64_t{1} << type.bits()) - 1);
+    int64_t hi = type.is_int() ? (int64_t{1} << (type.bits() - 1)) - 1
+                               : static_cast<int64_t>((uint64_t{1} << type.bits()) - 1);
     if (st.reducer == te::ReducerKind::kMax) identity = lo;
     if (st.reducer == te::ReducerKind::kMin) identity = hi;
   } else {

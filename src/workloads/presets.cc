@@ -1,5 +1,5 @@
-// The operator families (families.h) and their TE definitions. Layouts and input names match reference.h, which
-// computes the same operators with plain loops.
+// The operator families (families.h) and their TE definitions. Layouts and input names match
+// reference.h, which computes the same operators with plain loops.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,11 +20,15 @@ using te::Tensor;
 using te::Var;
 
 // `e` converted to `t` (products are widened to the output's type before they are summed).
-Expr widen(const Expr& e, DataType t) { return e.dtype() == t ? e : ir::cast(t, e); }
+Expr widen(const Expr& e, DataType t) {
+  return e.dtype() == t ? e : ir::cast(t, e);
+}
 
 int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation = 1) {
   int64_t o = (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
-  if (o <= 0) throw_error("kernel {} (dilation {}) does not fit input {} with padding {}", k, dilation, in, pad);
+  if (o <= 0)
+    throw_error("kernel {} (dilation {}) does not fit input {} with padding {}", k, dilation, in,
+                pad);
   return o;
 }
 
@@ -43,7 +47,8 @@ Tensor pad_spatial(const Tensor& in, int spatial, int64_t pad) {
         Expr cond = ir::make_bool(true);
         std::vector<Expr> idx(v.begin(), v.end());
         for (int d = 1; d <= spatial; ++d) {
-          cond = cond && v[d] >= Expr(static_cast<int>(pad)) && v[d] < Expr(static_cast<int>(in_shape[d] + pad));
+          cond = cond && v[d] >= Expr(static_cast<int>(pad)) &&
+                 v[d] < Expr(static_cast<int>(in_shape[d] + pad));
           idx[d] = v[d] - Expr(static_cast<int>(pad));
         }
         return te::if_then_else(cond, in(idx), ir::make_const(in.dtype(), 0));
@@ -52,18 +57,23 @@ Tensor pad_spatial(const Tensor& in, int spatial, int64_t pad) {
 }
 
 // NHWC conv2d with stride, dilation and groups over an already padded input, accumulated in `out`.
-Tensor conv2d_nhwc(const Tensor& padded, const Tensor& weight, int64_t oh, int64_t ow, int64_t stride,
-                   int64_t dilation, int64_t groups, const std::string& name, DataType out) {
+Tensor conv2d_nhwc(const Tensor& padded, const Tensor& weight, int64_t oh, int64_t ow,
+                   int64_t stride, int64_t dilation, int64_t groups, const std::string& name,
+                   DataType out) {
   auto ws = weight.shape();  // (KH, KW, CI/groups, CO)
   int64_t k = ws[0], ci_per_group = ws[2], co = ws[3], co_per_group = co / groups;
   int64_t n = padded.shape()[0];
-  auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"), rc = te::reduce_axis(ci_per_group, "rc");
+  auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"),
+       rc = te::reduce_axis(ci_per_group, "rc");
   int s = static_cast<int>(stride), d = static_cast<int>(dilation);
   return te::compute(
       {n, oh, ow, co},
       [&](Var nn, Var h, Var w, Var c) {
         Expr channel = rc.var;
-        if (groups > 1) channel = ir::floordiv(c, static_cast<int>(co_per_group)) * static_cast<int>(ci_per_group) + rc.var;
+        if (groups > 1)
+          channel =
+              ir::floordiv(c, static_cast<int>(co_per_group)) * static_cast<int>(ci_per_group) +
+              rc.var;
         return te::sum(widen(padded(nn, h * s + rh.var * d, w * s + rw.var * d, channel), out) *
                            widen(weight(rh.var, rw.var, rc.var, c), out),
                        {rh, rw, rc});
@@ -77,7 +87,10 @@ std::vector<Tensor> build_gmm(const std::vector<int64_t>& p, const Precision& t)
   Tensor y = te::placeholder({b, k, m}, t.weight, "Y");
   auto rk = te::reduce_axis(k, "k");
   Tensor z = te::compute(
-      {b, n, m}, [&](Var bb, Var i, Var j) { return te::sum(widen(x(bb, i, rk.var), t.out) * widen(y(bb, rk.var, j), t.out), {rk}); },
+      {b, n, m},
+      [&](Var bb, Var i, Var j) {
+        return te::sum(widen(x(bb, i, rk.var), t.out) * widen(y(bb, rk.var, j), t.out), {rk});
+      },
       "Z", {"b", "i", "j"});
   return {x, y, z};
 }
@@ -92,26 +105,29 @@ std::vector<Tensor> build_c1d(const std::vector<int64_t>& p) {
   Tensor out = te::compute(
       {n, ol, co},
       [&](Var nn, Var x, Var c) {
-        return te::sum(padded(nn, x * static_cast<int>(s) + rl.var, rc.var) * w(rl.var, rc.var, c), {rl, rc});
+        return te::sum(padded(nn, x * static_cast<int>(s) + rl.var, rc.var) * w(rl.var, rc.var, c),
+                       {rl, rc});
       },
       "conv1d", {"n", "l", "co"});
   return {in, w, out};
 }
 
-std::vector<Tensor> build_c2d_like(const std::vector<int64_t>& p, int64_t dilation, int64_t groups, const std::string& name,
-                                   const Precision& t) {
+std::vector<Tensor> build_c2d_like(const std::vector<int64_t>& p, int64_t dilation, int64_t groups,
+                                   const std::string& name, const Precision& t) {
   const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
-  if (ci % groups || co % groups) throw_error("channels {} and {} are not divisible by {} groups", ci, co, groups);
+  if (ci % groups || co % groups)
+    throw_error("channels {} and {} are not divisible by {} groups", ci, co, groups);
   Tensor in = te::placeholder({n, h, w, ci}, t.data, "I");
   Tensor wt = te::placeholder({k, k, ci / groups, co}, t.weight, "W");
   Tensor padded = pad_spatial(in, 2, pad);
-  Tensor out = conv2d_nhwc(padded, wt, out_size(h, k, s, pad, dilation), out_size(w, k, s, pad, dilation), s,
-                           dilation, groups, name, t.out);
+  Tensor out = conv2d_nhwc(padded, wt, out_size(h, k, s, pad, dilation),
+                           out_size(w, k, s, pad, dilation), s, dilation, groups, name, t.out);
   return {in, wt, out};
 }
 
 std::vector<Tensor> build_c3d(const std::vector<int64_t>& p) {
-  const int64_t n = p[0], d = p[1], h = p[2], w = p[3], ci = p[4], co = p[5], k = p[6], s = p[7], pad = p[8];
+  const int64_t n = p[0], d = p[1], h = p[2], w = p[3], ci = p[4], co = p[5], k = p[6], s = p[7],
+                pad = p[8];
   Tensor in = te::placeholder({n, d, h, w, ci}, kFloat32, "I");
   Tensor wt = te::placeholder({k, k, k, ci, co}, kFloat32, "W");
   Tensor padded = pad_spatial(in, 3, pad);
@@ -139,7 +155,8 @@ std::vector<Tensor> build_dep(const std::vector<int64_t>& p) {
   Tensor out = te::compute(
       {n, out_size(h, k, s, pad), out_size(w, k, s, pad), c},
       [&](Var nn, Var y, Var x, Var ch) {
-        return te::sum(padded(nn, y * st + rh.var, x * st + rw.var, ch) * wt(0, rh.var, rw.var, ch), {rh, rw});
+        return te::sum(padded(nn, y * st + rh.var, x * st + rw.var, ch) * wt(0, rh.var, rw.var, ch),
+                       {rh, rw});
       },
       "depthwise_conv2d", {"n", "h", "w", "c"});
   return {in, wt, out};
@@ -154,19 +171,22 @@ std::vector<Tensor> build_dep(const std::vector<int64_t>& p) {
 // dilation's zeros vanish, as in TVM's definition of the same op.
 std::vector<Tensor> build_t2d(const std::vector<int64_t>& p) {
   const int64_t n = p[0], h = p[1], w = p[2], ci = p[3], co = p[4], k = p[5], s = p[6], pad = p[7];
-  if (pad > k - 1) throw_error("transposed conv padding {} exceeds kernel size - 1 = {}", pad, k - 1);
+  if (pad > k - 1)
+    throw_error("transposed conv padding {} exceeds kernel size - 1 = {}", pad, k - 1);
   Tensor in = te::placeholder({n, h, w, ci}, kFloat32, "I");
   Tensor wt = te::placeholder({k, k, ci, co}, kFloat32, "W");
   const int64_t off = k - 1 - pad, whole = (off + s - 1) / s;  // dilated padding, padding in pixels
   const int64_t oh = (h - 1) * s + 2 * off - k + 2, ow = (w - 1) * s + 2 * off - k + 2;
   Tensor padded = pad_spatial(in, 2, whole);
   auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"), rc = te::reduce_axis(ci, "rc");
-  const int kk = static_cast<int>(k - 1), st = static_cast<int>(s), shift = static_cast<int>(whole * s - off);
+  const int kk = static_cast<int>(k - 1), st = static_cast<int>(s),
+            shift = static_cast<int>(whole * s - off);
   Tensor out = te::compute(
       {n, oh, ow, co},
       [&](Var nn, Var y, Var x, Var c) {
         Expr py = y + rh.var + shift, px = x + rw.var + shift;  // in the dilated padded input
-        Expr term = padded(nn, ir::floordiv(py, st), ir::floordiv(px, st), rc.var) * wt(kk - rh.var, kk - rw.var, rc.var, c);
+        Expr term = padded(nn, ir::floordiv(py, st), ir::floordiv(px, st), rc.var) *
+                    wt(kk - rh.var, kk - rw.var, rc.var, c);
         if (s == 1) return te::sum(term, {rh, rw, rc});
         Expr on_pixel = ir::floormod(py, st) == 0 && ir::floormod(px, st) == 0;
         return te::sum(te::if_then_else(on_pixel, term, ir::make_float(-0.0)), {rh, rw, rc});
@@ -181,17 +201,17 @@ std::vector<Tensor> build_cap(const std::vector<int64_t>& p, int64_t capsule) {
   Tensor in = te::placeholder({n, h, w, kCap, kCap, ci}, kFloat32, "I");
   Tensor wt = te::placeholder({k, k, kCap, kCap, ci, co}, kFloat32, "W");
   Tensor padded = pad_spatial(in, 2, pad);
-  auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"), rk = te::reduce_axis(kCap, "rk"),
-       rc = te::reduce_axis(ci, "rc");
+  auto rh = te::reduce_axis(k, "rh"), rw = te::reduce_axis(k, "rw"),
+       rk = te::reduce_axis(kCap, "rk"), rc = te::reduce_axis(ci, "rc");
   int st = static_cast<int>(s);
-  Tensor out = te::compute(
-      {n, out_size(h, k, s, pad), out_size(w, k, s, pad), kCap, kCap, co},
-      [&](Var nn, Var y, Var x, Var ci_, Var cj, Var c) {
-        return te::sum(padded(nn, y * st + rh.var, x * st + rw.var, ci_, rk.var, rc.var) *
-                           wt(rh.var, rw.var, rk.var, cj, rc.var, c),
-                       {rh, rw, rk, rc});
-      },
-      "capsule_conv2d", {"n", "h", "w", "cap_i", "cap_j", "co"});
+  Tensor out = te::compute({n, out_size(h, k, s, pad), out_size(w, k, s, pad), kCap, kCap, co},
+                           [&](Var nn, Var y, Var x, Var ci_, Var cj, Var c) {
+                             return te::sum(
+                                 padded(nn, y * st + rh.var, x * st + rw.var, ci_, rk.var, rc.var) *
+                                     wt(rh.var, rw.var, rk.var, cj, rc.var, c),
+                                 {rh, rw, rk, rc});
+                           },
+                           "capsule_conv2d", {"n", "h", "w", "cap_i", "cap_j", "co"});
   return {in, wt, out};
 }
 
@@ -199,7 +219,10 @@ std::vector<Tensor> build_nrm(const std::vector<int64_t>& p) {
   const int64_t b = p[0], m = p[1], n = p[2];
   Tensor a = te::placeholder({b, m, n}, kFloat32, "A");
   auto ri = te::reduce_axis(m, "ri"), rj = te::reduce_axis(n, "rj");
-  Tensor sq = te::compute({b}, [&](Var bb) { return te::sum(a(bb, ri.var, rj.var) * a(bb, ri.var, rj.var), {ri, rj}); },
+  Tensor sq = te::compute({b},
+                          [&](Var bb) {
+                            return te::sum(a(bb, ri.var, rj.var) * a(bb, ri.var, rj.var), {ri, rj});
+                          },
                           "sum_sq", {"b"});
   Tensor d = te::compute({b}, [&](Var bb) { return te::sqrt(sq(bb)); }, "D", {"b"});
   return {a, d};
@@ -209,10 +232,14 @@ std::vector<Tensor> build_sfm(const std::vector<int64_t>& p) {
   const int64_t m = p[0], n = p[1];
   Tensor a = te::placeholder({m, n}, kFloat32, "A");
   auto rk = te::reduce_axis(n, "k"), rk2 = te::reduce_axis(n, "k");
-  Tensor mx = te::compute({m}, [&](Var i) { return te::max(a(i, rk.var), {rk}); }, "row_max", {"i"});
-  Tensor ex = te::compute({m, n}, [&](Var i, Var j) { return te::exp(a(i, j) - mx(i)); }, "row_exp", {"i", "j"});
-  Tensor sm = te::compute({m}, [&](Var i) { return te::sum(ex(i, rk2.var), {rk2}); }, "row_sum", {"i"});
-  Tensor out = te::compute({m, n}, [&](Var i, Var j) { return ex(i, j) / sm(i); }, "softmax", {"i", "j"});
+  Tensor mx =
+      te::compute({m}, [&](Var i) { return te::max(a(i, rk.var), {rk}); }, "row_max", {"i"});
+  Tensor ex = te::compute({m, n}, [&](Var i, Var j) { return te::exp(a(i, j) - mx(i)); }, "row_exp",
+                          {"i", "j"});
+  Tensor sm =
+      te::compute({m}, [&](Var i) { return te::sum(ex(i, rk2.var), {rk2}); }, "row_sum", {"i"});
+  Tensor out =
+      te::compute({m, n}, [&](Var i, Var j) { return ex(i, j) / sm(i); }, "softmax", {"i", "j"});
   return {a, out};
 }
 
@@ -225,11 +252,19 @@ std::vector<Tensor> build_cbr(const std::vector<int64_t>& p) {
   Tensor scale = te::placeholder({co}, kFloat32, "scale");
   Tensor offset = te::placeholder({co}, kFloat32, "offset");
   std::vector<std::string> names = {"n", "h", "w", "co"};
-  Tensor biased = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return c(n, h, w, k) + bias(k); }, "bias_add", names);
-  Tensor scaled = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return biased(n, h, w, k) * scale(k); }, "bn_mul", names);
-  Tensor shifted = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return scaled(n, h, w, k) + offset(k); }, "bn_add", names);
-  Tensor relu = te::compute(shape, [&](Var n, Var h, Var w, Var k) { return te::max(shifted(n, h, w, k), ir::make_float(0.0)); },
-                            "relu", names);
+  Tensor biased = te::compute(
+      shape, [&](Var n, Var h, Var w, Var k) { return c(n, h, w, k) + bias(k); }, "bias_add",
+      names);
+  Tensor scaled = te::compute(
+      shape, [&](Var n, Var h, Var w, Var k) { return biased(n, h, w, k) * scale(k); }, "bn_mul",
+      names);
+  Tensor shifted = te::compute(
+      shape, [&](Var n, Var h, Var w, Var k) { return scaled(n, h, w, k) + offset(k); }, "bn_add",
+      names);
+  Tensor relu = te::compute(
+      shape,
+      [&](Var n, Var h, Var w, Var k) { return te::max(shifted(n, h, w, k), ir::make_float(0.0)); },
+      "relu", names);
   return {conv[0], conv[1], bias, scale, offset, relu};
 }
 
@@ -237,17 +272,20 @@ std::vector<Tensor> build_tbg(const std::vector<int64_t>& p) {
   const int64_t b = p[0], l = p[1], h = p[2], d = p[3];
   Tensor q = te::placeholder({b, l, h, d}, kFloat32, "Q");
   Tensor k = te::placeholder({b, l, h, d}, kFloat32, "K");
-  Tensor qt = te::compute({b, h, l, d}, [&](Var bb, Var hh, Var i, Var dd) { return q(bb, i, hh, dd); }, "Q_t",
-                          {"b", "h", "i", "d"});
+  Tensor qt =
+      te::compute({b, h, l, d}, [&](Var bb, Var hh, Var i, Var dd) { return q(bb, i, hh, dd); },
+                  "Q_t", {"b", "h", "i", "d"});
   // K transposed to (b, h, d, j), a matmul's right operand (as TVM's definition): j, the output's
   // contiguous axis, is contiguous in both, so the inner loop vectorizes with Q broadcast.
-  Tensor kt = te::compute({b, h, d, l}, [&](Var bb, Var hh, Var dd, Var j) { return k(bb, j, hh, dd); }, "K_t",
-                          {"b", "h", "d", "j"});
+  Tensor kt =
+      te::compute({b, h, d, l}, [&](Var bb, Var hh, Var dd, Var j) { return k(bb, j, hh, dd); },
+                  "K_t", {"b", "h", "d", "j"});
   auto rd = te::reduce_axis(d, "rd");
-  Tensor c = te::compute(
-      {b, h, l, l},
-      [&](Var bb, Var hh, Var i, Var j) { return te::sum(qt(bb, hh, i, rd.var) * kt(bb, hh, rd.var, j), {rd}); }, "C",
-      {"b", "h", "i", "j"});
+  Tensor c = te::compute({b, h, l, l},
+                         [&](Var bb, Var hh, Var i, Var j) {
+                           return te::sum(qt(bb, hh, i, rd.var) * kt(bb, hh, rd.var, j), {rd});
+                         },
+                         "C", {"b", "h", "i", "j"});
   return {q, k, c};
 }
 
@@ -256,14 +294,21 @@ std::vector<Tensor> build_dense_relu(const std::vector<int64_t>& p, const Precis
   Tensor a = te::placeholder({n, k}, t.data, "A");
   Tensor bm = te::placeholder({k, m}, t.weight, "B");
   auto rk = te::reduce_axis(k, "k");
-  Tensor dense = te::compute(
-      {n, m}, [&](Var i, Var j) { return te::sum(widen(a(i, rk.var), t.out) * widen(bm(rk.var, j), t.out), {rk}); }, "dense",
+  Tensor dense =
+      te::compute({n, m},
+                  [&](Var i, Var j) {
+                    return te::sum(widen(a(i, rk.var), t.out) * widen(bm(rk.var, j), t.out), {rk});
+                  },
+                  "dense", {"i", "j"});
+  Tensor relu = te::compute(
+      {n, m}, [&](Var i, Var j) { return te::max(dense(i, j), ir::make_const(t.out, 0)); }, "C",
       {"i", "j"});
-  Tensor relu = te::compute({n, m}, [&](Var i, Var j) { return te::max(dense(i, j), ir::make_const(t.out, 0)); }, "C", {"i", "j"});
   return {a, bm, relu};
 }
 
-int64_t cap(int64_t v, int64_t limit) { return std::min(v, limit); }
+int64_t cap(int64_t v, int64_t limit) {
+  return std::min(v, limit);
+}
 
 // Channels of grouped convolutions must stay divisible by the group count.
 int64_t cap_multiple(int64_t v, int64_t limit, int64_t multiple) {
@@ -273,7 +318,8 @@ int64_t cap_multiple(int64_t v, int64_t limit, int64_t multiple) {
 
 // A spatial extent small enough to be cheap but large enough that the (dilated) kernel still
 // fits the padded input with at least two output positions.
-int64_t cap_spatial(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation, int64_t limit) {
+int64_t cap_spatial(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
+                    int64_t limit) {
   int64_t needed = dilation * (k - 1) + 1 - 2 * pad + stride;
   return std::min(in, std::max(limit, needed));
 }
@@ -283,7 +329,8 @@ int64_t cap_spatial(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t 
 // input, so its `limit` caps the input itself.
 auto scale_conv2d(int64_t limit, int64_t channels, bool transposed = false) {
   return [=](const Family& f, std::vector<int64_t> p) {
-    for (int d = 1; d <= 2; ++d) p[d] = transposed ? cap(p[d], limit) : cap_spatial(p[d], p[5], p[6], p[7], f.dilation, limit);
+    for (int d = 1; d <= 2; ++d)
+      p[d] = transposed ? cap(p[d], limit) : cap_spatial(p[d], p[5], p[6], p[7], f.dilation, limit);
     p[3] = cap_multiple(p[3], channels, f.groups), p[4] = cap_multiple(p[4], channels, f.groups);
     return p;
   };
@@ -306,75 +353,167 @@ std::vector<Tensor> typed(const Family&, const std::vector<int64_t>& p, const Pr
 
 std::vector<Family> make_families() {
   const std::vector<std::string> conv = {"N", "H", "W", "CI", "CO", "K", "stride", "pad"};
-  const std::vector<std::vector<int64_t>> conv_shapes = {
-      {1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 64, 1, 1, 0}, {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}};
+  const std::vector<std::vector<int64_t>> conv_shapes = {{1, 224, 224, 3, 64, 7, 2, 3},
+                                                         {1, 56, 56, 64, 64, 1, 1, 0},
+                                                         {1, 14, 14, 256, 256, 3, 1, 1},
+                                                         {1, 7, 7, 512, 512, 3, 1, 1}};
   using P = std::vector<int64_t>;
   std::vector<Family> t;
-  t.push_back({.id = FamilyId::kGmm, .name = "GMM", .params = {"B", "N", "M", "K"},
-               .presets = {{1, 128, 128, 128}, {1, 512, 32, 512}, {1, 512, 512, 512}, {1, 1024, 1024, 1024}},
+  t.push_back({.id = FamilyId::kGmm,
+               .name = "GMM",
+               .params = {"B", "N", "M", "K"},
+               .presets = {{1, 128, 128, 128},
+                           {1, 512, 32, 512},
+                           {1, 512, 512, 512},
+                           {1, 1024, 1024, 1024}},
                .typed = true,
-               .scale_down = [](const Family&, P p) { return P{p[0], cap(p[1], 32), cap(p[2], 32), cap(p[3], 32)}; },
+               .scale_down =
+                   [](const Family&, P p) {
+                     return P{p[0], cap(p[1], 32), cap(p[2], 32), cap(p[3], 32)};
+                   },
                .build = typed<build_gmm>});
-  t.push_back({.id = FamilyId::kC1d, .name = "C1D", .params = {"N", "L", "CI", "CO", "K", "stride", "pad"},
-               .presets = {{1, 256, 64, 128, 3, 2, 1}, {1, 128, 128, 256, 1, 2, 0}, {1, 64, 256, 256, 5, 1, 2}, {1, 32, 512, 512, 3, 1, 1}},
+  t.push_back({.id = FamilyId::kC1d,
+               .name = "C1D",
+               .params = {"N", "L", "CI", "CO", "K", "stride", "pad"},
+               .presets = {{1, 256, 64, 128, 3, 2, 1},
+                           {1, 128, 128, 256, 1, 2, 0},
+                           {1, 64, 256, 256, 5, 1, 2},
+                           {1, 32, 512, 512, 3, 1, 1}},
                .last_is_pad = true,
-               .scale_down = [](const Family&, P p) {
-                 p[1] = cap_spatial(p[1], p[4], p[5], p[6], 1, 24), p[2] = cap(p[2], 16), p[3] = cap(p[3], 16);
-                 return p;
-               },
+               .scale_down =
+                   [](const Family&, P p) {
+                     p[1] = cap_spatial(p[1], p[4], p[5], p[6], 1, 24), p[2] = cap(p[2], 16),
+                     p[3] = cap(p[3], 16);
+                     return p;
+                   },
                .build = plain<build_c1d>});
-  t.push_back({.id = FamilyId::kC2d, .name = "C2D", .params = conv, .presets = conv_shapes, .last_is_pad = true, .typed = true,
-               .scale_down = scale_conv2d(12, 8), .build = conv2d_family("conv2d")});
-  t.push_back({.id = FamilyId::kC3d, .name = "C3D", .params = {"N", "D", "H", "W", "CI", "CO", "K", "stride", "pad"},
-               .presets = {{1, 16, 224, 224, 3, 64, 7, 2, 3}, {1, 16, 56, 56, 64, 64, 1, 1, 0}, {1, 16, 14, 14, 256, 256, 3, 1, 1},
+  t.push_back({.id = FamilyId::kC2d,
+               .name = "C2D",
+               .params = conv,
+               .presets = conv_shapes,
+               .last_is_pad = true,
+               .typed = true,
+               .scale_down = scale_conv2d(12, 8),
+               .build = conv2d_family("conv2d")});
+  t.push_back({.id = FamilyId::kC3d,
+               .name = "C3D",
+               .params = {"N", "D", "H", "W", "CI", "CO", "K", "stride", "pad"},
+               .presets = {{1, 16, 224, 224, 3, 64, 7, 2, 3},
+                           {1, 16, 56, 56, 64, 64, 1, 1, 0},
+                           {1, 16, 14, 14, 256, 256, 3, 1, 1},
                            {1, 16, 7, 7, 512, 512, 3, 1, 1}},
                .last_is_pad = true,
-               .scale_down = [](const Family&, P p) {
-                 for (int d = 1; d <= 3; ++d) p[d] = cap_spatial(p[d], p[6], p[7], p[8], 1, 6);
-                 p[4] = cap(p[4], 4), p[5] = cap(p[5], 4);
-                 return p;
-               },
+               .scale_down =
+                   [](const Family&, P p) {
+                     for (int d = 1; d <= 3; ++d) p[d] = cap_spatial(p[d], p[6], p[7], p[8], 1, 6);
+                     p[4] = cap(p[4], 4), p[5] = cap(p[5], 4);
+                     return p;
+                   },
                .build = plain<build_c3d>});
-  t.push_back({.id = FamilyId::kGrp, .name = "GRP", .params = conv,
-               .presets = {{1, 56, 56, 64, 128, 3, 2, 1}, {1, 56, 56, 64, 64, 1, 1, 0}, {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}},
-               .last_is_pad = true, .groups = 4, .scale_down = scale_conv2d(12, 8), .build = conv2d_family("group_conv2d")});
-  t.push_back({.id = FamilyId::kDil, .name = "DIL", .params = conv, .presets = conv_shapes, .last_is_pad = true, .dilation = 2,
-               .scale_down = scale_conv2d(12, 8), .build = conv2d_family("dilated_conv2d")});
-  t.push_back({.id = FamilyId::kDep, .name = "DEP", .params = {"N", "H", "W", "C", "K", "stride", "pad"},
-               .presets = {{1, 112, 112, 32, 3, 1, 1}, {1, 112, 112, 64, 3, 2, 1}, {1, 14, 14, 512, 3, 2, 1}, {1, 7, 7, 1024, 3, 1, 1}},
+  t.push_back({.id = FamilyId::kGrp,
+               .name = "GRP",
+               .params = conv,
+               .presets = {{1, 56, 56, 64, 128, 3, 2, 1},
+                           {1, 56, 56, 64, 64, 1, 1, 0},
+                           {1, 14, 14, 256, 256, 3, 1, 1},
+                           {1, 7, 7, 512, 512, 3, 1, 1}},
                .last_is_pad = true,
-               .scale_down = [](const Family&, P p) {
-                 p[1] = cap_spatial(p[1], p[4], p[5], p[6], 1, 12), p[2] = cap_spatial(p[2], p[4], p[5], p[6], 1, 12);
-                 p[3] = cap(p[3], 16);
-                 return p;
-               },
+               .groups = 4,
+               .scale_down = scale_conv2d(12, 8),
+               .build = conv2d_family("group_conv2d")});
+  t.push_back({.id = FamilyId::kDil,
+               .name = "DIL",
+               .params = conv,
+               .presets = conv_shapes,
+               .last_is_pad = true,
+               .dilation = 2,
+               .scale_down = scale_conv2d(12, 8),
+               .build = conv2d_family("dilated_conv2d")});
+  t.push_back({.id = FamilyId::kDep,
+               .name = "DEP",
+               .params = {"N", "H", "W", "C", "K", "stride", "pad"},
+               .presets = {{1, 112, 112, 32, 3, 1, 1},
+                           {1, 112, 112, 64, 3, 2, 1},
+                           {1, 14, 14, 512, 3, 2, 1},
+                           {1, 7, 7, 1024, 3, 1, 1}},
+               .last_is_pad = true,
+               .scale_down =
+                   [](const Family&, P p) {
+                     p[1] = cap_spatial(p[1], p[4], p[5], p[6], 1, 12),
+                     p[2] = cap_spatial(p[2], p[4], p[5], p[6], 1, 12);
+                     p[3] = cap(p[3], 16);
+                     return p;
+                   },
                .build = plain<build_dep>});
-  t.push_back({.id = FamilyId::kT2d, .name = "T2D", .params = conv,
-               .presets = {{1, 4, 4, 512, 256, 4, 2, 1}, {1, 8, 8, 256, 128, 4, 2, 1}, {1, 16, 16, 128, 64, 4, 2, 1}, {1, 32, 32, 64, 3, 4, 2, 1}},
-               .last_is_pad = true, .scale_down = scale_conv2d(4, 8, /*transposed=*/true), .build = plain<build_t2d>});
-  t.push_back({.id = FamilyId::kCap, .name = "CAP", .params = conv,
-               .presets = {{1, 16, 16, 32, 32, 3, 2, 1}, {1, 8, 8, 32, 32, 3, 1, 1}, {1, 16, 16, 8, 16, 3, 2, 1}, {1, 8, 8, 16, 16, 3, 1, 1}},
-               .last_is_pad = true, .capsule = 4, .scale_down = scale_conv2d(6, 4),
-               .build = [](const Family& f, const P& p, const Precision&) { return build_cap(p, f.capsule); }});
-  t.push_back({.id = FamilyId::kNrm, .name = "NRM", .params = {"B", "M", "N"},
+  t.push_back({.id = FamilyId::kT2d,
+               .name = "T2D",
+               .params = conv,
+               .presets = {{1, 4, 4, 512, 256, 4, 2, 1},
+                           {1, 8, 8, 256, 128, 4, 2, 1},
+                           {1, 16, 16, 128, 64, 4, 2, 1},
+                           {1, 32, 32, 64, 3, 4, 2, 1}},
+               .last_is_pad = true,
+               .scale_down = scale_conv2d(4, 8, /*transposed=*/true),
+               .build = plain<build_t2d>});
+  t.push_back({.id = FamilyId::kCap,
+               .name = "CAP",
+               .params = conv,
+               .presets = {{1, 16, 16, 32, 32, 3, 2, 1},
+                           {1, 8, 8, 32, 32, 3, 1, 1},
+                           {1, 16, 16, 8, 16, 3, 2, 1},
+                           {1, 8, 8, 16, 16, 3, 1, 1}},
+               .last_is_pad = true,
+               .capsule = 4,
+               .scale_down = scale_conv2d(6, 4),
+               .build = [](const Family& f, const P& p, const Precision&) {
+                 return build_cap(p, f.capsule);
+               }});
+  t.push_back({.id = FamilyId::kNrm,
+               .name = "NRM",
+               .params = {"B", "M", "N"},
                .presets = {{1, 256, 256}, {1, 512, 512}, {1, 1024, 1024}, {1, 4096, 1024}},
-               .scale_down = [](const Family&, P p) { return P{p[0], cap(p[1], 64), cap(p[2], 64)}; },
+               .scale_down =
+                   [](const Family&, P p) {
+                     return P{p[0], cap(p[1], 64), cap(p[2], 64)};
+                   },
                .build = plain<build_nrm>});
-  t.push_back({.id = FamilyId::kSfm, .name = "SFM", .params = {"M", "N"},
+  t.push_back({.id = FamilyId::kSfm,
+               .name = "SFM",
+               .params = {"M", "N"},
                .presets = {{256, 256}, {512, 512}, {1024, 1024}, {2048, 2048}},
-               .scale_down = [](const Family&, P p) { return P{cap(p[0], 32), cap(p[1], 64)}; },
+               .scale_down =
+                   [](const Family&, P p) {
+                     return P{cap(p[0], 32), cap(p[1], 64)};
+                   },
                .build = plain<build_sfm>});
-  t.push_back({.id = FamilyId::kCbr, .name = "CBR", .params = conv,
-               .presets = {{1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 128, 3, 2, 1}, {1, 28, 28, 128, 256, 1, 2, 0}, {1, 7, 7, 512, 512, 3, 1, 1}},
-               .last_is_pad = true, .scale_down = scale_conv2d(12, 8), .build = plain<build_cbr>});
-  t.push_back({.id = FamilyId::kTbg, .name = "TBG", .params = {"B", "L", "H", "D"},
+  t.push_back({.id = FamilyId::kCbr,
+               .name = "CBR",
+               .params = conv,
+               .presets = {{1, 224, 224, 3, 64, 7, 2, 3},
+                           {1, 56, 56, 64, 128, 3, 2, 1},
+                           {1, 28, 28, 128, 256, 1, 2, 0},
+                           {1, 7, 7, 512, 512, 3, 1, 1}},
+               .last_is_pad = true,
+               .scale_down = scale_conv2d(12, 8),
+               .build = plain<build_cbr>});
+  t.push_back({.id = FamilyId::kTbg,
+               .name = "TBG",
+               .params = {"B", "L", "H", "D"},
                .presets = {{1, 128, 12, 64}, {1, 128, 16, 64}, {1, 64, 12, 128}, {1, 128, 12, 128}},
-               .scale_down = [](const Family&, P p) { return P{p[0], cap(p[1], 16), cap(p[2], 2), cap(p[3], 16)}; },
+               .scale_down =
+                   [](const Family&, P p) {
+                     return P{p[0], cap(p[1], 16), cap(p[2], 2), cap(p[3], 16)};
+                   },
                .build = plain<build_tbg>});
-  t.push_back({.id = FamilyId::kDenseRelu, .name = "DENSE_RELU", .params = {"N", "M", "K"},
+  t.push_back({.id = FamilyId::kDenseRelu,
+               .name = "DENSE_RELU",
+               .params = {"N", "M", "K"},
                .presets = {{128, 128, 128}, {512, 512, 512}, {1024, 1024, 1024}, {1, 4096, 1024}},
                .typed = true,
-               .scale_down = [](const Family&, P p) { return P{cap(p[0], 32), cap(p[1], 32), cap(p[2], 32)}; },
+               .scale_down =
+                   [](const Family&, P p) {
+                     return P{cap(p[0], 32), cap(p[1], 32), cap(p[2], 32)};
+                   },
                .build = typed<build_dense_relu>});
   return t;
 }
@@ -411,10 +550,12 @@ const std::vector<Precision>& precisions() {
 
 const Precision& find_precision(std::string_view suffix) {
   std::string upper(suffix);
-  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
   for (const Precision& p : precisions())
     if (p.suffix == upper) return p;
-  throw InputError(fmt::format("unknown precision '{}' (presets take U8S8, BF16 or F16, e.g. GMM-4-U8S8)", suffix));
+  throw InputError(fmt::format(
+      "unknown precision '{}' (presets take U8S8, BF16 or F16, e.g. GMM-4-U8S8)", suffix));
 }
 
 const std::vector<Family>& families() {
@@ -424,7 +565,8 @@ const std::vector<Family>& families() {
 
 const Family* find_family(const std::string& name) {
   std::string upper = name;
-  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
   for (const Family& f : families())
     if (f.name == upper) return &f;
   return nullptr;
@@ -439,8 +581,12 @@ const std::vector<std::string>& op_names() {
   return names;
 }
 
-const std::vector<std::string>& param_names(const std::string& op) { return family_of(op).params; }
-const std::vector<std::vector<int64_t>>& preset_params(const std::string& op) { return family_of(op).presets; }
+const std::vector<std::string>& param_names(const std::string& op) {
+  return family_of(op).params;
+}
+const std::vector<std::vector<int64_t>>& preset_params(const std::string& op) {
+  return family_of(op).presets;
+}
 
 std::vector<std::string> preset_names() {
   std::vector<std::string> out;
@@ -467,11 +613,13 @@ std::vector<size_t> constant_inputs(FamilyId id) {
   }
 }
 
-Workload make_workload(const std::string& op, const std::vector<int64_t>& params, const std::string& precision) {
+Workload make_workload(const std::string& op, const std::vector<int64_t>& params,
+                       const std::string& precision) {
   const Family& info = family_of(op);
   const Precision& types = find_precision(precision);
   if (!types.is_float32() && !info.typed)
-    throw InputError(fmt::format("{} has no {} variant (typed presets: GMM, C2D, DENSE_RELU)", info.name, types.suffix));
+    throw InputError(fmt::format("{} has no {} variant (typed presets: GMM, C2D, DENSE_RELU)",
+                                 info.name, types.suffix));
   if (params.size() != info.params.size())
     throw InputError(fmt::format("{} takes {} parameters ({}), got {}", op, info.params.size(),
                                  fmt::join(info.params, ","), params.size()));
@@ -483,28 +631,35 @@ Workload make_workload(const std::string& op, const std::vector<int64_t>& params
   w.precision = types.suffix;
   w.name = types.is_float32() ? info.name : info.name + "-" + types.suffix;
   std::vector<std::string> parts;
-  for (size_t i = 0; i < params.size(); ++i) parts.push_back(fmt::format("{}={}", info.params[i], params[i]));
+  for (size_t i = 0; i < params.size(); ++i)
+    parts.push_back(fmt::format("{}={}", info.params[i], params[i]));
   w.shape = fmt::format("{}", fmt::join(parts, ","));
   w.func = ir::with_layout_free_params(te::create_prim_func(args, op), constant_inputs(info.id));
   w.flop = reference_flop(op, params);
-  w.reference = [op, params, types](const std::vector<runtime::NDArray>& inputs) { return run_reference(op, params, inputs, types); };
+  w.reference = [op, params, types](const std::vector<runtime::NDArray>& inputs) {
+    return run_reference(op, params, inputs, types);
+  };
   return w;
 }
 
 Workload get_preset(const std::string& name) {
   auto unknown = [&] {
-    return InputError(fmt::format("unknown workload '{}' (presets are <OP>-1..4, e.g. GMM-4, or DENSE-BERT, each optionally "
-                                  "-U8S8, -BF16 or -F16; see `tyche workloads`)", name));
+    return InputError(fmt::format(
+        "unknown workload '{}' (presets are <OP>-1..4, e.g. GMM-4, or DENSE-BERT, each optionally "
+        "-U8S8, -BF16 or -F16; see `tyche workloads`)",
+        name));
   };
   std::string base = name, suffix;
   if (auto dash = name.rfind('-'); dash != std::string::npos) {
     std::string last = name.substr(dash + 1);
-    std::transform(last.begin(), last.end(), last.begin(), [](unsigned char c) { return std::toupper(c); });
+    std::transform(last.begin(), last.end(), last.begin(),
+                   [](unsigned char c) { return std::toupper(c); });
     for (const Precision& p : precisions())
       if (!p.is_float32() && p.suffix == last) base = name.substr(0, dash), suffix = last;
   }
   std::string upper = base;
-  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
   for (const NamedPreset& n : named_presets()) {
     if (upper != n.name) continue;
     Workload w = make_workload(n.op, n.params, suffix);
@@ -527,7 +682,8 @@ std::vector<std::string> typed_preset_names() {
     if (p.is_float32()) continue;
     for (const Family& f : families())
       if (f.typed) out.push_back(fmt::format("{}-{{1..4}}-{}", f.name, p.suffix));
-    for (const NamedPreset& n : named_presets()) out.push_back(fmt::format("{}-{}", n.name, p.suffix));
+    for (const NamedPreset& n : named_presets())
+      out.push_back(fmt::format("{}-{}", n.name, p.suffix));
   }
   return out;
 }

@@ -35,11 +35,13 @@ const Family& lookup(const std::string& op, const std::vector<int64_t>& params) 
   }
   std::string names = fmt::format("{}", fmt::join(info->params, ", "));
   if (params.size() != info->params.size())
-    throw_error("{} expects {} parameters ({}), got {}", info->name, info->params.size(), names, params.size());
+    throw_error("{} expects {} parameters ({}), got {}", info->name, info->params.size(), names,
+                params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     bool is_pad = info->last_is_pad && i + 1 == params.size();
     if (is_pad ? params[i] < 0 : params[i] < 1)
-      throw_error("{} parameter {} ({}) must be {}, got {}", info->name, i, names, is_pad ? ">= 0" : ">= 1", params[i]);
+      throw_error("{} parameter {} ({}) must be {}, got {}", info->name, i, names,
+                  is_pad ? ">= 0" : ">= 1", params[i]);
   }
   return *info;
 }
@@ -90,7 +92,8 @@ ConvGeom conv_geom(const Family& info, const std::vector<int64_t>& v) {
   if (info.groups > 1) {
     g.groups = info.groups;
     if (g.ci % g.groups != 0 || g.co % g.groups != 0)
-      throw_error("{}: CI ({}) and CO ({}) must be divisible by the {} groups", info.name, g.ci, g.co, g.groups);
+      throw_error("{}: CI ({}) and CO ({}) must be divisible by the {} groups", info.name, g.ci,
+                  g.co, g.groups);
   }
   for (int i = 0; i < 3; ++i) {
     if (info.id == Op::kT2d) {
@@ -143,15 +146,16 @@ TensorShapes shapes_of(const Family& info, const std::vector<int64_t>& v) {
   }
 }
 
-void check_inputs(const Family& info, const TensorShapes& shapes, const std::vector<NDArray>& inputs,
-                  const Precision& types) {
+void check_inputs(const Family& info, const TensorShapes& shapes,
+                  const std::vector<NDArray>& inputs, const Precision& types) {
   if (inputs.size() != shapes.inputs.size())
     throw_error("{} expects {} inputs, got {}", info.name, shapes.inputs.size(), inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) throw_error("{}: input {} is undefined", info.name, i);
     DataType want = i == 0 ? types.data : i == 1 ? types.weight : kFloat32;
     if (inputs[i].dtype() != want)
-      throw_error("{}: input {} has dtype {}, expected {}", info.name, i, inputs[i].dtype().str(), want.str());
+      throw_error("{}: input {} has dtype {}, expected {}", info.name, i, inputs[i].dtype().str(),
+                  want.str());
     if (inputs[i].shape() != shapes.inputs[i])
       throw_error("{}: input {} has shape {}, expected {}", info.name, i,
                   shape_str(inputs[i].shape()), shape_str(shapes.inputs[i]));
@@ -162,8 +166,7 @@ void check_inputs(const Family& info, const TensorShapes& shapes, const std::vec
 // double accumulators is updated by contiguous weight rows; `epilogue(co, acc)` maps the sum to
 // the stored value (identity, or CBR's bias/scale/offset/ReLU chain).
 template <typename Out, typename Epilogue>
-void conv_direct(const ConvGeom& g, const float* in, const float* w, Out* out,
-                 Epilogue epilogue) {
+void conv_direct(const ConvGeom& g, const float* in, const float* w, Out* out, Epilogue epilogue) {
   const int64_t cig = g.ci / g.groups, cog = g.co / g.groups;
   std::vector<double> acc(g.co);
   for (int64_t n = 0; n < g.n; ++n)
@@ -304,8 +307,9 @@ void matmul(int64_t b_n, int64_t n_n, int64_t m_n, int64_t k_n, const float* x, 
 // A typed variant (GMM, C2D, DENSE_RELU): its 8-bit and bfloat16 inputs are exact in float32 and
 // their products and sums exact in double, so the float kernels compute it exactly into double
 // outputs, which are then stored in the output's type.
-std::vector<NDArray> run_typed(const Family& info, const TensorShapes& shapes, const std::vector<int64_t>& v,
-                               const std::vector<NDArray>& inputs, const Precision& types) {
+std::vector<NDArray> run_typed(const Family& info, const TensorShapes& shapes,
+                               const std::vector<int64_t>& v, const std::vector<NDArray>& inputs,
+                               const Precision& types) {
   if (!info.typed) throw_error("{} has no {} variant", info.name, types.suffix);
   std::vector<NDArray> wide;
   for (const NDArray& in : inputs) {
@@ -438,20 +442,24 @@ std::vector<NDArray> run_reference(const std::string& op, const std::vector<int6
 // element. A forward conv's padding taps and a transposed conv's stuffed zeros (and the outputs
 // its padding crops) multiply zeros: no implementation has to do them, so none is counted.
 double real_taps(const ConvGeom& g, int dim, bool transposed) {
-  const int64_t in = g.in[dim], out = g.out[dim], k = g.k[dim], s = g.s[dim], p = g.p[dim], d = g.d[dim];
+  const int64_t in = g.in[dim], out = g.out[dim], k = g.k[dim], s = g.s[dim], p = g.p[dim],
+                d = g.d[dim];
   double count = 0;
   if (transposed) {  // input i feeds output i*s + kk - p
     for (int64_t i = 0; i < in; ++i)
-      for (int64_t kk = 0; kk < k; ++kk) count += (i * s + kk - p >= 0 && i * s + kk - p < out) ? 1 : 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        count += (i * s + kk - p >= 0 && i * s + kk - p < out) ? 1 : 0;
   } else {  // output o reads input o*s + kk*d - p
     for (int64_t o = 0; o < out; ++o)
-      for (int64_t kk = 0; kk < k; ++kk) count += (o * s + kk * d - p >= 0 && o * s + kk * d - p < in) ? 1 : 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        count += (o * s + kk * d - p >= 0 && o * s + kk * d - p < in) ? 1 : 0;
   }
   return count;
 }
 
 // Per op (MAC = one multiply-accumulate = 2 FLOPs; only MACs with a real input element count,
-// T = Π over spatial dims of real_taps, ≤ output pixels × kernel taps; index arithmetic counts nothing):
+// T = Π over spatial dims of real_taps, ≤ output pixels × kernel taps; index arithmetic counts
+// nothing):
 //   GMM         2·B·N·M·K
 //   C1D C2D C3D 2·N·CO·CI·T
 //   DIL         2·N·CO·CI·T                    (T of the dilated kernel)
@@ -484,7 +492,8 @@ double reference_flop(const std::string& op, const std::vector<int64_t>& params)
   const ConvGeom g = conv_geom(info, params);
   const double pixels = static_cast<double>(g.n) * g.out[0] * g.out[1] * g.out[2];
   const bool transposed = info.id == Op::kT2d;
-  const double taps = static_cast<double>(g.n) * real_taps(g, 0, transposed) * real_taps(g, 1, transposed) *
+  const double taps = static_cast<double>(g.n) * real_taps(g, 0, transposed) *
+                      real_taps(g, 1, transposed) *
                       real_taps(g, 2, transposed);  // batch × real (pixel, tap) pairs
   const double cig = static_cast<double>(g.ci / g.groups);
   switch (info.id) {

@@ -22,8 +22,8 @@ struct TensorShapes {
 // GMM C1D C2D C3D GRP DIL DEP T2D CAP NRM SFM CBR TBG DENSE_RELU.
 const std::vector<std::string>& reference_ops();
 
-// Shapes for op `op` with the parameter tuple of docs/workloads.md (GMM: {B,N,M,K}, ...). GRP and DIL
-// take the 8-value C2D tuple {N,H,W,CI,CO,K,stride,pad}; their groups (4) and dilation (2) are
+// Shapes for op `op` with the parameter tuple of docs/workloads.md (GMM: {B,N,M,K}, ...). GRP and
+// DIL take the 8-value C2D tuple {N,H,W,CI,CO,K,stride,pad}; their groups (4) and dilation (2) are
 // fixed. Op names match case-insensitively. Throws tyche::Error for an unknown op, a wrong
 // parameter count, a non-positive extent/stride, a negative pad or an empty output.
 TensorShapes reference_shapes(const std::string& op, const std::vector<int64_t>& params);

@@ -22,8 +22,10 @@ Workload scaled_down(const Workload& w) {
   return s;
 }
 
-Workload from_index_notation(const std::string& formula, const std::string& extents, const std::string& dtypes) {
-  auto program = std::make_shared<te::IndexNotationProgram>(te::parse_index_notation(formula, extents, dtypes));
+Workload from_index_notation(const std::string& formula, const std::string& extents,
+                             const std::string& dtypes) {
+  auto program = std::make_shared<te::IndexNotationProgram>(
+      te::parse_index_notation(formula, extents, dtypes));
   Workload w;
   w.name = formula;
   w.op = "index_notation";
@@ -37,18 +39,25 @@ Workload from_index_notation(const std::string& formula, const std::string& exte
   return w;
 }
 
-Workload resolve(const std::string& name_or_formula, const std::string& extents, const std::string& dtypes) {
+Workload resolve(const std::string& name_or_formula, const std::string& extents,
+                 const std::string& dtypes) {
   bool looks_like_formula = name_or_formula.find_first_of("[=") != std::string::npos;
   if (looks_like_formula) {
-    if (extents.empty()) throw InputError("an index-notation workload needs --extents, e.g. i=64,j=64,k=64");
+    if (extents.empty())
+      throw InputError("an index-notation workload needs --extents, e.g. i=64,j=64,k=64");
     return from_index_notation(name_or_formula, extents, dtypes);
   }
-  if (!extents.empty()) throw InputError(fmt::format("--extents is only for index-notation formulas, not '{}'", name_or_formula));
+  if (!extents.empty())
+    throw InputError(
+        fmt::format("--extents is only for index-notation formulas, not '{}'", name_or_formula));
   if (!dtypes.empty())
-    throw InputError(fmt::format("--dtypes is only for index-notation formulas; a preset names its types (e.g. GMM-4-U8S8), not '{}'",
-                                 name_or_formula));
+    throw InputError(
+        fmt::format("--dtypes is only for index-notation formulas; a preset names its types (e.g. "
+                    "GMM-4-U8S8), not '{}'",
+                    name_or_formula));
   std::string upper = name_or_formula;
-  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
   Workload w = get_preset(upper);
   return w;
 }

@@ -1,5 +1,5 @@
-// The preset operator suite of docs/workloads.md (`GMM-1` ... `DENSE_RELU-4`) and workloads written in
-// index notation: each is an unscheduled PrimFunc plus a reference that does not use the IR.
+// The preset operator suite of docs/workloads.md (`GMM-1` ... `DENSE_RELU-4`) and workloads written
+// in index notation: each is an unscheduled PrimFunc plus a reference that does not use the IR.
 #pragma once
 
 #include <functional>
@@ -11,16 +11,18 @@
 
 namespace tyche::workloads {
 
-using ReferenceFn = std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&)>;
+using ReferenceFn =
+    std::function<std::vector<runtime::NDArray>(const std::vector<runtime::NDArray>&)>;
 
 struct Workload {
   std::string name;             // "GMM-4", or the formula for index notation
   std::string op;               // "GMM", ..., or "index_notation"
   std::vector<int64_t> params;  // the op's parameter tuple (empty for index notation)
-  std::string precision;        // a preset's typed variant: "" (float32), "U8S8", "BF16" or "F16" (families.h)
-  ir::PrimFunc func;            // unscheduled
+  std::string
+      precision;  // a preset's typed variant: "" (float32), "U8S8", "BF16" or "F16" (families.h)
+  ir::PrimFunc func;  // unscheduled
   double flop = 0;
-  ReferenceFn reference;        // computes the outputs from the inputs without the IR
+  ReferenceFn reference;  // computes the outputs from the inputs without the IR
   // "B=1,N=1024,M=1024,K=1024" for presets; the extents for index notation.
   std::string shape;
   // Index notation: the tensors' element types that are not float32 ("A=uint8,B=int8,C=int32",
@@ -40,9 +42,10 @@ const std::vector<std::vector<int64_t>>& preset_params(const std::string& op);
 // "GMM-1", ..., in table order.
 std::vector<std::string> preset_names();
 
-// Builds one op family's PrimFunc for a parameter tuple, in a precision ("", "U8S8", "BF16", "F16"; only
-// GMM, C2D and DENSE_RELU have typed variants).
-Workload make_workload(const std::string& op, const std::vector<int64_t>& params, const std::string& precision = "");
+// Builds one op family's PrimFunc for a parameter tuple, in a precision ("", "U8S8", "BF16", "F16";
+// only GMM, C2D and DENSE_RELU have typed variants).
+Workload make_workload(const std::string& op, const std::vector<int64_t>& params,
+                       const std::string& precision = "");
 // A preset by name: "GMM-4", or "DENSE-BERT" (DENSE_RELU 128x3072x768), optionally with a
 // precision suffix ("GMM-4-U8S8", "DENSE-BERT-BF16"); throws InputError for an unknown name.
 Workload get_preset(const std::string& name);
@@ -53,10 +56,12 @@ std::vector<std::string> typed_preset_names();
 Workload scaled_down(const Workload& w);
 // `formula` in index notation with `extents` such as "i=64,j=64,k=64" and element types such as
 // "A=uint8,B=int8,C=int32" (empty: float32).
-Workload from_index_notation(const std::string& formula, const std::string& extents, const std::string& dtypes = "");
+Workload from_index_notation(const std::string& formula, const std::string& extents,
+                             const std::string& dtypes = "");
 // Either a preset name or, when `extents` is non-empty, an index-notation formula (with `dtypes`,
 // which a preset refuses).
-Workload resolve(const std::string& name_or_formula, const std::string& extents, const std::string& dtypes = "");
+Workload resolve(const std::string& name_or_formula, const std::string& extents,
+                 const std::string& dtypes = "");
 
 // Inputs shaped and typed as the PrimFunc's input params, filled by NDArray::fill_random from
 // seed, seed + 1, ...

@@ -10,10 +10,12 @@ namespace {
 
 using namespace ir;
 
-Range rng(int64_t lo, int64_t extent) { return Range(make_int(lo), make_int(extent)); }
+Range rng(int64_t lo, int64_t extent) {
+  return Range(make_int(lo), make_int(extent));
+}
 
-IterMapResult detect(const std::vector<Expr>& bindings, const VarRangeMap& loops, const std::vector<Range>& doms,
-                     bool allow_predicate = false) {
+IterMapResult detect(const std::vector<Expr>& bindings, const VarRangeMap& loops,
+                     const std::vector<Range>& doms, bool allow_predicate = false) {
   Analyzer ana;
   return detect_iter_map(bindings, loops, doms, &ana, allow_predicate);
 }
@@ -105,7 +107,9 @@ TEST(IterMap, SymbolicOffsets) {
   ana.bind(vo, rng(0, 4));
   auto r = detect_iter_map({vo * 16 + i}, {{i, rng(0, 16)}}, {Range(vo * 16, make_int(16))}, &ana);
   EXPECT_TRUE(r.ok) << r.reason;
-  EXPECT_FALSE(detect_iter_map({floordiv(vo * 16 + i, 4)}, {{i, rng(0, 16)}}, {Range(vo * 4, make_int(4))}, &ana).ok);
+  EXPECT_FALSE(detect_iter_map({floordiv(vo * 16 + i, 4)}, {{i, rng(0, 16)}},
+                               {Range(vo * 4, make_int(4))}, &ana)
+                   .ok);
 }
 
 // GMM's Z block (b, i, j, k) after the loop transformations a schedule applies.
@@ -113,7 +117,9 @@ TEST(IterMap, GmmScheduleBindings) {
   Var b("b"), i("i"), j("j"), k("k");
   std::vector<Range> doms{rng(0, 1), rng(0, 32), rng(0, 32), rng(0, 32)};
   // Plain and reordered loops: identity bindings.
-  EXPECT_TRUE(detect({b, i, j, k}, {{b, rng(0, 1)}, {i, rng(0, 32)}, {j, rng(0, 32)}, {k, rng(0, 32)}}, doms).ok);
+  EXPECT_TRUE(detect({b, i, j, k},
+                     {{b, rng(0, 1)}, {i, rng(0, 32)}, {j, rng(0, 32)}, {k, rng(0, 32)}}, doms)
+                  .ok);
   // split i by (4, 8), split k by (2, 4, 4).
   Var i0("i0"), i1("i1"), k0("k0"), k1("k1"), k2("k2");
   VarRangeMap split{{b, rng(0, 1)},  {i0, rng(0, 4)}, {i1, rng(0, 8)}, {j, rng(0, 32)},
@@ -124,8 +130,10 @@ TEST(IterMap, GmmScheduleBindings) {
   VarRangeMap fused{{b, rng(0, 1)}, {i0, rng(0, 4)}, {f, rng(0, 256)}, {k, rng(0, 32)}};
   auto r = detect({b, i0 * 8 + floordiv(f, 32), floormod(f, 32), k}, fused, doms);
   EXPECT_TRUE(r.ok) << r.reason;
-  VarRangeMap refused{{b, rng(0, 1)}, {i0, rng(0, 4)}, {f0, rng(0, 16)}, {f1, rng(0, 16)}, {k, rng(0, 32)}};
-  r = detect({b, i0 * 8 + floordiv(f0 * 16 + f1, 32), floormod(f0 * 16 + f1, 32), k}, refused, doms);
+  VarRangeMap refused{
+      {b, rng(0, 1)}, {i0, rng(0, 4)}, {f0, rng(0, 16)}, {f1, rng(0, 16)}, {k, rng(0, 32)}};
+  r = detect({b, i0 * 8 + floordiv(f0 * 16 + f1, 32), floormod(f0 * 16 + f1, 32), k}, refused,
+             doms);
   EXPECT_TRUE(r.ok) << r.reason;
   // fuse everything, then split the fused loop imperfectly (7 x 147 >= 1024): needs a predicate.
   Var g0("g0"), g1("g1");
@@ -138,8 +146,11 @@ TEST(IterMap, GmmScheduleBindings) {
   // A fused loop whose parts are swapped between the bindings is still a bijection; one whose
   // parts are both dropped into one binding is not.
   EXPECT_TRUE(detect({b, floormod(f, 32) + i0 * 0, floordiv(f, 32) * 4 + i0, k}, fused,
-                     {rng(0, 1), rng(0, 32), rng(0, 32), rng(0, 32)}).ok);
-  EXPECT_FALSE(detect({b, floormod(f, 32), floormod(f, 32), k}, {{b, rng(0, 1)}, {f, rng(0, 1024)}, {k, rng(0, 32)}}, doms).ok);
+                     {rng(0, 1), rng(0, 32), rng(0, 32), rng(0, 32)})
+                  .ok);
+  EXPECT_FALSE(detect({b, floormod(f, 32), floormod(f, 32), k},
+                      {{b, rng(0, 1)}, {f, rng(0, 1024)}, {k, rng(0, 32)}}, doms)
+                   .ok);
 }
 
 }  // namespace

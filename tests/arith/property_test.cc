@@ -7,12 +7,12 @@
 #include <map>
 #include <random>
 
-#include "support/int_division.h"
 #include "arith/analyzer.h"
 #include "arith/int_set.h"
 #include "arith/linear.h"
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "support/int_division.h"
 
 namespace tyche::arith {
 namespace {

@@ -12,14 +12,19 @@ namespace {
 
 using ir::Expr;
 
-Expr bc(int64_t v, int lanes) { return ir::broadcast(ir::make_int(v), lanes); }
-Expr r(Expr base, int lanes) { return ir::ramp(std::move(base), ir::make_int(1), lanes); }
+Expr bc(int64_t v, int lanes) {
+  return ir::broadcast(ir::make_int(v), lanes);
+}
+Expr r(Expr base, int lanes) {
+  return ir::ramp(std::move(base), ir::make_int(1), lanes);
+}
 
 TEST(VectorIndex, RowMajorTileFoldsIntoOneRamp) {
   ir::Var jo("jo"), ko("ko");
   Expr flat = r(ir::make_int(0), 64);
   // P[jo, ko, flat // 4, flat % 4] on a [.., .., 16, 4] buffer: (jo * 5 + ko) * 64 + row * 4 + col.
-  Expr index = ir::broadcast((jo * 5 + ko) * 64, 64) + ir::floordiv(flat, bc(4, 64)) * bc(4, 64) + ir::floormod(flat, bc(4, 64));
+  Expr index = ir::broadcast((jo * 5 + ko) * 64, 64) + ir::floordiv(flat, bc(4, 64)) * bc(4, 64) +
+               ir::floormod(flat, bc(4, 64));
   Expr folded = fold_vector_index(index);
   auto* ramp = folded.as<ir::RampNode>();
   ASSERT_NE(ramp, nullptr) << ir::to_string(folded);

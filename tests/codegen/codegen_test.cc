@@ -11,15 +11,15 @@
 
 #include "../common/exhausting_kernel.h"
 #include "../common/sanitizers.h"
-#include "target/cpu.h"
 #include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "lower/lower.h"
+#include "runtime/compare.h"
 #include "schedule/schedule.h"
+#include "target/cpu.h"
 #include "te/tensor.h"
 #include "workloads/workloads.h"
-#include "runtime/compare.h"
 
 namespace tyche::codegen {
 namespace {
@@ -32,12 +32,14 @@ std::unique_ptr<CompiledKernel> build(const ir::PrimFunc& f, CompileOptions o = 
 }
 
 // Runs the kernel on the workload's inputs; compares with the reference implementation.
-::testing::AssertionResult matches_reference(const workloads::Workload& w, const ir::PrimFunc& scheduled) {
+::testing::AssertionResult matches_reference(const workloads::Workload& w,
+                                             const ir::PrimFunc& scheduled) {
   std::unique_ptr<CompiledKernel> k;
   try {
     k = build(scheduled);
   } catch (const Error& e) {
-    return ::testing::AssertionFailure() << e.what() << "\n" << ir::to_string(lower::lower(scheduled).func);
+    return ::testing::AssertionFailure() << e.what() << "\n"
+                                         << ir::to_string(lower::lower(scheduled).func);
   }
   auto inputs = workloads::make_inputs(w.func, 9);
   auto expected = w.reference(inputs);
@@ -46,7 +48,9 @@ std::unique_ptr<CompiledKernel> build(const ir::PrimFunc& f, CompileOptions o = 
   k->run(args);
   for (size_t i = 0; i < expected.size(); ++i) {
     runtime::Comparison c = runtime::compare(args[inputs.size() + i], expected[i]);
-    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(lower::lower(scheduled).func);
+    if (!c.ok)
+      return ::testing::AssertionFailure() << c.message << "\n"
+                                           << ir::to_string(lower::lower(scheduled).func);
   }
   return ::testing::AssertionSuccess();
 }
@@ -67,7 +71,9 @@ std::unique_ptr<CompiledKernel> build(const ir::PrimFunc& f, CompileOptions o = 
   k->run(args);
   for (size_t i = 0; i < expected.size(); ++i) {
     runtime::Comparison c = runtime::compare(args[inputs.size() + i], expected[i]);
-    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(lower::lower(f).func);
+    if (!c.ok)
+      return ::testing::AssertionFailure() << c.message << "\n"
+                                           << ir::to_string(lower::lower(f).func);
   }
   return ::testing::AssertionSuccess();
 }
@@ -152,13 +158,17 @@ TEST(Codegen, ParallelAndUnrolledLoops) {
 
 TEST(Codegen, DataTypes) {
   using namespace te;
-  for (DataType t : {kFloat64, DataType::Float(16), DataType::BFloat16(), kInt32, DataType::Int(8), DataType::UInt(8), kInt64}) {
+  for (DataType t : {kFloat64, DataType::Float(16), DataType::BFloat16(), kInt32, DataType::Int(8),
+                     DataType::UInt(8), kInt64}) {
     SCOPED_TRACE(t.str());
     Tensor a = placeholder({6, 20}, t, "A");
     Tensor b = placeholder({6, 20}, t, "B");
-    Tensor c = compute({6, 20}, [&](Var i, Var j) { return max(a(i, j) + b(i, j), a(i, j)) * ir::make_const(t, 2); }, "C");
+    Tensor c = compute(
+        {6, 20},
+        [&](Var i, Var j) { return max(a(i, j) + b(i, j), a(i, j)) * ir::make_const(t, 2); }, "C");
     auto k = reduce_axis(20, "k");
-    Tensor s = compute({6}, [&](Var i) { return sum(c(i, k.var), {k}); }, "S");
+    Tensor s = compute(
+        {6}, [&](Var i) { return sum(c(i, k.var), {k}); }, "S");
     ir::PrimFunc f = create_prim_func({a, b, s});
     EXPECT_TRUE(matches_interpreter(f));
     schedule::Schedule sch(f);
@@ -171,13 +181,18 @@ TEST(Codegen, DataTypes) {
 TEST(Codegen, MathAndBoolAndCasts) {
   using namespace te;
   Tensor a = placeholder({4, 33}, kFloat32, "A");
-  Tensor c = compute({4, 33}, [&](Var i, Var j) {
-    ir::Expr x = a(i, j);
-    ir::Expr flag = x > 0.5f;
-    return ir::exp(x) + ir::tanh(x) + ir::sigmoid(x) + ir::sqrt(ir::abs(x)) + ir::log(ir::abs(x) + 1.0f) +
-           ir::select(flag, ir::cast(kFloat32, ir::cast(kInt32, x * 10.0f)), ir::call(ir::CallOp::kErf, {x})) +
-           ir::call(ir::CallOp::kFloor, {x}) + ir::call(ir::CallOp::kPow, {ir::abs(x), x});
-  }, "C");
+  Tensor c = compute(
+      {4, 33},
+      [&](Var i, Var j) {
+        ir::Expr x = a(i, j);
+        ir::Expr flag = x > 0.5f;
+        return ir::exp(x) + ir::tanh(x) + ir::sigmoid(x) + ir::sqrt(ir::abs(x)) +
+               ir::log(ir::abs(x) + 1.0f) +
+               ir::select(flag, ir::cast(kFloat32, ir::cast(kInt32, x * 10.0f)),
+                          ir::call(ir::CallOp::kErf, {x})) +
+               ir::call(ir::CallOp::kFloor, {x}) + ir::call(ir::CallOp::kPow, {ir::abs(x), x});
+      },
+      "C");
   ir::PrimFunc f = create_prim_func({a, c});
   EXPECT_TRUE(matches_interpreter(f));
   schedule::Schedule sch(f);
@@ -190,17 +205,20 @@ TEST(Codegen, MathAndBoolAndCasts) {
 TEST(Codegen, RoundTakesHalvesToEven) {
   using namespace te;
   Tensor a = placeholder({2, 16}, kFloat32, "A");
-  Tensor c = compute({2, 16}, [&](Var i, Var j) { return ir::call(ir::CallOp::kRound, {a(i, j)}); }, "C");
+  Tensor c = compute(
+      {2, 16}, [&](Var i, Var j) { return ir::call(ir::CallOp::kRound, {a(i, j)}); }, "C");
   ir::PrimFunc f = create_prim_func({a, c});
   runtime::NDArray in({2, 16}, kFloat32);
-  for (int64_t e = 0; e < 32; ++e) in.set_flat(e, static_cast<double>(e - 16) * 0.5 + (e % 7 == 0 ? 0.01 : 0.0));
+  for (int64_t e = 0; e < 32; ++e)
+    in.set_flat(e, static_cast<double>(e - 16) * 0.5 + (e % 7 == 0 ? 0.01 : 0.0));
   schedule::Schedule sch(f);
   sch.vectorize(sch.get_loops(sch.get_block("C").value()).value()[1]).value();
   for (const ir::PrimFunc& g : {f, sch.func()}) {
     runtime::NDArray out({2, 16}, kFloat32);
     std::vector<runtime::NDArray> args = {in, out};
     build(g)->run(args);
-    for (int64_t e = 0; e < 32; ++e) ASSERT_EQ(args[1].get_flat(e), std::nearbyint(in.get_flat(e))) << "element " << e;
+    for (int64_t e = 0; e < 32; ++e)
+      ASSERT_EQ(args[1].get_flat(e), std::nearbyint(in.get_flat(e))) << "element " << e;
     EXPECT_EQ(interp::run_on_inputs(g, {in})[0].get_flat(5), -6.0);  // -5.5 -> -6
   }
   EXPECT_EQ(std::nearbyint(2.5), 2.0);
@@ -266,7 +284,9 @@ std::vector<std::string> vector_stack_moves(const std::string& asm_text) {
   std::istringstream in(asm_text);
   for (std::string line; std::getline(in, line);) {
     bool vector = line.find("%ymm") != std::string::npos || line.find("%zmm") != std::string::npos;
-    if (vector && line.find("(%rsp)") != std::string::npos && line.find("vmov") != std::string::npos) out.push_back(line);
+    if (vector && line.find("(%rsp)") != std::string::npos &&
+        line.find("vmov") != std::string::npos)
+      out.push_back(line);
   }
   return out;
 }
@@ -284,7 +304,8 @@ TEST(Codegen, RegisterTilesThatSpillDoSoToAlignedSlots) {
     if (!target::missing_on_host(cpu).empty()) continue;
     ++levels;
     int lanes = cpu.vector_bits() / 32;
-    auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", fmt::format("i=8,j={},k=64", 4 * lanes));
+    auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]",
+                                            fmt::format("i=8,j={},k=64", 4 * lanes));
     schedule::Schedule sch(w.func);
     auto z = sch.get_block("C").value();
     auto cw = sch.cache_write(z, 0, "local").value();
@@ -301,7 +322,8 @@ TEST(Codegen, RegisterTilesThatSpillDoSoToAlignedSlots) {
     std::string asm_text = build(sch.func(), o)->assembly();
     std::vector<std::string> moves = vector_stack_moves(asm_text);
     ASSERT_FALSE(moves.empty()) << "no vector spill: the tile no longer tests this\n" << asm_text;
-    for (const std::string& m : moves) EXPECT_THAT(m, ::testing::ContainsRegex("vmov(aps|apd|dqa)")) << m;
+    for (const std::string& m : moves)
+      EXPECT_THAT(m, ::testing::ContainsRegex("vmov(aps|apd|dqa)")) << m;
     EXPECT_TRUE(matches_reference(w, sch.func()));
   }
   if (levels == 0) GTEST_SKIP() << "the host runs neither x86-64-v3 nor x86-64-v4";
@@ -313,8 +335,10 @@ TEST(Codegen, StridedVectorLoadsAreBuiltFromScalarLoadsNotGathered) {
   // exact, with a negative stride too.
   using namespace te;
   Tensor a = placeholder({40, 48}, kFloat32, "A");
-  Tensor b = compute({48, 40}, [&](Var i, Var j) { return a(j, i) * 2.0f; }, "B");
-  Tensor c = compute({48, 40}, [&](Var i, Var j) { return a(39 - j, i); }, "C");
+  Tensor b = compute(
+      {48, 40}, [&](Var i, Var j) { return a(j, i) * 2.0f; }, "B");
+  Tensor c = compute(
+      {48, 40}, [&](Var i, Var j) { return a(39 - j, i); }, "C");
   ir::PrimFunc f = create_prim_func({a, b, c});
   schedule::Schedule sch(f);
   for (const char* name : {"B", "C"}) {
@@ -337,7 +361,8 @@ std::vector<std::string> blocks_with(const std::string& ir_text, const std::stri
   std::string block;
   std::istringstream in(ir_text);
   for (std::string line; std::getline(in, line);) {
-    bool label = !line.empty() && line[0] != ' ' && line.find(':') != std::string::npos && line.back() != '{';
+    bool label = !line.empty() && line[0] != ' ' && line.find(':') != std::string::npos &&
+                 line.back() != '{';
     if (label || line == "}") {
       if (block.find(needle) != std::string::npos) out.push_back(block);
       block.clear();
@@ -373,7 +398,9 @@ TEST(Codegen, DistinctBuffersDoNotAliasInsideParallelBodies) {
   EXPECT_THAT(text, HasSubstr("!noalias"));
   std::vector<std::string> fma_blocks = blocks_with(text, "fmul contract <16 x float>");
   ASSERT_FALSE(fma_blocks.empty()) << text;
-  bool register_tile = std::any_of(fma_blocks.begin(), fma_blocks.end(), [](const std::string& b) { return b.find("store") == std::string::npos; });
+  bool register_tile = std::any_of(fma_blocks.begin(), fma_blocks.end(), [](const std::string& b) {
+    return b.find("store") == std::string::npos;
+  });
   EXPECT_TRUE(register_tile) << "every block with the FMAs stores:\n" << fma_blocks[0];
 }
 
@@ -437,8 +464,9 @@ TEST(Codegen, KernelsRefuseNullPointersComputeOnMisalignedOnesAndReportExhaustio
     try {
       k->run(ptrs.data());
     } catch (const Error& e) {
-      return std::string(e.what()).find(text) != std::string::npos ? ::testing::AssertionSuccess()
-                                                                     : ::testing::AssertionFailure() << e.what();
+      return std::string(e.what()).find(text) != std::string::npos
+                 ? ::testing::AssertionSuccess()
+                 : ::testing::AssertionFailure() << e.what();
     }
     return ::testing::AssertionFailure() << "no error";
   };
@@ -453,8 +481,11 @@ TEST(Codegen, KernelsRefuseNullPointersComputeOnMisalignedOnesAndReportExhaustio
   }
   const size_t out = args.size() - 1;
   for (size_t which = 0; which <= args.size(); ++which) {
-    SCOPED_TRACE(which == args.size() ? std::string("all misaligned") : fmt::format("argument {} misaligned", which));
-    for (size_t i = 0; i < args.size(); ++i) ptrs[i] = which == i || which == args.size() ? shifted[i].data_as<uint8_t>() + 4 : args[i].data();
+    SCOPED_TRACE(which == args.size() ? std::string("all misaligned")
+                                      : fmt::format("argument {} misaligned", which));
+    for (size_t i = 0; i < args.size(); ++i)
+      ptrs[i] =
+          which == i || which == args.size() ? shifted[i].data_as<uint8_t>() + 4 : args[i].data();
     std::memset(ptrs[out], 0, args[out].nbytes());
     ASSERT_NO_THROW(k->run(ptrs.data()));
     runtime::NDArray result(args[out].shape(), kFloat32);

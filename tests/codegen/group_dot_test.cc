@@ -20,9 +20,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// C[i, j] = sum over k of A[i, k] * B[j / n, k / g, (j % n) * g + k % g], for i < m, j < lanes * jo, k < ko * g:
-// B packed as group_dot wants its weights ([N/n][K/g][n*g]), one group_dot of `lanes` lanes per
-// (i, j block, k group).
+// C[i, j] = sum over k of A[i, k] * B[j / n, k / g, (j % n) * g + k % g], for i < m, j < lanes *
+// jo, k < ko * g: B packed as group_dot wants its weights ([N/n][K/g][n*g]), one group_dot of
+// `lanes` lanes per (i, j block, k group).
 struct Packed {
   int64_t m, lanes, jo, ko, g;
   DataType a_t, b_t, acc_t;
@@ -32,17 +32,21 @@ struct Packed {
 
 ir::PrimFunc packed_dot(const Packed& p) {
   ir::Buffer a = ir::make_buffer("A", p.a_t, {ir::make_int(p.m), ir::make_int(p.k())});
-  ir::Buffer b = ir::make_buffer("B", p.b_t, {ir::make_int(p.jo), ir::make_int(p.ko), ir::make_int(p.lanes * p.g)});
+  ir::Buffer b = ir::make_buffer(
+      "B", p.b_t, {ir::make_int(p.jo), ir::make_int(p.ko), ir::make_int(p.lanes * p.g)});
   ir::Buffer c = ir::make_buffer("C", p.acc_t, {ir::make_int(p.m), ir::make_int(p.n())});
   ir::Var i("i"), j("j"), k("k");
   const int lanes = static_cast<int>(p.lanes), g = static_cast<int>(p.g);
   ir::Expr row = ir::ramp(j * static_cast<int>(p.lanes), ir::make_int(1), lanes);
   ir::Stmt init = ir::buffer_store(c, ir::broadcast(ir::make_const(p.acc_t, 0), lanes), {i, row});
-  ir::Expr dot = ir::group_dot(ir::buffer_load(c, {i, row}), ir::buffer_load(a, {i, ir::ramp(k * g, ir::make_int(1), g)}),
-                               ir::buffer_load(b, {j, k, ir::ramp(ir::make_int(0), ir::make_int(1), lanes * g)}));
-  ir::Stmt update = ir::for_loop(k, ir::make_int(0), ir::make_int(p.ko), ir::ForKind::kSerial, ir::buffer_store(c, dot, {i, row}));
+  ir::Expr dot = ir::group_dot(
+      ir::buffer_load(c, {i, row}), ir::buffer_load(a, {i, ir::ramp(k * g, ir::make_int(1), g)}),
+      ir::buffer_load(b, {j, k, ir::ramp(ir::make_int(0), ir::make_int(1), lanes * g)}));
+  ir::Stmt update = ir::for_loop(k, ir::make_int(0), ir::make_int(p.ko), ir::ForKind::kSerial,
+                                 ir::buffer_store(c, dot, {i, row}));
   ir::Stmt body = ir::for_loop(i, ir::make_int(0), ir::make_int(p.m), ir::ForKind::kSerial,
-                               ir::for_loop(j, ir::make_int(0), ir::make_int(p.jo), ir::ForKind::kSerial, ir::seq({init, update})));
+                               ir::for_loop(j, ir::make_int(0), ir::make_int(p.jo),
+                                            ir::ForKind::kSerial, ir::seq({init, update})));
   ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), body);
   return ir::PrimFunc("packed_dot", {a, b, c}, 1, ir::block_realize({}, ir::make_bool(true), root));
 }
@@ -54,7 +58,8 @@ std::vector<double> by_hand(const Packed& p, const runtime::NDArray& a, const ru
     for (int64_t j = 0; j < p.n(); ++j)
       for (int64_t k = 0; k < p.k(); ++k) {
         int64_t jb = j / p.lanes, kb = k / p.g, inner = (j % p.lanes) * p.g + k % p.g;
-        c[i * p.n() + j] += a.get_flat(i * p.k() + k) * b.get_flat((jb * p.ko + kb) * p.lanes * p.g + inner);
+        c[i * p.n() + j] +=
+            a.get_flat(i * p.k() + k) * b.get_flat((jb * p.ko + kb) * p.lanes * p.g + inner);
       }
   return c;
 }
@@ -95,10 +100,13 @@ TEST(GroupDot, U8S8IsExactEverywhereAndVnniWhereTheCpuHasIt) {
     Packed p{3, lanes, 2, 40, 4, DataType::UInt(8), DataType::Int(8), kInt32};
     Results r = compile_and_run(p);
     for (int64_t e = 0; e < r.compiled.numel(); ++e) {
-      ASSERT_EQ(r.compiled.get_flat_int(e), static_cast<int64_t>(r.expected[e])) << "lanes " << lanes << ", element " << e;
-      ASSERT_EQ(r.interpreted.get_flat_int(e), static_cast<int64_t>(r.expected[e])) << "lanes " << lanes << ", element " << e;
+      ASSERT_EQ(r.compiled.get_flat_int(e), static_cast<int64_t>(r.expected[e]))
+          << "lanes " << lanes << ", element " << e;
+      ASSERT_EQ(r.interpreted.get_flat_int(e), static_cast<int64_t>(r.expected[e]))
+          << "lanes " << lanes << ", element " << e;
     }
-    bool native = (cpu.has("avx512vnni") && (lanes % 16 == 0 || cpu.has("avx512vl"))) || (cpu.has("avxvnni") && lanes % 4 == 0);
+    bool native = (cpu.has("avx512vnni") && (lanes % 16 == 0 || cpu.has("avx512vl"))) ||
+                  (cpu.has("avxvnni") && lanes % 4 == 0);
     if (native) {
       EXPECT_THAT(r.assembly, HasSubstr("vpdpbusd")) << "lanes " << lanes;
     } else {
@@ -134,8 +142,10 @@ TEST(GroupDot, OtherTypesArePortable) {
                    Packed{2, 8, 2, 10, 2, kFloat32, kFloat32, kFloat32}}) {
     Results r = compile_and_run(p);
     for (int64_t e = 0; e < r.compiled.numel(); ++e) {
-      ASSERT_NEAR(r.compiled.get_flat(e), r.expected[e], 1e-4 * (1 + std::abs(r.expected[e]))) << p.a_t.str() << " element " << e;
-      ASSERT_NEAR(r.interpreted.get_flat(e), r.expected[e], 1e-4 * (1 + std::abs(r.expected[e]))) << p.a_t.str();
+      ASSERT_NEAR(r.compiled.get_flat(e), r.expected[e], 1e-4 * (1 + std::abs(r.expected[e])))
+          << p.a_t.str() << " element " << e;
+      ASSERT_NEAR(r.interpreted.get_flat(e), r.expected[e], 1e-4 * (1 + std::abs(r.expected[e])))
+          << p.a_t.str();
     }
     EXPECT_THAT(r.assembly, Not(HasSubstr("vpdpbusd")));
   }
@@ -145,10 +155,10 @@ TEST(GroupDot, TypesAndLanesAreChecked) {
   auto v = [](DataType t, int lanes) { return ir::broadcast(ir::make_const(t, 1), lanes); };
   const DataType u8 = DataType::UInt(8), s8 = DataType::Int(8);
   EXPECT_NO_THROW(ir::group_dot(v(kInt32, 16), v(u8, 4), v(s8, 64)));
-  EXPECT_THROW(ir::group_dot(v(kInt32, 16), v(u8, 4), v(s8, 32)), Error);       // b's lanes
-  EXPECT_THROW(ir::group_dot(v(kFloat32, 16), v(u8, 4), v(s8, 64)), Error);     // float acc, integers
-  EXPECT_THROW(ir::group_dot(v(kInt32, 16), v(kInt32, 4), v(s8, 64)), Error);   // 32-bit operands
-  EXPECT_THROW(ir::group_dot(ir::make_int(0), v(u8, 4), v(s8, 4)), Error);      // scalar acc
+  EXPECT_THROW(ir::group_dot(v(kInt32, 16), v(u8, 4), v(s8, 32)), Error);    // b's lanes
+  EXPECT_THROW(ir::group_dot(v(kFloat32, 16), v(u8, 4), v(s8, 64)), Error);  // float acc, integers
+  EXPECT_THROW(ir::group_dot(v(kInt32, 16), v(kInt32, 4), v(s8, 64)), Error);  // 32-bit operands
+  EXPECT_THROW(ir::group_dot(ir::make_int(0), v(u8, 4), v(s8, 4)), Error);     // scalar acc
   EXPECT_THROW(ir::group_dot(v(kInt32, 8), v(kFloat32, 2), v(kFloat32, 16)), Error);
   try {
     ir::group_dot(v(kInt32, 16), v(u8, 4), v(s8, 32));

@@ -12,8 +12,8 @@
 #include "interp/interpreter.h"
 #include "ir/printer.h"
 #include "lower/lower.h"
-#include "workloads/workloads.h"
 #include "runtime/compare.h"
+#include "workloads/workloads.h"
 
 namespace tyche::codegen {
 namespace {
@@ -50,13 +50,18 @@ TEST(BackendProperty, RandomSchedulesLowerAndCompileCorrectly) {
         std::vector<runtime::NDArray> args;
         for (size_t i = 0; i < lowered.func->params.size(); ++i) {
           int64_t size = ir::const_shape(lowered.func->params[i])[0];
-          args.push_back(i < inputs.size() ? flat_copy(inputs[i], size) : runtime::NDArray({size}, expected[i - inputs.size()].dtype()));
+          args.push_back(i < inputs.size()
+                             ? flat_copy(inputs[i], size)
+                             : runtime::NDArray({size}, expected[i - inputs.size()].dtype()));
         }
-        ASSERT_NO_THROW(interp::run(lowered.func, args)) << op << "\n" << trace << ir::to_string(lowered.func);
+        ASSERT_NO_THROW(interp::run(lowered.func, args)) << op << "\n"
+                                                         << trace << ir::to_string(lowered.func);
         for (size_t i = 0; i < expected.size(); ++i) {
-          runtime::Comparison c = runtime::compare(flat_copy(args[inputs.size() + i], expected[i].numel()),
-                                                 flat_copy(expected[i], expected[i].numel()));
-          ASSERT_TRUE(c.ok) << op << ": " << c.message << "\n" << trace << ir::to_string(lowered.func);
+          runtime::Comparison c =
+              runtime::compare(flat_copy(args[inputs.size() + i], expected[i].numel()),
+                               flat_copy(expected[i], expected[i].numel()));
+          ASSERT_TRUE(c.ok) << op << ": " << c.message << "\n"
+                            << trace << ir::to_string(lowered.func);
         }
         ++interpreted;
       }
@@ -69,7 +74,8 @@ TEST(BackendProperty, RandomSchedulesLowerAndCompileCorrectly) {
       kernel->run(kargs);
       for (size_t i = 0; i < expected.size(); ++i) {
         runtime::Comparison c = runtime::compare(kargs[inputs.size() + i], expected[i]);
-        ASSERT_TRUE(c.ok) << op << " (compiled): " << c.message << "\n" << trace << ir::to_string(lowered.func);
+        ASSERT_TRUE(c.ok) << op << " (compiled): " << c.message << "\n"
+                          << trace << ir::to_string(lowered.func);
       }
       ++compiled;
     }

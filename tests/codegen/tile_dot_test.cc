@@ -26,8 +26,10 @@ struct Tiled {
   workloads::Workload w;
   ir::PrimFunc func;
 };
-Tiled tiled(const std::string& intrin, int depth, const std::string& dtypes, int group, const std::string& sizes) {
-  workloads::Workload w = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", sizes, dtypes);
+Tiled tiled(const std::string& intrin, int depth, const std::string& dtypes, int group,
+            const std::string& sizes) {
+  workloads::Workload w =
+      workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", sizes, dtypes);
   schedule::Schedule sch(w.func);
   schedule::BlockRV c = sch.get_block("C").value();
   int b_read = -1;
@@ -35,7 +37,8 @@ Tiled tiled(const std::string& intrin, int depth, const std::string& dtypes, int
   for (size_t r = 0; r < reads.size(); ++r)
     if (reads[r].buffer->name == "B") b_read = static_cast<int>(r);
   schedule::BlockRV pack = sch.cache_read(c, b_read, "global").value();
-  auto st = sch.transform_layout(pack, 0, fmt::format("lambda k, j: (j // 16, k // {0}, j % 16, k % {0})", group));
+  auto st = sch.transform_layout(
+      pack, 0, fmt::format("lambda k, j: (j // 16, k // {0}, j % 16, k % {0})", group));
   EXPECT_TRUE(st.ok()) << st.error().reason();
   auto l = sch.get_loops(c).value();
   auto i = sch.split(l[0], {std::nullopt, 16}).value();
@@ -71,7 +74,8 @@ TEST(TileDot, AmxU8S8TilesAreExactEverywhere) {
   // Two tiles along i, three along j, two intrinsic calls along k.
   {
     const int depth = 64;
-    Tiled t = tiled("x86_amx_tile_16x16x64_u8s8", depth, "A=uint8,B=int8,C=int32", 4, "i=32,j=48,k=128");
+    Tiled t =
+        tiled("x86_amx_tile_16x16x64_u8s8", depth, "A=uint8,B=int8,C=int32", 4, "i=32,j=48,k=128");
     TileDotResults r = run(t);
     runtime::Comparison c = runtime::compare(r.compiled, r.expected);
     EXPECT_TRUE(c.ok) << c.message;
@@ -107,13 +111,18 @@ TEST(TileDot, ShapesAndTypesAreChecked) {
   auto v = [](DataType t, int lanes) { return ir::broadcast(ir::make_const(t, 1), lanes); };
   const DataType u8 = DataType::UInt(8), s8 = DataType::Int(8);
   EXPECT_NO_THROW(ir::tile_dot(v(kInt32, 256), v(u8, 1024), v(s8, 1024), ir::make_int(16)));
-  EXPECT_NO_THROW(ir::tile_dot(v(kInt32, 32), v(u8, 8), v(s8, 64), ir::make_int(2)));       // 2 x 16 x 4
-  EXPECT_THROW(ir::tile_dot(v(kInt32, 256), v(u8, 1024), v(s8, 512), ir::make_int(16)), Error);   // b's lanes
-  EXPECT_THROW(ir::tile_dot(v(kInt32, 256), v(u8, 1024), v(s8, 1024), ir::make_int(3)), Error);   // rows divide
-  EXPECT_THROW(ir::tile_dot(v(kInt32, 32), v(u8, 6), v(s8, 48), ir::make_int(2)), Error);         // K = 3, G = 4
-  EXPECT_THROW(ir::tile_dot(v(kFloat32, 256), v(u8, 1024), v(s8, 1024), ir::make_int(16)), Error);  // float acc
-  EXPECT_THROW(ir::tile_dot(v(kInt32, 256), v(u8, 1024), v(s8, 1024), ir::Var("m")), Error);       // not constant
-  EXPECT_THROW(ir::call(ir::CallOp::kTileDot, {v(kInt32, 4)}), Error);                             // arity
+  EXPECT_NO_THROW(ir::tile_dot(v(kInt32, 32), v(u8, 8), v(s8, 64), ir::make_int(2)));  // 2 x 16 x 4
+  EXPECT_THROW(ir::tile_dot(v(kInt32, 256), v(u8, 1024), v(s8, 512), ir::make_int(16)),
+               Error);  // b's lanes
+  EXPECT_THROW(ir::tile_dot(v(kInt32, 256), v(u8, 1024), v(s8, 1024), ir::make_int(3)),
+               Error);  // rows divide
+  EXPECT_THROW(ir::tile_dot(v(kInt32, 32), v(u8, 6), v(s8, 48), ir::make_int(2)),
+               Error);  // K = 3, G = 4
+  EXPECT_THROW(ir::tile_dot(v(kFloat32, 256), v(u8, 1024), v(s8, 1024), ir::make_int(16)),
+               Error);  // float acc
+  EXPECT_THROW(ir::tile_dot(v(kInt32, 256), v(u8, 1024), v(s8, 1024), ir::Var("m")),
+               Error);                                                  // not constant
+  EXPECT_THROW(ir::call(ir::CallOp::kTileDot, {v(kInt32, 4)}), Error);  // arity
 }
 
 }  // namespace

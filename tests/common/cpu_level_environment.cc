@@ -66,13 +66,17 @@ class CpuLevelEnvironment : public ::testing::Environment {
       FAIL() << "TYCHE_CPU=" << level << ": " << e.what();
     }
     if (std::optional<bool> runs = cpuinfo_runs(level)) {
-      ASSERT_EQ(*runs, missing.empty()) << "LLVM's probe and /proc/cpuinfo disagree on whether this host runs " << level
-                                        << (missing.empty() ? "" : " (LLVM says it lacks " + missing.front() + ")");
+      ASSERT_EQ(*runs, missing.empty())
+          << "LLVM's probe and /proc/cpuinfo disagree on whether this host runs " << level
+          << (missing.empty() ? "" : " (LLVM says it lacks " + missing.front() + ")");
     }
-    if (!missing.empty()) GTEST_SKIP() << "this host cannot run code for " << level << " (it lacks " << missing.front() << ", ...)";
+    if (!missing.empty())
+      GTEST_SKIP() << "this host cannot run code for " << level << " (it lacks " << missing.front()
+                   << ", ...)";
   }
 };
 
-[[maybe_unused]] ::testing::Environment* const kEnvironment = ::testing::AddGlobalTestEnvironment(new CpuLevelEnvironment);
+[[maybe_unused]] ::testing::Environment* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new CpuLevelEnvironment);
 
 }  // namespace

@@ -14,7 +14,8 @@ inline ir::PrimFunc exhausting_kernel(ir::ForKind kind) {
   Buffer huge = make_buffer("huge", kFloat32, {Expr(int64_t{1} << 60)});
   Var i("i"), j("j"), k("k");
   Stmt fill = for_loop(j, 0, 64, ForKind::kSerial, buffer_store(huge, buffer_load(x, {j}), {j}));
-  Stmt drain = for_loop(k, 0, 64, ForKind::kSerial, buffer_store(y, buffer_load(huge, {Expr(63) - k}), {k}));
+  Stmt drain =
+      for_loop(k, 0, 64, ForKind::kSerial, buffer_store(y, buffer_load(huge, {Expr(63) - k}), {k}));
   return PrimFunc("oom", {x, y}, 1, for_loop(i, 0, 2, kind, allocate(huge, seq({fill, drain}))));
 }
 

@@ -59,20 +59,24 @@ inline const target::Target kOpenCL = target::Target::parse("opencl");
 // A lowered program as text: intermediates, then each kernel's launch, shared buffers and body.
 inline std::string describe(const lower::GpuProgram& p) {
   std::string out;
-  for (const ir::Buffer& b : p.intermediates) out += fmt::format("intermediate {} ({} bytes)\n", b->name, ir::const_shape(b)[0] * b->dtype.bytes());
+  for (const ir::Buffer& b : p.intermediates)
+    out += fmt::format("intermediate {} ({} bytes)\n", b->name,
+                       ir::const_shape(b)[0] * b->dtype.bytes());
   for (const lower::GpuKernel& k : p.kernels) {
     std::vector<std::string> shared, buffers;
     for (const ir::Buffer& b : k.shared) shared.push_back(b->name);
     for (const ir::Buffer& b : k.buffers) buffers.push_back(b->name);
-    out += fmt::format("kernel {}({}): grid ({}, {}, {}), block ({}, {}, {}), shared [{}] {} bytes\n{}\n", k.name, fmt::join(buffers, ", "),
-                       k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], fmt::join(shared, ", "), k.shared_bytes,
-                       ir::to_string(k.body));
+    out += fmt::format(
+        "kernel {}({}): grid ({}, {}, {}), block ({}, {}, {}), shared [{}] {} bytes\n{}\n", k.name,
+        fmt::join(buffers, ", "), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+        k.block[2], fmt::join(shared, ", "), k.shared_bytes, ir::to_string(k.body));
   }
   return out;
 }
 
 // X's rows a block reads in one k step, staged in shared memory by its 8 x 8 threads together.
-inline void stage_x_in_shared(schedule::Schedule& sch, const schedule::BlockRV& z, const schedule::LoopRV& k_outer) {
+inline void stage_x_in_shared(schedule::Schedule& sch, const schedule::BlockRV& z,
+                              const schedule::LoopRV& k_outer) {
   auto x_shared = ok(sch.cache_read(z, 0, "shared"));
   ok(sch.compute_at(x_shared, k_outer));
   auto fetch = ok(sch.get_loops(x_shared));
@@ -137,8 +141,8 @@ inline ir::PrimFunc cross_thread_softmax(const ir::PrimFunc& func, int64_t threa
 // A cooperative fetch into shared memory at `at`: the copy's loops fused and spread over the
 // block's 2 warps of 32 threads, `vector` elements each; rows padded to 8 elements past a multiple
 // of 32 (storage_align, laid out again for the tile compact_buffers shrinks the buffer to).
-inline void fetch_to_shared(schedule::Schedule& sch, const schedule::BlockRV& reader, int read, const schedule::LoopRV& at, int64_t lanes,
-                     int64_t vector) {
+inline void fetch_to_shared(schedule::Schedule& sch, const schedule::BlockRV& reader, int read,
+                            const schedule::LoopRV& at, int64_t lanes, int64_t vector) {
   auto shared = ok(sch.cache_read(reader, read, "shared"));
   ok(sch.compute_at(shared, at));
   ok(sch.storage_align(shared, 0, 1, 32, 8));
@@ -154,7 +158,8 @@ inline void fetch_to_shared(schedule::Schedule& sch, const schedule::BlockRV& re
 
 // The innermost two loops of `block` (rows, then columns of `cols` = 16 * n) as n tiles of
 // 16 x 16, tensorized with `intrin`.
-inline void tensorize_tiles(schedule::Schedule& sch, const schedule::BlockRV& block, const std::string& intrin) {
+inline void tensorize_tiles(schedule::Schedule& sch, const schedule::BlockRV& block,
+                            const std::string& intrin) {
   auto loops = ok(sch.get_loops(block));
   schedule::LoopRV rows = loops[loops.size() - 2], cols = loops.back();
   auto c = ok(sch.split(cols, {std::nullopt, 16}));
@@ -203,17 +208,18 @@ inline ir::PrimFunc tensor_core_gmm(const ir::PrimFunc& func, const TensorCoreGm
   tensorize_tiles(sch, a, intrin + "load_a_16x16_" + type);
   tensorize_tiles(sch, b, intrin + "load_b_16x16_" + type);
   tensorize_tiles(sch, init, intrin + "fill_16x16_f32");
-  ok(sch.tensorize(i[2], intrin + (o.family == "mma" ? "sync" : "mma") + "_16x16x16_" + type + "f32"));
+  ok(sch.tensorize(i[2],
+                   intrin + (o.family == "mma" ? "sync" : "mma") + "_16x16x16_" + type + "f32"));
   if (o.tensorize_store) tensorize_tiles(sch, acc, intrin + "store_16x16_f32");
   return sch.func();
 }
 
 }  // namespace tyche::testing
 
-#define NVRTC_OR_SKIP()                                                             \
+#define NVRTC_OR_SKIP()                                                          \
   if (std::string missing = ::tyche::testing::nvrtc_missing(); !missing.empty()) \
   GTEST_SKIP() << missing
-#define OPEN_OR_SKIP(d)                         \
-  std::string why;                              \
+#define OPEN_OR_SKIP(d)                        \
+  std::string why;                             \
   auto d = ::tyche::testing::open_device(why); \
   if (!d) GTEST_SKIP() << why;

@@ -21,7 +21,8 @@ class OnnxBuilder {
     model_.mutable_graph()->set_name("test");
   }
 
-  OnnxBuilder& input(const std::string& name, const std::vector<int64_t>& shape, int type = onnx::TensorProto::FLOAT,
+  OnnxBuilder& input(const std::string& name, const std::vector<int64_t>& shape,
+                     int type = onnx::TensorProto::FLOAT,
                      const std::vector<std::string>& symbolic = {}) {
     auto* v = model_.mutable_graph()->add_input();
     v->set_name(name);
@@ -29,8 +30,10 @@ class OnnxBuilder {
     t->set_elem_type(type);
     for (size_t d = 0; d < shape.size(); ++d) {
       auto* dim = t->mutable_shape()->add_dim();
-      if (d < symbolic.size() && !symbolic[d].empty()) dim->set_dim_param(symbolic[d]);
-      else dim->set_dim_value(shape[d]);
+      if (d < symbolic.size() && !symbolic[d].empty())
+        dim->set_dim_param(symbolic[d]);
+      else
+        dim->set_dim_value(shape[d]);
     }
     return *this;
   }
@@ -41,7 +44,8 @@ class OnnxBuilder {
   }
 
   // A float initializer with values from a fixed seed in [-scale, scale).
-  OnnxBuilder& weight(const std::string& name, const std::vector<int64_t>& shape, float scale = 0.5f, unsigned seed = 1) {
+  OnnxBuilder& weight(const std::string& name, const std::vector<int64_t>& shape,
+                      float scale = 0.5f, unsigned seed = 1) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
@@ -57,7 +61,8 @@ class OnnxBuilder {
   }
 
   // An integer initializer (UINT8, INT8 or INT32) with values from a fixed seed in [lo, hi].
-  OnnxBuilder& integers(const std::string& name, const std::vector<int64_t>& shape, int type, int lo, int hi, unsigned seed = 1) {
+  OnnxBuilder& integers(const std::string& name, const std::vector<int64_t>& shape, int type,
+                        int lo, int hi, unsigned seed = 1) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(type);
@@ -92,7 +97,8 @@ class OnnxBuilder {
   // An initializer stored elsewhere: external data with these key-value entries (location,
   // offset, length), or raw bytes (which need not match the dims: the importer's checks).
   OnnxBuilder& external(const std::string& name, const std::vector<int64_t>& shape,
-                        const std::vector<std::pair<std::string, std::string>>& entries, int type = onnx::TensorProto::FLOAT) {
+                        const std::vector<std::pair<std::string, std::string>>& entries,
+                        int type = onnx::TensorProto::FLOAT) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(type);
@@ -105,8 +111,8 @@ class OnnxBuilder {
     }
     return *this;
   }
-  OnnxBuilder& raw(const std::string& name, const std::vector<int64_t>& shape, const std::string& bytes,
-                   int type = onnx::TensorProto::FLOAT) {
+  OnnxBuilder& raw(const std::string& name, const std::vector<int64_t>& shape,
+                   const std::string& bytes, int type = onnx::TensorProto::FLOAT) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(type);
@@ -115,7 +121,8 @@ class OnnxBuilder {
     return *this;
   }
 
-  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs) {
     auto* n = model_.mutable_graph()->add_node();
     n->set_op_type(op);
     n->set_name(outputs.empty() ? op : outputs[0]);
@@ -155,12 +162,16 @@ class OnnxBuilder {
 // -> Q -> DQ -> y. The quantized sum `sq` is an output too when `sum_is_output`.
 inline OnnxBuilder qdq_residual_block(bool projection, bool sum_is_output = false) {
   OnnxBuilder m;
-  m.input("x", {1, 4, 6, 6}).scalar("s", 0.02f).integers("z", {}, onnx::TensorProto::UINT8, 100, 100).scalar("ws", 0.005f);
+  m.input("x", {1, 4, 6, 6})
+      .scalar("s", 0.02f)
+      .integers("z", {}, onnx::TensorProto::UINT8, 100, 100)
+      .scalar("ws", 0.005f);
   m.scalar("bs", 0.02f * 0.005f);  // a bias' scale: the activation's times the weights'
   m.node("QuantizeLinear", {"x", "s", "z"}, {"xq"});
   m.node("DequantizeLinear", {"xq", "s", "z"}, {"xf"});
   auto conv = [&m](const std::string& name, unsigned seed) {
-    m.integers(name + "w", {4, 4, 3, 3}, onnx::TensorProto::INT8, -100, 100, seed).integers(name + "b", {4}, onnx::TensorProto::INT32, -500, 500, seed);
+    m.integers(name + "w", {4, 4, 3, 3}, onnx::TensorProto::INT8, -100, 100, seed)
+        .integers(name + "b", {4}, onnx::TensorProto::INT32, -500, 500, seed);
     m.node("DequantizeLinear", {name + "w", "ws"}, {name + "wf"});
     m.node("DequantizeLinear", {name + "b", "bs"}, {name + "bf"});
     auto& c = m.node("Conv", {"xf", name + "wf", name + "bf"}, {name});

@@ -6,12 +6,12 @@
 
 #include <map>
 
+#include "../common/onnx_builder.h"
 #include "executor/executor.h"
 #include "graph/onnx_import.h"
 #include "graph/op_registry.h"
 #include "graph/passes.h"
 #include "interp/interpreter.h"
-#include "../common/onnx_builder.h"
 #include "runtime/compare.h"
 #include "runtime/npy.h"
 #include "support/error.h"
@@ -23,7 +23,8 @@ using namespace tyche::graph;  // the models these tests build and import
 
 using graph::testing::OnnxBuilder;
 
-std::vector<runtime::NDArray> reference(const Graph& g, const std::vector<runtime::NDArray>& inputs) {
+std::vector<runtime::NDArray> reference(const Graph& g,
+                                        const std::vector<runtime::NDArray>& inputs) {
   std::map<int, runtime::NDArray> values;
   for (size_t i = 0; i < g.inputs.size(); ++i) values[g.inputs[i]] = inputs[i];
   for (size_t v = 0; v < g.values.size(); ++v)
@@ -36,7 +37,8 @@ std::vector<runtime::NDArray> reference(const Graph& g, const std::vector<runtim
         ph.emplace_back();
         continue;
       }
-      ph.push_back(te::placeholder(g.value(in).shape, g.value(in).dtype, fmt::format("p{}", ph.size())));
+      ph.push_back(
+          te::placeholder(g.value(in).shape, g.value(in).dtype, fmt::format("p{}", ph.size())));
       args.push_back(ph.back());
       ins.push_back(values.at(in));
     }
@@ -58,7 +60,12 @@ std::vector<runtime::NDArray> reference(const Graph& g, const std::vector<runtim
 OnnxBuilder mixed_model() {
   OnnxBuilder b;
   b.input("x", {1, 3, 7, 9}).weight("w1", {6, 3, 3, 3}).weight("w2", {6, 6, 3, 3});
-  b.weight("scale", {6}).weight("shift", {6}).weight("mean", {6}).weight("var", {6}, 0.5f).weight("fc", {5, 6}).weight("fcb", {5});
+  b.weight("scale", {6})
+      .weight("shift", {6})
+      .weight("mean", {6})
+      .weight("var", {6}, 0.5f)
+      .weight("fc", {5, 6})
+      .weight("fcb", {5});
   auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"});
   OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
   b.node("Relu", {"var"}, {"vpos"});
@@ -151,7 +158,8 @@ TEST(Executor, RefusesInputsOfTheWrongTypeOrShape) {
 
 TEST(Npy, RoundTripsEveryType) {
   std::string dir = ::testing::TempDir();
-  for (DataType t : {kFloat32, kFloat64, kInt64, kInt32, DataType::Int(8), DataType::UInt(8), kBool}) {
+  for (DataType t :
+       {kFloat32, kFloat64, kInt64, kInt32, DataType::Int(8), DataType::UInt(8), kBool}) {
     runtime::NDArray a({2, 3, 1}, t);
     a.fill_uniform(5, 0, 2);
     std::string path = dir + "/a.npy";

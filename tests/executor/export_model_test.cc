@@ -15,13 +15,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "../common/onnx_builder.h"
 #include "codegen/export/runtime_symbols.h"
 #include "executor/execution_plan.h"
 #include "executor/executor.h"
 #include "executor/export_model.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
-#include "../common/onnx_builder.h"
 #include "runtime/compare.h"
 #include "runtime/module.h"
 #include "support/error.h"
@@ -33,8 +33,8 @@ namespace {
 using namespace tyche::graph;  // the models these tests build and import
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using graph::testing::OnnxBuilder;
+using ::testing::HasSubstr;
 
 struct Shell {
   int code;
@@ -58,7 +58,8 @@ std::string read_file(const fs::path& p) {
 }
 
 fs::path fresh_dir(const std::string& what) {
-  fs::path d = fs::path(::testing::TempDir()) / fmt::format("tyche_export_model_{}_{}", what, getpid());
+  fs::path d =
+      fs::path(::testing::TempDir()) / fmt::format("tyche_export_model_{}_{}", what, getpid());
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -69,7 +70,11 @@ fs::path fresh_dir(const std::string& what) {
 Graph small_model() {
   OnnxBuilder b;
   b.input("x", {1, 3, 7, 9}).input("bias.in", {1, 5});
-  b.weight("w1", {6, 3, 3, 3}).weight("scale", {6}).weight("shift", {6}).weight("mean", {6}).weight("var", {6}, 0.5f);
+  b.weight("w1", {6, 3, 3, 3})
+      .weight("scale", {6})
+      .weight("shift", {6})
+      .weight("mean", {6})
+      .weight("var", {6}, 0.5f);
   b.weight("w2", {6, 6, 3, 3}).weight("fc", {5, 6}).weight("fcb", {5});
   auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"});
   OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
@@ -95,7 +100,8 @@ Graph small_model() {
   return g;
 }
 
-// The CPU to export for: the x86-64 level below the host's best, so the library is not host-only code.
+// The CPU to export for: the x86-64 level below the host's best, so the library is not host-only
+// code.
 std::string export_cpu() {
   std::vector<std::string> levels = target::host_levels();
   return levels.size() > 1 ? levels[levels.size() - 2] : levels.back();
@@ -136,29 +142,45 @@ int main(int argc, char** argv) {
 )";
   std::vector<std::string> args, packed;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
-    c << fmt::format("  char* in{0} = misaligned(net_INPUT{0}_BYTES);\n  io(dir, \"in{0}.bin\", in{0}, net_INPUT{0}_BYTES, 0);\n", i);
-    c << fmt::format("  void* ain{0} = aligned(net_INPUT{0}_BYTES);\n  memcpy(ain{0}, in{0}, net_INPUT{0}_BYTES);\n", i);
+    c << fmt::format(
+        "  char* in{0} = misaligned(net_INPUT{0}_BYTES);\n  io(dir, \"in{0}.bin\", in{0}, "
+        "net_INPUT{0}_BYTES, 0);\n",
+        i);
+    c << fmt::format(
+        "  void* ain{0} = aligned(net_INPUT{0}_BYTES);\n  memcpy(ain{0}, in{0}, "
+        "net_INPUT{0}_BYTES);\n",
+        i);
     args.push_back(fmt::format("(const void*)in{}", i));
     packed.push_back(fmt::format("ain{}", i));
   }
   for (size_t o = 0; o < g.outputs.size(); ++o) {
-    c << fmt::format("  char* out{0} = misaligned(net_OUTPUT{0}_BYTES);\n  void* aout{0} = aligned(net_OUTPUT{0}_BYTES);\n", o);
+    c << fmt::format(
+        "  char* out{0} = misaligned(net_OUTPUT{0}_BYTES);\n  void* aout{0} = "
+        "aligned(net_OUTPUT{0}_BYTES);\n",
+        o);
     args.push_back(fmt::format("(void*)out{}", o));
     packed.push_back(fmt::format("aout{}", o));
   }
   c << fmt::format("  int status = net({});\n", fmt::join(args, ", "));
-  c << "  if (status != TYCHE_OK) { printf(\"net: %s\\n\", tyche_error_string(status)); return 1; }\n";
+  c << "  if (status != TYCHE_OK) { printf(\"net: %s\\n\", tyche_error_string(status)); return 1; "
+       "}\n";
   c << fmt::format("  void* packed[] = {{{}}};\n", fmt::join(packed, ", "));
   c << "  status = net_packed(packed);\n";
-  c << "  if (status != TYCHE_OK) { printf(\"net_packed: %s\\n\", tyche_error_string(status)); return 1; }\n";
+  c << "  if (status != TYCHE_OK) { printf(\"net_packed: %s\\n\", tyche_error_string(status)); "
+       "return 1; }\n";
   for (size_t o = 0; o < g.outputs.size(); ++o) {
     c << fmt::format("  io(dir, \"out{0}.bin\", out{0}, net_OUTPUT{0}_BYTES, 1);\n", o);
-    c << fmt::format("  if (memcmp(out{0}, aout{0}, net_OUTPUT{0}_BYTES)) {{ printf(\"output {0}: the two calls differ\\n\"); ++failures; }}\n", o);
+    c << fmt::format(
+        "  if (memcmp(out{0}, aout{0}, net_OUTPUT{0}_BYTES)) {{ printf(\"output {0}: the two calls "
+        "differ\\n\"); ++failures; }}\n",
+        o);
   }
   std::vector<std::string> null_args = args;
   null_args[0] = "NULL";
-  c << fmt::format("  if (net({}) != TYCHE_ERROR_NULL_ARGUMENT) {{ printf(\"a null pointer was taken\\n\"); ++failures; }}\n",
-                   fmt::join(null_args, ", "));
+  c << fmt::format(
+      "  if (net({}) != TYCHE_ERROR_NULL_ARGUMENT) {{ printf(\"a null pointer was taken\\n\"); "
+      "++failures; }}\n",
+      fmt::join(null_args, ", "));
   c << "  printf(failures ? \"FAILED\\n\" : \"OK\\n\");\n  return failures != 0;\n}\n";
   return c.str();
 }
@@ -180,26 +202,36 @@ TEST(ExportModel, ACProgramLinkingTheLibraryMatchesTheExecutorOnMisalignedBuffer
   fs::path dir = fresh_dir("run");
   for (bool parallel : {true, false}) {
     SCOPED_TRACE(parallel ? "parallel" : "serial");
-    ModelExportOptions o{.name = "net", .cpu = export_cpu(), .parallel = parallel, .description = "a small model", .max_stack_bytes = 64 * 1024};
+    ModelExportOptions o{.name = "net",
+                         .cpu = export_cpu(),
+                         .parallel = parallel,
+                         .description = "a small model",
+                         .max_stack_bytes = 64 * 1024};
     ModelExportResult r = export_model(g, table, {}, dir.string(), o);
-    EXPECT_EQ(r.files, (std::vector<std::string>{(dir / "libnet.a").string(), (dir / "net.h").string()}));
+    EXPECT_EQ(r.files,
+              (std::vector<std::string>{(dir / "libnet.a").string(), (dir / "net.h").string()}));
     Shell members = shell("ar t " + (dir / "libnet.a").string());
     ASSERT_EQ(members.code, 0) << members.out;
     EXPECT_THAT(members.out, HasSubstr("net_t0.o\n"));
     EXPECT_THAT(members.out, HasSubstr("\nnet.o\ntyche_rt1_runtime.o\n"));
-    EXPECT_EQ(std::count(members.out.begin(), members.out.end(), '\n'), static_cast<long>(table.tasks.size()) + 2) << members.out;
+    EXPECT_EQ(std::count(members.out.begin(), members.out.end(), '\n'),
+              static_cast<long>(table.tasks.size()) + 2)
+        << members.out;
 
     std::ofstream(dir / "driver.c") << driver_source(g);
     fs::path exe = dir / "driver";
-    Shell cc = shell(fmt::format("cc -std=c11 -O1 -Wall -Werror -I {0} {0}/driver.c -L {0} -lnet -lm -lpthread -o {1}", dir.string(),
-                                 exe.string()));
+    Shell cc = shell(fmt::format(
+        "cc -std=c11 -O1 -Wall -Werror -I {0} {0}/driver.c -L {0} -lnet -lm -lpthread -o {1}",
+        dir.string(), exe.string()));
     ASSERT_EQ(cc.code, 0) << cc.out;
     Shell undefined = shell("nm -u " + exe.string());
     ASSERT_EQ(undefined.code, 0) << undefined.out;
-    EXPECT_THAT(undefined.out, ::testing::Not(HasSubstr("tyche"))) << "a Tyche symbol is left to a Tyche library";
+    EXPECT_THAT(undefined.out, ::testing::Not(HasSubstr("tyche")))
+        << "a Tyche symbol is left to a Tyche library";
     for (size_t i = 0; i < inputs.size(); ++i)
       std::ofstream(dir / fmt::format("in{}.bin", i), std::ios::binary)
-          .write(static_cast<const char*>(inputs[i].data()), static_cast<std::streamsize>(inputs[i].nbytes()));
+          .write(static_cast<const char*>(inputs[i].data()),
+                 static_cast<std::streamsize>(inputs[i].nbytes()));
     for (int threads : {1, 3}) {
       SCOPED_TRACE(fmt::format("{} threads", threads));
       Shell run = shell(fmt::format("{} {} {}", exe.string(), dir.string(), threads));
@@ -221,9 +253,15 @@ TEST(ExportModel, ACProgramLinkingTheLibraryMatchesTheExecutorOnMisalignedBuffer
 TEST(ExportModel, TheHeaderDocumentsTheArgumentsAndTheCodes) {
   Graph g = small_model();
   TaskTable table = extract_tasks(g);
-  ModelExportOptions o{.name = "net", .cpu = "x86-64-v3", .parallel = true, .description = "small.onnx */ tuned", .max_stack_bytes = 64 * 1024};
+  ModelExportOptions o{.name = "net",
+                       .cpu = "x86-64-v3",
+                       .parallel = true,
+                       .description = "small.onnx */ tuned",
+                       .max_stack_bytes = 64 * 1024};
   std::string h = export_model_header(g, table, o);
-  EXPECT_THAT(h, HasSubstr("int32_t net(const float* x, const float* bias_in, float* y, float* r1, float* f);"));
+  EXPECT_THAT(
+      h, HasSubstr(
+             "int32_t net(const float* x, const float* bias_in, float* y, float* r1, float* f);"));
   EXPECT_THAT(h, HasSubstr("small.onnx * / tuned"));
   EXPECT_THAT(h, HasSubstr("machine code for x86-64-v3 (256-bit vectors)"));
   EXPECT_THAT(h, HasSubstr("#define net_INPUT1_NAME \"bias.in\""));
@@ -231,8 +269,10 @@ TEST(ExportModel, TheHeaderDocumentsTheArgumentsAndTheCodes) {
   EXPECT_THAT(h, HasSubstr("#define net_OUTPUT1_BYTES 1512"));  // r1: 1x6x7x9 floats
   EXPECT_THAT(h, HasSubstr("#define net_OUTPUT2_DTYPE \"float32\""));
   EXPECT_THAT(h, HasSubstr("#define net_NUM_OUTPUTS 3"));
-  EXPECT_THAT(h, HasSubstr(fmt::format("#define net_ARENA_BYTES {}", plan_execution(g, table).memory.arena_bytes)));
-  EXPECT_THAT(h, HasSubstr(fmt::format("#define TYCHE_ERROR_OUT_OF_MEMORY {}", static_cast<int>(runtime::kKernelOutOfMemory))));
+  EXPECT_THAT(h, HasSubstr(fmt::format("#define net_ARENA_BYTES {}",
+                                       plan_execution(g, table).memory.arena_bytes)));
+  EXPECT_THAT(h, HasSubstr(fmt::format("#define TYCHE_ERROR_OUT_OF_MEMORY {}",
+                                       static_cast<int>(runtime::kKernelOutOfMemory))));
   EXPECT_THAT(h, HasSubstr("of any alignment"));
   EXPECT_THAT(h, HasSubstr("void net_set_num_threads(int n);"));
   EXPECT_THAT(h, HasSubstr("int32_t net_packed(void** args);"));
@@ -241,8 +281,10 @@ TEST(ExportModel, TheHeaderDocumentsTheArgumentsAndTheCodes) {
   // The header is C++ too.
   fs::path dir = fresh_dir("header");
   std::ofstream(dir / "net.h") << h;
-  std::ofstream(dir / "use.cc") << "#include \"net.h\"\nint main() { return net_NUM_INPUTS == 2 && tyche_error_string(TYCHE_OK)[0] ? 0 : 1; }\n";
-  Shell cxx = shell(fmt::format("c++ -std=c++17 -Wall -Werror -fsyntax-only -I {0} {0}/use.cc", dir.string()));
+  std::ofstream(dir / "use.cc") << "#include \"net.h\"\nint main() { return net_NUM_INPUTS == 2 && "
+                                   "tyche_error_string(TYCHE_OK)[0] ? 0 : 1; }\n";
+  Shell cxx = shell(
+      fmt::format("c++ -std=c++17 -Wall -Werror -fsyntax-only -I {0} {0}/use.cc", dir.string()));
   EXPECT_EQ(cxx.code, 0) << cxx.out;
   fs::remove_all(dir);
 }
@@ -256,12 +298,17 @@ TEST(ExportModel, RefusalsLeaveTheDirectoryAsItWas) {
     try {
       export_model(g, table, {}, out, o);
     } catch (const Error& e) {
-      return std::string(e.what()).find(message) != std::string::npos ? ::testing::AssertionSuccess()
-                                                                         : ::testing::AssertionFailure() << e.what();
+      return std::string(e.what()).find(message) != std::string::npos
+                 ? ::testing::AssertionSuccess()
+                 : ::testing::AssertionFailure() << e.what();
     }
     return ::testing::AssertionFailure() << "not refused";
   };
-  ModelExportOptions o{.name = "net", .cpu = "x86-64", .parallel = true, .description = "", .max_stack_bytes = 64 * 1024};
+  ModelExportOptions o{.name = "net",
+                       .cpu = "x86-64",
+                       .parallel = true,
+                       .description = "",
+                       .max_stack_bytes = 64 * 1024};
   ModelExportOptions bad = o;
   bad.name = "my-net";
   EXPECT_TRUE(refused(bad, dir.string(), "'my-net' is not a C identifier"));

@@ -13,7 +13,8 @@ void expect_no_overlap(const std::vector<BufferLifetime>& b, const MemoryPlan& p
     EXPECT_LE(p.offsets[i] + b[i].bytes, p.arena_bytes);
     for (size_t j = i + 1; j < b.size(); ++j) {
       bool together = b[i].first <= b[j].last && b[j].first <= b[i].last;
-      bool share = p.offsets[i] < p.offsets[j] + b[j].bytes && p.offsets[j] < p.offsets[i] + b[i].bytes;
+      bool share =
+          p.offsets[i] < p.offsets[j] + b[j].bytes && p.offsets[j] < p.offsets[i] + b[i].bytes;
       EXPECT_FALSE(together && share) << "buffers " << i << " and " << j;
     }
   }

@@ -33,7 +33,7 @@ namespace {
 
 constexpr std::string_view kSecret = "TYCHE-FUZZ-SENTINEL-7f3a9c1e5b";
 
-std::string g_dir;       // the model's folder
+std::string g_dir;        // the model's folder
 bool g_pipeline = false;  // TYCHE_FUZZ_PIPELINE=1: the rest of `tyche import` too
 
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
@@ -48,7 +48,8 @@ void make_dir() {
   std::filesystem::create_directories(model);
   write_file(root / "sentinel.txt", std::string(kSecret) + "\n");
   std::string weights(4096, '\0');
-  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<char>((i * 37) & 0x3f);  // small floats' bytes
+  for (size_t i = 0; i < weights.size(); ++i)
+    weights[i] = static_cast<char>((i * 37) & 0x3f);  // small floats' bytes
   write_file(model / "weights.bin", weights);
   std::error_code ec;
   std::filesystem::remove(model / "outside.bin", ec);
@@ -89,7 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool carried = bytes.find(kSecret) != std::string::npos;
     if (const tyche::graph::Value* v = carried ? nullptr : leaks_secret(g)) {
       std::fprintf(stderr,
-                   "==FUZZ== constant '%s' (%zu bytes) holds the sentinel's secret: read from outside the model's "
+                   "==FUZZ== constant '%s' (%zu bytes) holds the sentinel's secret: read from "
+                   "outside the model's "
                    "folder, or memory left uninitialized\n",
                    v->name.c_str(), v->constant.nbytes());
       std::abort();

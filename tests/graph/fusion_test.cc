@@ -2,10 +2,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../common/onnx_builder.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
 #include "graph/tasks.h"
-#include "../common/onnx_builder.h"
 
 namespace tyche::graph {
 namespace {
@@ -31,7 +31,10 @@ Graph load(const OnnxBuilder& b) {
 
 TEST(Fusion, ConvTakesBiasResidualAddAndRelu) {
   OnnxBuilder b;
-  b.input("x", {1, 4, 6, 6}).weight("w1", {4, 4, 3, 3}).weight("b1", {4}).weight("w2", {4, 4, 1, 1});
+  b.input("x", {1, 4, 6, 6})
+      .weight("w1", {4, 4, 3, 3})
+      .weight("b1", {4})
+      .weight("w2", {4, 4, 1, 1});
   auto& c1 = b.node("Conv", {"x", "w1", "b1"}, {"c1"});
   OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
   b.node("Relu", {"c1"}, {"r1"});
@@ -45,7 +48,12 @@ TEST(Fusion, ConvTakesBiasResidualAddAndRelu) {
 
 TEST(Fusion, MatmulTakesBiasAndGeluWhoseInputHasTwoReaders) {
   OnnxBuilder b;
-  b.input("x", {4, 8}).weight("w", {8, 16}).weight("bias", {16}).scalar("sqrt2", 1.41421356f).scalar("one", 1).scalar("half", 0.5f);
+  b.input("x", {4, 8})
+      .weight("w", {8, 16})
+      .weight("bias", {16})
+      .scalar("sqrt2", 1.41421356f)
+      .scalar("one", 1)
+      .scalar("half", 0.5f);
   b.node("MatMul", {"x", "w"}, {"m"});
   b.node("Add", {"m", "bias"}, {"h"});
   b.node("Div", {"h", "sqrt2"}, {"d"});
@@ -101,16 +109,19 @@ TEST(Fusion, ElementwiseMathBeforeAMatmulStaysOut) {
 TEST(Fusion, DequantizationsJoinTheirReadersSoInt8CrossesBetweenKernels) {
   Graph identity = load(testing::qdq_residual_block(false));
   EXPECT_EQ(groups_text(identity, fuse(identity)),
-            "QuantizeLinear | DequantizeLinear+QLinearConv+DequantizeLinear+Add+QuantizeLinear | DequantizeLinear+MaxPool+QuantizeLinear+DequantizeLinear");
+            "QuantizeLinear | DequantizeLinear+QLinearConv+DequantizeLinear+Add+QuantizeLinear | "
+            "DequantizeLinear+MaxPool+QuantizeLinear+DequantizeLinear");
   Graph projection = load(testing::qdq_residual_block(true));
   EXPECT_EQ(groups_text(projection, fuse(projection)),
-            "QuantizeLinear | QLinearConv | QLinearConv+DequantizeLinear+DequantizeLinear+Add+QuantizeLinear | "
+            "QuantizeLinear | QLinearConv | "
+            "QLinearConv+DequantizeLinear+DequantizeLinear+Add+QuantizeLinear | "
             "DequantizeLinear+MaxPool+QuantizeLinear+DequantizeLinear");
   // The sum is also a graph output: its dequantization's reader still takes it, the int8 sum
   // leaves the Add's group.
   Graph both = load(testing::qdq_residual_block(true, true));
   EXPECT_EQ(groups_text(both, fuse(both)),
-            "QuantizeLinear | QLinearConv | QLinearConv+DequantizeLinear+DequantizeLinear+Add+QuantizeLinear | "
+            "QuantizeLinear | QLinearConv | "
+            "QLinearConv+DequantizeLinear+DequantizeLinear+Add+QuantizeLinear | "
             "DequantizeLinear+MaxPool+QuantizeLinear+DequantizeLinear");
 }
 

@@ -3,17 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../common/onnx_builder.h"
 #include "graph/onnx_import.h"
 #include "graph/passes.h"
-#include "../common/onnx_builder.h"
 #include "support/error.h"
 
 namespace tyche::graph {
 namespace {
 
-using testing::OnnxBuilder;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using testing::OnnxBuilder;
 
 std::string error_of(const std::string& bytes, const ImportOptions& options = {}) {
   try {
@@ -46,7 +46,8 @@ TEST(Import, InfersShapesAndFoldsShapeArithmetic) {
 }
 
 TEST(Import, RefusesWhatIsNotAModel) {
-  EXPECT_THAT(error_of("this is a text file, not a model\n"), HasSubstr("'m.onnx' is not an ONNX model"));
+  EXPECT_THAT(error_of("this is a text file, not a model\n"),
+              HasSubstr("'m.onnx' is not an ONNX model"));
   OnnxBuilder b;
   b.input("x", {4}).output("y").node("Relu", {"x"}, {"y"});
   std::string bytes = b.bytes();
@@ -61,26 +62,32 @@ TEST(Import, ListsEveryUnsupportedOperatorWithItsCount) {
   b.node("Mod", {"a", "x"}, {"b"});
   b.node("BitShift", {"s", "s"}, {"c"});
   b.output("b").output("c");
-  EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("unsupported operators"), HasSubstr("BitShift (1)"), HasSubstr("Mod (2)")));
+  EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("unsupported operators"),
+                                         HasSubstr("BitShift (1)"), HasSubstr("Mod (2)")));
 }
 
 TEST(Import, RefusesOpsetsOutsideTheRange) {
   OnnxBuilder b(12);
   b.input("x", {4}).output("y").node("Relu", {"x"}, {"y"});
-  EXPECT_THAT(error_of(b.bytes()), HasSubstr("opset 12 is not supported (Tyche reads opsets 13 to 21)"));
+  EXPECT_THAT(error_of(b.bytes()),
+              HasSubstr("opset 12 is not supported (Tyche reads opsets 13 to 21)"));
 }
 
 TEST(Import, SymbolicDimensionsNeedAnInputShape) {
   OnnxBuilder b;
-  b.input("x", {0, 3}, onnx::TensorProto::FLOAT, {"batch", ""}).output("y").node("Relu", {"x"}, {"y"});
-  EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("input 'x'"), HasSubstr("'batch'"), HasSubstr("--input-shape x=")));
+  b.input("x", {0, 3}, onnx::TensorProto::FLOAT, {"batch", ""})
+      .output("y")
+      .node("Relu", {"x"}, {"y"});
+  EXPECT_THAT(error_of(b.bytes()),
+              AllOf(HasSubstr("input 'x'"), HasSubstr("'batch'"), HasSubstr("--input-shape x=")));
   ImportOptions options;
   parse_input_shape("x=2x3", options);
   Graph g = import_onnx_bytes(b.bytes(), "m.onnx", ".", options);
   EXPECT_EQ(g.value(g.outputs[0]).shape, (std::vector<int64_t>{2, 3}));
   ImportOptions wrong;
   parse_input_shape("y=2x3", wrong);
-  EXPECT_THAT(error_of(b.bytes(), wrong), HasSubstr("--input-shape names 'y', which is not an input"));
+  EXPECT_THAT(error_of(b.bytes(), wrong),
+              HasSubstr("--input-shape names 'y', which is not an input"));
   ImportOptions rank;
   parse_input_shape("x=2x3x4", rank);
   EXPECT_THAT(error_of(b.bytes(), rank), HasSubstr("has rank 3, the input has rank 2"));
@@ -92,9 +99,13 @@ TEST(Import, SymbolicDimensionsNeedAnInputShape) {
 TEST(Import, ConverterErrorsNameTheNode) {
   OnnxBuilder b;
   b.input("a", {2, 3}).input("c", {4, 5}).output("y").node("MatMul", {"a", "c"}, {"y"});
-  EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("node 'y' (MatMul)"), HasSubstr("cannot be multiplied")));
+  EXPECT_THAT(error_of(b.bytes()),
+              AllOf(HasSubstr("node 'y' (MatMul)"), HasSubstr("cannot be multiplied")));
   OnnxBuilder r;
-  r.input("a", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64).output("y").node("Reshape", {"a", "shape"}, {"y"});
+  r.input("a", {2, 3})
+      .input("shape", {2}, onnx::TensorProto::INT64)
+      .output("y")
+      .node("Reshape", {"a", "shape"}, {"y"});
   EXPECT_THAT(error_of(r.bytes()), HasSubstr("the shape ('shape') must be a constant"));
 }
 

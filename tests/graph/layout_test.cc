@@ -4,12 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "../common/onnx_builder.h"
 #include "executor/executor.h"
 #include "graph/layout.h"
-#include "graph/op_registry.h"
 #include "graph/onnx_import.h"
+#include "graph/op_registry.h"
 #include "graph/passes.h"
-#include "../common/onnx_builder.h"
 #include "runtime/compare.h"
 #include "support/error.h"
 
@@ -20,7 +20,11 @@ using testing::OnnxBuilder;
 
 OnnxBuilder conv_chain() {
   OnnxBuilder b;
-  b.input("x", {1, 3, 8, 10}).weight("w1", {6, 3, 3, 3}).weight("b1", {6}).weight("w2", {6, 2, 3, 3}).weight("cbias", {6, 1, 1});
+  b.input("x", {1, 3, 8, 10})
+      .weight("w1", {6, 3, 3, 3})
+      .weight("b1", {6})
+      .weight("w2", {6, 2, 3, 3})
+      .weight("cbias", {6, 1, 1});
   b.weight("w3", {4, 12, 1, 1});
   auto& c1 = b.node("Conv", {"x", "w1", "b1"}, {"c1"});
   OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
@@ -68,7 +72,8 @@ TEST(Layout, AConvChainRunsChannelsLastWithOneTransposeAtEachBoundary) {
   x.fill_uniform(11);
   std::vector<runtime::NDArray> a = run(nchw, x), b = run(nhwc, x);
   ASSERT_EQ(a.size(), b.size());
-  for (size_t o = 0; o < a.size(); ++o) EXPECT_TRUE(runtime::compare(b[o], a[o]).ok) << "output " << o;
+  for (size_t o = 0; o < a.size(); ++o)
+    EXPECT_TRUE(runtime::compare(b[o], a[o]).ok) << "output " << o;
 }
 
 TEST(Layout, NchwLeavesTheGraphAloneAndNamesAreChecked) {

@@ -2,10 +2,10 @@
 // where the pattern holds; the activation zero point's term lands in the int32 bias.
 #include <gmock/gmock.h>
 
-#include "graph/onnx_import.h"
-#include "graph/passes.h"
-#include "graph/op_registry.h"
 #include "../common/onnx_builder.h"
+#include "graph/onnx_import.h"
+#include "graph/op_registry.h"
+#include "graph/passes.h"
 
 namespace tyche::graph {
 namespace {
@@ -17,9 +17,12 @@ using testing::OnnxBuilder;
 // output is also a graph output.
 std::string qdq_conv(bool extra_reader, float bias_scale) {
   OnnxBuilder m;
-  m.input("x", {1, 4, 6, 6}).scalar("xs", 0.02f).integers("xz", {}, onnx::TensorProto::UINT8, 100, 100);
+  m.input("x", {1, 4, 6, 6})
+      .scalar("xs", 0.02f)
+      .integers("xz", {}, onnx::TensorProto::UINT8, 100, 100);
   m.integers("w", {8, 4, 3, 3}, onnx::TensorProto::INT8, -100, 100).scalar("ws", 0.005f);
-  m.integers("b", {8}, onnx::TensorProto::INT32, 250, 250).scalar("bs", bias_scale);  // every bias 250
+  m.integers("b", {8}, onnx::TensorProto::INT32, 250, 250)
+      .scalar("bs", bias_scale);  // every bias 250
   m.scalar("ys", 0.04f).integers("yz", {}, onnx::TensorProto::UINT8, 7, 7);
   m.node("QuantizeLinear", {"x", "xs", "xz"}, {"xq"});
   m.node("DequantizeLinear", {"xq", "xs", "xz"}, {"xf"});
@@ -61,7 +64,8 @@ TEST(Qdq, NotFusedWhenTheFloatResultHasAnotherReaderOrTheBiasScaleDiffers) {
   Graph shared = import_onnx_bytes(qdq_conv(true, 0.02f * 0.005f), "m.onnx", ".");
   EXPECT_THAT(ops(shared), ::testing::Contains("Conv"));
   EXPECT_THAT(ops(shared), ::testing::Not(::testing::Contains("QLinearConv")));
-  Graph scaled = import_onnx_bytes(qdq_conv(false, 0.001f), "m.onnx", ".");  // not x_scale * w_scale
+  Graph scaled =
+      import_onnx_bytes(qdq_conv(false, 0.001f), "m.onnx", ".");  // not x_scale * w_scale
   EXPECT_THAT(ops(scaled), ::testing::Contains("Conv"));
   EXPECT_THAT(ops(scaled), ::testing::Not(::testing::Contains("QLinearConv")));
 }

@@ -28,8 +28,8 @@ constexpr bool kAssertSpeed = false;
 namespace tyche::interp::testing {
 namespace {
 
-using runtime::Comparison;
 using runtime::compare;
+using runtime::Comparison;
 
 // Expression nodes (plus the store itself) one execution of `s` evaluates, loops excluded.
 class NodeCounter : public StmtExprVisitor {
@@ -52,7 +52,8 @@ double seconds(F&& f) {
   for (int rep = 0; rep < (kAssertSpeed ? 3 : 1); ++rep) {
     auto start = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
 }
@@ -75,8 +76,10 @@ TEST(InterpreterBenchmark, Matmul) {
   NodeCounter nodes;
   for (const Expr& v : blk->iter_values) nodes.visit_expr(v);
   nodes.visit_stmt(blk->block->body);
-  std::printf("[ interp ] matmul %d^3: %.3f s, %.1f M iterations/s, %.1f M nodes/s (%lld nodes/iteration)\n", n, t,
-              iters / t / 1e6, iters * nodes.count / t / 1e6, static_cast<long long>(nodes.count));
+  std::printf(
+      "[ interp ] matmul %d^3: %.3f s, %.1f M iterations/s, %.1f M nodes/s (%lld "
+      "nodes/iteration)\n",
+      n, t, iters / t / 1e6, iters * nodes.count / t / 1e6, static_cast<long long>(nodes.count));
   Comparison c = compare(out[0], matmul_reference(in[0], in[1]));
   EXPECT_TRUE(c.ok) << c.message;
   // The same product in C++: an ordered sum per element, which the compiler keeps scalar.
@@ -92,7 +95,8 @@ TEST(InterpreterBenchmark, Matmul) {
       }
     asm volatile("" : : "r"(native.data()) : "memory");
   });
-  std::printf("[ interp ] matmul %d^3 in C++: %.4f s (interpreter %.0fx)\n", n, native_t, t / native_t);
+  std::printf("[ interp ] matmul %d^3 in C++: %.4f s (interpreter %.0fx)\n", n, native_t,
+              t / native_t);
   if (kAssertSpeed) {
     EXPECT_LT(t, 200 * native_t);  // 36x on the Xeon it was written on
   }
@@ -126,11 +130,13 @@ TEST(InterpreterBenchmark, ScalarExpressionThroughput) {
   double native_t = seconds([&] {
     for (int p = 0; p < n; ++p) {
       float xv = av[p];
-      native[static_cast<size_t>(p)] = ((xv * 1.5f + 2.0f) * xv - static_cast<float>(p / 3) * 0.25f) / (xv * xv + 1.0f);
+      native[static_cast<size_t>(p)] =
+          ((xv * 1.5f + 2.0f) * xv - static_cast<float>(p / 3) * 0.25f) / (xv * xv + 1.0f);
     }
     asm volatile("" : : "r"(native.data()) : "memory");
   });
-  std::printf("[ interp ] scalar expression in C++: %.4f s (interpreter %.0fx)\n", native_t, t / native_t);
+  std::printf("[ interp ] scalar expression in C++: %.4f s (interpreter %.0fx)\n", native_t,
+              t / native_t);
   if (kAssertSpeed) {
     EXPECT_LT(t, 300 * native_t);  // 48x on the Xeon it was written on
   }

@@ -22,8 +22,12 @@ inline Stmt root(Stmt body, std::vector<Buffer> allocs = {}) {
                        make_block("root", {}, {}, {}, Stmt(), std::move(body), std::move(allocs)));
 }
 
-inline IterVar spatial(const Var& v, Expr extent) { return IterVar{v, Range(0, std::move(extent)), IterKind::kSpatial}; }
-inline IterVar reduce(const Var& v, Expr extent) { return IterVar{v, Range(0, std::move(extent)), IterKind::kReduce}; }
+inline IterVar spatial(const Var& v, Expr extent) {
+  return IterVar{v, Range(0, std::move(extent)), IterKind::kSpatial};
+}
+inline IterVar reduce(const Var& v, Expr extent) {
+  return IterVar{v, Range(0, std::move(extent)), IterKind::kReduce};
+}
 
 inline Stmt serial(const Var& v, Expr extent, Stmt body) {
   return for_loop(v, 0, std::move(extent), ForKind::kSerial, std::move(body));
@@ -46,10 +50,12 @@ inline PrimFunc matmul(int m, int n, int k, MatmulOptions o = {}) {
   Buffer c = make_buffer("C", o.dtype, {Expr(m), Expr(n)});
   Var vi("vi"), vj("vj"), vk("vk"), i("i"), j("j"), kk("k"), ko("ko"), ki("ki");
   Expr a_load = o.wrong_index ? buffer_load(a, {vk, vi}) : buffer_load(a, {vi, vk});
-  Stmt body = buffer_store(c, buffer_load(c, {vi, vj}) + a_load * buffer_load(b, {vk, vj}), {vi, vj});
+  Stmt body =
+      buffer_store(c, buffer_load(c, {vi, vj}) + a_load * buffer_load(b, {vk, vj}), {vi, vj});
   Stmt init = o.with_init ? buffer_store(c, make_const(o.dtype, 0), {vi, vj}) : Stmt();
   Block blk = make_block("C", {spatial(vi, Expr(m)), spatial(vj, Expr(n)), reduce(vk, Expr(k))},
-                         {BufferRegion::full(a), BufferRegion::full(b)}, {BufferRegion::full(c)}, init, body);
+                         {BufferRegion::full(a), BufferRegion::full(b)}, {BufferRegion::full(c)},
+                         init, body);
   Expr k_value = o.split_k ? ko * 4 + ki : Expr(kk);
   Stmt s = block_realize({i, j, k_value}, make_bool(true), blk);
   auto loop = [&](const Var& v, int extent, Stmt inner) {
@@ -60,13 +66,15 @@ inline PrimFunc matmul(int m, int n, int k, MatmulOptions o = {}) {
     if (!o.split_k) return loop(kk, k_extent, std::move(inner));
     return loop(ko, k_extent / 4, loop(ki, 4, std::move(inner)));
   };
-  if (o.reorder) s = k_loops(loop(i, m, loop(j, n, s)));
-  else s = loop(i, m, loop(j, n, k_loops(s)));
+  if (o.reorder)
+    s = k_loops(loop(i, m, loop(j, n, s)));
+  else
+    s = loop(i, m, loop(j, n, k_loops(s)));
   return PrimFunc("matmul", {a, b, c}, 1, root(s));
 }
 
-inline NDArray random_array(std::vector<int64_t> shape, DataType dtype, uint64_t seed, double lo = -1,
-                            double hi = 1) {
+inline NDArray random_array(std::vector<int64_t> shape, DataType dtype, uint64_t seed,
+                            double lo = -1, double hi = 1) {
   NDArray a(std::move(shape), dtype);
   a.fill_uniform(seed, lo, hi);
   return a;
@@ -89,11 +97,15 @@ inline NDArray matmul_reference(const NDArray& a, const NDArray& b) {
       double acc = 0;
       int64_t iacc = 0;
       for (int64_t p = 0; p < k; ++p) {
-        if (a.dtype().is_float()) acc += a.get_flat(i * k + p) * b.get_flat(p * n + j);
-        else iacc += int_at(a, i * k + p) * int_at(b, p * n + j);
+        if (a.dtype().is_float())
+          acc += a.get_flat(i * k + p) * b.get_flat(p * n + j);
+        else
+          iacc += int_at(a, i * k + p) * int_at(b, p * n + j);
       }
-      if (a.dtype().is_float()) c.set_flat(i * n + j, acc);
-      else c.set_flat_int(i * n + j, iacc);
+      if (a.dtype().is_float())
+        c.set_flat(i * n + j, acc);
+      else
+        c.set_flat_int(i * n + j, iacc);
     }
   return c;
 }
@@ -105,7 +117,8 @@ inline void expect_error(const std::function<void()>& f, const std::vector<std::
     ADD_FAILURE() << "expected tyche::Error containing '" << parts.at(0) << "'";
   } catch (const Error& e) {
     std::string msg = e.what();
-    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg;
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
   }
 }

@@ -10,8 +10,8 @@
 namespace tyche::interp::testing {
 namespace {
 
-using runtime::Comparison;
 using runtime::compare;
+using runtime::Comparison;
 
 constexpr int kM = 24, kN = 20, kK = 32;
 
@@ -41,11 +41,11 @@ TEST(Interpreter, InitRunsOnlyAtTheFirstReductionStep) {
 TEST(Interpreter, EquivalentSchedulesAgree) {
   auto in = matmul_inputs(kM, kN, kK);
   NDArray expected = matmul_reference(in[0], in[1]);
-  for (MatmulOptions o : {MatmulOptions{.split_k = true}, MatmulOptions{.reorder = true},
-                          MatmulOptions{.split_k = true, .reorder = true},
-                          MatmulOptions{.kind = ForKind::kParallel},
-                          MatmulOptions{.kind = ForKind::kUnrolled},
-                          MatmulOptions{.kind = ForKind::kThreadBinding}}) {
+  for (MatmulOptions o :
+       {MatmulOptions{.split_k = true}, MatmulOptions{.reorder = true},
+        MatmulOptions{.split_k = true, .reorder = true}, MatmulOptions{.kind = ForKind::kParallel},
+        MatmulOptions{.kind = ForKind::kUnrolled},
+        MatmulOptions{.kind = ForKind::kThreadBinding}}) {
     Comparison c = compare(run_on_inputs(matmul(kM, kN, kK, o), in)[0], expected);
     EXPECT_TRUE(c.ok) << c.message;
   }
@@ -62,8 +62,9 @@ TEST(Interpreter, WrongIndexFailsCompare) {
 TEST(Interpreter, MissingReductionStepFailsCompare) {
   auto in = matmul_inputs(kM, kN, kK);
   for (bool split : {false, true}) {
-    Comparison c = compare(run_on_inputs(matmul(kM, kN, kK, {.split_k = split, .drop_k = true}), in)[0],
-                           matmul_reference(in[0], in[1]));
+    Comparison c =
+        compare(run_on_inputs(matmul(kM, kN, kK, {.split_k = split, .drop_k = true}), in)[0],
+                matmul_reference(in[0], in[1]));
     EXPECT_FALSE(c.ok);
     EXPECT_GT(c.mismatches, kM * kN * 9 / 10) << c.message;
   }
@@ -82,8 +83,8 @@ TEST(Interpreter, Int32MatmulIsExact) {
 PrimFunc split_with_predicate(bool with_predicate) {
   Buffer a = make_buffer("A", kFloat32, {10}), b = make_buffer("B", kFloat32, {10});
   Var io("io"), ii("ii"), vi("vi");
-  Block blk = make_block("B", {spatial(vi, 10)}, {BufferRegion::full(a)}, {BufferRegion::full(b)}, Stmt(),
-                         buffer_store(b, buffer_load(a, {vi}) * 2.0, {vi}));
+  Block blk = make_block("B", {spatial(vi, 10)}, {BufferRegion::full(a)}, {BufferRegion::full(b)},
+                         Stmt(), buffer_store(b, buffer_load(a, {vi}) * 2.0, {vi}));
   Expr pred = with_predicate ? io * 3 + ii < 10 : make_bool(true);
   Stmt s = serial(io, 4, serial(ii, 3, block_realize({io * 3 + ii}, pred, blk)));
   return PrimFunc("split", {a, b}, 1, root(s));
@@ -92,7 +93,8 @@ PrimFunc split_with_predicate(bool with_predicate) {
 TEST(Interpreter, PredicateSkipsOutOfRangeIterations) {
   NDArray a = random_array({10}, kFloat32, 3);
   NDArray b = run_on_inputs(split_with_predicate(true), {a})[0];
-  for (int i = 0; i < 10; ++i) EXPECT_FLOAT_EQ(b.get_flat(i), static_cast<float>(a.get_flat(i) * 2));
+  for (int i = 0; i < 10; ++i)
+    EXPECT_FLOAT_EQ(b.get_flat(i), static_cast<float>(a.get_flat(i) * 2));
   // Without it, vi = 10 leaves the block's domain.
   expect_error([&] { run_on_inputs(split_with_predicate(false), {a}); },
                {"block 'B'", "iter var 'vi' = 10", "outside its domain [0, 10)"});
@@ -102,14 +104,18 @@ TEST(Interpreter, PredicateSkipsOutOfRangeIterations) {
 // producer skips the last element, which the consumer then reads uninitialized.
 PrimFunc two_stage(bool short_producer) {
   const int n = 16;
-  Buffer a = make_buffer("A", kFloat32, {n}), t = make_buffer("T", kFloat32, {n}), c = make_buffer("C", kFloat32, {n});
+  Buffer a = make_buffer("A", kFloat32, {n}), t = make_buffer("T", kFloat32, {n}),
+         c = make_buffer("C", kFloat32, {n});
   Var i("i"), j("j"), vi("vi"), vj("vj");
-  Block produce = make_block("T", {spatial(vi, n)}, {BufferRegion::full(a)}, {BufferRegion::full(t)}, Stmt(),
-                             buffer_store(t, buffer_load(a, {vi}) * 2.0, {vi}));
-  Block consume = make_block("C", {spatial(vj, n)}, {BufferRegion::full(t)}, {BufferRegion::full(c)}, Stmt(),
-                             buffer_store(c, buffer_load(t, {vj}) + 1.0, {vj}));
-  Stmt body = seq({serial(i, short_producer ? n - 1 : n, block_realize({i}, make_bool(true), produce)),
-                   serial(j, n, block_realize({j}, make_bool(true), consume))});
+  Block produce =
+      make_block("T", {spatial(vi, n)}, {BufferRegion::full(a)}, {BufferRegion::full(t)}, Stmt(),
+                 buffer_store(t, buffer_load(a, {vi}) * 2.0, {vi}));
+  Block consume =
+      make_block("C", {spatial(vj, n)}, {BufferRegion::full(t)}, {BufferRegion::full(c)}, Stmt(),
+                 buffer_store(c, buffer_load(t, {vj}) + 1.0, {vj}));
+  Stmt body =
+      seq({serial(i, short_producer ? n - 1 : n, block_realize({i}, make_bool(true), produce)),
+           serial(j, n, block_realize({j}, make_bool(true), consume))});
   return PrimFunc("two_stage", {a, c}, 1, root(body, {t}));
 }
 
@@ -150,7 +156,8 @@ TEST(Interpreter, BlockAllocationIsFreshOnEveryEntry) {
   Stmt body = seq({if_then_else(vi == 0, buffer_store(t, make_float(5.0), {0})),
                    buffer_store(c, buffer_load(t, {0}), {vi})});
   Block blk = make_block("B", {spatial(vi, 3)}, {}, {BufferRegion::full(c)}, Stmt(), body, {t});
-  NDArray out = run_on_inputs(PrimFunc("f", {c}, 1, root(serial(i, 3, block_realize({i}, make_bool(true), blk)))), {})[0];
+  NDArray out = run_on_inputs(
+      PrimFunc("f", {c}, 1, root(serial(i, 3, block_realize({i}, make_bool(true), blk)))), {})[0];
   EXPECT_EQ(out.get_flat(0), 5.0);
   EXPECT_TRUE(std::isnan(out.get_flat(1)));
   EXPECT_TRUE(std::isnan(out.get_flat(2)));
@@ -185,13 +192,17 @@ TEST(Interpreter, OutOfBoundsLoadNamesBufferAndIndex) {
   Var i("i"), j("j");
   PrimFunc f("f", {a, c}, 1,
              root(serial(i, 4, serial(j, 5, buffer_store(c, buffer_load(a, {j, i}), {i, j})))));
-  expect_error([&] { run_on_inputs(f, {random_array({4, 5}, kFloat32, 1)}); },
-               {"load from buffer 'A'", "index [4, 0]", "shape [4, 5]"});
+  expect_error(
+      [&] {
+        run_on_inputs(f, {random_array({4, 5}, kFloat32, 1)});
+      },
+      {"load from buffer 'A'", "index [4, 0]", "shape [4, 5]"});
 }
 
 TEST(Interpreter, IntegerDivisionByZero) {
   DataType i32 = DataType::Int(32);
-  Buffer a = make_buffer("A", i32, {4}), d = make_buffer("D", i32, {4}), c = make_buffer("C", i32, {4});
+  Buffer a = make_buffer("A", i32, {4}), d = make_buffer("D", i32, {4}),
+         c = make_buffer("C", i32, {4});
   Var i("i");
   for (ExprKind k : {ExprKind::kDiv, ExprKind::kFloorDiv, ExprKind::kFloorMod}) {
     Expr v = make_binary(k, buffer_load(a, {i}), buffer_load(d, {i}));
@@ -202,8 +213,12 @@ TEST(Interpreter, IntegerDivisionByZero) {
   }
   // A constant zero divisor is also caught at run time, not folded away.
   Buffer b = make_buffer("B", i32, {4});
-  PrimFunc f("f", {a, b}, 1,
-             root(serial(i, 4, buffer_store(b, Expr(std::make_shared<BinaryNode>(ExprKind::kFloorDiv, i32, i, Expr(0))), {i}))));
+  PrimFunc f(
+      "f", {a, b}, 1,
+      root(serial(
+          i, 4,
+          buffer_store(b, Expr(std::make_shared<BinaryNode>(ExprKind::kFloorDiv, i32, i, Expr(0))),
+                       {i}))));
   expect_error([&] { run_on_inputs(f, {NDArray({4}, i32)}); }, {"division by zero", "i // 0"});
 }
 
@@ -214,15 +229,17 @@ TEST(Interpreter, IntegerSemantics) {
   Buffer o = make_buffer("O", i32, {4, 6}), w = make_buffer("W", i8, {6});
   Var i("i");
   Expr x = buffer_load(a, {i}), y = buffer_load(b, {i});
-  Stmt body = seq({buffer_store(o, floordiv(x, y), {0, i}), buffer_store(o, floormod(x, y), {1, i}),
-                   buffer_store(o, x / y, {2, i}), buffer_store(o, min(x, y) * 1000 + max(x, y), {3, i}),
-                   buffer_store(w, x * y, {i})});
+  Stmt body =
+      seq({buffer_store(o, floordiv(x, y), {0, i}), buffer_store(o, floormod(x, y), {1, i}),
+           buffer_store(o, x / y, {2, i}), buffer_store(o, min(x, y) * 1000 + max(x, y), {3, i}),
+           buffer_store(w, x * y, {i})});
   PrimFunc f("ints", {a, b, o, w}, 2, root(serial(i, 6, body)));
   std::vector<int> xs = {7, -7, 7, -7, 100, -128}, ys = {2, 2, -2, -2, 3, 1};
   NDArray na({6}, i32), nb({6}, i32);
   for (int p = 0; p < 6; ++p) na.set_flat_int(p, xs[p]), nb.set_flat_int(p, ys[p]);
   auto out = run_on_inputs(f, {na, nb});
-  std::vector<int> fd = {3, -4, -4, 3, 33, -128}, fm = {1, 1, -1, -1, 1, 0}, td = {3, -3, -3, 3, 33, -128};
+  std::vector<int> fd = {3, -4, -4, 3, 33, -128}, fm = {1, 1, -1, -1, 1, 0},
+                   td = {3, -3, -3, 3, 33, -128};
   for (int p = 0; p < 6; ++p) {
     EXPECT_EQ(int_at(out[0], 0 * 6 + p), fd[p]) << p;
     EXPECT_EQ(int_at(out[0], 1 * 6 + p), fm[p]) << p;
@@ -249,9 +266,11 @@ TEST(Interpreter, VectorRampAndBroadcast) {
   Buffer a = make_buffer("A", kFloat32, {16}), b = make_buffer("B", kFloat32, {16});
   Var i("i");
   Expr idx = ramp(i * 4, 1, 4);
-  Expr v = buffer_load(a, {idx}) * broadcast(make_float(3.0), 4) + ramp(make_float(0.5), make_float(1.0), 4);
+  Expr v = buffer_load(a, {idx}) * broadcast(make_float(3.0), 4) +
+           ramp(make_float(0.5), make_float(1.0), 4);
   ASSERT_EQ(v.dtype(), kFloat32.with_lanes(4));
-  PrimFunc f("vec", {a, b}, 1, root(for_loop(i, 0, 4, ForKind::kVectorized, buffer_store(b, v, {idx}))));
+  PrimFunc f("vec", {a, b}, 1,
+             root(for_loop(i, 0, 4, ForKind::kVectorized, buffer_store(b, v, {idx}))));
   NDArray in = random_array({16}, kFloat32, 6);
   NDArray out = run_on_inputs(f, {in})[0];
   for (int p = 0; p < 16; ++p)
@@ -277,7 +296,8 @@ TEST(Interpreter, VectorIfThenElseMasksOutOfBoundsLanes) {
   PrimFunc g("shift", {a, b}, 1, root(serial(i, 2, buffer_store(b, w, {idx}))));
   expect_error([&] { run_on_inputs(g, {in}); }, {"load from buffer 'A'", "index [-1]"});
   // A lane the condition keeps is still checked.
-  Expr bad = if_then_else(cond, buffer_load(a, {src + broadcast(2, 4)}), broadcast(make_float(0.0), 4));
+  Expr bad =
+      if_then_else(cond, buffer_load(a, {src + broadcast(2, 4)}), broadcast(make_float(0.0), 4));
   PrimFunc h("shift", {a, b}, 1, root(serial(i, 2, buffer_store(b, bad, {idx}))));
   expect_error([&] { run_on_inputs(h, {in}); }, {"load from buffer 'A'", "index [8]"});
 }
@@ -299,22 +319,27 @@ TEST(Interpreter, IfThenElseIsLazySelectIsNot) {
   DataType i32 = DataType::Int(32);
   Buffer c = make_buffer("C", i32, {8});
   Expr iv = if_then_else(i < 3, i * 10, select(i < 5, i, 0 - i));
-  NDArray r = run_on_inputs(PrimFunc("g", {c}, 1, root(serial(i, 8, buffer_store(c, iv, {i})))), {})[0];
+  NDArray r =
+      run_on_inputs(PrimFunc("g", {c}, 1, root(serial(i, 8, buffer_store(c, iv, {i})))), {})[0];
   for (int p = 0; p < 8; ++p) EXPECT_EQ(int_at(r, p), p < 3 ? p * 10 : (p < 5 ? p : -p));
 }
 
 TEST(Interpreter, MathLetAndCasts) {
   Buffer a = make_buffer("A", kFloat32, {5}), b = make_buffer("B", kFloat32, {8, 5});
-  Buffer h = make_buffer("H", DataType::Float(16), {5}), q = make_buffer("Q", DataType::Int(32), {5});
+  Buffer h = make_buffer("H", DataType::Float(16), {5}),
+         q = make_buffer("Q", DataType::Int(32), {5});
   Var i("i"), x("x", kFloat32);
   Expr ax = buffer_load(a, {i});
   Stmt body = seq({
-      buffer_store(b, exp(ax), {0, i}), buffer_store(b, sigmoid(ax), {1, i}),
-      buffer_store(b, tanh(ax), {2, i}), buffer_store(b, call(CallOp::kErf, {ax}), {3, i}),
+      buffer_store(b, exp(ax), {0, i}),
+      buffer_store(b, sigmoid(ax), {1, i}),
+      buffer_store(b, tanh(ax), {2, i}),
+      buffer_store(b, call(CallOp::kErf, {ax}), {3, i}),
       buffer_store(b, call(CallOp::kPow, {abs(ax), make_float(1.5)}), {4, i}),
       buffer_store(b, let(x, ax * 2.0, x * x + x), {5, i}),
       buffer_store(b, call(CallOp::kFloor, {ax * 4.0}) + call(CallOp::kCeil, {ax}), {6, i}),
-      buffer_store(b, call(CallOp::kRsqrt, {abs(ax) + 1.0}) + sqrt(abs(ax)) + log(abs(ax) + 1.0), {7, i}),
+      buffer_store(b, call(CallOp::kRsqrt, {abs(ax) + 1.0}) + sqrt(abs(ax)) + log(abs(ax) + 1.0),
+                   {7, i}),
       buffer_store(h, ax * 1000.0, {i}),
       buffer_store(q, cast(DataType::Int(32), ax * 10.0), {i}),
   });
@@ -333,9 +358,10 @@ TEST(Interpreter, MathLetAndCasts) {
     EXPECT_FLOAT_EQ(at(4), std::pow(std::fabs(v), 1.5));
     EXPECT_FLOAT_EQ(at(5), 4 * v * v + 2 * v);
     EXPECT_FLOAT_EQ(at(6), std::floor(4 * v) + std::ceil(v));
-    EXPECT_FLOAT_EQ(at(7), 1 / std::sqrt(std::fabs(v) + 1) + std::sqrt(std::fabs(v)) + std::log(std::fabs(v) + 1));
+    EXPECT_FLOAT_EQ(at(7), 1 / std::sqrt(std::fabs(v) + 1) + std::sqrt(std::fabs(v)) +
+                               std::log(std::fabs(v) + 1));
     EXPECT_NEAR(out[1].get_flat(p), v * 1000, std::fabs(v * 1000) * 1e-3);  // float16 storage
-    EXPECT_EQ(int_at(out[2], p), static_cast<int>(v * 10));            // truncation
+    EXPECT_EQ(int_at(out[2], p), static_cast<int>(v * 10));                 // truncation
   }
 }
 
@@ -343,7 +369,8 @@ TEST(Interpreter, FloatCastRoundsToFloat32) {
   // float64 arithmetic cast to float32 then back: 1 + 2^-30 is not a float32.
   Buffer a = make_buffer("A", kFloat64, {1}), b = make_buffer("B", kFloat64, {2});
   Expr x = buffer_load(a, {0});
-  Stmt body = seq({buffer_store(b, cast(kFloat64, cast(kFloat32, x)), {0}), buffer_store(b, x, {1})});
+  Stmt body =
+      seq({buffer_store(b, cast(kFloat64, cast(kFloat32, x)), {0}), buffer_store(b, x, {1})});
   NDArray in({1}, kFloat64);
   in.set_flat(0, 1.0 + std::ldexp(1.0, -30));
   NDArray out = run_on_inputs(PrimFunc("f", {a, b}, 1, root(body)), {in})[0];
@@ -369,9 +396,11 @@ TEST(Interpreter, ArgumentErrors) {
   PrimFunc f = matmul(4, 5, 6);
   std::vector<NDArray> too_few = {NDArray({4, 6}, kFloat32)};
   expect_error([&] { run(f, too_few); }, {"takes 3 arguments", "got 1"});
-  std::vector<NDArray> wrong_shape = {NDArray({4, 6}, kFloat32), NDArray({6, 4}, kFloat32), NDArray({4, 5}, kFloat32)};
+  std::vector<NDArray> wrong_shape = {NDArray({4, 6}, kFloat32), NDArray({6, 4}, kFloat32),
+                                      NDArray({4, 5}, kFloat32)};
   expect_error([&] { run(f, wrong_shape); }, {"argument 1 ('B')", "shape [6, 4]", "[6, 5]"});
-  std::vector<NDArray> wrong_dtype = {NDArray({4, 6}, kFloat64), NDArray({6, 5}, kFloat32), NDArray({4, 5}, kFloat32)};
+  std::vector<NDArray> wrong_dtype = {NDArray({4, 6}, kFloat64), NDArray({6, 5}, kFloat32),
+                                      NDArray({4, 5}, kFloat32)};
   expect_error([&] { run(f, wrong_dtype); }, {"argument 0 ('A')", "float64", "float32"});
   expect_error([&] { run_on_inputs(f, {NDArray({4, 6}, kFloat32)}); }, {"takes 2 inputs"});
 }
@@ -384,7 +413,8 @@ TEST(Interpreter, CompileErrors) {
   PrimFunc unbound("f", {c}, 1, root(serial(i, 4, buffer_store(c, make_float(1.0), {free_var}))));
   expect_error([&] { run_on_inputs(unbound, {}); }, {"unbound variable 'unbound_v'"});
   Buffer stray = make_buffer("Stray", kFloat32, {4});
-  PrimFunc not_allocated("f", {c}, 1, root(serial(i, 4, buffer_store(c, buffer_load(stray, {i}), {i}))));
+  PrimFunc not_allocated("f", {c}, 1,
+                         root(serial(i, 4, buffer_store(c, buffer_load(stray, {i}), {i}))));
   expect_error([&] { run_on_inputs(not_allocated, {}); }, {"buffer 'Stray'"});
 }
 
@@ -392,7 +422,8 @@ TEST(Interpreter, InputsAreNotModified) {
   // A program that (wrongly) writes its input must not corrupt the caller's array.
   Buffer a = make_buffer("A", kFloat32, {3}), b = make_buffer("B", kFloat32, {3});
   Var i("i");
-  Stmt body = serial(i, 3, seq({buffer_store(a, make_float(0.0), {i}), buffer_store(b, make_float(1.0), {i})}));
+  Stmt body = serial(
+      i, 3, seq({buffer_store(a, make_float(0.0), {i}), buffer_store(b, make_float(1.0), {i})}));
   NDArray in = random_array({3}, kFloat32, 11);
   NDArray before = in.copy();
   run_on_inputs(PrimFunc("f", {a, b}, 1, root(body)), {in});
@@ -402,7 +433,8 @@ TEST(Interpreter, InputsAreNotModified) {
 TEST(Interpreter, CompiledFuncRunsRepeatedly) {
   CompiledFunc f(matmul(8, 8, 8));
   for (uint64_t seed = 0; seed < 3; ++seed) {
-    std::vector<NDArray> in = {random_array({8, 8}, kFloat32, seed), random_array({8, 8}, kFloat32, seed + 7)};
+    std::vector<NDArray> in = {random_array({8, 8}, kFloat32, seed),
+                               random_array({8, 8}, kFloat32, seed + 7)};
     Comparison c = compare(f.run_on_inputs(in)[0], matmul_reference(in[0], in[1]));
     EXPECT_TRUE(c.ok) << c.message;
   }

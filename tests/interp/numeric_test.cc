@@ -27,13 +27,15 @@ TEST(Numeric, RoundFloatMatchesNDArrayStorage) {
   }
   EXPECT_TRUE(std::isinf(detail::round_float(65520.0, DataType::Float(16))));  // rounds past max
   EXPECT_EQ(detail::round_float(65519.0, DataType::Float(16)), 65504.0);
-  EXPECT_EQ(detail::round_float(std::ldexp(1.0, -25) * 1.5, DataType::Float(16)), std::ldexp(1.0, -24));  // subnormal
+  EXPECT_EQ(detail::round_float(std::ldexp(1.0, -25) * 1.5, DataType::Float(16)),
+            std::ldexp(1.0, -24));  // subnormal
   EXPECT_TRUE(std::isnan(detail::round_float(NAN, DataType::BFloat16())));
 }
 
 TEST(Numeric, BoolAndUnsignedStorage) {
   DataType u8 = DataType::UInt(8);
-  Buffer a = make_buffer("A", kFloat32, {4}), m = make_buffer("M", kBool, {4}), u = make_buffer("U", u8, {4});
+  Buffer a = make_buffer("A", kFloat32, {4}), m = make_buffer("M", kBool, {4}),
+         u = make_buffer("U", u8, {4});
   Var i("i");
   Expr x = buffer_load(a, {i});
   Stmt body = seq({buffer_store(m, x > 0.0, {i}),
@@ -44,7 +46,8 @@ TEST(Numeric, BoolAndUnsignedStorage) {
   auto out = run_on_inputs(PrimFunc("f", {a, m, u}, 2, root(serial(i, 4, body))), {in});
   for (int p = 0; p < 4; ++p) {
     EXPECT_EQ(out[0].data_as<uint8_t>()[p], xs[p] > 0 ? 1 : 0);
-    EXPECT_EQ(out[1].data_as<uint8_t>()[p], static_cast<uint8_t>(static_cast<int>(xs[p] * 100)));  // -150 wraps to 106
+    EXPECT_EQ(out[1].data_as<uint8_t>()[p],
+              static_cast<uint8_t>(static_cast<int>(xs[p] * 100)));  // -150 wraps to 106
   }
 }
 
@@ -56,7 +59,8 @@ TEST(Numeric, VectorLetAndIntegerLanes) {
   Expr idx = ramp(i * 4, 1, 4);
   Expr value = let(v, idx * broadcast(3, 4), v - floordiv(v, broadcast(2, 4)));
   ASSERT_EQ(value.dtype(), i32.with_lanes(4));
-  NDArray out = run_on_inputs(PrimFunc("f", {b}, 1, root(serial(i, 2, buffer_store(b, value, {idx})))), {})[0];
+  NDArray out = run_on_inputs(
+      PrimFunc("f", {b}, 1, root(serial(i, 2, buffer_store(b, value, {idx})))), {})[0];
   for (int p = 0; p < 8; ++p) EXPECT_EQ(out.data_as<int32_t>()[p], 3 * p - (3 * p) / 2) << p;
 }
 
@@ -65,7 +69,8 @@ TEST(Numeric, VectorDivisionByZeroAndOutOfBoundsStore) {
   Buffer b = make_buffer("B", i32, {8});
   Var i("i");
   Expr idx = ramp(i * 4, 1, 4);
-  PrimFunc div("f", {b}, 1, root(serial(i, 2, buffer_store(b, floordiv(broadcast(7, 4), idx), {idx}))));
+  PrimFunc div("f", {b}, 1,
+               root(serial(i, 2, buffer_store(b, floordiv(broadcast(7, 4), idx), {idx}))));
   expect_error([&] { run_on_inputs(div, {}); }, {"division by zero"});
   PrimFunc oob("f", {b}, 1, root(serial(i, 3, buffer_store(b, broadcast(1, 4), {idx}))));
   expect_error([&] { run_on_inputs(oob, {}); }, {"store to buffer 'B'", "index [8]"});
@@ -88,7 +93,8 @@ TEST(Numeric, ParamStridesAreElementStrides) {
   n->strides = {Expr(1), Expr(2)};
   Buffer a(n), c = make_buffer("C", kFloat32, {2, 3});
   Var i("i"), j("j");
-  PrimFunc f("t", {a, c}, 1, root(serial(i, 2, serial(j, 3, buffer_store(c, buffer_load(a, {i, j}), {i, j})))));
+  PrimFunc f("t", {a, c}, 1,
+             root(serial(i, 2, serial(j, 3, buffer_store(c, buffer_load(a, {i, j}), {i, j})))));
   NDArray in = random_array({2, 3}, kFloat32, 3);
   NDArray out = run_on_inputs(f, {in})[0];
   for (int p = 0; p < 2; ++p)

@@ -20,10 +20,12 @@ PrimFunc matmul(int64_t n, const std::string& prefix = "") {
                               {vj, Range(0, N), IterKind::kSpatial},
                               {vk, Range(0, N), IterKind::kReduce}};
   auto point = [](Expr x) { return Range(x, 1); };
-  Block blk = make_block("C", ivs, {BufferRegion(a, {point(vi), point(vk)}), BufferRegion(b, {point(vk), point(vj)})},
-                         {BufferRegion(c, {point(vi), point(vj)})}, buffer_store(c, 0.0, {vi, vj}),
-                         buffer_store(c, buffer_load(c, {vi, vj}) + buffer_load(a, {vi, vk}) * buffer_load(b, {vk, vj}),
-                                      {vi, vj}));
+  Block blk = make_block(
+      "C", ivs, {BufferRegion(a, {point(vi), point(vk)}), BufferRegion(b, {point(vk), point(vj)})},
+      {BufferRegion(c, {point(vi), point(vj)})}, buffer_store(c, 0.0, {vi, vj}),
+      buffer_store(c,
+                   buffer_load(c, {vi, vj}) + buffer_load(a, {vi, vk}) * buffer_load(b, {vk, vj}),
+                   {vi, vj}));
   Stmt s = block_realize({i, j, k}, make_bool(true), blk);
   s = for_loop(k, 0, N, ForKind::kSerial, s);
   s = for_loop(j, 0, N, ForKind::kSerial, s);
@@ -33,8 +35,8 @@ PrimFunc matmul(int64_t n, const std::string& prefix = "") {
 }
 
 TEST(DataType, RoundTripsNames) {
-  for (const char* name : {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-                           "uint8", "bool", "float32x8", "int8x64"}) {
+  for (const char* name : {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
+                           "int64", "uint8", "bool", "float32x8", "int8x64"}) {
     EXPECT_EQ(DataType::parse(name).str(), name);
   }
   EXPECT_EQ(DataType::parse("float32x16").lanes(), 16);
@@ -49,8 +51,8 @@ TEST(Op, FoldsConstantsAndReconcilesLiteralTypes) {
   EXPECT_EQ(to_string(floormod(Expr(-7), 2)), "1");
   Var x("x"), f("f", kFloat32), l("l", kInt64);
   EXPECT_EQ((x + 1).dtype(), kInt32);
-  EXPECT_EQ((f + 1).dtype(), kFloat32);   // the literal adopts f's type
-  EXPECT_EQ((l + x).dtype(), kInt64);     // int32 widens
+  EXPECT_EQ((f + 1).dtype(), kFloat32);  // the literal adopts f's type
+  EXPECT_EQ((l + x).dtype(), kInt64);    // int32 widens
   EXPECT_EQ((x < 3).dtype(), kBool);
   EXPECT_TRUE((x * 1).same_as(x));
   EXPECT_TRUE((x + 0).same_as(x));
@@ -84,7 +86,8 @@ TEST(Printer, DisambiguatesEqualNames) {
 TEST(Printer, PrintsMatmul) {
   EXPECT_EQ(to_string(matmul(16)),
             "@prim_func\n"
-            "def matmul(A: Buffer((16, 16), \"float32\"), B: Buffer((16, 16), \"float32\"), C: Buffer((16, 16), \"float32\")):\n"
+            "def matmul(A: Buffer((16, 16), \"float32\"), B: Buffer((16, 16), \"float32\"), C: "
+            "Buffer((16, 16), \"float32\")):\n"
             "  # outputs: C\n"
             "  with block(\"root\"):\n"
             "    for i in range(16):\n"
@@ -131,7 +134,8 @@ TEST(Structural, BlockNameAndLoopKindCount) {
   Stmt s1 = for_loop(i, 0, 4, ForKind::kSerial, buffer_store(a, 1.0, {i}));
   Stmt s2 = for_loop(i, 0, 4, ForKind::kParallel, buffer_store(a, 1.0, {i}));
   EXPECT_FALSE(structural_equal(s1, s2));
-  Stmt s3 = for_loop(i, 0, 4, ForKind::kSerial, buffer_store(a, 1.0, {i}), "", {{"pragma", int64_t{1}}});
+  Stmt s3 =
+      for_loop(i, 0, 4, ForKind::kSerial, buffer_store(a, 1.0, {i}), "", {{"pragma", int64_t{1}}});
   EXPECT_FALSE(structural_equal(s1, s3));
   EXPECT_NE(structural_hash(s1), structural_hash(s3));
 }

@@ -19,13 +19,21 @@ namespace tyche::schedule {
 // What the public API offers: state to read, never to write. (Concepts, so that a missing or
 // private member makes them false instead of ill-formed.)
 template <typename S>
-concept HandsOutMutableState = requires(S& s) { s.mutable_state(); };
+concept HandsOutMutableState = requires(S& s) {
+  s.mutable_state();
+};
 template <typename S>
-concept IssuesHandles = requires(S& s, const SRef& r) { s.issue_block(r); };
+concept IssuesHandles = requires(S& s, const SRef& r) {
+  s.issue_block(r);
+};
 template <typename S>
-concept ConsumesHandles = requires(S& s, const LoopRV& l) { s.consume(l); };
+concept ConsumesHandles = requires(S& s, const LoopRV& l) {
+  s.consume(l);
+};
 template <typename S>
-concept Replaceable = requires(S& st, const SRef& r, const ir::Stmt& x) { st.replace(r, x); };
+concept Replaceable = requires(S& st, const SRef& r, const ir::Stmt& x) {
+  st.replace(r, x);
+};
 
 static_assert(std::is_same_v<decltype(std::declval<Schedule&>().state()), const ScheduleState&>);
 static_assert(!HandsOutMutableState<Schedule>);
@@ -38,7 +46,8 @@ struct Untraced {
   BlockRV issue_block(const SRef&);
   void consume(const LoopRV&);
 };
-static_assert(HandsOutMutableState<Untraced> && IssuesHandles<Untraced> && ConsumesHandles<Untraced>);
+static_assert(HandsOutMutableState<Untraced> && IssuesHandles<Untraced> &&
+              ConsumesHandles<Untraced>);
 static_assert(Replaceable<ScheduleState>);
 static_assert(!Replaceable<const ScheduleState>);
 #ifdef TYCHE_SCHEDULE_INTERNAL

@@ -23,15 +23,18 @@ constexpr const char* kExplicit = "pragma_unroll_explicit";
 ir::PrimFunc two_stage() {
   using namespace te;
   Tensor a = placeholder({4, 4, 8}, kFloat32, "A");
-  Tensor b = compute({4, 4, 8}, [&](Var i, Var j, Var k) { return a(i, j, k) * 2.0f; }, "B");
-  Tensor c = compute({4, 4, 8}, [&](Var i, Var j, Var k) { return b(i, j, k) + 1.0f; }, "C");
+  Tensor b = compute(
+      {4, 4, 8}, [&](Var i, Var j, Var k) { return a(i, j, k) * 2.0f; }, "B");
+  Tensor c = compute(
+      {4, 4, 8}, [&](Var i, Var j, Var k) { return b(i, j, k) + 1.0f; }, "C");
   return create_prim_func({a, c});
 }
 
 ir::PrimFunc one_stage() {
   using namespace te;
   Tensor a = placeholder({4, 4, 8}, kFloat32, "A");
-  Tensor c = compute({4, 4, 8}, [&](Var i, Var j, Var k) { return a(i, j, k) * 2.0f + 1.0f; }, "C");
+  Tensor c = compute(
+      {4, 4, 8}, [&](Var i, Var j, Var k) { return a(i, j, k) * 2.0f + 1.0f; }, "C");
   return create_prim_func({a, c});
 }
 
@@ -62,14 +65,16 @@ Counts lower_checked(const ir::PrimFunc& f) {
   for (const auto& e : expected) args.push_back(runtime::NDArray({e.numel()}, e.dtype()));
   interp::run(l.func, args);
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(std::memcmp(args[inputs.size() + i].data(), expected[i].data(), expected[i].nbytes()), 0)
+    EXPECT_EQ(std::memcmp(args[inputs.size() + i].data(), expected[i].data(), expected[i].nbytes()),
+              0)
         << ir::to_string(l.func);
   }
   return count(l.func);
 }
 
 // Annotates the outermost loop of `block` with the pragma.
-void pragma(schedule::Schedule& sch, const std::string& block, int64_t max_step, int64_t explicit_unroll = 1) {
+void pragma(schedule::Schedule& sch, const std::string& block, int64_t max_step,
+            int64_t explicit_unroll = 1) {
   auto l = sch.get_loops(sch.get_block(block).value()).value();
   sch.annotate(l[0], kMaxStep, max_step).value();
   sch.annotate(l[0], kExplicit, explicit_unroll).value();
@@ -81,7 +86,8 @@ TEST(AutoUnroll, UnrollsInnerLoopsWhileTheStepCountFits) {
     int loops, stores;
   };
   // i(4) j(4) k(8): k has 8 steps, j 32, i 128.
-  for (Case c : {Case{0, 3, 1}, Case{7, 3, 1}, Case{8, 2, 8}, Case{31, 2, 8}, Case{32, 1, 32}, Case{128, 0, 128}}) {
+  for (Case c : {Case{0, 3, 1}, Case{7, 3, 1}, Case{8, 2, 8}, Case{31, 2, 8}, Case{32, 1, 32},
+                 Case{128, 0, 128}}) {
     SCOPED_TRACE(c.max_step);
     schedule::Schedule sch(one_stage());
     pragma(sch, "C", c.max_step);

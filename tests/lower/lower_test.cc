@@ -10,9 +10,9 @@
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "lower/lower.h"
+#include "runtime/compare.h"
 #include "schedule/schedule.h"
 #include "workloads/workloads.h"
-#include "runtime/compare.h"
 
 namespace tyche::lower {
 namespace {
@@ -27,13 +27,16 @@ runtime::NDArray flat_copy(const runtime::NDArray& a, int64_t size) {
 }
 
 // Runs a lowered function (1-d params) on the workload's inputs and compares with the reference.
-::testing::AssertionResult lowered_computes_reference(const workloads::Workload& w, const ir::PrimFunc& lowered) {
+::testing::AssertionResult lowered_computes_reference(const workloads::Workload& w,
+                                                      const ir::PrimFunc& lowered) {
   auto inputs = workloads::make_inputs(w.func, 3);
   auto expected = w.reference(inputs);
   std::vector<runtime::NDArray> args;
   for (size_t i = 0; i < lowered->params.size(); ++i) {
     int64_t size = ir::const_shape(lowered->params[i])[0];
-    args.push_back(i < inputs.size() ? flat_copy(inputs[i], size) : runtime::NDArray({size}, expected[i - inputs.size()].dtype()));
+    args.push_back(i < inputs.size()
+                       ? flat_copy(inputs[i], size)
+                       : runtime::NDArray({size}, expected[i - inputs.size()].dtype()));
   }
   try {
     interp::run(lowered, args);
@@ -50,12 +53,14 @@ runtime::NDArray flat_copy(const runtime::NDArray& a, int64_t size) {
 }
 
 // Lowers with a log and checks the IR after every pass.
-void expect_every_pass_correct(const workloads::Workload& w, const ir::PrimFunc& scheduled, Lowered* out = nullptr) {
+void expect_every_pass_correct(const workloads::Workload& w, const ir::PrimFunc& scheduled,
+                               Lowered* out = nullptr) {
   std::vector<std::string> passes;
   LowerOptions opts;
   opts.log = [&](const std::string& pass, const ir::PrimFunc& f) {
     passes.push_back(pass);
-    if (pass == "lower_blocks" || pass == "compact_buffers" || pass == "skip_padding_taps") return;  // still N-d: checked by later passes
+    if (pass == "lower_blocks" || pass == "compact_buffers" || pass == "skip_padding_taps")
+      return;  // still N-d: checked by later passes
     EXPECT_TRUE(lowered_computes_reference(w, f)) << "after " << pass;
   };
   Lowered l = lower(scheduled, opts);
@@ -99,13 +104,16 @@ TEST(Lower, AConvolutionSkipsTheKernelRowsThatReadOnlyPadding) {
   auto conv = sch.get_block("conv2d").value();
   auto l = sch.get_loops(conv).value();  // n h w co rh rw rc
   ASSERT_EQ(l.size(), 7u);
-  ASSERT_TRUE(sch.compute_at(sch.get_block("pad").value(), l[4], true).ok());  // the padded rows per kernel row
+  ASSERT_TRUE(sch.compute_at(sch.get_block("pad").value(), l[4], true)
+                  .ok());  // the padded rows per kernel row
   ASSERT_TRUE(sch.decompose_reduction(conv, l[4]).ok());
   Lowered out;
   expect_every_pass_correct(w, sch.func(), &out);
   int guarded = 0;
   ir::post_order_visit(out.func->body, [&](const ir::Stmt& s) {
-    if (const auto* f = s.as<ir::ForNode>(); f && f->loop_var.name() == "rh" && f->body.as<ir::IfThenElseNode>()) ++guarded;
+    if (const auto* f = s.as<ir::ForNode>();
+        f && f->loop_var.name() == "rh" && f->body.as<ir::IfThenElseNode>())
+      ++guarded;
   });
   EXPECT_EQ(guarded, 1) << ir::to_string(out.func);
 }
@@ -117,7 +125,7 @@ TEST(Lower, TiledParallelUnrolledVectorizedGmm) {
   expect_every_pass_correct(w, sch.func(), &l);
   EXPECT_TRUE(l.notes.empty()) << l.notes[0];
   std::string text = ir::to_string(l.func);
-  EXPECT_THAT(text, HasSubstr("ramp("));                       // the vectorized j loop
+  EXPECT_THAT(text, HasSubstr("ramp("));  // the vectorized j loop
   EXPECT_FALSE(contains_kind(l.func->body, ir::ForKind::kVectorized));
   EXPECT_FALSE(contains_kind(l.func->body, ir::ForKind::kUnrolled));
   EXPECT_TRUE(contains_kind(l.func->body, ir::ForKind::kParallel));
@@ -132,7 +140,9 @@ TEST(Lower, UnvectorizableLoopsBecomeScalarWithANote) {
   Lowered lowered;
   expect_every_pass_correct(w, sch.func(), &lowered);
   ASSERT_EQ(lowered.notes.size(), 1u);
-  EXPECT_THAT(lowered.notes[0], HasSubstr("runs as a scalar loop: an if_then_else whose condition differs between lanes"));
+  EXPECT_THAT(
+      lowered.notes[0],
+      HasSubstr("runs as a scalar loop: an if_then_else whose condition differs between lanes"));
   // Over channels the condition is the same in every lane: vectorized.
   schedule::Schedule sch2(w.func);
   auto l2 = sch2.get_loops(sch2.get_block("pad").value()).value();
@@ -150,7 +160,9 @@ TEST(Lower, AVectorizedLoopAroundAnotherRunsAsAScalarLoop) {
   Lowered lowered;
   expect_every_pass_correct(w, sch.func(), &lowered);
   ASSERT_EQ(lowered.notes.size(), 1u);
-  EXPECT_THAT(lowered.notes[0], HasSubstr("vectorized loop 'i' runs as a scalar loop: it contains a vectorized loop"));
+  EXPECT_THAT(
+      lowered.notes[0],
+      HasSubstr("vectorized loop 'i' runs as a scalar loop: it contains a vectorized loop"));
   EXPECT_THAT(ir::to_string(lowered.func), HasSubstr("ramp("));  // j still is
 }
 
@@ -160,7 +172,7 @@ TEST(Lower, ImperfectSplitsAndNonDivisibleVectors) {
   auto l = sch.get_loops(sch.get_block("C").value()).value();
   auto j = sch.split(l[1], {std::nullopt, 10}).value();  // 3 x 10: lanes = 10, not a power of two
   sch.vectorize(j[1]).value();
-  auto i = sch.split(l[0], {std::nullopt, 4}).value();   // 3 x 4 = 12 > 10: a predicate
+  auto i = sch.split(l[0], {std::nullopt, 4}).value();  // 3 x 4 = 12 > 10: a predicate
   sch.unroll(i[1]).value();
   Lowered lowered;
   expect_every_pass_correct(w, sch.func(), &lowered);
@@ -249,7 +261,8 @@ TEST(Lower, LongVectorsAreStripMinedAndNestedParallelSerialized) {
 }
 
 // The size of the allocation of `name` and the loop variables around it, outermost first.
-std::pair<int64_t, std::vector<std::string>> allocation_of(const ir::Stmt& s, const std::string& name) {
+std::pair<int64_t, std::vector<std::string>> allocation_of(const ir::Stmt& s,
+                                                           const std::string& name) {
   std::pair<int64_t, std::vector<std::string>> found{-1, {}};
   std::vector<std::string> loops;
   std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& x) {
@@ -296,7 +309,8 @@ TEST(Lower, AWriteCacheUnderAFusedParallelLoopIsPerIteration) {
   // C's tiles accumulate in a write cache placed under the j-tile loop; the outer tile loops are
   // fused into one parallel loop, whose iteration f drives both i (f // 4) and j (f % 4): no
   // single dimension moves by a whole tile each iteration, yet no two iterations share a tile,
-  // so the cache is one tile per iteration (per thread), not a buffer of all of C the threads share.
+  // so the cache is one tile per iteration (per thread), not a buffer of all of C the threads
+  // share.
   auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=16,j=32,k=8");
   schedule::Schedule sch(w.func);
   auto c = sch.get_block("C").value();
@@ -317,14 +331,16 @@ TEST(Lower, AWriteCacheUnderAFusedParallelLoopIsPerIteration) {
 
 // Loops only (as after lower_blocks): T[4] at the root; per iteration of i, `fill` stores to T
 // and `use` reads it into C.
-ir::PrimFunc staged(const ir::Var& i, const ir::Stmt& fill, const ir::Stmt& use, const ir::Buffer& t, const ir::Buffer& a,
-                    const ir::Buffer& c) {
-  return ir::PrimFunc("f", {a, c}, 1, ir::allocate(t, ir::for_loop(i, ir::make_int(0), ir::make_int(4), ir::ForKind::kParallel,
-                                                                    ir::seq({fill, use}))));
+ir::PrimFunc staged(const ir::Var& i, const ir::Stmt& fill, const ir::Stmt& use,
+                    const ir::Buffer& t, const ir::Buffer& a, const ir::Buffer& c) {
+  return ir::PrimFunc("f", {a, c}, 1,
+                      ir::allocate(t, ir::for_loop(i, ir::make_int(0), ir::make_int(4),
+                                                   ir::ForKind::kParallel, ir::seq({fill, use}))));
 }
 
 TEST(Lower, AnAllocationStaysAboveALoopWhoseIterationsReadWhatOthersWrote) {
-  ir::Buffer t = ir::make_buffer("T", kFloat32, {ir::make_int(4)}), a = ir::make_buffer("A", kFloat32, {ir::make_int(16)});
+  ir::Buffer t = ir::make_buffer("T", kFloat32, {ir::make_int(4)}),
+             a = ir::make_buffer("A", kFloat32, {ir::make_int(16)});
   ir::Buffer c = ir::make_buffer("C", kFloat32, {ir::make_int(16)});
   ir::Var i("i"), j("j"), k("k");
   auto loop = [](const ir::Var& v, int64_t n, ir::Stmt body) {
@@ -333,24 +349,34 @@ TEST(Lower, AnAllocationStaysAboveALoopWhoseIterationsReadWhatOthersWrote) {
   ir::Stmt use = loop(k, 4, ir::buffer_store(c, ir::buffer_load(t, {k}), {i * 4 + k}));
   // Covering copies: the allocation moves into the parallel loop.
   ir::Stmt full = loop(j, 4, ir::buffer_store(t, ir::buffer_load(a, {i * 4 + j}), {j}));
-  EXPECT_EQ(allocation_of(compact_buffers(staged(i, full, use, t, a, c))->body, "T").second, std::vector<std::string>{"i"});
+  EXPECT_EQ(allocation_of(compact_buffers(staged(i, full, use, t, a, c))->body, "T").second,
+            std::vector<std::string>{"i"});
   // Iteration i writes T[0, 2) only; T[2, 4) is what an earlier iteration left.
   ir::Stmt half = loop(j, 2, ir::buffer_store(t, ir::buffer_load(a, {i * 4 + j}), {j}));
-  EXPECT_TRUE(allocation_of(compact_buffers(staged(i, half, use, t, a, c))->body, "T").second.empty());
+  EXPECT_TRUE(
+      allocation_of(compact_buffers(staged(i, half, use, t, a, c))->body, "T").second.empty());
   // A copy that may not run (under an if) covers nothing.
   ir::Stmt maybe = ir::if_then_else(i < 2, full);
-  EXPECT_TRUE(allocation_of(compact_buffers(staged(i, maybe, use, t, a, c))->body, "T").second.empty());
+  EXPECT_TRUE(
+      allocation_of(compact_buffers(staged(i, maybe, use, t, a, c))->body, "T").second.empty());
   // A store guarded by "its index is in bounds" (the padding rows of a tile that does not divide
   // its loop) stores every element that exists: it covers the reads. Any other guard does not.
-  ir::Stmt in_bounds = loop(j, 4, ir::if_then_else(j < 4, ir::buffer_store(t, ir::buffer_load(a, {i * 4 + j}), {j})));
-  EXPECT_EQ(allocation_of(compact_buffers(staged(i, in_bounds, use, t, a, c))->body, "T").second, std::vector<std::string>{"i"});
-  ir::Stmt partial = loop(j, 4, ir::if_then_else(j < 3, ir::buffer_store(t, ir::buffer_load(a, {i * 4 + j}), {j})));
-  EXPECT_TRUE(allocation_of(compact_buffers(staged(i, partial, use, t, a, c))->body, "T").second.empty());
+  ir::Stmt in_bounds = loop(
+      j, 4, ir::if_then_else(j < 4, ir::buffer_store(t, ir::buffer_load(a, {i * 4 + j}), {j})));
+  EXPECT_EQ(allocation_of(compact_buffers(staged(i, in_bounds, use, t, a, c))->body, "T").second,
+            std::vector<std::string>{"i"});
+  ir::Stmt partial = loop(
+      j, 4, ir::if_then_else(j < 3, ir::buffer_store(t, ir::buffer_load(a, {i * 4 + j}), {j})));
+  EXPECT_TRUE(
+      allocation_of(compact_buffers(staged(i, partial, use, t, a, c))->body, "T").second.empty());
   // Stores in the same loop as the reads: iteration k = 0 reads T[3] before it is written.
-  ir::Stmt interleaved = loop(k, 4, ir::seq({ir::buffer_store(t, ir::buffer_load(a, {i * 4 + k}), {k}),
-                                             ir::buffer_store(c, ir::buffer_load(t, {ir::make_int(3) - k}), {i * 4 + k})}));
+  ir::Stmt interleaved =
+      loop(k, 4,
+           ir::seq({ir::buffer_store(t, ir::buffer_load(a, {i * 4 + k}), {k}),
+                    ir::buffer_store(c, ir::buffer_load(t, {ir::make_int(3) - k}), {i * 4 + k})}));
   ir::PrimFunc f("f", {a, c}, 1,
-                 ir::allocate(t, ir::for_loop(i, ir::make_int(0), ir::make_int(4), ir::ForKind::kParallel, interleaved)));
+                 ir::allocate(t, ir::for_loop(i, ir::make_int(0), ir::make_int(4),
+                                              ir::ForKind::kParallel, interleaved)));
   EXPECT_TRUE(allocation_of(compact_buffers(f)->body, "T").second.empty());
 }
 
@@ -358,7 +384,8 @@ TEST(Lower, AnAllocationStaysAboveALoopWhoseIterationsReadWhatOthersWrote) {
 // (the full tiles) and once with them (the last), and the accumulator is one tile, the guarded
 // stores of its padding rows notwithstanding.
 TEST(Lower, APaddedRegisterTileLowersToAnUnguardedKernelAndACompactAccumulator) {
-  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=20,j=16,k=8");  // 20 rows in tiles of 6
+  auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]",
+                                          "i=20,j=16,k=8");  // 20 rows in tiles of 6
   schedule::Schedule sch(w.func);
   auto c = sch.get_block("C").value();
   auto acc = sch.cache_write(c, 0, "global").value();
@@ -377,12 +404,15 @@ TEST(Lower, APaddedRegisterTileLowersToAnUnguardedKernelAndACompactAccumulator) 
     auto* f = x.as<ir::ForNode>();
     if (!f || f->loop_var->name != "k") return;
     bool guarded = false;
-    ir::post_order_visit(f->body, [&](const ir::Stmt& y) { guarded = guarded || y.kind() == ir::StmtKind::kIfThenElse; });
+    ir::post_order_visit(f->body, [&](const ir::Stmt& y) {
+      guarded = guarded || y.kind() == ir::StmtKind::kIfThenElse;
+    });
     (guarded ? guarded_k : unguarded_k)++;
   });
   EXPECT_EQ(unguarded_k, 1) << ir::to_string(lowered.func);
   EXPECT_EQ(guarded_k, 1);
-  EXPECT_EQ(allocation_of(lowered.func->body, "C_global"), std::make_pair(int64_t{6 * 8}, std::vector<std::string>{"i_0", "j_0"}))
+  EXPECT_EQ(allocation_of(lowered.func->body, "C_global"),
+            std::make_pair(int64_t{6 * 8}, std::vector<std::string>{"i_0", "j_0"}))
       << ir::to_string(lowered.func);
 }
 

@@ -25,16 +25,21 @@ struct Fixture {
   ir::Buffer c = ir::make_buffer("C", kFloat32, {ir::make_int(64)});
   ir::Buffer n = ir::make_buffer("N", kInt32, {ir::make_int(1)});
   ir::Var i{"i"}, j{"j"};
-  ir::Stmt store(const ir::Expr& index) { return ir::buffer_store(c, ir::buffer_load(a, {index}) + ir::make_float(1.0, kFloat32), {index}); }
+  ir::Stmt store(const ir::Expr& index) {
+    return ir::buffer_store(c, ir::buffer_load(a, {index}) + ir::make_float(1.0, kFloat32),
+                            {index});
+  }
   ir::PrimFunc func(ir::Stmt body) { return ir::PrimFunc("f", {a, n, c}, 1, std::move(body)); }
 };
 
 TEST(Unswitch, AConditionTheLoopDoesNotChangeMovesOutOfIt) {
   Fixture f;
   // for i: for j: { C[i*8+j] = ...; if (i < 5) C[...] = ...; if (i < 7) ... }
-  ir::Stmt body = ir::seq({f.store(f.i * 8 + f.j), ir::if_then_else(f.i < 5, f.store(f.i * 8 + f.j + 1)),
-                           ir::if_then_else(f.i < 7, f.store(f.i * 8 + f.j + 2))});
-  ir::PrimFunc out = unswitch_invariant_ifs(f.func(unswitch_loop(f.i, 7, unswitch_loop(f.j, 6, body))));
+  ir::Stmt body =
+      ir::seq({f.store(f.i * 8 + f.j), ir::if_then_else(f.i < 5, f.store(f.i * 8 + f.j + 1)),
+               ir::if_then_else(f.i < 7, f.store(f.i * 8 + f.j + 2))});
+  ir::PrimFunc out =
+      unswitch_invariant_ifs(f.func(unswitch_loop(f.i, 7, unswitch_loop(f.j, 6, body))));
   const auto* outer = out->body.as<ir::ForNode>();
   ASSERT_NE(outer, nullptr);
   const auto* version = outer->body.as<ir::IfThenElseNode>();  // inside i, around the j loop
@@ -47,18 +52,25 @@ TEST(Unswitch, AConditionTheLoopDoesNotChangeMovesOutOfIt) {
 TEST(Unswitch, ConditionsOnTheLoopOrOnMemoryStay) {
   Fixture f;
   // Uses the inner loop's variable.
-  ir::Stmt on_j = unswitch_loop(f.i, 4, unswitch_loop(f.j, 4, ir::if_then_else(f.j < 2, f.store(f.i * 8 + f.j))));
+  ir::Stmt on_j = unswitch_loop(
+      f.i, 4, unswitch_loop(f.j, 4, ir::if_then_else(f.j < 2, f.store(f.i * 8 + f.j))));
   EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(on_j))), ir::to_string(f.func(on_j)));
   // Reads memory (a store in the loop may change it).
   ir::Expr loaded = ir::buffer_load(f.n, {ir::make_int(0)});
   ir::Stmt on_load = unswitch_loop(f.j, 4, ir::if_then_else(loaded < 3, f.store(f.j)));
   EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(on_load))), ir::to_string(f.func(on_load)));
   // Divides by a variable: an outer guard may be what keeps the divisor nonzero.
-  ir::Stmt on_division = unswitch_loop(f.i, 4, unswitch_loop(f.j, 4, ir::if_then_else(ir::floordiv(ir::make_int(8), f.i) < 3, f.store(f.i * 8 + f.j))));
-  EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(on_division))), ir::to_string(f.func(on_division)));
+  ir::Stmt on_division = unswitch_loop(
+      f.i, 4,
+      unswitch_loop(
+          f.j, 4,
+          ir::if_then_else(ir::floordiv(ir::make_int(8), f.i) < 3, f.store(f.i * 8 + f.j))));
+  EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(on_division))),
+            ir::to_string(f.func(on_division)));
   // Not inside a loop: nothing to unswitch.
   ir::Stmt bare = ir::if_then_else(f.i < 3, f.store(f.i));
-  EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(unswitch_loop(f.i, 4, bare)))), ir::to_string(f.func(unswitch_loop(f.i, 4, bare))));
+  EXPECT_EQ(ir::to_string(unswitch_invariant_ifs(f.func(unswitch_loop(f.i, 4, bare)))),
+            ir::to_string(f.func(unswitch_loop(f.i, 4, bare))));
 }
 
 }  // namespace

@@ -20,7 +20,10 @@ using ::testing::HasSubstr;
 // x[batch, 12] -> MatMul -> Add -> Relu -> MatMul -> Softmax, batch symbolic.
 ModelSource mlp() {
   OnnxBuilder b;
-  b.input("x", {1, 12}, onnx::TensorProto::FLOAT, {"batch", ""}).weight("w1", {12, 16}).weight("b1", {16}).weight("w2", {16, 4});
+  b.input("x", {1, 12}, onnx::TensorProto::FLOAT, {"batch", ""})
+      .weight("w1", {12, 16})
+      .weight("b1", {16})
+      .weight("w2", {16, 4});
   b.node("MatMul", {"x", "w1"}, {"h"});
   b.node("Add", {"h", "b1"}, {"hb"});
   b.node("Relu", {"hb"}, {"r"});
@@ -63,7 +66,8 @@ TEST(ModelPipeline, TasksDependOnTheBoundShapeAndTheDtypeAndOnNothingElse) {
 }
 
 TEST(ModelPipeline, RefusesBadShapesDtypesAndTuningSetups) {
-  EXPECT_THAT(input_error([] { load_model(mlp(), batch(-2)); }), HasSubstr("the shape of input 'x': -2 is not a dimension"));
+  EXPECT_THAT(input_error([] { load_model(mlp(), batch(-2)); }),
+              HasSubstr("the shape of input 'x': -2 is not a dimension"));
   EXPECT_THAT(input_error([] { load_model(mlp(), batch(2, "float13")); }), HasSubstr("float13"));
   LoadedModel m = load_model(mlp(), batch(2));
   TuneSetup ok;
@@ -142,7 +146,8 @@ TEST(ModelPipeline, WithoutADatabaseEveryTaskRunsItsDefaultScheduleAndAMissingOn
     EXPECT_EQ(none.program_hash[t], 0u);
   }
   std::string missing = (std::filesystem::temp_directory_path() / "tyche-no-such-db").string();
-  EXPECT_THAT(input_error([&] { model_programs(m, missing, model_target()); }), HasSubstr("no tuning database at"));
+  EXPECT_THAT(input_error([&] { model_programs(m, missing, model_target()); }),
+              HasSubstr("no tuning database at"));
   CompileSetup setup;
   CompiledModel c = compile_model(std::move(m), setup);
   runtime::NDArray x({2, 12}, DataType::Float(32));

@@ -61,12 +61,15 @@ TEST(Compare, AbsoluteToleranceFollowsTheOutputsMagnitude) {
   EXPECT_FALSE(compare(filled({3}, kFloat32, {100, -40.5, 0}), expected).ok);
   // NaN and infinity do not widen it.
   NDArray with_inf = filled({2}, kFloat32, {std::numeric_limits<double>::infinity(), 0});
-  EXPECT_FALSE(compare(filled({2}, kFloat32, {std::numeric_limits<double>::infinity(), 0.00012}), with_inf).ok);
+  EXPECT_FALSE(
+      compare(filled({2}, kFloat32, {std::numeric_limits<double>::infinity(), 0.00012}), with_inf)
+          .ok);
 }
 
 TEST(Compare, ToleranceDependsOnDtype) {
   NDArray e16 = filled({1}, DataType::Float(16), {1.0});
-  EXPECT_TRUE(compare(filled({1}, DataType::Float(16), {1.0078125}), e16).ok);  // 8 ulps, inside 1e-2
+  EXPECT_TRUE(
+      compare(filled({1}, DataType::Float(16), {1.0078125}), e16).ok);  // 8 ulps, inside 1e-2
   EXPECT_FALSE(compare(filled({1}, DataType::Float(16), {1.03125}), e16).ok);
   NDArray ebf = filled({1}, DataType::BFloat16(), {1.0});
   EXPECT_TRUE(compare(filled({1}, DataType::BFloat16(), {1.0078125}), ebf).ok);
@@ -79,14 +82,15 @@ TEST(Compare, ToleranceDependsOnDtype) {
 }
 
 TEST(Compare, NaNAndInfinity) {
-  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN(),
+               inf = std::numeric_limits<double>::infinity();
   NDArray expected = filled({4}, kFloat32, {1, nan, inf, -inf});
   EXPECT_TRUE(compare(filled({4}, kFloat32, {1, nan, inf, -inf}), expected).ok);  // NaN matches NaN
   Comparison c = compare(filled({4}, kFloat32, {nan, nan, inf, -inf}), expected);
   EXPECT_FALSE(c.ok);
   EXPECT_EQ(c.mismatches, 1);
   EXPECT_TRUE(std::isinf(c.max_abs_error));
-  EXPECT_FALSE(compare(filled({4}, kFloat32, {1, 2, inf, -inf}), expected).ok);   // finite vs NaN
+  EXPECT_FALSE(compare(filled({4}, kFloat32, {1, 2, inf, -inf}), expected).ok);     // finite vs NaN
   EXPECT_FALSE(compare(filled({4}, kFloat32, {1, nan, -inf, -inf}), expected).ok);  // wrong sign
   EXPECT_FALSE(compare(filled({4}, kFloat32, {1, nan, 3e38, -inf}), expected).ok);  // finite vs inf
 }
@@ -122,8 +126,10 @@ TEST(Compare, EmptyArraysMatch) {
 }
 
 TEST(CompareOutputs, NamesEachMismatchingOutputAndKeepsTheLargestError) {
-  std::vector<NDArray> expected = {filled({2}, kFloat32, {1, 2}), filled({2}, kFloat32, {3, 4}), filled({1}, kInt32, {5})};
-  std::vector<NDArray> actual = {filled({2}, kFloat32, {1, 2}), filled({2}, kFloat32, {3, 9}), filled({1}, kInt32, {6})};
+  std::vector<NDArray> expected = {filled({2}, kFloat32, {1, 2}), filled({2}, kFloat32, {3, 4}),
+                                   filled({1}, kInt32, {5})};
+  std::vector<NDArray> actual = {filled({2}, kFloat32, {1, 2}), filled({2}, kFloat32, {3, 9}),
+                                 filled({1}, kInt32, {6})};
   std::vector<std::string> names = {"A", "B", "C"};
   OutputsComparison c = compare_outputs(actual, expected, names);
   EXPECT_FALSE(c.ok);

@@ -7,20 +7,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <string>
 #include <numeric>
 #include <random>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "../common/sanitizers.h"
-#include "target/cpu.h"
-#include "target/host.h"
 #include "runtime/module.h"
 #include "runtime/ndarray.h"
 #include "runtime/thread_pool.h"
 #include "runtime/time_evaluator.h"
 #include "support/error.h"
+#include "target/cpu.h"
+#include "target/host.h"
 
 namespace tyche::runtime {
 namespace {
@@ -46,7 +46,8 @@ TEST(ThreadPool, EveryIterationRunsExactlyOnce) {
     for (int64_t n : {0, 1, 2, 7, 1000}) {
       Counts c(static_cast<size_t>(n));
       for (int rep = 0; rep < 50; ++rep) pool.parallel_for(n, count_body, &c);
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(c.hits[static_cast<size_t>(i)].load(), 50) << threads << " threads, n " << n;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(c.hits[static_cast<size_t>(i)].load(), 50) << threads << " threads, n " << n;
     }
   }
   pool.set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
@@ -96,12 +97,14 @@ TEST(ThreadPool, RegionsStartedAsWorkersFallAsleepAreNotLost) {
   std::atomic<bool> finished{false};
   std::thread watchdog([&] {
     int64_t last = -1;
-    for (int idle = 0; !finished.load(); std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+    for (int idle = 0; !finished.load();
+         std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
       int64_t now = done.load();
       idle = now == last ? idle + 1 : 0;
       last = now;
       if (idle >= 50) {  // 5 s without a finished region
-        std::fprintf(stderr, "thread pool hung after %lld regions: a wake-up was lost\n", static_cast<long long>(now));
+        std::fprintf(stderr, "thread pool hung after %lld regions: a wake-up was lost\n",
+                     static_cast<long long>(now));
         std::abort();
       }
     }
@@ -112,11 +115,14 @@ TEST(ThreadPool, RegionsStartedAsWorkersFallAsleepAreNotLost) {
   };
   std::mt19937 rng(3);
   auto start = std::chrono::steady_clock::now();
-  for (int r = 0; r < 4000 && std::chrono::steady_clock::now() - start < std::chrono::seconds(8); ++r) {
+  for (int r = 0; r < 4000 && std::chrono::steady_clock::now() - start < std::chrono::seconds(8);
+       ++r) {
     ThreadPool::global().parallel_for(2, body, &done);
     done.fetch_add(1);
-    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(std::uniform_int_distribution<int>(20, 1500)(rng));
-    while (std::chrono::steady_clock::now() < until) {}
+    auto until = std::chrono::steady_clock::now() +
+                 std::chrono::microseconds(std::uniform_int_distribution<int>(20, 1500)(rng));
+    while (std::chrono::steady_clock::now() < until) {
+    }
   }
   finished = true;
   watchdog.join();
@@ -136,8 +142,10 @@ TEST(ThreadPool, AFailingBodyStopsTheLoopAndItsStatusIsReturned) {
   for (int threads : {1, 2, 4}) {
     pool.set_num_threads(threads);
     std::atomic<int> calls{0};
-    EXPECT_EQ(pool.parallel_for(4000, always_fails, &calls), kKernelOutOfMemory) << threads << " threads";
-    EXPECT_LE(calls.load(), threads) << "ranges after a failure were started (" << threads << " threads, 16 chunks)";
+    EXPECT_EQ(pool.parallel_for(4000, always_fails, &calls), kKernelOutOfMemory)
+        << threads << " threads";
+    EXPECT_LE(calls.load(), threads)
+        << "ranges after a failure were started (" << threads << " threads, 16 chunks)";
     Counts c(100);
     EXPECT_EQ(pool.parallel_for(100, count_body, &c), 0) << "the next loop starts clean";
   }
@@ -150,7 +158,8 @@ TEST(ThreadPool, TileStateIsGrantedWhereTheCpuHasAmx) {
   const bool amx = target::resolve_cpu("host").has("amx-tile");
   EXPECT_EQ(tyche_request_tiles() == 0, amx);
   EXPECT_EQ(tyche_request_tiles() == 0, amx);
-  EXPECT_THAT(runtime::kernel_status_text(runtime::kKernelNoTileState), ::testing::HasSubstr("AMX tile state"));
+  EXPECT_THAT(runtime::kernel_status_text(runtime::kKernelNoTileState),
+              ::testing::HasSubstr("AMX tile state"));
 }
 
 TEST(ThreadPool, AlignedAllocationAndExhaustion) {
@@ -158,7 +167,8 @@ TEST(ThreadPool, AlignedAllocationAndExhaustion) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
   tyche_free(p);
 #if !TYCHE_ASAN  // AddressSanitizer aborts on such a request by default
-  EXPECT_EQ(tyche_alloc(int64_t{1} << 62), nullptr) << "no process has 4 EiB: the kernel reports it";
+  EXPECT_EQ(tyche_alloc(int64_t{1} << 62), nullptr)
+      << "no process has 4 EiB: the kernel reports it";
 #endif
 }
 
@@ -187,7 +197,8 @@ std::string vm_flags_of(const void* p) {
     uintptr_t lo = 0, hi = 0;
     char dash = 0;
     std::istringstream range(line);
-    if (line.find('-') != std::string::npos && (range >> std::hex >> lo >> dash >> hi) && dash == '-') {
+    if (line.find('-') != std::string::npos && (range >> std::hex >> lo >> dash >> hi) &&
+        dash == '-') {
       inside = lo <= at && at < hi;
       continue;
     }
@@ -222,11 +233,19 @@ TEST(Module, KernelStatusesHaveTexts) {
 
 TEST(TimeEvaluator, RepeatsGrowToMinRepeatTimeAndReportStatistics) {
   int calls = 0;
-  TimeResult r = time_function([&] {
-    ++calls;
-    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-    while (std::chrono::steady_clock::now() < until) {}
-  }, TimeOptions{.warmup = 2, .number = 1, .repeat = 4, .min_repeat_ms = 5, .flush_cache = true, .flush_ranges = {}});
+  TimeResult r = time_function(
+      [&] {
+        ++calls;
+        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      },
+      TimeOptions{.warmup = 2,
+                  .number = 1,
+                  .repeat = 4,
+                  .min_repeat_ms = 5,
+                  .flush_cache = true,
+                  .flush_ranges = {}});
   EXPECT_EQ(r.seconds.size(), 4u);
   EXPECT_GE(r.number, 50);  // 5 ms of 50 us calls
   EXPECT_GE(r.min, 45e-6);
@@ -240,15 +259,25 @@ TEST(TimeEvaluator, ASlowFirstCallIsTheFirstRepeat) {
   auto slow = [&] {
     ++calls;
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3);
-    while (std::chrono::steady_clock::now() < until) {}
+    while (std::chrono::steady_clock::now() < until) {
+    }
   };
-  TimeResult r = time_function(slow, TimeOptions{.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 2, .flush_cache = false, .flush_ranges = {}});
+  TimeResult r = time_function(slow, TimeOptions{.warmup = 0,
+                                                 .number = 1,
+                                                 .repeat = 3,
+                                                 .min_repeat_ms = 2,
+                                                 .flush_cache = false,
+                                                 .flush_ranges = {}});
   EXPECT_EQ(r.number, 1);
   EXPECT_EQ(r.seconds.size(), 3u);
   EXPECT_EQ(calls, 3);  // not a calibration call and then three
   for (double s : r.seconds) EXPECT_GE(s, 3e-3);
   calls = 0;  // with cold caches every repeat flushes first, so the calibration call is not one
-  r = time_function(slow, TimeOptions{.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 2, .flush_cache = true,
+  r = time_function(slow, TimeOptions{.warmup = 0,
+                                      .number = 1,
+                                      .repeat = 3,
+                                      .min_repeat_ms = 2,
+                                      .flush_cache = true,
                                       .flush_ranges = {{&calls, sizeof(calls)}}});
   EXPECT_EQ(calls, 4);
 }
@@ -259,13 +288,15 @@ TEST(TimeEvaluator, ASlowFirstCallIsTheFirstRepeat) {
 class PointerChase {
  public:
   explicit PointerChase(unsigned seed)
-      : bytes_(std::max<size_t>(target::data_cache_bytes(2, size_t{256} << 10) / 2, size_t{64} << 10)),
+      : bytes_(
+            std::max<size_t>(target::data_cache_bytes(2, size_t{256} << 10) / 2, size_t{64} << 10)),
         data_(bytes_ / sizeof(uint32_t)),
         lines_(data_.size() / kLine) {
     std::vector<uint32_t> order(lines_);
     std::iota(order.begin(), order.end(), 0u);
     std::shuffle(order.begin() + 1, order.end(), std::mt19937(seed));
-    for (size_t i = 0; i < order.size(); ++i) data_[order[i] * kLine] = order[(i + 1) % order.size()];
+    for (size_t i = 0; i < order.size(); ++i)
+      data_[order[i] * kLine] = order[(i + 1) % order.size()];
   }
   void operator()() {
     uint32_t line = 0;
@@ -273,7 +304,9 @@ class PointerChase {
     sink_ = line;
   }
   size_t bytes() const { return bytes_; }
-  std::pair<const void*, size_t> range() const { return {data_.data(), data_.size() * sizeof(uint32_t)}; }
+  std::pair<const void*, size_t> range() const {
+    return {data_.data(), data_.size() * sizeof(uint32_t)};
+  }
 
  private:
   static constexpr size_t kLine = 16;  // 4-byte words per 64-byte line
@@ -294,8 +327,8 @@ TEST(TimeEvaluator, FlushingTheArgumentsMakesEveryRepeatCold) {
   options.flush_cache = true;
   options.flush_ranges = {chase.range()};
   TimeResult cold = time_function([&] { chase(); }, options);
-  EXPECT_GT(cold.min, 2 * warm.median) << chase.bytes() / 1024 << " KiB: cold " << cold.min * 1e6 << " us, warm "
-                                       << warm.median * 1e6 << " us";
+  EXPECT_GT(cold.min, 2 * warm.median) << chase.bytes() / 1024 << " KiB: cold " << cold.min * 1e6
+                                       << " us, warm " << warm.median * 1e6 << " us";
 }
 
 TEST(TimeEvaluator, EvictingThePrivateCachesLeavesTheArgumentsInTheLastLevelCache) {
@@ -320,12 +353,17 @@ TEST(TimeEvaluator, EvictingThePrivateCachesLeavesTheArgumentsInTheLastLevelCach
     mixed = time_function([&] { chase(); }, options);
     options.keep_in_llc = false;
     cold = time_function([&] { chase(); }, options);
-    if (mixed.min > 2 * warm.median && llc.median > 1.25 * warm.min && (!has_llc || llc.median < cold.median)) break;
+    if (mixed.min > 2 * warm.median && llc.median > 1.25 * warm.min &&
+        (!has_llc || llc.median < cold.median))
+      break;
   }
-  EXPECT_GT(mixed.min, 2 * warm.median) << "mixed " << mixed.min * 1e6 << " us, warm " << warm.median * 1e6 << " us";
-  EXPECT_GT(llc.median, 1.25 * warm.min) << "llc " << llc.median * 1e6 << " us, warm " << warm.min * 1e6 << " us";
+  EXPECT_GT(mixed.min, 2 * warm.median)
+      << "mixed " << mixed.min * 1e6 << " us, warm " << warm.median * 1e6 << " us";
+  EXPECT_GT(llc.median, 1.25 * warm.min)
+      << "llc " << llc.median * 1e6 << " us, warm " << warm.min * 1e6 << " us";
   if (has_llc) {
-    EXPECT_LT(llc.median, cold.median) << "llc " << llc.median * 1e6 << " us, cold " << cold.median * 1e6 << " us";
+    EXPECT_LT(llc.median, cold.median)
+        << "llc " << llc.median * 1e6 << " us, cold " << cold.median * 1e6 << " us";
   }
 }
 

@@ -16,7 +16,9 @@ namespace {
 using testing::computes_reference;
 using testing::small;
 
-const SRefNode* block_of(Schedule& sch, const std::string& name) { return sch.block_sref(sch.get_block(name).value()).value().get(); }
+const SRefNode* block_of(Schedule& sch, const std::string& name) {
+  return sch.block_sref(sch.get_block(name).value()).value().get();
+}
 
 // One loop `for i in range(extent)` around one block whose iter vars are all bound to `i` (one
 // per entry of `writes_index`, domain [0, extent)); the block writes
@@ -26,9 +28,8 @@ struct Stage {
   int64_t extent;
   ir::Buffer src, dst;
   int num_iters = 1;
-  std::function<std::vector<ir::Expr>(const std::vector<ir::Var>&)> write_index = [](const std::vector<ir::Var>& v) {
-    return std::vector<ir::Expr>{v[0]};
-  };
+  std::function<std::vector<ir::Expr>(const std::vector<ir::Var>&)> write_index =
+      [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{v[0]}; };
 };
 
 ir::Stmt make_stage(const Stage& s) {
@@ -47,11 +48,12 @@ ir::Stmt make_stage(const Stage& s) {
   ir::Block blk = ir::make_block(s.name, ivs, {ir::BufferRegion(s.src, {ir::Range(vs[0], 1)})},
                                  {ir::BufferRegion(s.dst, wregion)}, ir::Stmt(),
                                  ir::buffer_store(s.dst, ir::buffer_load(s.src, {vs[0]}), widx));
-  return ir::for_loop(i, 0, s.extent, ir::ForKind::kSerial, ir::block_realize(binds, ir::make_bool(true), blk));
+  return ir::for_loop(i, 0, s.extent, ir::ForKind::kSerial,
+                      ir::block_realize(binds, ir::make_bool(true), blk));
 }
 
-ir::PrimFunc make_func(const std::vector<Stage>& stages, const ir::Buffer& in, const ir::Buffer& out,
-                       std::vector<ir::Buffer> allocs) {
+ir::PrimFunc make_func(const std::vector<Stage>& stages, const ir::Buffer& in,
+                       const ir::Buffer& out, std::vector<ir::Buffer> allocs) {
   std::vector<ir::Stmt> body;
   for (const Stage& s : stages) body.push_back(make_stage(s));
   ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), ir::seq(body), std::move(allocs));
@@ -98,7 +100,8 @@ TEST(BlockScope, LoopTransformationsKeepBindingsAffine) {
 
 TEST(BlockScope, SameLoopTwiceIsNotAffine) {
   ir::Buffer a = ir::make_buffer("A", kFloat32, {8}), d = ir::make_buffer("D", kFloat32, {8, 8});
-  Stage s{"D", 8, a, d, 2, [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{v[0], v[1]}; }};
+  Stage s{"D", 8, a,
+          d,   2, [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{v[0], v[1]}; }};
   Schedule sch(make_func({s}, a, d, {}));
   auto r = detect_block_iter_map(sch.state(), block_of(sch, "D"));
   EXPECT_FALSE(r.ok);
@@ -122,7 +125,12 @@ TEST(BlockScope, InjectiveBlocks) {
   EXPECT_TRUE(check_injective_block(sfm.state(), block_of(sfm, "row_max")).ok());
 
   ir::Buffer a = ir::make_buffer("A", kFloat32, {8}), b = ir::make_buffer("B", kFloat32, {4});
-  Stage half{"H", 8, a, b, 1, [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{ir::floordiv(v[0], 2)}; }};
+  Stage half{"H",
+             8,
+             a,
+             b,
+             1,
+             [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{ir::floordiv(v[0], 2)}; }};
   Schedule sch(make_func({half}, a, b, {}));
   Status st = check_injective_block(sch.state(), block_of(sch, "H"));
   ASSERT_FALSE(st.ok());
@@ -130,9 +138,12 @@ TEST(BlockScope, InjectiveBlocks) {
   EXPECT_NE(st.error().reason().find("'H'"), std::string::npos) << st.error().reason();
 
   ir::Buffer d = ir::make_buffer("D", kFloat32, {8, 8});
-  Stage diag{"G", 8, a, d, 2, [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{v[0], v[0]}; }};
+  Stage diag{"G", 8,
+             a,   d,
+             2,   [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{v[0], v[0]}; }};
   Schedule sch2(make_func({diag}, a, d, {}));
-  EXPECT_FALSE(check_injective_block(sch2.state(), block_of(sch2, "G")).ok());  // v0 twice, v1 unused
+  EXPECT_FALSE(
+      check_injective_block(sch2.state(), block_of(sch2, "G")).ok());  // v0 twice, v1 unused
 }
 
 TEST(BlockScope, StagePipelineNeedsOneWriterPerBuffer) {
@@ -159,7 +170,9 @@ TEST(BlockScope, RegionCover) {
   Schedule within(make_func({Stage{"P", 8, a, b}, Stage{"Q", 8, b, out}}, a, out, {b}));
   EXPECT_TRUE(region_covered(within.state(), block_of(within, "Q")));
   // A producer with holes (B[2 * v]) covers nothing, even though its hull is B[0:15].
-  Stage holes{"P", 8, a, b, 1, [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{v[0] * 2}; }};
+  Stage holes{"P", 8,
+              a,   b,
+              1,   [](const std::vector<ir::Var>& v) { return std::vector<ir::Expr>{v[0] * 2}; }};
   Schedule gaps(make_func({holes, Stage{"Q", 8, b, out}}, a, out, {b}));
   EXPECT_FALSE(region_covered(gaps.state(), block_of(gaps, "Q")));
   // A consumer reading before its producer runs is not covered.

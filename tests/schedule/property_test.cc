@@ -7,10 +7,10 @@
 
 #include "interp/interpreter.h"
 #include "ir/structural.h"
-#include "schedule/schedule.h"
 #include "random_scheduler.h"
-#include "schedule_test_util.h"
 #include "runtime/compare.h"
+#include "schedule/schedule.h"
+#include "schedule_test_util.h"
 
 namespace tyche::schedule {
 namespace {
@@ -53,27 +53,33 @@ TEST(ScheduleProperty, RandomSequencesPreserveSemantics) {
       }
       if (!changed) continue;
       if (seq % 4 == 0) {
-        // The recorded trace (refusals left out) replays, through its text form, to the same program.
+        // The recorded trace (refusals left out) replays, through its text form, to the same
+        // program.
         Schedule replay(w.func);
         Trace trace = Trace::parse_text(sch.trace()->to_text());
         auto st = trace.apply_to(replay);
         ASSERT_TRUE(st.ok()) << op << ": " << st.error().reason() << "\n" << sch.trace()->to_text();
-        ASSERT_TRUE(ir::structural_equal(replay.func(), sch.func())) << op << "\n" << sch.trace()->to_text();
+        ASSERT_TRUE(ir::structural_equal(replay.func(), sch.func())) << op << "\n"
+                                                                     << sch.trace()->to_text();
         ++replayed;
       }
       std::vector<runtime::NDArray> actual;
-      ASSERT_NO_THROW(actual = interp::run_on_inputs(sch.func(), inputs)) << op << "\n" << ir::to_string(sch.func());
+      ASSERT_NO_THROW(actual = interp::run_on_inputs(sch.func(), inputs))
+          << op << "\n"
+          << ir::to_string(sch.func());
       for (size_t i = 0; i < actual.size(); ++i) {
         runtime::Comparison c = runtime::compare(actual[i], expected[i]);
         ASSERT_TRUE(c.ok) << op << ": " << c.message << "\n" << ir::to_string(sch.func());
       }
     }
-    EXPECT_GT(accepted, kSequencesPerFamily / 2) << op << ": too few accepted primitives to mean anything";
+    EXPECT_GT(accepted, kSequencesPerFamily / 2)
+        << op << ": too few accepted primitives to mean anything";
     accepted_total += accepted;
   }
   EXPECT_GT(refused_total, 1000);  // the refusal paths are exercised too
   EXPECT_GT(replayed, 1000);
-  std::printf("accepted %d primitives, refused %d, replayed %d traces\n", accepted_total, refused_total, replayed);
+  std::printf("accepted %d primitives, refused %d, replayed %d traces\n", accepted_total,
+              refused_total, replayed);
   // Choices 0..19: split, split, fuse, reorder, reorder, parallel, vectorize, unroll, annotate,
   // add_unit_loop, cross-nest reorder (always refused), bind, compute_at, reverse_compute_at,
   // compute_inline, reverse_compute_inline, blockize, tensorize, split by 4, cache_read,

@@ -10,19 +10,25 @@
 
 #include "interp/interpreter.h"
 #include "ir/printer.h"
+#include "runtime/compare.h"
 #include "schedule/schedule.h"
 #include "workloads/workloads.h"
-#include "runtime/compare.h"
 
 namespace tyche::schedule::testing {
 
-inline workloads::Workload small(const std::string& preset) { return workloads::scaled_down(workloads::get_preset(preset)); }
+inline workloads::Workload small(const std::string& preset) {
+  return workloads::scaled_down(workloads::get_preset(preset));
+}
 
-inline std::string block_name(const Schedule& sch, const BlockRV& b) { return sch.block_sref(b).value()->as_block()->name; }
+inline std::string block_name(const Schedule& sch, const BlockRV& b) {
+  return sch.block_sref(b).value()->as_block()->name;
+}
 
 // Compares `text` with tests/golden/<folder>/<name>.txt; TYCHE_UPDATE_GOLDEN=1 rewrites it.
-inline void expect_golden(const std::string& name, const std::string& text, const std::string& folder = "schedule") {
-  std::string path = std::string(TYCHE_SOURCE_DIR) + "/tests/golden/" + folder + "/" + name + ".txt";
+inline void expect_golden(const std::string& name, const std::string& text,
+                          const std::string& folder = "schedule") {
+  std::string path =
+      std::string(TYCHE_SOURCE_DIR) + "/tests/golden/" + folder + "/" + name + ".txt";
   if (std::getenv("TYCHE_UPDATE_GOLDEN")) {
     std::ofstream(path) << text;
     return;
@@ -35,19 +41,22 @@ inline void expect_golden(const std::string& name, const std::string& text, cons
 }
 
 // The scheduled function computes the workload's reference result.
-inline ::testing::AssertionResult computes_reference(const workloads::Workload& w, const ir::PrimFunc& scheduled,
+inline ::testing::AssertionResult computes_reference(const workloads::Workload& w,
+                                                     const ir::PrimFunc& scheduled,
                                                      uint64_t seed = 11) {
   auto inputs = workloads::make_inputs(w.func, seed);
   std::vector<runtime::NDArray> actual;
   try {
     actual = interp::run_on_inputs(scheduled, inputs);
   } catch (const Error& e) {
-    return ::testing::AssertionFailure() << "interpreter: " << e.what() << "\n" << ir::to_string(scheduled);
+    return ::testing::AssertionFailure() << "interpreter: " << e.what() << "\n"
+                                         << ir::to_string(scheduled);
   }
   auto expected = w.reference(inputs);
   for (size_t i = 0; i < actual.size(); ++i) {
     runtime::Comparison c = runtime::compare(actual[i], expected[i]);
-    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(scheduled);
+    if (!c.ok)
+      return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(scheduled);
   }
   return ::testing::AssertionSuccess();
 }

@@ -11,8 +11,8 @@
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::computes_reference;
+using ::testing::HasSubstr;
 using testing::small;
 
 TEST(TraceEdit, WithArgumentReplacesOneArgument) {
@@ -28,7 +28,8 @@ TEST(TraceEdit, WithArgumentReplacesOneArgument) {
   EXPECT_THAT(ir::to_string(replay.func()), HasSubstr("\"meta_schedule.parallel\": 8"));
   EXPECT_THROW(sch.trace()->with_argument(5, "block_or_loop", Value::integer(1)), InputError);
   EXPECT_THROW(sch.trace()->with_argument(1, "no_such_parameter", Value::integer(1)), InputError);
-  EXPECT_THROW(sch.trace()->with_argument(1, "ann_key", Value::integer(1)), InputError);  // the key is a string
+  EXPECT_THROW(sch.trace()->with_argument(1, "ann_key", Value::integer(1)),
+               InputError);  // the key is a string
 }
 
 TEST(TraceEdit, PrefixReplayMapsHandles) {
@@ -76,7 +77,8 @@ TEST(TraceEdit, AFreshComputeLocationNeverRecomputesTheSameRegionOnEveryIteratio
   auto w = small("SFM-1");
   Schedule sch(w.func);
   auto all = sch.compute_location_choices(sch.get_block("row_sum").value()).value();
-  auto useful = sch.compute_location_choices(sch.get_block("row_sum").value(), /*useful_only=*/true).value();
+  auto useful =
+      sch.compute_location_choices(sch.get_block("row_sum").value(), /*useful_only=*/true).value();
   std::vector<int64_t> skipped;
   for (int64_t c : all)
     if (std::find(useful.begin(), useful.end(), c) == useful.end()) skipped.push_back(c);
@@ -87,7 +89,8 @@ TEST(TraceEdit, AFreshComputeLocationNeverRecomputesTheSameRegionOnEveryIteratio
     ASSERT_TRUE(s.sample_compute_location(s.get_block("row_sum").value()).ok());
     const Trace& t = *s.trace();
     int64_t drawn = t.decisions().at(t.size() - 1).i;
-    EXPECT_NE(std::find(useful.begin(), useful.end(), drawn), useful.end()) << "seed " << seed << " drew " << drawn;
+    EXPECT_NE(std::find(useful.begin(), useful.end(), drawn), useful.end())
+        << "seed " << seed << " drew " << drawn;
   }
   Schedule replay(w.func);
   auto sum = replay.get_block("row_sum").value();

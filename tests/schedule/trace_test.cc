@@ -11,13 +11,14 @@
 namespace tyche::schedule {
 namespace {
 
+using testing::computes_reference;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::computes_reference;
 using testing::small;
 
 workloads::Workload matmul(int64_t m, int64_t n, int64_t k) {
-  return workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", fmt::format("i={},j={},k={}", m, n, k));
+  return workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]",
+                                        fmt::format("i={},j={},k={}", m, n, k));
 }
 
 std::vector<std::string_view> kind_names(const Trace& t) {
@@ -26,7 +27,9 @@ std::vector<std::string_view> kind_names(const Trace& t) {
   return out;
 }
 
-ScheduleOptions seeded(int64_t seed) { return ScheduleOptions{.seed = seed}; }
+ScheduleOptions seeded(int64_t seed) {
+  return ScheduleOptions{.seed = seed};
+}
 
 // ---- the MetaSchedule paper's example ----
 
@@ -53,8 +56,8 @@ TEST(PaperExample, LargeMRecordsTwoSamples) {
   Schedule sch(w.func, seeded(1));
   paper_schedule(sch, m);
   const Trace& trace = *sch.trace();
-  EXPECT_THAT(kind_names(trace), ElementsAre("get_block", "get_loops", "sample_perfect_tile", "split",
-                                             "sample_perfect_tile", "split", "reorder"));
+  EXPECT_THAT(kind_names(trace), ElementsAre("get_block", "get_loops", "sample_perfect_tile",
+                                             "split", "sample_perfect_tile", "split", "reorder"));
   // Replaying with ti = (32, M/32) and tj = (8, N/8) gives what the primitives give by hand.
   Schedule replay(w.func, seeded(2));
   ReplayOptions opts;
@@ -75,8 +78,8 @@ TEST(PaperExample, SmallMRecordsOneSampleLess) {
   auto w = matmul(16, 64, 8);
   Schedule sch(w.func, seeded(1));
   paper_schedule(sch, 16);
-  EXPECT_THAT(kind_names(*sch.trace()),
-              ElementsAre("get_block", "get_loops", "split", "sample_perfect_tile", "split", "reorder"));
+  EXPECT_THAT(kind_names(*sch.trace()), ElementsAre("get_block", "get_loops", "split",
+                                                    "sample_perfect_tile", "split", "reorder"));
   EXPECT_THAT(sch.trace()->to_text(), HasSubstr("sch.split(loop=l1, factors=[16, 1])"));
   EXPECT_TRUE(computes_reference(w, sch.func()));
 }
@@ -89,12 +92,13 @@ TEST(PaperExample, TextFormMatchesTheIssueExample) {
   auto t = sch.sample_perfect_tile(loops[0], 2, 64, std::vector<int64_t>{16, 64}).value();
   auto i = sch.split(loops[0], {t[0], t[1]}).value();
   sch.reorder({i[0], i[1], loops[1], loops[2]}).value();
-  EXPECT_EQ(sch.trace()->to_text(),
-            "b0 = sch.get_block(name=\"C\")\n"
-            "l1, l2, l3 = sch.get_loops(block=b0)\n"
-            "v4, v5 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=64, decision=[16, 64])\n"
-            "l6, l7 = sch.split(loop=l1, factors=[v4, v5])\n"
-            "sch.reorder(l6, l7, l2, l3)\n");
+  EXPECT_EQ(
+      sch.trace()->to_text(),
+      "b0 = sch.get_block(name=\"C\")\n"
+      "l1, l2, l3 = sch.get_loops(block=b0)\n"
+      "v4, v5 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=64, decision=[16, 64])\n"
+      "l6, l7 = sch.split(loop=l1, factors=[v4, v5])\n"
+      "sch.reorder(l6, l7, l2, l3)\n");
 }
 
 // ---- round trips for every instruction kind ----
@@ -143,7 +147,8 @@ std::vector<RoundTripCase> round_trip_cases() {
          auto sl = sch.get_loops(sm).value();
          sch.get_child_blocks(sl[0]).value();
          BlockRV row_sum = sch.get_block("row_sum").value();
-         LoopRV where = sch.sample_compute_location(row_sum, int64_t{0}).value();  // softmax's row loop
+         LoopRV where =
+             sch.sample_compute_location(row_sum, int64_t{0}).value();  // softmax's row loop
          sch.compute_at(row_sum, where, true).value();
          sch.compute_inline(sch.get_block("row_exp").value()).value();
          BlockRV row_max = sch.get_block("row_max").value();
@@ -157,7 +162,8 @@ std::vector<RoundTripCase> round_trip_cases() {
          auto dl = loops_of(sch, "dense");
          sch.reverse_compute_at(c, dl[1], false).value();
        }},
-      {"reverse_inline", "CBR-1", [](Schedule& sch) { sch.reverse_compute_inline(sch.get_block("relu").value()).value(); }},
+      {"reverse_inline", "CBR-1",
+       [](Schedule& sch) { sch.reverse_compute_inline(sch.get_block("relu").value()).value(); }},
       {"caches", "CBR-1",
        [](Schedule& sch) {
          BlockRV conv = sch.get_block("conv2d").value();
@@ -237,8 +243,10 @@ TEST(TraceRoundTrip, EveryInstructionKindThroughJsonAndText) {
   std::set<std::string_view> all;
   for (const InstructionKind* k : instruction_kinds()) all.insert(k->name);
   std::vector<std::string_view> missing;
-  std::set_difference(all.begin(), all.end(), covered.begin(), covered.end(), std::back_inserter(missing));
-  EXPECT_TRUE(missing.empty()) << "kinds without a round-trip case: " << fmt::format("{}", fmt::join(missing, ", "));
+  std::set_difference(all.begin(), all.end(), covered.begin(), covered.end(),
+                      std::back_inserter(missing));
+  EXPECT_TRUE(missing.empty()) << "kinds without a round-trip case: "
+                               << fmt::format("{}", fmt::join(missing, ", "));
 }
 
 // Each kind's parameters and outputs come from its instruction's C++ signature: this table is
@@ -247,28 +255,37 @@ TEST(InstructionKinds, SignaturesComeFromTheTypedFunctions) {
   auto signature = [](const InstructionKind& k) {
     std::vector<std::string> params;
     for (const Param& p : k.params)
-      params.push_back(fmt::format("{}{}: {}{}", p.variadic ? "*" : "", p.name, param_type_name(p.type),
-                                   p.default_value ? " = default" : ""));
+      params.push_back(fmt::format("{}{}: {}{}", p.variadic ? "*" : "", p.name,
+                                   param_type_name(p.type), p.default_value ? " = default" : ""));
     static const char* outputs[] = {"none", "block", "loop", "expr", "blocks", "loops", "exprs"};
-    return fmt::format("{}({}) -> {}{}{}", k.name, fmt::join(params, ", "), outputs[static_cast<int>(k.output)],
-                       k.is_sampling() ? ", sampling" : "", k.pure ? ", pure" : "");
+    return fmt::format("{}({}) -> {}{}{}", k.name, fmt::join(params, ", "),
+                       outputs[static_cast<int>(k.output)], k.is_sampling() ? ", sampling" : "",
+                       k.pure ? ", pure" : "");
   };
-  EXPECT_EQ(signature(kind_split()), "split(loop: a loop, factors: a list of integers, expression variables or None) -> loops");
+  EXPECT_EQ(
+      signature(kind_split()),
+      "split(loop: a loop, factors: a list of integers, expression variables or None) -> loops");
   EXPECT_EQ(signature(kind_fuse()), "fuse(*loops: a list of loops) -> loop");
   EXPECT_EQ(signature(kind_annotate()),
-            "annotate(block_or_loop: a block or a loop, ann_key: a string, ann_val: an integer, float, string or expression "
+            "annotate(block_or_loop: a block or a loop, ann_key: a string, ann_val: an integer, "
+            "float, string or expression "
             "variable) -> none");
   EXPECT_EQ(signature(kind_sample_perfect_tile()),
-            "sample_perfect_tile(loop: a loop, n: an integer, max_innermost_factor: an integer = default) -> exprs, "
+            "sample_perfect_tile(loop: a loop, n: an integer, max_innermost_factor: an integer = "
+            "default) -> exprs, "
             "sampling, pure");
   EXPECT_EQ(signature(kind_compute_at()),
-            "compute_at(block: a block, loop: a loop, preserve_unit_loops: True or False = default) -> none");
+            "compute_at(block: a block, loop: a loop, preserve_unit_loops: True or False = "
+            "default) -> none");
   EXPECT_EQ(signature(kind_storage_align()),
-            "storage_align(block: a block, buffer_index: an integer, axis: an integer, factor: an integer, offset: an "
+            "storage_align(block: a block, buffer_index: an integer, axis: an integer, factor: an "
+            "integer, offset: an "
             "integer) -> none");
-  EXPECT_EQ(signature(kind_get_child_blocks()), "get_child_blocks(block_or_loop: a block or a loop) -> blocks, pure");
+  EXPECT_EQ(signature(kind_get_child_blocks()),
+            "get_child_blocks(block_or_loop: a block or a loop) -> blocks, pure");
   // Every handle is the registry's kind of that name.
-  for (const InstructionKind* k : instruction_kinds()) EXPECT_EQ(find_instruction_kind(k->name), k) << k->name;
+  for (const InstructionKind* k : instruction_kinds())
+    EXPECT_EQ(find_instruction_kind(k->name), k) << k->name;
 }
 
 TEST(InstructionKinds, InstructionsAreComparedByHandleAndReadByName) {
@@ -294,8 +311,9 @@ TEST(TraceRoundTrip, JsonCarriesFormatAndVersion) {
   auto w = small("GMM-1");
   Schedule sch(w.func, seeded(1));
   sch.get_block("Z").value();
-  EXPECT_EQ(sch.trace()->to_json(),
-            R"({"format":"tyche.trace","instructions":[{"args":{"name":"Z"},"kind":"get_block","outputs":["b0"]}],"version":1})");
+  EXPECT_EQ(
+      sch.trace()->to_json(),
+      R"({"format":"tyche.trace","instructions":[{"args":{"name":"Z"},"kind":"get_block","outputs":["b0"]}],"version":1})");
 }
 
 // ---- replay ----
@@ -334,9 +352,10 @@ TEST(TraceReplay, WithDecisionChangesOnlyThatSample) {
   ASSERT_TRUE(edited.apply_to(s).ok());
   EXPECT_EQ(s.trace()->decisions().at(2), to_value(std::vector<int64_t>{2, 16}));
   EXPECT_EQ(s.trace()->decisions().at(4), trace.decisions().at(4));
-  EXPECT_THROW(trace.with_decision(3, Value::integer(1)), InputError);               // split does not sample
-  EXPECT_THROW(trace.with_decision(2, Value::integer(1)), InputError);               // wrong form
-  EXPECT_THROW(trace.with_decision(99, to_value(std::vector<int64_t>{1})), InputError);  // no such instruction
+  EXPECT_THROW(trace.with_decision(3, Value::integer(1)), InputError);  // split does not sample
+  EXPECT_THROW(trace.with_decision(2, Value::integer(1)), InputError);  // wrong form
+  EXPECT_THROW(trace.with_decision(99, to_value(std::vector<int64_t>{1})),
+               InputError);  // no such instruction
 }
 
 TEST(TraceReplay, IllegalDecisionIsAScheduleErrorNamingInstructionAndDecision) {
@@ -352,10 +371,18 @@ TEST(TraceReplay, IllegalDecisionIsAScheduleErrorNamingInstructionAndDecision) {
   EXPECT_THAT(st.error().reason(), HasSubstr("decision [3, 16] is not legal"));
   // Innermost above max_innermost_factor, and the wrong number of factors.
   Schedule s2(w.func, seeded(0));
-  EXPECT_THAT(sch.trace()->with_decision(2, to_value(std::vector<int64_t>{1, 32})).apply_to(s2).error().reason(),
+  EXPECT_THAT(sch.trace()
+                  ->with_decision(2, to_value(std::vector<int64_t>{1, 32}))
+                  .apply_to(s2)
+                  .error()
+                  .reason(),
               HasSubstr("exceeds max_innermost_factor 16"));
   Schedule s3(w.func, seeded(0));
-  EXPECT_THAT(sch.trace()->with_decision(2, to_value(std::vector<int64_t>{2, 4, 4})).apply_to(s3).error().reason(),
+  EXPECT_THAT(sch.trace()
+                  ->with_decision(2, to_value(std::vector<int64_t>{2, 4, 4}))
+                  .apply_to(s3)
+                  .error()
+                  .reason(),
               HasSubstr("it has 3 factors, n is 2"));
 }
 
@@ -398,14 +425,15 @@ TEST(TraceSimplified, DropsUnusedPureInstructionsOnly) {
   auto w = small("GMM-1");
   Schedule sch(w.func, seeded(5));
   BlockRV z = sch.get_block("Z").value();
-  sch.get_block("Z").value();                                  // dead lookup
-  sch.sample_categorical({1, 2}, {0.5, 0.5}).value();           // dead sample
+  sch.get_block("Z").value();                          // dead lookup
+  sch.sample_categorical({1, 2}, {0.5, 0.5}).value();  // dead sample
   auto l = sch.get_loops(z).value();
   auto t = sch.sample_perfect_tile(l[1], 2, 16).value();
   sch.split(l[1], {t[0], t[1]}).value();
-  sch.get_consumers(z).value();                                 // dead lookup
+  sch.get_consumers(z).value();  // dead lookup
   Trace simple = sch.trace()->simplified();
-  EXPECT_THAT(kind_names(simple), ElementsAre("get_block", "get_loops", "sample_perfect_tile", "split"));
+  EXPECT_THAT(kind_names(simple),
+              ElementsAre("get_block", "get_loops", "sample_perfect_tile", "split"));
   EXPECT_EQ(simple.decisions().size(), 1u);
   EXPECT_EQ(simple.decisions().begin()->first, 2u);
   Schedule s(w.func, seeded(0));

@@ -10,8 +10,8 @@
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::computes_reference;
+using ::testing::HasSubstr;
 using testing::small;
 
 TEST(TraceText, HandWrittenScheduleWithLiteralsCommentsAndDefaults) {
@@ -45,8 +45,10 @@ sch.split(loop=l3, factors=[v9, v10])
   by_hand.split(l[3], {4, 8}).value();
   EXPECT_TRUE(ir::structural_equal(sch.func(), by_hand.func())) << ir::to_string(sch.func());
   // Printed back in the canonical form: names renumbered, every argument by keyword.
-  EXPECT_THAT(sch.trace()->to_text(), HasSubstr("l5, l6 = sch.split(loop=l2, factors=[None, 8])\n"));
-  EXPECT_THAT(sch.trace()->to_text(), HasSubstr("v10, v11 = sch.sample_perfect_tile(loop=l4, n=2, max_innermost_factor=16, decision=[4, 8])\n"));
+  EXPECT_THAT(sch.trace()->to_text(),
+              HasSubstr("l5, l6 = sch.split(loop=l2, factors=[None, 8])\n"));
+  EXPECT_THAT(sch.trace()->to_text(), HasSubstr("v10, v11 = sch.sample_perfect_tile(loop=l4, n=2, "
+                                                "max_innermost_factor=16, decision=[4, 8])\n"));
 }
 
 TEST(TraceText, StringsAndFloatsRoundTrip) {
@@ -90,14 +92,17 @@ TEST(TraceText, MalformedInputIsOneLineNamingLineAndColumn) {
       {"b0, b1 = sch.get_block(name=\"Z\")", "get_block produces one value, not 2"},
       {b0 + "x = sch.compute_inline(block=b0)", "compute_inline produces nothing to assign"},
       {"sch.get_block(name=\"Z\", decision=1)", "get_block takes no decision"},
-      {b0 + "l1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.sample_perfect_tile(loop=l2, n=2, decision=3)",
+      {b0 + "l1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.sample_perfect_tile(loop=l2, n=2, "
+            "decision=3)",
        "trace line 3, column 39: the decision of sample_perfect_tile must be a list of integers"},
-      {b0 + "l1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.split(loop=l2, factors=[1.5e, 2])", "malformed number '1.5e'"},
+      {b0 + "l1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.split(loop=l2, factors=[1.5e, 2])",
+       "malformed number '1.5e'"},
       {"sch.get_block(name=\"Z\"))", "unexpected text after ')'"},
       {"sch.get_block(name=@)", "unexpected '@'"},
       {"sch", "expected '.' after 'sch'"},
       {"(b0 = sch.get_block(name=\"Z\")", "expected ')' after the names being assigned"},
-      {b0 + "l1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.split(loop=l2, factors=" + std::string(40, '['),
+      {b0 + "l1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.split(loop=l2, factors=" +
+           std::string(40, '['),
        "lists nest deeper than 32"},
   };
   for (const BadText& c : cases) {
@@ -120,7 +125,8 @@ TEST(TraceJson, MalformedInputIsRefusedWithOneLine) {
       {"{", "trace JSON: not valid JSON"},
       {R"({"format":"x","version":1,"instructions":[]})", "not a Tyche trace"},
       {R"({"format":5,"version":1,"instructions":[]})", "not a Tyche trace"},
-      {R"({"format":"tyche.trace","version":2,"instructions":[]})", "unsupported version 2 (this build reads version 1)"},
+      {R"({"format":"tyche.trace","version":2,"instructions":[]})",
+       "unsupported version 2 (this build reads version 1)"},
       {R"({"format":"tyche.trace","version":1})", "missing the \"instructions\" array"},
       {head + R"([{"kind":"splt","args":{}}]})", "instruction 0: unknown instruction 'splt'"},
       {head + R"([{"kind":"get_loops","args":{"block":{"rv":"b9"}}}]})", "'b9' is not defined"},
@@ -128,7 +134,8 @@ TEST(TraceJson, MalformedInputIsRefusedWithOneLine) {
       {head + R"([{"kind":"get_block","args":{}}]})", "missing argument 'name'"},
       {head + R"([{"kind":"get_block","args":{"name":1}}]})", "argument 'name' must be a string"},
       {head + R"([{"kind":"get_block","args":{"name":"Z"},"decision":1}]})", "takes no decision"},
-      {head + R"([{"kind":"get_block","args":{"name":"Z"},"outputs":["b0","b1"]}]})", "produces one output"},
+      {head + R"([{"kind":"get_block","args":{"name":"Z"},"outputs":["b0","b1"]}]})",
+       "produces one output"},
       {head + R"([{"kind":"get_block","args":{"name":{"x":1}}}]})", "unexpected value"},
       {head + R"([3]})", "expected an object with a \"kind\""},
   };
@@ -151,9 +158,14 @@ TEST(TraceText, ApplyInstructionChecksArgumentsItself) {
   const InstructionKind* split = find_instruction_kind("split");
   ASSERT_NE(split, nullptr);
   auto r = sch.apply_instruction(*split, {Value::integer(1), Value::of_list({})});
-  EXPECT_THAT(r.error().reason(), HasSubstr("split: argument 'loop' must be a loop, got an integer"));
-  EXPECT_THAT(sch.apply_instruction(*split, {}).error().reason(), HasSubstr("split takes 2 arguments, got 0"));
-  EXPECT_THAT(sch.apply_instruction(*find_instruction_kind("get_block"), {Value::string("Z")}, Value::integer(1)).error().reason(),
+  EXPECT_THAT(r.error().reason(),
+              HasSubstr("split: argument 'loop' must be a loop, got an integer"));
+  EXPECT_THAT(sch.apply_instruction(*split, {}).error().reason(),
+              HasSubstr("split takes 2 arguments, got 0"));
+  EXPECT_THAT(sch.apply_instruction(*find_instruction_kind("get_block"), {Value::string("Z")},
+                                    Value::integer(1))
+                  .error()
+                  .reason(),
               HasSubstr("get_block takes no decision"));
   EXPECT_EQ(find_instruction_kind("nope"), nullptr);
 }
@@ -181,9 +193,14 @@ TEST(TraceText, CorruptedTracesNeverCrash) {
       for (int e = 0; e < edits && !text.empty(); ++e) {
         size_t pos = rng() % text.size();
         switch (rng() % 3) {
-          case 0: text.erase(pos, 1 + rng() % 3); break;
-          case 1: text.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
-          default: text[pos] = alphabet[rng() % alphabet.size()];
+          case 0:
+            text.erase(pos, 1 + rng() % 3);
+            break;
+          case 1:
+            text.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+            break;
+          default:
+            text[pos] = alphabet[rng() % alphabet.size()];
         }
       }
       Trace parsed_trace;

@@ -40,10 +40,13 @@ TEST(TensorSize, CountsElementsAndBytes) {
 TEST(TensorSize, RefusesWhatWrapsOrIsNegative) {
   int64_t g = int64_t{1} << 30;
   // 2^62 elements fit int64, their 2^64 bytes do not: the case that used to wrap to 0.
-  EXPECT_THAT(error_of({g, g, 4}), AllOf(HasSubstr("tensor 'W'"), HasSubstr("[1073741824, 1073741824, 4]"), HasSubstr("64 bits")));
+  EXPECT_THAT(error_of({g, g, 4}),
+              AllOf(HasSubstr("tensor 'W'"), HasSubstr("[1073741824, 1073741824, 4]"),
+                    HasSubstr("64 bits")));
   EXPECT_THAT(error_of({2, int64_t{1} << 61}), HasSubstr("more bytes than 64 bits"));
   EXPECT_THAT(error_of({4, int64_t{1} << 62}), HasSubstr("more elements than 64 bits"));
-  EXPECT_THAT(error_of({int64_t{1} << 40, int64_t{1} << 40}), HasSubstr("more elements than 64 bits"));
+  EXPECT_THAT(error_of({int64_t{1} << 40, int64_t{1} << 40}),
+              HasSubstr("more elements than 64 bits"));
   EXPECT_THAT(error_of({4, -1}), HasSubstr("negative dimension"));
   EXPECT_FALSE(checked_numel(std::vector<int64_t>{INT64_MAX, 2}).has_value());
   EXPECT_FALSE(checked_mul(UINT64_MAX, 2).has_value());
@@ -54,7 +57,8 @@ TEST(TensorSize, RefusesWhatWrapsOrIsNegative) {
 TEST(TensorSize, RefusesWhatPassesTheLimit) {
   set_tensor_byte_limit(1000);
   EXPECT_THAT(error_of({250}), HasSubstr("no error"));
-  EXPECT_THAT(error_of({251}), AllOf(HasSubstr("needs 1004 bytes"), HasSubstr("over the limit of 1000 bytes")));
+  EXPECT_THAT(error_of({251}),
+              AllOf(HasSubstr("needs 1004 bytes"), HasSubstr("over the limit of 1000 bytes")));
   set_tensor_byte_limit(0);
   EXPECT_GT(tensor_byte_limit(), uint64_t{1} << 26);  // the machine's memory
   EXPECT_GE(max_threads(), 4);

@@ -26,9 +26,10 @@ TEST(Target, ParsesBothOptionSpellings) {
 }
 
 TEST(Target, PrintsWhatParsesBack) {
-  for (const char* text : {"llvm", "llvm -mcpu=x86-64-v4 -num-cores=7", "cuda", "cuda -arch=sm_90",
-                           "cuda -arch=sm_80 -max-threads-per-block=256 -max-shared-memory-per-block=1024", "opencl",
-                           "opencl -max-threads-per-block=64 -max-shared-memory-per-block=32768"}) {
+  for (const char* text :
+       {"llvm", "llvm -mcpu=x86-64-v4 -num-cores=7", "cuda", "cuda -arch=sm_90",
+        "cuda -arch=sm_80 -max-threads-per-block=256 -max-shared-memory-per-block=1024", "opencl",
+        "opencl -max-threads-per-block=64 -max-shared-memory-per-block=32768"}) {
     Target t = Target::parse(text);
     Target again = Target::parse(t.str());
     EXPECT_EQ(again.str(), t.str()) << text;
@@ -42,13 +43,16 @@ TEST(Target, PrintsWhatParsesBack) {
 }
 
 TEST(Target, CudaArchitectureAndLimits) {
-  Target gpu = Target::parse("cuda -arch=sm_90 -max-threads-per-block 256 -max-shared-memory-per-block 1024");
+  Target gpu = Target::parse(
+      "cuda -arch=sm_90 -max-threads-per-block 256 -max-shared-memory-per-block 1024");
   EXPECT_TRUE(gpu.is_gpu());
   EXPECT_EQ(gpu.arch, "sm_90");
   EXPECT_EQ(gpu.max_threads_per_block, 256);
   EXPECT_EQ(gpu.max_shared_memory_per_block, 1024);
-  EXPECT_EQ(gpu.str(), "cuda -arch=sm_90 -max-threads-per-block=256 -max-shared-memory-per-block=1024");
-  EXPECT_THAT([&] { gpu.cpu_info(); }, ::testing::ThrowsMessage<Error>(::testing::HasSubstr("has no CPU")));
+  EXPECT_EQ(gpu.str(),
+            "cuda -arch=sm_90 -max-threads-per-block=256 -max-shared-memory-per-block=1024");
+  EXPECT_THAT([&] { gpu.cpu_info(); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr("has no CPU")));
 }
 
 TEST(Target, OpenClIsAGpuWithLimitsAndNoArchitecture) {
@@ -57,15 +61,19 @@ TEST(Target, OpenClIsAGpuWithLimitsAndNoArchitecture) {
   EXPECT_EQ(cl.kind, "opencl");
   EXPECT_EQ(cl.max_threads_per_block, 128);
   EXPECT_EQ(cl.str(), "opencl -max-threads-per-block=128 -max-shared-memory-per-block=49152");
-  EXPECT_THAT([&] { cl.cpu_info(); }, ::testing::ThrowsMessage<Error>(::testing::HasSubstr("has no CPU")));
+  EXPECT_THAT([&] { cl.cpu_info(); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr("has no CPU")));
   EXPECT_THAT([] { Target::parse("opencl -arch=sm_90"); },
-              ::testing::ThrowsMessage<InputError>(::testing::HasSubstr("unknown option '-arch' for opencl (expected -max-threads")));
+              ::testing::ThrowsMessage<InputError>(::testing::HasSubstr(
+                  "unknown option '-arch' for opencl (expected -max-threads")));
 }
 
 TEST(Target, RefusesWhatItDoesNotKnow) {
-  for (const char* bad : {"", "vulkan", "opencl -num-cores 2", "opencl -mcpu x86-64-v3", "llvm -num-cores", "llvm -num-cores x", "llvm -num-cores 0", "llvm -num-cores=",
-                          "llvm -num-cores=5000", "cuda -num-cores 2", "llvm -max-threads-per-block 4", "llvm -mcpu",
-                          "cuda -mcpu x86-64-v3", "cuda -arch=90", "cuda -arch sm90", "llvm znver5"})
+  for (const char* bad :
+       {"", "vulkan", "opencl -num-cores 2", "opencl -mcpu x86-64-v3", "llvm -num-cores",
+        "llvm -num-cores x", "llvm -num-cores 0", "llvm -num-cores=", "llvm -num-cores=5000",
+        "cuda -num-cores 2", "llvm -max-threads-per-block 4", "llvm -mcpu", "cuda -mcpu x86-64-v3",
+        "cuda -arch=90", "cuda -arch sm90", "llvm znver5"})
     EXPECT_THROW(Target::parse(bad), InputError) << bad;
   EXPECT_THAT([] { Target::parse("llvm -mcpu=x -num-cores 0"); },
               ::testing::ThrowsMessage<InputError>(::testing::HasSubstr("positive integer")));

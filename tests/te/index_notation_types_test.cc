@@ -1,5 +1,5 @@
-// Element types in index notation: the dtypes argument, the conversions each statement makes (golden
-// IR), the canonical dtypes string, and a one-line error for each refusal.
+// Element types in index notation: the dtypes argument, the conversions each statement makes
+// (golden IR), the canonical dtypes string, and a one-line error for each refusal.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -22,7 +22,8 @@ std::string error_of(std::string_view formula, std::string_view extents, std::st
 }
 
 TEST(IndexNotationTypes, TensorsTakeTheirTypesAndTheRestStayFloat32) {
-  auto p = parse_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=4,j=4,k=8", " A = uint8 , B=int8,C=int32 ");
+  auto p = parse_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=4,j=4,k=8",
+                                " A = uint8 , B=int8,C=int32 ");
   EXPECT_EQ(p.tensor("A").dtype, DataType::UInt(8));
   EXPECT_EQ(p.tensor("B").dtype, DataType::Int(8));
   EXPECT_EQ(p.tensor("C").dtype, kInt32);
@@ -32,9 +33,11 @@ TEST(IndexNotationTypes, TensorsTakeTheirTypesAndTheRestStayFloat32) {
   EXPECT_EQ(dtypes_string(parse_index_notation("C[i] = A[i]", "i=4", "A=float32")), "");
 }
 
-// u8 x s8 -> s32: both operands widened to int32 before the multiply-accumulate, an int32 zero init.
+// u8 x s8 -> s32: both operands widened to int32 before the multiply-accumulate, an int32 zero
+// init.
 TEST(IndexNotationTypes, OperandsAreWidenedToTheOutputType) {
-  auto p = parse_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=4,j=4,k=8", "A=uint8,B=int8,C=int32");
+  auto p =
+      parse_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=4,j=4,k=8", "A=uint8,B=int8,C=int32");
   EXPECT_EQ(ir::to_string(to_prim_func(p)), R"(@prim_func
 def main(A: Buffer((4, 8), "uint8"), B: Buffer((8, 4), "int8"), C: Buffer((4, 4), "int32")):
   # outputs: C
@@ -74,23 +77,30 @@ TEST(IndexNotationTypes, BadTypesAreOneLineErrors) {
   const char* mm = "C[i,j] += A[i,k] * B[k,j]";
   const char* ext = "i=4,j=4,k=4";
   EXPECT_EQ(error_of(mm, ext, "A=uint9"),
-            "dtypes column 3: unknown element type 'uint9' for 'A' (formulas take int8, uint8, int16, int32, float16, "
+            "dtypes column 3: unknown element type 'uint9' for 'A' (formulas take int8, uint8, "
+            "int16, int32, float16, "
             "bfloat16, float32)");
   EXPECT_THAT(error_of(mm, ext, "A=float64"), HasSubstr("unknown element type 'float64'"));
   EXPECT_THAT(error_of(mm, ext, "A=int8x4"), HasSubstr("unknown element type 'int8x4'"));
-  EXPECT_THAT(error_of(mm, ext, "A=int8;B=int8"), HasSubstr("dtypes column 7: expected ',' between types, found ';'"));
-  EXPECT_EQ(error_of(mm, ext, "X=int8"), "dtypes column 1: the formula has no tensor 'X' (its tensors: C, A, B)");
+  EXPECT_THAT(error_of(mm, ext, "A=int8;B=int8"),
+              HasSubstr("dtypes column 7: expected ',' between types, found ';'"));
+  EXPECT_EQ(error_of(mm, ext, "X=int8"),
+            "dtypes column 1: the formula has no tensor 'X' (its tensors: C, A, B)");
   EXPECT_EQ(error_of(mm, ext, "A=int8, A=int8"), "dtypes column 9: 'A' is given a type twice");
   EXPECT_EQ(error_of(mm, ext, "A"), "dtypes column 2: expected '=' after 'A', found end of dtypes");
-  EXPECT_EQ(error_of(mm, ext, "A="), "dtypes column 3: expected an element type for 'A', found end of dtypes");
+  EXPECT_EQ(error_of(mm, ext, "A="),
+            "dtypes column 3: expected an element type for 'A', found end of dtypes");
   EXPECT_EQ(error_of(mm, ext, "=int8"), "dtypes column 1: expected a tensor name, found '='");
 }
 
 TEST(IndexNotationTypes, StatementsThatCannotBeTypedAreOneLineErrors) {
   EXPECT_EQ(error_of("C[i,j] += A[i,k] * B[k,j]", "i=4,j=4,k=4", "C=int32"),
-            "formula column 11: 'A' is float32 and 'C' is int32: index notation never converts a float to an integer");
-  EXPECT_EQ(error_of("C[i] = A[i] / 2", "i=4", "A=int32,C=int32"), "formula column 13: '/' needs a float result, and 'C' is int32");
-  EXPECT_EQ(error_of("C[i] = sqrt(A[i])", "i=4", "A=int32,C=int32"), "formula column 8: sqrt needs a float result, and 'C' is int32");
+            "formula column 11: 'A' is float32 and 'C' is int32: index notation never converts a "
+            "float to an integer");
+  EXPECT_EQ(error_of("C[i] = A[i] / 2", "i=4", "A=int32,C=int32"),
+            "formula column 13: '/' needs a float result, and 'C' is int32");
+  EXPECT_EQ(error_of("C[i] = sqrt(A[i])", "i=4", "A=int32,C=int32"),
+            "formula column 8: sqrt needs a float result, and 'C' is int32");
   EXPECT_EQ(error_of("C[i] = A[i] * 0.5", "i=4", "A=int8,C=int32"),
             "formula column 15: 0.5 is not an int32 constant, and 'C' is int32");
   EXPECT_THAT(error_of("C[i] += A[i,k]", "i=4,k=4", "C=float16"),

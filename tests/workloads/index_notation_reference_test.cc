@@ -165,30 +165,36 @@ TEST(IndexNotationReference, RejectsBadInputs) {
               HasSubstr("input 'B' has shape [3, 4], expected [4, 3]"));
   EXPECT_THAT(message({in[0], NDArray(Shape{4, 3}, kFloat64)}),
               HasSubstr("input 'B' must be a float32 array"));
-  auto typed = parse_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=2,j=3,k=4", "A=uint8,B=int8,C=int32");
-  EXPECT_THROW(evaluate_index_notation(typed, in), Error);  // float32 inputs for uint8 and int8 tensors
+  auto typed =
+      parse_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=2,j=3,k=4", "A=uint8,B=int8,C=int32");
+  EXPECT_THROW(evaluate_index_notation(typed, in),
+               Error);  // float32 inputs for uint8 and int8 tensors
 }
 
 // u8 x s8 -> s32 is exact: every product and sum checked against int64 loops, over the types' whole
 // ranges (fill_random), with sums well past float32's 24-bit mantissa.
 TEST(IndexNotationReference, IntegerMatmulIsExact) {
   const int64_t M = 3, N = 5, K = 700;
-  auto p = parse_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=3,j=5,k=700", "A=uint8,B=int8,C=int32");
+  auto p =
+      parse_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=3,j=5,k=700", "A=uint8,B=int8,C=int32");
   std::vector<NDArray> in = random_index_notation_inputs(p, 9);
   ASSERT_EQ(in[0].dtype(), DataType::UInt(8));
   ASSERT_EQ(in[1].dtype(), DataType::Int(8));
   int64_t lo = 0, hi = 0;
-  for (int64_t i = 0; i < in[1].numel(); ++i) lo = std::min(lo, in[1].get_flat_int(i)), hi = std::max(hi, in[1].get_flat_int(i));
+  for (int64_t i = 0; i < in[1].numel(); ++i)
+    lo = std::min(lo, in[1].get_flat_int(i)), hi = std::max(hi, in[1].get_flat_int(i));
   EXPECT_EQ(lo, -128);
   EXPECT_EQ(hi, 127);
-  // Extreme values everywhere in row 0: 255 * -128 * 700 = -22,848,000, beyond float32's exact range.
+  // Extreme values everywhere in row 0: 255 * -128 * 700 = -22,848,000, beyond float32's exact
+  // range.
   for (int64_t k = 0; k < K; ++k) in[0].set_flat_int(k, 255), in[1].set_flat_int(k * N, -128);
   NDArray out = evaluate_index_notation(p, in)[0];
   ASSERT_EQ(out.dtype(), kInt32);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       int64_t acc = 0;
-      for (int64_t k = 0; k < K; ++k) acc += in[0].get_flat_int(i * K + k) * in[1].get_flat_int(k * N + j);
+      for (int64_t k = 0; k < K; ++k)
+        acc += in[0].get_flat_int(i * K + k) * in[1].get_flat_int(k * N + j);
       ASSERT_EQ(out.get_flat_int(i * N + j), acc) << i << "," << j;
     }
   EXPECT_EQ(out.get_flat_int(0), -22848000);
@@ -196,7 +202,8 @@ TEST(IndexNotationReference, IntegerMatmulIsExact) {
 
 // An integer statement wraps as its output type does, and max compares wrapped values.
 TEST(IndexNotationReference, NarrowIntegersWrap) {
-  auto p = parse_index_notation("C[i] = A[i] * 2; D[i] = max(A[i] * 2, 0)", "i=2", "A=int8,C=int8,D=int8");
+  auto p = parse_index_notation("C[i] = A[i] * 2; D[i] = max(A[i] * 2, 0)", "i=2",
+                                "A=int8,C=int8,D=int8");
   NDArray a(std::vector<int64_t>{2}, DataType::Int(8));
   a.set_flat_int(0, 100), a.set_flat_int(1, -3);
   auto out = evaluate_index_notation(p, {a});
@@ -208,7 +215,8 @@ TEST(IndexNotationReference, NarrowIntegersWrap) {
 
 // bfloat16 inputs are exact in the double evaluation; a bfloat16 output rounds to nearest even.
 TEST(IndexNotationReference, BFloat16RoundsWhenStored) {
-  auto p = parse_index_notation("T[i] += A[i,k] * B[k]; C[i] = T[i]", "i=2,k=3", "A=bfloat16,B=bfloat16,C=bfloat16");
+  auto p = parse_index_notation("T[i] += A[i,k] * B[k]; C[i] = T[i]", "i=2,k=3",
+                                "A=bfloat16,B=bfloat16,C=bfloat16");
   auto in = random_index_notation_inputs(p, 4);
   auto out = evaluate_index_notation(p, in);
   ASSERT_EQ(out[0].dtype(), DataType::BFloat16());
@@ -218,7 +226,8 @@ TEST(IndexNotationReference, BFloat16RoundsWhenStored) {
     NDArray want(std::vector<int64_t>{1}, DataType::BFloat16());
     want.set_flat(0, acc);
     EXPECT_EQ(out[0].get_flat(i), want.get_flat(0));
-    EXPECT_NE(out[0].get_flat(i), static_cast<double>(static_cast<float>(acc)));  // rounded to 8 bits of mantissa
+    EXPECT_NE(out[0].get_flat(i),
+              static_cast<double>(static_cast<float>(acc)));  // rounded to 8 bits of mantissa
   }
 }
 

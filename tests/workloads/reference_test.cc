@@ -93,7 +93,8 @@ TEST(Reference, GmmHandComputed) {
   // [[1,2],[3,4]] x [[5,6],[7,8]] = [[19,22],[43,50]]; second batch is the transpose case.
   auto x = from_values({2, 2, 2}, {1, 2, 3, 4, 0, 1, 1, 0});
   auto y = from_values({2, 2, 2}, {5, 6, 7, 8, 1, 2, 3, 4});
-  expect_near_reference(run1("GMM", {2, 2, 2, 2}, {x, y}), std::vector<double>{19, 22, 43, 50, 3, 4, 1, 2});
+  expect_near_reference(run1("GMM", {2, 2, 2, 2}, {x, y}),
+                        std::vector<double>{19, 22, 43, 50, 3, 4, 1, 2});
 }
 
 TEST(Reference, C2dPointwiseEqualsGmm) {
@@ -321,7 +322,8 @@ TEST(Reference, NrmIsSqrtOfSumOfSquares) {
     for (int64_t t = 0; t < 20; ++t) sum += std::pow(in[0].get_flat(b * 20 + t), 2);
     EXPECT_NEAR(out.get_flat(b), std::sqrt(sum), 1e-6);
   }
-  expect_near_reference(run1("NRM", {1, 1, 2}, {from_values({1, 1, 2}, {3, -4})}), std::vector<double>{5});
+  expect_near_reference(run1("NRM", {1, 1, 2}, {from_values({1, 1, 2}, {3, -4})}),
+                        std::vector<double>{5});
 }
 
 TEST(Reference, SfmRowsAreNormalizedAndStable) {
@@ -518,12 +520,14 @@ TEST(Reference, FlopCounts) {
   // 256 long, K 3, stride 2, pad 1: 2 + 127 x 3 = 383.
   EXPECT_DOUBLE_EQ(reference_flop("C1D", {1, 256, 64, 128, 3, 2, 1}), 2.0 * 383 * 128 * 64);
   // depth 16, K 7, stride 2, pad 3: 8 outputs with 4, 6, 7 x 5, 5 = 50 taps.
-  EXPECT_DOUBLE_EQ(reference_flop("C3D", {1, 16, 224, 224, 3, 64, 7, 2, 3}), 2.0 * 50 * 778 * 778 * 64 * 3);
+  EXPECT_DOUBLE_EQ(reference_flop("C3D", {1, 16, 224, 224, 3, 64, 7, 2, 3}),
+                   2.0 * 50 * 778 * 778 * 64 * 3);
   // Transposed, 4 wide, K 4, stride 2, pad 1: input i feeds outputs 2i-1 .. 2i+2 of 8, so
   // 3 + 4 + 4 + 3 = 14 real taps per dim (the gather form over the zero-stuffed input: 8 x 16).
   EXPECT_DOUBLE_EQ(reference_flop("T2D", {1, 4, 4, 512, 256, 4, 2, 1}), 2.0 * 14 * 14 * 256 * 512);
   // 16 wide, K 3, stride 2, pad 1: 2 + 7 x 3 = 23.
-  EXPECT_DOUBLE_EQ(reference_flop("CAP", {1, 16, 16, 32, 32, 3, 2, 1}), 2.0 * 23 * 23 * 16 * 32 * 4 * 32);
+  EXPECT_DOUBLE_EQ(reference_flop("CAP", {1, 16, 16, 32, 32, 3, 2, 1}),
+                   2.0 * 23 * 23 * 16 * 32 * 4 * 32);
   // Dilation 2 on 8 wide, K 3, pad 1 (6 outputs): output o reads o - 1, o + 1, o + 3 of 0..7:
   // 2 + 3 + 3 + 3 + 3 + 2 = 16.
   EXPECT_DOUBLE_EQ(reference_flop("DIL", {1, 8, 8, 4, 4, 3, 1, 1}), 2.0 * 16 * 16 * 4 * 4);

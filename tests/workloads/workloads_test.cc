@@ -20,7 +20,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string resolve_error(const std::string& name, const std::string& extents = "", const std::string& dtypes = "") {
+std::string resolve_error(const std::string& name, const std::string& extents = "",
+                          const std::string& dtypes = "") {
   try {
     resolve(name, extents, dtypes);
   } catch (const InputError& e) {
@@ -44,7 +45,8 @@ void expect_golden(const std::string& name, const std::string& text) {
 }
 
 TEST(Golden, Presets) {
-  for (const char* name : {"GMM-1", "C2D-1", "SFM-1", "CBR-1"}) expect_golden(name, ir::to_string(get_preset(name).func));
+  for (const char* name : {"GMM-1", "C2D-1", "SFM-1", "CBR-1"})
+    expect_golden(name, ir::to_string(get_preset(name).func));
 }
 
 TEST(Golden, IndexNotationMatmul) {
@@ -70,8 +72,10 @@ TEST(Presets, BufferShapesMatchReference) {
     auto inputs = w.func.inputs(), outputs = w.func.outputs();
     ASSERT_EQ(inputs.size(), shapes.inputs.size()) << name;
     ASSERT_EQ(outputs.size(), shapes.outputs.size()) << name;
-    for (size_t i = 0; i < inputs.size(); ++i) EXPECT_EQ(ir::const_shape(inputs[i]), shapes.inputs[i]) << name;
-    for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(ir::const_shape(outputs[i]), shapes.outputs[i]) << name;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      EXPECT_EQ(ir::const_shape(inputs[i]), shapes.inputs[i]) << name;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      EXPECT_EQ(ir::const_shape(outputs[i]), shapes.outputs[i]) << name;
     EXPECT_GT(w.flop, 0) << name;
   }
 }
@@ -79,7 +83,8 @@ TEST(Presets, BufferShapesMatchReference) {
 TEST(Presets, PaddingIsItsOwnBlock) {
   std::string c2d = ir::to_string(get_preset("C2D-1").func);
   EXPECT_THAT(c2d, testing::HasSubstr("with block(\"pad\")"));
-  EXPECT_THAT(ir::to_string(get_preset("C2D-2").func), testing::Not(testing::HasSubstr("block(\"pad\")")));
+  EXPECT_THAT(ir::to_string(get_preset("C2D-2").func),
+              testing::Not(testing::HasSubstr("block(\"pad\")")));
 }
 
 // Every fact about a family is its table entry's: the names the CLI lists, the reference's
@@ -119,9 +124,11 @@ TEST(Presets, UnknownNamesAreInputErrors) {
   EXPECT_THROW(resolve("C[i,j] += A[i,k]*B[k,j]", ""), InputError);
   EXPECT_THROW(resolve("GMM-1", "i=4"), InputError);
   EXPECT_EQ(resolve("gmm-1", "").name, "GMM-1");
-  EXPECT_THAT(resolve_error("SFM-4-U8S8"), HasSubstr("SFM has no U8S8 variant (typed presets: GMM, C2D, DENSE_RELU)"));
+  EXPECT_THAT(resolve_error("SFM-4-U8S8"),
+              HasSubstr("SFM has no U8S8 variant (typed presets: GMM, C2D, DENSE_RELU)"));
   EXPECT_THAT(resolve_error("GMM-4-U8S9"), HasSubstr("unknown workload 'GMM-4-U8S9'"));
-  EXPECT_THAT(resolve_error("GMM-4", "", "X=int8"), HasSubstr("--dtypes is only for index-notation formulas"));
+  EXPECT_THAT(resolve_error("GMM-4", "", "X=int8"),
+              HasSubstr("--dtypes is only for index-notation formulas"));
 }
 
 // The typed presets: each names its types, keeps its family's op and parameters, and its buffers
@@ -146,7 +153,8 @@ TEST(Presets, TypedVariants) {
   EXPECT_EQ(bert.func->params.back()->dtype, kFloat32);
   EXPECT_EQ(get_preset("DENSE-BERT").func.inputs()[0]->dtype, kFloat32);
   EXPECT_EQ(scaled_down(u8).precision, "U8S8");
-  // float32 presets are unchanged by the typed families' build: their structural hash keys databases.
+  // float32 presets are unchanged by the typed families' build: their structural hash keys
+  // databases.
   EXPECT_EQ(ir::structural_hash(make_workload("GMM", get_preset("GMM-1").params, "").func),
             ir::structural_hash(get_preset("GMM-1").func));
   EXPECT_THAT(typed_preset_names(), ::testing::Contains("DENSE-BERT-BF16"));
@@ -155,7 +163,8 @@ TEST(Presets, TypedVariants) {
 // Every typed variant's unscheduled IR, interpreted, matches its reference exactly (integers) or
 // to bfloat16's inputs' float32 tolerance.
 TEST(Interpreter, MatchesReferenceOnTypedPresets) {
-  for (const char* name : {"GMM-2-U8S8", "GMM-4-BF16", "C2D-3-U8S8", "C2D-1-BF16", "DENSE_RELU-3-U8S8", "DENSE-BERT-BF16"}) {
+  for (const char* name : {"GMM-2-U8S8", "GMM-4-BF16", "C2D-3-U8S8", "C2D-1-BF16",
+                           "DENSE_RELU-3-U8S8", "DENSE-BERT-BF16"}) {
     Workload w = scaled_down(get_preset(name));
     auto inputs = make_inputs(w.func, 7);
     auto actual = interp::run_on_inputs(w.func, inputs);
@@ -191,8 +200,9 @@ TEST(Interpreter, MatchesReferenceOnEveryPreset) {
 // K-1-pad, stride 3), and stride 1 takes the plain path. The presets all have K-1-pad = 2s.
 TEST(Interpreter, TransposedConvMatchesReferenceAtEveryPhase) {
   using Params = std::vector<int64_t>;  // N, H, W, CI, CO, K, stride, pad
-  for (const Params& p : {Params{1, 3, 4, 2, 3, 3, 2, 1}, Params{1, 4, 3, 2, 2, 4, 3, 1}, Params{1, 3, 3, 2, 2, 4, 3, 0},
-                          Params{2, 3, 2, 3, 2, 3, 1, 1}, Params{1, 2, 3, 2, 2, 5, 2, 3}, Params{1, 3, 3, 1, 1, 2, 2, 0}}) {
+  for (const Params& p : {Params{1, 3, 4, 2, 3, 3, 2, 1}, Params{1, 4, 3, 2, 2, 4, 3, 1},
+                          Params{1, 3, 3, 2, 2, 4, 3, 0}, Params{2, 3, 2, 3, 2, 3, 1, 1},
+                          Params{1, 2, 3, 2, 2, 5, 2, 3}, Params{1, 3, 3, 1, 1, 2, 2, 0}}) {
     Workload w = make_workload("T2D", p);
     auto inputs = make_inputs(w.func, 3);
     auto actual = interp::run_on_inputs(w.func, inputs);
@@ -212,9 +222,13 @@ TEST(Interpreter, DetectsAWrongInput) {
 }
 
 TEST(IndexNotation, InterpreterMatchesDirectEvaluation) {
-  struct Case { const char* formula; const char* extents; };
+  struct Case {
+    const char* formula;
+    const char* extents;
+  };
   for (Case c : {Case{"C[i,j] += A[i,k] * B[k,j]", "i=16,j=12,k=20"},
-                 Case{"O[n,h,w,co] += I[n, h*2+rh, w*2+rw, ci] * W[rh,rw,ci,co]", "n=1,h=5,w=6,co=4,rh=3,rw=3,ci=3"},
+                 Case{"O[n,h,w,co] += I[n, h*2+rh, w*2+rw, ci] * W[rh,rw,ci,co]",
+                      "n=1,h=5,w=6,co=4,rh=3,rw=3,ci=3"},
                  Case{"C[i,j] += A[i,k] * B[k,j]; D[i,j] = max(C[i,j], 0.0)", "i=8,j=8,k=8"},
                  Case{"M[i] max= A[i,j]", "i=10,j=7"},
                  Case{"S[i] = exp(A[i]) / (1.0 + abs(B[i]))", "i=9"}}) {
@@ -237,7 +251,7 @@ TEST(IndexNotation, MatmulFormulaEqualsGmmStructure) {
   Workload c = from_index_notation("Z[x,y] += P[x,r] * Q[r,y]", "x=8,y=8,r=4");
   EXPECT_FALSE(ir::structural_equal(a.func, b.func));  // block names differ (C vs Z)
   Workload d = from_index_notation("C[x,y] += A[x,r] * B[r,y]", "x=8,y=8,r=8");
-  EXPECT_TRUE(ir::structural_equal(a.func, d.func));   // only index names differ
+  EXPECT_TRUE(ir::structural_equal(a.func, d.func));  // only index names differ
   EXPECT_FALSE(ir::structural_equal(b.func, c.func));
 }
 

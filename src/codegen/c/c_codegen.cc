@@ -20,7 +20,6 @@ namespace tyche::codegen {
 
 namespace {
 
-
 const char* kPrelude = R"(#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,8 +56,10 @@ static inline float tyche_round_bf16(float f) { return tyche_bf16_to_f32(tyche_f
 
 // The declaration of what generated code calls; the definition is the exported runtime's.
 std::string parallel_for_declaration() {
-  return fmt::format("int32_t {}parallel_for(int64_t n, int32_t (*body)(int64_t begin, int64_t end, void* env), void* env);\n",
-                     kExportRuntimePrefix);
+  return fmt::format(
+      "int32_t {}parallel_for(int64_t n, int32_t (*body)(int64_t begin, int64_t end, void* env), "
+      "void* env);\n",
+      kExportRuntimePrefix);
 }
 
 class CEmitter : public CExprPrinter {
@@ -77,15 +78,18 @@ class CEmitter : public CExprPrinter {
     std::vector<std::string> params, locals, names;
     for (size_t i = 0; i < f->params.size(); ++i) {
       const ir::Buffer& p = f->params[i];
-      std::string qualifier = i < f->params.size() - static_cast<size_t>(f->num_outputs) ? "const " : "";
-      std::string abi = c_parameter_type(p->dtype), held = memory_type(p->dtype), name = buffer_name(p);
+      std::string qualifier =
+          i < f->params.size() - static_cast<size_t>(f->num_outputs) ? "const " : "";
+      std::string abi = c_parameter_type(p->dtype), held = memory_type(p->dtype),
+                  name = buffer_name(p);
       if (abi == held) {
         params.push_back(fmt::format("{}{}* restrict {}", qualifier, abi, name));
         names.push_back(name);
       } else {
         params.push_back(fmt::format("{}{}* restrict {}_bits", qualifier, abi, name));
         names.push_back(name + "_bits");
-        locals.push_back(fmt::format("{0}{1}* restrict {2} = ({0}{1}*){2}_bits;", qualifier, held, name));
+        locals.push_back(
+            fmt::format("{0}{1}* restrict {2} = ({0}{1}*){2}_bits;", qualifier, held, name));
       }
       abi_types_.push_back(qualifier + abi);
     }
@@ -106,13 +110,16 @@ class CEmitter : public CExprPrinter {
         nulls.push_back("!" + n);
         misaligned.push_back(fmt::format("((uintptr_t){} % {})", n, runtime::kKernelAlignment));
       }
-      line(fmt::format("if ({}) return {};", fmt::join(nulls, " || "), static_cast<int>(runtime::kKernelNullArgument)));
-      line(fmt::format("if ({}) return {}_staged({});", fmt::join(misaligned, " || "), f->name, fmt::join(names, ", ")));
+      line(fmt::format("if ({}) return {};", fmt::join(nulls, " || "),
+                       static_cast<int>(runtime::kKernelNullArgument)));
+      line(fmt::format("if ({}) return {}_staged({});", fmt::join(misaligned, " || "), f->name,
+                       fmt::join(names, ", ")));
     }
     line(fmt::format("return {}_body({});", f->name, fmt::join(names, ", ")));
     *out_ << "}\n\n";
     *out_ << fmt::format("int32_t {}_packed(void** args) {{\n  return {}(", f->name, f->name);
-    for (size_t i = 0; i < f->params.size(); ++i) *out_ << (i ? ", " : "") << fmt::format("({}*)args[{}]", abi_types_[i], i);
+    for (size_t i = 0; i < f->params.size(); ++i)
+      *out_ << (i ? ", " : "") << fmt::format("({}*)args[{}]", abi_types_[i], i);
     *out_ << ");\n}\n";
     return head.str() + hoisted_ + body_.str();
   }
@@ -121,7 +128,8 @@ class CEmitter : public CExprPrinter {
   // `static int32_t <name>_staged(...)`: the body run on aligned copies of the misaligned
   // buffers (inputs copied in, outputs copied back after it); out of memory, nothing computed,
   // when a copy cannot be allocated.
-  void emit_staged(const ir::PrimFunc& f, const std::vector<std::string>& params, const std::vector<std::string>& names) {
+  void emit_staged(const ir::PrimFunc& f, const std::vector<std::string>& params,
+                   const std::vector<std::string>& names) {
     size_t num_inputs = f->params.size() - static_cast<size_t>(f->num_outputs);
     *out_ << fmt::format("static int32_t {}_staged({}) {{\n", f->name, fmt::join(params, ", "));
     std::vector<std::string> temps, args;
@@ -133,18 +141,24 @@ class CEmitter : public CExprPrinter {
       int64_t elements = 1;
       for (const ir::Expr& d : f->params[i]->shape) {
         auto c = ir::as_const_int(d);
-        if (!c) throw Error(fmt::format("C backend: parameter '{}' has a symbolic shape", f->params[i]->name));
+        if (!c)
+          throw Error(
+              fmt::format("C backend: parameter '{}' has a symbolic shape", f->params[i]->name));
         elements *= *c;
       }
       bytes.push_back(elements * f->params[i]->dtype.bytes());
       int64_t rounded = std::max<int64_t>(1, (bytes.back() + 63) / 64) * 64;
-      std::string copy = i < num_inputs ? fmt::format(" memcpy({}, {}, {});", temps[i], names[i], bytes.back()) : "";
-      line(fmt::format("if ((uintptr_t){} % {}) {{ if (!({} = aligned_alloc(64, {}))) goto done;{} }}", names[i],
-                       runtime::kKernelAlignment, temps[i], rounded, copy));
+      std::string copy = i < num_inputs
+                             ? fmt::format(" memcpy({}, {}, {});", temps[i], names[i], bytes.back())
+                             : "";
+      line(fmt::format(
+          "if ((uintptr_t){} % {}) {{ if (!({} = aligned_alloc(64, {}))) goto done;{} }}", names[i],
+          runtime::kKernelAlignment, temps[i], rounded, copy));
       args.push_back(fmt::format("{0} ? ({1}*){0} : {2}", temps[i], abi_types_[i], names[i]));
     }
     line(fmt::format("status = {}_body({});", f->name, fmt::join(args, ", ")));
-    for (size_t i = num_inputs; i < names.size(); ++i) line(fmt::format("if ({0}) memcpy({1}, {0}, {2});", temps[i], names[i], bytes[i]));
+    for (size_t i = num_inputs; i < names.size(); ++i)
+      line(fmt::format("if ({0}) memcpy({1}, {0}, {2});", temps[i], names[i], bytes[i]));
     *out_ << "done:\n";
     for (const std::string& t : temps) line(fmt::format("free({});", t));
     line("return status;");
@@ -155,7 +169,8 @@ class CEmitter : public CExprPrinter {
   // Leaves the function with `status` after freeing the heap buffers allocated so far in it.
   void return_status(const std::string& status) {
     std::string frees;
-    for (auto it = live_heap_.rbegin(); it != live_heap_.rend(); ++it) frees += fmt::format("free({}); ", *it);
+    for (auto it = live_heap_.rbegin(); it != live_heap_.rend(); ++it)
+      frees += fmt::format("free({}); ", *it);
     line(fmt::format("{{ {}return {}; }}", frees, status));
   }
 
@@ -192,14 +207,17 @@ class CEmitter : public CExprPrinter {
     line(fmt::format("static int32_t {}(int64_t task_begin, int64_t task_end, void* env_) {{", fn));
     indent_ = 1;
     line(fmt::format("const {0}* env = (const {0}*)env_;", env_type));
-    for (const ir::VarNode* v : free.vars) line(fmt::format("const {0} {1} = env->{1};", scalar_type(v->dtype), var_name(v)));
+    for (const ir::VarNode* v : free.vars)
+      line(fmt::format("const {0} {1} = env->{1};", scalar_type(v->dtype), var_name(v)));
     for (const ir::BufferNode* b : free.buffers)
-      line(fmt::format("{0}* restrict {1} = ({0}*)env->{1};", memory_type(b->dtype), buffer_name(b)));
+      line(fmt::format("{0}* restrict {1} = ({0}*)env->{1};", memory_type(b->dtype),
+                       buffer_name(b)));
     line("(void)env;");
     line("for (int64_t task = task_begin; task < task_end; ++task) {");
     indent_ = 2;
     std::string t = scalar_type(f->loop_var.dtype());
-    line(fmt::format("const {0} {1} = ({0})({2} + task);", t, var_name(f->loop_var.get()), expr(f->min, "")));
+    line(fmt::format("const {0} {1} = ({0})({2} + task);", t, var_name(f->loop_var.get()),
+                     expr(f->min, "")));
     line(fmt::format("(void){};", var_name(f->loop_var.get())));
     stmt(f->body);
     indent_ = 1;
@@ -217,7 +235,8 @@ class CEmitter : public CExprPrinter {
     line("{");
     ++indent_;
     line(fmt::format("{} {} = {{ {} }};", env_type, env, fmt::join(values, ", ")));
-    line(fmt::format("const int32_t status = {}parallel_for((int64_t)({}), {}, &{});", kExportRuntimePrefix, expr(f->extent, ""), fn, env));
+    line(fmt::format("const int32_t status = {}parallel_for((int64_t)({}), {}, &{});",
+                     kExportRuntimePrefix, expr(f->extent, ""), fn, env));
     line("if (status != 0)");
     ++indent_;
     return_status("status");
@@ -227,17 +246,22 @@ class CEmitter : public CExprPrinter {
   }
 
   void stmt(const ir::Stmt& s) override {
-    if (auto* f = s.as<ir::ForNode>(); f && f->for_kind == ir::ForKind::kParallel && options_.parallel) {
+    if (auto* f = s.as<ir::ForNode>();
+        f && f->for_kind == ir::ForKind::kParallel && options_.parallel) {
       parallel_loop(f);
       return;
     }
     if (common_stmt(s)) return;
     switch (s.kind()) {
-      case ir::StmtKind::kEvaluate: line(fmt::format("(void)({});", expr(s.as<ir::EvaluateNode>()->value, ""))); return;
+      case ir::StmtKind::kEvaluate:
+        line(fmt::format("(void)({});", expr(s.as<ir::EvaluateNode>()->value, "")));
+        return;
       case ir::StmtKind::kAllocate: {
         auto* n = s.as<ir::AllocateNode>();
         auto size = ir::as_const_int(n->buffer->shape.at(0));
-        if (!size) throw Error(fmt::format("C backend: buffer '{}' has a non-constant size", n->buffer->name));
+        if (!size)
+          throw Error(
+              fmt::format("C backend: buffer '{}' has a non-constant size", n->buffer->name));
         std::string name = buffer_name(n->buffer);
         std::string type = memory_type(n->buffer->dtype);
         int64_t bytes = *size * n->buffer->dtype.bytes();
@@ -245,7 +269,8 @@ class CEmitter : public CExprPrinter {
         ++indent_;
         bool heap = bytes > options_.max_stack_bytes;
         if (heap) {
-          line(fmt::format("{0}* restrict {1} = ({0}*)aligned_alloc(64, {2});", type, name, (bytes + 63) / 64 * 64));
+          line(fmt::format("{0}* restrict {1} = ({0}*)aligned_alloc(64, {2});", type, name,
+                           (bytes + 63) / 64 * 64));
           line(fmt::format("if (!{})", name));
           ++indent_;
           return_status(std::to_string(static_cast<int>(runtime::kKernelOutOfMemory)));
@@ -264,26 +289,31 @@ class CEmitter : public CExprPrinter {
         return;
       }
       case ir::StmtKind::kBlock:
-      case ir::StmtKind::kBlockRealize: throw Error("C backend: the function still has blocks: lower it first");
+      case ir::StmtKind::kBlockRealize:
+        throw Error("C backend: the function still has blocks: lower it first");
       case ir::StmtKind::kBufferStore:
       case ir::StmtKind::kSeqStmt:
       case ir::StmtKind::kIfThenElse:
-      case ir::StmtKind::kFor: return;  // common_stmt's
+      case ir::StmtKind::kFor:
+        return;  // common_stmt's
     }
   }
 
   COptions options_;
   std::string func_name_;
-  std::ostringstream body_;              // the kernel and its packed entry
-  std::string hoisted_;                  // outlined parallel bodies, defined before the kernel
-  std::vector<std::string> abi_types_;   // of the parameters, as the packed entry casts them
-  std::vector<std::string> live_heap_;   // heap buffers of the function being written, outermost first
+  std::ostringstream body_;             // the kernel and its packed entry
+  std::string hoisted_;                 // outlined parallel bodies, defined before the kernel
+  std::vector<std::string> abi_types_;  // of the parameters, as the packed entry casts them
+  std::vector<std::string>
+      live_heap_;  // heap buffers of the function being written, outermost first
   int parallel_count_ = 0;
 };
 
 }  // namespace
 
-std::string emit_c(const ir::PrimFunc& lowered, const COptions& options) { return CEmitter(options).emit(lowered); }
+std::string emit_c(const ir::PrimFunc& lowered, const COptions& options) {
+  return CEmitter(options).emit(lowered);
+}
 
 std::string c_parameter_type(DataType dtype) {
   if (dtype.is_float() && dtype.bits() == 16) return "uint16_t";  // float16 and bfloat16: the bits

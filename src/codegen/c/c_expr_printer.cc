@@ -17,7 +17,8 @@ std::string CExprPrinter::sanitize(const std::string& s) {
   for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   return out;
 }
-std::string CExprPrinter::unique(std::unordered_map<const void*, std::string>& names, const void* key, const std::string& hint) {
+std::string CExprPrinter::unique(std::unordered_map<const void*, std::string>& names,
+                                 const void* key, const std::string& hint) {
   auto it = names.find(key);
   if (it != names.end()) return it->second;
   std::string base = sanitize(hint.empty() ? "v" : hint);
@@ -59,32 +60,44 @@ std::string CExprPrinter::expr(const ir::Expr& e, const std::string& lane) {
       double v = e.as<ir::FloatImmNode>()->value;
       bool f64 = t.bits() == 64;
       if (std::isnan(v)) return f64 ? "((double)NAN)" : "((float)NAN)";
-      if (std::isinf(v)) return v > 0 ? (f64 ? "((double)INFINITY)" : "INFINITY") : (f64 ? "(-(double)INFINITY)" : "(-INFINITY)");
+      if (std::isinf(v))
+        return v > 0 ? (f64 ? "((double)INFINITY)" : "INFINITY")
+                     : (f64 ? "(-(double)INFINITY)" : "(-INFINITY)");
       return fmt::format("(({}){:.17g})", scalar_type(t), v);
     }
-    case ExprKind::kVar: return var_name(e.as<ir::VarNode>());
-    case ExprKind::kNot: return fmt::format("(!{})", expr(e.as<ir::NotNode>()->a, lane));
+    case ExprKind::kVar:
+      return var_name(e.as<ir::VarNode>());
+    case ExprKind::kNot:
+      return fmt::format("(!{})", expr(e.as<ir::NotNode>()->a, lane));
     case ExprKind::kSelect: {
       auto* n = e.as<ir::SelectNode>();
       // Both sides may be evaluated (as in generated vector code): use temporaries-free ternary
       // on values; C evaluates only one side, which is also allowed.
-      return fmt::format("({} ? {} : {})", expr(n->condition, lane), expr(n->true_value, lane), expr(n->false_value, lane));
+      return fmt::format("({} ? {} : {})", expr(n->condition, lane), expr(n->true_value, lane),
+                         expr(n->false_value, lane));
     }
-    case ExprKind::kCast: return cast(t, e.as<ir::CastNode>()->value, lane);
+    case ExprKind::kCast:
+      return cast(t, e.as<ir::CastNode>()->value, lane);
     case ExprKind::kBufferLoad: {
       auto* n = e.as<ir::BufferLoadNode>();
-      std::string load = fmt::format("{}[{}]", buffer_name(n->buffer), expr(n->indices.at(0), lane));
+      std::string load =
+          fmt::format("{}[{}]", buffer_name(n->buffer), expr(n->indices.at(0), lane));
       return from_memory(load, t);
     }
-    case ExprKind::kCall: return call(e.as<ir::CallNode>(), lane);
+    case ExprKind::kCall:
+      return call(e.as<ir::CallNode>(), lane);
     case ExprKind::kRamp: {
       auto* n = e.as<ir::RampNode>();
       TYCHE_CHECK(!lane.empty(), "C backend: a vector expression outside a vector statement");
-      return fmt::format("({} + ({}) * ({}){})", expr(n->base, ""), expr(n->stride, ""), scalar_type(n->base.dtype()), lane);
+      return fmt::format("({} + ({}) * ({}){})", expr(n->base, ""), expr(n->stride, ""),
+                         scalar_type(n->base.dtype()), lane);
     }
-    case ExprKind::kBroadcast: return expr(e.as<ir::BroadcastNode>()->value, "");
-    case ExprKind::kLet: throw Error("C backend: let expressions are not supported");
-    default: return binary(e.as_binary(), lane);
+    case ExprKind::kBroadcast:
+      return expr(e.as<ir::BroadcastNode>()->value, "");
+    case ExprKind::kLet:
+      throw Error("C backend: let expressions are not supported");
+    default:
+      return binary(e.as_binary(), lane);
   }
 }
 
@@ -114,25 +127,42 @@ std::string CExprPrinter::binary(const ir::BinaryNode* n, const std::string& lan
   DataType t = n->a.dtype();
   auto infix = [&](const char* op) { return fmt::format("({} {} {})", a, op, b); };
   switch (n->kind) {
-    case ExprKind::kAdd: return infix("+");
-    case ExprKind::kSub: return infix("-");
-    case ExprKind::kMul: return infix("*");
-    case ExprKind::kDiv: return infix("/");
+    case ExprKind::kAdd:
+      return infix("+");
+    case ExprKind::kSub:
+      return infix("-");
+    case ExprKind::kMul:
+      return infix("*");
+    case ExprKind::kDiv:
+      return infix("/");
     case ExprKind::kFloorDiv:
-      return t.is_uint() ? infix("/") : fmt::format("(({})tyche_floordiv({}, {}))", scalar_type(t), a, b);
+      return t.is_uint() ? infix("/")
+                         : fmt::format("(({})tyche_floordiv({}, {}))", scalar_type(t), a, b);
     case ExprKind::kFloorMod:
-      return t.is_uint() ? infix("%") : fmt::format("(({})tyche_floormod({}, {}))", scalar_type(t), a, b);
-    case ExprKind::kMin: return fmt::format("tyche_min_{}({}, {})", suffix(t), a, b);
-    case ExprKind::kMax: return fmt::format("tyche_max_{}({}, {})", suffix(t), a, b);
-    case ExprKind::kEQ: return infix("==");
-    case ExprKind::kNE: return infix("!=");
-    case ExprKind::kLT: return infix("<");
-    case ExprKind::kLE: return infix("<=");
-    case ExprKind::kGT: return infix(">");
-    case ExprKind::kGE: return infix(">=");
-    case ExprKind::kAnd: return infix("&&");
-    case ExprKind::kOr: return infix("||");
-    default: throw InternalError("C backend: unexpected binary operator");
+      return t.is_uint() ? infix("%")
+                         : fmt::format("(({})tyche_floormod({}, {}))", scalar_type(t), a, b);
+    case ExprKind::kMin:
+      return fmt::format("tyche_min_{}({}, {})", suffix(t), a, b);
+    case ExprKind::kMax:
+      return fmt::format("tyche_max_{}({}, {})", suffix(t), a, b);
+    case ExprKind::kEQ:
+      return infix("==");
+    case ExprKind::kNE:
+      return infix("!=");
+    case ExprKind::kLT:
+      return infix("<");
+    case ExprKind::kLE:
+      return infix("<=");
+    case ExprKind::kGT:
+      return infix(">");
+    case ExprKind::kGE:
+      return infix(">=");
+    case ExprKind::kAnd:
+      return infix("&&");
+    case ExprKind::kOr:
+      return infix("||");
+    default:
+      throw InternalError("C backend: unexpected binary operator");
   }
 }
 
@@ -142,7 +172,8 @@ std::string CExprPrinter::group_dot(const ir::CallNode* n, const std::string& la
   TYCHE_CHECK(!lane.empty(), "C backend: a vector expression outside a vector statement");
   const int g = n->args[1].dtype().lanes();
   bool ints = n->dtype.is_integer();
-  std::string sum = ints ? fmt::format("(uint32_t)({})", expr(n->args[0], lane)) : expr(n->args[0], lane);
+  std::string sum =
+      ints ? fmt::format("(uint32_t)({})", expr(n->args[0], lane)) : expr(n->args[0], lane);
   for (int t = 0; t < g; ++t) {
     std::string a = expr(n->args[1], fmt::format("{}", t));
     std::string b = expr(n->args[2], fmt::format("({} * {} + {})", g, lane, t));
@@ -159,11 +190,14 @@ std::string CExprPrinter::tile_dot(const ir::CallNode* n, const std::string& lan
   const ir::TileDotShape s = ir::tile_dot_shape(n);
   const int cols = s.n, k = s.k, g = s.g;
   bool ints = n->dtype.is_integer();
-  const std::string row = fmt::format("(({}) / {})", lane, cols), col = fmt::format("(({}) % {})", lane, cols);
-  std::string sum = ints ? fmt::format("(uint32_t)({})", expr(n->args[0], lane)) : expr(n->args[0], lane);
+  const std::string row = fmt::format("(({}) / {})", lane, cols),
+                    col = fmt::format("(({}) % {})", lane, cols);
+  std::string sum =
+      ints ? fmt::format("(uint32_t)({})", expr(n->args[0], lane)) : expr(n->args[0], lane);
   for (int t = 0; t < k; ++t) {
     std::string a = expr(n->args[1], fmt::format("({} * {} + {})", row, k, t));
-    std::string b = expr(n->args[2], fmt::format("({} + {} * {})", (t / g) * cols * g + t % g, col, g));
+    std::string b =
+        expr(n->args[2], fmt::format("({} + {} * {})", (t / g) * cols * g + t % g, col, g));
     sum = ints ? fmt::format("({} + (uint32_t)((int32_t)({}) * (int32_t)({})))", sum, a, b)
                : fmt::format("({} + (float)({}) * (float)({}))", sum, a, b);
   }
@@ -179,23 +213,36 @@ std::string CExprPrinter::call(const ir::CallNode* n, const std::string& lane) {
   bool f64 = t.is_float() && t.bits() == 64;
   auto fn = [&](const char* name) { return fmt::format("{}({})", math(name, f64), args[0]); };
   switch (n->op) {
-    case ir::CallOp::kExp: return fn("exp");
-    case ir::CallOp::kLog: return fn("log");
-    case ir::CallOp::kSqrt: return fn("sqrt");
-    case ir::CallOp::kRsqrt: return fmt::format("(1 / {})", fn("sqrt"));
-    case ir::CallOp::kTanh: return fn("tanh");
-    case ir::CallOp::kErf: return fn("erf");
-    case ir::CallOp::kFloor: return t.is_float() ? fn("floor") : args[0];
-    case ir::CallOp::kCeil: return t.is_float() ? fn("ceil") : args[0];
-    case ir::CallOp::kRound: return t.is_float() ? fn("nearbyint") : args[0];
-    case ir::CallOp::kSigmoid: return fmt::format("tyche_sigmoid{}({})", f64 ? "" : "f", args[0]);
+    case ir::CallOp::kExp:
+      return fn("exp");
+    case ir::CallOp::kLog:
+      return fn("log");
+    case ir::CallOp::kSqrt:
+      return fn("sqrt");
+    case ir::CallOp::kRsqrt:
+      return fmt::format("(1 / {})", fn("sqrt"));
+    case ir::CallOp::kTanh:
+      return fn("tanh");
+    case ir::CallOp::kErf:
+      return fn("erf");
+    case ir::CallOp::kFloor:
+      return t.is_float() ? fn("floor") : args[0];
+    case ir::CallOp::kCeil:
+      return t.is_float() ? fn("ceil") : args[0];
+    case ir::CallOp::kRound:
+      return t.is_float() ? fn("nearbyint") : args[0];
+    case ir::CallOp::kSigmoid:
+      return fmt::format("tyche_sigmoid{}({})", f64 ? "" : "f", args[0]);
     case ir::CallOp::kAbs:
       if (t.is_float()) return fn("fabs");
       return fmt::format("(({0}) < 0 ? -({0}) : ({0}))", args[0]);
-    case ir::CallOp::kPow: return fmt::format("{}({}, {})", math("pow", f64), args[0], args[1]);
-    case ir::CallOp::kIfThenElse: return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);  // C is lazy
+    case ir::CallOp::kPow:
+      return fmt::format("{}({}, {})", math("pow", f64), args[0], args[1]);
+    case ir::CallOp::kIfThenElse:
+      return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);  // C is lazy
     case ir::CallOp::kGroupDot:
-    case ir::CallOp::kTileDot: break;  // group_dot() and tile_dot() above
+    case ir::CallOp::kTileDot:
+      break;  // group_dot() and tile_dot() above
     case ir::CallOp::kThreadBarrier:
     case ir::CallOp::kWarpShuffleDown:
     case ir::CallOp::kWarpShuffle:
@@ -205,7 +252,8 @@ std::string CExprPrinter::call(const ir::CallNode* n, const std::string& lane) {
     case ir::CallOp::kWarpMatrixStore:
     case ir::CallOp::kAsyncCopy:
     case ir::CallOp::kAsyncCommit:
-    case ir::CallOp::kAsyncWait: throw Error(fmt::format("C backend: {} outside GPU code", ir::call_op_name(n->op)));
+    case ir::CallOp::kAsyncWait:
+      throw Error(fmt::format("C backend: {} outside GPU code", ir::call_op_name(n->op)));
   }
   throw InternalError("C backend: unknown call");
 }
@@ -223,9 +271,13 @@ std::string CExprPrinter::parenthesized(const std::string& e) {
   return "(" + e + ")";
 }
 
-std::string CExprPrinter::round_float16(const std::string& v) { return fmt::format("((float)(_Float16)({}))", v); }
+std::string CExprPrinter::round_float16(const std::string& v) {
+  return fmt::format("((float)(_Float16)({}))", v);
+}
 
-std::string CExprPrinter::math(const std::string& name, bool f64) { return f64 ? name : name + "f"; }
+std::string CExprPrinter::math(const std::string& name, bool f64) {
+  return f64 ? name : name + "f";
+}
 
 std::string CExprPrinter::stored(const ir::Expr& value, const std::string& lane) {
   DataType elem = value.dtype().element_of();
@@ -238,20 +290,24 @@ std::string CExprPrinter::stored(const ir::Expr& value, const std::string& lane)
 void CExprPrinter::store(const ir::BufferStoreNode* n) {
   int lanes = n->value.dtype().lanes();
   if (lanes == 1) {
-    line(fmt::format("{}[{}] = {};", buffer_name(n->buffer), expr(n->indices.at(0), ""), stored(n->value, "")));
+    line(fmt::format("{}[{}] = {};", buffer_name(n->buffer), expr(n->indices.at(0), ""),
+                     stored(n->value, "")));
     return;
   }
   std::string lane = fmt::format("lane{}", lane_counter_++);
   line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", lane, lanes));
   ++indent_;
-  line(fmt::format("{}[{}] = {};", buffer_name(n->buffer), expr(n->indices.at(0), lane), stored(n->value, lane)));
+  line(fmt::format("{}[{}] = {};", buffer_name(n->buffer), expr(n->indices.at(0), lane),
+                   stored(n->value, lane)));
   --indent_;
   line("}");
 }
 
 bool CExprPrinter::common_stmt(const ir::Stmt& s) {
   switch (s.kind()) {
-    case ir::StmtKind::kBufferStore: store(s.as<ir::BufferStoreNode>()); return true;
+    case ir::StmtKind::kBufferStore:
+      store(s.as<ir::BufferStoreNode>());
+      return true;
     case ir::StmtKind::kSeqStmt:
       for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) stmt(c);
       return true;
@@ -269,12 +325,14 @@ bool CExprPrinter::common_stmt(const ir::Stmt& s) {
     case ir::StmtKind::kFor: {
       auto* f = s.as<ir::ForNode>();
       std::string v = var_name(f->loop_var.get()), t = scalar_type(f->loop_var.dtype());
-      line(fmt::format("for ({0} {1} = {2}; {1} < {2} + {3}; ++{1}) {{", t, v, expr(f->min, ""), expr(f->extent, "")));
+      line(fmt::format("for ({0} {1} = {2}; {1} < {2} + {3}; ++{1}) {{", t, v, expr(f->min, ""),
+                       expr(f->extent, "")));
       nested(f->body);
       line("}");
       return true;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 

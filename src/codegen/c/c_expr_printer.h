@@ -19,12 +19,16 @@ class CExprPrinter {
  protected:
   // ---- names ----
   static std::string sanitize(const std::string& s);
-  std::string unique(std::unordered_map<const void*, std::string>& names, const void* key, const std::string& hint);
+  std::string unique(std::unordered_map<const void*, std::string>& names, const void* key,
+                     const std::string& hint);
   std::string var_name(const ir::VarNode* v) { return unique(var_names_, v, "v_" + v->name); }
-  std::string buffer_name(const ir::BufferNode* b) { return unique(buffer_names_, b, "b_" + b->name); }
+  std::string buffer_name(const ir::BufferNode* b) {
+    return unique(buffer_names_, b, "b_" + b->name);
+  }
   std::string buffer_name(const ir::Buffer& b) { return buffer_name(b.get()); }
 
-  // ---- types: values are computed in scalar_type (16-bit floats in float), held in memory_type ----
+  // ---- types: values are computed in scalar_type (16-bit floats in float), held in memory_type
+  // ----
   static std::string scalar_type(DataType t);
   virtual std::string memory_type(DataType t);
   static std::string suffix(DataType t);  // of the min/max helpers: f32, i64, ...
@@ -48,7 +52,9 @@ class CExprPrinter {
   static std::string parenthesized(const std::string& e);
 
   // ---- output ----
-  void line(const std::string& s) { *out_ << std::string(2 * static_cast<size_t>(indent_), ' ') << s << "\n"; }
+  void line(const std::string& s) {
+    *out_ << std::string(2 * static_cast<size_t>(indent_), ' ') << s << "\n";
+  }
   // A store; a vector store writes each lane in turn (lanes write distinct elements).
   void store(const ir::BufferStoreNode* n);
   // The value a store writes, in memory's representation (a copy of an element as it is).

@@ -21,12 +21,12 @@
 namespace tyche::codegen {
 
 struct ExportOptions {
-  std::string name;              // the C function's name: a C identifier
-  std::string target = "llvm";   // "llvm" (header + static library) or "c" (header + C source)
-  std::string cpu;               // llvm: the CPU to generate code for ("" = TYCHE_CPU or the host)
-  bool parallel = true;          // false: parallel loops run serially, no thread pool is started
-  std::string library;           // llvm: the library is libLIBRARY.a ("" = name)
-  std::string description;       // a line for the header: what the kernel computes, its schedule
+  std::string name;             // the C function's name: a C identifier
+  std::string target = "llvm";  // "llvm" (header + static library) or "c" (header + C source)
+  std::string cpu;              // llvm: the CPU to generate code for ("" = TYCHE_CPU or the host)
+  bool parallel = true;         // false: parallel loops run serially, no thread pool is started
+  std::string library;          // llvm: the library is libLIBRARY.a ("" = name)
+  std::string description;      // a line for the header: what the kernel computes, its schedule
   int64_t max_stack_bytes = 64 * 1024;
 };
 
@@ -40,7 +40,8 @@ struct ExportResult {
 // a temporary name then renamed, so an error leaves what was there intact. Throws tyche::Error
 // (one line) for a name that is not a C identifier, an unknown target or CPU, a directory that
 // cannot be written, or an existing library that is not an archive.
-ExportResult export_kernel(const ir::PrimFunc& func, const std::string& dir, const ExportOptions& options);
+ExportResult export_kernel(const ir::PrimFunc& func, const std::string& dir,
+                           const ExportOptions& options);
 
 // The header export_kernel writes for `func` (its parameters' shapes) under options.name.
 std::string export_header(const ir::PrimFunc& func, const ExportOptions& options);
@@ -53,7 +54,8 @@ std::string export_runtime_source();
 // with "tyche_" (the runtime's prefix).
 void check_export_name(const std::string& name);
 
-// ---- The pieces of exported files, for exporters of more than one kernel (executor/export_model.h).
+// ---- The pieces of exported files, for exporters of more than one kernel
+// (executor/export_model.h).
 
 // The error codes, TYCHE_ALIGNMENT and tyche_error_string(), as every exported header holds them
 // (guarded: once per program however many headers it includes).
@@ -63,12 +65,14 @@ std::string export_error_codes();
 std::string export_header_opening(const std::string& name, bool parallel);
 // `text` fit for a line inside a /* */ comment.
 std::string export_comment_text(std::string text);
-// A dtype as a header's comment names it ("float32", "float16 (uint16_t: IEEE half-precision bits)").
+// A dtype as a header's comment names it ("float32", "float16 (uint16_t: IEEE half-precision
+// bits)").
 std::string export_dtype_comment(DataType dtype);
 // Names made prototype parameters: C identifiers ([^A-Za-z0-9_] as '_', "arg_" before one that
 // starts with a digit or is a keyword), distinct.
 std::vector<std::string> export_parameter_names(const std::vector<std::string>& names);
-// The runtime's object (export_runtime.c, compiled for any x86-64) and its member name in a library.
+// The runtime's object (export_runtime.c, compiled for any x86-64) and its member name in a
+// library.
 std::string export_runtime_object();
 std::string export_runtime_member();
 // A static library (a GNU archive with its symbol table) of the members (name, object), in order.
@@ -77,6 +81,7 @@ std::string static_library(const std::vector<std::pair<std::string, std::string>
 // under a temporary name first, then all renamed in order, the directory locked against other
 // exports meanwhile; returns their paths. Throws tyche::Error (one line) when it cannot, leaving
 // what was there as it was.
-std::vector<std::string> write_export_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files);
+std::vector<std::string> write_export_files(
+    const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace tyche::codegen

@@ -23,11 +23,12 @@ namespace tyche::codegen {
 struct ProgramBuffer {
   enum class Kind { kInput, kConstant, kArena };
   Kind kind = Kind::kArena;
-  int64_t index = 0;  // kInput: the entry's input; kConstant: the constant; kArena: the byte offset (a multiple of 64)
+  int64_t index = 0;  // kInput: the entry's input; kConstant: the constant; kArena: the byte offset
+                      // (a multiple of 64)
 };
 
 struct ProgramCall {
-  std::string kernel;               // the symbol of `int32_t kernel(void*, ...)`, defined by another object
+  std::string kernel;  // the symbol of `int32_t kernel(void*, ...)`, defined by another object
   std::vector<ProgramBuffer> args;  // its pointers, in order
 };
 

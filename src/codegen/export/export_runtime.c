@@ -48,21 +48,22 @@ struct tyche_pool {
    * caller closes the gate once every chunk is taken and waits only for those that joined, never
    * for a worker that wakes late or is not scheduled. */
   _Atomic uint64_t gate;
-  _Atomic int finished;        /* joined workers done */
-  _Atomic int64_t next;        /* the next iteration to hand out */
-  _Atomic int32_t status;      /* the first failing body's */
+  _Atomic int finished;   /* joined workers done */
+  _Atomic int64_t next;   /* the next iteration to hand out */
+  _Atomic int32_t status; /* the first failing body's */
   tyche_parallel_body body;
   void* env;
   int64_t n, chunk;
-  _Atomic int requested;     /* threads asked for (0: the default), caller included */
-  int threads;               /* threads running, caller included; 0: not started */
-  int started_for;           /* the size asked when they were started (fewer if some failed) */
+  _Atomic int requested; /* threads asked for (0: the default), caller included */
+  int threads;           /* threads running, caller included; 0: not started */
+  int started_for;       /* the size asked when they were started (fewer if some failed) */
   int stop;
   pthread_t workers[kTycheMaxThreads];
 };
 
-TYCHE_RUNTIME struct tyche_pool tyche_rt1_pool = {
-    .caller_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+TYCHE_RUNTIME struct tyche_pool tyche_rt1_pool = {.caller_mu = PTHREAD_MUTEX_INITIALIZER,
+                                                  .mu = PTHREAD_MUTEX_INITIALIZER,
+                                                  .cv = PTHREAD_COND_INITIALIZER};
 TYCHE_RUNTIME __thread int tyche_rt1_in_parallel_loop;
 
 static void tyche_run_part(struct tyche_pool* p) {
@@ -74,7 +75,8 @@ static void tyche_run_part(struct tyche_pool* p) {
     int32_t s = p->body(begin, end, p->env);
     if (s != 0) {
       int32_t none = 0;
-      atomic_compare_exchange_strong_explicit(&p->status, &none, s, memory_order_relaxed, memory_order_relaxed);
+      atomic_compare_exchange_strong_explicit(&p->status, &none, s, memory_order_relaxed,
+                                              memory_order_relaxed);
     }
   }
   tyche_rt1_in_parallel_loop = 0;
@@ -84,7 +86,9 @@ static void tyche_run_part(struct tyche_pool* p) {
 static int tyche_join(struct tyche_pool* p, uint64_t sequence) {
   uint64_t g = atomic_load_explicit(&p->gate, memory_order_acquire);
   while ((g >> 32) == (sequence & 0xffffffffu) && (g & TYCHE_GATE_CLOSED) == 0)
-    if (atomic_compare_exchange_weak_explicit(&p->gate, &g, g + 1, memory_order_acq_rel, memory_order_acquire)) return 1;
+    if (atomic_compare_exchange_weak_explicit(&p->gate, &g, g + 1, memory_order_acq_rel,
+                                              memory_order_acquire))
+      return 1;
   return 0;
 }
 
@@ -194,21 +198,25 @@ __attribute__((destructor)) static void tyche_runtime_unload(void) {
 }
 
 TYCHE_RUNTIME pthread_once_t tyche_rt1_fork_once = PTHREAD_ONCE_INIT;
-static void tyche_register_fork_handler(void) { pthread_atfork(NULL, NULL, tyche_after_fork_in_child); }
+static void tyche_register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, tyche_after_fork_in_child);
+}
 
 TYCHE_RUNTIME void tyche_rt1_set_num_threads(int n) {
   struct tyche_pool* p = &tyche_rt1_pool;
   pthread_mutex_lock(&p->caller_mu);
   atomic_store(&p->requested, n > 0 ? tyche_wanted_threads(n) : 0);
   /* Restarted, at the size asked, by the next loop. */
-  if (p->threads != 0 && p->started_for != tyche_wanted_threads(atomic_load(&p->requested))) tyche_stop_workers(p);
+  if (p->threads != 0 && p->started_for != tyche_wanted_threads(atomic_load(&p->requested)))
+    tyche_stop_workers(p);
   pthread_mutex_unlock(&p->caller_mu);
 }
 
 TYCHE_RUNTIME int32_t tyche_rt1_parallel_for(int64_t n, tyche_parallel_body body, void* env) {
   struct tyche_pool* p = &tyche_rt1_pool;
   if (n <= 0) return 0;
-  if (tyche_rt1_in_parallel_loop || n == 1 || atomic_load_explicit(&p->requested, memory_order_relaxed) == 1)
+  if (tyche_rt1_in_parallel_loop || n == 1 ||
+      atomic_load_explicit(&p->requested, memory_order_relaxed) == 1)
     return body(0, n, env);
   pthread_mutex_lock(&p->caller_mu);
   if (p->threads == 0) {
@@ -229,7 +237,8 @@ TYCHE_RUNTIME int32_t tyche_rt1_parallel_for(int64_t n, tyche_parallel_body body
   atomic_store_explicit(&p->status, 0, memory_order_relaxed);
   atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
   uint64_t sequence = (atomic_load_explicit(&p->generation, memory_order_relaxed) >> 16) + 1;
-  atomic_store_explicit(&p->gate, (sequence & 0xffffffffu) << 32, memory_order_relaxed); /* published with the generation */
+  atomic_store_explicit(&p->gate, (sequence & 0xffffffffu) << 32,
+                        memory_order_relaxed); /* published with the generation */
   uint64_t next = sequence << 16 | (uint64_t)parts;
   /* Publishing the loop and checking for sleepers must not be reordered (a Dekker pattern with
    * the workers' sleeping increment, then generation check): both sequentially consistent. */
@@ -240,10 +249,13 @@ TYCHE_RUNTIME int32_t tyche_rt1_parallel_for(int64_t n, tyche_parallel_body body
     pthread_mutex_unlock(&p->mu);
   }
   tyche_run_part(p);
-  int joined = (int)(atomic_fetch_or_explicit(&p->gate, TYCHE_GATE_CLOSED, memory_order_acq_rel) & (TYCHE_GATE_CLOSED - 1));
+  int joined = (int)(atomic_fetch_or_explicit(&p->gate, TYCHE_GATE_CLOSED, memory_order_acq_rel) &
+                     (TYCHE_GATE_CLOSED - 1));
   for (int spin = 0; atomic_load_explicit(&p->finished, memory_order_acquire) < joined; ++spin) {
-    if (spin < kTycheCallerSpin) TYCHE_PAUSE();
-    else sched_yield(); /* a joined worker preempted on our CPU gets it back */
+    if (spin < kTycheCallerSpin)
+      TYCHE_PAUSE();
+    else
+      sched_yield(); /* a joined worker preempted on our CPU gets it back */
   }
   int32_t status = atomic_load_explicit(&p->status, memory_order_relaxed);
   pthread_mutex_unlock(&p->caller_mu);
@@ -271,20 +283,25 @@ static void tyche_free_cached(void* cache) {
 }
 
 TYCHE_RUNTIME int tyche_rt1_blocks_key_made;
-static void tyche_make_blocks_key(void) { tyche_rt1_blocks_key_made = pthread_key_create(&tyche_rt1_blocks_key, tyche_free_cached) == 0; }
+static void tyche_make_blocks_key(void) {
+  tyche_rt1_blocks_key_made = pthread_key_create(&tyche_rt1_blocks_key, tyche_free_cached) == 0;
+}
 /* No thread may call into this code at its exit once it is unloaded. */
 static void tyche_forget_blocks_key(void) {
   if (tyche_rt1_blocks_key_made) pthread_key_delete(tyche_rt1_blocks_key);
   tyche_rt1_blocks_key_made = 0;
 }
 
-/* AMX's tile registers, asked of the OS once per process (Linux keeps their state off until then). */
+/* AMX's tile registers, asked of the OS once per process (Linux keeps their state off until then).
+ */
 TYCHE_RUNTIME int32_t tyche_rt1_request_tiles(void) {
 #if defined(__linux__) && defined(__x86_64__)
   static atomic_int state; /* 0 unknown, 1 granted, 2 refused */
   int s = atomic_load(&state);
   if (s == 0) {
-    s = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0 ? 1 : 2;
+    s = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0
+            ? 1
+            : 2;
     atomic_store(&state, s);
   }
   return s == 1 ? 0 : 1;

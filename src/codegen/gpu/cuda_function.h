@@ -15,9 +15,9 @@ namespace tyche::codegen {
 
 struct CudaKernelResources {
   std::string name;
-  int registers = 0;          // per thread
-  int64_t shared_bytes = 0;   // static shared memory, as ptxas reports it
-  int64_t spill_bytes = 0;    // spill stores (local memory traffic ptxas had to add)
+  int registers = 0;         // per thread
+  int64_t shared_bytes = 0;  // static shared memory, as ptxas reports it
+  int64_t spill_bytes = 0;   // spill stores (local memory traffic ptxas had to add)
 };
 
 struct CudaBinary {
@@ -37,13 +37,15 @@ CudaBinary compile_cuda(const lower::GpuProgram& program, const std::string& arc
 
 // "" when every kernel fits: threads per block and shared memory within the target's limits,
 // at most 255 registers per thread and 65536 per block (every architecture from sm_50 on).
-std::string check_cuda_limits(const CudaBinary& binary, const lower::GpuProgram& program, const target::Target& target);
+std::string check_cuda_limits(const CudaBinary& binary, const lower::GpuProgram& program,
+                              const target::Target& target);
 
 // A compiled program on a CUDA device, run from host buffers as a CPU kernel is (one pointer per
 // parameter, inputs then outputs).
 class CudaFunction {
  public:
-  CudaFunction(const lower::GpuProgram& program, const CudaBinary& binary, runtime::cuda::Device device);
+  CudaFunction(const lower::GpuProgram& program, const CudaBinary& binary,
+               runtime::cuda::Device device);
   // A cubin compiled earlier (compile_cuda) for the program `plan` describes.
   CudaFunction(GpuLaunchPlan plan, const std::vector<char>& cubin, runtime::cuda::Device device);
   // Copies the inputs to the device, runs every kernel, copies the outputs back.

@@ -17,7 +17,8 @@ namespace tyche::codegen {
 
 // The files written. `description` goes into the header's comment. Throws tyche::Error for a
 // name that is not a C identifier or a directory that cannot be written.
-std::vector<std::string> export_gpu(lower::GpuProgram program, GpuDialect dialect, const std::string& dir, const std::string& name,
+std::vector<std::string> export_gpu(lower::GpuProgram program, GpuDialect dialect,
+                                    const std::string& dir, const std::string& name,
                                     const std::string& description);
 
 }  // namespace tyche::codegen

@@ -12,7 +12,8 @@ GpuLaunchPlan launch_plan(const lower::GpuProgram& program) {
   GpuLaunchPlan plan;
   for (const ir::Buffer& b : program.params) plan.param_bytes.push_back(gpu_buffer_bytes(b));
   plan.num_outputs = program.num_outputs;
-  for (const ir::Buffer& b : program.intermediates) plan.intermediate_bytes.push_back(gpu_buffer_bytes(b));
+  for (const ir::Buffer& b : program.intermediates)
+    plan.intermediate_bytes.push_back(gpu_buffer_bytes(b));
   for (const lower::GpuKernel& k : program.kernels) {
     // The shared arrays the printed kernel declares (static: nothing is added at launch).
     GpuKernelLaunch launch{k.name, k.grid, k.block, lower::kernel_resources(k).shared_bytes, {}};
@@ -23,7 +24,10 @@ GpuLaunchPlan launch_plan(const lower::GpuProgram& program) {
         if (program.params[i].same_as(b)) arg = static_cast<int64_t>(i), found = true;
       for (size_t i = 0; i < program.intermediates.size() && !found; ++i)
         if (program.intermediates[i].same_as(b)) arg = -1 - static_cast<int64_t>(i), found = true;
-      if (!found) throw InternalError(fmt::format("GPU launch: kernel {} reads buffer '{}', neither a parameter nor an intermediate", k.name, b->name));
+      if (!found)
+        throw InternalError(fmt::format(
+            "GPU launch: kernel {} reads buffer '{}', neither a parameter nor an intermediate",
+            k.name, b->name));
       launch.args.push_back(arg);
     }
     plan.kernels.push_back(std::move(launch));

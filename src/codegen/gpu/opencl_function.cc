@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 #include "codegen/gpu/gpu_codegen.h"
 #include "ir/op.h"
 #include "runtime/compare.h"
@@ -11,21 +10,26 @@
 namespace tyche::codegen {
 
 OpenCLFunction::OpenCLFunction(const lower::GpuProgram& program, runtime::opencl::Device device)
-    : OpenCLFunction(launch_plan(program), emit_gpu(program, GpuDialect::kOpenCL), std::move(device)) {}
+    : OpenCLFunction(launch_plan(program), emit_gpu(program, GpuDialect::kOpenCL),
+                     std::move(device)) {}
 
-OpenCLFunction::OpenCLFunction(GpuLaunchPlan plan, std::string source, runtime::opencl::Device device)
+OpenCLFunction::OpenCLFunction(GpuLaunchPlan plan, std::string source,
+                               runtime::opencl::Device device)
     : plan_(std::move(plan)), source_(std::move(source)), device_(std::move(device)) {
   built_ = device_.build(source_);
-  for (size_t bytes : plan_.param_bytes) params_.push_back(device_.allocate(std::max<size_t>(bytes, 1)));
-  for (size_t bytes : plan_.intermediate_bytes) intermediates_.push_back(device_.allocate(std::max<size_t>(bytes, 1)));
+  for (size_t bytes : plan_.param_bytes)
+    params_.push_back(device_.allocate(std::max<size_t>(bytes, 1)));
+  for (size_t bytes : plan_.intermediate_bytes)
+    intermediates_.push_back(device_.allocate(std::max<size_t>(bytes, 1)));
   for (const GpuKernelLaunch& k : plan_.kernels) {
     size_t threads = static_cast<size_t>(k.block[0] * k.block[1] * k.block[2]);
     if (threads > device_.info().max_work_group_size)
-      throw Error(fmt::format("OpenCL: kernel {} has {} threads in a block; the device runs at most {}", k.name, threads,
-                              device_.info().max_work_group_size));
+      throw Error(
+          fmt::format("OpenCL: kernel {} has {} threads in a block; the device runs at most {}",
+                      k.name, threads, device_.info().max_work_group_size));
     if (static_cast<uint64_t>(k.shared_bytes) > device_.info().local_mem_bytes)
-      throw Error(fmt::format("OpenCL: kernel {} uses {} bytes of shared memory; the device has {}", k.name, k.shared_bytes,
-                              device_.info().local_mem_bytes));
+      throw Error(fmt::format("OpenCL: kernel {} uses {} bytes of shared memory; the device has {}",
+                              k.name, k.shared_bytes, device_.info().local_mem_bytes));
   }
 }
 
@@ -43,7 +47,9 @@ double OpenCLFunction::run_kernels() {
   for (const GpuKernelLaunch& k : plan_.kernels) {
     std::vector<runtime::opencl::Arg> args;
     for (int64_t a : k.args)
-      args.push_back(runtime::opencl::Arg::of(a >= 0 ? params_.at(static_cast<size_t>(a)) : intermediates_.at(static_cast<size_t>(-1 - a))));
+      args.push_back(
+          runtime::opencl::Arg::of(a >= 0 ? params_.at(static_cast<size_t>(a))
+                                          : intermediates_.at(static_cast<size_t>(-1 - a))));
     std::vector<size_t> local, global;
     for (size_t d = 0; d < 3; ++d) {
       local.push_back(static_cast<size_t>(k.block[d]));
@@ -54,7 +60,8 @@ double OpenCLFunction::run_kernels() {
   return seconds;
 }
 
-std::string check_on_opencl(const ir::PrimFunc& func, const runtime::opencl::Device& device, const std::vector<runtime::NDArray>& inputs,
+std::string check_on_opencl(const ir::PrimFunc& func, const runtime::opencl::Device& device,
+                            const std::vector<runtime::NDArray>& inputs,
                             const std::vector<runtime::NDArray>& expected) {
   OpenCLFunction function(lower::lower_gpu(func), device);
   std::vector<runtime::NDArray> args = inputs;

@@ -38,7 +38,8 @@ class OpenCLFunction {
 
 // `func` lowered for the GPU and run on `device` with `inputs`: "" when its outputs match
 // `expected`, else why not (one line per output). Lowering and build errors throw.
-std::string check_on_opencl(const ir::PrimFunc& func, const runtime::opencl::Device& device, const std::vector<runtime::NDArray>& inputs,
+std::string check_on_opencl(const ir::PrimFunc& func, const runtime::opencl::Device& device,
+                            const std::vector<runtime::NDArray>& inputs,
                             const std::vector<runtime::NDArray>& expected);
 
 }  // namespace tyche::codegen

@@ -8,12 +8,13 @@ std::vector<CompiledRewrite> compile_rewrites(const std::vector<lower::LayoutRew
                                               const CompileOptions& options) {
   std::vector<CompiledRewrite> out;
   for (const lower::LayoutRewrite& rw : rewrites)
-    out.push_back({rw.param, compile(lower::lower(rw.preproc).func, options), ir::const_shape(rw.preproc->params[1])});
+    out.push_back({rw.param, compile(lower::lower(rw.preproc).func, options),
+                   ir::const_shape(rw.preproc->params[1])});
   return out;
 }
 
-void apply_rewrites(const std::vector<CompiledRewrite>& rewrites, const ir::PrimFunc& func, std::vector<void*>& ptrs,
-                    std::vector<runtime::NDArray>& packed) {
+void apply_rewrites(const std::vector<CompiledRewrite>& rewrites, const ir::PrimFunc& func,
+                    std::vector<void*>& ptrs, std::vector<runtime::NDArray>& packed) {
   for (const CompiledRewrite& rw : rewrites) {
     const ir::Buffer& weight = func->params[rw.param];
     runtime::NDArray out(rw.shape, weight->dtype);

@@ -15,9 +15,9 @@
 namespace tyche::codegen {
 
 struct CompiledRewrite {
-  size_t param;                            // the weight it lays out anew
+  size_t param;                             // the weight it lays out anew
   std::shared_ptr<CompiledKernel> preproc;  // (W) -> (P)
-  std::vector<int64_t> shape;              // P's (padding may make it larger than W)
+  std::vector<int64_t> shape;               // P's (padding may make it larger than W)
 };
 
 std::vector<CompiledRewrite> compile_rewrites(const std::vector<lower::LayoutRewrite>& rewrites,
@@ -25,7 +25,7 @@ std::vector<CompiledRewrite> compile_rewrites(const std::vector<lower::LayoutRew
 
 // Runs each rewrite on the weight `ptrs[param]` points at, a parameter of `func` (the scheduled
 // program); `ptrs[param]` then points at the laid-out copy, which is appended to `packed`.
-void apply_rewrites(const std::vector<CompiledRewrite>& rewrites, const ir::PrimFunc& func, std::vector<void*>& ptrs,
-                    std::vector<runtime::NDArray>& packed);
+void apply_rewrites(const std::vector<CompiledRewrite>& rewrites, const ir::PrimFunc& func,
+                    std::vector<void*>& ptrs, std::vector<runtime::NDArray>& packed);
 
 }  // namespace tyche::codegen

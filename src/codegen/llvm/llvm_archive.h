@@ -11,7 +11,8 @@ namespace tyche::codegen {
 
 // The archive at `path` with `members` added; its other members (kernels exported earlier) are
 // kept. `symbols`, which the first member defines, must not be defined by another member.
-std::string archive_with(const std::filesystem::path& path, const std::vector<std::pair<std::string, std::string>>& members,
+std::string archive_with(const std::filesystem::path& path,
+                         const std::vector<std::pair<std::string, std::string>>& members,
                          const std::vector<std::string>& symbols);
 
 }  // namespace tyche::codegen

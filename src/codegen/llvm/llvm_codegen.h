@@ -66,12 +66,14 @@ class CompiledKernel {
 
 // Compiles a lowered function. Throws tyche::Error if the function is not lowered (blocks left),
 // uses something the backend cannot emit, or options.cpu is unknown or cannot run here.
-std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const CompileOptions& options = {});
+std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered,
+                                        const CompileOptions& options = {});
 
 // Lowers nothing: compiles a lowered function straight to a relocatable object file for
 // options.cpu (what the isolated runner loads), without JIT-compiling it here; the CPU need not
 // be one this host can run.
-void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, const CompileOptions& options = {});
+void compile_to_object(const ir::PrimFunc& lowered, const std::string& path,
+                       const CompileOptions& options = {});
 
 // The object file `tyche export` puts in a library: the kernel under lowered->name, its packed
 // entry, and `<name>_set_num_threads(int)` (which sizes the thread pool of the library's
@@ -83,6 +85,7 @@ std::string compile_export_object(const ir::PrimFunc& lowered, const CompileOpti
 std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::string& name);
 
 // Compiles several lowered functions into one runtime module, each under its function name.
-runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered, const CompileOptions& options = {});
+runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered,
+                             const CompileOptions& options = {});
 
 }  // namespace tyche::codegen

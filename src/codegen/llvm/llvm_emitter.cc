@@ -26,7 +26,9 @@
 
 namespace tyche::codegen::detail {
 
-std::string packed_name(const std::string& func_name) { return func_name + "_packed"; }
+std::string packed_name(const std::string& func_name) {
+  return func_name + "_packed";
+}
 
 namespace {
 
@@ -34,7 +36,8 @@ using ir::ExprKind;
 
 class Emitter {
  public:
-  Emitter(llvm::LLVMContext& ctx, llvm::Module* mod, const EmitOptions& opts) : ctx_(ctx), mod_(mod), b_(ctx), opts_(opts) {
+  Emitter(llvm::LLVMContext& ctx, llvm::Module* mod, const EmitOptions& opts)
+      : ctx_(ctx), mod_(mod), b_(ctx), opts_(opts) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
     b_.setFastMathFlags(fmf);
@@ -47,7 +50,8 @@ class Emitter {
     // the body keeps its attributes.
     std::vector<llvm::Type*> arg_types(f->params.size(), ptr_type());
     auto* fty = llvm::FunctionType::get(status_type(), arg_types, false);
-    llvm::Function* body = llvm::Function::Create(fty, llvm::Function::InternalLinkage, f->name + ".body", mod_);
+    llvm::Function* body =
+        llvm::Function::Create(fty, llvm::Function::InternalLinkage, f->name + ".body", mod_);
     set_attributes(body);
     body->addFnAttr(llvm::Attribute::NoInline);
     for (size_t i = 0; i < f->params.size(); ++i) {
@@ -64,7 +68,8 @@ class Emitter {
     // A null pointer is refused before anything runs (an exported kernel's caller is anyone's
     // C). Aligned pointers go straight to the body; when any is misaligned, the body runs on
     // aligned copies (emit_staged_call).
-    llvm::Function* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, f->name, mod_);
+    llvm::Function* fn =
+        llvm::Function::Create(fty, llvm::Function::ExternalLinkage, f->name, mod_);
     set_attributes(fn);
     begin_function(fn);
     llvm::Value* any_null = b_.getFalse();
@@ -75,18 +80,22 @@ class Emitter {
       a->setName(f->params[i]->name);
       params.push_back(a);
       any_null = b_.CreateOr(any_null, b_.CreateIsNull(a));
-      llvm::Value* low_bits = b_.CreateAnd(b_.CreatePtrToInt(a, b_.getInt64Ty()), runtime::kKernelAlignment - 1);
+      llvm::Value* low_bits =
+          b_.CreateAnd(b_.CreatePtrToInt(a, b_.getInt64Ty()), runtime::kKernelAlignment - 1);
       misaligned.push_back(b_.CreateICmpNE(low_bits, b_.getInt64(0)));
       any_misaligned = b_.CreateOr(any_misaligned, misaligned.back());
     }
     branch_on_error(any_null, status(runtime::kKernelNullArgument));
     if (uses_tiles_) {
-      llvm::FunctionCallee request = mod_->getOrInsertFunction(opts_.runtime_prefix + "request_tiles", status_type());
-      branch_on_error(b_.CreateICmpNE(b_.CreateCall(request), status(runtime::kKernelOk)), status(runtime::kKernelNoTileState));
+      llvm::FunctionCallee request =
+          mod_->getOrInsertFunction(opts_.runtime_prefix + "request_tiles", status_type());
+      branch_on_error(b_.CreateICmpNE(b_.CreateCall(request), status(runtime::kKernelOk)),
+                      status(runtime::kKernelNoTileState));
     }
     auto* aligned_bb = llvm::BasicBlock::Create(ctx_, "aligned", fn);
     auto* staged_bb = llvm::BasicBlock::Create(ctx_, "staged", fn);
-    b_.CreateCondBr(any_misaligned, staged_bb, aligned_bb, llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
+    b_.CreateCondBr(any_misaligned, staged_bb, aligned_bb,
+                    llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
     b_.SetInsertPoint(aligned_bb);
     b_.CreateRet(b_.CreateCall(body, params));
     b_.SetInsertPoint(staged_bb);
@@ -94,7 +103,8 @@ class Emitter {
 
     // The packed entry: i32 name_packed(ptr* args).
     auto* pty = llvm::FunctionType::get(status_type(), {ptr_type()}, false);
-    llvm::Function* packed = llvm::Function::Create(pty, llvm::Function::ExternalLinkage, packed_name(f->name), mod_);
+    llvm::Function* packed =
+        llvm::Function::Create(pty, llvm::Function::ExternalLinkage, packed_name(f->name), mod_);
     set_attributes(packed);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", packed));
     std::vector<llvm::Value*> args;
@@ -106,11 +116,14 @@ class Emitter {
 
     if (opts_.set_num_threads_entry) {
       auto* sty = llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt32Ty()}, false);
-      llvm::Function* set = llvm::Function::Create(sty, llvm::Function::ExternalLinkage, f->name + "_set_num_threads", mod_);
+      llvm::Function* set = llvm::Function::Create(sty, llvm::Function::ExternalLinkage,
+                                                   f->name + "_set_num_threads", mod_);
       set_attributes(set);
       b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", set));
       // A serial kernel starts no threads: setting their number does nothing.
-      if (opts_.parallel) b_.CreateCall(mod_->getOrInsertFunction(opts_.runtime_prefix + "set_num_threads", sty), {set->getArg(0)});
+      if (opts_.parallel)
+        b_.CreateCall(mod_->getOrInsertFunction(opts_.runtime_prefix + "set_num_threads", sty),
+                      {set->getArg(0)});
       b_.CreateRetVoid();
     }
   }
@@ -124,19 +137,27 @@ class Emitter {
   // The type a value of `t` has in registers.
   llvm::Type* value_type(DataType t) {
     llvm::Type* e;
-    if (t.is_bool()) e = b_.getInt1Ty();
-    else if (t.is_float()) e = t.bits() == 64 ? b_.getDoubleTy() : b_.getFloatTy();  // f16/bf16 computed in float
-    else if (t.is_integer()) e = b_.getIntNTy(t.bits());
-    else throw Error(fmt::format("codegen: unsupported type {}", t.str()));
+    if (t.is_bool())
+      e = b_.getInt1Ty();
+    else if (t.is_float())
+      e = t.bits() == 64 ? b_.getDoubleTy() : b_.getFloatTy();  // f16/bf16 computed in float
+    else if (t.is_integer())
+      e = b_.getIntNTy(t.bits());
+    else
+      throw Error(fmt::format("codegen: unsupported type {}", t.str()));
     return t.lanes() > 1 ? llvm::FixedVectorType::get(e, t.lanes()) : e;
   }
   // The type an element of `t` has in memory.
   llvm::Type* memory_type(DataType t) {
     llvm::Type* e;
-    if (t.is_bool()) e = b_.getInt8Ty();
-    else if (t.is_bfloat16()) e = b_.getInt16Ty();  // its bits; see llvm_float16.h
-    else if (t.is_float() && t.bits() == 16) e = opts_.native_f16 ? b_.getHalfTy() : b_.getInt16Ty();
-    else e = value_type(t.element_of());
+    if (t.is_bool())
+      e = b_.getInt8Ty();
+    else if (t.is_bfloat16())
+      e = b_.getInt16Ty();  // its bits; see llvm_float16.h
+    else if (t.is_float() && t.bits() == 16)
+      e = opts_.native_f16 ? b_.getHalfTy() : b_.getInt16Ty();
+    else
+      e = value_type(t.element_of());
     return t.lanes() > 1 ? llvm::FixedVectorType::get(e, t.lanes()) : e;
   }
   bool narrow_float(DataType t) { return t.is_float() && t.bits() == 16; }
@@ -170,7 +191,8 @@ class Emitter {
     auto* ok = llvm::BasicBlock::Create(ctx_, "ok", func_);
     b_.CreateCondBr(failed, fail, ok, llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
     b_.SetInsertPoint(fail);
-    for (auto it = live_heap_.rbegin(); it != live_heap_.rend(); ++it) b_.CreateCall(free_function(), {*it});
+    for (auto it = live_heap_.rbegin(); it != live_heap_.rend(); ++it)
+      b_.CreateCall(free_function(), {*it});
     b_.CreateRet(code);
     b_.SetInsertPoint(ok);
   }
@@ -178,10 +200,12 @@ class Emitter {
   // The runtime's allocator: fresh memory, like malloc's (it overlaps no other buffer), 64-byte
   // aligned; null when exhausted.
   llvm::FunctionCallee alloc_function() {
-    llvm::FunctionCallee alloc = mod_->getOrInsertFunction(opts_.runtime_prefix + "alloc", ptr_type(), b_.getInt64Ty());
+    llvm::FunctionCallee alloc =
+        mod_->getOrInsertFunction(opts_.runtime_prefix + "alloc", ptr_type(), b_.getInt64Ty());
     if (auto* decl = llvm::dyn_cast<llvm::Function>(alloc.getCallee())) {
       decl->addRetAttr(llvm::Attribute::NoAlias);
-      decl->addRetAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(runtime::kKernelAlignment)));
+      decl->addRetAttr(
+          llvm::Attribute::getWithAlignment(ctx_, llvm::Align(runtime::kKernelAlignment)));
     }
     return alloc;
   }
@@ -190,7 +214,8 @@ class Emitter {
   // the runtime's allocator (inputs before the body, outputs back after it), the body runs on
   // those, the temporaries are freed and its status returned (out of memory, nothing computed,
   // when a temporary cannot be had).
-  void emit_staged_call(const ir::PrimFunc& f, llvm::Function* body, const std::vector<llvm::Value*>& params,
+  void emit_staged_call(const ir::PrimFunc& f, llvm::Function* body,
+                        const std::vector<llvm::Value*>& params,
                         const std::vector<llvm::Value*>& misaligned) {
     size_t num_inputs = f->params.size() - static_cast<size_t>(f->num_outputs);
     std::vector<llvm::Value*> temps, args;
@@ -209,15 +234,18 @@ class Emitter {
       auto* next_bb = llvm::BasicBlock::Create(ctx_, p->name + ".staged", func_);
       b_.CreateCondBr(misaligned[i], copy_bb, next_bb);
       b_.SetInsertPoint(copy_bb);
-      llvm::Value* temp = b_.CreateCall(alloc_function(), {b_.getInt64(static_cast<uint64_t>(bytes.back()))});
-      branch_on_error(b_.CreateIsNull(temp), status(runtime::kKernelOutOfMemory));  // frees the earlier ones
+      llvm::Value* temp =
+          b_.CreateCall(alloc_function(), {b_.getInt64(static_cast<uint64_t>(bytes.back()))});
+      branch_on_error(b_.CreateIsNull(temp),
+                      status(runtime::kKernelOutOfMemory));  // frees the earlier ones
       if (i < num_inputs)
-        b_.CreateMemCpy(temp, llvm::MaybeAlign(runtime::kKernelAlignment), params[i], llvm::MaybeAlign(1),
-                        static_cast<uint64_t>(bytes.back()));
+        b_.CreateMemCpy(temp, llvm::MaybeAlign(runtime::kKernelAlignment), params[i],
+                        llvm::MaybeAlign(1), static_cast<uint64_t>(bytes.back()));
       llvm::BasicBlock* copied = b_.GetInsertBlock();
       b_.CreateBr(next_bb);
       b_.SetInsertPoint(next_bb);
-      llvm::PHINode* t = b_.CreatePHI(ptr_type(), 2, p->name + ".temp");  // null: the caller's buffer is used
+      llvm::PHINode* t =
+          b_.CreatePHI(ptr_type(), 2, p->name + ".temp");  // null: the caller's buffer is used
       t->addIncoming(llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx_, 0)), before);
       t->addIncoming(temp, copied);
       llvm::PHINode* arg = b_.CreatePHI(ptr_type(), 2, p->name + ".arg");
@@ -234,8 +262,8 @@ class Emitter {
       auto* done_bb = llvm::BasicBlock::Create(ctx_, f->params[i]->name + ".copied_back", func_);
       b_.CreateCondBr(b_.CreateIsNull(temps[i]), done_bb, back_bb);
       b_.SetInsertPoint(back_bb);
-      b_.CreateMemCpy(params[i], llvm::MaybeAlign(1), temps[i], llvm::MaybeAlign(runtime::kKernelAlignment),
-                      static_cast<uint64_t>(bytes[i]));
+      b_.CreateMemCpy(params[i], llvm::MaybeAlign(1), temps[i],
+                      llvm::MaybeAlign(runtime::kKernelAlignment), static_cast<uint64_t>(bytes[i]));
       b_.CreateBr(done_bb);
       b_.SetInsertPoint(done_bb);
     }
@@ -243,7 +271,9 @@ class Emitter {
     b_.CreateRet(result);
   }
 
-  llvm::FunctionCallee free_function() { return mod_->getOrInsertFunction(opts_.runtime_prefix + "free", b_.getVoidTy(), ptr_type()); }
+  llvm::FunctionCallee free_function() {
+    return mod_->getOrInsertFunction(opts_.runtime_prefix + "free", b_.getVoidTy(), ptr_type());
+  }
 
   // An alloca in the entry block, so loops do not grow the stack.
   llvm::Value* entry_alloca(llvm::Type* t, uint64_t count, unsigned align) {
@@ -259,28 +289,37 @@ class Emitter {
     switch (e.kind()) {
       case ExprKind::kIntImm: {
         int64_t v = e.as<ir::IntImmNode>()->value;
-        return llvm::ConstantInt::get(value_type(e.dtype()), static_cast<uint64_t>(v), e.dtype().is_int());
+        return llvm::ConstantInt::get(value_type(e.dtype()), static_cast<uint64_t>(v),
+                                      e.dtype().is_int());
       }
-      case ExprKind::kFloatImm: return llvm::ConstantFP::get(value_type(e.dtype()), e.as<ir::FloatImmNode>()->value);
+      case ExprKind::kFloatImm:
+        return llvm::ConstantFP::get(value_type(e.dtype()), e.as<ir::FloatImmNode>()->value);
       case ExprKind::kVar: {
         auto it = vars_.find(e.as<ir::VarNode>());
-        if (it == vars_.end()) throw InternalError(fmt::format("codegen: unbound variable '{}'", e.as<ir::VarNode>()->name));
+        if (it == vars_.end())
+          throw InternalError(
+              fmt::format("codegen: unbound variable '{}'", e.as<ir::VarNode>()->name));
         return it->second;
       }
-      case ExprKind::kNot: return b_.CreateNot(emit(e.as<ir::NotNode>()->a));
+      case ExprKind::kNot:
+        return b_.CreateNot(emit(e.as<ir::NotNode>()->a));
       case ExprKind::kSelect: {
         auto* n = e.as<ir::SelectNode>();
         return b_.CreateSelect(emit(n->condition), emit(n->true_value), emit(n->false_value));
       }
-      case ExprKind::kCast: return emit_cast(e.dtype(), e.as<ir::CastNode>()->value);
-      case ExprKind::kBufferLoad: return emit_load(e.as<ir::BufferLoadNode>());
-      case ExprKind::kCall: return emit_call(e.as<ir::CallNode>());
+      case ExprKind::kCast:
+        return emit_cast(e.dtype(), e.as<ir::CastNode>()->value);
+      case ExprKind::kBufferLoad:
+        return emit_load(e.as<ir::BufferLoadNode>());
+      case ExprKind::kCall:
+        return emit_call(e.as<ir::CallNode>());
       case ExprKind::kRamp: {
         auto* n = e.as<ir::RampNode>();
         llvm::Value* base = b_.CreateVectorSplat(n->lanes, emit(n->base));
         llvm::Value* stride = b_.CreateVectorSplat(n->lanes, emit(n->stride));
         std::vector<llvm::Constant*> steps;
-        for (int i = 0; i < n->lanes; ++i) steps.push_back(llvm::ConstantInt::get(value_type(n->base.dtype()), i));
+        for (int i = 0; i < n->lanes; ++i)
+          steps.push_back(llvm::ConstantInt::get(value_type(n->base.dtype()), i));
         return b_.CreateAdd(base, b_.CreateMul(stride, llvm::ConstantVector::get(steps)));
       }
       case ExprKind::kBroadcast: {
@@ -294,7 +333,8 @@ class Emitter {
         vars_.erase(n->var.get());
         return v;
       }
-      default: return emit_binary(e.as_binary());
+      default:
+        return emit_binary(e.as_binary());
     }
   }
 
@@ -305,27 +345,44 @@ class Emitter {
     llvm::Value* b = emit(n->b);
     bool f = t.is_float(), s = t.is_int();
     switch (n->kind) {
-      case ExprKind::kAdd: return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, s);
-      case ExprKind::kSub: return f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, s);
-      case ExprKind::kMul: return f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, s);
-      case ExprKind::kDiv: return f ? b_.CreateFDiv(a, b) : s ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
+      case ExprKind::kAdd:
+        return f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, s);
+      case ExprKind::kSub:
+        return f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, s);
+      case ExprKind::kMul:
+        return f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, s);
+      case ExprKind::kDiv:
+        return f ? b_.CreateFDiv(a, b) : s ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
       case ExprKind::kFloorDiv:
-      case ExprKind::kFloorMod: return emit_floor_div_mod(n->kind == ExprKind::kFloorDiv, a, b, s);
+      case ExprKind::kFloorMod:
+        return emit_floor_div_mod(n->kind == ExprKind::kFloorDiv, a, b, s);
       case ExprKind::kMin:
       case ExprKind::kMax: {
         bool is_min = n->kind == ExprKind::kMin;
-        llvm::Value* lt = f ? b_.CreateFCmpOLT(a, b) : s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
+        llvm::Value* lt = f   ? b_.CreateFCmpOLT(a, b)
+                          : s ? b_.CreateICmpSLT(a, b)
+                              : b_.CreateICmpULT(a, b);
         return is_min ? b_.CreateSelect(lt, a, b) : b_.CreateSelect(lt, b, a);
       }
-      case ExprKind::kEQ: return f ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
-      case ExprKind::kNE: return f ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
-      case ExprKind::kLT: return f ? b_.CreateFCmpOLT(a, b) : s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
-      case ExprKind::kLE: return f ? b_.CreateFCmpOLE(a, b) : s ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
-      case ExprKind::kGT: return f ? b_.CreateFCmpOGT(a, b) : s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
-      case ExprKind::kGE: return f ? b_.CreateFCmpOGE(a, b) : s ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
-      case ExprKind::kAnd: return b_.CreateAnd(a, b);
-      case ExprKind::kOr: return b_.CreateOr(a, b);
-      default: throw InternalError(fmt::format("codegen: unexpected binary operator {}", ir::binary_op_name(n->kind)));
+      case ExprKind::kEQ:
+        return f ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+      case ExprKind::kNE:
+        return f ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+      case ExprKind::kLT:
+        return f ? b_.CreateFCmpOLT(a, b) : s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
+      case ExprKind::kLE:
+        return f ? b_.CreateFCmpOLE(a, b) : s ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
+      case ExprKind::kGT:
+        return f ? b_.CreateFCmpOGT(a, b) : s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
+      case ExprKind::kGE:
+        return f ? b_.CreateFCmpOGE(a, b) : s ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
+      case ExprKind::kAnd:
+        return b_.CreateAnd(a, b);
+      case ExprKind::kOr:
+        return b_.CreateOr(a, b);
+      default:
+        throw InternalError(
+            fmt::format("codegen: unexpected binary operator {}", ir::binary_op_name(n->kind)));
     }
   }
 
@@ -335,7 +392,9 @@ class Emitter {
     llvm::Value* q = b_.CreateSDiv(a, b);
     llvm::Value* r = b_.CreateSRem(a, b);
     llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
-    llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
+    llvm::Value* adjust =
+        b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                     b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
     if (div) return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
     return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
   }
@@ -352,12 +411,17 @@ class Emitter {
       // Round once, as from the exact value: an integer goes to double (exact up to 2^53), a
       // double to float rounded to odd, and that float to the narrow type.
       llvm::Type* f64 = value_type(DataType::Float(64, to.lanes()));
-      llvm::Value* d = from.is_float() ? v : from.is_int() ? b_.CreateSIToFP(v, f64) : b_.CreateUIToFP(v, f64);
+      llvm::Value* d = from.is_float() ? v
+                       : from.is_int() ? b_.CreateSIToFP(v, f64)
+                                       : b_.CreateUIToFP(v, f64);
       out = to_value(to_memory(f64_to_f32_round_to_odd(b_, d), to), to);
     } else if (to.is_float()) {
-      if (from.is_float()) out = b_.CreateFPCast(v, target);
-      else out = from.is_int() ? b_.CreateSIToFP(v, target) : b_.CreateUIToFP(v, target);
-      if (narrow_float(to)) out = to_value(to_memory(out, to), to);  // round, keep computing in float
+      if (from.is_float())
+        out = b_.CreateFPCast(v, target);
+      else
+        out = from.is_int() ? b_.CreateSIToFP(v, target) : b_.CreateUIToFP(v, target);
+      if (narrow_float(to))
+        out = to_value(to_memory(out, to), to);  // round, keep computing in float
     } else if (from.is_float()) {
       out = to.is_int() ? b_.CreateFPToSI(v, target) : b_.CreateFPToUI(v, target);
     } else {
@@ -368,7 +432,8 @@ class Emitter {
 
   llvm::Value* buffer_base(const ir::Buffer& buf) {
     auto it = buffers_.find(buf.get());
-    if (it == buffers_.end()) throw InternalError(fmt::format("codegen: buffer '{}' is not allocated here", buf->name));
+    if (it == buffers_.end())
+      throw InternalError(fmt::format("codegen: buffer '{}' is not allocated here", buf->name));
     return it->second;
   }
 
@@ -386,17 +451,21 @@ class Emitter {
   llvm::Value* to_value(llvm::Value* mem, DataType t) {
     if (t.is_bool()) return b_.CreateICmpNE(mem, llvm::Constant::getNullValue(mem->getType()));
     if (t.is_bfloat16()) return bf16_bits_to_f32(b_, mem);
-    if (narrow_float(t)) return opts_.native_f16 ? b_.CreateFPExt(mem, value_type(t)) : f16_bits_to_f32(b_, mem);
+    if (narrow_float(t))
+      return opts_.native_f16 ? b_.CreateFPExt(mem, value_type(t)) : f16_bits_to_f32(b_, mem);
     return mem;
   }
   llvm::Value* to_memory(llvm::Value* v, DataType t) {
     if (t.is_bool()) return b_.CreateZExt(v, memory_type(t));
     if (t.is_bfloat16()) return f32_to_bf16_bits(b_, v);
-    if (narrow_float(t)) return opts_.native_f16 ? b_.CreateFPTrunc(v, memory_type(t)) : f32_to_f16_bits(b_, v);
+    if (narrow_float(t))
+      return opts_.native_f16 ? b_.CreateFPTrunc(v, memory_type(t)) : f32_to_f16_bits(b_, v);
     return v;
   }
 
-  llvm::Value* emit_load(const ir::BufferLoadNode* n) { return to_value(emit_load_memory(n), n->dtype); }
+  llvm::Value* emit_load(const ir::BufferLoadNode* n) {
+    return to_value(emit_load_memory(n), n->dtype);
+  }
 
   // The loaded elements as memory holds them (a bfloat16's bits, not its float value).
   llvm::Value* emit_load_memory(const ir::BufferLoadNode* n) {
@@ -405,7 +474,8 @@ class Emitter {
     llvm::Type* elem = memory_type(elem_t);
     llvm::Align align(elem_t.bytes());
     const ir::Expr& index = n->indices.at(0);
-    if (t.lanes() == 1) return b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align);
+    if (t.lanes() == 1)
+      return b_.CreateAlignedLoad(elem, address(n->buffer, elem, emit(index)), align);
     if (const ir::RampNode* r = unit_ramp(index))
       return b_.CreateAlignedLoad(memory_type(t), address(n->buffer, elem, emit(r->base)), align);
     if (const ir::RampNode* r = index.as<ir::RampNode>(); r && r->stride.as<ir::IntImmNode>()) {
@@ -428,10 +498,12 @@ class Emitter {
       llvm::Type* row_t = memory_type(elem_t.with_lanes(tile->width));
       std::vector<llvm::Value*> rows;
       for (int r = 0; r < tile->rows; ++r)
-        rows.push_back(b_.CreateAlignedLoad(row_t, b_.CreateInBoundsGEP(elem, base, b_.getInt64(r * tile->row_stride)), align));
+        rows.push_back(b_.CreateAlignedLoad(
+            row_t, b_.CreateInBoundsGEP(elem, base, b_.getInt64(r * tile->row_stride)), align));
       return concat_lanes(b_, std::move(rows));
     }
-    llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
+    llvm::Value* idx =
+        b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
     llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx);
     return b_.CreateMaskedGather(memory_type(t), ptrs, align);
   }
@@ -443,7 +515,9 @@ class Emitter {
   }
 
   void emit_store(const ir::BufferStoreNode* n) {
-    if (auto* call = n->value.as<ir::CallNode>(); call && call->op == ir::CallOp::kTileDot && emit_amx_store(n, call)) return;
+    if (auto* call = n->value.as<ir::CallNode>();
+        call && call->op == ir::CallOp::kTileDot && emit_amx_store(n, call))
+      return;
     DataType t = n->value.dtype();
     DataType elem_t = t.element_of();
     llvm::Type* elem = memory_type(elem_t);
@@ -458,9 +532,11 @@ class Emitter {
       llvm::Value* base = address(n->buffer, elem, emit(tile->base));
       for (int r = 0; r < tile->rows; ++r)
         b_.CreateAlignedStore(lanes_of(b_, value, r * tile->width, tile->width),
-                              b_.CreateInBoundsGEP(elem, base, b_.getInt64(r * tile->row_stride)), align);
+                              b_.CreateInBoundsGEP(elem, base, b_.getInt64(r * tile->row_stride)),
+                              align);
     } else {
-      llvm::Value* idx = b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
+      llvm::Value* idx =
+          b_.CreateSExtOrTrunc(emit(index), llvm::FixedVectorType::get(b_.getInt64Ty(), t.lanes()));
       b_.CreateMaskedScatter(value, b_.CreateInBoundsGEP(elem, buffer_base(n->buffer), idx), align);
     }
   }
@@ -469,7 +545,8 @@ class Emitter {
   llvm::Value* libm_call(const char* f32, const char* f64, llvm::Value* x) {
     llvm::Type* t = x->getType();
     llvm::Type* scalar = t->getScalarType();
-    llvm::FunctionCallee fn = mod_->getOrInsertFunction(scalar->isDoubleTy() ? f64 : f32, scalar, scalar);
+    llvm::FunctionCallee fn =
+        mod_->getOrInsertFunction(scalar->isDoubleTy() ? f64 : f32, scalar, scalar);
     if (!t->isVectorTy()) return b_.CreateCall(fn, {x});
     unsigned lanes = llvm::cast<llvm::FixedVectorType>(t)->getNumElements();
     llvm::Value* out = llvm::PoisonValue::get(t);
@@ -486,18 +563,24 @@ class Emitter {
 
   llvm::Value* emit_call(const ir::CallNode* n) {
     if (n->op == ir::CallOp::kIfThenElse) return emit_lazy_if(n);
-    if (n->op == ir::CallOp::kGroupDot || n->op == ir::CallOp::kTileDot) return emit_group_dot_call(n);
+    if (n->op == ir::CallOp::kGroupDot || n->op == ir::CallOp::kTileDot)
+      return emit_group_dot_call(n);
     if (ir::is_gpu_call(n->op))
       throw Error(fmt::format("codegen: {} in CPU code", ir::call_op_name(n->op)));
     llvm::Value* x = emit(n->args[0]);
     bool is_float = n->args[0].dtype().is_float();
     llvm::Value* one = is_float ? llvm::ConstantFP::get(x->getType(), 1.0) : nullptr;
     switch (n->op) {
-      case ir::CallOp::kExp: return emit_exp(x);
-      case ir::CallOp::kLog: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
-      case ir::CallOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-      case ir::CallOp::kRsqrt: return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-      case ir::CallOp::kTanh: return libm_call("tanhf", "tanh", x);
+      case ir::CallOp::kExp:
+        return emit_exp(x);
+      case ir::CallOp::kLog:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+      case ir::CallOp::kSqrt:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case ir::CallOp::kRsqrt:
+        return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+      case ir::CallOp::kTanh:
+        return libm_call("tanhf", "tanh", x);
       case ir::CallOp::kErf:
         if (x->getType()->getScalarType()->isFloatTy()) return detail::f32_erf(b_, x);
         return libm_call("erff", "erf", x);
@@ -505,17 +588,23 @@ class Emitter {
         // e^-|x| never overflows: 1 / (1 + t) for x >= 0, t / (1 + t) below, so that results
         // down to the subnormals keep their digits (1 / (1 + e^-x) is 0 from x = -88).
         llvm::Value* t = emit_exp(b_.CreateFNeg(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)));
-        llvm::Value* numerator = b_.CreateSelect(b_.CreateFCmpOGE(x, llvm::ConstantFP::get(x->getType(), 0.0)), one, t);
+        llvm::Value* numerator =
+            b_.CreateSelect(b_.CreateFCmpOGE(x, llvm::ConstantFP::get(x->getType(), 0.0)), one, t);
         return b_.CreateFDiv(numerator, b_.CreateFAdd(one, t));
       }
       case ir::CallOp::kAbs:
         return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
                         : b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
-      case ir::CallOp::kPow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, emit(n->args[1]));
-      case ir::CallOp::kFloor: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
-      case ir::CallOp::kCeil: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x) : x;
-      case ir::CallOp::kRound: return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x) : x;
-      default: throw InternalError(fmt::format("codegen: unsupported call {}", ir::call_op_name(n->op)));
+      case ir::CallOp::kPow:
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, emit(n->args[1]));
+      case ir::CallOp::kFloor:
+        return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
+      case ir::CallOp::kCeil:
+        return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x) : x;
+      case ir::CallOp::kRound:
+        return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x) : x;
+      default:
+        throw InternalError(fmt::format("codegen: unsupported call {}", ir::call_op_name(n->op)));
     }
   }
 
@@ -527,9 +616,10 @@ class Emitter {
       if (auto* load = x.as<ir::BufferLoadNode>()) return emit_load_memory(load);
       return to_memory(emit(x), x.dtype());
     };
-    GroupDotOperands ops{emit(n->args[0]), operand(n->args[1]), operand(n->args[2]),
-                         n->args[0].dtype(), n->args[1].dtype(), n->args[2].dtype()};
-    if (n->op == ir::CallOp::kTileDot) return emit_tile_dot(b_, opts_.features, ops, ir::tile_dot_shape(n));
+    GroupDotOperands ops{emit(n->args[0]),   operand(n->args[1]), operand(n->args[2]),
+                         n->args[0].dtype(), n->args[1].dtype(),  n->args[2].dtype()};
+    if (n->op == ir::CallOp::kTileDot)
+      return emit_tile_dot(b_, opts_.features, ops, ir::tile_dot_shape(n));
     return emit_group_dot(b_, opts_.features, ops);
   }
 
@@ -542,22 +632,28 @@ class Emitter {
     if (instruction.empty()) return false;
     auto load = [](const ir::Expr& e) { return e.as<ir::BufferLoadNode>(); };
     const ir::BufferLoadNode *acc = load(n->args[0]), *a = load(n->args[1]), *b = load(n->args[2]);
-    if (!acc || !a || !b || store->indices.size() != 1 || acc->indices.size() != 1 || a->indices.size() != 1 || b->indices.size() != 1)
+    if (!acc || !a || !b || store->indices.size() != 1 || acc->indices.size() != 1 ||
+        a->indices.size() != 1 || b->indices.size() != 1)
       return false;
     // Each operand's index as `rows` rows of `width` elements, all checked before any address is
     // emitted.
-    auto rows_of_width = [](const ir::Expr& index, int rows, int width) -> std::optional<arith::TileIndex> {
+    auto rows_of_width = [](const ir::Expr& index, int rows,
+                            int width) -> std::optional<arith::TileIndex> {
       auto t = arith::tile_index(index, width);
       return t && t->rows == rows ? t : std::nullopt;
     };
-    auto out_idx = rows_of_width(store->indices[0], s.m, s.n), acc_idx = rows_of_width(acc->indices[0], s.m, s.n);
-    auto a_idx = rows_of_width(a->indices[0], s.m, s.k), b_idx = rows_of_width(b->indices[0], s.k / s.g, s.n * s.g);
+    auto out_idx = rows_of_width(store->indices[0], s.m, s.n),
+         acc_idx = rows_of_width(acc->indices[0], s.m, s.n);
+    auto a_idx = rows_of_width(a->indices[0], s.m, s.k),
+         b_idx = rows_of_width(b->indices[0], s.k / s.g, s.n * s.g);
     if (!out_idx || !acc_idx || !a_idx || !b_idx) return false;
     auto in_memory = [&](const ir::Buffer& buffer, const arith::TileIndex& t) {
       DataType elem_t = buffer->dtype.element_of();
-      return TileInMemory{address(buffer, memory_type(elem_t), emit(t.base)), t.row_stride * elem_t.bytes()};
+      return TileInMemory{address(buffer, memory_type(elem_t), emit(t.base)),
+                          t.row_stride * elem_t.bytes()};
     };
-    TileInMemory c_in = in_memory(acc->buffer, *acc_idx), c_out = in_memory(store->buffer, *out_idx);
+    TileInMemory c_in = in_memory(acc->buffer, *acc_idx),
+                 c_out = in_memory(store->buffer, *out_idx);
     TileInMemory a_tile = in_memory(a->buffer, *a_idx), b_tile = in_memory(b->buffer, *b_idx);
     emit_amx_tile_dot(b_, instruction, s, a_t.element_of().bytes(), c_in, a_tile, b_tile, c_out);
     uses_tiles_ = true;
@@ -591,21 +687,32 @@ class Emitter {
   // ---- statements ----
   void emit_stmt(const ir::Stmt& s) {
     switch (s.kind()) {
-      case ir::StmtKind::kBufferStore: emit_store(s.as<ir::BufferStoreNode>()); return;
+      case ir::StmtKind::kBufferStore:
+        emit_store(s.as<ir::BufferStoreNode>());
+        return;
       case ir::StmtKind::kSeqStmt:
         for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) emit_stmt(c);
         return;
-      case ir::StmtKind::kIfThenElse: emit_if(s.as<ir::IfThenElseNode>()); return;
-      case ir::StmtKind::kEvaluate: emit(s.as<ir::EvaluateNode>()->value); return;
+      case ir::StmtKind::kIfThenElse:
+        emit_if(s.as<ir::IfThenElseNode>());
+        return;
+      case ir::StmtKind::kEvaluate:
+        emit(s.as<ir::EvaluateNode>()->value);
+        return;
       case ir::StmtKind::kFor: {
         auto* f = s.as<ir::ForNode>();
-        if (f->for_kind == ir::ForKind::kParallel && opts_.parallel) emit_parallel(f);
-        else emit_loop(f->loop_var, emit(f->min), emit(f->extent), [&] { emit_stmt(f->body); });
+        if (f->for_kind == ir::ForKind::kParallel && opts_.parallel)
+          emit_parallel(f);
+        else
+          emit_loop(f->loop_var, emit(f->min), emit(f->extent), [&] { emit_stmt(f->body); });
         return;
       }
-      case ir::StmtKind::kAllocate: emit_allocate(s.as<ir::AllocateNode>()); return;
+      case ir::StmtKind::kAllocate:
+        emit_allocate(s.as<ir::AllocateNode>());
+        return;
       case ir::StmtKind::kBlock:
-      case ir::StmtKind::kBlockRealize: throw Error("codegen: the function still has blocks: lower it first");
+      case ir::StmtKind::kBlockRealize:
+        throw Error("codegen: the function still has blocks: lower it first");
     }
   }
 
@@ -613,7 +720,8 @@ class Emitter {
     llvm::Value* cond = emit(n->condition);
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", func_);
     llvm::BasicBlock* done_bb = llvm::BasicBlock::Create(ctx_, "if.done", func_);
-    llvm::BasicBlock* else_bb = n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "if.else", func_) : done_bb;
+    llvm::BasicBlock* else_bb =
+        n->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "if.else", func_) : done_bb;
     b_.CreateCondBr(cond, then_bb, else_bb);
     b_.SetInsertPoint(then_bb);
     emit_stmt(n->then_case);
@@ -686,21 +794,25 @@ class Emitter {
     // Fill the environment in the current function.
     llvm::Value* env = entry_alloca(env_type, 1, 8);
     unsigned field = 0;
-    for (const ir::VarNode* v : free.vars) b_.CreateStore(lookup_var(v), b_.CreateStructGEP(env_type, env, field++));
+    for (const ir::VarNode* v : free.vars)
+      b_.CreateStore(lookup_var(v), b_.CreateStructGEP(env_type, env, field++));
     for (const ir::BufferNode* buf : free.buffers) {
       auto it = buffers_.find(buf);
       if (it == buffers_.end())
-        throw InternalError(fmt::format("codegen: parallel loop over '{}' uses buffer '{}', which is neither a parameter nor "
-                                        "allocated around the loop",
-                                        loop->loop_var->name, buf->name));
+        throw InternalError(fmt::format(
+            "codegen: parallel loop over '{}' uses buffer '{}', which is neither a parameter nor "
+            "allocated around the loop",
+            loop->loop_var->name, buf->name));
       b_.CreateStore(it->second, b_.CreateStructGEP(env_type, env, field++));
     }
     llvm::Value* extent = b_.CreateSExtOrTrunc(emit(loop->extent), b_.getInt64Ty());
 
     // The outlined body.
-    auto* body_type = llvm::FunctionType::get(status_type(), {b_.getInt64Ty(), b_.getInt64Ty(), ptr_type()}, false);
-    auto* body_fn = llvm::Function::Create(body_type, llvm::Function::InternalLinkage,
-                                           fmt::format("{}_parallel_{}", func_->getName().str(), parallel_count_++), mod_);
+    auto* body_type = llvm::FunctionType::get(
+        status_type(), {b_.getInt64Ty(), b_.getInt64Ty(), ptr_type()}, false);
+    auto* body_fn = llvm::Function::Create(
+        body_type, llvm::Function::InternalLinkage,
+        fmt::format("{}_parallel_{}", func_->getName().str(), parallel_count_++), mod_);
     set_attributes(body_fn);
     body_fn->getArg(2)->addAttr(llvm::Attribute::NoAlias);
     auto saved_vars = vars_;
@@ -721,18 +833,22 @@ class Emitter {
     std::vector<llvm::Type*> impl_types = {b_.getInt64Ty(), b_.getInt64Ty()};
     field = 0;
     for (const ir::VarNode* v : free.vars) {
-      impl_args.push_back(b_.CreateLoad(value_type(v->dtype), b_.CreateStructGEP(env_type, env_arg, field++), v->name));
+      impl_args.push_back(b_.CreateLoad(value_type(v->dtype),
+                                        b_.CreateStructGEP(env_type, env_arg, field++), v->name));
       impl_types.push_back(value_type(v->dtype));
     }
     for (const ir::BufferNode* buf : free.buffers) {
-      llvm::LoadInst* p = b_.CreateLoad(ptr_type(), b_.CreateStructGEP(env_type, env_arg, field++), buf->name);
+      llvm::LoadInst* p =
+          b_.CreateLoad(ptr_type(), b_.CreateStructGEP(env_type, env_arg, field++), buf->name);
       // 64-byte aligned, as the kernel's parameters and allocations are (kept through inlining).
-      p->setMetadata(llvm::LLVMContext::MD_align, llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(64))}));
+      p->setMetadata(llvm::LLVMContext::MD_align,
+                     llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(64))}));
       impl_args.push_back(p);
       impl_types.push_back(ptr_type());
     }
-    auto* impl_fn = llvm::Function::Create(llvm::FunctionType::get(status_type(), impl_types, false), llvm::Function::InternalLinkage,
-                                           body_fn->getName() + "_impl", mod_);
+    auto* impl_fn =
+        llvm::Function::Create(llvm::FunctionType::get(status_type(), impl_types, false),
+                               llvm::Function::InternalLinkage, body_fn->getName() + "_impl", mod_);
     set_attributes(impl_fn);
     impl_fn->addFnAttr(llvm::Attribute::AlwaysInline);
     b_.CreateRet(b_.CreateCall(impl_fn, impl_args));
@@ -753,9 +869,11 @@ class Emitter {
     ir::Var index(loop->loop_var.name() + "_task", kInt64);
     llvm::Value* begin = impl_fn->getArg(0);
     llvm::Value* end = impl_fn->getArg(1);
-    llvm::Value* local_min = b_.CreateIntCast(emit(loop->min), value_type(loop->loop_var.dtype()), true);
+    llvm::Value* local_min =
+        b_.CreateIntCast(emit(loop->min), value_type(loop->loop_var.dtype()), true);
     emit_loop(index, begin, b_.CreateSub(end, begin), [&] {
-      llvm::Value* i = b_.CreateIntCast(vars_.at(index.get()), value_type(loop->loop_var.dtype()), true);
+      llvm::Value* i =
+          b_.CreateIntCast(vars_.at(index.get()), value_type(loop->loop_var.dtype()), true);
       vars_[loop->loop_var.get()] = b_.CreateAdd(local_min, i, "", false, true);
       emit_stmt(loop->body);
     });
@@ -767,14 +885,17 @@ class Emitter {
     buffers_ = std::move(saved_buffers);
     live_heap_ = std::move(saved_heap);
     b_.SetInsertPoint(saved_block);
-    llvm::FunctionCallee pfor = mod_->getOrInsertFunction(opts_.runtime_prefix + "parallel_for", status_type(), b_.getInt64Ty(), ptr_type(), ptr_type());
+    llvm::FunctionCallee pfor =
+        mod_->getOrInsertFunction(opts_.runtime_prefix + "parallel_for", status_type(),
+                                  b_.getInt64Ty(), ptr_type(), ptr_type());
     llvm::Value* result = b_.CreateCall(pfor, {extent, body_fn, env});
     branch_on_error(b_.CreateICmpNE(result, status(runtime::kKernelOk)), result);
   }
 
   llvm::Value* lookup_var(const ir::VarNode* v) {
     auto it = vars_.find(v);
-    if (it == vars_.end()) throw InternalError(fmt::format("codegen: unbound variable '{}'", v->name));
+    if (it == vars_.end())
+      throw InternalError(fmt::format("codegen: unbound variable '{}'", v->name));
     return it->second;
   }
 
@@ -787,13 +908,15 @@ class Emitter {
   std::unordered_map<const ir::VarNode*, llvm::Value*> vars_;
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
   bool uses_tiles_ = false;  // AMX: the entry asks for the tile state first
-  std::vector<llvm::Value*> live_heap_;  // tyche_alloc'd buffers of the current function, outermost first
+  std::vector<llvm::Value*>
+      live_heap_;  // tyche_alloc'd buffers of the current function, outermost first
   int parallel_count_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<llvm::Module> emit_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const EmitOptions& options) {
+std::unique_ptr<llvm::Module> emit_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx,
+                                          const EmitOptions& options) {
   auto mod = std::make_unique<llvm::Module>(lowered->name, ctx);
   Emitter(ctx, mod.get(), options).emit_function(lowered);
   return mod;

@@ -26,7 +26,8 @@ struct EmitOptions {
 
 // Emits `i32 <name>(ptr, ...)` and the packed entry `i32 <name>_packed(ptr args)` that the host
 // calls; both return a runtime::KernelStatus.
-std::unique_ptr<llvm::Module> emit_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const EmitOptions& options);
+std::unique_ptr<llvm::Module> emit_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx,
+                                          const EmitOptions& options);
 
 // The packed entry's symbol name for a function name.
 std::string packed_name(const std::string& func_name);

@@ -49,13 +49,15 @@ llvm::Value* f32_to_f16_bits(llvm::IRBuilderBase& b, llvm::Value* f) {
   // |f| < 2^-14: subnormal or zero. Adding 0.5 puts the half's last bit at the float's last bit,
   // so the float addition rounds to nearest even exactly where the half must.
   llvm::Value* half_magic = o.k(126u << 23);  // 0.5f
-  llvm::Value* small = b.CreateSub(o.bits(exact_fadd(b, o.real(a), o.real(half_magic))), half_magic);
+  llvm::Value* small =
+      b.CreateSub(o.bits(exact_fadd(b, o.real(a), o.real(half_magic))), half_magic);
   // Normal: rebias the exponent, then round to nearest even on the 13 dropped bits (a carry
   // into the exponent is the right result, up to infinity).
   llvm::Value* odd = o.and_(o.shr(a, 13), 1);
   llvm::Value* normal = o.shr(b.CreateAdd(o.add(a, (uint32_t(15 - 127) << 23) + 0xfff), odd), 13);
-  llvm::Value* r = b.CreateSelect(b.CreateICmpUGE(a, o.k((127u + 16) << 23)), big,
-                                  b.CreateSelect(b.CreateICmpULT(a, o.k(113u << 23)), small, normal));
+  llvm::Value* r =
+      b.CreateSelect(b.CreateICmpUGE(a, o.k((127u + 16) << 23)), big,
+                     b.CreateSelect(b.CreateICmpULT(a, o.k(113u << 23)), small, normal));
   r = b.CreateOr(r, o.shr(sign, 16));
   return b.CreateTrunc(r, same_shape(f->getType(), b.getInt16Ty()));
 }
@@ -73,7 +75,8 @@ llvm::Value* f16_bits_to_f32(llvm::IRBuilderBase& b, llvm::Value* h) {
   special = b.CreateSelect(is_nan, b.CreateOr(special, o.k(0x00400000)), special);
   // Zero and subnormal: read the mantissa as a normal number of exponent -14, subtract 2^-14.
   llvm::Value* magic = o.k(113u << 23);  // 2^-14
-  llvm::Value* subnormal = o.bits(b.Insert(llvm::BinaryOperator::CreateFSub(o.real(o.add(normal, 1u << 23)), o.real(magic))));
+  llvm::Value* subnormal = o.bits(
+      b.Insert(llvm::BinaryOperator::CreateFSub(o.real(o.add(normal, 1u << 23)), o.real(magic))));
   llvm::Value* r = b.CreateSelect(b.CreateICmpEQ(exp, o.k(0x7c00u << 13)), special,
                                   b.CreateSelect(b.CreateICmpEQ(exp, o.k(0)), subnormal, normal));
   return o.real(b.CreateOr(r, sign));
@@ -85,7 +88,8 @@ llvm::Value* f32_to_bf16_bits(llvm::IRBuilderBase& b, llvm::Value* f) {
   llvm::Value* high = o.shr(u, 16);
   llvm::Value* nan = b.CreateOr(high, o.k(0x40));
   llvm::Value* rounded = o.shr(b.CreateAdd(o.add(u, 0x7fff), o.and_(high, 1)), 16);
-  llvm::Value* r = b.CreateSelect(b.CreateICmpUGT(o.and_(u, 0x7fffffffu), o.k(0x7f800000u)), nan, rounded);
+  llvm::Value* r =
+      b.CreateSelect(b.CreateICmpUGT(o.and_(u, 0x7fffffffu), o.k(0x7f800000u)), nan, rounded);
   return b.CreateTrunc(r, same_shape(f->getType(), b.getInt16Ty()));
 }
 
@@ -105,7 +109,8 @@ llvm::Value* f64_to_f32_round_to_odd(llvm::IRBuilderBase& b, llvm::Value* d) {
   llvm::Value* even = b.CreateICmpEQ(o.and_(rb, 1), o.k(0));
   llvm::Value* fabs_back = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, back);
   llvm::Value* fabs_d = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d);
-  llvm::Value* step = b.CreateSelect(b.CreateFCmpOLT(fabs_back, fabs_d), o.add(rb, 1), b.CreateSub(rb, o.k(1)));
+  llvm::Value* step =
+      b.CreateSelect(b.CreateFCmpOLT(fabs_back, fabs_d), o.add(rb, 1), b.CreateSub(rb, o.k(1)));
   return o.real(b.CreateSelect(b.CreateAnd(inexact, even), step, rb));
 }
 

@@ -29,7 +29,9 @@ llvm::Value* lanes_of(llvm::IRBuilderBase& b, llvm::Value* v, int first, int cou
 }
 
 llvm::Value* concat_lanes(llvm::IRBuilderBase& b, std::vector<llvm::Value*> parts) {
-  auto lanes = [](llvm::Value* v) { return static_cast<int>(llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements()); };
+  auto lanes = [](llvm::Value* v) {
+    return static_cast<int>(llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements());
+  };
   // Pairs, until one is left; a shuffle takes two vectors of one type, so the shorter of a pair
   // is widened (with poison lanes) first.
   while (parts.size() > 1) {
@@ -57,8 +59,8 @@ llvm::Value* concat_lanes(llvm::IRBuilderBase& b, std::vector<llvm::Value*> part
 namespace {
 
 bool is_u8s8(DataType acc, DataType a, DataType b) {
-  return acc.element_of() == kInt32 && a.element_of() == DataType::UInt(8) && b.element_of() == DataType::Int(8) &&
-         a.lanes() == 4;
+  return acc.element_of() == kInt32 && a.element_of() == DataType::UInt(8) &&
+         b.element_of() == DataType::Int(8) && a.lanes() == 4;
 }
 bool is_bf16(DataType acc, DataType a, DataType b) {
   return acc.element_of() == kFloat32 && a.is_bfloat16() && b.is_bfloat16() && a.lanes() == 2;
@@ -82,20 +84,21 @@ int native_lanes(DataType acc, DataType a, DataType b, const std::string& f) {
 }
 
 // One native instruction over `w` accumulator lanes.
-llvm::Value* native(llvm::IRBuilderBase& b, bool u8s8, int w, llvm::Value* acc, llvm::Value* a, llvm::Value* bv) {
+llvm::Value* native(llvm::IRBuilderBase& b, bool u8s8, int w, llvm::Value* acc, llvm::Value* a,
+                    llvm::Value* bv) {
   llvm::Module* m = b.GetInsertBlock()->getModule();
   llvm::Type* i32 = b.getInt32Ty();
   // a's group (4 bytes, or 2 bfloat16) is one 32-bit element, the same in every lane.
   llvm::Value* a_splat = b.CreateVectorSplat(w, b.CreateBitCast(a, i32));
   llvm::Value* b_words = b.CreateBitCast(bv, llvm::FixedVectorType::get(i32, w));
   if (u8s8) {
-    llvm::Intrinsic::ID id = w == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+    llvm::Intrinsic::ID id = w == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
                              : w == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
                                       : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
     // vpdpbusd's first source is the unsigned one.
     return b.CreateCall(llvm::Intrinsic::getDeclaration(m, id), {acc, a_splat, b_words});
   }
-  llvm::Intrinsic::ID id = w == 16 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
+  llvm::Intrinsic::ID id = w == 16  ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
                            : w == 8 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256
                                     : llvm::Intrinsic::x86_avx512bf16_dpbf16ps_128;
 #if LLVM_VERSION_MAJOR >= 17
@@ -128,19 +131,22 @@ llvm::Value* portable(llvm::IRBuilderBase& b, const GroupDotOperands& o) {
     for (int i = 0; i < n; ++i) idx.push_back(g * i + t);
     llvm::Value* bt = b.CreateShuffleVector(bv, idx);
     llvm::Value* at = b.CreateVectorSplat(n, b.CreateExtractElement(a, b.getInt64(t)));
-    acc = o.acc_t.is_integer() ? b.CreateAdd(acc, b.CreateMul(at, bt)) : b.CreateFAdd(acc, b.CreateFMul(at, bt));
+    acc = o.acc_t.is_integer() ? b.CreateAdd(acc, b.CreateMul(at, bt))
+                               : b.CreateFAdd(acc, b.CreateFMul(at, bt));
   }
   return acc;
 }
 
 }  // namespace
 
-std::string group_dot_instruction(DataType acc, DataType a, DataType b, const std::string& features) {
+std::string group_dot_instruction(DataType acc, DataType a, DataType b,
+                                  const std::string& features) {
   if (!native_lanes(acc, a, b, features)) return "";
   return is_u8s8(acc, a, b) ? "vpdpbusd" : "vdpbf16ps";
 }
 
-llvm::Value* emit_group_dot(llvm::IRBuilderBase& b, const std::string& features, const GroupDotOperands& o) {
+llvm::Value* emit_group_dot(llvm::IRBuilderBase& b, const std::string& features,
+                            const GroupDotOperands& o) {
   const int w = native_lanes(o.acc_t, o.a_t, o.b_t, features);
   if (!w) return portable(b, o);
   const bool u8s8 = is_u8s8(o.acc_t, o.a_t, o.b_t);

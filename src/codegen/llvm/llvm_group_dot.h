@@ -30,10 +30,12 @@ llvm::Value* lanes_of(llvm::IRBuilderBase& b, llvm::Value* v, int first, int cou
 llvm::Value* concat_lanes(llvm::IRBuilderBase& b, std::vector<llvm::Value*> parts);
 
 // `features`: the function's LLVM feature string ("+avx512vnni,+avx512vl,...").
-llvm::Value* emit_group_dot(llvm::IRBuilderBase& b, const std::string& features, const GroupDotOperands& ops);
+llvm::Value* emit_group_dot(llvm::IRBuilderBase& b, const std::string& features,
+                            const GroupDotOperands& ops);
 
 // The instruction emit_group_dot uses for these types on a CPU with `features` ("vpdpbusd",
 // "vdpbf16ps"), or "" where it emits plain vector code.
-std::string group_dot_instruction(DataType acc, DataType a, DataType b, const std::string& features);
+std::string group_dot_instruction(DataType acc, DataType a, DataType b,
+                                  const std::string& features);
 
 }  // namespace tyche::codegen::detail

@@ -18,13 +18,13 @@
 #include <fstream>
 #include <mutex>
 
-#include "target/cpu.h"
+#include "codegen/export/runtime_symbols.h"
 #include "codegen/llvm/llvm_codegen.h"
 #include "codegen/llvm/llvm_emitter.h"
-#include "codegen/export/runtime_symbols.h"
 #include "ir/op.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "target/cpu.h"
 
 namespace tyche::codegen {
 
@@ -76,25 +76,30 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
 }
 
 // Code generation consumes the module it runs on.
-std::string emit_file(llvm::Module& m, const target::Cpu& cpu, llvm::CodeGenFileType type, bool pic = false) {
+std::string emit_file(llvm::Module& m, const target::Cpu& cpu, llvm::CodeGenFileType type,
+                      bool pic = false) {
   auto tm = unwrap(target_builder(cpu, pic).createTargetMachine(), "target machine");
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, type)) throw Error("codegen: this target cannot emit that file type");
+  if (tm->addPassesToEmitFile(pm, os, nullptr, type))
+    throw Error("codegen: this target cannot emit that file type");
   pm.run(m);
   return std::string(buffer.begin(), buffer.end());
 }
 
 // The same from a module that must stay as it is (the kept copy).
-std::string emit_file_from_copy(const llvm::Module& m, const target::Cpu& cpu, llvm::CodeGenFileType type) {
+std::string emit_file_from_copy(const llvm::Module& m, const target::Cpu& cpu,
+                                llvm::CodeGenFileType type) {
   std::unique_ptr<llvm::Module> clone = llvm::CloneModule(m);
   return emit_file(*clone, cpu, type);
 }
 
 // Emits, verifies and optimizes the module for `cpu`.
-std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const target::Cpu& cpu,
-                                               const CompileOptions& options, bool for_export = false) {
+std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx,
+                                               const target::Cpu& cpu,
+                                               const CompileOptions& options,
+                                               bool for_export = false) {
   detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes,
                          .cpu = cpu.llvm_cpu,
                          .features = cpu.feature_string,
@@ -110,7 +115,8 @@ std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm
   if (for_export) mod->setPICLevel(llvm::PICLevel::BigPIC);
   std::string verify_errors;
   llvm::raw_string_ostream verify_os(verify_errors);
-  if (llvm::verifyModule(*mod, &verify_os)) throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
+  if (llvm::verifyModule(*mod, &verify_os))
+    throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
   optimize(*mod, *tm);
   return mod;
 }
@@ -118,18 +124,22 @@ std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm
 // A JIT with the runtime's symbols and the process's (libc, libm, libgcc_s) available. Generated
 // code calls nothing else: no compiler-rt helpers (codegen tests check every CPU level).
 std::unique_ptr<llvm::orc::LLJIT> make_jit(const target::Cpu& cpu) {
-  auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target_builder(cpu)).create(), "creating the JIT");
+  auto jit =
+      unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(target_builder(cpu)).create(),
+             "creating the JIT");
   llvm::orc::JITDylib& jd = jit->getMainJITDylib();
   llvm::orc::SymbolMap runtime_symbols;
   auto add = [&](const char* name, void* fn) {
-    runtime_symbols[jit->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn), llvm::JITSymbolFlags::Exported};
+    runtime_symbols[jit->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                                                   llvm::JITSymbolFlags::Exported};
   };
   add("tyche_parallel_for", reinterpret_cast<void*>(&tyche_parallel_for));
   add("tyche_alloc", reinterpret_cast<void*>(&tyche_alloc));
   add("tyche_free", reinterpret_cast<void*>(&tyche_free));
   add("tyche_request_tiles", reinterpret_cast<void*>(&tyche_request_tiles));
   check(jd.define(llvm::orc::absoluteSymbols(std::move(runtime_symbols))), "runtime symbols");
-  jd.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit->getDataLayout().getGlobalPrefix()),
+  jd.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+                             jit->getDataLayout().getGlobalPrefix()),
                          "process symbols"));
   return jit;
 }
@@ -150,7 +160,8 @@ std::vector<int64_t> elems_of(const ir::PrimFunc& f) {
 
 class LLVMKernel : public CompiledKernel {
  public:
-  LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options) : cpu_(&target::resolve_cpu(options.cpu)) {
+  LLVMKernel(const ir::PrimFunc& lowered, const CompileOptions& options)
+      : cpu_(&target::resolve_cpu(options.cpu)) {
     auto start = std::chrono::steady_clock::now();
     target::check_runs_on_host(*cpu_);
     name_ = lowered->name;
@@ -164,23 +175,29 @@ class LLVMKernel : public CompiledKernel {
     // timed in tuning is the code that runs here.
     std::string obj = emit_file(*mod, *cpu_, llvm::CodeGenFileType::ObjectFile);
     jit_ = make_jit(*cpu_);
-    check(jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(obj, name_ + ".o")), "loading the object");
+    check(jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(obj, name_ + ".o")),
+          "loading the object");
     auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
     entry_ = addr.toPtr<runtime::PackedFunc>();
-    compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    compile_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   // A kernel loaded from an object file.
-  LLVMKernel(const std::string& object_path, const std::string& name) : cpu_(&target::resolve_cpu("host")) {
+  LLVMKernel(const std::string& object_path, const std::string& name)
+      : cpu_(&target::resolve_cpu("host")) {
     auto start = std::chrono::steady_clock::now();
     name_ = name;
     auto buffer = llvm::MemoryBuffer::getFile(object_path);
-    if (!buffer) throw Error(fmt::format("cannot read object file '{}': {}", object_path, buffer.getError().message()));
+    if (!buffer)
+      throw Error(fmt::format("cannot read object file '{}': {}", object_path,
+                              buffer.getError().message()));
     jit_ = make_jit(*cpu_);
     check(jit_->addObjectFile(std::move(*buffer)), "loading the object file");
     auto addr = unwrap(jit_->lookup(detail::packed_name(name_)), "looking up the kernel");
     entry_ = addr.toPtr<runtime::PackedFunc>();
-    compile_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    compile_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   ~LLVMKernel() override {
@@ -194,16 +211,20 @@ class LLVMKernel : public CompiledKernel {
     kept().print(os, nullptr);
     return os.str();
   }
-  std::string assembly() const override { return emit_file_from_copy(kept(), *cpu_, llvm::CodeGenFileType::AssemblyFile); }
+  std::string assembly() const override {
+    return emit_file_from_copy(kept(), *cpu_, llvm::CodeGenFileType::AssemblyFile);
+  }
   void save_object(const std::string& path) const override {
     std::string obj = emit_file_from_copy(kept(), *cpu_, llvm::CodeGenFileType::ObjectFile);
     std::ofstream out(path, std::ios::binary);
-    if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size()))) throw Error(fmt::format("cannot write '{}'", path));
+    if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size())))
+      throw Error(fmt::format("cannot write '{}'", path));
   }
 
  private:
   const llvm::Module& kept() const {
-    if (!kept_) throw Error("codegen: compile with keep_module to get the IR, assembly or object file");
+    if (!kept_)
+      throw Error("codegen: compile with keep_module to get the IR, assembly or object file");
     return *kept_;
   }
 
@@ -227,34 +248,40 @@ void CompiledKernel::run(std::vector<runtime::NDArray>& args) const {
     return;
   }
   if (args.size() != param_elems_.size())
-    throw Error(fmt::format("kernel '{}' takes {} buffers, got {}", name_, param_elems_.size(), args.size()));
+    throw Error(fmt::format("kernel '{}' takes {} buffers, got {}", name_, param_elems_.size(),
+                            args.size()));
   std::vector<void*> ptrs;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].numel() != param_elems_[i] || args[i].dtype() != param_dtypes_[i])
-      throw Error(fmt::format("kernel '{}': argument {} is {} elements of {}, expected {} of {}", name_, i, args[i].numel(),
-                              args[i].dtype().str(), param_elems_[i], param_dtypes_[i].str()));
+      throw Error(fmt::format("kernel '{}': argument {} is {} elements of {}, expected {} of {}",
+                              name_, i, args[i].numel(), args[i].dtype().str(), param_elems_[i],
+                              param_dtypes_[i].str()));
     ptrs.push_back(args[i].data());
   }
   run(ptrs.data());
 }
 
-std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered, const CompileOptions& options) {
+std::unique_ptr<CompiledKernel> compile(const ir::PrimFunc& lowered,
+                                        const CompileOptions& options) {
   return std::make_unique<LLVMKernel>(lowered, options);
 }
 
-void compile_to_object(const ir::PrimFunc& lowered, const std::string& path, const CompileOptions& options) {
+void compile_to_object(const ir::PrimFunc& lowered, const std::string& path,
+                       const CompileOptions& options) {
   const target::Cpu& cpu = target::resolve_cpu(options.cpu);
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> mod = optimized_module(lowered, ctx, cpu, options);
   std::string obj = emit_file(*mod, cpu, llvm::CodeGenFileType::ObjectFile);
   std::ofstream out(path, std::ios::binary);
-  if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size()))) throw Error(fmt::format("cannot write '{}'", path));
+  if (!out.write(obj.data(), static_cast<std::streamsize>(obj.size())))
+    throw Error(fmt::format("cannot write '{}'", path));
 }
 
 std::string compile_export_object(const ir::PrimFunc& lowered, const CompileOptions& options) {
   const target::Cpu& cpu = target::resolve_cpu(options.cpu);
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> mod = optimized_module(lowered, ctx, cpu, options, /*for_export=*/true);
+  std::unique_ptr<llvm::Module> mod =
+      optimized_module(lowered, ctx, cpu, options, /*for_export=*/true);
   return emit_file(*mod, cpu, llvm::CodeGenFileType::ObjectFile, /*pic=*/true);
 }
 
@@ -268,7 +295,8 @@ std::string export_object(llvm::Module& mod, const std::string& cpu_name) {
   mod.setPICLevel(llvm::PICLevel::BigPIC);
   std::string verify_errors;
   llvm::raw_string_ostream verify_os(verify_errors);
-  if (llvm::verifyModule(mod, &verify_os)) throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
+  if (llvm::verifyModule(mod, &verify_os))
+    throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
   return emit_file(mod, cpu, llvm::CodeGenFileType::ObjectFile, /*pic=*/true);
 }
 
@@ -278,7 +306,8 @@ std::unique_ptr<CompiledKernel> load_object(const std::string& path, const std::
   return std::make_unique<LLVMKernel>(path, name);
 }
 
-runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered, const CompileOptions& options) {
+runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered,
+                             const CompileOptions& options) {
   runtime::Module m;
   for (const ir::PrimFunc& f : lowered) {
     std::shared_ptr<CompiledKernel> k = compile(f, options);
@@ -286,6 +315,5 @@ runtime::Module build_module(const std::vector<ir::PrimFunc>& lowered, const Com
   }
   return m;
 }
-
 
 }  // namespace tyche::codegen

@@ -3,7 +3,8 @@
 namespace tyche::codegen::detail {
 
 llvm::Type* same_shape(llvm::Type* like, llvm::Type* elem) {
-  if (auto* v = llvm::dyn_cast<llvm::VectorType>(like)) return llvm::VectorType::get(elem, v->getElementCount());
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(like))
+    return llvm::VectorType::get(elem, v->getElementCount());
   return elem;
 }
 
@@ -17,19 +18,31 @@ struct Exact {
   llvm::Type* f;
   llvm::Type* i;
   llvm::Value* c(float v) const { return llvm::ConstantFP::get(f, v); }
-  llvm::Value* k(int32_t v) const { return llvm::ConstantInt::get(i, static_cast<uint64_t>(static_cast<int64_t>(v)), true); }
+  llvm::Value* k(int32_t v) const {
+    return llvm::ConstantInt::get(i, static_cast<uint64_t>(static_cast<int64_t>(v)), true);
+  }
   llvm::Value* ins(llvm::Instruction::BinaryOps op, llvm::Value* x, llvm::Value* y) const {
     return b.Insert(llvm::BinaryOperator::Create(op, x, y));
   }
-  llvm::Value* add(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FAdd, x, y); }
-  llvm::Value* sub(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FSub, x, y); }
-  llvm::Value* mul(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FMul, x, y); }
+  llvm::Value* add(llvm::Value* x, llvm::Value* y) const {
+    return ins(llvm::Instruction::FAdd, x, y);
+  }
+  llvm::Value* sub(llvm::Value* x, llvm::Value* y) const {
+    return ins(llvm::Instruction::FSub, x, y);
+  }
+  llvm::Value* mul(llvm::Value* x, llvm::Value* y) const {
+    return ins(llvm::Instruction::FMul, x, y);
+  }
   llvm::Value* fma(llvm::Value* x, llvm::Value* y, llvm::Value* z) const {
     return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f}, {x, y, z});
   }
-  llvm::Value* div(llvm::Value* x, llvm::Value* y) const { return ins(llvm::Instruction::FDiv, x, y); }
+  llvm::Value* div(llvm::Value* x, llvm::Value* y) const {
+    return ins(llvm::Instruction::FDiv, x, y);
+  }
   // 2^n for integer n in [-126, 127], as float bits.
-  llvm::Value* pow2(llvm::Value* n) const { return b.CreateBitCast(b.CreateShl(b.CreateAdd(n, k(127)), k(23)), f); }
+  llvm::Value* pow2(llvm::Value* n) const {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(n, k(127)), k(23)), f);
+  }
 };
 
 }  // namespace
@@ -50,7 +63,8 @@ llvm::Value* f32_exp(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Value* r = e.sub(e.sub(x, e.mul(nf, e.c(0.693359375f))), e.mul(nf, e.c(-2.12194440e-4f)));
   // e^r on |r| <= ln 2 / 2 (Cephes' expf coefficients).
   llvm::Value* p = e.c(1.9875691500e-4f);
-  for (float coef : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+  for (float coef :
+       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
     p = e.fma(p, r, e.c(coef));
   p = e.add(e.fma(e.mul(p, r), r, r), e.c(1.0f));
   // p * 2^n as p * 2^(n/2) * 2^(n - n/2): both factors normal for n in [-151, 129]; the first
@@ -65,13 +79,15 @@ llvm::Value* f32_erf(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Value* z = e.mul(a, a);
   // Small |x|: 2/sqrt(pi) * a * sum_k (-z)^k / (k! (2k+1)), k = 0..7, by Horner in z.
   llvm::Value* s = e.c(-1.0f / 75600.0f);
-  for (float coef : {1.0f / 9360.0f, -1.0f / 1320.0f, 1.0f / 216.0f, -1.0f / 42.0f, 1.0f / 10.0f, -1.0f / 3.0f, 1.0f})
+  for (float coef : {1.0f / 9360.0f, -1.0f / 1320.0f, 1.0f / 216.0f, -1.0f / 42.0f, 1.0f / 10.0f,
+                     -1.0f / 3.0f, 1.0f})
     s = e.fma(s, z, e.c(coef));
   s = e.mul(e.mul(s, a), e.c(1.12837916709551257f));
   // Large |x|: 1 - (a1 t + ... + a5 t^5) e^(-z).
   llvm::Value* t = e.div(e.c(1.0f), e.fma(a, e.c(0.3275911f), e.c(1.0f)));
   llvm::Value* q = e.c(1.061405429f);
-  for (float coef : {-1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f}) q = e.fma(q, t, e.c(coef));
+  for (float coef : {-1.453152027f, 1.421413741f, -0.284496736f, 0.254829592f})
+    q = e.fma(q, t, e.c(coef));
   q = e.mul(q, t);
   llvm::Value* big = e.sub(e.c(1.0f), e.mul(q, f32_exp(b, e.sub(e.c(0.0f), z))));
   // Both sides are computed (a select vectorizes); NaN compares false and takes the large side,

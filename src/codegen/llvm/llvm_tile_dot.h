@@ -18,13 +18,14 @@
 
 namespace tyche::codegen::detail {
 
-llvm::Value* emit_tile_dot(llvm::IRBuilderBase& b, const std::string& features, const GroupDotOperands& ops,
-                           const ir::TileDotShape& shape);
+llvm::Value* emit_tile_dot(llvm::IRBuilderBase& b, const std::string& features,
+                           const GroupDotOperands& ops, const ir::TileDotShape& shape);
 
 // The AMX instruction for these types and shape on a CPU with `features` ("tdpbusd", "tdpbf16ps"),
 // or "" where emit_amx_tile_dot cannot be used: M <= 16 rows, N * 4 <= 64 bytes of acc per row,
 // a's rows 64 bytes or a multiple of 64.
-std::string amx_instruction(DataType acc, DataType a, DataType b, const ir::TileDotShape& shape, const std::string& features);
+std::string amx_instruction(DataType acc, DataType a, DataType b, const ir::TileDotShape& shape,
+                            const std::string& features);
 
 // A tile in memory: rows of consecutive elements, `stride` bytes apart.
 struct TileInMemory {
@@ -32,7 +33,8 @@ struct TileInMemory {
   int64_t stride;
 };
 // out = acc + a x b (b packed as tile_dot's), where amx_instruction names an instruction.
-void emit_amx_tile_dot(llvm::IRBuilderBase& b, const std::string& instruction, const ir::TileDotShape& shape, int a_bytes,
-                       TileInMemory acc, TileInMemory a, TileInMemory bm, TileInMemory out);
+void emit_amx_tile_dot(llvm::IRBuilderBase& b, const std::string& instruction,
+                       const ir::TileDotShape& shape, int a_bytes, TileInMemory acc, TileInMemory a,
+                       TileInMemory bm, TileInMemory out);
 
 }  // namespace tyche::codegen::detail

@@ -47,10 +47,14 @@ struct SharedAccesses {
       if (reads.count(b)) return true;
     return false;
   }
-  const ir::BufferNode* any() const { return !writes.empty() ? *writes.begin() : reads.empty() ? nullptr : *reads.begin(); }
+  const ir::BufferNode* any() const {
+    return !writes.empty() ? *writes.begin() : reads.empty() ? nullptr : *reads.begin();
+  }
 };
 
-bool is_shared(const ir::Buffer& b) { return b->scope.starts_with("shared"); }
+bool is_shared(const ir::Buffer& b) {
+  return b->scope.starts_with("shared");
+}
 
 // Shared buffers whose accesses need no barrier from this pass: a software-pipelined loop's
 // versions, fenced by the loop's own barrier (its annotation names them).
@@ -73,7 +77,8 @@ SharedAccesses accesses_of(const ir::Stmt& s, const Fenced& fenced) {
       // A tensor core's store writes through its memory operand (an element, not a read).
       // So does an asynchronous copy (its data is there once the thread waited for it).
       if (n->op == ir::CallOp::kWarpMatrixStore || n->op == ir::CallOp::kAsyncCopy) {
-        if (auto* m = n->args[0].as<ir::BufferLoadNode>(); m && counts(m->buffer)) out.writes.insert(m->buffer.get());
+        if (auto* m = n->args[0].as<ir::BufferLoadNode>(); m && counts(m->buffer))
+          out.writes.insert(m->buffer.get());
         for (size_t a = 1; a < n->args.size(); ++a) visit_expr(n->args[a]);
         return;
       }
@@ -88,7 +93,8 @@ SharedAccesses accesses_of(const ir::Stmt& s, const Fenced& fenced) {
 Fenced pipelined_buffers(const ir::ForNode* f) {
   Fenced out;
   auto it = f->annotations.find(ir::ann::kPipelinedSharedBuffers);
-  const std::string* names = it == f->annotations.end() ? nullptr : std::get_if<std::string>(&it->second);
+  const std::string* names =
+      it == f->annotations.end() ? nullptr : std::get_if<std::string>(&it->second);
   for (size_t at = 0; names && at <= names->size();) {
     size_t comma = std::min(names->find(',', at), names->size());
     if (comma > at) out.insert(names->substr(at, comma - at));
@@ -97,7 +103,9 @@ Fenced pipelined_buffers(const ir::ForNode* f) {
   return out;
 }
 
-ir::Stmt barrier() { return ir::evaluate(ir::call(ir::CallOp::kThreadBarrier, {})); }
+ir::Stmt barrier() {
+  return ir::evaluate(ir::call(ir::CallOp::kThreadBarrier, {}));
+}
 
 class BarrierInserter {
  public:
@@ -109,7 +117,9 @@ class BarrierInserter {
   }
 
  private:
-  bool uniform(const ir::Expr& e) const { return !ir::uses_any(e, thread_vars_) && !ir::loads_buffer(e); }
+  bool uniform(const ir::Expr& e) const {
+    return !ir::uses_any(e, thread_vars_) && !ir::loads_buffer(e);
+  }
 
   ir::Stmt visit(const ir::Stmt& s, SharedAccesses& state) {
     switch (s.kind()) {
@@ -150,15 +160,17 @@ class BarrierInserter {
           next.add(end);
           if (next == entry || round == 8) {
             state = next;
-            if (!before.empty() && starts_with_barrier(body)) before.clear();  // the body's own serves both
-            before.push_back(ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, body, f->thread_tag, f->annotations));
+            if (!before.empty() && starts_with_barrier(body))
+              before.clear();  // the body's own serves both
+            before.push_back(ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, body,
+                                          f->thread_tag, f->annotations));
             fenced_ = std::move(outside);
             return ir::seq(std::move(before));
           }
           entry = next;
         }
       }
-      default: {  // a store or an evaluation: one step
+      default: {              // a store or an evaluation: one step
         if (is_barrier(s)) {  // one already there (a software pipeline's)
           state.clear();
           return s;
@@ -183,9 +195,11 @@ class BarrierInserter {
     }
     if (needs_barrier) {
       SharedAccesses all = accesses_of(s, fenced_);
-      throw Error(fmt::format("GPU lowering: shared buffer '{}' is written and read by different threads under a condition on the "
-                              "thread index, where not every thread can wait at a barrier",
-                              all.any() ? all.any()->name : "?"));
+      throw Error(
+          fmt::format("GPU lowering: shared buffer '{}' is written and read by different threads "
+                      "under a condition on the "
+                      "thread index, where not every thread can wait at a barrier",
+                      all.any() ? all.any()->name : "?"));
     }
     SharedAccesses a = accesses_of(s, fenced_);
     if (state.conflicts(a)) {
@@ -212,7 +226,8 @@ class BarrierInserter {
     return c && c->op == ir::CallOp::kThreadBarrier;
   }
   static bool starts_with_barrier(const ir::Stmt& s) {
-    if (auto* q = s.as<ir::SeqStmtNode>()) return !q->seq.empty() && starts_with_barrier(q->seq.front());
+    if (auto* q = s.as<ir::SeqStmtNode>())
+      return !q->seq.empty() && starts_with_barrier(q->seq.front());
     if (auto* a = s.as<ir::AllocateNode>()) return starts_with_barrier(a->body);
     return is_barrier(s);
   }
@@ -233,21 +248,26 @@ class KernelFinder : public ir::StmtExprMutator {
     if (n->for_kind != ir::ForKind::kThreadBinding) return StmtExprMutator::mutate_for(n, self);
     if (n->thread_tag.starts_with("threadIdx")) thread_vars_.insert(n->loop_var.get());
     ir::Stmt body = n->body;
-    if (auto* inner = body.as<ir::ForNode>(); inner && inner->for_kind == ir::ForKind::kThreadBinding) {
+    if (auto* inner = body.as<ir::ForNode>();
+        inner && inner->for_kind == ir::ForKind::kThreadBinding) {
       body = mutate_stmt(body);
     } else {
       body = BarrierInserter(thread_vars_).run(body);
       thread_vars_.clear();
     }
-    return ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, body, n->thread_tag, n->annotations);
+    return ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, body, n->thread_tag,
+                        n->annotations);
   }
 
  private:
-  ir::VarSet thread_vars_;  // the thread indices of the launch loops entered (block indices are uniform)
+  ir::VarSet
+      thread_vars_;  // the thread indices of the launch loops entered (block indices are uniform)
 };
 
 }  // namespace
 
-ir::PrimFunc insert_thread_barriers(const ir::PrimFunc& func) { return func.with_body(KernelFinder().mutate_stmt(func->body)); }
+ir::PrimFunc insert_thread_barriers(const ir::PrimFunc& func) {
+  return func.with_body(KernelFinder().mutate_stmt(func->body));
+}
 
 }  // namespace tyche::lower

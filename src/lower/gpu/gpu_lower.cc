@@ -13,21 +13,26 @@ namespace tyche::lower {
 
 namespace {
 
-int dimension(const std::string& tag) { return tag.back() - 'x'; }
+int dimension(const std::string& tag) {
+  return tag.back() - 'x';
+}
 
 // Parallel loops have no meaning inside a kernel: the GPU's threads are its parallelism.
 void refuse_parallel_loops(const ir::PrimFunc& func) {
   ir::post_order_visit(func->body, [](const ir::Stmt& s) {
     auto* f = s.as<ir::ForNode>();
     if (f && f->for_kind == ir::ForKind::kParallel)
-      throw Error(fmt::format("GPU lowering: loop '{}' is parallel (a CPU schedule): bind it to blockIdx/threadIdx instead",
-                              f->loop_var.name()));
+      throw Error(
+          fmt::format("GPU lowering: loop '{}' is parallel (a CPU schedule): bind it to "
+                      "blockIdx/threadIdx instead",
+                      f->loop_var.name()));
   });
 }
 
 class KernelSplitter {
  public:
-  KernelSplitter(GpuProgram& program, bool fragment_tiles) : program_(program), fragment_tiles_(fragment_tiles) {}
+  KernelSplitter(GpuProgram& program, bool fragment_tiles)
+      : program_(program), fragment_tiles_(fragment_tiles) {}
 
   void top(const ir::Stmt& s) {
     if (auto* a = s.as<ir::AllocateNode>()) {
@@ -96,25 +101,29 @@ GpuProgram split_kernels(const ir::PrimFunc& func, bool fragment_tiles) {
   return program;
 }
 
-GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options, const GpuLowerOptions& gpu) {
+GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options,
+                     const GpuLowerOptions& gpu) {
   ir::PrimFunc f = func;
   std::vector<std::string> notes;
   auto pass = [&](const char* name, auto&& run) {
     f = run(f);
     if (options.log) options.log(name, f);
   };
-  pass("lower_cross_thread_reductions", [&](const ir::PrimFunc& x) { return lower_cross_thread_reductions(x, gpu.cuda); });
+  pass("lower_cross_thread_reductions",
+       [&](const ir::PrimFunc& x) { return lower_cross_thread_reductions(x, gpu.cuda); });
   pass("lower_blocks", [&](const ir::PrimFunc& x) { return lower_blocks(x, &notes, true); });
   refuse_parallel_loops(f);
   pass("compact_buffers", [](const ir::PrimFunc& x) { return compact_buffers(x); });
   pass("bind_gpu_threads", [](const ir::PrimFunc& x) { return bind_gpu_threads(x); });
-  if (gpu.cuda) pass("lower_warp_matrix_ops", [](const ir::PrimFunc& x) { return lower_warp_matrix_ops(x); });
+  if (gpu.cuda)
+    pass("lower_warp_matrix_ops", [](const ir::PrimFunc& x) { return lower_warp_matrix_ops(x); });
   pass("flatten_buffers", [](const ir::PrimFunc& x) { return flatten_buffers(x); });
   pass("simplify", [](const ir::PrimFunc& x) { return simplify(x); });
   pass("vectorize_loops", [&](const ir::PrimFunc& x) { return vectorize_loops(x, &notes); });
   pass("unroll_loops", [&](const ir::PrimFunc& x) { return unroll_loops(x, &notes); });
   pass("simplify", [](const ir::PrimFunc& x) { return simplify(x); });
-  pass("pipeline_shared_copies", [&](const ir::PrimFunc& x) { return pipeline_shared_copies(x, gpu.cuda && gpu.sm >= 80); });
+  pass("pipeline_shared_copies",
+       [&](const ir::PrimFunc& x) { return pipeline_shared_copies(x, gpu.cuda && gpu.sm >= 80); });
   pass("insert_thread_barriers", [](const ir::PrimFunc& x) { return insert_thread_barriers(x); });
   GpuProgram program = split_kernels(f, gpu.cuda);
   program.notes = std::move(notes);

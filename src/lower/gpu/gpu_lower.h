@@ -33,7 +33,7 @@ struct GpuKernel {
   std::vector<ThreadIndex> indices;
   std::vector<ir::Buffer> buffers;  // the global buffers it accesses, in the program's order
   std::vector<ir::Buffer> shared;   // its shared-memory buffers (1-d, constant sizes)
-  int64_t shared_bytes = 0;  // kernel_resources(*this).shared_bytes (gpu_resources.h)
+  int64_t shared_bytes = 0;         // kernel_resources(*this).shared_bytes (gpu_resources.h)
   // Its fragments are arrays of 16 x 16 tiles, each a thread's registers (lowered for CUDA by
   // lower_warp_matrix_ops); otherwise a fragment is a plain array of its elements.
   bool fragment_tiles = false;
@@ -64,7 +64,8 @@ struct GpuLowerOptions {
     return {.cuda = kind == "cuda", .sm = compute_capability};
   }
 };
-GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options = {}, const GpuLowerOptions& gpu = {});
+GpuProgram lower_gpu(const ir::PrimFunc& func, const LowerOptions& options = {},
+                     const GpuLowerOptions& gpu = {});
 
 // ---- the GPU passes, in pipeline order (each also callable alone for tests) ----
 // A reduction block whose reduce iterators use a loop bound to threadIdx: each thread folds its

@@ -13,14 +13,17 @@ namespace tyche::lower {
 
 namespace {
 
-int64_t round_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+int64_t round_up(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
 
 // The array one thread declares for a buffer allocated inside a kernel: a fragment of tiles is
 // their registers (32-bit words), anything else its elements.
 int64_t thread_array_bytes(const ir::Buffer& b, bool fragment_tiles) {
   int64_t bytes = gpu_array_bytes(b);
   if (!fragment_tiles || !ir::is_fragment_scope(b->scope)) return bytes;
-  return arith::sat_mul(bytes / gpu_element_bytes(b->dtype), int64_t{4} * fragment_tile_registers(b));
+  return arith::sat_mul(bytes / gpu_element_bytes(b->dtype),
+                        int64_t{4} * fragment_tile_registers(b));
 }
 
 // The most bytes the arrays allocated under `s` hold at once: an allocation's body runs within
@@ -30,19 +33,24 @@ int64_t local_bytes(const ir::Stmt& s, bool fragment_tiles) {
   switch (s.kind()) {
     case ir::StmtKind::kAllocate: {
       auto* a = s.as<ir::AllocateNode>();
-      return arith::sat_add(thread_array_bytes(a->buffer, fragment_tiles), local_bytes(a->body, fragment_tiles));
+      return arith::sat_add(thread_array_bytes(a->buffer, fragment_tiles),
+                            local_bytes(a->body, fragment_tiles));
     }
     case ir::StmtKind::kSeqStmt: {
       int64_t most = 0;
-      for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) most = std::max(most, local_bytes(c, fragment_tiles));
+      for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq)
+        most = std::max(most, local_bytes(c, fragment_tiles));
       return most;
     }
     case ir::StmtKind::kIfThenElse: {
       auto* i = s.as<ir::IfThenElseNode>();
-      return std::max(local_bytes(i->then_case, fragment_tiles), local_bytes(i->else_case, fragment_tiles));
+      return std::max(local_bytes(i->then_case, fragment_tiles),
+                      local_bytes(i->else_case, fragment_tiles));
     }
-    case ir::StmtKind::kFor: return local_bytes(s.as<ir::ForNode>()->body, fragment_tiles);
-    default: return 0;
+    case ir::StmtKind::kFor:
+      return local_bytes(s.as<ir::ForNode>()->body, fragment_tiles);
+    default:
+      return 0;
   }
 }
 
@@ -69,11 +77,15 @@ class VectorWidth : public ir::StmtExprVisitor {
 
 }  // namespace
 
-int64_t gpu_element_bytes(DataType dtype) { return dtype.is_bool() ? 1 : dtype.bytes(); }
+int64_t gpu_element_bytes(DataType dtype) {
+  return dtype.is_bool() ? 1 : dtype.bytes();
+}
 
 int64_t gpu_array_bytes(const ir::Buffer& b) {
   auto size = ir::as_const_int(b->shape.at(0));
-  if (!size) throw Error(fmt::format("GPU lowering: {} buffer '{}' has a size that is not constant", b->scope, b->name));
+  if (!size)
+    throw Error(fmt::format("GPU lowering: {} buffer '{}' has a size that is not constant",
+                            b->scope, b->name));
   return arith::sat_mul(*size, gpu_element_bytes(b->dtype));
 }
 
@@ -86,7 +98,8 @@ GpuKernelResources kernel_resources(const GpuKernel& kernel) {
   GpuKernelResources r;
   r.threads = arith::sat_mul(arith::sat_mul(kernel.block[0], kernel.block[1]), kernel.block[2]);
   for (const ir::Buffer& b : kernel.shared)
-    r.shared_bytes = arith::sat_add(round_up(r.shared_bytes, kSharedArrayAlignment), gpu_array_bytes(b));
+    r.shared_bytes =
+        arith::sat_add(round_up(r.shared_bytes, kSharedArrayAlignment), gpu_array_bytes(b));
   r.local_bytes = local_bytes(kernel.body, kernel.fragment_tiles);
   VectorWidth width;
   width.visit_stmt(kernel.body);

@@ -25,7 +25,7 @@ int64_t gpu_array_bytes(const ir::Buffer& buffer);
 int fragment_tile_registers(const ir::Buffer& fragment);
 
 struct GpuKernelResources {
-  int64_t threads = 1;       // per block: the block's extents multiplied
+  int64_t threads = 1;  // per block: the block's extents multiplied
   // Per block: the kernel's shared arrays (GpuKernel::shared, pipelined ones with all their
   // versions) in their order, each starting at a multiple of kSharedArrayAlignment.
   int64_t shared_bytes = 0;

@@ -40,7 +40,9 @@ namespace tyche::lower {
 
 namespace {
 
-bool is_shared(const ir::BufferNode* b) { return b->scope.starts_with("shared"); }
+bool is_shared(const ir::BufferNode* b) {
+  return b->scope.starts_with("shared");
+}
 
 using BufferSet = std::unordered_set<const ir::BufferNode*>;
 
@@ -87,7 +89,9 @@ std::vector<ir::Stmt> statements(const ir::Stmt& s) {
   return {s};
 }
 
-ir::Stmt async_call(ir::CallOp op, std::vector<ir::Expr> args = {}) { return ir::evaluate(ir::call(op, std::move(args))); }
+ir::Stmt async_call(ir::CallOp op, std::vector<ir::Expr> args = {}) {
+  return ir::evaluate(ir::call(op, std::move(args)));
+}
 
 // Buffer accesses of the pipelined buffers moved into slot `slot` of their multi-versioned copy.
 class SlotRewriter : public ir::StmtExprMutator {
@@ -96,7 +100,8 @@ class SlotRewriter : public ir::StmtExprMutator {
     ir::Buffer buffer;
     int64_t slot_elements;
   };
-  SlotRewriter(const std::unordered_map<const ir::BufferNode*, Versioned>& versions, ir::Expr slot) : versions_(versions), slot_(std::move(slot)) {}
+  SlotRewriter(const std::unordered_map<const ir::BufferNode*, Versioned>& versions, ir::Expr slot)
+      : versions_(versions), slot_(std::move(slot)) {}
 
  protected:
   ir::Expr mutate_buffer_load(const ir::BufferLoadNode* n, const ir::Expr& e) override {
@@ -132,16 +137,20 @@ class AsyncCopies : public ir::StmtExprMutator {
  protected:
   ir::Stmt mutate_buffer_store(const ir::BufferStoreNode* n, const ir::Stmt& s) override {
     auto* src = n->value.as<ir::BufferLoadNode>();
-    if (!is_shared(n->buffer.get()) || !src || is_shared(src->buffer.get()) || src->buffer->dtype != n->buffer->dtype) return s;
+    if (!is_shared(n->buffer.get()) || !src || is_shared(src->buffer.get()) ||
+        src->buffer->dtype != n->buffer->dtype)
+      return s;
     const int lanes = n->value.dtype().lanes();
     const int64_t bytes = int64_t{lanes} * n->buffer->dtype.bytes();
     if (bytes != 4 && bytes != 8 && bytes != 16) return s;
     ir::Expr dst_at = first(n->indices.at(0), lanes), src_at = first(src->indices.at(0), lanes);
-    if (!dst_at.defined() || !src_at.defined() || !aligned(dst_at, bytes / n->buffer->dtype.bytes()) ||
+    if (!dst_at.defined() || !src_at.defined() ||
+        !aligned(dst_at, bytes / n->buffer->dtype.bytes()) ||
         !aligned(src_at, bytes / n->buffer->dtype.bytes()))
       return s;
-    return async_call(ir::CallOp::kAsyncCopy, {ir::buffer_load(n->buffer, {dst_at}), ir::buffer_load(src->buffer, {src_at}),
-                                               ir::make_int(bytes)});
+    return async_call(ir::CallOp::kAsyncCopy,
+                      {ir::buffer_load(n->buffer, {dst_at}), ir::buffer_load(src->buffer, {src_at}),
+                       ir::make_int(bytes)});
   }
 
  private:
@@ -171,19 +180,23 @@ class Pipeliner : public ir::StmtExprMutator {
     if (it == n->annotations.end()) return StmtExprMutator::mutate_for(n, s);
     const int64_t* stages = std::get_if<int64_t>(&it->second);
     if (!stages || *stages < 1 || *stages > 8)
-      throw Error(fmt::format("GPU lowering: loop '{}' asks for {} software pipeline stages (1 to 8)", n->loop_var.name(),
-                              ir::to_string(it->second)));
+      throw Error(
+          fmt::format("GPU lowering: loop '{}' asks for {} software pipeline stages (1 to 8)",
+                      n->loop_var.name(), ir::to_string(it->second)));
     ir::Annotations rest = n->annotations;
     rest.erase(ir::ann::kSoftwarePipelineStages);
     ir::Stmt body = mutate_stmt(n->body);
-    if (*stages == 1) return ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, body, n->thread_tag, rest);
+    if (*stages == 1)
+      return ir::for_loop(n->loop_var, n->min, n->extent, n->for_kind, body, n->thread_tag, rest);
     return pipeline(n, body, *stages, rest);
   }
 
  private:
-  ir::Stmt pipeline(const ir::ForNode* n, const ir::Stmt& body, int64_t stages, const ir::Annotations& annotations) {
+  ir::Stmt pipeline(const ir::ForNode* n, const ir::Stmt& body, int64_t stages,
+                    const ir::Annotations& annotations) {
     auto refuse = [&](const std::string& why) {
-      return Error(fmt::format("GPU lowering: loop '{}' cannot be software-pipelined: {}", n->loop_var.name(), why));
+      return Error(fmt::format("GPU lowering: loop '{}' cannot be software-pipelined: {}",
+                               n->loop_var.name(), why));
     };
     if (n->for_kind != ir::ForKind::kSerial) throw refuse("it is not a serial loop");
     // Buffers allocated per iteration (the fragments) wrap the new body: copies never use them.
@@ -203,33 +216,41 @@ class Pipeliner : public ir::StmtExprMutator {
     for (const ir::Stmt& st : statements(inner)) {
       Touched t = touched(st);
       const BufferSet shared_writes = shared_of(t.writes);
-      bool producer = !t.writes.empty() && shared_writes.size() == t.writes.size() && shared_of(t.reads).empty() && !t.sync &&
-                      !intersects(t.reads, per_iteration);
+      bool producer = !t.writes.empty() && shared_writes.size() == t.writes.size() &&
+                      shared_of(t.reads).empty() && !t.sync && !intersects(t.reads, per_iteration);
       for (const Touched& c : before)
-        producer = producer && !intersects(t.writes, c.reads) && !intersects(t.writes, c.writes) && !intersects(t.reads, c.writes);
+        producer = producer && !intersects(t.writes, c.reads) && !intersects(t.writes, c.writes) &&
+                   !intersects(t.reads, c.writes);
       if (producer) {
         producers.push_back(st);
         staged.insert(shared_writes.begin(), shared_writes.end());
         continue;
       }
       for (const ir::BufferNode* b : shared_writes)
-        if (staged.count(b)) throw refuse(fmt::format("shared buffer '{}' is written after its copy", b->name));
+        if (staged.count(b))
+          throw refuse(fmt::format("shared buffer '{}' is written after its copy", b->name));
       consumers.push_back(st);
       before.push_back(std::move(t));
     }
     if (producers.empty()) throw refuse("its body copies nothing into shared memory");
     if (consumers.empty()) throw refuse("nothing in its body reads the copies");
     for (const ir::BufferNode* b : staged) {
-      if (versions.count(b)) throw refuse(fmt::format("shared buffer '{}' is pipelined by another loop", b->name));
+      if (versions.count(b))
+        throw refuse(fmt::format("shared buffer '{}' is pipelined by another loop", b->name));
       const int64_t bytes = b->dtype.bytes();
-      const int64_t slot = ir::pipeline_version_bytes(ir::as_const_int(b->shape.at(0)).value() * bytes) / bytes;
-      ir::Buffer multi = ir::make_buffer(b->name, b->dtype, {ir::make_int(slot * stages)}, b->scope);
+      const int64_t slot =
+          ir::pipeline_version_bytes(ir::as_const_int(b->shape.at(0)).value() * bytes) / bytes;
+      ir::Buffer multi =
+          ir::make_buffer(b->name, b->dtype, {ir::make_int(slot * stages)}, b->scope);
       versions[b] = {multi, slot};
     }
     const DataType t = n->loop_var.dtype();
     const ir::Expr end = n->min + n->extent, ahead = ir::make_int(stages - 1, t);
-    auto stage = [&](const std::vector<ir::Stmt>& part, const ir::Expr& iteration, const ir::Expr& slot) {
-      ir::Stmt s = ir::substitute(ir::seq(part), [&](const ir::Var& v) { return v.same_as(n->loop_var) ? iteration : ir::Expr(); });
+    auto stage = [&](const std::vector<ir::Stmt>& part, const ir::Expr& iteration,
+                     const ir::Expr& slot) {
+      ir::Stmt s = ir::substitute(ir::seq(part), [&](const ir::Var& v) {
+        return v.same_as(n->loop_var) ? iteration : ir::Expr();
+      });
       s = SlotRewriter(versions, slot).mutate_stmt(s);
       return async_copy_ ? AsyncCopies().mutate_stmt(s) : s;
     };
@@ -245,13 +266,16 @@ class Pipeliner : public ir::StmtExprMutator {
     }
     const ir::Var& k = n->loop_var;
     std::vector<ir::Stmt> iteration;
-    if (async_copy_) iteration.push_back(async_call(ir::CallOp::kAsyncWait, {ir::make_int(stages - 2)}));
+    if (async_copy_)
+      iteration.push_back(async_call(ir::CallOp::kAsyncWait, {ir::make_int(stages - 2)}));
     iteration.push_back(ir::evaluate(ir::call(ir::CallOp::kThreadBarrier, {})));
-    ir::Stmt next = stage(producers, k + ahead, ir::floormod(k - n->min + ahead, ir::make_int(stages, t)));
+    ir::Stmt next =
+        stage(producers, k + ahead, ir::floormod(k - n->min + ahead, ir::make_int(stages, t)));
     iteration.push_back(ir::if_then_else(k + ahead < end, next));
     if (async_copy_) iteration.push_back(async_call(ir::CallOp::kAsyncCommit));
     ir::Stmt now = ir::seq(consumers);
-    iteration.push_back(SlotRewriter(versions, ir::floormod(k - n->min, ir::make_int(stages, t))).mutate_stmt(now));
+    iteration.push_back(
+        SlotRewriter(versions, ir::floormod(k - n->min, ir::make_int(stages, t))).mutate_stmt(now));
     ir::Stmt loop_body = ir::seq(std::move(iteration));
     for (size_t a = allocated.size(); a-- > 0;) loop_body = ir::allocate(allocated[a], loop_body);
     std::vector<std::string> names;
@@ -259,7 +283,8 @@ class Pipeliner : public ir::StmtExprMutator {
     std::sort(names.begin(), names.end());
     ir::Annotations fenced = annotations;
     fenced[ir::ann::kPipelinedSharedBuffers] = fmt::format("{}", fmt::join(names, ","));
-    out.push_back(ir::for_loop(k, n->min, n->extent, n->for_kind, loop_body, n->thread_tag, fenced));
+    out.push_back(
+        ir::for_loop(k, n->min, n->extent, n->for_kind, loop_body, n->thread_tag, fenced));
     if (async_copy_) out.push_back(async_call(ir::CallOp::kAsyncWait, {ir::make_int(0)}));
     return ir::seq(std::move(out));
   }
@@ -271,7 +296,9 @@ class Pipeliner : public ir::StmtExprMutator {
 // the pipelined loop is an error (it would read one version of S).
 class AllocationRewriter : public ir::StmtExprMutator {
  public:
-  explicit AllocationRewriter(const std::unordered_map<const ir::BufferNode*, SlotRewriter::Versioned>& versions) : versions_(versions) {}
+  explicit AllocationRewriter(
+      const std::unordered_map<const ir::BufferNode*, SlotRewriter::Versioned>& versions)
+      : versions_(versions) {}
 
  protected:
   ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt& s) override {
@@ -291,7 +318,10 @@ class AllocationRewriter : public ir::StmtExprMutator {
  private:
   void refuse(const ir::Buffer& b) const {
     if (versions_.count(b.get()))
-      throw Error(fmt::format("GPU lowering: shared buffer '{}' is software-pipelined but also accessed outside its loop", b->name));
+      throw Error(
+          fmt::format("GPU lowering: shared buffer '{}' is software-pipelined but also accessed "
+                      "outside its loop",
+                      b->name));
   }
   const std::unordered_map<const ir::BufferNode*, SlotRewriter::Versioned>& versions_;
 };

@@ -22,11 +22,18 @@ namespace tyche::lower {
 
 namespace {
 
-constexpr const char* kTags[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+constexpr const char* kTags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                 "threadIdx.x", "threadIdx.y", "threadIdx.z"};
 
-bool is_block_tag(const std::string& tag) { return tag.starts_with("blockIdx."); }
-bool is_thread_tag(const std::string& tag) { return tag.starts_with("threadIdx."); }
-bool is_vthread_tag(const std::string& tag) { return tag.starts_with("vthread"); }
+bool is_block_tag(const std::string& tag) {
+  return tag.starts_with("blockIdx.");
+}
+bool is_thread_tag(const std::string& tag) {
+  return tag.starts_with("threadIdx.");
+}
+bool is_vthread_tag(const std::string& tag) {
+  return tag.starts_with("vthread");
+}
 
 bool binds_gpu_index(const ir::Stmt& s) {
   bool found = false;
@@ -40,8 +47,9 @@ bool binds_gpu_index(const ir::Stmt& s) {
 int64_t constant_extent(const ir::ForNode* f) {
   auto e = ir::as_const_int(f->extent);
   if (!e || *e < 1)
-    throw Error(fmt::format("GPU lowering: loop '{}' bound to {} has extent {}, not a positive constant", f->loop_var.name(),
-                            f->thread_tag, ir::to_string(f->extent)));
+    throw Error(
+        fmt::format("GPU lowering: loop '{}' bound to {} has extent {}, not a positive constant",
+                    f->loop_var.name(), f->thread_tag, ir::to_string(f->extent)));
   return *e;
 }
 
@@ -67,7 +75,9 @@ class VthreadSinker {
  public:
   explicit VthreadSinker(const ir::ForNode* loop) : loop_(loop) {
     auto e = ir::as_const_int(loop->extent);
-    if (!e) throw Error(fmt::format("GPU lowering: vthread loop '{}' has an extent that is not constant", loop->loop_var.name()));
+    if (!e)
+      throw Error(fmt::format("GPU lowering: vthread loop '{}' has an extent that is not constant",
+                              loop->loop_var.name()));
   }
 
   ir::Stmt sink(const ir::Stmt& s) {
@@ -79,11 +89,14 @@ class VthreadSinker {
       return ir::seq(std::move(out));
     }
     if (auto* f = s.as<ir::ForNode>(); f && !ir::uses_var(f->min, v) && !ir::uses_var(f->extent, v))
-      return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, sink(f->body), f->thread_tag, f->annotations);
+      return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, sink(f->body), f->thread_tag,
+                          f->annotations);
     if (auto* i = s.as<ir::IfThenElseNode>(); i && !ir::uses_var(i->condition, v))
-      return ir::if_then_else(i->condition, sink(i->then_case), i->else_case.defined() ? sink(i->else_case) : ir::Stmt());
+      return ir::if_then_else(i->condition, sink(i->then_case),
+                              i->else_case.defined() ? sink(i->else_case) : ir::Stmt());
     if (auto* a = s.as<ir::AllocateNode>()) {
-      if (a->buffer->scope.starts_with("shared")) return ir::allocate(a->buffer, sink(a->body));  // spans the virtual threads
+      if (a->buffer->scope.starts_with("shared"))
+        return ir::allocate(a->buffer, sink(a->body));  // spans the virtual threads
       return privatized(a);
     }
     return wrap(s);
@@ -91,7 +104,8 @@ class VthreadSinker {
 
  private:
   ir::Stmt wrap(const ir::Stmt& s) const {
-    return ir::for_loop(loop_->loop_var, loop_->min, loop_->extent, ir::ForKind::kUnrolled, s, {}, loop_->annotations);
+    return ir::for_loop(loop_->loop_var, loop_->min, loop_->extent, ir::ForKind::kUnrolled, s, {},
+                        loop_->annotations);
   }
 
   // One copy of the buffer per virtual thread: [extent, ...shape], indexed by the loop's offset.
@@ -101,7 +115,8 @@ class VthreadSinker {
     std::vector<ir::Expr> shape{loop_->extent};
     shape.insert(shape.end(), b->shape.begin(), b->shape.end());
     ir::Buffer copies = ir::make_buffer(b->name, b->dtype, shape, b->scope);
-    ir::Expr which = ir::is_const_int(loop_->min, 0) ? ir::Expr(loop_->loop_var) : loop_->loop_var - loop_->min;
+    ir::Expr which =
+        ir::is_const_int(loop_->min, 0) ? ir::Expr(loop_->loop_var) : loop_->loop_var - loop_->min;
     struct Redirect : ir::StmtExprMutator {
       const ir::BufferNode* from;
       ir::Buffer to;
@@ -136,7 +151,8 @@ class VthreadSinker {
 // allocated in the kernel -> shared (hoisted) or local.
 class KernelBodyRewriter : public ir::StmtExprMutator {
  public:
-  KernelBodyRewriter(const std::map<std::string, int64_t>& launch, const std::map<std::string, ir::Var>& index)
+  KernelBodyRewriter(const std::map<std::string, int64_t>& launch,
+                     const std::map<std::string, ir::Var>& index)
       : launch_(launch), index_(index) {}
 
   std::vector<ir::Buffer> shared;  // hoisted to the kernel's top, in order of appearance
@@ -154,25 +170,31 @@ class KernelBodyRewriter : public ir::StmtExprMutator {
     if (n->for_kind != ir::ForKind::kThreadBinding) return StmtExprMutator::mutate_for(n, self);
     if (is_vthread_tag(n->thread_tag)) return mutate_stmt(VthreadSinker(n).sink(n->body));
     if (is_block_tag(n->thread_tag))
-      throw Error(fmt::format("GPU lowering: loop '{}' bound to {} lies inside its kernel (below other statements or thread loops): "
-                              "blockIdx loops must be a kernel's outermost",
-                              n->loop_var.name(), n->thread_tag));
+      throw Error(
+          fmt::format("GPU lowering: loop '{}' bound to {} lies inside its kernel (below other "
+                      "statements or thread loops): "
+                      "blockIdx loops must be a kernel's outermost",
+                      n->loop_var.name(), n->thread_tag));
     if (!is_thread_tag(n->thread_tag))
-      throw Error(fmt::format("GPU lowering: loop '{}' is bound to unknown thread axis '{}'", n->loop_var.name(), n->thread_tag));
+      throw Error(fmt::format("GPU lowering: loop '{}' is bound to unknown thread axis '{}'",
+                              n->loop_var.name(), n->thread_tag));
     const ir::Var& idx = index_.at(n->thread_tag);
     const int64_t extent = constant_extent(n);
     ir::Expr value = ir::is_const_int(n->min, 0) ? ir::Expr(idx) : idx + n->min;
     const ir::VarNode* var = n->loop_var.get();
     ++thread_depth_;
-    ir::Stmt body = mutate_stmt(ir::substitute(n->body, [&](const ir::Var& v) { return v.get() == var ? value : ir::Expr(); }));
+    ir::Stmt body = mutate_stmt(ir::substitute(
+        n->body, [&](const ir::Var& v) { return v.get() == var ? value : ir::Expr(); }));
     --thread_depth_;
-    if (extent < launch_.at(n->thread_tag)) body = ir::if_then_else(idx < ir::make_int(extent), body);
+    if (extent < launch_.at(n->thread_tag))
+      body = ir::if_then_else(idx < ir::make_int(extent), body);
     return body;
   }
 
   ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt&) override {
     const ir::Buffer& b = n->buffer;
-    if (b->scope == "local" || ir::is_fragment_scope(b->scope) || b->scope == "warp") return ir::allocate(b, mutate_stmt(n->body));
+    if (b->scope == "local" || ir::is_fragment_scope(b->scope) || b->scope == "warp")
+      return ir::allocate(b, mutate_stmt(n->body));
     // A shared buffer spans its block's threads wherever compact_buffers put it; another buffer
     // allocated in a thread loop's iteration is one per thread.
     if (thread_depth_ > 0 && !b->scope.starts_with("shared")) {
@@ -210,13 +232,16 @@ class KernelBodyRewriter : public ir::StmtExprMutator {
 ir::Stmt bind_kernel(const ir::Stmt& kernel) {
   // The launch prefix: blockIdx loops and the allocations among them.
   std::map<std::string, int64_t> launch;
-  std::unordered_map<const ir::VarNode*, std::pair<std::string, ir::Expr>> block_vars;  // loop var -> tag, min
+  std::unordered_map<const ir::VarNode*, std::pair<std::string, ir::Expr>>
+      block_vars;  // loop var -> tag, min
   std::vector<ir::Buffer> prefix_allocs;
   ir::Annotations annotations;
   ir::Stmt s = kernel;
   for (;;) {
-    if (auto* f = s.as<ir::ForNode>(); f && f->for_kind == ir::ForKind::kThreadBinding && is_block_tag(f->thread_tag)) {
-      if (launch.count(f->thread_tag)) throw Error(fmt::format("GPU lowering: two nested loops are bound to {}", f->thread_tag));
+    if (auto* f = s.as<ir::ForNode>();
+        f && f->for_kind == ir::ForKind::kThreadBinding && is_block_tag(f->thread_tag)) {
+      if (launch.count(f->thread_tag))
+        throw Error(fmt::format("GPU lowering: two nested loops are bound to {}", f->thread_tag));
       launch[f->thread_tag] = constant_extent(f);
       block_vars[f->loop_var.get()] = {f->thread_tag, f->min};
       annotations.insert(f->annotations.begin(), f->annotations.end());
@@ -244,11 +269,13 @@ ir::Stmt bind_kernel(const ir::Stmt& kernel) {
   KernelBodyRewriter rewriter(launch, index);
   for (const ir::Buffer& b : prefix_allocs) rewriter.share(b);
   ir::Stmt body = rewriter.mutate_stmt(s);
-  for (auto it = rewriter.shared.rbegin(); it != rewriter.shared.rend(); ++it) body = ir::allocate(*it, body);
+  for (auto it = rewriter.shared.rbegin(); it != rewriter.shared.rend(); ++it)
+    body = ir::allocate(*it, body);
   for (auto it = std::rbegin(kTags); it != std::rend(kTags); ++it) {
     auto l = launch.find(*it);
     if (l == launch.end()) continue;
-    body = ir::for_loop(index.at(*it), ir::make_int(0), ir::make_int(l->second), ir::ForKind::kThreadBinding, body, *it,
+    body = ir::for_loop(index.at(*it), ir::make_int(0), ir::make_int(l->second),
+                        ir::ForKind::kThreadBinding, body, *it,
                         is_block_tag(*it) ? annotations : ir::Annotations{});
     if (is_block_tag(*it)) annotations.clear();  // on the outermost loop only
   }
@@ -261,7 +288,8 @@ ir::Stmt bind_top(const ir::Stmt& s) {
   if (auto* a = s.as<ir::AllocateNode>()) {
     if (a->buffer->scope == "global") return ir::allocate(a->buffer, bind_top(a->body));
     if (a->body.as<ir::SeqStmtNode>())
-      throw Error(fmt::format("GPU lowering: {} buffer '{}' is used by several kernels", a->buffer->scope, a->buffer->name));
+      throw Error(fmt::format("GPU lowering: {} buffer '{}' is used by several kernels",
+                              a->buffer->scope, a->buffer->name));
   }
   if (auto* q = s.as<ir::SeqStmtNode>()) {
     std::vector<ir::Stmt> out;
@@ -271,23 +299,31 @@ ir::Stmt bind_top(const ir::Stmt& s) {
   if (!binds_gpu_index(s)) {
     std::string what = ir::to_string(s);
     if (auto nl = what.find('\n'); nl != std::string::npos) what = what.substr(0, nl) + " ...";
-    throw Error(fmt::format("GPU lowering: a statement runs outside every kernel (bind its loops to blockIdx/threadIdx, or let "
-                            "AutoBind do it): {}",
-                            what));
+    throw Error(
+        fmt::format("GPU lowering: a statement runs outside every kernel (bind its loops to "
+                    "blockIdx/threadIdx, or let "
+                    "AutoBind do it): {}",
+                    what));
   }
   auto* f = s.as<ir::ForNode>();
-  if (f && f->for_kind != ir::ForKind::kThreadBinding && ir::is_const_int(f->extent, 1)) {  // a unit loop: its min
+  if (f && f->for_kind != ir::ForKind::kThreadBinding &&
+      ir::is_const_int(f->extent, 1)) {  // a unit loop: its min
     const ir::VarNode* var = f->loop_var.get();
-    return bind_top(ir::substitute(f->body, [&](const ir::Var& v) { return v.get() == var ? f->min : ir::Expr(); }));
+    return bind_top(ir::substitute(
+        f->body, [&](const ir::Var& v) { return v.get() == var ? f->min : ir::Expr(); }));
   }
   if (f && f->for_kind != ir::ForKind::kThreadBinding)
-    throw Error(fmt::format("GPU lowering: loop '{}' encloses a kernel: a kernel's outermost loops must be bound to blockIdx",
-                            f->loop_var.name()));
+    throw Error(
+        fmt::format("GPU lowering: loop '{}' encloses a kernel: a kernel's outermost loops must be "
+                    "bound to blockIdx",
+                    f->loop_var.name()));
   return bind_kernel(s);
 }
 
 }  // namespace
 
-ir::PrimFunc bind_gpu_threads(const ir::PrimFunc& func) { return func.with_body(bind_top(func->body)); }
+ir::PrimFunc bind_gpu_threads(const ir::PrimFunc& func) {
+  return func.with_body(bind_top(func->body));
+}
 
 }  // namespace tyche::lower

@@ -31,7 +31,9 @@ namespace {
 constexpr int64_t kTile = 16;
 constexpr int64_t kWarp = 32;
 
-bool is_fragment(const ir::Buffer& b) { return ir::is_fragment_scope(b->scope); }
+bool is_fragment(const ir::Buffer& b) {
+  return ir::is_fragment_scope(b->scope);
+}
 
 // A fragment buffer [..., R, C] as the array of its tiles.
 struct FragmentArray {
@@ -63,17 +65,20 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
     if (!is_fragment(n->buffer)) return StmtExprMutator::mutate_allocate(n, s);
     std::vector<int64_t> shape = ir::const_shape(n->buffer);
     if (shape.size() < 2 || shape[shape.size() - 2] % kTile || shape.back() % kTile)
-      throw Error(fmt::format("GPU lowering: fragment '{}' is {}, not tiles of 16 x 16", n->buffer->name, fmt::join(shape, " x ")));
+      throw Error(fmt::format("GPU lowering: fragment '{}' is {}, not tiles of 16 x 16",
+                              n->buffer->name, fmt::join(shape, " x ")));
     int64_t tiles = 1;
     for (int64_t e : shape) tiles *= e;
     tiles /= kTile * kTile;
-    ir::Buffer array = ir::make_buffer(n->buffer->name, n->buffer->dtype, {ir::make_int(tiles)}, n->buffer->scope);
+    ir::Buffer array =
+        ir::make_buffer(n->buffer->name, n->buffer->dtype, {ir::make_int(tiles)}, n->buffer->scope);
     fragments_[n->buffer.get()] = FragmentArray{array, shape};
     return ir::allocate(array, mutate_stmt(n->body));
   }
 
   ir::Stmt mutate_for(const ir::ForNode* n, const ir::Stmt& s) override {
-    if (n->for_kind == ir::ForKind::kThreadBinding && n->thread_tag == "threadIdx.x") lane_ = n->loop_var.get();
+    if (n->for_kind == ir::ForKind::kThreadBinding && n->thread_tag == "threadIdx.x")
+      lane_ = n->loop_var.get();
     if (auto it = n->annotations.find(ir::ann::kWarpMatrix); it != n->annotations.end())
       return nest(n, s, std::get<std::string>(it->second));
     return StmtExprMutator::mutate_for(n, s);
@@ -91,8 +96,11 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
  private:
   void refuse_fragment(const ir::Buffer& b) const {
     if (is_fragment(b))
-      throw Error(fmt::format("GPU lowering: fragment '{}' is accessed outside a tensor-core instruction (tensorize its copies "
-                              "with the cuda_wmma intrinsics)", b->name));
+      throw Error(
+          fmt::format("GPU lowering: fragment '{}' is accessed outside a tensor-core instruction "
+                      "(tensorize its copies "
+                      "with the cuda_wmma intrinsics)",
+                      b->name));
   }
 
   // The launch nest with threadIdx.x as one warp's lanes.
@@ -100,14 +108,17 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
     auto* f = s.as<ir::ForNode>();
     if (f && f->for_kind == ir::ForKind::kThreadBinding && f->thread_tag == "threadIdx.x") {
       if (!ir::is_const_int(f->extent, kWarp))
-        throw Error(fmt::format("GPU lowering: a kernel using tensor cores launches threadIdx.x as one warp's 32 lanes, not {}",
-                                ir::to_string(f->extent)));
+        throw Error(
+            fmt::format("GPU lowering: a kernel using tensor cores launches threadIdx.x as one "
+                        "warp's 32 lanes, not {}",
+                        ir::to_string(f->extent)));
       return s;
     }
     if (f && f->for_kind == ir::ForKind::kThreadBinding && f->thread_tag.starts_with("blockIdx"))
-      return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, with_warp_lanes(f->body), f->thread_tag, f->annotations);
-    return ir::for_loop(ir::Var("threadIdx_x", kInt32), ir::make_int(0), ir::make_int(kWarp), ir::ForKind::kThreadBinding, s,
-                        "threadIdx.x");
+      return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, with_warp_lanes(f->body),
+                          f->thread_tag, f->annotations);
+    return ir::for_loop(ir::Var("threadIdx_x", kInt32), ir::make_int(0), ir::make_int(kWarp),
+                        ir::ForKind::kThreadBinding, s, "threadIdx.x");
   }
 
   ir::Expr at_origin(const ir::Expr& e) const {
@@ -131,31 +142,41 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
 
   void uniform(const ir::Expr& e) const {
     if (lane_ && ir::uses_var(e, lane_))
-      throw Error(fmt::format("GPU lowering: a tensor-core operand at {} depends on the lane (threadIdx.x); a warp's lanes issue "
-                              "it together", ir::to_string(e)));
+      throw Error(
+          fmt::format("GPU lowering: a tensor-core operand at {} depends on the lane "
+                      "(threadIdx.x); a warp's lanes issue "
+                      "it together",
+                      ir::to_string(e)));
   }
 
   // The fragment array element holding the 16 x 16 tile that `indices` address with rows `row`
   // and columns `col`.
-  ir::Expr tile(const ir::Buffer& b, const std::vector<ir::Expr>& indices, const ir::Var& row, const ir::Var& col) {
+  ir::Expr tile(const ir::Buffer& b, const std::vector<ir::Expr>& indices, const ir::Var& row,
+                const ir::Var& col) {
     auto it = fragments_.find(b.get());
     if (!is_fragment(b) || it == fragments_.end())
-      throw Error(fmt::format("GPU lowering: tensor-core operand '{}' ({}) is not a fragment", b->name, b->scope));
+      throw Error(fmt::format("GPU lowering: tensor-core operand '{}' ({}) is not a fragment",
+                              b->name, b->scope));
     const std::vector<int64_t>& shape = it->second.shape;
     const size_t r = indices.size() - 2, c = indices.size() - 1;
     if (!is_offset_by(indices[r], row) || !is_offset_by(indices[c], col))
-      throw Error(fmt::format("GPU lowering: fragment '{}' is not accessed as one 16 x 16 tile", b->name));
+      throw Error(
+          fmt::format("GPU lowering: fragment '{}' is not accessed as one 16 x 16 tile", b->name));
     ir::Expr flat;  // int32: a fragment array holds a few tiles
     for (size_t d = 0; d < indices.size(); ++d) {
       ir::Expr origin = at_origin(indices[d]);
       const DataType t = origin.dtype();
       if (uses_nest(indices[d], d == r ? &row : d == c ? &col : nullptr) && d != r && d != c)
-        throw Error(fmt::format("GPU lowering: fragment '{}' is not accessed as one 16 x 16 tile", b->name));
+        throw Error(fmt::format("GPU lowering: fragment '{}' is not accessed as one 16 x 16 tile",
+                                b->name));
       uniform(origin);
       int64_t extent = shape[d];
       if (d >= r) {
-        if (!analyzer_.can_prove(ir::floormod(origin, ir::make_int(kTile, t)) == ir::make_int(0, t)))
-          throw Error(fmt::format("GPU lowering: fragment '{}' is accessed at {}, not at a multiple of 16", b->name, ir::to_string(origin)));
+        if (!analyzer_.can_prove(ir::floormod(origin, ir::make_int(kTile, t)) ==
+                                 ir::make_int(0, t)))
+          throw Error(
+              fmt::format("GPU lowering: fragment '{}' is accessed at {}, not at a multiple of 16",
+                          b->name, ir::to_string(origin)));
         origin = ir::floordiv(origin, ir::make_int(kTile, t));
         extent /= kTile;
       }
@@ -166,12 +187,18 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
   }
 
   // A memory operand: its element at the tile's origin and the rows' distance (in elements).
-  std::pair<ir::Expr, ir::Expr> memory(const ir::Buffer& b, const std::vector<ir::Expr>& indices, const ir::Var& row, const ir::Var& col) {
-    if (is_fragment(b)) throw Error(fmt::format("GPU lowering: tensor-core memory operand '{}' is a fragment", b->name));
+  std::pair<ir::Expr, ir::Expr> memory(const ir::Buffer& b, const std::vector<ir::Expr>& indices,
+                                       const ir::Var& row, const ir::Var& col) {
+    if (is_fragment(b))
+      throw Error(
+          fmt::format("GPU lowering: tensor-core memory operand '{}' is a fragment", b->name));
     std::vector<int64_t> shape = ir::const_shape(b);
     auto refuse = [&] {
-      return Error(fmt::format("GPU lowering: '{}' is not read or written by a tensor-core instruction as rows of 16 contiguous "
-                               "elements", b->name));
+      return Error(
+          fmt::format("GPU lowering: '{}' is not read or written by a tensor-core instruction as "
+                      "rows of 16 contiguous "
+                      "elements",
+                      b->name));
     };
     int row_dim = -1;
     for (size_t d = 0; d < indices.size(); ++d) {
@@ -190,14 +217,18 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
     if (!b->strides.empty()) {
       for (size_t d = 0; d < shape.size(); ++d) {
         auto s = ir::as_const_int(b->strides[d]);
-        if (!s) throw Error(fmt::format("GPU lowering: '{}' has strides that are not constant", b->name));
+        if (!s)
+          throw Error(fmt::format("GPU lowering: '{}' has strides that are not constant", b->name));
         strides[d] = *s;
       }
     }
     const int64_t bytes = b->dtype.bytes(), ld = strides[static_cast<size_t>(row_dim)];
     if (ld * bytes % 16 != 0)
-      throw Error(fmt::format("GPU lowering: '{}' has rows {} bytes apart; tensor cores read and write rows a multiple of 16 "
-                              "bytes apart", b->name, ld * bytes));
+      throw Error(
+          fmt::format("GPU lowering: '{}' has rows {} bytes apart; tensor cores read and write "
+                      "rows a multiple of 16 "
+                      "bytes apart",
+                      b->name, ld * bytes));
     std::vector<ir::Expr> origin;
     ir::Expr flat;
     for (size_t d = 0; d < indices.size(); ++d) {
@@ -207,9 +238,11 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
       flat = d ? flat + term : term;
     }
     const DataType t = flat.dtype();
-    if (!analyzer_.can_prove(ir::floormod(analyzer_.simplify(flat), ir::make_int(32 / bytes, t)) == ir::make_int(0, t)))
-      throw Error(fmt::format("GPU lowering: a tensor-core tile of '{}' starts at element {}, not 32-byte aligned", b->name,
-                              ir::to_string(analyzer_.simplify(flat))));
+    if (!analyzer_.can_prove(ir::floormod(analyzer_.simplify(flat), ir::make_int(32 / bytes, t)) ==
+                             ir::make_int(0, t)))
+      throw Error(fmt::format(
+          "GPU lowering: a tensor-core tile of '{}' starts at element {}, not 32-byte aligned",
+          b->name, ir::to_string(analyzer_.simplify(flat))));
     return {ir::buffer_load(b, origin), ir::make_int(ld)};
   }
 
@@ -217,31 +250,40 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
     vars_.clear();
     while (auto* f = s.as<ir::ForNode>()) {
       if (!ir::is_const_int(f->extent, kTile) || !ir::is_const_int(f->min, 0))
-        throw Error(fmt::format("GPU lowering: tensor-core loop '{}' runs {} times, not 16", f->loop_var.name(), ir::to_string(f->extent)));
+        throw Error(fmt::format("GPU lowering: tensor-core loop '{}' runs {} times, not 16",
+                                f->loop_var.name(), ir::to_string(f->extent)));
       vars_.push_back(f->loop_var);
       s = f->body;
     }
     auto* store = s.as<ir::BufferStoreNode>();
     const size_t want = op == "mma" ? 3 : 2;
     if (!store || vars_.size() != want)
-      throw Error(fmt::format("GPU lowering: the {} nest of loop '{}' is not {} loops of 16 around one store", op, outer->loop_var.name(), want));
+      throw Error(fmt::format(
+          "GPU lowering: the {} nest of loop '{}' is not {} loops of 16 around one store", op,
+          outer->loop_var.name(), want));
     const ir::Var &i = vars_[0], &j = vars_[1];
-    auto call = [](ir::CallOp o, std::vector<ir::Expr> args) { return ir::evaluate(ir::call(o, std::move(args))); };
+    auto call = [](ir::CallOp o, std::vector<ir::Expr> args) {
+      return ir::evaluate(ir::call(o, std::move(args)));
+    };
     if (op == "fill") {
-      if (uses_nest(store->value)) throw Error("GPU lowering: a tensor-core fill stores a value that varies over the tile");
-      return call(ir::CallOp::kWarpMatrixFill, {tile(store->buffer, store->indices, i, j), store->value});
+      if (uses_nest(store->value))
+        throw Error("GPU lowering: a tensor-core fill stores a value that varies over the tile");
+      return call(ir::CallOp::kWarpMatrixFill,
+                  {tile(store->buffer, store->indices, i, j), store->value});
     }
     if (op == "load_a" || op == "load_b") {
       auto* src = store->value.as<ir::BufferLoadNode>();
       if (!src) throw Error(fmt::format("GPU lowering: the {} nest does not copy a buffer", op));
       auto [origin, ld] = memory(src->buffer, src->indices, i, j);
-      return call(ir::CallOp::kWarpMatrixLoad, {tile(store->buffer, store->indices, i, j), origin, ld});
+      return call(ir::CallOp::kWarpMatrixLoad,
+                  {tile(store->buffer, store->indices, i, j), origin, ld});
     }
     if (op == "store") {
       auto* src = store->value.as<ir::BufferLoadNode>();
       if (!src) throw Error("GPU lowering: the store nest does not copy a fragment");
       auto [origin, ld] = memory(store->buffer, store->indices, i, j);
-      return call(ir::CallOp::kWarpMatrixStore, {origin, tile(src->buffer, src->indices, i, j), ld});
+      return call(ir::CallOp::kWarpMatrixStore,
+                  {origin, tile(src->buffer, src->indices, i, j), ld});
     }
     if (op == "mma") {
       const ir::Var& k = vars_[2];
@@ -255,9 +297,11 @@ class WarpMatrixLowerer : public ir::StmtExprMutator {
       } operands;
       operands.visit_expr(store->value);
       const ir::BufferLoadNode *a = operands.a, *b = operands.b;
-      if (!a || !b) throw Error("GPU lowering: the mma nest does not read a matrix_a and a matrix_b fragment");
-      return call(ir::CallOp::kWarpMatrixMma, {tile(store->buffer, store->indices, i, j), tile(a->buffer, a->indices, i, k),
-                                               tile(b->buffer, b->indices, k, j)});
+      if (!a || !b)
+        throw Error("GPU lowering: the mma nest does not read a matrix_a and a matrix_b fragment");
+      return call(ir::CallOp::kWarpMatrixMma,
+                  {tile(store->buffer, store->indices, i, j), tile(a->buffer, a->indices, i, k),
+                   tile(b->buffer, b->indices, k, j)});
     }
     throw Error(fmt::format("GPU lowering: unknown tensor-core instruction '{}'", op));
   }
@@ -279,7 +323,8 @@ ir::Stmt lower_kernels(const ir::Stmt& s, WarpMatrixLowerer& lowerer) {
     for (const ir::Stmt& c : q->seq) out.push_back(lower_kernels(c, lowerer));
     return ir::seq(std::move(out));
   }
-  if (auto* a = s.as<ir::AllocateNode>(); a && !is_fragment(a->buffer)) return ir::allocate(a->buffer, lower_kernels(a->body, lowerer));
+  if (auto* a = s.as<ir::AllocateNode>(); a && !is_fragment(a->buffer))
+    return ir::allocate(a->buffer, lower_kernels(a->body, lowerer));
   return lowerer.kernel(s);
 }
 

@@ -50,38 +50,53 @@ ir::Stmt build(const Nest& nest, bool desc, const std::string& op) {
   ir::Stmt body;
   if (desc) {
     std::vector<ir::IterVar> ivs;
-    for (size_t d = 0; d < iters.size(); ++d) ivs.push_back(ir::IterVar{iters[d], ir::Range(ir::make_int(0), ir::make_int(kTile)), nest.kinds[d]});
+    for (size_t d = 0; d < iters.size(); ++d)
+      ivs.push_back(
+          ir::IterVar{iters[d], ir::Range(ir::make_int(0), ir::make_int(kTile)), nest.kinds[d]});
     ir::Stmt update = nest.store(iters);
     ir::Block block = ir::make_block(op, ivs, {}, {}, ir::Stmt(), update);
     arith::Analyzer analyzer;
     arith::AccessRegions regions = arith::infer_access_regions(*block, &analyzer);
     block = ir::make_block(op, ivs, regions.reads, regions.writes, ir::Stmt(), update);
-    body = ir::block_realize(std::vector<ir::Expr>(loops.begin(), loops.end()), ir::make_bool(true), block);
+    body = ir::block_realize(std::vector<ir::Expr>(loops.begin(), loops.end()), ir::make_bool(true),
+                             block);
   } else {
     body = nest.store(loops);
   }
   for (size_t d = loops.size(); d-- > 0;) {
     ir::Annotations ann;
     if (!desc && d == 0) ann[ir::ann::kWarpMatrix] = op;
-    body = ir::for_loop(loops[d], ir::make_int(0), ir::make_int(kTile), ir::ForKind::kSerial, body, {}, ann);
+    body = ir::for_loop(loops[d], ir::make_int(0), ir::make_int(kTile), ir::ForKind::kSerial, body,
+                        {}, ann);
   }
   return body;
 }
 
-TensorIntrin make_intrin(const std::string& name, const std::string& op, const std::function<std::vector<ir::Buffer>()>& params,
+TensorIntrin make_intrin(const std::string& name, const std::string& op,
+                         const std::function<std::vector<ir::Buffer>()>& params,
                          const std::function<Nest(const std::vector<ir::Buffer>&)>& nest) {
   std::vector<ir::Buffer> d = params(), m = params();
-  return {name, intrin_func(name, d, build(nest(d), true, op)), intrin_func(name + "_impl", m, build(nest(m), false, op)), {}};
+  return {name,
+          intrin_func(name, d, build(nest(d), true, op)),
+          intrin_func(name + "_impl", m, build(nest(m), false, op)),
+          {}};
 }
 
-ir::Expr widen(ir::Expr e, DataType t) { return e.dtype() == t ? e : ir::cast(t, e); }
+ir::Expr widen(ir::Expr e, DataType t) {
+  return e.dtype() == t ? e : ir::cast(t, e);
+}
 
 TensorIntrin load(const std::string& name, const char* op, const std::string& scope, DataType t) {
   return make_intrin(
-      name, op, [=] { return std::vector<ir::Buffer>{tile("S", t, "global"), tile("F", t, scope.c_str())}; },
+      name, op,
+      [=] {
+        return std::vector<ir::Buffer>{tile("S", t, "global"), tile("F", t, scope.c_str())};
+      },
       [](const std::vector<ir::Buffer>& p) {
-        return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial},
-                    [p](const std::vector<ir::Var>& v) { return ir::buffer_store(p[1], ir::buffer_load(p[0], {v[0], v[1]}), {v[0], v[1]}); }};
+        return Nest{
+            {ir::IterKind::kSpatial, ir::IterKind::kSpatial}, [p](const std::vector<ir::Var>& v) {
+              return ir::buffer_store(p[1], ir::buffer_load(p[0], {v[0], v[1]}), {v[0], v[1]});
+            }};
       });
 }
 
@@ -89,13 +104,17 @@ TensorIntrin mma(const std::string& name, const std::string& family, DataType in
   return make_intrin(
       name, "mma",
       [=] {
-        return std::vector<ir::Buffer>{tile("A", in, (family + ".matrix_a").c_str()), tile("B", in, (family + ".matrix_b").c_str()),
+        return std::vector<ir::Buffer>{tile("A", in, (family + ".matrix_a").c_str()),
+                                       tile("B", in, (family + ".matrix_b").c_str()),
                                        tile("C", kFloat32, (family + ".accumulator").c_str())};
       },
       [](const std::vector<ir::Buffer>& p) {
-        return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial, ir::IterKind::kReduce}, [p](const std::vector<ir::Var>& v) {
-                      ir::Expr product = widen(ir::buffer_load(p[0], {v[0], v[2]}), kFloat32) * widen(ir::buffer_load(p[1], {v[2], v[1]}), kFloat32);
-                      return ir::buffer_store(p[2], ir::buffer_load(p[2], {v[0], v[1]}) + product, {v[0], v[1]});
+        return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial, ir::IterKind::kReduce},
+                    [p](const std::vector<ir::Var>& v) {
+                      ir::Expr product = widen(ir::buffer_load(p[0], {v[0], v[2]}), kFloat32) *
+                                         widen(ir::buffer_load(p[1], {v[2], v[1]}), kFloat32);
+                      return ir::buffer_store(p[2], ir::buffer_load(p[2], {v[0], v[1]}) + product,
+                                              {v[0], v[1]});
                     }};
       });
 }
@@ -107,10 +126,13 @@ std::vector<TensorIntrin> family_intrins(const std::string& family, const std::s
   const std::string prefix = "cuda_" + family + "_", acc = family + ".accumulator";
   std::vector<TensorIntrin> out;
   out.push_back(make_intrin(
-      prefix + "fill_16x16_f32", "fill", [acc] { return std::vector<ir::Buffer>{tile("C", kFloat32, acc.c_str())}; },
+      prefix + "fill_16x16_f32", "fill",
+      [acc] { return std::vector<ir::Buffer>{tile("C", kFloat32, acc.c_str())}; },
       [](const std::vector<ir::Buffer>& p) {
         return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial},
-                    [p](const std::vector<ir::Var>& v) { return ir::buffer_store(p[0], ir::make_float(0.0, kFloat32), {v[0], v[1]}); }};
+                    [p](const std::vector<ir::Var>& v) {
+                      return ir::buffer_store(p[0], ir::make_float(0.0, kFloat32), {v[0], v[1]});
+                    }};
       }));
   for (auto [t, suffix] : {std::pair{f16, "f16"}, std::pair{bf16, "bf16"}}) {
     out.push_back(load(prefix + "load_a_16x16_" + suffix, "load_a", family + ".matrix_a", t));
@@ -119,17 +141,26 @@ std::vector<TensorIntrin> family_intrins(const std::string& family, const std::s
   }
   out.push_back(make_intrin(
       prefix + "store_16x16_f32", "store",
-      [acc] { return std::vector<ir::Buffer>{tile("C", kFloat32, acc.c_str()), tile("D", kFloat32, "global")}; },
+      [acc] {
+        return std::vector<ir::Buffer>{tile("C", kFloat32, acc.c_str()),
+                                       tile("D", kFloat32, "global")};
+      },
       [](const std::vector<ir::Buffer>& p) {
-        return Nest{{ir::IterKind::kSpatial, ir::IterKind::kSpatial},
-                    [p](const std::vector<ir::Var>& v) { return ir::buffer_store(p[1], ir::buffer_load(p[0], {v[0], v[1]}), {v[0], v[1]}); }};
+        return Nest{
+            {ir::IterKind::kSpatial, ir::IterKind::kSpatial}, [p](const std::vector<ir::Var>& v) {
+              return ir::buffer_store(p[1], ir::buffer_load(p[0], {v[0], v[1]}), {v[0], v[1]});
+            }};
       }));
   return out;
 }
 
 }  // namespace
 
-std::vector<TensorIntrin> cuda_wmma_intrins() { return family_intrins("wmma", "mma"); }
-std::vector<TensorIntrin> cuda_mma_intrins() { return family_intrins("mma", "sync"); }
+std::vector<TensorIntrin> cuda_wmma_intrins() {
+  return family_intrins("wmma", "mma");
+}
+std::vector<TensorIntrin> cuda_mma_intrins() {
+  return family_intrins("mma", "sync");
+}
 
 }  // namespace tyche::schedule::intrin

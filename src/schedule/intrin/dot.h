@@ -19,16 +19,18 @@ namespace tyche::schedule::intrin {
 // An intrinsic's description or implementation: `body` under a root block, `params` its buffers.
 ir::PrimFunc intrin_func(const std::string& name, std::vector<ir::Buffer> params, ir::Stmt body);
 
-TensorIntrin dot_intrin(const std::string& name, int lanes, int group, DataType a, DataType b, DataType acc,
-                        std::vector<std::vector<std::string>> requires_any);
+TensorIntrin dot_intrin(const std::string& name, int lanes, int group, DataType a, DataType b,
+                        DataType acc, std::vector<std::vector<std::string>> requires_any);
 
 // The CPUs' tile products (AMX):
 //   desc:  A[M, K] (activations), B[K/G, N, G] (weights, packed in groups of G = 4 bytes), C[M, N]
-//          for i in M, j in N, k in K: C[vi, vj] = C[vi, vj] + acc(A[vi, vk]) * acc(B[vk // G, vj, vk % G])
+//          for i in M, j in N, k in K: C[vi, vj] = C[vi, vj] + acc(A[vi, vk]) * acc(B[vk // G, vj,
+//          vk % G])
 //   impl:  C = tile_dot(C, A, B, M), each buffer one vector of its elements in order
 // B's tile is a slice of the weights packed for the dot intrinsics ([N/n][K/G][n][G] with n = N):
 // K/G rows of N * G elements, consecutive, as AMX loads them.
-TensorIntrin tile_intrin(const std::string& name, int rows, int lanes, int depth, DataType a, DataType b, DataType acc,
+TensorIntrin tile_intrin(const std::string& name, int rows, int lanes, int depth, DataType a,
+                         DataType b, DataType acc,
                          std::vector<std::vector<std::string>> requires_any);
 
 // The intrinsics of each ISA, in their own files.

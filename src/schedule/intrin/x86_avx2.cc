@@ -5,7 +5,8 @@
 namespace tyche::schedule::intrin {
 
 std::vector<TensorIntrin> x86_avx2_intrins() {
-  return {dot_intrin("x86_avx2_dot_8x4_u8s8", 8, 4, DataType::UInt(8), DataType::Int(8), kInt32, {{"avx2"}})};
+  return {dot_intrin("x86_avx2_dot_8x4_u8s8", 8, 4, DataType::UInt(8), DataType::Int(8), kInt32,
+                     {{"avx2"}})};
 }
 
 }  // namespace tyche::schedule::intrin

@@ -10,9 +10,11 @@ namespace {
 
 ir::Stmt with_annotations(const SRefNode* sref, ir::Annotations ann) {
   if (auto* l = sref->as_for())
-    return ir::for_loop(l->loop_var, l->min, l->extent, l->for_kind, l->body, l->thread_tag, std::move(ann));
+    return ir::for_loop(l->loop_var, l->min, l->extent, l->for_kind, l->body, l->thread_tag,
+                        std::move(ann));
   auto* b = sref->as_block();
-  return ir::make_block(b->name, b->iter_vars, b->reads, b->writes, b->init, b->body, b->alloc_buffers, std::move(ann));
+  return ir::make_block(b->name, b->iter_vars, b->reads, b->writes, b->init, b->body,
+                        b->alloc_buffers, std::move(ann));
 }
 
 const ir::Annotations& annotations_of(const SRefNode* sref) {
@@ -28,8 +30,10 @@ void replace_annotated(ScheduleState& state, const SRef& sref, ir::Annotations a
 
 }  // namespace
 
-Status annotate(ScheduleState& state, const SRef& sref, const std::string& key, const ir::AnnotationValue& value) {
-  if (key.empty()) return ScheduleError(ErrorCode::kInvalidAnnotation, "annotate: the key is empty", sref->stmt);
+Status annotate(ScheduleState& state, const SRef& sref, const std::string& key,
+                const ir::AnnotationValue& value) {
+  if (key.empty())
+    return ScheduleError(ErrorCode::kInvalidAnnotation, "annotate: the key is empty", sref->stmt);
   ir::Annotations ann = annotations_of(sref.get());
   ann[key] = value;
   replace_annotated(state, sref, std::move(ann));
@@ -38,7 +42,9 @@ Status annotate(ScheduleState& state, const SRef& sref, const std::string& key, 
 
 Status unannotate(ScheduleState& state, const SRef& sref, const std::string& key) {
   ir::Annotations ann = annotations_of(sref.get());
-  if (!ann.erase(key)) return ScheduleError(ErrorCode::kInvalidAnnotation, fmt::format("unannotate: no annotation '{}'", key), sref->stmt);
+  if (!ann.erase(key))
+    return ScheduleError(ErrorCode::kInvalidAnnotation,
+                         fmt::format("unannotate: no annotation '{}'", key), sref->stmt);
   replace_annotated(state, sref, std::move(ann));
   return ok_status();
 }
@@ -47,7 +53,8 @@ Status unannotate(ScheduleState& state, const SRef& sref, const std::string& key
 
 namespace {
 
-Status apply_annotate(InstructionContext& ctx, BlockOrLoopRV block_or_loop, std::string ann_key, AnnArg ann_val) {
+Status apply_annotate(InstructionContext& ctx, BlockOrLoopRV block_or_loop, std::string ann_key,
+                      AnnArg ann_val) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(block_or_loop));
   ir::AnnotationValue value;
   if (const ExprRV* rv = std::get_if<ExprRV>(&ann_val)) {
@@ -79,7 +86,11 @@ Status Schedule::annotate(const LoopRV& loop, const std::string& key, const AnnA
 Status Schedule::annotate(const BlockRV& block, const std::string& key, const AnnArg& value) {
   return annotate_kind()(*this, block, key, value);
 }
-Status Schedule::unannotate(const LoopRV& loop, const std::string& key) { return unannotate_kind()(*this, loop, key); }
-Status Schedule::unannotate(const BlockRV& block, const std::string& key) { return unannotate_kind()(*this, block, key); }
+Status Schedule::unannotate(const LoopRV& loop, const std::string& key) {
+  return unannotate_kind()(*this, loop, key);
+}
+Status Schedule::unannotate(const BlockRV& block, const std::string& key) {
+  return unannotate_kind()(*this, block, key);
+}
 
 }  // namespace tyche::schedule

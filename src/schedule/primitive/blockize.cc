@@ -23,8 +23,8 @@
 #include "ir/printer.h"
 #include "ir/var_use.h"
 #include "schedule/analysis.h"
-#include "schedule/primitive/blockize.h"
 #include "schedule/instruction_impl.h"
+#include "schedule/primitive/blockize.h"
 #include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
 
@@ -39,7 +39,8 @@ using ir::Var;
 // Substitutes variables; records every rewritten nested block so its sref carries over.
 class Rebinder : public ir::StmtExprMutator {
  public:
-  Rebinder(const std::unordered_map<const ir::VarNode*, Expr>& vmap, BlockReuse* reuse) : vmap_(vmap), reuse_(reuse) {}
+  Rebinder(const std::unordered_map<const ir::VarNode*, Expr>& vmap, BlockReuse* reuse)
+      : vmap_(vmap), reuse_(reuse) {}
 
  protected:
   Expr mutate_var(const ir::VarNode* n, const Expr& self) override {
@@ -56,12 +57,15 @@ class Rebinder : public ir::StmtExprMutator {
   const std::unordered_map<const ir::VarNode*, Expr>& vmap_;
   BlockReuse* reuse_;
 };
-std::string loop_name(const ir::ForNode* f) { return f->loop_var.name(); }
+std::string loop_name(const ir::ForNode* f) {
+  return f->loop_var.name();
+}
 
 // Binds, outermost first, the loops and block iterators enclosing `sref`.
 void bind_ancestors(const SRefNode* sref, arith::Analyzer* a) {
   for (SRefNode* p : ancestors(sref)) {
-    if (auto* f = p->as_for()) a->bind(f->loop_var, ir::Range(f->min, f->extent));
+    if (auto* f = p->as_for())
+      a->bind(f->loop_var, ir::Range(f->min, f->extent));
     else if (auto* b = p->as_block())
       for (const ir::IterVar& iv : b->iter_vars) a->bind(iv.var, iv.dom);
   }
@@ -70,7 +74,8 @@ void bind_ancestors(const SRefNode* sref, arith::Analyzer* a) {
 // The inner part covers [0, extent) exactly once per value of its loops: a mixed-radix sum of
 // distinct loop variables (min 0) with positive coefficients 1, e0, e0*e1, ... Records the
 // loops it uses in `used`; false if one was already used by another iterator.
-bool is_dense(const arith::LinearSum& s, int64_t extent, const std::unordered_map<const ir::VarNode*, int64_t>& loop_extent,
+bool is_dense(const arith::LinearSum& s, int64_t extent,
+              const std::unordered_map<const ir::VarNode*, int64_t>& loop_extent,
               std::unordered_set<const ir::VarNode*>* used) {
   if (s.constant != 0) return false;
   std::vector<std::pair<int64_t, const ir::VarNode*>> terms;
@@ -79,7 +84,8 @@ bool is_dense(const arith::LinearSum& s, int64_t extent, const std::unordered_ma
     if (!v || !loop_extent.count(v) || t.coeff <= 0) return false;
     terms.emplace_back(t.coeff, v);
   }
-  std::sort(terms.begin(), terms.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::sort(terms.begin(), terms.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
   int64_t expected = 1;
   for (const auto& [coeff, v] : terms) {
     if (coeff != expected || !used->insert(v).second) return false;
@@ -95,20 +101,23 @@ bool is_dense(const arith::LinearSum& s, int64_t extent, const std::unordered_ma
 // (what fuse followed by split produces, as TVM's iter-map subspace division handles).
 class DivisionSeparator : public ir::StmtExprMutator {
  public:
-  DivisionSeparator(const std::unordered_set<const ir::VarNode*>& inner, arith::Analyzer* a) : inner_(inner), a_(a) {}
+  DivisionSeparator(const std::unordered_set<const ir::VarNode*>& inner, arith::Analyzer* a)
+      : inner_(inner), a_(a) {}
 
  protected:
   Expr mutate_binary(const ir::BinaryNode* n, const Expr& self) override {
     Expr e = StmtExprMutator::mutate_binary(n, self);
     auto* b = e.as_binary();
-    if (!b || (e.kind() != ir::ExprKind::kFloorDiv && e.kind() != ir::ExprKind::kFloorMod)) return e;
+    if (!b || (e.kind() != ir::ExprKind::kFloorDiv && e.kind() != ir::ExprKind::kFloorMod))
+      return e;
     auto d = ir::as_const_int(b->b);
     if (!d || *d <= 0) return e;
     arith::LinearSum sum = arith::to_linear(a_->simplify(b->a));
     arith::LinearSum in(sum.dtype), out(sum.dtype, sum.constant);
     for (const arith::LinearTerm& t : sum.terms) {
       bool uses_in = ir::uses_any(t.atom, inner_);
-      bool uses_out = ir::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_.count(v) == 0; });
+      bool uses_out =
+          ir::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_.count(v) == 0; });
       if (uses_in && uses_out) return e;
       (uses_in ? in : out).add_term(t.atom, t.coeff);
     }
@@ -123,11 +132,13 @@ class DivisionSeparator : public ir::StmtExprMutator {
     bool div = e.kind() == ir::ExprKind::kFloorDiv;
     if (*d % g == 0) {
       Expr k = ir::make_int(*d / g, t);
-      return a_->simplify(div ? ir::floordiv(oe, k) : ir::floormod(oe, k) * ir::make_int(g, t) + ie);
+      return a_->simplify(div ? ir::floordiv(oe, k)
+                              : ir::floormod(oe, k) * ir::make_int(g, t) + ie);
     }
     if (g % *d == 0) {
       Expr dd = ir::make_int(*d, t);
-      return a_->simplify(div ? oe * ir::make_int(g / *d, t) + ir::floordiv(ie, dd) : ir::floormod(ie, dd));
+      return a_->simplify(div ? oe * ir::make_int(g / *d, t) + ir::floordiv(ie, dd)
+                              : ir::floormod(ie, dd));
     }
     return e;
   }
@@ -138,8 +149,10 @@ class DivisionSeparator : public ir::StmtExprMutator {
 };
 
 // Divides the binding of `iv` into parts outside and inside the loops of `inner_loops`.
-Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding, const std::unordered_set<const ir::VarNode*>& inner_loops,
-                                arith::Analyzer* a, const char* prim, const ir::BlockNode* block, const ir::ForNode* loop) {
+Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding,
+                                const std::unordered_set<const ir::VarNode*>& inner_loops,
+                                arith::Analyzer* a, const char* prim, const ir::BlockNode* block,
+                                const ir::ForNode* loop) {
   IterSplit s;
   s.old = iv;
   Expr e = a->simplify(DivisionSeparator(inner_loops, a).mutate_expr(a->simplify(binding)));
@@ -147,12 +160,15 @@ Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding, cons
   arith::LinearSum in(sum.dtype), out(sum.dtype, sum.constant);
   for (const arith::LinearTerm& t : sum.terms) {
     bool uses_in = ir::uses_any(t.atom, inner_loops);
-    bool uses_out = ir::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_loops.count(v) == 0; });
+    bool uses_out =
+        ir::uses_var(t.atom, [&](const ir::VarNode* v) { return inner_loops.count(v) == 0; });
     if (uses_in && uses_out)
-      return ScheduleError(ErrorCode::kNotSeparable,
-                           fmt::format("{}: the binding {} of iterator '{}' of block '{}' mixes loops inside and outside loop '{}'",
-                                       prim, ir::to_string(binding), iv.var.name(), block->name, loop_name(loop)),
-                           loop);
+      return ScheduleError(
+          ErrorCode::kNotSeparable,
+          fmt::format("{}: the binding {} of iterator '{}' of block '{}' mixes loops inside and "
+                      "outside loop '{}'",
+                      prim, ir::to_string(binding), iv.var.name(), block->name, loop_name(loop)),
+          loop);
     (uses_in ? in : out).add_term(t.atom, t.coeff);
   }
   DataType t = iv.var.dtype();
@@ -165,82 +181,95 @@ Result<IterSplit> split_binding(const ir::IterVar& iv, const Expr& binding, cons
   }
   arith::ConstIntBound b = a->const_int_bound(arith::to_expr(in));
   if (b.min_value == arith::ConstIntBound::kNegInf || b.max_value == arith::ConstIntBound::kPosInf)
-    return ScheduleError(ErrorCode::kNotSeparable,
-                         fmt::format("{}: the part of binding {} of iterator '{}' inside loop '{}' is unbounded", prim,
-                                     ir::to_string(binding), iv.var.name(), loop_name(loop)),
-                         loop);
+    return ScheduleError(
+        ErrorCode::kNotSeparable,
+        fmt::format("{}: the part of binding {} of iterator '{}' inside loop '{}' is unbounded",
+                    prim, ir::to_string(binding), iv.var.name(), loop_name(loop)),
+        loop);
   s.has_inner = true;
   s.extent = b.max_value - b.min_value + 1;
   in.constant = -b.min_value;
   out.constant += b.min_value;
   s.inner_sum = in;
-  s.inner_iv = ir::IterVar{Var(iv.var.name() + "_i", t), ir::Range(ir::make_int(0, t), ir::make_int(s.extent, t)), iv.kind};
+  s.inner_iv = ir::IterVar{Var(iv.var.name() + "_i", t),
+                           ir::Range(ir::make_int(0, t), ir::make_int(s.extent, t)), iv.kind};
   s.inner_value = a->simplify(arith::to_expr(in));
   if (out.is_const()) {  // only loops inside (plus a constant)
-    s.replacement = out.constant == 0 ? Expr(s.inner_iv.var) : ir::make_int(out.constant, t) + s.inner_iv.var;
+    s.replacement =
+        out.constant == 0 ? Expr(s.inner_iv.var) : ir::make_int(out.constant, t) + s.inner_iv.var;
     return s;
   }
   if (out.content() % s.extent != 0)
     return ScheduleError(ErrorCode::kNotSeparable,
-                         fmt::format("{}: the binding {} of iterator '{}' of block '{}' does not divide into a part outside loop "
+                         fmt::format("{}: the binding {} of iterator '{}' of block '{}' does not "
+                                     "divide into a part outside loop "
                                      "'{}' and a part of extent {} inside it",
-                                     prim, ir::to_string(binding), iv.var.name(), block->name, loop_name(loop), s.extent),
+                                     prim, ir::to_string(binding), iv.var.name(), block->name,
+                                     loop_name(loop), s.extent),
                          loop);
   arith::LinearSum q(out.dtype, out.constant / s.extent);
   for (const arith::LinearTerm& term : out.terms) q.add_term(term.atom, term.coeff / s.extent);
   Expr outer_value = a->simplify(arith::to_expr(q));
   arith::ConstIntBound ob = a->const_int_bound(outer_value);
-  if (ob.min_value == arith::ConstIntBound::kNegInf || ob.max_value == arith::ConstIntBound::kPosInf)
-    return ScheduleError(ErrorCode::kNotSeparable,
-                         fmt::format("{}: the part of binding {} of iterator '{}' outside loop '{}' is unbounded", prim,
-                                     ir::to_string(binding), iv.var.name(), loop_name(loop)),
-                         loop);
+  if (ob.min_value == arith::ConstIntBound::kNegInf ||
+      ob.max_value == arith::ConstIntBound::kPosInf)
+    return ScheduleError(
+        ErrorCode::kNotSeparable,
+        fmt::format("{}: the part of binding {} of iterator '{}' outside loop '{}' is unbounded",
+                    prim, ir::to_string(binding), iv.var.name(), loop_name(loop)),
+        loop);
   s.has_outer = true;
-  s.outer_iv = ir::IterVar{Var(iv.var.name() + "_o", t),
-                           ir::Range(ir::make_int(ob.min_value, t), ir::make_int(ob.max_value - ob.min_value + 1, t)), iv.kind};
+  s.outer_iv = ir::IterVar{
+      Var(iv.var.name() + "_o", t),
+      ir::Range(ir::make_int(ob.min_value, t), ir::make_int(ob.max_value - ob.min_value + 1, t)),
+      iv.kind};
   s.outer_value = outer_value;
   s.replacement = s.outer_iv.var * ir::make_int(s.extent, t) + s.inner_iv.var;
   return s;
 }
 
-std::vector<ir::BufferRegion> rebind_regions(const std::vector<ir::BufferRegion>& regions, Rebinder* r) {
+std::vector<ir::BufferRegion> rebind_regions(const std::vector<ir::BufferRegion>& regions,
+                                             Rebinder* r) {
   std::vector<ir::BufferRegion> out;
   for (const ir::BufferRegion& br : regions) out.push_back(r->mutate_region(br));
   return out;
 }
 
 // A block with regions inferred from its body.
-ir::Block block_with_regions(const std::string& name, std::vector<ir::IterVar> ivs, Stmt init, Stmt body,
-                             std::vector<ir::Buffer> allocs = {}, ir::Annotations ann = {}) {
+ir::Block block_with_regions(const std::string& name, std::vector<ir::IterVar> ivs, Stmt init,
+                             Stmt body, std::vector<ir::Buffer> allocs = {},
+                             ir::Annotations ann = {}) {
   ir::Block b = ir::make_block(name, ivs, {}, {}, init, body, allocs, ann);
   arith::Analyzer a;
   arith::AccessRegions regions = arith::infer_access_regions(*b, &a);
-  return ir::make_block(name, std::move(ivs), regions.reads, regions.writes, std::move(init), std::move(body),
-                        std::move(allocs), std::move(ann));
+  return ir::make_block(name, std::move(ivs), regions.reads, regions.writes, std::move(init),
+                        std::move(body), std::move(allocs), std::move(ann));
 }
 
 // The init of the outer block: the inner block's init over the inner spatial tile.
-Result<Stmt> make_outer_init(const std::vector<IterSplit>& splits, const BlockizePlan& plan, BlockNames* names,
-                             const char* prim, const ir::ForNode* loop) {
+Result<Stmt> make_outer_init(const std::vector<IterSplit>& splits, const BlockizePlan& plan,
+                             BlockNames* names, const char* prim, const ir::ForNode* loop) {
   const ir::BlockNode* block = plan.old_inner;
   auto refuse = [&](const std::string& why) {
     return ScheduleError(ErrorCode::kNotSeparable,
-                         fmt::format("{}: cannot move the init of block '{}' out of loop '{}': {}", prim, block->name,
-                                     loop_name(loop), why),
+                         fmt::format("{}: cannot move the init of block '{}' out of loop '{}': {}",
+                                     prim, block->name, loop_name(loop), why),
                          loop);
   };
   // The tile the init covers must be exactly what the inner loops compute, each element first
   // reached with the inner reduce iterators at their minimum.
   std::unordered_map<const ir::VarNode*, int64_t> loop_extent;
   for (const ir::ForNode* f : plan.loops) {
-    if (!ir::is_const_int(f->min, 0)) return refuse(fmt::format("loop '{}' does not start at 0", loop_name(f)));
+    if (!ir::is_const_int(f->min, 0))
+      return refuse(fmt::format("loop '{}' does not start at 0", loop_name(f)));
     loop_extent[f->loop_var.get()] = *ir::as_const_int(f->extent);
   }
   std::unordered_set<const ir::VarNode*> used;
   for (const IterSplit& s : splits)
     if (s.has_inner && !is_dense(s.inner_sum, s.extent, loop_extent, &used))
-      return refuse(fmt::format("the inner binding {} of iterator '{}' does not cover its range exactly once",
-                                ir::to_string(s.inner_value), s.old.var.name()));
+      return refuse(
+          fmt::format("the inner binding {} of iterator '{}' does not cover its range exactly once",
+                      ir::to_string(s.inner_value), s.old.var.name()));
   for (const ir::ForNode* f : plan.loops)
     if (loop_extent.at(f->loop_var.get()) > 1 && !used.count(f->loop_var.get()))
       return refuse(fmt::format("loop '{}' is not used by any binding", loop_name(f)));
@@ -250,15 +279,17 @@ Result<Stmt> make_outer_init(const std::vector<IterSplit>& splits, const Blockiz
   std::vector<Var> loop_vars;
   std::vector<Expr> values;
   for (const IterSplit& s : splits) {
-    if (s.old.kind == ir::IterKind::kReduce || !ir::stmt_uses_var(block->init, s.old.var.get())) continue;
+    if (s.old.kind == ir::IterKind::kReduce || !ir::stmt_uses_var(block->init, s.old.var.get()))
+      continue;
     if (!s.has_inner) {
       vmap[s.old.var.get()] = s.replacement;
       continue;
     }
     DataType t = s.old.var.dtype();
     Var v(s.old.var.name() + "_init", t);
-    Var l(s.inner_sum.terms.size() == 1 ? s.inner_sum.terms[0].atom.as<ir::VarNode>()->name + "_init"
-                                        : fmt::format("ax{}_init", ivs.size()),
+    Var l(s.inner_sum.terms.size() == 1
+              ? s.inner_sum.terms[0].atom.as<ir::VarNode>()->name + "_init"
+              : fmt::format("ax{}_init", ivs.size()),
           t);
     ivs.push_back(ir::IterVar{v, s.inner_iv.dom, ir::IterKind::kSpatial});
     loop_vars.push_back(l);
@@ -271,14 +302,16 @@ Result<Stmt> make_outer_init(const std::vector<IterSplit>& splits, const Blockiz
   ir::Block init_block = block_with_regions(names->fresh(block->name + "_init"), ivs, Stmt(), body);
   Stmt out = ir::block_realize(values, ir::make_bool(true), init_block);
   for (size_t i = ivs.size(); i-- > 0;)
-    out = ir::for_loop(loop_vars[i], ir::make_int(0, loop_vars[i].dtype()), ivs[i].dom.extent, ir::ForKind::kSerial, out);
+    out = ir::for_loop(loop_vars[i], ir::make_int(0, loop_vars[i].dtype()), ivs[i].dom.extent,
+                       ir::ForKind::kSerial, out);
   return out;
 }
 
 }  // namespace
 
 // Plans blockize(loop) without touching the state.
-Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* loop_sref, const char* prim) {
+Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* loop_sref,
+                                   const char* prim) {
   const ir::ForNode* loop = loop_sref->as_for();
   BlockizePlan plan;
   Stmt s = state.stmt_of(loop_sref);
@@ -288,29 +321,39 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
   }
   auto* realize = s.as<ir::BlockRealizeNode>();
   if (!realize)
-    return ScheduleError(ErrorCode::kNotSingleChild,
-                         fmt::format("{}: loop '{}' must hold a chain of loops around a single block", prim, loop_name(loop)), loop);
+    return ScheduleError(
+        ErrorCode::kNotSingleChild,
+        fmt::format("{}: loop '{}' must hold a chain of loops around a single block", prim,
+                    loop_name(loop)),
+        loop);
   const ir::BlockNode* block = realize->block.get();
   plan.old_inner = block;
   for (const ir::ForNode* f : plan.loops)
     if (!ir::as_const_int(f->min) || !ir::as_const_int(f->extent))
       return ScheduleError(ErrorCode::kNonConstantExtent,
-                           fmt::format("{}: loop '{}' under '{}' has a non-constant range", prim, loop_name(f), loop_name(loop)), f);
+                           fmt::format("{}: loop '{}' under '{}' has a non-constant range", prim,
+                                       loop_name(f), loop_name(loop)),
+                           f);
   if (!ir::is_true(realize->predicate))
-    return ScheduleError(ErrorCode::kUnsupported,
-                         fmt::format("{}: block '{}' has a predicate ({}); blockize of predicated blocks is not supported", prim,
-                                     block->name, ir::to_string(realize->predicate)),
-                         block);
+    return ScheduleError(
+        ErrorCode::kUnsupported,
+        fmt::format(
+            "{}: block '{}' has a predicate ({}); blockize of predicated blocks is not supported",
+            prim, block->name, ir::to_string(realize->predicate)),
+        block);
   for (size_t k = 0; k < block->iter_vars.size(); ++k) {
     const ir::IterVar& iv = block->iter_vars[k];
     if (iv.kind == ir::IterKind::kOpaque)
-      return ScheduleError(ErrorCode::kOpaqueBlock,
-                           fmt::format("{}: block '{}' has opaque iterator '{}'", prim, block->name, iv.var.name()), block);
+      return ScheduleError(
+          ErrorCode::kOpaqueBlock,
+          fmt::format("{}: block '{}' has opaque iterator '{}'", prim, block->name, iv.var.name()),
+          block);
     if (!is_quasi_affine(realize->iter_values[k]))
-      return ScheduleError(ErrorCode::kOpaqueBlock,
-                           fmt::format("{}: the binding {} of iterator '{}' of block '{}' is not quasi-affine", prim,
-                                       ir::to_string(realize->iter_values[k]), iv.var.name(), block->name),
-                           block);
+      return ScheduleError(
+          ErrorCode::kOpaqueBlock,
+          fmt::format("{}: the binding {} of iterator '{}' of block '{}' is not quasi-affine", prim,
+                      ir::to_string(realize->iter_values[k]), iv.var.name(), block->name),
+          block);
   }
 
   arith::Analyzer a;
@@ -323,14 +366,16 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
   bool outer_reduces = false;
   for (size_t k = 0; k < block->iter_vars.size(); ++k) {
     const ir::IterVar& iv = block->iter_vars[k];
-    TYCHE_TRY_ASSIGN(split, split_binding(iv, realize->iter_values[k], inner_loops, &a, prim, block, loop));
+    TYCHE_TRY_ASSIGN(
+        split, split_binding(iv, realize->iter_values[k], inner_loops, &a, prim, block, loop));
     // An init runs when the reduce iterators are at their minimum; keep that point where it is.
     if (block->init.defined() && iv.kind == ir::IterKind::kReduce) {
       arith::ConstIntBound b = a.const_int_bound(realize->iter_values[k]);
       auto dmin = ir::as_const_int(iv.dom.min);
       if (!dmin || b.min_value != *dmin)
         return ScheduleError(ErrorCode::kNotSeparable,
-                             fmt::format("{}: the binding of reduce iterator '{}' of block '{}' does not start at its domain minimum",
+                             fmt::format("{}: the binding of reduce iterator '{}' of block '{}' "
+                                         "does not start at its domain minimum",
                                          prim, iv.var.name(), block->name),
                              block);
     }
@@ -344,7 +389,8 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
     for (const IterSplit& sp : plan.splits) {
       if (sp.old.kind == ir::IterKind::kReduce && ir::stmt_uses_var(block->init, sp.old.var.get()))
         return ScheduleError(ErrorCode::kNotSeparable,
-                             fmt::format("{}: the init of block '{}' uses reduce iterator '{}'", prim, block->name, sp.old.var.name()),
+                             fmt::format("{}: the init of block '{}' uses reduce iterator '{}'",
+                                         prim, block->name, sp.old.var.name()),
                              block);
     }
     TYCHE_TRY_ASSIGN(init, make_outer_init(plan.splits, plan, &names, prim, loop));
@@ -367,16 +413,19 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
     }
   }
   Rebinder r(vmap, &plan.reuse);
-  Stmt inner_init = block->init.defined() && !outer_init.defined() ? r.mutate_stmt(block->init) : Stmt();
+  Stmt inner_init =
+      block->init.defined() && !outer_init.defined() ? r.mutate_stmt(block->init) : Stmt();
   Stmt inner_body = r.mutate_stmt(block->body);
-  plan.inner = ir::make_block(block->name, inner_ivs, rebind_regions(block->reads, &r), rebind_regions(block->writes, &r),
-                              inner_init, inner_body, block->alloc_buffers, block->annotations);
+  plan.inner = ir::make_block(block->name, inner_ivs, rebind_regions(block->reads, &r),
+                              rebind_regions(block->writes, &r), inner_init, inner_body,
+                              block->alloc_buffers, block->annotations);
   plan.reuse[plan.inner.get()] = block;
   plan.inner_realize = ir::block_realize(inner_values, ir::make_bool(true), plan.inner);
   Stmt subtree = plan.inner_realize;
   for (size_t i = plan.loops.size(); i-- > 0;) {
     const ir::ForNode* f = plan.loops[i];
-    subtree = ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, subtree, f->thread_tag, f->annotations);
+    subtree = ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, subtree, f->thread_tag,
+                           f->annotations);
   }
   plan.outer = block_with_regions(names.fresh(block->name + "_o"), outer_ivs, outer_init, subtree);
   plan.outer_realize = ir::block_realize(outer_values, ir::make_bool(true), plan.outer);
@@ -384,8 +433,11 @@ Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* l
 }
 
 Status check_loop(const SRef& loop, const char* prim) {
-  if (!loop || !loop->valid()) return ScheduleError(ErrorCode::kStaleHandle, fmt::format("{}: the loop is stale", prim));
-  if (!loop->as_for()) return ScheduleError(ErrorCode::kWrongHandleKind, fmt::format("{} needs a loop", prim), loop->stmt);
+  if (!loop || !loop->valid())
+    return ScheduleError(ErrorCode::kStaleHandle, fmt::format("{}: the loop is stale", prim));
+  if (!loop->as_for())
+    return ScheduleError(ErrorCode::kWrongHandleKind, fmt::format("{} needs a loop", prim),
+                         loop->stmt);
   return ok_status();
 }
 
@@ -411,6 +463,8 @@ Result<BlockRV> apply_blockize(InstructionContext& ctx, LoopRV loop) {
 
 TYCHE_INSTRUCTION(blockize, apply_blockize, {{"loop"}})
 
-Result<BlockRV> Schedule::blockize(const LoopRV& loop) { return blockize_kind()(*this, loop); }
+Result<BlockRV> Schedule::blockize(const LoopRV& loop) {
+  return blockize_kind()(*this, loop);
+}
 
 }  // namespace tyche::schedule

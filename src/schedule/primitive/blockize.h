@@ -44,15 +44,15 @@ struct IterSplit {
   bool has_outer = false, has_inner = false;
   ir::IterVar outer_iv, inner_iv;
   ir::Expr outer_value, inner_value;
-  int64_t extent = 1;             // of the inner part
+  int64_t extent = 1;                  // of the inner part
   arith::LinearSum inner_sum{kInt32};  // inner part, for the coverage check of a moved init
-  ir::Expr replacement;               // what `old.var` becomes inside the outer block
+  ir::Expr replacement;                // what `old.var` becomes inside the outer block
 };
 
 struct BlockizePlan {
   std::vector<const ir::ForNode*> loops;  // `loop` and the loops under it, outermost first
   const ir::BlockNode* old_inner = nullptr;
-  ir::Block inner;                        // the rewritten inner block
+  ir::Block inner;  // the rewritten inner block
   ir::Stmt inner_realize;
   std::vector<IterSplit> splits;
   ir::Block outer;
@@ -61,7 +61,8 @@ struct BlockizePlan {
 };
 
 // The plan of blockize(loop); `prim` names the primitive in refusals.
-Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* loop_sref, const char* prim);
+Result<BlockizePlan> plan_blockize(const ScheduleState& state, const SRefNode* loop_sref,
+                                   const char* prim);
 // The handle's statement is a live loop.
 Status check_loop(const SRef& loop, const char* prim);
 

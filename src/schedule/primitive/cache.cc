@@ -15,28 +15,31 @@
 #include "ir/op.h"
 #include "schedule/analysis.h"
 #include "schedule/index_map.h"
+#include "schedule/instruction_impl.h"
 #include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
-#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
 namespace {
 
 bool is_valid_scope(const std::string& scope) {
-  static const std::array<const char*, 11> kScopes = {"global",          "shared",          "local",           "shared.dyn",
-                                                      "warp",            "wmma.matrix_a",   "wmma.matrix_b",   "wmma.accumulator",
-                                                      "mma.matrix_a",    "mma.matrix_b",    "mma.accumulator"};
+  static const std::array<const char*, 11> kScopes = {
+      "global",       "shared",        "local",          "shared.dyn",
+      "warp",         "wmma.matrix_a", "wmma.matrix_b",  "wmma.accumulator",
+      "mma.matrix_a", "mma.matrix_b",  "mma.accumulator"};
   return std::any_of(kScopes.begin(), kScopes.end(), [&](const char* s) { return scope == s; });
 }
 
-std::optional<ScheduleError> check_scope(const char* primitive, const std::string& scope, const ir::StmtNode* where) {
+std::optional<ScheduleError> check_scope(const char* primitive, const std::string& scope,
+                                         const ir::StmtNode* where) {
   if (is_valid_scope(scope)) return std::nullopt;
-  return ScheduleError(ErrorCode::kUnknownName,
-                       fmt::format("{}: unknown storage scope '{}' (expected global, shared, shared.dyn, local, "
-                                   "warp, wmma.* or mma.* matrix_a/matrix_b/accumulator)",
-                                   primitive, scope),
-                       where);
+  return ScheduleError(
+      ErrorCode::kUnknownName,
+      fmt::format("{}: unknown storage scope '{}' (expected global, shared, shared.dyn, local, "
+                  "warp, wmma.* or mma.* matrix_a/matrix_b/accumulator)",
+                  primitive, scope),
+      where);
 }
 
 // Replaces one buffer by another (by identity) in loads, stores, access regions, alloc_buffers and
@@ -58,14 +61,16 @@ class BufferReplacer : public ir::StmtExprMutator {
     std::vector<ir::Expr> idx;
     bool changed = mutate_exprs(n->indices, &idx);
     if (!changed && !n->buffer.same_as(from_)) return self;
-    return ir::Expr(std::make_shared<ir::BufferLoadNode>(n->dtype, sub(n->buffer), indices(n->buffer, std::move(idx))));
+    return ir::Expr(std::make_shared<ir::BufferLoadNode>(n->dtype, sub(n->buffer),
+                                                         indices(n->buffer, std::move(idx))));
   }
   ir::Stmt mutate_buffer_store(const ir::BufferStoreNode* n, const ir::Stmt& self) override {
     ir::Expr v = mutate_expr(n->value);
     std::vector<ir::Expr> idx;
     bool changed = mutate_exprs(n->indices, &idx) || !v.same_as(n->value);
     if (!changed && !n->buffer.same_as(from_)) return self;
-    return ir::Stmt(std::make_shared<ir::BufferStoreNode>(sub(n->buffer), v, indices(n->buffer, std::move(idx))));
+    return ir::Stmt(std::make_shared<ir::BufferStoreNode>(sub(n->buffer), v,
+                                                          indices(n->buffer, std::move(idx))));
   }
   ir::Stmt mutate_allocate(const ir::AllocateNode* n, const ir::Stmt& self) override {
     ir::Stmt body = mutate_stmt(n->body);
@@ -76,7 +81,8 @@ class BufferReplacer : public ir::StmtExprMutator {
     ir::Stmt base = StmtExprMutator::mutate_block(n, self);
     auto* b = base.as<ir::BlockNode>();
     auto mentions = [&](const std::vector<ir::BufferRegion>& rs) {
-      return std::any_of(rs.begin(), rs.end(), [&](const ir::BufferRegion& r) { return r.buffer.same_as(from_); });
+      return std::any_of(rs.begin(), rs.end(),
+                         [&](const ir::BufferRegion& r) { return r.buffer.same_as(from_); });
     };
     bool allocates = std::any_of(b->alloc_buffers.begin(), b->alloc_buffers.end(),
                                  [&](const ir::Buffer& x) { return x.same_as(from_); });
@@ -87,13 +93,15 @@ class BufferReplacer : public ir::StmtExprMutator {
     auto regions = [&](const std::vector<ir::BufferRegion>& rs) {
       std::vector<ir::BufferRegion> out;
       for (const ir::BufferRegion& r : rs)
-        out.emplace_back(sub(r.buffer), layout_ && r.buffer.same_as(from_) ? layout_->map_region(r.region) : r.region);
+        out.emplace_back(sub(r.buffer), layout_ && r.buffer.same_as(from_)
+                                            ? layout_->map_region(r.region)
+                                            : r.region);
       return out;
     };
     std::vector<ir::Buffer> allocs;
     for (const ir::Buffer& x : b->alloc_buffers) allocs.push_back(sub(x));
-    ir::Block nb = ir::make_block(b->name, b->iter_vars, regions(b->reads), regions(b->writes), b->init, b->body,
-                                  std::move(allocs), b->annotations);
+    ir::Block nb = ir::make_block(b->name, b->iter_vars, regions(b->reads), regions(b->writes),
+                                  b->init, b->body, std::move(allocs), b->annotations);
     reuse[nb.get()] = n;
     return nb;
   }
@@ -112,7 +120,8 @@ SRefNode* top_level_sref(const SRefNode* block, const SRefNode* scope) {
 }
 
 // A name for the cache buffer and block not used by any block or buffer of the function.
-std::string fresh_name(const ScheduleState& state, const std::string& buffer_name, const std::string& scope) {
+std::string fresh_name(const ScheduleState& state, const std::string& buffer_name,
+                       const std::string& scope) {
   std::string suffix = scope;
   std::replace(suffix.begin(), suffix.end(), '.', '_');
   std::unordered_set<std::string> taken = names_in_use(state);
@@ -125,7 +134,8 @@ std::string fresh_name(const ScheduleState& state, const std::string& buffer_nam
 // loop nest under its scope, clipped to the buffer's bounds. A dimension that is neither constant
 // (then clipped) nor provably in bounds becomes the whole dimension: copying more is harmless.
 std::vector<ir::Range> accessed_region(const ScheduleState& state, const SRefNode* block_sref,
-                                       const std::vector<ir::BufferRegion>& regions, const ir::Buffer& buffer) {
+                                       const std::vector<ir::BufferRegion>& regions,
+                                       const ir::Buffer& buffer) {
   const ir::BlockNode* block = block_sref->as_block();
   const SRefNode* scope = scope_block(block_sref);
   arith::Analyzer analyzer;
@@ -173,7 +183,8 @@ std::vector<ir::Range> accessed_region(const ScheduleState& state, const SRefNod
       lo = std::max<int64_t>(lo, 0);
       if (n) hi = std::min(hi, *n);
       bool in_bounds = n || analyzer.can_prove(ir::make_int(hi, t) <= dim);
-      out.push_back(in_bounds && hi > lo ? ir::Range(ir::make_int(lo, t), ir::make_int(hi - lo, t)) : full);
+      out.push_back(in_bounds && hi > lo ? ir::Range(ir::make_int(lo, t), ir::make_int(hi - lo, t))
+                                         : full);
       continue;
     }
     const ir::Range& r = relaxed[0].region[d];
@@ -205,24 +216,26 @@ ir::Stmt make_copy_stage(const std::string& name, const ir::Buffer& src, const i
     point.emplace_back(v, ir::make_int(1, t));
   }
   ir::Stmt body = ir::buffer_store(dst, ir::buffer_load(src, indices), indices);
-  ir::Block block = ir::make_block(name, std::move(iters), {ir::BufferRegion(src, point)}, {ir::BufferRegion(dst, point)},
-                                   ir::Stmt(), body);
+  ir::Block block = ir::make_block(name, std::move(iters), {ir::BufferRegion(src, point)},
+                                   {ir::BufferRegion(dst, point)}, ir::Stmt(), body);
   ir::Stmt stmt = ir::block_realize(std::move(bindings), ir::make_bool(true), block);
   for (size_t d = region.size(); d-- > 0;)
-    stmt = ir::for_loop(loops[d], ir::make_int(0, region[d].extent.dtype()), region[d].extent, ir::ForKind::kSerial, stmt);
+    stmt = ir::for_loop(loops[d], ir::make_int(0, region[d].extent.dtype()), region[d].extent,
+                        ir::ForKind::kSerial, stmt);
   return stmt;
 }
 
 struct ScopeRewrite {
-  ir::Stmt stage;         // the copy loop nest
-  bool stage_after;       // cache_write: after the block's nest; cache_read: before
-  ir::Buffer cache;       // appended to the scope's alloc_buffers
-  ir::Buffer from;        // the buffer the block stops accessing
+  ir::Stmt stage;    // the copy loop nest
+  bool stage_after;  // cache_write: after the block's nest; cache_read: before
+  ir::Buffer cache;  // appended to the scope's alloc_buffers
+  ir::Buffer from;   // the buffer the block stops accessing
 };
 
 // Rewrites the block's accesses of `from` to `cache`, inserts the stage beside the block's
 // top-level loop nest and allocates the cache in the scope; returns the stage block's sref.
-Result<SRef> apply_scope_rewrite(ScheduleState& state, const SRef& block_sref, const ScopeRewrite& rw) {
+Result<SRef> apply_scope_rewrite(ScheduleState& state, const SRef& block_sref,
+                                 const ScopeRewrite& rw) {
   SRefNode* scope = scope_block(block_sref.get());
   SRefNode* top_sref = top_level_sref(block_sref.get(), scope);
   const ir::BlockNode* scope_block_node = scope->as_block();
@@ -231,8 +244,9 @@ Result<SRef> apply_scope_rewrite(ScheduleState& state, const SRef& block_sref, c
   BufferReplacer replacer(rw.from, rw.cache);
   ir::Stmt new_block = replacer.mutate_stmt(state.stmt_of(block_sref.get()));
   const ir::BlockRealizeNode* realize = state.realize_of(block_sref.get());
-  ir::Stmt new_realize = ir::block_realize(realize->iter_values, realize->predicate,
-                                           ir::Block(std::static_pointer_cast<const ir::BlockNode>(new_block.ptr())));
+  ir::Stmt new_realize =
+      ir::block_realize(realize->iter_values, realize->predicate,
+                        ir::Block(std::static_pointer_cast<const ir::BlockNode>(new_block.ptr())));
   ir::Stmt new_top = new_realize;
   if (top.get() != realize) {
     new_top = replace_child(top, realize, new_realize, /*through_loops=*/true);
@@ -242,15 +256,17 @@ Result<SRef> apply_scope_rewrite(ScheduleState& state, const SRef& block_sref, c
   // The top-level statement sits in the scope body, possibly inside a sequence or a condition.
   ir::Stmt body = replace_child(scope_block_node->body, top.get(), pair);
   if (!body.defined())
-    return ScheduleError(ErrorCode::kUnsupported,
-                         fmt::format("the loop nest of block '{}' is not in the body of its scope block '{}'",
-                                     block_sref->as_block()->name, scope_block_node->name),
-                         block_sref->stmt);
+    return ScheduleError(
+        ErrorCode::kUnsupported,
+        fmt::format("the loop nest of block '{}' is not in the body of its scope block '{}'",
+                    block_sref->as_block()->name, scope_block_node->name),
+        block_sref->stmt);
   std::vector<ir::Buffer> allocs = scope_block_node->alloc_buffers;
   allocs.push_back(rw.cache);
-  ir::Block new_scope = ir::make_block(scope_block_node->name, scope_block_node->iter_vars, scope_block_node->reads,
-                                       scope_block_node->writes, scope_block_node->init, body, std::move(allocs),
-                                       scope_block_node->annotations);
+  ir::Block new_scope =
+      ir::make_block(scope_block_node->name, scope_block_node->iter_vars, scope_block_node->reads,
+                     scope_block_node->writes, scope_block_node->init, body, std::move(allocs),
+                     scope_block_node->annotations);
   BlockReuse reuse = replacer.reuse;
   reuse[new_scope.get()] = scope_block_node;
   const ir::StmtNode* stage_block = realizes_under(rw.stage).front()->block.get();
@@ -259,15 +275,18 @@ Result<SRef> apply_scope_rewrite(ScheduleState& state, const SRef& block_sref, c
 }
 
 // Checks shared by cache_read and cache_write: a non-root block, an index into `regions`, a scope.
-Result<ir::Buffer> cache_target(const char* primitive, const SRefNode* block_sref, const std::vector<ir::BufferRegion>& regions,
-                                const char* kind, int index, const std::string& storage_scope) {
+Result<ir::Buffer> cache_target(const char* primitive, const SRefNode* block_sref,
+                                const std::vector<ir::BufferRegion>& regions, const char* kind,
+                                int index, const std::string& storage_scope) {
   const ir::BlockNode* block = block_sref->as_block();
   if (!block_sref->parent)
-    return ScheduleError(ErrorCode::kUnsupported, fmt::format("{}: the root block has no buffer to cache", primitive), block);
+    return ScheduleError(ErrorCode::kUnsupported,
+                         fmt::format("{}: the root block has no buffer to cache", primitive),
+                         block);
   if (index < 0 || static_cast<size_t>(index) >= regions.size())
     return ScheduleError(ErrorCode::kOutOfRange,
-                         fmt::format("{}: block '{}' {} {} buffer(s); index {} is out of range", primitive, block->name,
-                                     kind, regions.size(), index),
+                         fmt::format("{}: block '{}' {} {} buffer(s); index {} is out of range",
+                                     primitive, block->name, kind, regions.size(), index),
                          block);
   if (auto e = check_scope(primitive, storage_scope, block)) return *e;
   return regions[static_cast<size_t>(index)].buffer;
@@ -303,31 +322,34 @@ bool reads_before_init(const ir::Stmt& block, const ir::Buffer& buffer) {
 }
 
 // The written buffer an intermediate-only primitive (set_scope, storage_align) works on.
-Result<ir::Buffer> intermediate_target(const ScheduleState& state, const char* primitive, const char* what,
-                                       const SRefNode* block_sref, int index) {
+Result<ir::Buffer> intermediate_target(const ScheduleState& state, const char* primitive,
+                                       const char* what, const SRefNode* block_sref, int index) {
   const ir::BlockNode* block = block_sref->as_block();
   if (index < 0 || static_cast<size_t>(index) >= block->writes.size())
     return ScheduleError(ErrorCode::kOutOfRange,
-                         fmt::format("{}: block '{}' writes {} buffer(s); index {} is out of range", primitive,
-                                     block->name, block->writes.size(), index),
+                         fmt::format("{}: block '{}' writes {} buffer(s); index {} is out of range",
+                                     primitive, block->name, block->writes.size(), index),
                          block);
   ir::Buffer buffer = block->writes[static_cast<size_t>(index)].buffer;
   if (is_param_buffer(state, buffer.get()))
-    return ScheduleError(ErrorCode::kParameterBuffer,
-                         fmt::format("{}: cannot change the {} of function parameter '{}' (written by block '{}')",
-                                     primitive, what, buffer->name, block->name),
-                         block);
+    return ScheduleError(
+        ErrorCode::kParameterBuffer,
+        fmt::format("{}: cannot change the {} of function parameter '{}' (written by block '{}')",
+                    primitive, what, buffer->name, block->name),
+        block);
   return buffer;
 }
 
 // The buffer's extents, which re-declaring primitives need as constants.
-Result<std::vector<int64_t>> constant_shape(const char* primitive, const ir::Buffer& buffer, const ir::BlockNode* block) {
+Result<std::vector<int64_t>> constant_shape(const char* primitive, const ir::Buffer& buffer,
+                                            const ir::BlockNode* block) {
   std::vector<int64_t> shape;
   for (const ir::Expr& d : buffer->shape) {
     auto v = ir::as_const_int(d);
     if (!v)
-      return ScheduleError(ErrorCode::kNonConstantExtent,
-                           fmt::format("{}: buffer '{}' has a non-constant shape", primitive, buffer->name), block);
+      return ScheduleError(
+          ErrorCode::kNonConstantExtent,
+          fmt::format("{}: buffer '{}' has a non-constant shape", primitive, buffer->name), block);
     shape.push_back(*v);
   }
   return shape;
@@ -344,7 +366,8 @@ void replace_buffer_everywhere(ScheduleState& state, const ir::Buffer& from, con
 // The first block realized in the top-level loop nest of `block_sref` (itself included) for
 // which `pred` holds, or nullptr.
 template <typename Pred>
-const ir::BlockNode* first_in_nest(const ScheduleState& state, const SRef& block_sref, const Pred& pred) {
+const ir::BlockNode* first_in_nest(const ScheduleState& state, const SRef& block_sref,
+                                   const Pred& pred) {
   ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope_block(block_sref.get())));
   for (const ir::BlockRealizeNode* r : realizes_under(top))
     if (pred(r->block.get())) return r->block.get();
@@ -353,13 +376,15 @@ const ir::BlockNode* first_in_nest(const ScheduleState& state, const SRef& block
 
 // The cache of `buffer` in `storage_scope` and its copy stage, which runs before the block's
 // loop nest (read) or after it (write); returns the stage's sref.
-Result<SRef> add_cache(ScheduleState& state, const SRef& block_sref, const ir::Buffer& buffer, const std::string& storage_scope,
-                       bool write) {
+Result<SRef> add_cache(ScheduleState& state, const SRef& block_sref, const ir::Buffer& buffer,
+                       const std::string& storage_scope, bool write) {
   const ir::BlockNode* block = block_sref->as_block();
   std::string name = fresh_name(state, buffer->name, storage_scope);
   ir::Buffer cache = ir::make_buffer(name, buffer->dtype, buffer->shape, storage_scope);
-  std::vector<ir::Range> region = accessed_region(state, block_sref.get(), write ? block->writes : block->reads, buffer);
-  ir::Stmt stage = write ? make_copy_stage(name, cache, buffer, region) : make_copy_stage(name, buffer, cache, region);
+  std::vector<ir::Range> region =
+      accessed_region(state, block_sref.get(), write ? block->writes : block->reads, buffer);
+  ir::Stmt stage = write ? make_copy_stage(name, cache, buffer, region)
+                         : make_copy_stage(name, buffer, cache, region);
   return apply_scope_rewrite(state, block_sref, ScopeRewrite{stage, write, cache, buffer});
 }
 
@@ -379,81 +404,109 @@ std::unordered_set<std::string> names_in_use(const ScheduleState& state) {
   return taken;
 }
 
-Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_buffer_index, const std::string& storage_scope) {
+Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_buffer_index,
+                        const std::string& storage_scope) {
   const ir::BlockNode* block = block_sref->as_block();
-  TYCHE_TRY_ASSIGN(buffer, cache_target("cache_read", block_sref.get(), block->reads, "reads", read_buffer_index, storage_scope));
+  TYCHE_TRY_ASSIGN(buffer, cache_target("cache_read", block_sref.get(), block->reads, "reads",
+                                        read_buffer_index, storage_scope));
   if (writes_buffer(block, buffer.get()))
-    return ScheduleError(ErrorCode::kDependenceViolated,
-                         fmt::format("cache_read: block '{}' also writes '{}', so a copy taken before it would be stale",
-                                     block->name, buffer->name),
-                         block);
+    return ScheduleError(
+        ErrorCode::kDependenceViolated,
+        fmt::format(
+            "cache_read: block '{}' also writes '{}', so a copy taken before it would be stale",
+            block->name, buffer->name),
+        block);
   // The copy runs just before the block's top-level loop nest: nothing in that nest may write
   // the buffer (a producer there would run after the copy).
-  if (const ir::BlockNode* other = first_in_nest(state, block_sref, [&](const ir::BlockNode* b) { return writes_buffer(b, buffer.get()); }))
-    return ScheduleError(ErrorCode::kDependenceViolated,
-                         fmt::format("cache_read: block '{}' writes '{}' inside the loop nest of block '{}'; the cache "
-                                     "would be copied before it is produced",
-                                     other->name, buffer->name, block->name),
-                         block);
+  if (const ir::BlockNode* other = first_in_nest(state, block_sref, [&](const ir::BlockNode* b) {
+        return writes_buffer(b, buffer.get());
+      }))
+    return ScheduleError(
+        ErrorCode::kDependenceViolated,
+        fmt::format(
+            "cache_read: block '{}' writes '{}' inside the loop nest of block '{}'; the cache "
+            "would be copied before it is produced",
+            other->name, buffer->name, block->name),
+        block);
   return add_cache(state, block_sref, buffer, storage_scope, /*write=*/false);
 }
 
-Result<SRef> cache_write(ScheduleState& state, const SRef& block_sref, int write_buffer_index, const std::string& storage_scope) {
+Result<SRef> cache_write(ScheduleState& state, const SRef& block_sref, int write_buffer_index,
+                         const std::string& storage_scope) {
   const ir::BlockNode* block = block_sref->as_block();
-  TYCHE_TRY_ASSIGN(buffer, cache_target("cache_write", block_sref.get(), block->writes, "writes", write_buffer_index, storage_scope));
+  TYCHE_TRY_ASSIGN(buffer, cache_target("cache_write", block_sref.get(), block->writes, "writes",
+                                        write_buffer_index, storage_scope));
   SRefNode* scope = scope_block(block_sref.get());
   // A scope block below the root runs many times and re-poisons the cache each time, so copying
   // back more than the block wrote could clobber earlier results: keep to the root scope.
   if (scope->parent)
-    return ScheduleError(ErrorCode::kUnsupported,
-                         fmt::format("cache_write: block '{}' is nested in block '{}'; only blocks of the root scope are "
-                                     "supported",
-                                     block->name, scope->as_block()->name),
-                         block);
+    return ScheduleError(
+        ErrorCode::kUnsupported,
+        fmt::format(
+            "cache_write: block '{}' is nested in block '{}'; only blocks of the root scope are "
+            "supported",
+            block->name, scope->as_block()->name),
+        block);
   auto others = other_writers(state, block_sref.get(), buffer.get());
   if (!others.empty())
-    return ScheduleError(ErrorCode::kDependenceViolated,
-                         fmt::format("cache_write: block '{}' is not the only writer of '{}' (block '{}' writes it too)",
-                                     block->name, buffer->name, others[0]->as_block()->name),
-                         block);
+    return ScheduleError(
+        ErrorCode::kDependenceViolated,
+        fmt::format(
+            "cache_write: block '{}' is not the only writer of '{}' (block '{}' writes it too)",
+            block->name, buffer->name, others[0]->as_block()->name),
+        block);
   // The block may read back what it writes only as a reduction whose init fills the cache first.
   if (reads_before_init(state.stmt_of(block_sref.get()), buffer))
-    return ScheduleError(ErrorCode::kDependenceViolated,
-                         fmt::format("cache_write: block '{}' reads '{}' before writing it (no init)", block->name,
-                                     buffer->name),
-                         block);
-  // The copy back runs after the block's top-level loop nest: nothing else there may use the buffer.
-  auto uses = [&](const ir::BlockNode* b) { return b != block && (reads_buffer(b, buffer.get()) || writes_buffer(b, buffer.get())); };
+    return ScheduleError(
+        ErrorCode::kDependenceViolated,
+        fmt::format("cache_write: block '{}' reads '{}' before writing it (no init)", block->name,
+                    buffer->name),
+        block);
+  // The copy back runs after the block's top-level loop nest: nothing else there may use the
+  // buffer.
+  auto uses = [&](const ir::BlockNode* b) {
+    return b != block && (reads_buffer(b, buffer.get()) || writes_buffer(b, buffer.get()));
+  };
   if (const ir::BlockNode* other = first_in_nest(state, block_sref, uses))
-    return ScheduleError(ErrorCode::kDependenceViolated,
-                         fmt::format("cache_write: block '{}' uses '{}' inside the loop nest of block '{}', before the "
-                                     "cache would be written back",
-                                     other->name, buffer->name, block->name),
-                         block);
+    return ScheduleError(
+        ErrorCode::kDependenceViolated,
+        fmt::format(
+            "cache_write: block '{}' uses '{}' inside the loop nest of block '{}', before the "
+            "cache would be written back",
+            other->name, buffer->name, block->name),
+        block);
   return add_cache(state, block_sref, buffer, storage_scope, /*write=*/true);
 }
 
-Status set_scope(ScheduleState& state, const SRef& block_sref, int buffer_index, const std::string& storage_scope) {
-  TYCHE_TRY_ASSIGN(buffer, intermediate_target(state, "set_scope", "scope", block_sref.get(), buffer_index));
+Status set_scope(ScheduleState& state, const SRef& block_sref, int buffer_index,
+                 const std::string& storage_scope) {
+  TYCHE_TRY_ASSIGN(
+      buffer, intermediate_target(state, "set_scope", "scope", block_sref.get(), buffer_index));
   if (auto e = check_scope("set_scope", storage_scope, block_sref->stmt)) return *e;
   if (buffer->scope == storage_scope) return ok_status();
   replace_buffer_everywhere(state, buffer, ir::with_scope(buffer, storage_scope));
   return ok_status();
 }
 
-Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_index, int axis, int factor, int offset) {
+Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_index, int axis,
+                     int factor, int offset) {
   const ir::BlockNode* block = block_sref->as_block();
-  TYCHE_TRY_ASSIGN(buffer, intermediate_target(state, "storage_align", "strides", block_sref.get(), buffer_index));
+  TYCHE_TRY_ASSIGN(buffer, intermediate_target(state, "storage_align", "strides", block_sref.get(),
+                                               buffer_index));
   const int rank = static_cast<int>(buffer->shape.size());
   if (axis < 0 || axis >= rank)
-    return ScheduleError(ErrorCode::kOutOfRange,
-                         fmt::format("storage_align: axis {} is out of range for the {}-d buffer '{}'", axis, rank, buffer->name),
-                         block);
+    return ScheduleError(
+        ErrorCode::kOutOfRange,
+        fmt::format("storage_align: axis {} is out of range for the {}-d buffer '{}'", axis, rank,
+                    buffer->name),
+        block);
   if (factor <= 0)
-    return ScheduleError(ErrorCode::kInvalidFactors, fmt::format("storage_align: factor {} is not positive", factor), block);
-  if (offset < 0 || offset >= factor)
     return ScheduleError(ErrorCode::kInvalidFactors,
-                         fmt::format("storage_align: offset {} is not in [0, factor {})", offset, factor), block);
+                         fmt::format("storage_align: factor {} is not positive", factor), block);
+  if (offset < 0 || offset >= factor)
+    return ScheduleError(
+        ErrorCode::kInvalidFactors,
+        fmt::format("storage_align: offset {} is not in [0, factor {})", offset, factor), block);
   TYCHE_TRY_ASSIGN(shape, constant_shape("storage_align", buffer, block));
   // Earlier requests stay (axes inside `axis` keep their strides); the layout is recomputed from
   // all of them, as compact_buffers does for the buffer's compacted shape.
@@ -461,7 +514,9 @@ Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_in
   aligns.push_back({axis, factor, offset});
   auto strides = ir::aligned_strides(shape, aligns);
   if (!strides)
-    return ScheduleError(ErrorCode::kInvalidFactors, fmt::format("storage_align: strides of '{}' overflow", buffer->name), block);
+    return ScheduleError(ErrorCode::kInvalidFactors,
+                         fmt::format("storage_align: strides of '{}' overflow", buffer->name),
+                         block);
   auto node = std::make_shared<ir::BufferNode>(*buffer);
   node->dim_aligns = std::move(aligns);
   node->strides.clear();
@@ -470,25 +525,30 @@ Status storage_align(ScheduleState& state, const SRef& block_sref, int buffer_in
   return ok_status();
 }
 
-Status transform_layout(ScheduleState& state, const SRef& block_sref, int buffer_index, const std::string& index_map) {
+Status transform_layout(ScheduleState& state, const SRef& block_sref, int buffer_index,
+                        const std::string& index_map) {
   const ir::BlockNode* block = block_sref->as_block();
-  TYCHE_TRY_ASSIGN(buffer, intermediate_target(state, "transform_layout", "layout", block_sref.get(), buffer_index));
+  TYCHE_TRY_ASSIGN(buffer, intermediate_target(state, "transform_layout", "layout",
+                                               block_sref.get(), buffer_index));
   auto parsed = IndexMap::parse(index_map);
   if (auto* why = std::get_if<std::string>(&parsed))
     return ScheduleError(ErrorCode::kInvalidArgument, "transform_layout: " + *why, block);
   const IndexMap& map = std::get<IndexMap>(parsed);
   if (!buffer->strides.empty())
-    return ScheduleError(ErrorCode::kUnsupported,
-                         fmt::format("transform_layout: buffer '{}' has strides from storage_align; transform its "
-                                     "layout before aligning it",
-                                     buffer->name),
-                         block);
+    return ScheduleError(
+        ErrorCode::kUnsupported,
+        fmt::format("transform_layout: buffer '{}' has strides from storage_align; transform its "
+                    "layout before aligning it",
+                    buffer->name),
+        block);
   TYCHE_TRY_ASSIGN(shape, constant_shape("transform_layout", buffer, block));
   if (std::string why = map.check_shape(shape); !why.empty())
-    return ScheduleError(ErrorCode::kExtentMismatch, fmt::format("transform_layout: buffer '{}': {}", buffer->name, why),
+    return ScheduleError(ErrorCode::kExtentMismatch,
+                         fmt::format("transform_layout: buffer '{}': {}", buffer->name, why),
                          block);
   std::vector<ir::Expr> new_shape;
-  for (int64_t d : map.map_shape(shape)) new_shape.push_back(ir::make_int(d, buffer->shape[0].dtype()));
+  for (int64_t d : map.map_shape(shape))
+    new_shape.push_back(ir::make_int(d, buffer->shape[0].dtype()));
   ir::Buffer laid_out = ir::make_buffer(buffer->name, buffer->dtype, new_shape, buffer->scope);
   replace_buffer_everywhere(state, buffer, laid_out, &map);
   return ok_status();
@@ -501,48 +561,61 @@ Status transform_layout(ScheduleState& state, const SRef& block_sref, int buffer
 namespace {
 
 template <Result<SRef> (*F)(ScheduleState&, const SRef&, int, const std::string&)>
-Result<BlockRV> apply_cache(InstructionContext& ctx, BlockRV block, int buffer_index, std::string storage_scope) {
+Result<BlockRV> apply_cache(InstructionContext& ctx, BlockRV block, int buffer_index,
+                            std::string storage_scope) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
   TYCHE_TRY_ASSIGN(stage, F(ctx.state(), sref, buffer_index, storage_scope));
   return ctx.issue_block(stage);
 }
 
-Status apply_set_scope(InstructionContext& ctx, BlockRV block, int buffer_index, std::string storage_scope) {
+Status apply_set_scope(InstructionContext& ctx, BlockRV block, int buffer_index,
+                       std::string storage_scope) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
   return set_scope(ctx.state(), sref, buffer_index, storage_scope);
 }
 
-Status apply_storage_align(InstructionContext& ctx, BlockRV block, int buffer_index, int axis, int factor, int offset) {
+Status apply_storage_align(InstructionContext& ctx, BlockRV block, int buffer_index, int axis,
+                           int factor, int offset) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
   return storage_align(ctx.state(), sref, buffer_index, axis, factor, offset);
 }
 
-Status apply_transform_layout(InstructionContext& ctx, BlockRV block, int buffer_index, std::string index_map) {
+Status apply_transform_layout(InstructionContext& ctx, BlockRV block, int buffer_index,
+                              std::string index_map) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(block));
   return transform_layout(ctx.state(), sref, buffer_index, index_map);
 }
 
 }  // namespace
 
-TYCHE_INSTRUCTION(cache_read, apply_cache<cache_read>, {{"block"}, {"read_buffer_index"}, {"storage_scope"}})
-TYCHE_INSTRUCTION(cache_write, apply_cache<cache_write>, {{"block"}, {"write_buffer_index"}, {"storage_scope"}})
+TYCHE_INSTRUCTION(cache_read, apply_cache<cache_read>,
+                  {{"block"}, {"read_buffer_index"}, {"storage_scope"}})
+TYCHE_INSTRUCTION(cache_write, apply_cache<cache_write>,
+                  {{"block"}, {"write_buffer_index"}, {"storage_scope"}})
 TYCHE_INSTRUCTION(set_scope, apply_set_scope, {{"block"}, {"buffer_index"}, {"storage_scope"}})
-TYCHE_INSTRUCTION(storage_align, apply_storage_align, {{"block"}, {"buffer_index"}, {"axis"}, {"factor"}, {"offset"}})
-TYCHE_INSTRUCTION(transform_layout, apply_transform_layout, {{"block"}, {"buffer_index"}, {"index_map"}})
+TYCHE_INSTRUCTION(storage_align, apply_storage_align,
+                  {{"block"}, {"buffer_index"}, {"axis"}, {"factor"}, {"offset"}})
+TYCHE_INSTRUCTION(transform_layout, apply_transform_layout,
+                  {{"block"}, {"buffer_index"}, {"index_map"}})
 
-Result<BlockRV> Schedule::cache_read(const BlockRV& block, int read_buffer_index, const std::string& storage_scope) {
+Result<BlockRV> Schedule::cache_read(const BlockRV& block, int read_buffer_index,
+                                     const std::string& storage_scope) {
   return cache_read_kind()(*this, block, read_buffer_index, storage_scope);
 }
-Result<BlockRV> Schedule::cache_write(const BlockRV& block, int write_buffer_index, const std::string& storage_scope) {
+Result<BlockRV> Schedule::cache_write(const BlockRV& block, int write_buffer_index,
+                                      const std::string& storage_scope) {
   return cache_write_kind()(*this, block, write_buffer_index, storage_scope);
 }
-Status Schedule::set_scope(const BlockRV& block, int buffer_index, const std::string& storage_scope) {
+Status Schedule::set_scope(const BlockRV& block, int buffer_index,
+                           const std::string& storage_scope) {
   return set_scope_kind()(*this, block, buffer_index, storage_scope);
 }
-Status Schedule::storage_align(const BlockRV& block, int buffer_index, int axis, int factor, int offset) {
+Status Schedule::storage_align(const BlockRV& block, int buffer_index, int axis, int factor,
+                               int offset) {
   return storage_align_kind()(*this, block, buffer_index, axis, factor, offset);
 }
-Status Schedule::transform_layout(const BlockRV& block, int buffer_index, const std::string& index_map) {
+Status Schedule::transform_layout(const BlockRV& block, int buffer_index,
+                                  const std::string& index_map) {
   return transform_layout_kind()(*this, block, buffer_index, index_map);
 }
 

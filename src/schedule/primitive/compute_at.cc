@@ -23,17 +23,17 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/var_use.h"
 #include "arith/analyzer.h"
 #include "arith/int_set.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "ir/var_use.h"
 #include "schedule/analysis.h"
+#include "schedule/instruction_impl.h"
 #include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
-#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -41,9 +41,15 @@ namespace {
 
 using arith::IntervalSet;
 
-const char* prim_name(bool is_compute_at) { return is_compute_at ? "compute_at" : "reverse_compute_at"; }
-const std::string& loop_name(const SRefNode* loop) { return loop->as_for()->loop_var.name(); }
-const std::string& block_name(const SRefNode* block) { return block->as_block()->name; }
+const char* prim_name(bool is_compute_at) {
+  return is_compute_at ? "compute_at" : "reverse_compute_at";
+}
+const std::string& loop_name(const SRefNode* loop) {
+  return loop->as_for()->loop_var.name();
+}
+const std::string& block_name(const SRefNode* block) {
+  return block->as_block()->name;
+}
 
 bool is_ancestor(const SRefNode* a, const SRefNode* b) {
   for (const SRefNode* p = b->parent; p; p = p->parent)
@@ -60,12 +66,15 @@ struct ProgramOrder {
 ProgramOrder program_order(const ir::BlockNode* scope) {
   ProgramOrder order;
   int next = 0;
-  ScopeVisitor v{.on_loop =
-                     [&](const ir::ForNode* f, bool entering) {
-                       if (entering) order.pos[f] = next++;
-                       else order.end[f] = next - 1;
-                     },
-                 .on_realize = [&](const ir::BlockRealizeNode* r) { order.pos[r->block.get()] = next++; }};
+  ScopeVisitor v{
+      .on_loop =
+          [&](const ir::ForNode* f, bool entering) {
+            if (entering)
+              order.pos[f] = next++;
+            else
+              order.end[f] = next - 1;
+          },
+      .on_realize = [&](const ir::BlockRealizeNode* r) { order.pos[r->block.get()] = next++; }};
   if (scope->init.defined()) visit_scope(scope->init, v);
   visit_scope(scope->body, v);
   return order;
@@ -82,7 +91,8 @@ void bind_loops_from(arith::Analyzer* a, const SRefNode* innermost) {
   std::vector<const ir::ForNode*> loops;
   for (const SRefNode* p = innermost; p; p = p->parent)
     if (auto* f = p->as_for()) loops.push_back(f);
-  for (auto it = loops.rbegin(); it != loops.rend(); ++it) a->bind((*it)->loop_var, ir::Range((*it)->min, (*it)->extent));
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+    a->bind((*it)->loop_var, ir::Range((*it)->min, (*it)->extent));
 }
 
 bool uses_vars(const ir::Expr& e, const arith::VarRangeMap& vars) {
@@ -98,16 +108,18 @@ bool uses_vars(const ir::Expr& e, const arith::VarRangeMap& vars) {
 // threadIdx.x; global and local memory by none that matters here.
 bool relaxed_under_thread(const std::string& scope, const std::string& tag) {
   if (scope == "warp") return tag == "threadIdx.x";
-  if (scope == "shared" || scope == "shared.dyn") return tag.starts_with("threadIdx") || tag.starts_with("vthread");
+  if (scope == "shared" || scope == "shared.dyn")
+    return tag.starts_with("threadIdx") || tag.starts_with("vthread");
   return false;
 }
 
 // Inclusive per-dimension bounds of `region`, accessed by the block at `block`, with its iter vars
 // replaced by its bindings and the loops between `loop` (exclusive) and the block relaxed. Ends
 // may refer to `loop` and the loops above it. nullopt when some end is unbounded.
-std::optional<std::vector<IntervalSet>> relaxed_access(const ScheduleState& state, const SRefNode* block,
-                                                       const ir::BufferRegion& region, const SRefNode* loop,
-                                                       arith::Analyzer* a) {
+std::optional<std::vector<IntervalSet>> relaxed_access(const ScheduleState& state,
+                                                       const SRefNode* block,
+                                                       const ir::BufferRegion& region,
+                                                       const SRefNode* loop, arith::Analyzer* a) {
   const ir::BlockRealizeNode* realize = state.realize_of(block);
   const ir::BlockNode* b = block->as_block();
   std::unordered_map<const ir::VarNode*, ir::Expr> binding;
@@ -158,14 +170,14 @@ std::optional<std::pair<size_t, int64_t>> plain_index(const ir::BlockNode* b, co
 // One access of the moved block (by dimension) and the per-iteration bounds of the buffer on the
 // other side of the dependence.
 struct Access {
-  const ir::BufferRegion* region;    // the moved block's region, in its iter vars
+  const ir::BufferRegion* region;   // the moved block's region, in its iter vars
   std::vector<IntervalSet> bounds;  // needed (compute_at) or produced (reverse) per dimension
 };
 
 // The range of each iterator of the moved block: restricted (a defined interval) when it is plain
 // in every access, else undefined (whole domain).
-std::vector<IntervalSet> iter_ranges(const ir::BlockNode* b, const std::vector<Access>& accesses, bool check_in_buffer,
-                                     arith::Analyzer* a) {
+std::vector<IntervalSet> iter_ranges(const ir::BlockNode* b, const std::vector<Access>& accesses,
+                                     bool check_in_buffer, arith::Analyzer* a) {
   std::vector<IntervalSet> out(b->iter_vars.size());
   for (size_t i = 0; i < b->iter_vars.size(); ++i) {
     const ir::IterVar& iv = b->iter_vars[i];
@@ -183,9 +195,12 @@ std::vector<IntervalSet> iter_ranges(const ir::BlockNode* b, const std::vector<A
           // the moved block would never be computed.
           const ir::Expr& extent = acc.region->buffer->shape[d];
           ir::Expr last = iv.dom.min + iv.dom.extent - ir::make_int(1, iv.var.dtype());
-          if (!a->can_prove(iv.dom.min + c >= ir::make_int(0, iv.var.dtype())) || !a->can_prove(last + c < extent)) break;
+          if (!a->can_prove(iv.dom.min + c >= ir::make_int(0, iv.var.dtype())) ||
+              !a->can_prove(last + c < extent))
+            break;
         }
-        here = IntervalSet{a->simplify(acc.bounds[d].min_value - c), a->simplify(acc.bounds[d].max_value - c)};
+        here = IntervalSet{a->simplify(acc.bounds[d].min_value - c),
+                           a->simplify(acc.bounds[d].max_value - c)};
       }
       if (!here) {
         plain_everywhere = false;
@@ -210,8 +225,8 @@ void split_conjunction(const ir::Expr& e, std::vector<ir::Expr>* out) {
 // The block's old predicate re-expressed on its iterators (each conjunct a comparison of one old
 // binding plus a constant), then written with the new bindings. nullopt if some conjunct is not
 // of that form (it could exclude iterations the new loops would run).
-std::optional<std::vector<ir::Expr>> reexpress_predicate(const ScheduleState& state, const SRefNode* block,
-                                                         const std::vector<ir::Expr>& new_bindings) {
+std::optional<std::vector<ir::Expr>> reexpress_predicate(
+    const ScheduleState& state, const SRefNode* block, const std::vector<ir::Expr>& new_bindings) {
   const ir::BlockRealizeNode* realize = state.realize_of(block);
   arith::Analyzer a;
   bind_loops_from(&a, block->parent);
@@ -220,7 +235,8 @@ std::optional<std::vector<ir::Expr>> reexpress_predicate(const ScheduleState& st
   for (const ir::Expr& c : conjuncts) {
     if (a.can_prove(c)) continue;
     const ir::BinaryNode* cmp = c.as_binary();
-    if (!cmp || !ir::is_comparison(c.kind()) || !arith::is_linear_type(cmp->a.dtype())) return std::nullopt;
+    if (!cmp || !ir::is_comparison(c.kind()) || !arith::is_linear_type(cmp->a.dtype()))
+      return std::nullopt;
     ir::Expr diff = a.simplify(cmp->a - cmp->b);
     std::optional<ir::Expr> rewritten;
     for (size_t i = 0; i < realize->iter_values.size() && !rewritten; ++i) {
@@ -228,9 +244,11 @@ std::optional<std::vector<ir::Expr>> reexpress_predicate(const ScheduleState& st
       if (ir::as_const_int(old_b)) continue;
       ir::Expr zero = ir::make_int(0, diff.dtype());
       if (auto r = ir::as_const_int(a.simplify(diff - old_b)))  // c: old_b + r (cmp) 0
-        rewritten = ir::make_binary(c.kind(), new_bindings[i] + ir::make_int(*r, diff.dtype()), zero);
+        rewritten =
+            ir::make_binary(c.kind(), new_bindings[i] + ir::make_int(*r, diff.dtype()), zero);
       else if (auto r2 = ir::as_const_int(a.simplify(diff + old_b)))  // c: r2 - old_b (cmp) 0
-        rewritten = ir::make_binary(c.kind(), ir::make_int(*r2, diff.dtype()) - new_bindings[i], zero);
+        rewritten =
+            ir::make_binary(c.kind(), ir::make_int(*r2, diff.dtype()) - new_bindings[i], zero);
     }
     if (!rewritten) return std::nullopt;
     out.push_back(*rewritten);
@@ -241,7 +259,8 @@ std::optional<std::vector<ir::Expr>> reexpress_predicate(const ScheduleState& st
 // The new loop nest of the moved block: one loop per iterator over its range, the block realized
 // with bindings `min + loop_var` under a predicate that keeps it inside its domain.
 Result<ir::Stmt> make_nest(const ScheduleState& state, const SRefNode* block, const SRefNode* loop,
-                           const std::vector<IntervalSet>& ranges, bool preserve_unit_loops, bool is_compute_at) {
+                           const std::vector<IntervalSet>& ranges, bool preserve_unit_loops,
+                           bool is_compute_at) {
   const ir::BlockNode* b = block->as_block();
   arith::Analyzer a;
   bind_loops_from(&a, loop);
@@ -257,12 +276,15 @@ Result<ir::Stmt> make_nest(const ScheduleState& state, const SRefNode* block, co
       ir::Expr need = a.simplify(ranges[i].max_value - ranges[i].min_value + ir::make_int(1, t));
       int64_t bound = ir::as_const_int(need).value_or(a.const_int_bound(need).max_value);
       if (bound == arith::ConstIntBound::kPosInf)
-        return ScheduleError(ErrorCode::kNotCovered,
-                             fmt::format("{}: the range of iterator '{}' of block '{}' under loop '{}' has no constant bound",
-                                         prim_name(is_compute_at), iv.var.name(), b->name, loop_name(loop)),
-                             b);
+        return ScheduleError(
+            ErrorCode::kNotCovered,
+            fmt::format("{}: the range of iterator '{}' of block '{}' under loop '{}' has no "
+                        "constant bound",
+                        prim_name(is_compute_at), iv.var.name(), b->name, loop_name(loop)),
+            b);
       if (bound < *dom_extent) {
-        lo = ranges[i].min_value, extent = ir::make_int(std::max<int64_t>(bound, 1), t), clamp = true;
+        lo = ranges[i].min_value, extent = ir::make_int(std::max<int64_t>(bound, 1), t),
+        clamp = true;
       }
     }
     ir::Expr value = lo;
@@ -284,17 +306,19 @@ Result<ir::Stmt> make_nest(const ScheduleState& state, const SRefNode* block, co
   }
   auto old_pred = reexpress_predicate(state, block, bindings);
   if (!old_pred)
-    return ScheduleError(ErrorCode::kNotCovered,
-                         fmt::format("{}: the predicate of block '{}' cannot be expressed on its iterators",
-                                     prim_name(is_compute_at), b->name),
-                         b);
+    return ScheduleError(
+        ErrorCode::kNotCovered,
+        fmt::format("{}: the predicate of block '{}' cannot be expressed on its iterators",
+                    prim_name(is_compute_at), b->name),
+        b);
   predicate.insert(predicate.end(), old_pred->begin(), old_pred->end());
   ir::Expr pred = ir::make_bool(true);
   for (const ir::Expr& p : predicate) pred = pred && p;
   pred = a.simplify(pred);
   ir::Stmt nest = ir::block_realize(bindings, pred, state.realize_of(block)->block);
   for (size_t i = loop_vars.size(); i-- > 0;)
-    nest = ir::for_loop(loop_vars[i], ir::make_int(0, loop_vars[i].dtype()), loop_extents[i], ir::ForKind::kSerial, nest);
+    nest = ir::for_loop(loop_vars[i], ir::make_int(0, loop_vars[i].dtype()), loop_extents[i],
+                        ir::ForKind::kSerial, nest);
   return nest;
 }
 
@@ -310,7 +334,8 @@ class MoveRewriter : public ir::StmtExprMutator {
     if (s.get() == target_) {
       inserted = true;
       auto* f = s.as<ir::ForNode>();
-      return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, new_body_, f->thread_tag, f->annotations);
+      return ir::for_loop(f->loop_var, f->min, f->extent, f->for_kind, new_body_, f->thread_tag,
+                          f->annotations);
     }
     if (s.kind() == ir::StmtKind::kBlockRealize || s.kind() == ir::StmtKind::kBlock) return s;
     return StmtExprMutator::mutate_stmt(s);
@@ -352,27 +377,32 @@ const ir::StmtNode* removal_root(const ScheduleState& state, const SRefNode* blo
 
 // Checks shared by both primitives: a movable block, a loop of the same scope that is not
 // already around it.
-Status check_placement(const ScheduleState& state, const SRefNode* block, const SRefNode* loop, bool is_compute_at) {
+Status check_placement(const ScheduleState& state, const SRefNode* block, const SRefNode* loop,
+                       bool is_compute_at) {
   const char* prim = prim_name(is_compute_at);
   if (!block->parent)
-    return ScheduleError(ErrorCode::kUnsupported, fmt::format("{}: the root block cannot be moved", prim), block->stmt);
+    return ScheduleError(ErrorCode::kUnsupported,
+                         fmt::format("{}: the root block cannot be moved", prim), block->stmt);
   const SRefNode* scope = scope_block(block);
   if (scope_block(loop) != scope)
     return ScheduleError(ErrorCode::kNotAncestor,
-                         fmt::format("{}: loop '{}' is not in the scope of block '{}' (scope '{}')", prim, loop_name(loop),
-                                     block_name(block), block_name(scope)),
+                         fmt::format("{}: loop '{}' is not in the scope of block '{}' (scope '{}')",
+                                     prim, loop_name(loop), block_name(block), block_name(scope)),
                          loop->stmt);
   if (is_ancestor(loop, block))
     return ScheduleError(ErrorCode::kNotAncestor,
-                         fmt::format("{}: block '{}' is already under loop '{}'", prim, block_name(block), loop_name(loop)),
+                         fmt::format("{}: block '{}' is already under loop '{}'", prim,
+                                     block_name(block), loop_name(loop)),
                          loop->stmt);
   return check_complete_or_reduction_block(state, block);
 }
 
 // Relaxed accesses to `buffer` by `blocks` (reads or writes), united per dimension.
-Result<std::vector<IntervalSet>> united_access(const ScheduleState& state, const std::vector<SRef>& blocks,
-                                               const ir::BufferNode* buffer, bool reads, const SRefNode* loop,
-                                               const SRefNode* moved, arith::Analyzer* a, bool is_compute_at) {
+Result<std::vector<IntervalSet>> united_access(const ScheduleState& state,
+                                               const std::vector<SRef>& blocks,
+                                               const ir::BufferNode* buffer, bool reads,
+                                               const SRefNode* loop, const SRefNode* moved,
+                                               arith::Analyzer* a, bool is_compute_at) {
   std::optional<std::vector<IntervalSet>> hull;
   for (const SRef& s : blocks) {
     const ir::BlockNode* b = s->as_block();
@@ -380,15 +410,18 @@ Result<std::vector<IntervalSet>> united_access(const ScheduleState& state, const
       if (r.buffer.get() != buffer) continue;
       auto dims = relaxed_access(state, s.get(), r, loop, a);
       if (!dims)
-        return ScheduleError(ErrorCode::kNotCovered,
-                             fmt::format("{}: cannot bound the region of '{}' that block '{}' {} under loop '{}' for block '{}'",
-                                         prim_name(is_compute_at), buffer->name, b->name, reads ? "reads" : "writes",
-                                         loop_name(loop), block_name(moved)),
-                             moved->stmt);
+        return ScheduleError(
+            ErrorCode::kNotCovered,
+            fmt::format("{}: cannot bound the region of '{}' that block '{}' {} under loop '{}' "
+                        "for block '{}'",
+                        prim_name(is_compute_at), buffer->name, b->name, reads ? "reads" : "writes",
+                        loop_name(loop), block_name(moved)),
+            moved->stmt);
       if (!hull) {
         hull = *dims;
       } else {
-        for (size_t d = 0; d < hull->size(); ++d) (*hull)[d] = arith::union_interval((*hull)[d], (*dims)[d], a);
+        for (size_t d = 0; d < hull->size(); ++d)
+          (*hull)[d] = arith::union_interval((*hull)[d], (*dims)[d], a);
       }
     }
   }
@@ -406,40 +439,47 @@ struct MoveSpan {
 MoveSpan move_span(const ScheduleState& state, const SRef& block, const SRef& loop) {
   const SRefNode* scope = scope_block(block.get());
   ProgramOrder order = program_order(scope->as_block());
-  const int block_pos = order.pos.at(block->stmt), loop_pos = order.pos.at(loop->stmt), loop_end = order.end.at(loop->stmt);
+  const int block_pos = order.pos.at(block->stmt), loop_pos = order.pos.at(loop->stmt),
+            loop_end = order.end.at(loop->stmt);
   return MoveSpan{std::move(order), block_pos, loop_pos, loop_end, child_blocks(state, scope)};
 }
 
 // compute_at's side: the producer must precede its consumers, its inputs unchanged meanwhile.
-Result<std::vector<SRef>> consumers_under_loop(const ScheduleState& state, const SRef& block, const SRef& loop,
-                                               const MoveSpan& span) {
+Result<std::vector<SRef>> consumers_under_loop(const ScheduleState& state, const SRef& block,
+                                               const SRef& loop, const MoveSpan& span) {
   const char* prim = prim_name(true);
   const ir::BlockNode* b = block->as_block();
   if (span.block_pos > span.loop_pos)
-    return ScheduleError(ErrorCode::kDependenceViolated,
-                         fmt::format("{}: block '{}' comes after loop '{}'; it must precede its consumers", prim, b->name, loop_name(loop.get())),
-                         b);
+    return ScheduleError(
+        ErrorCode::kDependenceViolated,
+        fmt::format("{}: block '{}' comes after loop '{}'; it must precede its consumers", prim,
+                    b->name, loop_name(loop.get())),
+        b);
   for (const ir::BufferRegion& w : b->writes)
     if (is_output_buffer(state, w.buffer.get()))
       return ScheduleError(ErrorCode::kIsOutput,
-                           fmt::format("{}: block '{}' writes the function output '{}', which would be computed only in part",
+                           fmt::format("{}: block '{}' writes the function output '{}', which "
+                                       "would be computed only in part",
                                        prim, b->name, w.buffer->name),
                            b);
   std::vector<SRef> consumers;
   for (const SRef& c : get_consumers(state, block)) {
     if (!is_ancestor(loop.get(), c.get()))
-      return ScheduleError(ErrorCode::kNotAncestor,
-                           fmt::format("{}: loop '{}' is not an ancestor of block '{}', a consumer of block '{}'", prim,
-                                       loop_name(loop.get()), block_name(c.get()), b->name),
-                           c->stmt);
+      return ScheduleError(
+          ErrorCode::kNotAncestor,
+          fmt::format("{}: loop '{}' is not an ancestor of block '{}', a consumer of block '{}'",
+                      prim, loop_name(loop.get()), block_name(c.get()), b->name),
+          c->stmt);
     consumers.push_back(c);
   }
   // Nothing from the block's old place to the end of the loop may change what it reads.
   for (const SRef& s : span.siblings) {
     int p = span.order.pos.at(s->stmt);
-    if (s != block && p > span.block_pos && p <= span.loop_end && touches_any(b->reads, s->as_block()->writes))
+    if (s != block && p > span.block_pos && p <= span.loop_end &&
+        touches_any(b->reads, s->as_block()->writes))
       return ScheduleError(ErrorCode::kDependenceViolated,
-                           fmt::format("{}: block '{}' writes what block '{}' reads, between its place and the end of loop '{}'",
+                           fmt::format("{}: block '{}' writes what block '{}' reads, between its "
+                                       "place and the end of loop '{}'",
                                        prim, block_name(s.get()), b->name, loop_name(loop.get())),
                            s->stmt);
   }
@@ -447,53 +487,60 @@ Result<std::vector<SRef>> consumers_under_loop(const ScheduleState& state, const
 }
 
 // reverse_compute_at's side: the consumer must follow its producers, its output unread meanwhile.
-Result<std::vector<SRef>> producers_under_loop(const ScheduleState& state, const SRef& block, const SRef& loop,
-                                               const MoveSpan& span) {
+Result<std::vector<SRef>> producers_under_loop(const ScheduleState& state, const SRef& block,
+                                               const SRef& loop, const MoveSpan& span) {
   const char* prim = prim_name(false);
   const ir::BlockNode* b = block->as_block();
   if (span.block_pos < span.loop_end)
-    return ScheduleError(ErrorCode::kDependenceViolated,
-                         fmt::format("{}: block '{}' comes before loop '{}'; it must follow its producers", prim, b->name, loop_name(loop.get())),
-                         b);
+    return ScheduleError(
+        ErrorCode::kDependenceViolated,
+        fmt::format("{}: block '{}' comes before loop '{}'; it must follow its producers", prim,
+                    b->name, loop_name(loop.get())),
+        b);
   std::vector<SRef> producers;
   for (const SRef& p : get_producers(state, block)) {
     if (!is_ancestor(loop.get(), p.get()))
-      return ScheduleError(ErrorCode::kNotAncestor,
-                           fmt::format("{}: loop '{}' is not an ancestor of block '{}', a producer of block '{}'", prim,
-                                       loop_name(loop.get()), block_name(p.get()), b->name),
-                           p->stmt);
+      return ScheduleError(
+          ErrorCode::kNotAncestor,
+          fmt::format("{}: loop '{}' is not an ancestor of block '{}', a producer of block '{}'",
+                      prim, loop_name(loop.get()), block_name(p.get()), b->name),
+          p->stmt);
     producers.push_back(p);
   }
   // Nothing from the loop to the block's old place may read what it writes.
   for (const SRef& s : span.siblings) {
     int p = span.order.pos.at(s->stmt);
-    if (s != block && p >= span.loop_pos && p < span.block_pos && touches_any(b->writes, s->as_block()->reads))
-      return ScheduleError(ErrorCode::kDependenceViolated,
-                           fmt::format("{}: block '{}' reads what block '{}' writes, before its place", prim,
-                                       block_name(s.get()), b->name),
-                           s->stmt);
+    if (s != block && p >= span.loop_pos && p < span.block_pos &&
+        touches_any(b->writes, s->as_block()->reads))
+      return ScheduleError(
+          ErrorCode::kDependenceViolated,
+          fmt::format("{}: block '{}' reads what block '{}' writes, before its place", prim,
+                      block_name(s.get()), b->name),
+          s->stmt);
   }
   return producers;
 }
 
 // The blocks under `loop` that decide what the moved block computes; with none, it has no place.
-Result<std::vector<SRef>> blocks_across_dependence(const ScheduleState& state, const SRef& block, const SRef& loop,
-                                                   bool is_compute_at) {
+Result<std::vector<SRef>> blocks_across_dependence(const ScheduleState& state, const SRef& block,
+                                                   const SRef& loop, bool is_compute_at) {
   const ir::BlockNode* b = block->as_block();
   MoveSpan span = move_span(state, block, loop);
   TYCHE_TRY_ASSIGN(others, is_compute_at ? consumers_under_loop(state, block, loop, span)
                                          : producers_under_loop(state, block, loop, span));
   if (others.empty())
-    return ScheduleError(ErrorCode::kNotCovered,
-                         fmt::format("{}: block '{}' has no {} under loop '{}'", prim_name(is_compute_at), b->name,
-                                     is_compute_at ? "consumer" : "producer", loop_name(loop.get())),
-                         b);
+    return ScheduleError(
+        ErrorCode::kNotCovered,
+        fmt::format("{}: block '{}' has no {} under loop '{}'", prim_name(is_compute_at), b->name,
+                    is_compute_at ? "consumer" : "producer", loop_name(loop.get())),
+        b);
   return others;
 }
 
 // The moved block's accesses that the other side bounds per iteration: what its iterators cover.
-Result<std::vector<Access>> accesses_across(const ScheduleState& state, const SRef& block, const SRef& loop,
-                                            const std::vector<SRef>& others, arith::Analyzer* a, bool is_compute_at) {
+Result<std::vector<Access>> accesses_across(const ScheduleState& state, const SRef& block,
+                                            const SRef& loop, const std::vector<SRef>& others,
+                                            arith::Analyzer* a, bool is_compute_at) {
   const ir::BlockNode* b = block->as_block();
   std::vector<Access> accesses;
   const auto& own = is_compute_at ? b->writes : b->reads;
@@ -503,7 +550,9 @@ Result<std::vector<Access>> accesses_across(const ScheduleState& state, const SR
     if (bounds.empty()) continue;  // no block on the other side touches this buffer under the loop
     if (bounds.size() != r.region.size())
       return ScheduleError(ErrorCode::kNotCovered,
-                           fmt::format("{}: buffer '{}' is accessed with different ranks", prim_name(is_compute_at), r.buffer->name), b);
+                           fmt::format("{}: buffer '{}' is accessed with different ranks",
+                                       prim_name(is_compute_at), r.buffer->name),
+                           b);
     accesses.push_back({&r, std::move(bounds)});
   }
   return accesses;
@@ -511,7 +560,8 @@ Result<std::vector<Access>> accesses_across(const ScheduleState& state, const SR
 
 // A consumer whose index into a produced buffer mixes its spatial iterators (a convolution
 // window) cannot be restricted to what one iteration produces; TVM refuses it too.
-Status check_plain_reads(const ir::BlockNode* b, const std::vector<Access>& accesses, const SRefNode* loop) {
+Status check_plain_reads(const ir::BlockNode* b, const std::vector<Access>& accesses,
+                         const SRefNode* loop) {
   for (const Access& acc : accesses)
     for (const ir::Range& r : acc.region->region) {
       bool spatial = ir::uses_var(r.min, [&](const ir::VarNode* v) {
@@ -520,17 +570,21 @@ Status check_plain_reads(const ir::BlockNode* b, const std::vector<Access>& acce
         });
       });
       if (spatial && !plain_index(b, r))
-        return ScheduleError(ErrorCode::kNotCovered,
-                             fmt::format("{}: block '{}' reads '{}' at index '{}', which does not map to a range of its "
-                                         "iterators under loop '{}'",
-                                         prim_name(false), b->name, acc.region->buffer->name, ir::to_string(r.min), loop_name(loop)),
-                             b);
+        return ScheduleError(
+            ErrorCode::kNotCovered,
+            fmt::format(
+                "{}: block '{}' reads '{}' at index '{}', which does not map to a range of its "
+                "iterators under loop '{}'",
+                prim_name(false), b->name, acc.region->buffer->name, ir::to_string(r.min),
+                loop_name(loop)),
+            b);
     }
   return ok_status();
 }
 
 // Before the first consumer, which reads the moved block's output, or after the last producer.
-size_t insertion_index(const std::vector<ir::Stmt>& children, const std::vector<SRef>& others, bool is_compute_at) {
+size_t insertion_index(const std::vector<ir::Stmt>& children, const std::vector<SRef>& others,
+                       bool is_compute_at) {
   std::unordered_set<const ir::StmtNode*> other_blocks;
   for (const SRef& s : others) other_blocks.insert(s->stmt);
   auto holds_other = [&](const ir::Stmt& child) {
@@ -550,7 +604,8 @@ size_t insertion_index(const std::vector<ir::Stmt>& children, const std::vector<
 
 // The rewritten scope, built beside the state so that planning a move never changes it.
 Result<ir::Block> moved_scope(const ScheduleState& state, const SRef& block, const SRef& loop,
-                              const std::vector<SRef>& others, const ir::Stmt& nest, bool is_compute_at) {
+                              const std::vector<SRef>& others, const ir::Stmt& nest,
+                              bool is_compute_at) {
   std::vector<ir::Stmt> children = body_children(loop->as_for()->body);
   size_t insert_at = insertion_index(children, others, is_compute_at);
   const ir::StmtNode* remove = removal_root(state, block.get());
@@ -560,11 +615,14 @@ Result<ir::Block> moved_scope(const ScheduleState& state, const SRef& block, con
   ir::Stmt body = rw.mutate_stmt(sb->body);
   if (!rw.removed || !rw.inserted) {
     const ir::BlockNode* b = block->as_block();
-    return ScheduleError(ErrorCode::kUnsupported,
-                         fmt::format("{}: block '{}' sits under a statement it cannot be moved out of", prim_name(is_compute_at), b->name),
-                         b);
+    return ScheduleError(
+        ErrorCode::kUnsupported,
+        fmt::format("{}: block '{}' sits under a statement it cannot be moved out of",
+                    prim_name(is_compute_at), b->name),
+        b);
   }
-  return ir::make_block(sb->name, sb->iter_vars, sb->reads, sb->writes, sb->init, body, sb->alloc_buffers, sb->annotations);
+  return ir::make_block(sb->name, sb->iter_vars, sb->reads, sb->writes, sb->init, body,
+                        sb->alloc_buffers, sb->annotations);
 }
 
 // The rewritten scope that moving `block` under `loop` gives, or why it is refused; the state
@@ -575,8 +633,8 @@ struct MovePlan {
   bool varies_with_loop = true;  // the moved block's region depends on the loop's variable
 };
 
-Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops,
-                           bool is_compute_at) {
+Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const SRef& loop,
+                           bool preserve_unit_loops, bool is_compute_at) {
   if (auto s = check_placement(state, block.get(), loop.get(), is_compute_at); !s) return s.error();
   TYCHE_TRY_ASSIGN(others, blocks_across_dependence(state, block, loop, is_compute_at));
   // The region each iterator must cover.
@@ -587,7 +645,8 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
   if (!is_compute_at)
     if (Status s = check_plain_reads(b, accesses, loop.get()); !s) return s.error();
   std::vector<IntervalSet> ranges = iter_ranges(b, accesses, !is_compute_at, &a);
-  TYCHE_TRY_ASSIGN(nest, make_nest(state, block.get(), loop.get(), ranges, preserve_unit_loops, is_compute_at));
+  TYCHE_TRY_ASSIGN(
+      nest, make_nest(state, block.get(), loop.get(), ranges, preserve_unit_loops, is_compute_at));
   TYCHE_TRY_ASSIGN(new_scope, moved_scope(state, block, loop, others, nest, is_compute_at));
   const ir::VarNode* loop_var = loop->as_for()->loop_var.get();
   auto uses_loop_var = [&](const ir::Expr& e) {
@@ -599,30 +658,36 @@ Result<MovePlan> plan_move(const ScheduleState& state, const SRef& block, const 
   return MovePlan{scope_block(block.get()), std::move(new_scope), varies};
 }
 
-Status move_block(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops, bool is_compute_at) {
+Status move_block(ScheduleState& state, const SRef& block, const SRef& loop,
+                  bool preserve_unit_loops, bool is_compute_at) {
   TYCHE_TRY_ASSIGN(plan, plan_move(state, block, loop, preserve_unit_loops, is_compute_at));
-  state.replace(state.get_sref(plan.scope->stmt), plan.new_scope, {{plan.new_scope.get(), plan.scope->as_block()}});
+  state.replace(state.get_sref(plan.scope->stmt), plan.new_scope,
+                {{plan.new_scope.get(), plan.scope->as_block()}});
   return ok_status();
 }
 
 }  // namespace
 
-Status compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops) {
+Status compute_at(ScheduleState& state, const SRef& block, const SRef& loop,
+                  bool preserve_unit_loops) {
   return move_block(state, block, loop, preserve_unit_loops, true);
 }
 
-Status check_compute_at(const ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops) {
+Status check_compute_at(const ScheduleState& state, const SRef& block, const SRef& loop,
+                        bool preserve_unit_loops) {
   auto plan = plan_move(state, block, loop, preserve_unit_loops, true);
   if (!plan) return plan.error();
   return ok_status();
 }
 
-Result<bool> compute_at_varies_with_loop(const ScheduleState& state, const SRef& block, const SRef& loop) {
+Result<bool> compute_at_varies_with_loop(const ScheduleState& state, const SRef& block,
+                                         const SRef& loop) {
   TYCHE_TRY_ASSIGN(plan, plan_move(state, block, loop, false, true));
   return plan.varies_with_loop;
 }
 
-Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& loop, bool preserve_unit_loops) {
+Status reverse_compute_at(ScheduleState& state, const SRef& block, const SRef& loop,
+                          bool preserve_unit_loops) {
   return move_block(state, block, loop, preserve_unit_loops, false);
 }
 
@@ -633,11 +698,13 @@ namespace {
 // The loop may be a location mark from sample_compute_location: stay, or inline (reverse-inline
 // for consumers).
 template <bool kReverse>
-Status apply_compute_at(InstructionContext& ctx, BlockRV block, LoopRV loop, bool preserve_unit_loops) {
+Status apply_compute_at(InstructionContext& ctx, BlockRV block, LoopRV loop,
+                        bool preserve_unit_loops) {
   TYCHE_TRY_ASSIGN(block_sref, ctx.sref(block));
   if (auto mark = ctx.location_mark(loop)) {
     if (*mark == kComputeLocationRoot) return ok_status();
-    Status s = kReverse ? reverse_compute_inline(ctx.state(), block_sref) : compute_inline(ctx.state(), block_sref);
+    Status s = kReverse ? reverse_compute_inline(ctx.state(), block_sref)
+                        : compute_inline(ctx.state(), block_sref);
     if (s) ctx.consume(block);
     return s;
   }
@@ -656,7 +723,8 @@ TYCHE_INSTRUCTION(reverse_compute_at, apply_compute_at<true>,
 Status Schedule::compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops) {
   return compute_at_kind()(*this, block, loop, preserve_unit_loops);
 }
-Status Schedule::reverse_compute_at(const BlockRV& block, const LoopRV& loop, bool preserve_unit_loops) {
+Status Schedule::reverse_compute_at(const BlockRV& block, const LoopRV& loop,
+                                    bool preserve_unit_loops) {
   return reverse_compute_at_kind()(*this, block, loop, preserve_unit_loops);
 }
 

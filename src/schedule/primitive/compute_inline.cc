@@ -12,9 +12,9 @@
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/analysis.h"
+#include "schedule/instruction_impl.h"
 #include "schedule/primitive/primitive.h"
 #include "schedule/schedule.h"
-#include "schedule/instruction_impl.h"
 
 namespace tyche::schedule {
 
@@ -24,14 +24,16 @@ using VarSet = std::unordered_set<const ir::VarNode*>;
 
 // For a store/load whose indices are the block's iter vars, each exactly once: the position of
 // the iter var each index names. nullopt otherwise.
-std::optional<std::vector<size_t>> iter_var_positions(const std::vector<ir::Expr>& indices, const ir::BlockNode* b) {
+std::optional<std::vector<size_t>> iter_var_positions(const std::vector<ir::Expr>& indices,
+                                                      const ir::BlockNode* b) {
   if (indices.size() != b->iter_vars.size()) return std::nullopt;
   std::vector<size_t> pos;
   std::vector<bool> seen(b->iter_vars.size(), false);
   for (const ir::Expr& idx : indices) {
     auto* v = idx.as<ir::VarNode>();
     if (!v) return std::nullopt;
-    auto it = std::find_if(b->iter_vars.begin(), b->iter_vars.end(), [&](const ir::IterVar& iv) { return iv.var.get() == v; });
+    auto it = std::find_if(b->iter_vars.begin(), b->iter_vars.end(),
+                           [&](const ir::IterVar& iv) { return iv.var.get() == v; });
     if (it == b->iter_vars.end()) return std::nullopt;
     size_t p = static_cast<size_t>(it - b->iter_vars.begin());
     if (seen[p]) return std::nullopt;
@@ -79,13 +81,15 @@ ExprScan scan(const ir::BufferStoreNode* store) {
 }
 
 bool uses_only(const VarSet& used, const VarSet& allowed) {
-  return std::all_of(used.begin(), used.end(), [&](const ir::VarNode* v) { return allowed.count(v) > 0; });
+  return std::all_of(used.begin(), used.end(),
+                     [&](const ir::VarNode* v) { return allowed.count(v) > 0; });
 }
 
 // Every load and store under a statement, in program order, with its innermost enclosing block.
 class AccessWalker : public ir::StmtExprVisitor {
  public:
-  using Callback = std::function<void(const ir::BlockNode* block, const ir::BufferNode* buffer, bool is_store)>;
+  using Callback =
+      std::function<void(const ir::BlockNode* block, const ir::BufferNode* buffer, bool is_store)>;
   explicit AccessWalker(Callback cb) : cb_(std::move(cb)) {}
 
  protected:
@@ -120,7 +124,8 @@ SRefNode* alloc_site(const SRefNode* sref, const ir::BufferNode* buffer) {
 }
 
 bool mentions(const std::vector<ir::BufferRegion>& regions, const ir::BufferNode* buffer) {
-  return std::any_of(regions.begin(), regions.end(), [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
+  return std::any_of(regions.begin(), regions.end(),
+                     [&](const ir::BufferRegion& r) { return r.buffer.get() == buffer; });
 }
 
 // Rebuilds the subtree of the allocating block: deletes one realize (and the loops, branches and
@@ -203,14 +208,16 @@ class ScopeRewriter : public ir::StmtExprMutator {
     std::vector<ir::Buffer> allocs;
     for (const ir::Buffer& a : n->alloc_buffers)
       if (!is_alloc || a.get() != buffer) allocs.push_back(a);
-    ir::Block block = ir::make_block(n->name, n->iter_vars, n->reads, n->writes, init, body, allocs, n->annotations);
+    ir::Block block = ir::make_block(n->name, n->iter_vars, n->reads, n->writes, init, body, allocs,
+                                     n->annotations);
     if (!(is_alloc && alloc_is_func_root)) {
       arith::Analyzer analyzer;
       arith::AccessRegions regions = arith::infer_access_regions(*block, &analyzer);
       // Writes change only where a producer was removed or rewritten below this block.
       bool new_writes = structural || mentions(n->writes, buffer);
-      block = ir::make_block(n->name, n->iter_vars, regions.reads, new_writes ? regions.writes : n->writes, init, body,
-                             allocs, n->annotations);
+      block = ir::make_block(n->name, n->iter_vars, regions.reads,
+                             new_writes ? regions.writes : n->writes, init, body, allocs,
+                             n->annotations);
     }
     reuse[block.get()] = n;
     return block;
@@ -224,21 +231,25 @@ ScheduleError not_inlinable(ErrorCode code, const ir::BlockNode* b, const std::s
   return ScheduleError(code, fmt::format("cannot inline block '{}': {}", b->name, why), b);
 }
 
-ScheduleError not_reverse_inlinable(ErrorCode code, const ir::BlockNode* b, const std::string& why) {
+ScheduleError not_reverse_inlinable(ErrorCode code, const ir::BlockNode* b,
+                                    const std::string& why) {
   return ScheduleError(code, fmt::format("cannot reverse-inline block '{}': {}", b->name, why), b);
 }
 
 bool is_reduction_like(const ir::BlockNode* b) {
   return b->init.defined() ||
-         std::any_of(b->iter_vars.begin(), b->iter_vars.end(), [](const ir::IterVar& iv) { return iv.kind == ir::IterKind::kReduce; });
+         std::any_of(b->iter_vars.begin(), b->iter_vars.end(),
+                     [](const ir::IterVar& iv) { return iv.kind == ir::IterKind::kReduce; });
 }
 
 // Every block of the subtree under `stmt` that reads `buffer` reads it only inside the producer's
 // iteration domain (relaxed over the reader's iter var domains). Needed only when the domain does
 // not cover the whole buffer: elsewhere the inlined expression would be evaluated at points the
 // producer never computed.
-std::optional<ScheduleError> check_reads_covered(const ir::Stmt& stmt, const ir::BlockNode* producer,
-                                                 const std::vector<size_t>& pos, const ir::Buffer& buffer) {
+std::optional<ScheduleError> check_reads_covered(const ir::Stmt& stmt,
+                                                 const ir::BlockNode* producer,
+                                                 const std::vector<size_t>& pos,
+                                                 const ir::Buffer& buffer) {
   arith::Analyzer analyzer;
   bool full = buffer->shape.size() == pos.size();
   for (size_t k = 0; k < pos.size() && full; ++k) {
@@ -258,9 +269,11 @@ std::optional<ScheduleError> check_reads_covered(const ir::Stmt& stmt, const ir:
       for (size_t k = 0; k < pos.size() && !err; ++k) {
         const ir::Range& pd = producer->iter_vars[pos[k]].dom;
         const ir::Range& rr = relaxed.region[k];
-        if (!analyzer.can_prove(rr.min >= pd.min) || !analyzer.can_prove(rr.min + rr.extent <= pd.min + pd.extent))
+        if (!analyzer.can_prove(rr.min >= pd.min) ||
+            !analyzer.can_prove(rr.min + rr.extent <= pd.min + pd.extent))
           err = not_inlinable(ErrorCode::kNotCovered, producer,
-                              fmt::format("block '{}' reads '{}' outside the region it computes", b->name, buffer->name));
+                              fmt::format("block '{}' reads '{}' outside the region it computes",
+                                          b->name, buffer->name));
       }
     }
   });
@@ -274,25 +287,35 @@ Status compute_inline(ScheduleState& state, const SRef& block_sref) {
   if (!producer || !block_sref->parent)
     return ScheduleError(ErrorCode::kUnsupported, "cannot inline the root block", block_sref->stmt);
   if (is_reduction_like(producer))
-    return ScheduleError(ErrorCode::kIsReduction, fmt::format("cannot inline reduction block '{}'", producer->name), producer);
+    return ScheduleError(ErrorCode::kIsReduction,
+                         fmt::format("cannot inline reduction block '{}'", producer->name),
+                         producer);
   auto* store = producer->body.as<ir::BufferStoreNode>();
-  if (!store) return not_inlinable(ErrorCode::kNotComplete, producer, "its body is not a single buffer store");
+  if (!store)
+    return not_inlinable(ErrorCode::kNotComplete, producer,
+                         "its body is not a single buffer store");
   const ir::Buffer& buffer = store->buffer;
   if (producer->writes.size() != 1 || producer->writes[0].buffer.get() != buffer.get())
-    return not_inlinable(ErrorCode::kNotComplete, producer, fmt::format("it must write only '{}'", buffer->name));
+    return not_inlinable(ErrorCode::kNotComplete, producer,
+                         fmt::format("it must write only '{}'", buffer->name));
   if (is_output_buffer(state, buffer.get()))
-    return not_inlinable(ErrorCode::kIsOutput, producer, fmt::format("it writes the output '{}'", buffer->name));
+    return not_inlinable(ErrorCode::kIsOutput, producer,
+                         fmt::format("it writes the output '{}'", buffer->name));
   if (is_param_buffer(state, buffer.get()))
-    return not_inlinable(ErrorCode::kParameterBuffer, producer, fmt::format("it writes the parameter '{}'", buffer->name));
+    return not_inlinable(ErrorCode::kParameterBuffer, producer,
+                         fmt::format("it writes the parameter '{}'", buffer->name));
   if (Status s = check_complete_block(state, block_sref.get()); !s) return s.error();
   auto pos = iter_var_positions(store->indices, producer);
   if (!pos)
-    return not_inlinable(ErrorCode::kNotInlinable, producer,
-                         fmt::format("the indices of its store to '{}' are not its iterators, each once", buffer->name));
+    return not_inlinable(
+        ErrorCode::kNotInlinable, producer,
+        fmt::format("the indices of its store to '{}' are not its iterators, each once",
+                    buffer->name));
   ExprScan value_scan;
   value_scan.visit_expr(store->value);
   if (!uses_only(value_scan.free_vars, iter_var_set(producer)))
-    return not_inlinable(ErrorCode::kNotInlinable, producer, "its value uses variables other than its iterators");
+    return not_inlinable(ErrorCode::kNotInlinable, producer,
+                         "its value uses variables other than its iterators");
   SRefNode* site = alloc_site(block_sref->parent, buffer.get());
   if (!site)
     return not_inlinable(ErrorCode::kUnsupported, producer,
@@ -311,11 +334,13 @@ Status compute_inline(ScheduleState& state, const SRef& block_sref) {
       return;
     }
     if (buf == buffer.get())
-      hazard = not_inlinable(ErrorCode::kNotComplete, producer,
-                             fmt::format("block '{}' also writes '{}'", b ? b->name : "root", buffer->name));
+      hazard = not_inlinable(
+          ErrorCode::kNotComplete, producer,
+          fmt::format("block '{}' also writes '{}'", b ? b->name : "root", buffer->name));
     else if (after && value_reads.count(buf))
       hazard = not_inlinable(ErrorCode::kDependenceViolated, producer,
-                             fmt::format("block '{}' overwrites '{}', which it reads, after it", b ? b->name : "root", buf->name));
+                             fmt::format("block '{}' overwrites '{}', which it reads, after it",
+                                         b ? b->name : "root", buf->name));
   });
   walker.visit_stmt(site_stmt);
   if (hazard) return *hazard;
@@ -360,19 +385,24 @@ struct ReverseInline {
 Status check_consumer(const ScheduleState& state, const SRef& block_sref, ReverseInline& r) {
   const ir::BlockNode* consumer = block_sref->as_block();
   if (!consumer || !block_sref->parent)
-    return ScheduleError(ErrorCode::kUnsupported, "cannot reverse-inline the root block", block_sref->stmt);
+    return ScheduleError(ErrorCode::kUnsupported, "cannot reverse-inline the root block",
+                         block_sref->stmt);
   auto* store = consumer->body.as<ir::BufferStoreNode>();
-  if (!store) return not_reverse_inlinable(ErrorCode::kNotComplete, consumer, "its body is not a single buffer store");
+  if (!store)
+    return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
+                                 "its body is not a single buffer store");
   if (Status s = check_complete_block(state, block_sref.get()); !s) return s.error();
   if (consumer->writes.size() != 1 || consumer->writes[0].buffer.get() != store->buffer.get())
-    return not_reverse_inlinable(ErrorCode::kNotComplete, consumer, fmt::format("it must write only '{}'", store->buffer->name));
+    return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
+                                 fmt::format("it must write only '{}'", store->buffer->name));
   if (!ir::is_true(state.realize_of(block_sref.get())->predicate))
     return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, "its realize has a predicate");
   r.consumer = consumer;
   r.store = store;
   r.consumer_scan = scan(store);
   if (!uses_only(r.consumer_scan.free_vars, iter_var_set(consumer)))
-    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, "its store uses variables other than its iterators");
+    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
+                                 "its store uses variables other than its iterators");
   return ok_status();
 }
 
@@ -387,19 +417,25 @@ Status find_intermediate(const ScheduleState& state, const SRef& block_sref, Rev
   std::vector<ir::Buffer> produced;
   for (const ir::BufferLoadNode* l : r.consumer_scan.loads)
     if (written_in_scope.count(l->buffer.get()) &&
-        std::none_of(produced.begin(), produced.end(), [&](const ir::Buffer& b) { return b.same_as(l->buffer); }))
+        std::none_of(produced.begin(), produced.end(),
+                     [&](const ir::Buffer& b) { return b.same_as(l->buffer); }))
       produced.push_back(l->buffer);
   if (produced.empty())
-    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, "it reads no buffer produced in its scope");
+    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
+                                 "it reads no buffer produced in its scope");
   if (produced.size() > 1)
-    return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
-                                 fmt::format("it reads {} produced buffers ('{}' and '{}'); it needs exactly one producer",
-                                             produced.size(), produced[0]->name, produced[1]->name));
+    return not_reverse_inlinable(
+        ErrorCode::kNotComplete, consumer,
+        fmt::format("it reads {} produced buffers ('{}' and '{}'); it needs exactly one producer",
+                    produced.size(), produced[0]->name, produced[1]->name));
   const ir::Buffer& buffer = r.buffer = produced[0];
   if (is_output_buffer(state, buffer.get()))
-    return not_reverse_inlinable(ErrorCode::kIsOutput, consumer, fmt::format("it reads the output '{}', which must stay written", buffer->name));
+    return not_reverse_inlinable(
+        ErrorCode::kIsOutput, consumer,
+        fmt::format("it reads the output '{}', which must stay written", buffer->name));
   if (is_param_buffer(state, buffer.get()))
-    return not_reverse_inlinable(ErrorCode::kParameterBuffer, consumer, fmt::format("it reads the parameter '{}'", buffer->name));
+    return not_reverse_inlinable(ErrorCode::kParameterBuffer, consumer,
+                                 fmt::format("it reads the parameter '{}'", buffer->name));
   return ok_status();
 }
 
@@ -410,27 +446,33 @@ Status check_producer(const ScheduleState& state, const SRef& block_sref, Revers
   std::vector<SRef> writers = other_writers(state, block_sref.get(), buffer.get());
   if (writers.size() != 1)
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
-                                 fmt::format("'{}' has {} producer blocks in its scope, not one", buffer->name, writers.size()));
+                                 fmt::format("'{}' has {} producer blocks in its scope, not one",
+                                             buffer->name, writers.size()));
   r.producer_sref = writers[0];
   const ir::BlockNode* producer = r.producer = r.producer_sref->as_block();
   if (is_reduction_like(producer))
     return ScheduleError(ErrorCode::kIsReduction,
-                         fmt::format("cannot reverse-inline block '{}' into reduction block '{}'", consumer->name, producer->name),
+                         fmt::format("cannot reverse-inline block '{}' into reduction block '{}'",
+                                     consumer->name, producer->name),
                          consumer);
   if (Status s = check_complete_block(state, r.producer_sref.get()); !s) return s.error();
   auto* pstore = producer->body.as<ir::BufferStoreNode>();
   if (!pstore || pstore->buffer.get() != buffer.get() || producer->writes.size() != 1)
     return not_reverse_inlinable(ErrorCode::kNotComplete, consumer,
-                                 fmt::format("its producer '{}' is not a single store to '{}'", producer->name, buffer->name));
+                                 fmt::format("its producer '{}' is not a single store to '{}'",
+                                             producer->name, buffer->name));
   auto ppos = iter_var_positions(pstore->indices, producer);
   ExprScan producer_scan = scan(pstore);
   if (!ppos || !uses_only(producer_scan.free_vars, iter_var_set(producer)))
-    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
-                                 fmt::format("its producer '{}' does not store to '{}' at its iterators", producer->name, buffer->name));
+    return not_reverse_inlinable(
+        ErrorCode::kNotInlinable, consumer,
+        fmt::format("its producer '{}' does not store to '{}' at its iterators", producer->name,
+                    buffer->name));
   for (const ir::BufferLoadNode* l : producer_scan.loads)
     if (l->buffer.get() == r.store->buffer.get())
-      return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
-                                   fmt::format("its producer '{}' reads '{}'", producer->name, r.store->buffer->name));
+      return not_reverse_inlinable(
+          ErrorCode::kNotInlinable, consumer,
+          fmt::format("its producer '{}' reads '{}'", producer->name, r.store->buffer->name));
   r.pstore = pstore;
   r.ppos = *ppos;
   return ok_status();
@@ -448,12 +490,16 @@ Status check_intermediate_loads(ReverseInline& r) {
                 std::equal(l->indices.begin(), l->indices.end(), first->indices.begin(),
                            [](const ir::Expr& a, const ir::Expr& b) { return a.same_as(b); });
     if (!same)
-      return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer, fmt::format("it reads '{}' at different indices", r.buffer->name));
+      return not_reverse_inlinable(
+          ErrorCode::kNotInlinable, consumer,
+          fmt::format("it reads '{}' at different indices", r.buffer->name));
   }
   auto cpos = iter_var_positions(first->indices, consumer);
   if (!cpos)
-    return not_reverse_inlinable(ErrorCode::kNotInlinable, consumer,
-                                 fmt::format("it reads '{}' at indices that are not its iterators, each once", r.buffer->name));
+    return not_reverse_inlinable(
+        ErrorCode::kNotInlinable, consumer,
+        fmt::format("it reads '{}' at indices that are not its iterators, each once",
+                    r.buffer->name));
   r.cpos = *cpos;
   return ok_status();
 }
@@ -464,13 +510,15 @@ Status check_sole_reader(const ScheduleState& state, ReverseInline& r) {
   const ir::Buffer& buffer = r.buffer;
   SRefNode* site = alloc_site(r.scope, buffer.get());
   if (!site)
-    return not_reverse_inlinable(ErrorCode::kUnsupported, consumer,
-                                 fmt::format("'{}' is not allocated by an enclosing block", buffer->name));
+    return not_reverse_inlinable(
+        ErrorCode::kUnsupported, consumer,
+        fmt::format("'{}' is not allocated by an enclosing block", buffer->name));
   std::optional<ScheduleError> other_reader;
   AccessWalker([&](const ir::BlockNode* b, const ir::BufferNode* buf, bool is_store) {
     if (!other_reader && !is_store && buf == buffer.get() && b != consumer)
-      other_reader = not_reverse_inlinable(ErrorCode::kDependenceViolated, consumer,
-                                           fmt::format("block '{}' also reads '{}'", b ? b->name : "root", buffer->name));
+      other_reader = not_reverse_inlinable(
+          ErrorCode::kDependenceViolated, consumer,
+          fmt::format("block '{}' also reads '{}'", b ? b->name : "root", buffer->name));
   }).visit_stmt(state.stmt_of(site));
   if (other_reader) return *other_reader;
   r.site = site;
@@ -485,19 +533,24 @@ struct ProducerIters {
 
 // Consumer iterator at position cpos[k] becomes the producer iterator at ppos[k]. Where the
 // consumer covers less than the producer, the producer's realize gets a predicate.
-Result<ProducerIters> map_onto_producer(const ScheduleState& state, const ReverseInline& r, arith::Analyzer* analyzer) {
+Result<ProducerIters> map_onto_producer(const ScheduleState& state, const ReverseInline& r,
+                                        arith::Analyzer* analyzer) {
   const ir::BlockRealizeNode* prealize = state.realize_of(r.producer_sref.get());
   ProducerIters out{{}, prealize->predicate};
   for (size_t k = 0; k < r.cpos.size(); ++k) {
     const ir::IterVar& civ = r.consumer->iter_vars[r.cpos[k]];
     const ir::IterVar& piv = r.producer->iter_vars[r.ppos[k]];
     out.from_consumer[civ.var.get()] = piv.var;
-    if (analyzer->can_prove_equal(civ.dom.min, piv.dom.min) && analyzer->can_prove_equal(civ.dom.extent, piv.dom.extent)) continue;
+    if (analyzer->can_prove_equal(civ.dom.min, piv.dom.min) &&
+        analyzer->can_prove_equal(civ.dom.extent, piv.dom.extent))
+      continue;
     bool inside = analyzer->can_prove(civ.dom.min >= piv.dom.min) &&
                   analyzer->can_prove(civ.dom.min + civ.dom.extent <= piv.dom.min + piv.dom.extent);
     if (!inside)
-      return not_reverse_inlinable(ErrorCode::kNotCovered, r.consumer,
-                                   fmt::format("it iterates '{}' beyond what producer '{}' computes", civ.var.name(), r.producer->name));
+      return not_reverse_inlinable(
+          ErrorCode::kNotCovered, r.consumer,
+          fmt::format("it iterates '{}' beyond what producer '{}' computes", civ.var.name(),
+                      r.producer->name));
     const ir::Expr& bound = prealize->iter_values[r.ppos[k]];
     ir::Expr in_range = bound >= civ.dom.min && bound < civ.dom.min + civ.dom.extent;
     out.predicate = ir::is_true(out.predicate) ? in_range : (out.predicate && in_range);
@@ -512,7 +565,8 @@ Result<ProducerIters> map_onto_producer(const ScheduleState& state, const Revers
 }
 
 // The producer block computing the consumer's store, as the intermediate is no longer there.
-ir::Block fold_into_producer(const ReverseInline& r, const std::unordered_map<const ir::VarNode*, ir::Expr>& vmap,
+ir::Block fold_into_producer(const ReverseInline& r,
+                             const std::unordered_map<const ir::VarNode*, ir::Expr>& vmap,
                              arith::Analyzer* analyzer) {
   const ir::BlockNode* producer = r.producer;
   auto to_producer = [&](const ir::Var& v) -> ir::Expr {
@@ -526,11 +580,11 @@ ir::Block fold_into_producer(const ReverseInline& r, const std::unordered_map<co
   std::vector<ir::Expr> indices;
   for (const ir::Expr& i : r.store->indices) indices.push_back(ir::substitute(i, to_producer));
   ir::Stmt body = ir::buffer_store(r.store->buffer, value, std::move(indices));
-  ir::Block draft = ir::make_block(producer->name, producer->iter_vars, {}, {}, ir::Stmt(), body, producer->alloc_buffers,
-                                   producer->annotations);
+  ir::Block draft = ir::make_block(producer->name, producer->iter_vars, {}, {}, ir::Stmt(), body,
+                                   producer->alloc_buffers, producer->annotations);
   arith::AccessRegions regions = arith::infer_access_regions(*draft, analyzer);
-  return ir::make_block(producer->name, producer->iter_vars, regions.reads, regions.writes, ir::Stmt(), body,
-                        producer->alloc_buffers, producer->annotations);
+  return ir::make_block(producer->name, producer->iter_vars, regions.reads, regions.writes,
+                        ir::Stmt(), body, producer->alloc_buffers, producer->annotations);
 }
 
 }  // namespace
@@ -577,7 +631,11 @@ Status apply_inline(InstructionContext& ctx, BlockRV block) {
 TYCHE_INSTRUCTION(compute_inline, apply_inline<compute_inline>, {{"block"}})
 TYCHE_INSTRUCTION(reverse_compute_inline, apply_inline<reverse_compute_inline>, {{"block"}})
 
-Status Schedule::compute_inline(const BlockRV& block) { return compute_inline_kind()(*this, block); }
-Status Schedule::reverse_compute_inline(const BlockRV& block) { return reverse_compute_inline_kind()(*this, block); }
+Status Schedule::compute_inline(const BlockRV& block) {
+  return compute_inline_kind()(*this, block);
+}
+Status Schedule::reverse_compute_inline(const BlockRV& block) {
+  return reverse_compute_inline_kind()(*this, block);
+}
 
 }  // namespace tyche::schedule

@@ -20,14 +20,18 @@ Result<SRef> get_block(const ScheduleState& state, const std::string& name) {
     auto kids = child_blocks(state, s.get());
     stack.insert(stack.end(), kids.rbegin(), kids.rend());
   }
-  if (count == 0) return ScheduleError(ErrorCode::kUnknownBlock, fmt::format("no block named '{}'", name));
-  if (count > 1) return ScheduleError(ErrorCode::kAmbiguousBlock, fmt::format("{} blocks are named '{}'", count, name));
+  if (count == 0)
+    return ScheduleError(ErrorCode::kUnknownBlock, fmt::format("no block named '{}'", name));
+  if (count > 1)
+    return ScheduleError(ErrorCode::kAmbiguousBlock,
+                         fmt::format("{} blocks are named '{}'", count, name));
   return found;
 }
 
 std::vector<SRef> get_loops(const ScheduleState& state, const SRef& block) {
   std::vector<SRef> out;
-  for (SRefNode* p = block->parent; p && p->as_for(); p = p->parent) out.push_back(state.get_sref(p->stmt));
+  for (SRefNode* p = block->parent; p && p->as_for(); p = p->parent)
+    out.push_back(state.get_sref(p->stmt));
   std::reverse(out.begin(), out.end());
   return out;
 }
@@ -39,7 +43,8 @@ std::vector<SRef> get_producers(const ScheduleState& state, const SRef& block) {
   for (const SRef& s : siblings) {
     if (s.get() == block.get()) break;
     const ir::BlockNode* p = s->as_block();
-    if (std::any_of(p->writes.begin(), p->writes.end(), [&](const ir::BufferRegion& w) { return touches(b->reads, w.buffer.get()); }))
+    if (std::any_of(p->writes.begin(), p->writes.end(),
+                    [&](const ir::BufferRegion& w) { return touches(b->reads, w.buffer.get()); }))
       out.push_back(s);
   }
   return out;
@@ -57,7 +62,8 @@ std::vector<SRef> get_consumers(const ScheduleState& state, const SRef& block) {
     }
     if (!after) continue;
     const ir::BlockNode* c = s->as_block();
-    if (std::any_of(b->writes.begin(), b->writes.end(), [&](const ir::BufferRegion& w) { return touches(c->reads, w.buffer.get()); }))
+    if (std::any_of(b->writes.begin(), b->writes.end(),
+                    [&](const ir::BufferRegion& w) { return touches(c->reads, w.buffer.get()); }))
       out.push_back(s);
   }
   return out;
@@ -77,7 +83,8 @@ Result<std::vector<LoopRV>> apply_get_loops(InstructionContext& ctx, BlockRV blo
   return ctx.issue_loops(get_loops(ctx.state(), sref));
 }
 
-Result<std::vector<BlockRV>> apply_get_child_blocks(InstructionContext& ctx, BlockOrLoopRV block_or_loop) {
+Result<std::vector<BlockRV>> apply_get_child_blocks(InstructionContext& ctx,
+                                                    BlockOrLoopRV block_or_loop) {
   TYCHE_TRY_ASSIGN(sref, ctx.sref(block_or_loop));
   return ctx.issue_blocks(child_blocks(ctx.state(), sref.get()));
 }
@@ -98,11 +105,23 @@ TYCHE_INSTRUCTION(get_child_blocks, apply_get_child_blocks, {{"block_or_loop"}},
 TYCHE_INSTRUCTION(get_producers, apply_block_lookup<get_producers>, {{"block"}}, kLookup)
 TYCHE_INSTRUCTION(get_consumers, apply_block_lookup<get_consumers>, {{"block"}}, kLookup)
 
-Result<BlockRV> Schedule::get_block(const std::string& name) { return get_block_kind()(*this, name); }
-Result<std::vector<LoopRV>> Schedule::get_loops(const BlockRV& block) { return get_loops_kind()(*this, block); }
-Result<std::vector<BlockRV>> Schedule::get_child_blocks(const BlockRV& block) { return get_child_blocks_kind()(*this, block); }
-Result<std::vector<BlockRV>> Schedule::get_child_blocks(const LoopRV& loop) { return get_child_blocks_kind()(*this, loop); }
-Result<std::vector<BlockRV>> Schedule::get_producers(const BlockRV& block) { return get_producers_kind()(*this, block); }
-Result<std::vector<BlockRV>> Schedule::get_consumers(const BlockRV& block) { return get_consumers_kind()(*this, block); }
+Result<BlockRV> Schedule::get_block(const std::string& name) {
+  return get_block_kind()(*this, name);
+}
+Result<std::vector<LoopRV>> Schedule::get_loops(const BlockRV& block) {
+  return get_loops_kind()(*this, block);
+}
+Result<std::vector<BlockRV>> Schedule::get_child_blocks(const BlockRV& block) {
+  return get_child_blocks_kind()(*this, block);
+}
+Result<std::vector<BlockRV>> Schedule::get_child_blocks(const LoopRV& loop) {
+  return get_child_blocks_kind()(*this, loop);
+}
+Result<std::vector<BlockRV>> Schedule::get_producers(const BlockRV& block) {
+  return get_producers_kind()(*this, block);
+}
+Result<std::vector<BlockRV>> Schedule::get_consumers(const BlockRV& block) {
+  return get_consumers_kind()(*this, block);
+}
 
 }  // namespace tyche::schedule

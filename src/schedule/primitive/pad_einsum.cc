@@ -63,7 +63,8 @@ std::vector<Access> accesses(const ir::BlockNode* block) {
 // Loads and stores of the mapped buffers redirected to their padded copies (indices unchanged).
 class PaddedBuffers : public ir::StmtExprMutator {
  public:
-  explicit PaddedBuffers(const std::unordered_map<const ir::BufferNode*, ir::Buffer>& map) : map_(map) {}
+  explicit PaddedBuffers(const std::unordered_map<const ir::BufferNode*, ir::Buffer>& map)
+      : map_(map) {}
   const ir::Buffer& sub(const ir::Buffer& b) const {
     auto it = map_.find(b.get());
     return it == map_.end() ? b : it->second;
@@ -90,20 +91,23 @@ class PaddedBuffers : public ir::StmtExprMutator {
 
 // Whether the block's update leaves its accumulator unchanged when every load of `zeroed`
 // buffers reads zero: then padded reduction steps add nothing.
-bool padded_steps_add_nothing(const ir::BlockNode* block, const std::unordered_set<const ir::BufferNode*>& zeroed) {
+bool padded_steps_add_nothing(const ir::BlockNode* block,
+                              const std::unordered_set<const ir::BufferNode*>& zeroed) {
   const auto* store = block->body.as<ir::BufferStoreNode>();
   if (!store) return false;
   ir::Var acc("acc", store->value.dtype());
   class Zeroing : public ir::StmtExprMutator {
    public:
-    Zeroing(const ir::BufferStoreNode* s, const ir::Var& a, const std::unordered_set<const ir::BufferNode*>& z)
+    Zeroing(const ir::BufferStoreNode* s, const ir::Var& a,
+            const std::unordered_set<const ir::BufferNode*>& z)
         : store_(s), acc_(a), zeroed_(z) {}
 
    protected:
     ir::Expr mutate_buffer_load(const ir::BufferLoadNode* n, const ir::Expr& self) override {
       if (n->buffer.get() == store_->buffer.get()) {
         bool same = n->indices.size() == store_->indices.size();
-        for (size_t d = 0; same && d < n->indices.size(); ++d) same = n->indices[d].same_as(store_->indices[d]);
+        for (size_t d = 0; same && d < n->indices.size(); ++d)
+          same = n->indices[d].same_as(store_->indices[d]);
         return same ? ir::Expr(acc_) : self;
       }
       return zeroed_.count(n->buffer.get()) ? ir::make_const(n->dtype, 0) : self;
@@ -132,7 +136,8 @@ bool divides_by_a_variable(const ir::BlockNode* block) {
   struct Finder : ir::StmtExprVisitor {
     bool found = false;
     void visit_binary(const ir::BinaryNode* n) override {
-      bool division = n->kind == ir::ExprKind::kDiv || n->kind == ir::ExprKind::kFloorDiv || n->kind == ir::ExprKind::kFloorMod;
+      bool division = n->kind == ir::ExprKind::kDiv || n->kind == ir::ExprKind::kFloorDiv ||
+                      n->kind == ir::ExprKind::kFloorMod;
       found |= division && n->dtype.is_integer() && !ir::as_const_int(n->b).has_value();
       ir::StmtExprVisitor::visit_binary(n);
     }
@@ -152,24 +157,29 @@ ir::Stmt make_pad_stage(const std::string& name, const ir::Buffer& src, const ir
     DataType t = dst->shape[d].dtype();
     loops.emplace_back(fmt::format("ax{}", d), t);
     ir::Var v(fmt::format("v{}", d), t);
-    iters.push_back(ir::IterVar{v, ir::Range(ir::make_int(0, t), dst->shape[d]), ir::IterKind::kSpatial});
+    iters.push_back(
+        ir::IterVar{v, ir::Range(ir::make_int(0, t), dst->shape[d]), ir::IterKind::kSpatial});
     bindings.push_back(loops.back());
     indices.push_back(v);
     point.emplace_back(v, ir::make_int(1, t));
     if (ir::as_const_int(dst->shape[d]) != ir::as_const_int(src->shape[d]))
       inside = inside.defined() ? (inside && v < src->shape[d]) : (v < src->shape[d]);
   }
-  ir::Expr value = ir::if_then_else(inside, ir::buffer_load(src, indices), ir::make_const(src->dtype, 0));
-  ir::Block block = ir::make_block(name, std::move(iters), {ir::BufferRegion(src, point)}, {ir::BufferRegion(dst, point)},
-                                   ir::Stmt(), ir::buffer_store(dst, value, indices));
+  ir::Expr value =
+      ir::if_then_else(inside, ir::buffer_load(src, indices), ir::make_const(src->dtype, 0));
+  ir::Block block = ir::make_block(name, std::move(iters), {ir::BufferRegion(src, point)},
+                                   {ir::BufferRegion(dst, point)}, ir::Stmt(),
+                                   ir::buffer_store(dst, value, indices));
   ir::Stmt stmt = ir::block_realize(std::move(bindings), ir::make_bool(true), block);
   for (size_t d = dst->shape.size(); d-- > 0;)
-    stmt = ir::for_loop(loops[d], ir::make_int(0, dst->shape[d].dtype()), dst->shape[d], ir::ForKind::kSerial, stmt);
+    stmt = ir::for_loop(loops[d], ir::make_int(0, dst->shape[d].dtype()), dst->shape[d],
+                        ir::ForKind::kSerial, stmt);
   return stmt;
 }
 
 // for v in the block's written region: with block(name): C[v] = C_pad[v]
-ir::Stmt make_unpad_stage(const std::string& name, const ir::Buffer& src, const ir::Buffer& dst, const std::vector<ir::Range>& region) {
+ir::Stmt make_unpad_stage(const std::string& name, const ir::Buffer& src, const ir::Buffer& dst,
+                          const std::vector<ir::Range>& region) {
   std::vector<ir::Var> loops;
   std::vector<ir::IterVar> iters;
   std::vector<ir::Expr> bindings, indices;
@@ -179,32 +189,40 @@ ir::Stmt make_unpad_stage(const std::string& name, const ir::Buffer& src, const 
     loops.emplace_back(fmt::format("ax{}", d), t);
     ir::Var v(fmt::format("v{}", d), t);
     iters.push_back(ir::IterVar{v, region[d], ir::IterKind::kSpatial});
-    bindings.push_back(ir::is_const_int(region[d].min, 0) ? ir::Expr(loops.back()) : region[d].min + loops.back());
+    bindings.push_back(ir::is_const_int(region[d].min, 0) ? ir::Expr(loops.back())
+                                                          : region[d].min + loops.back());
     indices.push_back(v);
     point.emplace_back(v, ir::make_int(1, t));
   }
-  ir::Block block = ir::make_block(name, std::move(iters), {ir::BufferRegion(src, point)}, {ir::BufferRegion(dst, point)},
-                                   ir::Stmt(), ir::buffer_store(dst, ir::buffer_load(src, indices), indices));
+  ir::Block block = ir::make_block(name, std::move(iters), {ir::BufferRegion(src, point)},
+                                   {ir::BufferRegion(dst, point)}, ir::Stmt(),
+                                   ir::buffer_store(dst, ir::buffer_load(src, indices), indices));
   ir::Stmt stmt = ir::block_realize(std::move(bindings), ir::make_bool(true), block);
   for (size_t d = region.size(); d-- > 0;)
-    stmt = ir::for_loop(loops[d], ir::make_int(0, region[d].extent.dtype()), region[d].extent, ir::ForKind::kSerial, stmt);
+    stmt = ir::for_loop(loops[d], ir::make_int(0, region[d].extent.dtype()), region[d].extent,
+                        ir::ForKind::kSerial, stmt);
   return stmt;
 }
 
 }  // namespace
 
-Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vector<int64_t>& padding) {
+Status pad_einsum(ScheduleState& state, const SRef& block_sref,
+                  const std::vector<int64_t>& padding) {
   const ir::BlockNode* block = block_sref->as_block();
   if (!block_sref->parent) return pad_error(ErrorCode::kUnsupported, block, "is the root block");
   if (padding.size() != block->iter_vars.size())
     return pad_error(ErrorCode::kInvalidArgument, block,
-                     fmt::format("has {} iterators but {} paddings were given", block->iter_vars.size(), padding.size()));
+                     fmt::format("has {} iterators but {} paddings were given",
+                                 block->iter_vars.size(), padding.size()));
   for (int64_t p : padding)
-    if (p < 1) return pad_error(ErrorCode::kInvalidArgument, block, fmt::format("cannot be padded to a multiple of {}", p));
+    if (p < 1)
+      return pad_error(ErrorCode::kInvalidArgument, block,
+                       fmt::format("cannot be padded to a multiple of {}", p));
   if (!block->alloc_buffers.empty() || block->writes.size() != 1)
     return pad_error(ErrorCode::kUnsupported, block, "must write one buffer and allocate none");
   bool nested = false;
-  ir::post_order_visit(block->body, [&](const ir::Stmt& s) { nested |= s.as<ir::BlockNode>() != nullptr; });
+  ir::post_order_visit(block->body,
+                       [&](const ir::Stmt& s) { nested |= s.as<ir::BlockNode>() != nullptr; });
   if (nested) return pad_error(ErrorCode::kUnsupported, block, "holds other blocks");
 
   // The loop nest: the block alone under loops that each bind one iterator, whole.
@@ -215,7 +233,8 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
   if (realizes_under(top_stmt).size() != 1)
     return pad_error(ErrorCode::kUnsupported, block, "shares its loop nest with other blocks");
   const ir::BlockRealizeNode* realize = state.realize_of(block_sref.get());
-  if (!ir::is_true(realize->predicate)) return pad_error(ErrorCode::kUnsupported, block, "has a predicate");
+  if (!ir::is_true(realize->predicate))
+    return pad_error(ErrorCode::kUnsupported, block, "has a predicate");
   std::unordered_map<const ir::VarNode*, const ir::ForNode*> loop_of_var;
   for (const ir::ForNode* f : loops_under(top_stmt)) {
     if (!f->body.as<ir::ForNode>() && !f->body.as<ir::BlockRealizeNode>())
@@ -231,18 +250,21 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
     const ir::IterVar& iv = block->iter_vars[i];
     auto mn = ir::as_const_int(iv.dom.min), ext = ir::as_const_int(iv.dom.extent);
     if (!mn || !ext || *mn != 0)
-      return pad_error(ErrorCode::kNonConstantExtent, block,
-                       fmt::format("iterator '{}' does not range over a constant [0, n)", iv.var->name));
+      return pad_error(
+          ErrorCode::kNonConstantExtent, block,
+          fmt::format("iterator '{}' does not range over a constant [0, n)", iv.var->name));
     extent[i] = *ext;
     padded[i] = (*ext + padding[i] - 1) / padding[i] * padding[i];
     if (padded[i] == extent[i]) continue;
     const auto* loop_var = realize->iter_values[i].as<ir::VarNode>();
     auto f = loop_var ? loop_of_var.find(loop_var) : loop_of_var.end();
-    if (f == loop_of_var.end() || !ir::is_const_int(f->second->min, 0) || !ir::is_const_int(f->second->extent, extent[i]) ||
-        new_loop_extent.count(loop_var))
-      return pad_error(ErrorCode::kUnsupported, block,
-                       fmt::format("iterator '{}' is not bound to a whole loop of its own (pad before splitting)",
-                                   iv.var->name));
+    if (f == loop_of_var.end() || !ir::is_const_int(f->second->min, 0) ||
+        !ir::is_const_int(f->second->extent, extent[i]) || new_loop_extent.count(loop_var))
+      return pad_error(
+          ErrorCode::kUnsupported, block,
+          fmt::format(
+              "iterator '{}' is not bound to a whole loop of its own (pad before splitting)",
+              iv.var->name));
     new_loop_extent[loop_var] = padded[i];
     changed[iv.var.get()] = i;
   }
@@ -255,34 +277,43 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
   std::unordered_set<const ir::BufferNode*> along_reduce;  // buffers padded along a reduce iterator
   for (const Access& a : accesses(block)) {
     for (size_t d = 0; d < a.indices.size(); ++d) {
-      if (!ir::uses_var(a.indices[d], [&](const ir::VarNode* v) { return changed.count(v) > 0; })) continue;
+      if (!ir::uses_var(a.indices[d], [&](const ir::VarNode* v) { return changed.count(v) > 0; }))
+        continue;
       const auto* v = a.indices[d].as<ir::VarNode>();
       if (!v)
-        return pad_error(ErrorCode::kUnsupported, block,
-                         fmt::format("indexes '{}' by {} in dimension {}, which mixes a padded iterator into an "
-                                     "expression",
-                                     a.buffer->name, ir::to_string(a.indices[d]), d));
+        return pad_error(
+            ErrorCode::kUnsupported, block,
+            fmt::format("indexes '{}' by {} in dimension {}, which mixes a padded iterator into an "
+                        "expression",
+                        a.buffer->name, ir::to_string(a.indices[d]), d));
       size_t i = changed.at(v);
       if (!ir::is_const_int(a.buffer->shape[d], extent[i]))
-        return pad_error(ErrorCode::kUnsupported, block,
-                         fmt::format("indexes dimension {} of '{}' (extent {}) by iterator '{}' of extent {}", d,
-                                     a.buffer->name, ir::to_string(a.buffer->shape[d]), v->name, extent[i]));
+        return pad_error(
+            ErrorCode::kUnsupported, block,
+            fmt::format("indexes dimension {} of '{}' (extent {}) by iterator '{}' of extent {}", d,
+                        a.buffer->name, ir::to_string(a.buffer->shape[d]), v->name, extent[i]));
       auto [it, fresh] = padded_dims.emplace(std::make_pair(a.buffer, d), padded[i]);
       if (!fresh && it->second != padded[i])
         return pad_error(ErrorCode::kUnsupported, block,
-                         fmt::format("indexes dimension {} of '{}' by iterators padded differently", d, a.buffer->name));
-      if (block->iter_vars[i].kind == ir::IterKind::kReduce && a.buffer != out.get()) along_reduce.insert(a.buffer);
+                         fmt::format("indexes dimension {} of '{}' by iterators padded differently",
+                                     d, a.buffer->name));
+      if (block->iter_vars[i].kind == ir::IterKind::kReduce && a.buffer != out.get())
+        along_reduce.insert(a.buffer);
     }
   }
   if (!along_reduce.empty() && !padded_steps_add_nothing(block, along_reduce))
-    return pad_error(ErrorCode::kUnsupported, block,
-                     "pads a reduction whose update is not a sum that zeros leave unchanged (a max or a product "
-                     "would change)");
+    return pad_error(
+        ErrorCode::kUnsupported, block,
+        "pads a reduction whose update is not a sum that zeros leave unchanged (a max or a product "
+        "would change)");
   if (divides_by_a_variable(block))
-    return pad_error(ErrorCode::kUnsupported, block, "divides integers by a value: padding zeros could trap there");
-  const bool pads_output = std::any_of(padded_dims.begin(), padded_dims.end(), [&](const auto& kv) { return kv.first.first == out.get(); });
+    return pad_error(ErrorCode::kUnsupported, block,
+                     "divides integers by a value: padding zeros could trap there");
+  const bool pads_output = std::any_of(padded_dims.begin(), padded_dims.end(),
+                                       [&](const auto& kv) { return kv.first.first == out.get(); });
   if (pads_output && !other_writers(state, block_sref.get(), out.get()).empty())
-    return pad_error(ErrorCode::kDependenceViolated, block, fmt::format("is not the only writer of '{}'", out->name));
+    return pad_error(ErrorCode::kDependenceViolated, block,
+                     fmt::format("is not the only writer of '{}'", out->name));
 
   // The padded buffers, in the block's order of reads then the write.
   std::unordered_set<std::string> taken = names_in_use(state);
@@ -298,7 +329,8 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
         any = true;
       }
     if (!any) return;
-    pad_of[b.get()] = ir::make_buffer(unused_name(b->name + "_pad", taken), b->dtype, shape, b->scope);
+    pad_of[b.get()] =
+        ir::make_buffer(unused_name(b->name + "_pad", taken), b->dtype, shape, b->scope);
     order.push_back(b);
   };
   for (const ir::BufferRegion& r : block->reads) add(r.buffer);
@@ -307,28 +339,35 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
   // The block over the padded domain, reading and writing the padded copies.
   PaddedBuffers sub(pad_of);
   std::vector<ir::IterVar> iters = block->iter_vars;
-  for (size_t i = 0; i < n_iters; ++i) iters[i].dom = ir::Range(iters[i].dom.min, ir::make_int(padded[i], iters[i].dom.extent.dtype()));
+  for (size_t i = 0; i < n_iters; ++i)
+    iters[i].dom =
+        ir::Range(iters[i].dom.min, ir::make_int(padded[i], iters[i].dom.extent.dtype()));
   auto regions = [&](const std::vector<ir::BufferRegion>& rs) {
     std::vector<ir::BufferRegion> r2;
     for (const ir::BufferRegion& r : rs) r2.emplace_back(sub.sub(r.buffer), r.region);
     return r2;
   };
-  ir::Block new_block = ir::make_block(block->name, std::move(iters), regions(block->reads), regions(block->writes),
-                                       block->init.defined() ? sub.mutate_stmt(block->init) : ir::Stmt(),
-                                       sub.mutate_stmt(block->body), {}, block->annotations);
+  ir::Block new_block =
+      ir::make_block(block->name, std::move(iters), regions(block->reads), regions(block->writes),
+                     block->init.defined() ? sub.mutate_stmt(block->init) : ir::Stmt(),
+                     sub.mutate_stmt(block->body), {}, block->annotations);
   std::function<ir::Stmt(const ir::Stmt&)> rebuild = [&](const ir::Stmt& s) -> ir::Stmt {
     if (const ir::ForNode* f = s.as<ir::ForNode>()) {
       auto it = new_loop_extent.find(f->loop_var.get());
-      ir::Expr ext = it == new_loop_extent.end() ? f->extent : ir::make_int(it->second, f->extent.dtype());
-      return ir::for_loop(f->loop_var, f->min, ext, f->for_kind, rebuild(f->body), f->thread_tag, f->annotations);
+      ir::Expr ext =
+          it == new_loop_extent.end() ? f->extent : ir::make_int(it->second, f->extent.dtype());
+      return ir::for_loop(f->loop_var, f->min, ext, f->for_kind, rebuild(f->body), f->thread_tag,
+                          f->annotations);
     }
     const ir::BlockRealizeNode* r = s.as<ir::BlockRealizeNode>();
-    TYCHE_CHECK(r == realize, "pad_einsum: the loop nest holds something besides its loops and the block");
+    TYCHE_CHECK(r == realize,
+                "pad_einsum: the loop nest holds something besides its loops and the block");
     return ir::block_realize(r->iter_values, r->predicate, new_block);
   };
   std::vector<ir::Stmt> seq;
   for (const ir::Buffer& b : order)
-    if (b.get() != out.get()) seq.push_back(make_pad_stage(pad_of.at(b.get())->name, b, pad_of.at(b.get())));
+    if (b.get() != out.get())
+      seq.push_back(make_pad_stage(pad_of.at(b.get())->name, b, pad_of.at(b.get())));
   seq.push_back(rebuild(top_stmt));
   if (pad_of.count(out.get())) {
     std::vector<ir::Range> written;
@@ -337,7 +376,8 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
       const auto* v = r.min.as<ir::VarNode>();
       auto it = v ? changed.find(v) : changed.end();
       if (it != changed.end()) {
-        written.emplace_back(ir::make_int(0, r.min.dtype()), ir::make_int(extent[it->second], r.min.dtype()));
+        written.emplace_back(ir::make_int(0, r.min.dtype()),
+                             ir::make_int(extent[it->second], r.min.dtype()));
         continue;
       }
       // An unpadded dimension: what the block writes of it over its domain, or all of it.
@@ -349,17 +389,21 @@ Status pad_einsum(ScheduleState& state, const SRef& block_sref, const std::vecto
         }
       if (whole) written.emplace_back(ir::make_int(0, out->shape[d].dtype()), out->shape[d]);
     }
-    seq.push_back(make_unpad_stage(unused_name(out->name + "_unpad", taken), pad_of.at(out.get()), out, written));
+    seq.push_back(make_unpad_stage(unused_name(out->name + "_unpad", taken), pad_of.at(out.get()),
+                                   out, written));
   }
 
   const ir::BlockNode* scope_node = scope->as_block();
   ir::Stmt body = replace_child(scope_node->body, top_stmt.get(), ir::seq(std::move(seq)));
-  if (!body.defined()) return pad_error(ErrorCode::kUnsupported, block, "is not in the body of its scope block");
+  if (!body.defined())
+    return pad_error(ErrorCode::kUnsupported, block, "is not in the body of its scope block");
   std::vector<ir::Buffer> allocs = scope_node->alloc_buffers;
   for (const ir::Buffer& b : order) allocs.push_back(pad_of.at(b.get()));
-  ir::Block new_scope = ir::make_block(scope_node->name, scope_node->iter_vars, scope_node->reads, scope_node->writes,
-                                       scope_node->init, body, std::move(allocs), scope_node->annotations);
-  state.replace(state.get_sref(scope->stmt), new_scope, {{new_block.get(), block}, {new_scope.get(), scope_node}});
+  ir::Block new_scope =
+      ir::make_block(scope_node->name, scope_node->iter_vars, scope_node->reads, scope_node->writes,
+                     scope_node->init, body, std::move(allocs), scope_node->annotations);
+  state.replace(state.get_sref(scope->stmt), new_scope,
+                {{new_block.get(), block}, {new_scope.get(), scope_node}});
   return ok_status();
 }
 

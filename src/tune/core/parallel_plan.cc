@@ -36,7 +36,8 @@ class ParallelSafety {
     switch (s.kind()) {
       case ir::StmtKind::kFor: {
         const auto* f = s.as<ir::ForNode>();
-        bool added = (uses_any(f->min, dep) || uses_any(f->extent, dep)) && dep.insert(f->loop_var.get()).second;
+        bool added = (uses_any(f->min, dep) || uses_any(f->extent, dep)) &&
+                     dep.insert(f->loop_var.get()).second;
         walk(f->body, dep);
         if (added) dep.erase(f->loop_var.get());
         return;
@@ -48,7 +49,9 @@ class ParallelSafety {
         walk(s.as<ir::IfThenElseNode>()->then_case, dep);
         walk(s.as<ir::IfThenElseNode>()->else_case, dep);
         return;
-      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body, dep); return;
+      case ir::StmtKind::kAllocate:
+        walk(s.as<ir::AllocateNode>()->body, dep);
+        return;
       case ir::StmtKind::kBlockRealize: {
         const auto* r = s.as<ir::BlockRealizeNode>();
         const ir::BlockNode* b = r->block.get();
@@ -62,7 +65,8 @@ class ParallelSafety {
         if (reduces && !used) safe_ = false;
         return;
       }
-      default: return;
+      default:
+        return;
     }
   }
 
@@ -71,15 +75,19 @@ class ParallelSafety {
 
 }  // namespace
 
-std::vector<int64_t> parallel_prefix(const schedule::ScheduleState& state, const schedule::SRef& block) {
+std::vector<int64_t> parallel_prefix(const schedule::ScheduleState& state,
+                                     const schedule::SRef& block) {
   std::vector<int64_t> extents;
   const ir::ForNode* prev = nullptr;
   VarSet taken_vars;
   for (const schedule::SRef& sref : schedule::get_loops(state, block)) {
     const ir::ForNode* f = sref->as_for();
     auto extent = ir::as_const_int(f->extent);
-    if (f->for_kind != ir::ForKind::kSerial || !f->annotations.empty() || !extent || *extent < 1) break;
-    if ((prev && prev->body.get() != f) || uses_any(f->min, taken_vars) || !ParallelSafety::check(f)) break;
+    if (f->for_kind != ir::ForKind::kSerial || !f->annotations.empty() || !extent || *extent < 1)
+      break;
+    if ((prev && prev->body.get() != f) || uses_any(f->min, taken_vars) ||
+        !ParallelSafety::check(f))
+      break;
     extents.push_back(*extent);
     taken_vars.insert(f->loop_var.get());
     prev = f;
@@ -92,7 +100,8 @@ size_t parallel_plan(const std::vector<int64_t>& extents, int64_t limit) {
   // TVM's rule: the next loop joins while the jobs so far are fewer than the limit, so the fused
   // extent reaches the limit when it can (outer extents 4, 64 with limit 32 give 256 jobs).
   size_t n = 1;
-  for (int64_t product = extents[0]; n < extents.size() && product < limit; ++n) product = arith::sat_mul(product, extents[n]);
+  for (int64_t product = extents[0]; n < extents.size() && product < limit; ++n)
+    product = arith::sat_mul(product, extents[n]);
   return n;
 }
 

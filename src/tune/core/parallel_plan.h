@@ -15,7 +15,8 @@ namespace tyche::tune {
 // extent >= 1, unannotated, the only statement of the previous loop's body, with a range
 // independent of the previous loops, and safe to run in parallel: only spatial iterators depend
 // on it, and every block under it with a reduction (or an init) depends on it.
-std::vector<int64_t> parallel_prefix(const schedule::ScheduleState& state, const schedule::SRef& block);
+std::vector<int64_t> parallel_prefix(const schedule::ScheduleState& state,
+                                     const schedule::SRef& block);
 
 // How many of the prefix's loops a limit takes: the first, then each next one while the product
 // of the loops taken so far is below the limit (TVM's rule). None if the prefix is empty or the

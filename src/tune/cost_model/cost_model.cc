@@ -19,15 +19,18 @@ namespace tyche::tune {
 
 using json = nlohmann::json;
 
-std::vector<ModelInput> extract_features(const std::vector<ModelCandidate>& candidates, int threads) {
+std::vector<ModelInput> extract_features(const std::vector<ModelCandidate>& candidates,
+                                         int threads) {
   std::vector<ModelInput> out(candidates.size());
-  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int n =
+      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n = static_cast<int>(std::min<size_t>(static_cast<size_t>(n), candidates.size()));
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < candidates.size();) {
       const ModelCandidate& c = candidates[i];
-      out[i] = {c.workload, c.lowered ? c.lowered->features() : per_store_features(c.program, {.is_gpu = c.is_gpu})};
+      out[i] = {c.workload, c.lowered ? c.lowered->features()
+                                      : per_store_features(c.program, {.is_gpu = c.is_gpu})};
     }
   };
   std::vector<std::thread> pool;
@@ -37,9 +40,11 @@ std::vector<ModelInput> extract_features(const std::vector<ModelCandidate>& cand
   return out;
 }
 
-void CostModel::update(const std::vector<ModelCandidate>& candidates, const std::vector<double>& seconds) {
+void CostModel::update(const std::vector<ModelCandidate>& candidates,
+                       const std::vector<double>& seconds) {
   if (candidates.size() != seconds.size())
-    throw Error(fmt::format("cost model: {} candidates but {} results", candidates.size(), seconds.size()));
+    throw Error(
+        fmt::format("cost model: {} candidates but {} results", candidates.size(), seconds.size()));
   update_features(extract_features(candidates, threads_), seconds);
 }
 
@@ -47,7 +52,8 @@ std::vector<double> CostModel::predict(const std::vector<ModelCandidate>& candid
   return predict_features(extract_features(candidates, threads_));
 }
 
-std::vector<double> normalized_throughputs(const std::vector<uint64_t>& workloads, const std::vector<double>& seconds) {
+std::vector<double> normalized_throughputs(const std::vector<uint64_t>& workloads,
+                                           const std::vector<double>& seconds) {
   auto ok = [](double s) { return s > 0 && std::isfinite(s); };
   std::unordered_map<uint64_t, double> best;
   for (size_t i = 0; i < seconds.size(); ++i) {
@@ -68,12 +74,15 @@ json model_envelope(const std::string& kind) {
           {"version", kModelFileVersion},
           {"kind", kind},
           {"feature_layout",
-           {{"version", kFeatureLayoutVersion}, {"hash", fmt::format("{:016x}", feature_layout_hash())}, {"count", feature_count()}}}};
+           {{"version", kFeatureLayoutVersion},
+            {"hash", fmt::format("{:016x}", feature_layout_hash())},
+            {"count", feature_count()}}}};
 }
 
 void write_model_file(const std::string& path, const json& model) {
   std::ofstream out(path);
-  if (!out || !(out << model.dump() << "\n") || !out.flush()) throw Error(fmt::format("cannot write model file '{}'", path));
+  if (!out || !(out << model.dump() << "\n") || !out.flush())
+    throw Error(fmt::format("cannot write model file '{}'", path));
 }
 
 void check_feature_layout(const json& model, const std::string& path) {
@@ -81,10 +90,13 @@ void check_feature_layout(const json& model, const std::string& path) {
   int version = layout ? layout->value("version", -1) : -1;
   int count = layout ? layout->value("count", -1) : -1;
   std::string hash = layout ? layout->value("hash", "") : "";
-  if (version != kFeatureLayoutVersion || count != feature_count() || hash != fmt::format("{:016x}", feature_layout_hash()))
-    throw Error(fmt::format("model '{}' was trained on feature layout {} ({} features); this build extracts layout {} ({} "
-                            "features): retrain it",
-                            path, version, count, kFeatureLayoutVersion, feature_count()));
+  if (version != kFeatureLayoutVersion || count != feature_count() ||
+      hash != fmt::format("{:016x}", feature_layout_hash()))
+    throw Error(
+        fmt::format("model '{}' was trained on feature layout {} ({} features); this build "
+                    "extracts layout {} ({} "
+                    "features): retrain it",
+                    path, version, count, kFeatureLayoutVersion, feature_count()));
 }
 
 }  // namespace detail
@@ -93,13 +105,18 @@ namespace {
 
 class RandomModel : public CostModel {
  public:
-  explicit RandomModel(uint64_t seed) : seed_(seed), rng_(static_cast<int64_t>(seed & 0x7fffffffffffffffULL)) {}
+  explicit RandomModel(uint64_t seed)
+      : seed_(seed), rng_(static_cast<int64_t>(seed & 0x7fffffffffffffffULL)) {}
   std::string name() const override { return "random"; }
   void update_features(const std::vector<ModelInput>&, const std::vector<double>&) override {}
   void update(const std::vector<ModelCandidate>&, const std::vector<double>&) override {}
-  std::vector<double> predict_features(const std::vector<ModelInput>& inputs) override { return draw(inputs.size()); }
+  std::vector<double> predict_features(const std::vector<ModelInput>& inputs) override {
+    return draw(inputs.size());
+  }
   // Needs no features.
-  std::vector<double> predict(const std::vector<ModelCandidate>& candidates) override { return draw(candidates.size()); }
+  std::vector<double> predict(const std::vector<ModelCandidate>& candidates) override {
+    return draw(candidates.size());
+  }
   void save(const std::string& path) const override {
     json m = detail::model_envelope("random");
     m["seed"] = seed_;
@@ -119,7 +136,9 @@ class RandomModel : public CostModel {
 
 }  // namespace
 
-std::unique_ptr<CostModel> make_random_model(uint64_t seed) { return std::make_unique<RandomModel>(seed); }
+std::unique_ptr<CostModel> make_random_model(uint64_t seed) {
+  return std::make_unique<RandomModel>(seed);
+}
 
 std::unique_ptr<CostModel> load_cost_model(const std::string& path, const XGBoostOptions& options) {
   std::ifstream in(path);
@@ -135,7 +154,8 @@ std::unique_ptr<CostModel> load_cost_model(const std::string& path, const XGBoos
   if (!m.is_object() || m.value("format", "") != "tyche.cost_model")
     throw Error(fmt::format("'{}' is not a tyche cost model", path));
   if (m.value("version", -1) != detail::kModelFileVersion)
-    throw Error(fmt::format("model file '{}' has version {} (this build reads {})", path, m.value("version", -1), detail::kModelFileVersion));
+    throw Error(fmt::format("model file '{}' has version {} (this build reads {})", path,
+                            m.value("version", -1), detail::kModelFileVersion));
   std::string kind = m.value("kind", "");
   if (kind == "random") return make_random_model(m.value("seed", uint64_t{0}));
   if (kind == "xgboost") {

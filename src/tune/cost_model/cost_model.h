@@ -40,7 +40,8 @@ struct ModelInput {
 };
 
 // Features of many candidates, on `threads` threads (0: all hardware threads).
-std::vector<ModelInput> extract_features(const std::vector<ModelCandidate>& candidates, int threads = 0);
+std::vector<ModelInput> extract_features(const std::vector<ModelCandidate>& candidates,
+                                         int threads = 0);
 
 class CostModel {
  public:
@@ -48,10 +49,12 @@ class CostModel {
   virtual std::string name() const = 0;
   // Learns from measured candidates: seconds[i] is the mean run time of candidate i, or not a
   // positive finite number if it failed (build or run error, wrong result, timeout).
-  virtual void update(const std::vector<ModelCandidate>& candidates, const std::vector<double>& seconds);
+  virtual void update(const std::vector<ModelCandidate>& candidates,
+                      const std::vector<double>& seconds);
   // One score per candidate; higher is faster.
   virtual std::vector<double> predict(const std::vector<ModelCandidate>& candidates);
-  virtual void update_features(const std::vector<ModelInput>& inputs, const std::vector<double>& seconds) = 0;
+  virtual void update_features(const std::vector<ModelInput>& inputs,
+                               const std::vector<double>& seconds) = 0;
   virtual std::vector<double> predict_features(const std::vector<ModelInput>& inputs) = 0;
   // Throws tyche::Error if the file cannot be written.
   virtual void save(const std::string& path) const = 0;
@@ -69,8 +72,8 @@ struct XGBoostOptions {
   int early_stopping_rounds = 50;  // rounds without a better held-out top-k score
   int top_k = 32;                  // the held-out metric's k
   double validation_fraction = 0.2;
-  int min_measured = 100;          // fewer measured candidates (and no loaded model): random scores
-  int threads = 0;                 // 0: all hardware threads; the tuner passes those it does not measure with
+  int min_measured = 100;  // fewer measured candidates (and no loaded model): random scores
+  int threads = 0;  // 0: all hardware threads; the tuner passes those it does not measure with
   uint64_t seed = 0;
 };
 
@@ -79,10 +82,12 @@ std::unique_ptr<CostModel> make_xgboost_model(const XGBoostOptions& options = {}
 // A model saved by save() (random or XGBoost, as the file says); a loaded XGBoost model scores
 // from the start and goes on learning from what it is given. Throws tyche::Error for a missing
 // or corrupt file and for a model of another feature layout.
-std::unique_ptr<CostModel> load_cost_model(const std::string& path, const XGBoostOptions& options = {});
+std::unique_ptr<CostModel> load_cost_model(const std::string& path,
+                                           const XGBoostOptions& options = {});
 
 // Throughputs normalized per workload: best time / time (1 for the fastest of its workload),
 // 0 for failures. The training target.
-std::vector<double> normalized_throughputs(const std::vector<uint64_t>& workloads, const std::vector<double>& seconds);
+std::vector<double> normalized_throughputs(const std::vector<uint64_t>& workloads,
+                                           const std::vector<double>& seconds);
 
 }  // namespace tyche::tune

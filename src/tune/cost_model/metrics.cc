@@ -61,7 +61,8 @@ double spearman(const std::vector<double>& scores, const std::vector<double>& tr
   if (scores.size() < 2) return 0;
   std::vector<double> a = ranks(scores), b = ranks(truth);
   double n = static_cast<double>(a.size());
-  double ma = std::accumulate(a.begin(), a.end(), 0.0) / n, mb = std::accumulate(b.begin(), b.end(), 0.0) / n;
+  double ma = std::accumulate(a.begin(), a.end(), 0.0) / n,
+         mb = std::accumulate(b.begin(), b.end(), 0.0) / n;
   double cov = 0, va = 0, vb = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     cov += (a[i] - ma) * (b[i] - mb);

@@ -17,6 +17,7 @@ void write_model_file(const std::string& path, const nlohmann::json& model);
 // Throws tyche::Error when the feature layout differs from this build's.
 void check_feature_layout(const nlohmann::json& model, const std::string& path);
 
-std::unique_ptr<CostModel> load_xgboost_model(const nlohmann::json& model, const std::string& path, const XGBoostOptions& options);
+std::unique_ptr<CostModel> load_xgboost_model(const nlohmann::json& model, const std::string& path,
+                                              const XGBoostOptions& options);
 
 }  // namespace tyche::tune::detail

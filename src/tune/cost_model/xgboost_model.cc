@@ -51,7 +51,8 @@ class DMatrix {
       data.assign(static_cast<size_t>(feature_count()), 0.0f);
       rows = 1;
     }
-    xgb(XGDMatrixCreateFromMat_omp(data.data(), rows, static_cast<bst_ulong>(feature_count()), std::nanf(""), &h_, threads),
+    xgb(XGDMatrixCreateFromMat_omp(data.data(), rows, static_cast<bst_ulong>(feature_count()),
+                                   std::nanf(""), &h_, threads),
         "creating a matrix");
   }
   DMatrixHandle get() const { return h_; }
@@ -79,9 +80,12 @@ class Booster {
     h_ = h;
   }
   void create(std::vector<DMatrixHandle> cache) {
-    xgb(XGBoosterCreate(cache.data(), static_cast<bst_ulong>(cache.size()), &h_), "creating a booster");
+    xgb(XGBoosterCreate(cache.data(), static_cast<bst_ulong>(cache.size()), &h_),
+        "creating a booster");
   }
-  void set(const char* key, const std::string& value) { xgb(XGBoosterSetParam(h_, key, value.c_str()), key); }
+  void set(const char* key, const std::string& value) {
+    xgb(XGBoosterSetParam(h_, key, value.c_str()), key);
+  }
   BoosterHandle get() const { return h_; }
   explicit operator bool() const { return h_ != nullptr; }
 
@@ -91,7 +95,9 @@ class Booster {
     xgb(XGBoosterSaveModelToBuffer(h_, R"({"format": "json"})", &len, &buf), "saving");
     return std::string(buf, len);
   }
-  void load(const std::string& model) { xgb(XGBoosterLoadModelFromBuffer(h_, model.data(), model.size()), "loading"); }
+  void load(const std::string& model) {
+    xgb(XGBoosterLoadModelFromBuffer(h_, model.data(), model.size()), "loading");
+  }
   int rounds() const {
     int r = 0;
     xgb(XGBoosterBoostedRounds(h_, &r), "counting rounds");
@@ -101,7 +107,8 @@ class Booster {
   std::vector<float> predict(const DMatrix& m, bool training) const {
     bst_ulong len = 0;
     const float* out = nullptr;
-    xgb(XGBoosterPredict(h_, m.get(), /*output margin*/ 1, 0, training ? 1 : 0, &len, &out), "predicting");
+    xgb(XGBoosterPredict(h_, m.get(), /*output margin*/ 1, 0, training ? 1 : 0, &len, &out),
+        "predicting");
     return std::vector<float>(out, out + len);
   }
 
@@ -110,7 +117,8 @@ class Booster {
 };
 
 // Per candidate, the sum of its rows.
-std::vector<double> sum_rows(const std::vector<float>& rows, const std::vector<const ModelInput*>& inputs) {
+std::vector<double> sum_rows(const std::vector<float>& rows,
+                             const std::vector<const ModelInput*>& inputs) {
   std::vector<double> out;
   size_t r = 0;
   for (const ModelInput* in : inputs) {
@@ -124,7 +132,8 @@ std::vector<double> sum_rows(const std::vector<float>& rows, const std::vector<c
 // How good the k best-scored candidates of each workload are: the sum of their normalized
 // throughputs over that of the truly best k (1 when the model's top k is the true top k), averaged
 // over workloads weighted by their candidates. MetaSchedule's "average peak" at k, made relative.
-double top_k_score(const std::vector<double>& scores, const std::vector<double>& y, const std::vector<uint64_t>& workloads, int k) {
+double top_k_score(const std::vector<double>& scores, const std::vector<double>& y,
+                   const std::vector<uint64_t>& workloads, int k) {
   std::unordered_map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < y.size(); ++i) groups[workloads[i]].push_back(i);
   double total = 0, weight = 0;
@@ -135,7 +144,8 @@ double top_k_score(const std::vector<double>& scores, const std::vector<double>&
     std::sort(ys.rbegin(), ys.rend());
     double ideal = std::accumulate(ys.begin(), ys.begin() + static_cast<std::ptrdiff_t>(kk), 0.0);
     if (ideal <= 0) continue;
-    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](size_t a, size_t b) { return scores[a] > scores[b]; });
     double got = 0;
     for (size_t t = 0; t < kk; ++t) got += y[idx[t]];
     total += got / ideal * static_cast<double>(idx.size());
@@ -146,15 +156,20 @@ double top_k_score(const std::vector<double>& scores, const std::vector<double>&
 
 class XGBoostModel : public CostModel {
  public:
-  explicit XGBoostModel(const XGBoostOptions& options) : options_(options), fallback_(make_random_model(options.seed)) {
-    threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  explicit XGBoostModel(const XGBoostOptions& options)
+      : options_(options), fallback_(make_random_model(options.seed)) {
+    threads_ = options.threads > 0
+                   ? options.threads
+                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
   std::string name() const override { return "xgboost"; }
 
-  void update_features(const std::vector<ModelInput>& inputs, const std::vector<double>& seconds) override {
+  void update_features(const std::vector<ModelInput>& inputs,
+                       const std::vector<double>& seconds) override {
     if (inputs.size() != seconds.size())
-      throw Error(fmt::format("cost model: {} candidates but {} results", inputs.size(), seconds.size()));
+      throw Error(
+          fmt::format("cost model: {} candidates but {} results", inputs.size(), seconds.size()));
     for (size_t i = 0; i < inputs.size(); ++i) {
       data_.push_back(inputs[i]);
       seconds_.push_back(seconds[i]);
@@ -196,8 +211,11 @@ class XGBoostModel : public CostModel {
 
  private:
   json params_json() const {
-    return {{"max_depth", options_.max_depth}, {"eta", options_.eta}, {"gamma", options_.gamma},
-            {"min_child_weight", options_.min_child_weight}, {"objective", "pack-sum squared error on normalized throughput"}};
+    return {{"max_depth", options_.max_depth},
+            {"eta", options_.eta},
+            {"gamma", options_.gamma},
+            {"min_child_weight", options_.min_child_weight},
+            {"objective", "pack-sum squared error on normalized throughput"}};
   }
 
   void set_params(Booster& b) const {
@@ -245,20 +263,25 @@ class XGBoostModel : public CostModel {
     set_params(b);
     // Every row of a candidate gets the candidate's gradient: d/dp (sum - y)^2.
     std::vector<size_t> owner;
-    for (size_t c = 0; c < train.inputs.size(); ++c) owner.insert(owner.end(), static_cast<size_t>(train.inputs[c]->features.rows), c);
+    for (size_t c = 0; c < train.inputs.size(); ++c)
+      owner.insert(owner.end(), static_cast<size_t>(train.inputs[c]->features.rows), c);
     std::vector<float> grad(owner.size()), hess(owner.size(), 2.0f);
     double best = -1;
     int best_rounds = rounds;
     for (int round = 0; round < rounds && !owner.empty(); ++round) {
       std::vector<double> sums = sum_rows(b.predict(dtrain, true), train.inputs);
-      for (size_t r = 0; r < owner.size(); ++r) grad[r] = static_cast<float>(2 * (sums[owner[r]] - train.y[owner[r]]));
-      xgb(XGBoosterBoostOneIter(b.get(), dtrain.get(), grad.data(), hess.data(), owner.size()), "boosting");
+      for (size_t r = 0; r < owner.size(); ++r)
+        grad[r] = static_cast<float>(2 * (sums[owner[r]] - train.y[owner[r]]));
+      xgb(XGBoosterBoostOneIter(b.get(), dtrain.get(), grad.data(), hess.data(), owner.size()),
+          "boosting");
       if (!val) continue;
-      double score = top_k_score(sum_rows(b.predict(dval, false), val->inputs), val->y, val->workloads, options_.top_k);
+      double score = top_k_score(sum_rows(b.predict(dval, false), val->inputs), val->y,
+                                 val->workloads, options_.top_k);
       if (score > best + 1e-12) {
         best = score;
         best_rounds = round + 1;
-      } else if (options_.early_stopping_rounds > 0 && round + 1 - best_rounds >= options_.early_stopping_rounds) {
+      } else if (options_.early_stopping_rounds > 0 &&
+                 round + 1 - best_rounds >= options_.early_stopping_rounds) {
         break;
       }
     }
@@ -275,7 +298,8 @@ class XGBoostModel : public CostModel {
     std::iota(order.begin(), order.end(), 0);
     std::mt19937_64 rng(options_.seed + data_.size());
     std::shuffle(order.begin(), order.end(), rng);
-    size_t held = static_cast<size_t>(std::llround(options_.validation_fraction * static_cast<double>(data_.size())));
+    size_t held = static_cast<size_t>(
+        std::llround(options_.validation_fraction * static_cast<double>(data_.size())));
     int rounds = options_.max_rounds;
     if (held >= 10) {
       Split val = split_of({order.begin(), order.begin() + static_cast<std::ptrdiff_t>(held)}, y);
@@ -300,11 +324,14 @@ class XGBoostModel : public CostModel {
 
 }  // namespace
 
-std::unique_ptr<CostModel> make_xgboost_model(const XGBoostOptions& options) { return std::make_unique<XGBoostModel>(options); }
+std::unique_ptr<CostModel> make_xgboost_model(const XGBoostOptions& options) {
+  return std::make_unique<XGBoostModel>(options);
+}
 
 namespace detail {
 
-std::unique_ptr<CostModel> load_xgboost_model(const json& model, const std::string& path, const XGBoostOptions& options) {
+std::unique_ptr<CostModel> load_xgboost_model(const json& model, const std::string& path,
+                                              const XGBoostOptions& options) {
   auto m = std::make_unique<XGBoostModel>(options);
   try {
     m->load(model);

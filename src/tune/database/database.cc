@@ -30,20 +30,23 @@ void append_line(const std::string& path, const std::string& line) {
 }
 
 json workload_json(const RecordWorkload& w) {
-  json j = {{"format", "tyche.workload"}, {"name", w.name},   {"extents", w.extents}, {"hash", fmt::format("{:016x}", w.hash)},
-            {"shape", w.shape},          {"flop", w.flop}};
+  json j = {{"format", "tyche.workload"}, {"name", w.name},
+            {"extents", w.extents},       {"hash", fmt::format("{:016x}", w.hash)},
+            {"shape", w.shape},           {"flop", w.flop}};
   if (!w.dtypes.empty()) j["dtypes"] = w.dtypes;
   return j;
 }
 
 RecordWorkload parse_workload(const std::string& line) {
   json j = json::parse(line);  // throws on a torn or corrupt line
-  if (!j.is_object() || j.value("format", "") != "tyche.workload") throw Error("not a tyche.workload line");
+  if (!j.is_object() || j.value("format", "") != "tyche.workload")
+    throw Error("not a tyche.workload line");
   RecordWorkload w;
   w.name = j.at("name").get<std::string>();
   w.extents = j.at("extents").get<std::string>();
   std::string hash = j.at("hash").get<std::string>();
-  if (hash.size() != 16 || hash.find_first_not_of("0123456789abcdef") != std::string::npos) throw Error("bad hash");
+  if (hash.size() != 16 || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw Error("bad hash");
   w.hash = std::stoull(hash, nullptr, 16);
   w.shape = j.value("shape", "");
   w.flop = j.value("flop", 0.0);
@@ -56,17 +59,20 @@ RecordWorkload parse_workload(const std::string& line) {
 Database::Database(std::string dir, OpenMode mode) : dir_(std::move(dir)), mode_(mode) {
   std::error_code ec;
   if (read_only()) {
-    if (!std::filesystem::is_directory(dir_, ec)) throw Error(fmt::format("no tuning database at '{}'", dir_));
+    if (!std::filesystem::is_directory(dir_, ec))
+      throw Error(fmt::format("no tuning database at '{}'", dir_));
   } else {
     std::filesystem::create_directories(dir_, ec);
-    if (ec || !std::filesystem::is_directory(dir_)) throw Error(fmt::format("cannot create database directory '{}'", dir_));
+    if (ec || !std::filesystem::is_directory(dir_))
+      throw Error(fmt::format("cannot create database directory '{}'", dir_));
   }
   workloads_path_ = (std::filesystem::path(dir_) / "workloads.jsonl").string();
   records_path_ = (std::filesystem::path(dir_) / "records.jsonl").string();
   if (!read_only()) {
     for (const std::string& p : {workloads_path_, records_path_}) {
       int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (fd < 0) throw Error(fmt::format("cannot write database file '{}': {}", p, std::strerror(errno)));
+      if (fd < 0)
+        throw Error(fmt::format("cannot write database file '{}': {}", p, std::strerror(errno)));
       ::close(fd);
     }
   }
@@ -87,14 +93,17 @@ Database::Database(std::string dir, OpenMode mode) : dir_(std::move(dir)), mode_
     } catch (const std::exception&) {
       if (i + 1 == lines.size()) {
         if (read_only()) {
-          warnings_.push_back(fmt::format("{}:{}: skipped a truncated last line", workloads_path_, i + 1));
+          warnings_.push_back(
+              fmt::format("{}:{}: skipped a truncated last line", workloads_path_, i + 1));
         } else {
-          warnings_.push_back(fmt::format("{}:{}: removed a truncated last line", workloads_path_, i + 1));
+          warnings_.push_back(
+              fmt::format("{}:{}: removed a truncated last line", workloads_path_, i + 1));
           std::filesystem::resize_file(workloads_path_, offset, ec);
         }
         continue;
       }
-      throw Error(fmt::format("database workloads file '{}' is corrupt at line {}", workloads_path_, i + 1));
+      throw Error(fmt::format("database workloads file '{}' is corrupt at line {}", workloads_path_,
+                              i + 1));
     }
   }
   if (read_only() && !std::filesystem::exists(records_path_, ec)) return;
@@ -110,13 +119,15 @@ void Database::check_writable() const {
 }
 
 int Database::line_of(const TuningRecord* record) const {
-  if (records_.empty() || record < records_.data() || record >= records_.data() + records_.size()) return 0;
+  if (records_.empty() || record < records_.data() || record >= records_.data() + records_.size())
+    return 0;
   auto i = static_cast<size_t>(record - records_.data());
   return i < record_lines_.size() ? record_lines_[i] : 0;
 }
 
 bool Database::has_workload(uint64_t hash) const {
-  return std::any_of(workloads_.begin(), workloads_.end(), [&](const RecordWorkload& w) { return w.hash == hash; });
+  return std::any_of(workloads_.begin(), workloads_.end(),
+                     [&](const RecordWorkload& w) { return w.hash == hash; });
 }
 
 void Database::add_workload(const RecordWorkload& workload) {
@@ -133,14 +144,16 @@ void Database::add_records(const std::vector<TuningRecord>& records) {
   records_.insert(records_.end(), records.begin(), records.end());
 }
 
-std::vector<const TuningRecord*> Database::records_of(uint64_t workload, const std::string& target) const {
+std::vector<const TuningRecord*> Database::records_of(uint64_t workload,
+                                                      const std::string& target) const {
   std::vector<const TuningRecord*> out;
   for (const TuningRecord& r : records_)
     if (r.workload.hash == workload && target_key(r.target) == target) out.push_back(&r);
   return out;
 }
 
-std::vector<const TuningRecord*> Database::latest_of(uint64_t workload, const std::string& target) const {
+std::vector<const TuningRecord*> Database::latest_of(uint64_t workload,
+                                                     const std::string& target) const {
   std::vector<const TuningRecord*> out = records_of(workload, target);
   std::unordered_map<uint64_t, size_t> first;  // program -> its slot in out
   size_t n = 0;
@@ -150,14 +163,17 @@ std::vector<const TuningRecord*> Database::latest_of(uint64_t workload, const st
       continue;
     }
     auto [it, inserted] = first.try_emplace(r->program, n);
-    if (inserted) out[n++] = r;
-    else out[it->second] = r;
+    if (inserted)
+      out[n++] = r;
+    else
+      out[it->second] = r;
   }
   out.resize(n);
   return out;
 }
 
-std::vector<const TuningRecord*> Database::best(uint64_t workload, const std::string& target, int k) const {
+std::vector<const TuningRecord*> Database::best(uint64_t workload, const std::string& target,
+                                                int k) const {
   std::vector<const TuningRecord*> out;
   for (const TuningRecord* r : latest_of(workload, target))
     if (r->ok()) out.push_back(r);

@@ -43,7 +43,8 @@ class Database {
   void add_records(const std::vector<TuningRecord>& records);
 
   const std::vector<TuningRecord>& records() const { return records_; }
-  // The line of records.jsonl that `record` (one of records()) was read from; 0 for one added since.
+  // The line of records.jsonl that `record` (one of records()) was read from; 0 for one added
+  // since.
   int line_of(const TuningRecord* record) const;
   // The records of a workload on a target, in the order measured.
   std::vector<const TuningRecord*> records_of(uint64_t workload, const std::string& target) const;

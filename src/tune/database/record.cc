@@ -25,10 +25,13 @@ namespace {
 
 constexpr size_t kMaxWarnings = 20;
 
-std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
+std::string hex(uint64_t v) {
+  return fmt::format("{:016x}", v);
+}
 
 uint64_t parse_hex(const std::string& s) {
-  if (s.empty() || s.size() > 16 || s.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+  if (s.empty() || s.size() > 16 ||
+      s.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
     throw Error(fmt::format("hash '{}' is not 16 hex digits", s));
   return std::stoull(s, nullptr, 16);
 }
@@ -48,7 +51,8 @@ std::vector<std::string> read_lines(const std::string& path) {
     std::string why = msg ? msg : "";
     gzclose(f);
     // A truncated archive still yields the lines before the damage; the torn one is skipped.
-    if (n < 0 && text.empty()) throw Error(fmt::format("cannot read records file '{}': {}", path, why));
+    if (n < 0 && text.empty())
+      throw Error(fmt::format("cannot read records file '{}': {}", path, why));
     size_t start = 0;
     for (size_t i = 0; i <= text.size(); ++i)
       if (i == text.size() || text[i] == '\n') {
@@ -123,7 +127,8 @@ TuningRecord parse_record(const std::string& line) {
   }
   if (!j.is_object() || j.value("format", "") != "tyche.record") throw Error("not a tyche.record");
   int version = field<int>(j, "version", "record");
-  if (version != kRecordVersion) throw Error(fmt::format("record version {} (this build reads {})", version, kRecordVersion));
+  if (version != kRecordVersion)
+    throw Error(fmt::format("record version {} (this build reads {})", version, kRecordVersion));
   TuningRecord r;
   json w = field<json>(j, "workload", "record");
   r.workload.name = field<std::string>(w, "name", "workload");
@@ -146,11 +151,14 @@ TuningRecord parse_record(const std::string& line) {
   if (!r.target.timing.empty() && r.target.timing != "cold" && r.target.timing != "llc" &&
       r.target.timing != "mixed")
     throw Error(fmt::format("record: unknown timing '{}'", r.target.timing));
-  if (j.contains("program") && !j["program"].is_null()) r.program = parse_hex(field<std::string>(j, "program", "record"));
+  if (j.contains("program") && !j["program"].is_null())
+    r.program = parse_hex(field<std::string>(j, "program", "record"));
   r.seconds = field<std::vector<double>>(j, "seconds", "record");
   for (double s : r.seconds)
-    if (!(s > 0) || !std::isfinite(s)) throw Error("record: a measured time is not a positive number");
-  if (j.contains("error") && !j["error"].is_null()) r.error = field<std::string>(j, "error", "record");
+    if (!(s > 0) || !std::isfinite(s))
+      throw Error("record: a measured time is not a positive number");
+  if (j.contains("error") && !j["error"].is_null())
+    r.error = field<std::string>(j, "error", "record");
   if (r.error.empty() && r.seconds.empty()) throw Error("record: neither times nor an error");
   r.measured_at = j.value("measured_at", "");
   if (j.contains("confirmed")) r.confirmed = field<bool>(j, "confirmed", "record");
@@ -167,7 +175,8 @@ RecordFile read_records(const std::string& path) {
       out.lines.push_back(static_cast<int>(i + 1));
     } catch (const Error& e) {
       ++out.skipped;
-      if (out.warnings.size() < kMaxWarnings) out.warnings.push_back(fmt::format("{}:{}: skipped: {}", path, i + 1, e.what()));
+      if (out.warnings.size() < kMaxWarnings)
+        out.warnings.push_back(fmt::format("{}:{}: skipped: {}", path, i + 1, e.what()));
     }
   }
   return out;
@@ -179,11 +188,13 @@ void append_records(const std::string& path, const std::vector<TuningRecord>& re
   std::string text;
   for (const TuningRecord& r : records) text += to_json_line(r) + "\n";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(fmt::format("cannot write records file '{}': {}", path, std::strerror(errno)));
+  if (fd < 0)
+    throw Error(fmt::format("cannot write records file '{}': {}", path, std::strerror(errno)));
   // A line torn by a crash gets its newline first, so the new lines stay whole.
   off_t size = ::lseek(fd, 0, SEEK_END);
   char last = '\n';
-  if (size > 0 && ::pread(fd, &last, 1, size - 1) == 1 && last != '\n' && ::write(fd, "\n", 1) != 1) {
+  if (size > 0 && ::pread(fd, &last, 1, size - 1) == 1 && last != '\n' &&
+      ::write(fd, "\n", 1) != 1) {
     ::close(fd);
     throw Error(fmt::format("cannot write records file '{}'", path));
   }
@@ -203,7 +214,8 @@ void append_records(const std::string& path, const std::vector<TuningRecord>& re
 }
 
 std::string target_key(const RecordTarget& t) {
-  std::string key = fmt::format("{}|{}|{}|{}|{:016x}", t.kind, t.num_cores, t.cpu, t.llvm_cpu, hash_string(t.features));
+  std::string key = fmt::format("{}|{}|{}|{}|{:016x}", t.kind, t.num_cores, t.cpu, t.llvm_cpu,
+                                hash_string(t.features));
   return t.timing.empty() ? key : key + "|" + t.timing;
 }
 

@@ -2,21 +2,23 @@
 // and the tuning database share.
 //
 //   {"format": "tyche.record", "version": 1,
-//    "workload": {"name": "GMM-4", "extents": "", "hash": "<16 hex digits>", "shape": "B=1,...", "flop": 2.1e9},
-//    "trace": {...},               // the design-space trace with its decisions (Trace::to_json),
+//    "workload": {"name": "GMM-4", "extents": "", "hash": "<16 hex digits>", "shape": "B=1,...",
+//    "flop": 2.1e9}, "trace": {...},               // the design-space trace with its decisions
+//    (Trace::to_json),
 //                                  // before the postprocessors, which run again on replay
 //    "target": {"kind": "llvm", "num_cores": 2, "cpu": "host", "llvm_cpu": "sapphirerapids",
 //               "cpu_model": "Intel(R) Xeon(R) ...", "features": "+adx,+aes,..."},
-//               (and "timing": "cold" or "llc" for candidates timed with evicted caches; absent: warm)
+//               (and "timing": "cold" or "llc" for candidates timed with evicted caches; absent:
+//               warm)
 //    "program": "<16 hex digits>",          // structural hash of the program measured (optional)
 //    "seconds": [0.0123, 0.0121, 0.0125],   // every timed repeat (empty on error)
-//    "error": null,                         // or why it was not measured (build, run, wrong result)
-//    "measured_at": "2026-12-01T07:00:00Z",
-//    "confirmed": true}                     // optional: one of a tune's leaders, measured again
+//    "error": null,                         // or why it was not measured (build, run, wrong
+//    result) "measured_at": "2026-12-01T07:00:00Z", "confirmed": true}                     //
+//    optional: one of a tune's leaders, measured again
 //                                           // at its end, interleaved with the others
 //
-// The workload is what workloads::resolve(name, extents, dtypes) rebuilds; its structural hash says the
-// rebuilt function is the one that was measured. Appends write whole lines; a reader skips a
+// The workload is what workloads::resolve(name, extents, dtypes) rebuilds; its structural hash says
+// the rebuilt function is the one that was measured. Appends write whole lines; a reader skips a
 // line it cannot parse (a torn last line after a crash, a corrupt file) with a warning and counts
 // it, never failing on it. Files ending in .gz are read through zlib.
 #pragma once
@@ -34,7 +36,8 @@ struct RecordWorkload {
   uint64_t hash = 0;          // ir::structural_hash of the unscheduled function
   std::string shape;
   double flop = 0;
-  std::string dtypes;  // index notation's element types (Workload::dtypes); "dtypes" in JSON, absent when empty
+  std::string dtypes;  // index notation's element types (Workload::dtypes); "dtypes" in JSON,
+                       // absent when empty
 };
 
 struct RecordTarget {
@@ -45,20 +48,20 @@ struct RecordTarget {
   // How the candidates were timed: "" warm (repeated back to back, caches warm: an operator
   // tuned on its own), "cold" (every argument evicted from the caches before each run, as a
   // model's task meets weights too large for the last-level cache) or "llc" (the private caches
-  // evicted before each run: the arguments wait in the last-level cache). Times of the two do not compare, so it is
-  // part of target_key.
+  // evicted before each run: the arguments wait in the last-level cache). Times of the two do not
+  // compare, so it is part of target_key.
   std::string timing;
 };
 
 struct TuningRecord {
   RecordWorkload workload;
-  std::string trace_json;        // Trace::to_json()
+  std::string trace_json;  // Trace::to_json()
   RecordTarget target;
-  uint64_t program = 0;          // structural hash of the postprocessed program; 0: not recorded
-  std::vector<double> seconds;   // every timed repeat
-  std::string error;             // empty when measured
-  std::string measured_at;       // ISO 8601, UTC
-  bool confirmed = false;        // measured again among a tune's leaders (database.h)
+  uint64_t program = 0;         // structural hash of the postprocessed program; 0: not recorded
+  std::vector<double> seconds;  // every timed repeat
+  std::string error;            // empty when measured
+  std::string measured_at;      // ISO 8601, UTC
+  bool confirmed = false;       // measured again among a tune's leaders (database.h)
 
   bool ok() const { return error.empty() && !seconds.empty(); }
   // The median of the timed runs: what candidates are ranked by. A shared host stalls a short
@@ -75,9 +78,9 @@ TuningRecord parse_record(const std::string& line);
 
 struct RecordFile {
   std::vector<TuningRecord> records;
-  std::vector<int> lines;              // each record's line in the file (1-based), for messages
-  int skipped = 0;                     // lines that were not records
-  std::vector<std::string> warnings;   // "FILE:LINE: why", one per skipped line (the first 20)
+  std::vector<int> lines;             // each record's line in the file (1-based), for messages
+  int skipped = 0;                    // lines that were not records
+  std::vector<std::string> warnings;  // "FILE:LINE: why", one per skipped line (the first 20)
 };
 
 // Reads every record of `path` (plain or .gz). Throws tyche::Error only if the file cannot be

@@ -83,18 +83,21 @@ Dataset load_dataset(const std::vector<std::string>& record_files, int threads) 
   std::vector<Task*> task_of(records.size(), nullptr);
   for (size_t i = 0; i < records.size(); ++i) {
     const TuningRecord& r = records[i];
-    std::string key = fmt::format("{}|{}|{:016x}|{}|{}|{}", r.workload.name, r.workload.extents, r.workload.hash, r.target.kind,
-                                  r.target.num_cores, r.target.cpu);
+    std::string key = fmt::format("{}|{}|{:016x}|{}|{}|{}", r.workload.name, r.workload.extents,
+                                  r.workload.hash, r.target.kind, r.target.num_cores, r.target.cpu);
     auto& task = tasks[key];
     if (!task) {
       task = std::make_unique<Task>();
       try {
-        workloads::Workload w = workloads::resolve(r.workload.name, r.workload.extents, r.workload.dtypes);
+        workloads::Workload w =
+            workloads::resolve(r.workload.name, r.workload.extents, r.workload.dtypes);
         // Records from before a preset named its weights layout-free (bench/data) hash the same
         // computation without that root annotation.
         if (ir::structural_hash(w.func) != r.workload.hash &&
             ir::structural_hash(ir::with_layout_free_params(w.func, {})) != r.workload.hash)
-          throw Error(fmt::format("workload '{}' is not the one measured (its structural hash differs)", r.workload.name));
+          throw Error(
+              fmt::format("workload '{}' is not the one measured (its structural hash differs)",
+                          r.workload.name));
         task->context = TuneContext{w.func, target_of(r.target)};
         task->postprocs = default_postprocs(task->context);
       } catch (const Error& e) {
@@ -106,7 +109,8 @@ Dataset load_dataset(const std::vector<std::string>& record_files, int threads) 
   // Replay and extract in parallel.
   std::vector<ModelInput> inputs(records.size());
   std::vector<std::string> errors(records.size());
-  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int n =
+      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < records.size();) {
@@ -116,13 +120,15 @@ Dataset load_dataset(const std::vector<std::string>& record_files, int threads) 
         continue;
       }
       try {
-        auto c = make_candidate(task.context, schedule::Trace::from_json(records[i].trace_json), {}, task.postprocs, 0);
+        auto c = make_candidate(task.context, schedule::Trace::from_json(records[i].trace_json), {},
+                                task.postprocs, 0);
         if (auto* e = std::get_if<CandidateError>(&c)) {
           errors[i] = fmt::format("the trace no longer replays ({}: {})", e->category, e->message);
           continue;
         }
         inputs[i] = {records[i].workload.hash,
-                     per_store_features(std::get<schedule::Schedule>(c).func(), {.is_gpu = task.context.target.is_gpu()})};
+                     per_store_features(std::get<schedule::Schedule>(c).func(),
+                                        {.is_gpu = task.context.target.is_gpu()})};
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }
@@ -134,11 +140,13 @@ Dataset load_dataset(const std::vector<std::string>& record_files, int threads) 
   for (auto& t : pool) t.join();
   for (size_t i = 0; i < records.size(); ++i) {
     if (!errors[i].empty()) {
-      warn(fmt::format("record of {} measured {}: skipped: {}", records[i].workload.name, records[i].measured_at, errors[i]));
+      warn(fmt::format("record of {} measured {}: skipped: {}", records[i].workload.name,
+                       records[i].measured_at, errors[i]));
       continue;
     }
     out.inputs.push_back(std::move(inputs[i]));
-    out.seconds.push_back(records[i].ok() ? records[i].typical_seconds() : std::numeric_limits<double>::quiet_NaN());
+    out.seconds.push_back(records[i].ok() ? records[i].typical_seconds()
+                                          : std::numeric_limits<double>::quiet_NaN());
     out.workload_names.push_back(records[i].workload.name);
   }
   return out;

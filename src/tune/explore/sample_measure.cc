@@ -33,9 +33,11 @@ struct Sampler {
   std::vector<Trial> draw(int want, int max_draws, SampleMeasureReport& report) {
     std::vector<Trial> out;
     while (static_cast<int>(out.size()) < want && report.sampled < max_draws) {
-      const schedule::Trace& space = spaces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(spaces.size())))];
+      const schedule::Trace& space =
+          spaces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(spaces.size())))];
       schedule::Trace replayed;
-      auto c = make_candidate(context, space, {.fresh_decisions = true}, postprocs, rng.fork().seed(), &replayed);
+      auto c = make_candidate(context, space, {.fresh_decisions = true}, postprocs,
+                              rng.fork().seed(), &replayed);
       ++report.sampled;
       auto* sch = std::get_if<schedule::Schedule>(&c);
       if (!sch) {
@@ -53,10 +55,12 @@ struct Sampler {
   }
 };
 
-Sampler make_sampler(const workloads::Workload& w, const target::Target& target, const SampleMeasureOptions& options) {
+Sampler make_sampler(const workloads::Workload& w, const target::Target& target,
+                     const SampleMeasureOptions& options) {
   Sampler s{TuneContext{w.func, target}, {}, {}, {}, RandomEngine(options.seed)};
   s.postprocs = default_postprocs(s.context);
-  for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(s.context, options.seed))
+  for (const schedule::Schedule& d :
+       post_order_apply(default_rules(target))->generate(s.context, options.seed))
     s.spaces.push_back(d.trace()->simplified());
   if (s.spaces.empty()) throw Error(fmt::format("sample-measure: {} has no design space", w.name));
   if (std::filesystem::exists(options.records_path)) {
@@ -72,16 +76,21 @@ Sampler make_sampler(const workloads::Workload& w, const target::Target& target,
 
 std::string progress_line(int batch_no, const SampleMeasureReport& r, double flop) {
   double best = r.best_seconds;
-  return fmt::format("batch {}: {} measured, {} failed so far ({} drawn, {} invalid, {} duplicates); best {}", batch_no, r.measured,
-                     r.failed, r.sampled, r.invalid, r.duplicates,
-                     std::isfinite(best) ? fmt::format("{:.4f} ms ({:.1f} GFLOP/s)", best * 1e3, flop / best / 1e9) : "none");
+  return fmt::format(
+      "batch {}: {} measured, {} failed so far ({} drawn, {} invalid, {} duplicates); best {}",
+      batch_no, r.measured, r.failed, r.sampled, r.invalid, r.duplicates,
+      std::isfinite(best) ? fmt::format("{:.4f} ms ({:.1f} GFLOP/s)", best * 1e3, flop / best / 1e9)
+                          : "none");
 }
 
 }  // namespace
 
-SampleMeasureReport sample_measure(const workloads::Workload& w, const target::Target& target, const SampleMeasureOptions& options) {
-  if (target.is_gpu()) require_device(target);
-  else target::check_runs_on_host(target.cpu_info());
+SampleMeasureReport sample_measure(const workloads::Workload& w, const target::Target& target,
+                                   const SampleMeasureOptions& options) {
+  if (target.is_gpu())
+    require_device(target);
+  else
+    target::check_runs_on_host(target.cpu_info());
   if (options.records_path.empty()) throw Error("sample-measure: no records file");
   {  // fail before any work if the file cannot be written
     FILE* f = std::fopen(options.records_path.c_str(), "a");
@@ -89,16 +98,21 @@ SampleMeasureReport sample_measure(const workloads::Workload& w, const target::T
     std::fclose(f);
   }
   Sampler sampler = make_sampler(w, target, options);
-  MeasureTask task{RecordWorkload{w.name, options.extents, ir::structural_hash(w.func), w.shape, w.flop, w.dtypes},
+  MeasureTask task{RecordWorkload{w.name, options.extents, ir::structural_hash(w.func), w.shape,
+                                  w.flop, w.dtypes},
                    record_target(target, options.runner.time),
                    w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   Measurer measurer(target, options.runner);
-  RecordSink append = [&](const std::vector<TuningRecord>& records) { append_records(options.records_path, records); };
+  RecordSink append = [&](const std::vector<TuningRecord>& records) {
+    append_records(options.records_path, records);
+  };
 
   SampleMeasureReport report;
   report.best_seconds = std::numeric_limits<double>::infinity();
   const int max_draws = std::max(options.samples, 1) * 50;
-  for (int batch_no = 1; report.measured + report.failed < options.samples && report.sampled < max_draws; ++batch_no) {
+  for (int batch_no = 1;
+       report.measured + report.failed < options.samples && report.sampled < max_draws;
+       ++batch_no) {
     int want = std::min(options.batch, options.samples - report.measured - report.failed);
     std::vector<Trial> trials = sampler.draw(want, max_draws, report);
     if (trials.empty()) break;

@@ -8,19 +8,19 @@
 #include <functional>
 #include <string>
 
-#include "tune/measure/runner.h"
 #include "tune/core/context.h"
+#include "tune/measure/runner.h"
 #include "workloads/workloads.h"
 
 namespace tyche::tune {
 
 struct SampleMeasureOptions {
-  int samples = 100;           // candidates to measure
+  int samples = 100;  // candidates to measure
   int64_t seed = 0;
-  int batch = 32;              // built together, then measured, then appended
-  std::string records_path;    // appended to (created if missing)
-  std::string extents;         // the workload's extents (index notation), for the record
-  RunnerOptions runner;        // worker path, timeout, timing
+  int batch = 32;            // built together, then measured, then appended
+  std::string records_path;  // appended to (created if missing)
+  std::string extents;       // the workload's extents (index notation), for the record
+  RunnerOptions runner;      // worker path, timeout, timing
   std::function<void(const std::string&)> progress;  // one line per batch
 };
 
@@ -34,6 +34,7 @@ struct SampleMeasureReport {
 };
 
 // Throws tyche::Error for a GPU target (nothing runs CUDA code yet) or an unwritable records file.
-SampleMeasureReport sample_measure(const workloads::Workload& w, const target::Target& target, const SampleMeasureOptions& options);
+SampleMeasureReport sample_measure(const workloads::Workload& w, const target::Target& target,
+                                   const SampleMeasureOptions& options);
 
 }  // namespace tyche::tune

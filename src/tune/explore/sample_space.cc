@@ -7,10 +7,10 @@
 #include <set>
 
 #include "interp/interpreter.h"
+#include "runtime/compare.h"
 #include "support/error.h"
 #include "tune/measure/builder.h"
 #include "tune/postproc/candidate.h"
-#include "runtime/compare.h"
 
 namespace tyche::tune {
 
@@ -19,7 +19,8 @@ constexpr size_t kMaxFailures = 5;
 }  // namespace
 
 std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
-                          const std::vector<runtime::NDArray>& expected, bool compile, const std::string& cpu) {
+                          const std::vector<runtime::NDArray>& expected, bool compile,
+                          const std::string& cpu) {
   std::vector<runtime::NDArray> actual;
   if (compile) {
     BuildResult built = Builder(BuilderOptions{.cpu = cpu}).build({func})[0];
@@ -34,11 +35,13 @@ std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::N
   return runtime::compare_outputs(actual, expected).message;
 }
 
-SampleSpaceReport sample_space(const workloads::Workload& w, const target::Target& target, const SampleSpaceOptions& options,
-                               SpaceGeneratorPtr generator, std::vector<PostprocPtr> postprocs) {
+SampleSpaceReport sample_space(const workloads::Workload& w, const target::Target& target,
+                               const SampleSpaceOptions& options, SpaceGeneratorPtr generator,
+                               std::vector<PostprocPtr> postprocs) {
   TuneContext context{w.func, target};
   if (!generator) generator = post_order_apply(default_rules(target));
-  if (postprocs.empty()) postprocs = default_postprocs(context);
+  if (postprocs.empty())
+    postprocs = default_postprocs(context);
   else
     for (const PostprocPtr& p : postprocs) p->initialize(context);
   std::vector<schedule::Schedule> designs = generator->generate(context, options.seed);
@@ -59,13 +62,17 @@ SampleSpaceReport sample_space(const workloads::Workload& w, const target::Targe
   std::vector<double> seconds;
   for (int i = 0; i < options.samples; ++i) {
     auto start = std::chrono::steady_clock::now();
-    const schedule::Trace& trace = traces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(traces.size())))];
-    auto candidate = make_candidate(context, trace, {.fresh_decisions = true}, postprocs, rng.fork().seed());
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    const schedule::Trace& trace =
+        traces[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(traces.size())))];
+    auto candidate =
+        make_candidate(context, trace, {.fresh_decisions = true}, postprocs, rng.fork().seed());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     ++report.samples;
     if (const CandidateError* err = std::get_if<CandidateError>(&candidate)) {
       ++report.invalid_reasons[err->reason()];
-      if (report.failures.size() < kMaxFailures) report.failures.push_back(fmt::format("invalid: {}: {}", err->reason(), err->message));
+      if (report.failures.size() < kMaxFailures)
+        report.failures.push_back(fmt::format("invalid: {}: {}", err->reason(), err->message));
       continue;
     }
     ++report.valid;
@@ -81,14 +88,17 @@ SampleSpaceReport sample_space(const workloads::Workload& w, const target::Targe
       } catch (const std::exception& e) {
         why = e.what();
       }
-      if (why.empty()) ++report.compiled;
-      else if (report.failures.size() < kMaxFailures) report.failures.push_back(fmt::format("not compiled: {}\n{}", why, sch.trace()->to_text()));
+      if (why.empty())
+        ++report.compiled;
+      else if (report.failures.size() < kMaxFailures)
+        report.failures.push_back(fmt::format("not compiled: {}\n{}", why, sch.trace()->to_text()));
     }
     if (!options.check) continue;
     std::string why;
     try {
-      why = options.checker ? options.checker(sch.func(), inputs, expected)
-                            : check_outputs(sch.func(), inputs, expected, options.compile, target.cpu);
+      why = options.checker
+                ? options.checker(sch.func(), inputs, expected)
+                : check_outputs(sch.func(), inputs, expected, options.compile, target.cpu);
     } catch (const std::exception& e) {
       why = e.what();
     }

@@ -34,8 +34,9 @@ struct SampleSpaceOptions {
 struct SampleSpaceReport {
   std::vector<std::string> spaces;  // each design space's trace, text form
   int samples = 0, valid = 0, checked = 0, correct = 0;
-  int compiled = 0;                            // valid samples the compiler hook accepted
-  std::map<std::string, int> intrinsics;       // tensor intrinsic -> valid samples that tensorize with it
+  int compiled = 0;  // valid samples the compiler hook accepted
+  std::map<std::string, int>
+      intrinsics;  // tensor intrinsic -> valid samples that tensorize with it
   std::map<std::string, int> invalid_reasons;  // CandidateError::reason() -> count
   std::vector<std::string> failures;           // first few messages (invalid or wrong samples)
   double median_candidate_seconds = 0;         // sample + replay + postprocess, per candidate
@@ -45,10 +46,14 @@ struct SampleSpaceReport {
 // and compares its outputs with `expected`: empty if they match, else why not. Compile and run
 // errors throw.
 std::string check_outputs(const ir::PrimFunc& func, const std::vector<runtime::NDArray>& inputs,
-                          const std::vector<runtime::NDArray>& expected, bool compile, const std::string& cpu = {});
+                          const std::vector<runtime::NDArray>& expected, bool compile,
+                          const std::string& cpu = {});
 
-// Uses the target's default rules (compiled checks generate code for target.cpu) and postprocessors unless given.
-SampleSpaceReport sample_space(const workloads::Workload& w, const target::Target& target, const SampleSpaceOptions& options,
-                               SpaceGeneratorPtr generator = nullptr, std::vector<PostprocPtr> postprocs = {});
+// Uses the target's default rules (compiled checks generate code for target.cpu) and postprocessors
+// unless given.
+SampleSpaceReport sample_space(const workloads::Workload& w, const target::Target& target,
+                               const SampleSpaceOptions& options,
+                               SpaceGeneratorPtr generator = nullptr,
+                               std::vector<PostprocPtr> postprocs = {});
 
 }  // namespace tyche::tune

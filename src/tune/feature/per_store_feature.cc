@@ -21,14 +21,14 @@
 #include <optional>
 #include <unordered_map>
 
-#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
 #include "lower/lower.h"
-#include "tune/feature/per_store_feature.h"
 #include "support/int_division.h"
+#include "tune/feature/per_store_feature.h"
 
 namespace tyche::tune {
 
@@ -36,7 +36,9 @@ namespace {
 
 constexpr int64_t kCacheLine = 64;
 
-float log_feature(double x) { return static_cast<float>(std::log2(1.0 + std::max(0.0, x))); }
+float log_feature(double x) {
+  return static_cast<float>(std::log2(1.0 + std::max(0.0, x)));
+}
 
 struct Interval {
   int64_t lo = 0, hi = 0;
@@ -59,28 +61,34 @@ std::optional<Interval> bound(const ir::Expr& e, const VarIntervals& vars) {
       if (it == vars.end()) return Interval{0, 0};
       return it->second;
     }
-    case ExprKind::kCast: return bound(e.as<ir::CastNode>()->value, vars);
+    case ExprKind::kCast:
+      return bound(e.as<ir::CastNode>()->value, vars);
     case ExprKind::kSelect: {
       auto* s = e.as<ir::SelectNode>();
       auto a = bound(s->true_value, vars), b = bound(s->false_value, vars);
       if (!a || !b) return std::nullopt;
       return Interval{std::min(a->lo, b->lo), std::max(a->hi, b->hi)};
     }
-    default: break;
+    default:
+      break;
   }
   const ir::BinaryNode* bin = e.as_binary();
   if (!bin) return std::nullopt;
   auto a = bound(bin->a, vars), b = bound(bin->b, vars);
   if (!a || !b) return std::nullopt;
   switch (e.kind()) {
-    case ExprKind::kAdd: return Interval{a->lo + b->lo, a->hi + b->hi};
-    case ExprKind::kSub: return Interval{a->lo - b->hi, a->hi - b->lo};
+    case ExprKind::kAdd:
+      return Interval{a->lo + b->lo, a->hi + b->hi};
+    case ExprKind::kSub:
+      return Interval{a->lo - b->hi, a->hi - b->lo};
     case ExprKind::kMul: {
       std::array<int64_t, 4> c = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
       return Interval{*std::min_element(c.begin(), c.end()), *std::max_element(c.begin(), c.end())};
     }
-    case ExprKind::kMin: return Interval{std::min(a->lo, b->lo), std::min(a->hi, b->hi)};
-    case ExprKind::kMax: return Interval{std::max(a->lo, b->lo), std::max(a->hi, b->hi)};
+    case ExprKind::kMin:
+      return Interval{std::min(a->lo, b->lo), std::min(a->hi, b->hi)};
+    case ExprKind::kMax:
+      return Interval{std::max(a->lo, b->lo), std::max(a->hi, b->hi)};
     case ExprKind::kFloorDiv:
     case ExprKind::kDiv:
       if (b->lo != b->hi || b->lo <= 0) return std::nullopt;
@@ -88,10 +96,12 @@ std::optional<Interval> bound(const ir::Expr& e, const VarIntervals& vars) {
     case ExprKind::kFloorMod: {
       if (b->lo != b->hi || b->lo <= 0) return std::nullopt;
       int64_t c = b->lo;
-      if (floordiv(a->lo, c) == floordiv(a->hi, c)) return Interval{tyche::floormod(a->lo, c), tyche::floormod(a->hi, c)};
+      if (floordiv(a->lo, c) == floordiv(a->hi, c))
+        return Interval{tyche::floormod(a->lo, c), tyche::floormod(a->hi, c)};
       return Interval{0, c - 1};
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -109,7 +119,24 @@ struct Allocation {
 };
 
 // Operation counts of one execution of a store, by feature position in the arith group.
-enum Arith { kFAddSub, kFMul, kFMad, kFDivMod, kFCmp, kFMath, kFMinMax, kIAddSub, kIMul, kIDivMod, kICmp, kIMinMax, kBool, kSelect, kCast, kNumArith };
+enum Arith {
+  kFAddSub,
+  kFMul,
+  kFMad,
+  kFDivMod,
+  kFCmp,
+  kFMath,
+  kFMinMax,
+  kIAddSub,
+  kIMul,
+  kIDivMod,
+  kICmp,
+  kIMinMax,
+  kBool,
+  kSelect,
+  kCast,
+  kNumArith
+};
 
 class OpCounter : public ir::StmtExprVisitor {
  public:
@@ -137,15 +164,25 @@ class OpCounter : public ir::StmtExprVisitor {
           ++counts[f ? kFAddSub : kIAddSub];
           break;
         }
-        case ir::ExprKind::kMul: ++counts[f ? kFMul : kIMul]; break;
+        case ir::ExprKind::kMul:
+          ++counts[f ? kFMul : kIMul];
+          break;
         case ir::ExprKind::kDiv:
         case ir::ExprKind::kFloorDiv:
-        case ir::ExprKind::kFloorMod: ++counts[f ? kFDivMod : kIDivMod]; break;
+        case ir::ExprKind::kFloorMod:
+          ++counts[f ? kFDivMod : kIDivMod];
+          break;
         case ir::ExprKind::kMin:
-        case ir::ExprKind::kMax: ++counts[f ? kFMinMax : kIMinMax]; break;
+        case ir::ExprKind::kMax:
+          ++counts[f ? kFMinMax : kIMinMax];
+          break;
         case ir::ExprKind::kAnd:
-        case ir::ExprKind::kOr: ++counts[kBool]; break;
-        default: ++counts[f ? kFCmp : kICmp]; break;  // comparisons
+        case ir::ExprKind::kOr:
+          ++counts[kBool];
+          break;
+        default:
+          ++counts[f ? kFCmp : kICmp];
+          break;  // comparisons
       }
     } else if (e.kind() == ir::ExprKind::kNot) {
       ++counts[kBool];
@@ -190,7 +227,7 @@ struct BufferStats {
   double reuse_iters = 0, reuse_bytes = 0, reuse_count = 0;
   double stride = 0;
   std::array<double, 4> footprint{};  // bytes the innermost 1..4 loops touch
-  std::vector<float> encoded;  // the kBufferFieldCount entries
+  std::vector<float> encoded;         // the kBufferFieldCount entries
 };
 
 class Extractor : public ir::StmtExprVisitor {
@@ -282,7 +319,8 @@ class Extractor : public ir::StmtExprVisitor {
   // loop.*: vectorized, unrolled and parallel loops around the store, GPU extents.
   void add_loops(Row& row) const {
     const int n = static_cast<int>(loops_.size());
-    for (ir::ForKind kind : {ir::ForKind::kVectorized, ir::ForKind::kUnrolled, ir::ForKind::kParallel}) {
+    for (ir::ForKind kind :
+         {ir::ForKind::kVectorized, ir::ForKind::kUnrolled, ir::ForKind::kParallel}) {
       double num = 0, prod = 1, len = 0;
       int innermost = -1;
       for (int i = 0; i < n; ++i) {
@@ -299,7 +337,8 @@ class Extractor : public ir::StmtExprVisitor {
       for (int p = 0; p < 4; ++p) row.put(pos == p ? 1.0 : 0.0);
     }
     row.put(options_.is_gpu ? 1.0 : 0.0);
-    for (const char* tag : {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread"}) {
+    for (const char* tag : {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
+                            "threadIdx.z", "vthread"}) {
       double e = 1;
       bool seen = false;
       for (const Loop& l : loops_)
@@ -312,11 +351,12 @@ class Extractor : public ir::StmtExprVisitor {
   }
 
   // bufN.*: the buffers the store touches, largest first.
-  void add_buffers(Row& row, const std::vector<BufferUse>& uses, const std::vector<std::vector<double>>& unique_by_level,
-                   double outer) const {
+  void add_buffers(Row& row, const std::vector<BufferUse>& uses,
+                   const std::vector<std::vector<double>>& unique_by_level, double outer) const {
     const int n = static_cast<int>(loops_.size());
     std::vector<BufferStats> stats;
-    for (size_t b = 0; b < uses.size(); ++b) stats.push_back(measure(uses[b], unique_by_level[b], outer));
+    for (size_t b = 0; b < uses.size(); ++b)
+      stats.push_back(measure(uses[b], unique_by_level[b], outer));
     // Reuse distance in bytes: what every buffer of the store touches inside the reusing loop.
     for (size_t b = 0; b < uses.size(); ++b) {
       if (stats[b].reuse_type != 0) continue;
@@ -336,14 +376,16 @@ class Extractor : public ir::StmtExprVisitor {
       return a.encoded > b.encoded;
     });
     for (int b = 0; b < kFeatureBuffers; ++b) {
-      if (static_cast<size_t>(b) < stats.size()) std::copy(stats[b].encoded.begin(), stats[b].encoded.end(), row.out + row.col);
+      if (static_cast<size_t>(b) < stats.size())
+        std::copy(stats[b].encoded.begin(), stats[b].encoded.end(), row.out + row.col);
       row.col += static_cast<int>(kBufferFieldCount);
     }
   }
 
   // intensity.*: operations per unique byte inside each loop level, innermost loop outward,
   // resampled to kIntensityPoints.
-  void add_intensity(Row& row, const std::vector<BufferUse>& uses, const std::vector<std::vector<double>>& unique_by_level,
+  void add_intensity(Row& row, const std::vector<BufferUse>& uses,
+                     const std::vector<std::vector<double>>& unique_by_level,
                      double ops_per_iter) const {
     const int n = static_cast<int>(loops_.size());
     std::vector<double> curve;
@@ -351,7 +393,8 @@ class Extractor : public ir::StmtExprVisitor {
       double iters = 1;
       for (int i = k; i < n; ++i) iters *= static_cast<double>(loops_[i].extent);
       double bytes = 0;
-      for (size_t b = 0; b < uses.size(); ++b) bytes += unique_by_level[b][static_cast<size_t>(k)] * uses[b].buffer->dtype.bytes();
+      for (size_t b = 0; b < uses.size(); ++b)
+        bytes += unique_by_level[b][static_cast<size_t>(k)] * uses[b].buffer->dtype.bytes();
       curve.push_back(ops_per_iter * iters / std::max(bytes, 1.0));
     }
     for (int p = 0; p < kIntensityPoints; ++p) {
@@ -359,7 +402,8 @@ class Extractor : public ir::StmtExprVisitor {
       if (curve.size() == 1) {
         v = curve[0];
       } else if (curve.size() > 1) {
-        double x = static_cast<double>(p) * static_cast<double>(curve.size() - 1) / (kIntensityPoints - 1);
+        double x =
+            static_cast<double>(p) * static_cast<double>(curve.size() - 1) / (kIntensityPoints - 1);
         size_t i = static_cast<size_t>(x);
         double t = x - static_cast<double>(i);
         v = i + 1 < curve.size() ? curve[i] * (1 - t) + curve[i + 1] * t : curve[i];
@@ -371,13 +415,15 @@ class Extractor : public ir::StmtExprVisitor {
   // alloc.*: for a store into an intermediate, its size and how often it is allocated.
   void add_allocation(Row& row, const ir::BufferStoreNode* store, double outer) const {
     const ir::BufferNode* target = store->buffer.get();
-    auto alloc = std::find_if(allocations_.rbegin(), allocations_.rend(), [&](const Allocation& a) { return a.buffer == target; });
+    auto alloc = std::find_if(allocations_.rbegin(), allocations_.rend(),
+                              [&](const Allocation& a) { return a.buffer == target; });
     if (alloc == allocations_.rend()) {
       row.col += 4;
       return;
     }
     double elems = 1;
-    for (const ir::Expr& d : target->shape) elems *= static_cast<double>(ir::as_const_int(d).value_or(1));
+    for (const ir::Expr& d : target->shape)
+      elems *= static_cast<double>(ir::as_const_int(d).value_or(1));
     row.put(log_feature(elems * target->dtype.bytes()));
     row.put(log_feature(elems * alloc->outer_prod));
     row.put(log_feature(alloc->outer_prod));
@@ -434,7 +480,8 @@ class Extractor : public ir::StmtExprVisitor {
         }
         box = box ? Interval{std::min(box->lo, iv->lo), std::max(box->hi, iv->hi)} : *iv;
       }
-      out.push_back(box ? std::clamp<int64_t>(box->hi - box->lo + 1, 1, std::max<int64_t>(dim, 1)) : std::max<int64_t>(dim, 1));
+      out.push_back(box ? std::clamp<int64_t>(box->hi - box->lo + 1, 1, std::max<int64_t>(dim, 1))
+                        : std::max<int64_t>(dim, 1));
     }
     return out;
   }
@@ -451,7 +498,8 @@ class Extractor : public ir::StmtExprVisitor {
   }
 
   // The flat element offset of an access with every loop at its minimum except `moved` at min+1.
-  int64_t address(const ir::BufferNode* buffer, const std::vector<ir::Expr>& indices, int moved) const {
+  int64_t address(const ir::BufferNode* buffer, const std::vector<ir::Expr>& indices,
+                  int moved) const {
     VarIntervals vars;
     for (int i = 0; i < static_cast<int>(loops_.size()); ++i) {
       int64_t v = loops_[i].min + (i == moved ? 1 : 0);
@@ -477,18 +525,22 @@ class Extractor : public ir::StmtExprVisitor {
     const double m = static_cast<double>(u.accesses.size());
     s.bytes = m * outer * elem;
     s.unique_bytes = unique[0] * elem;
-    for (int k = 1; k <= 4; ++k) s.footprint[static_cast<size_t>(k - 1)] = unique[static_cast<size_t>(std::max(0, n - k))] * elem;
+    for (int k = 1; k <= 4; ++k)
+      s.footprint[static_cast<size_t>(k - 1)] =
+          unique[static_cast<size_t>(std::max(0, n - k))] * elem;
     // unique lines: rows of the bounding box times the lines of a row
     std::vector<int64_t> box = spans(u, 0);
     double rows = 1;
     for (size_t d = 0; d + 1 < box.size(); ++d) rows *= static_cast<double>(box[d]);
-    s.unique_lines = rows * std::ceil((box.empty() ? 1.0 : static_cast<double>(box.back())) * elem / kCacheLine);
+    s.unique_lines =
+        rows * std::ceil((box.empty() ? 1.0 : static_cast<double>(box.back())) * elem / kCacheLine);
     // stride and lines: the innermost loop that moves any access
     int moving = -1;
     int64_t stride = 0;
     for (int i = n - 1; i >= 0 && moving < 0; --i) {
       for (const Access& a : u.accesses) {
-        int64_t delta = std::abs(address(u.buffer, *a.indices, i) - address(u.buffer, *a.indices, -1));
+        int64_t delta =
+            std::abs(address(u.buffer, *a.indices, i) - address(u.buffer, *a.indices, -1));
         if (delta != 0 && (stride == 0 || delta < stride)) stride = delta;
       }
       if (stride != 0) moving = i;
@@ -500,15 +552,15 @@ class Extractor : public ir::StmtExprVisitor {
       double outside = 1;
       for (int i = 0; i < moving; ++i) outside *= static_cast<double>(loops_[i].extent);
       double step = std::min<double>(static_cast<double>(stride) * elem, kCacheLine);
-      s.lines = m * outside * std::ceil(static_cast<double>(loops_[moving].extent) * step / kCacheLine);
+      s.lines =
+          m * outside * std::ceil(static_cast<double>(loops_[moving].extent) * step / kCacheLine);
     }
     // reuse: the innermost loop no access depends on (distance filled in by the caller)
     for (int i = n - 1; i >= 0; --i) {
       const ir::VarNode* v = loops_[i].var;
       bool used = std::any_of(u.accesses.begin(), u.accesses.end(), [&](const Access& a) {
-        return std::any_of(a.indices->begin(), a.indices->end(), [&](const ir::Expr& e) {
-          return ir::uses_var(e, v);
-        });
+        return std::any_of(a.indices->begin(), a.indices->end(),
+                           [&](const ir::Expr& e) { return ir::uses_var(e, v); });
       });
       if (!used && loops_[i].extent > 1) {
         s.reuse_type = 0;
@@ -528,28 +580,17 @@ class Extractor : public ir::StmtExprVisitor {
 
   static void encode(BufferStats& s) {
     double per = s.reuse_count > 0 ? s.reuse_count : 1;
-    s.encoded = {s.read && !s.written ? 1.0f : 0.0f,
-                 s.written && !s.read ? 1.0f : 0.0f,
-                 s.read && s.written ? 1.0f : 0.0f,
-                 log_feature(s.bytes),
-                 log_feature(s.unique_bytes),
-                 log_feature(s.lines),
-                 log_feature(s.unique_lines),
-                 s.reuse_type == 0 ? 1.0f : 0.0f,
-                 s.reuse_type == 1 ? 1.0f : 0.0f,
-                 s.reuse_type == 2 ? 1.0f : 0.0f,
-                 log_feature(s.reuse_iters),
-                 log_feature(s.reuse_bytes),
-                 log_feature(s.reuse_count),
-                 log_feature(s.bytes / per),
-                 log_feature(s.unique_bytes / per),
-                 log_feature(s.lines / per),
-                 log_feature(s.unique_lines / per),
-                 log_feature(s.stride),
-                 log_feature(s.footprint[0]),
-                 log_feature(s.footprint[1]),
-                 log_feature(s.footprint[2]),
-                 log_feature(s.footprint[3])};
+    s.encoded = {s.read && !s.written ? 1.0f : 0.0f, s.written && !s.read ? 1.0f : 0.0f,
+                 s.read && s.written ? 1.0f : 0.0f,  log_feature(s.bytes),
+                 log_feature(s.unique_bytes),        log_feature(s.lines),
+                 log_feature(s.unique_lines),        s.reuse_type == 0 ? 1.0f : 0.0f,
+                 s.reuse_type == 1 ? 1.0f : 0.0f,    s.reuse_type == 2 ? 1.0f : 0.0f,
+                 log_feature(s.reuse_iters),         log_feature(s.reuse_bytes),
+                 log_feature(s.reuse_count),         log_feature(s.bytes / per),
+                 log_feature(s.unique_bytes / per),  log_feature(s.lines / per),
+                 log_feature(s.unique_lines / per),  log_feature(s.stride),
+                 log_feature(s.footprint[0]),        log_feature(s.footprint[1]),
+                 log_feature(s.footprint[2]),        log_feature(s.footprint[3])};
   }
 
   FeatureOptions options_;
@@ -572,7 +613,9 @@ FeatureRows per_store_features(const ir::PrimFunc& scheduled, const FeatureOptio
 }
 
 LoweredProgram::LoweredProgram(ir::PrimFunc program, bool is_gpu)
-    : program_(std::move(program)), split_(lower::split_layout_rewrites(program_)), is_gpu_(is_gpu) {}
+    : program_(std::move(program)),
+      split_(lower::split_layout_rewrites(program_)),
+      is_gpu_(is_gpu) {}
 
 const lower::Lowered& LoweredProgram::loops() const {
   // Layout rewrites run once at load, not in the kernel: neither timed nor featurized.
@@ -581,7 +624,8 @@ const lower::Lowered& LoweredProgram::loops() const {
 }
 
 const FeatureRows& LoweredProgram::features() const {
-  std::call_once(features_once_, [&] { features_ = features_of_loops(loops().func, {.is_gpu = is_gpu_}); });
+  std::call_once(features_once_,
+                 [&] { features_ = features_of_loops(loops().func, {.is_gpu = is_gpu_}); });
   return features_;
 }
 

@@ -49,8 +49,9 @@ uint64_t feature_layout_hash();
 // Rows of features, one per buffer store, row-major.
 struct FeatureRows {
   int rows = 0;
-  std::vector<float> values;        // rows * feature_count()
-  std::vector<std::string> stores;  // the buffer each row stores into (for people; no feature uses it)
+  std::vector<float> values;  // rows * feature_count()
+  std::vector<std::string>
+      stores;  // the buffer each row stores into (for people; no feature uses it)
   const float* row(int i) const { return values.data() + static_cast<size_t>(i) * feature_count(); }
   float at(int i, const std::string& name) const { return row(i)[feature_index(name)]; }
 };

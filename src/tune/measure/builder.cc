@@ -10,10 +10,10 @@
 #include <mutex>
 #include <thread>
 
-#include "target/cpu.h"
-#include "lower/lower.h"
 #include "lower/layout_rewrite.h"
+#include "lower/lower.h"
 #include "support/error.h"
+#include "target/cpu.h"
 #include "tune/measure/gpu_build.h"
 
 namespace tyche::tune {
@@ -21,7 +21,8 @@ namespace tyche::tune {
 void run_built(const BuildResult& built, std::vector<runtime::NDArray> args) {
   if (!built.kernel) throw InternalError("run_built: the program was not built in-process");
   for (const BuiltPreproc& p : built.preprocs) {
-    if (!p.kernel || p.param >= args.size()) throw InternalError("run_built: a preproc was not built in-process");
+    if (!p.kernel || p.param >= args.size())
+      throw InternalError("run_built: a preproc was not built in-process");
     runtime::NDArray packed(p.shape, args[p.param].dtype());
     std::vector<runtime::NDArray> io = {args[p.param], packed};
     p.kernel->run(io);
@@ -29,7 +30,6 @@ void run_built(const BuildResult& built, std::vector<runtime::NDArray> args) {
   }
   built.kernel->run(args);
 }
-
 
 namespace {
 
@@ -47,25 +47,32 @@ struct Batch {
   bool resolved(size_t i) const { return done[i] || timed_out[i]; }
 };
 
-BuildResult build_one(const BuildInput& input, const std::string& object_path, const std::string& cpu) {
+BuildResult build_one(const BuildInput& input, const std::string& object_path,
+                      const std::string& cpu) {
   BuildResult r;
   r.name = input.func->name;
   auto start = std::chrono::steady_clock::now();
   try {
     bool reuse = input.lowered && !input.lowered->is_gpu();
-    lower::SplitProgram split =
-        reuse ? lower::SplitProgram{ir::PrimFunc(), input.lowered->rewrites()} : lower::split_layout_rewrites(input.func);
-    ir::PrimFunc lowered = (reuse ? lower::finish_lowering(input.lowered->loops()) : lower::lower(split.main)).func;
+    lower::SplitProgram split = reuse
+                                    ? lower::SplitProgram{ir::PrimFunc(), input.lowered->rewrites()}
+                                    : lower::split_layout_rewrites(input.func);
+    ir::PrimFunc lowered =
+        (reuse ? lower::finish_lowering(input.lowered->loops()) : lower::lower(split.main)).func;
     codegen::CompileOptions options{.cpu = cpu};
     // In-process (no object path), or to the object file the worker loads.
-    auto build = [&](const ir::PrimFunc& f, const std::string& path, std::shared_ptr<codegen::CompiledKernel>* kernel) {
-      if (path.empty()) *kernel = codegen::compile(f, options);
-      else codegen::compile_to_object(f, path, options);
+    auto build = [&](const ir::PrimFunc& f, const std::string& path,
+                     std::shared_ptr<codegen::CompiledKernel>* kernel) {
+      if (path.empty())
+        *kernel = codegen::compile(f, options);
+      else
+        codegen::compile_to_object(f, path, options);
     };
     build(lowered, object_path, &r.kernel);
     r.object_path = object_path;
     for (const lower::LayoutRewrite& rw : split.rewrites) {
-      BuiltPreproc p{rw.param, nullptr, object_path.empty() ? "" : fmt::format("{}.pack{}.o", object_path, rw.param),
+      BuiltPreproc p{rw.param, nullptr,
+                     object_path.empty() ? "" : fmt::format("{}.pack{}.o", object_path, rw.param),
                      rw.preproc->name, ir::const_shape(rw.preproc->params[1])};
       build(lower::lower(rw.preproc).func, p.object_path, &p.kernel);
       r.preprocs.push_back(std::move(p));
@@ -80,9 +87,11 @@ BuildResult build_one(const BuildInput& input, const std::string& object_path, c
 }  // namespace
 
 Builder::Builder(BuilderOptions options) : options_(std::move(options)) {
-  if (options_.gpu && options_.object_dir.empty()) throw InternalError("Builder: GPU programs are built for the worker (object_dir)");
+  if (options_.gpu && options_.object_dir.empty())
+    throw InternalError("Builder: GPU programs are built for the worker (object_dir)");
   if (!options_.gpu) target::check_runs_on_host(target::resolve_cpu(options_.cpu));
-  if (options_.max_workers <= 0) options_.max_workers = std::max(1u, std::thread::hardware_concurrency());
+  if (options_.max_workers <= 0)
+    options_.max_workers = std::max(1u, std::thread::hardware_concurrency());
   if (!options_.object_dir.empty()) std::filesystem::create_directories(options_.object_dir);
 }
 
@@ -108,7 +117,9 @@ std::vector<BuildResult> Builder::build(const std::vector<BuildInput>& candidate
   int batch_id = batch_++;
   batch->paths.resize(n);
   if (!options_.object_dir.empty())
-    for (size_t i = 0; i < n; ++i) batch->paths[i] = fmt::format("{}/cand_{}_{}_{}.o", options_.object_dir, getpid(), batch_id, i);
+    for (size_t i = 0; i < n; ++i)
+      batch->paths[i] =
+          fmt::format("{}/cand_{}_{}_{}.o", options_.object_dir, getpid(), batch_id, i);
   BuilderOptions options = options_;
   auto live = live_threads_;
   auto worker = [batch, options, live] {
@@ -145,7 +156,8 @@ std::vector<BuildResult> Builder::build(const std::vector<BuildInput>& candidate
     std::thread(worker).detach();
   };
   for (int w = 0; w < workers; ++w) spawn();
-  auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_s));
+  auto timeout = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options_.timeout_s));
   std::unique_lock<std::mutex> lock(batch->mu);
   while (true) {
     size_t resolved = 0;

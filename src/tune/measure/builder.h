@@ -18,8 +18,8 @@
 namespace tyche::tune {
 
 struct BuilderOptions {
-  int max_workers = 0;         // 0: one per hardware thread
-  double timeout_s = 30;       // per candidate
+  int max_workers = 0;          // 0: one per hardware thread
+  double timeout_s = 30;        // per candidate
   std::string object_dir = {};  // non-empty: write object files here for the isolated runner
   std::string cpu = {};         // code for this CPU (target/cpu.h; "" = default); must run here
   // A GPU target (cuda, opencl): each candidate is lowered for it and written, with its launch
@@ -34,7 +34,7 @@ struct BuiltPreproc {
   std::shared_ptr<codegen::CompiledKernel> kernel;  // in-process
   std::string object_path;                          // with object_dir
   std::string name;
-  std::vector<int64_t> shape;                       // its output's (padding may make it larger)
+  std::vector<int64_t> shape;  // its output's (padding may make it larger)
 };
 
 struct BuildResult {
@@ -44,7 +44,7 @@ struct BuildResult {
   // The program's layout rewrites: the kernel is its main program (lower::split_layout_rewrites),
   // which takes each rewritten weight as its preproc left it.
   std::vector<BuiltPreproc> preprocs;
-  std::string error;                                // empty on success
+  std::string error;  // empty on success
   double seconds = 0;
   bool ok() const { return error.empty(); }
 };

@@ -38,15 +38,23 @@ std::vector<char> unhex(const std::string& s) {
   };
   if (s.size() % 2) throw Error("GPU program file: the cubin is not hexadecimal");
   std::vector<char> out(s.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<char>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
   return out;
 }
 
 json plan_json(const codegen::GpuLaunchPlan& p) {
   json kernels = json::array();
   for (const codegen::GpuKernelLaunch& k : p.kernels)
-    kernels.push_back({{"name", k.name}, {"grid", k.grid}, {"block", k.block}, {"shared_bytes", k.shared_bytes}, {"args", k.args}});
-  return {{"param_bytes", p.param_bytes}, {"num_outputs", p.num_outputs}, {"intermediate_bytes", p.intermediate_bytes}, {"kernels", kernels}};
+    kernels.push_back({{"name", k.name},
+                       {"grid", k.grid},
+                       {"block", k.block},
+                       {"shared_bytes", k.shared_bytes},
+                       {"args", k.args}});
+  return {{"param_bytes", p.param_bytes},
+          {"num_outputs", p.num_outputs},
+          {"intermediate_bytes", p.intermediate_bytes},
+          {"kernels", kernels}};
 }
 
 codegen::GpuLaunchPlan plan_of(const json& j) {
@@ -57,12 +65,15 @@ codegen::GpuLaunchPlan plan_of(const json& j) {
   if (p.num_outputs < 0 || static_cast<size_t>(p.num_outputs) > p.param_bytes.size())
     throw Error("GPU program file: more outputs than parameters");
   for (const json& k : j.at("kernels")) {
-    codegen::GpuKernelLaunch launch{k.at("name").get<std::string>(), k.at("grid").get<std::array<int64_t, 3>>(),
-                                    k.at("block").get<std::array<int64_t, 3>>(), k.at("shared_bytes").get<int64_t>(),
-                                    k.at("args").get<std::vector<int64_t>>()};
+    codegen::GpuKernelLaunch launch{
+        k.at("name").get<std::string>(), k.at("grid").get<std::array<int64_t, 3>>(),
+        k.at("block").get<std::array<int64_t, 3>>(), k.at("shared_bytes").get<int64_t>(),
+        k.at("args").get<std::vector<int64_t>>()};
     for (int64_t a : launch.args)
-      if (a >= static_cast<int64_t>(p.param_bytes.size()) || -1 - a >= static_cast<int64_t>(p.intermediate_bytes.size()))
-        throw Error(fmt::format("GPU program file: kernel {} takes a buffer that does not exist", launch.name));
+      if (a >= static_cast<int64_t>(p.param_bytes.size()) ||
+          -1 - a >= static_cast<int64_t>(p.intermediate_bytes.size()))
+        throw Error(fmt::format("GPU program file: kernel {} takes a buffer that does not exist",
+                                launch.name));
     p.kernels.push_back(std::move(launch));
   }
   return p;
@@ -70,19 +81,24 @@ codegen::GpuLaunchPlan plan_of(const json& j) {
 
 }  // namespace
 
-bool is_gpu_built(const std::string& path) { return path.ends_with(kSuffix); }
+bool is_gpu_built(const std::string& path) {
+  return path.ends_with(kSuffix);
+}
 
-BuildResult build_gpu(const BuildInput& input, const std::string& path, const target::Target& target) {
+BuildResult build_gpu(const BuildInput& input, const std::string& path,
+                      const target::Target& target) {
   BuildResult r;
   r.name = input.func->name;
   auto start = std::chrono::steady_clock::now();
   try {
     const bool cuda = target.kind == "cuda";
-    lower::GpuProgram program = lower::lower_gpu(input.func, {}, codegen::gpu_lower_options(target));
+    lower::GpuProgram program =
+        lower::lower_gpu(input.func, {}, codegen::gpu_lower_options(target));
     json file = {{"dialect", target.kind}, {"plan", plan_json(codegen::launch_plan(program))}};
     if (cuda) {
       codegen::CudaBinary binary = codegen::compile_cuda(program, codegen::cuda_arch(target));
-      if (std::string why = codegen::check_cuda_limits(binary, program, target); !why.empty()) throw Error(why);
+      if (std::string why = codegen::check_cuda_limits(binary, program, target); !why.empty())
+        throw Error(why);
       file["arch"] = binary.arch;
       file["cubin"] = hex(binary.compiled.cubin);
     } else {
@@ -108,10 +124,13 @@ GpuBuilt read_gpu_built(const std::string& path) {
     json j = json::parse(text.str());
     GpuBuilt b;
     b.dialect = j.at("dialect").get<std::string>();
-    if (b.dialect != "cuda" && b.dialect != "opencl") throw Error(fmt::format("GPU program file: unknown dialect '{}'", b.dialect));
+    if (b.dialect != "cuda" && b.dialect != "opencl")
+      throw Error(fmt::format("GPU program file: unknown dialect '{}'", b.dialect));
     b.plan = plan_of(j.at("plan"));
-    if (b.dialect == "cuda") b.cubin = unhex(j.at("cubin").get<std::string>());
-    else b.source = j.at("source").get<std::string>();
+    if (b.dialect == "cuda")
+      b.cubin = unhex(j.at("cubin").get<std::string>());
+    else
+      b.source = j.at("source").get<std::string>();
     return b;
   } catch (const json::exception& e) {
     throw Error(fmt::format("GPU program file '{}' is corrupt: {}", path, e.what()));

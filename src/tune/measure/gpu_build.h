@@ -14,13 +14,14 @@ namespace tyche::tune {
 
 // Builds `input` for `target` (cuda or opencl) into `path` (the JSON file); the error in the
 // result when it does not lower, compile or fit.
-BuildResult build_gpu(const BuildInput& input, const std::string& path, const target::Target& target);
+BuildResult build_gpu(const BuildInput& input, const std::string& path,
+                      const target::Target& target);
 
 // A built GPU program as the worker reads it back. Throws tyche::Error for a file that is not one.
 struct GpuBuilt {
-  std::string dialect;       // "cuda" or "opencl"
-  std::string source;        // OpenCL C
-  std::vector<char> cubin;   // CUDA
+  std::string dialect;      // "cuda" or "opencl"
+  std::string source;       // OpenCL C
+  std::vector<char> cubin;  // CUDA
   codegen::GpuLaunchPlan plan;
 };
 GpuBuilt read_gpu_built(const std::string& path);

@@ -27,9 +27,13 @@ std::string run_failure(const RunResult& res) {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
-bool stopped(const BatchOptions& o) { return o.stop && o.stop->load(); }
+bool stopped(const BatchOptions& o) {
+  return o.stop && o.stop->load();
+}
 
 void remove_objects(const std::vector<BuildResult>& built) {
   for (const BuildResult& b : built)
@@ -45,11 +49,14 @@ void require_device(const target::Target& target) {
 
 Measurer::Measurer(const target::Target& target, RunnerOptions runner) : gpu_(target.is_gpu()) {
   static std::atomic<int> count{0};
-  object_dir_ = (std::filesystem::temp_directory_path() / fmt::format("tyche_measure_{}_{}", ::getpid(), count++)).string();
+  object_dir_ = (std::filesystem::temp_directory_path() /
+                 fmt::format("tyche_measure_{}_{}", ::getpid(), count++))
+                    .string();
   if (target.is_gpu())
     builder_ = std::make_unique<Builder>(BuilderOptions{.object_dir = object_dir_, .gpu = target});
   else
-    builder_ = std::make_unique<Builder>(BuilderOptions{.object_dir = object_dir_, .cpu = target.cpu_info().name});
+    builder_ = std::make_unique<Builder>(
+        BuilderOptions{.object_dir = object_dir_, .cpu = target.cpu_info().name});
   if (runner.threads <= 0) runner.threads = target.num_cores;
   runner_ = std::make_unique<Runner>(std::move(runner));
 }
@@ -60,21 +67,28 @@ Measurer::~Measurer() {
   std::filesystem::remove_all(object_dir_, ignored);
 }
 
-void Measurer::run_built(Trial& trial, const BuildResult& built, const MeasureTask& task, const BatchOptions& o) {
+void Measurer::run_built(Trial& trial, const BuildResult& built, const MeasureTask& task,
+                         const BatchOptions& o) {
   RunInput in = run_input_for(built.object_path, built.name, trial.program(), task.expected);
-  for (const BuiltPreproc& p : built.preprocs) in.preprocs.push_back({p.param, p.object_path, p.name, p.shape});
+  for (const BuiltPreproc& p : built.preprocs)
+    in.preprocs.push_back({p.param, p.object_path, p.name, p.shape});
   in.constant_params = task.constant_params;
-  if (o.single_run_slowdown > 0 && o.best_seconds > 0) in.single_run_after_s = o.single_run_slowdown * o.best_seconds;
+  if (o.single_run_slowdown > 0 && o.best_seconds > 0)
+    in.single_run_after_s = o.single_run_slowdown * o.best_seconds;
   // A GPU candidate's run also loads its code (OpenCL compiles it there, a second or more on
   // PoCL): its floor is the runner's whole timeout.
-  if (o.timeout_slowdown > 0 && o.best_seconds > 0 && !gpu_) in.timeout_s = std::max(o.timeout_floor_s, o.timeout_slowdown * o.best_seconds);
+  if (o.timeout_slowdown > 0 && o.best_seconds > 0 && !gpu_)
+    in.timeout_s = std::max(o.timeout_floor_s, o.timeout_slowdown * o.best_seconds);
   RunResult res = runner_->run(in);
   trial.error = run_failure(res);
-  if (trial.error.empty()) trial.seconds.insert(trial.seconds.end(), res.time.seconds.begin(), res.time.seconds.end());
-  else trial.seconds.clear();
+  if (trial.error.empty())
+    trial.seconds.insert(trial.seconds.end(), res.time.seconds.begin(), res.time.seconds.end());
+  else
+    trial.seconds.clear();
 }
 
-BatchTimes Measurer::measure_remotely(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save, const BatchOptions& o) {
+BatchTimes Measurer::measure_remotely(std::vector<Trial>& trials, const MeasureTask& task,
+                                      const RecordSink& save, const BatchOptions& o) {
   BatchTimes times;
   auto t0 = Clock::now();
   std::vector<std::string> traces;
@@ -82,14 +96,17 @@ BatchTimes Measurer::measure_remotely(std::vector<Trial>& trials, const MeasureT
   std::vector<TuningRecord> records = remote_(task, traces, o);
   times.run = since(t0);
   if (records.size() != trials.size())
-    throw Error(fmt::format("remote measurement returned {} records for {} programs", records.size(), trials.size()));
+    throw Error(fmt::format("remote measurement returned {} records for {} programs",
+                            records.size(), trials.size()));
   for (size_t k = 0; k < trials.size(); ++k) {
     Trial& t = trials[k];
     const TuningRecord& r = records[k];
     if (r.workload.hash != task.workload.hash || (r.program != 0 && r.program != t.program_hash))
-      throw Error(fmt::format("remote measurement returned a record of another program for program {}", k));
+      throw Error(
+          fmt::format("remote measurement returned a record of another program for program {}", k));
     if (target_key(r.target) != target_key(task.target))
-      throw Error(fmt::format("remote measurement ran on another target ({}; the task's: {})", target_key(r.target), target_key(task.target)));
+      throw Error(fmt::format("remote measurement ran on another target ({}; the task's: {})",
+                              target_key(r.target), target_key(task.target)));
     t.measured = true;
     t.error = r.error;
     t.seconds = r.error.empty() ? r.seconds : std::vector<double>{};
@@ -102,7 +119,8 @@ BatchTimes Measurer::measure_remotely(std::vector<Trial>& trials, const MeasureT
   return times;
 }
 
-BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save, const BatchOptions& o) {
+BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask& task,
+                                   const RecordSink& save, const BatchOptions& o) {
   if (remote_) return measure_remotely(trials, task, save, o);
   BatchTimes times;
   auto t0 = Clock::now();
@@ -122,7 +140,8 @@ BatchTimes Measurer::measure_batch(std::vector<Trial>& trials, const MeasureTask
         continue;
       }
       run_built(t, built[k], task, limits);
-      if (t.ok() && (limits.best_seconds == 0 || t.typical_seconds() < limits.best_seconds)) limits.best_seconds = t.typical_seconds();
+      if (t.ok() && (limits.best_seconds == 0 || t.typical_seconds() < limits.best_seconds))
+        limits.best_seconds = t.typical_seconds();
     }
   }
   remove_objects(built);

@@ -31,8 +31,9 @@ struct MeasureTask {
 
 struct BatchOptions {
   // The task's best time so far (0: none). A trial whose checking run and the run after it
-  // are single_run_slowdown times slower is timed by that second run alone; one still running after timeout_slowdown times it
-  // (at least timeout_floor_s) is stopped as timed out. 0 turns either off.
+  // are single_run_slowdown times slower is timed by that second run alone; one still running after
+  // timeout_slowdown times it (at least timeout_floor_s) is stopped as timed out. 0 turns either
+  // off.
   double best_seconds = 0;
   double single_run_slowdown = 0;
   double timeout_slowdown = 0;
@@ -41,7 +42,7 @@ struct BatchOptions {
   // quiet spell of the host falls on all alike, its repeats pooled (a tune's leaders, timed
   // again). Such a batch is recorded only if it was not stopped.
   int rounds = 1;
-  bool confirmed = false;  // the records say they are such leaders
+  bool confirmed = false;                   // the records say they are such leaders
   const std::atomic<bool>* stop = nullptr;  // set: the trials not run yet stay unmeasured
 };
 
@@ -50,8 +51,9 @@ using RecordSink = std::function<void(const std::vector<TuningRecord>&)>;
 // Measures a batch elsewhere (the nodes of a cluster: python/tyche/ray.py): given the trials'
 // design-space traces (Trace::to_json) and the batch options, returns one record per trace, in
 // order, as the node that measured it wrote it. Throws tyche::Error when it cannot.
-using RemoteMeasure = std::function<std::vector<TuningRecord>(const MeasureTask& task, const std::vector<std::string>& trace_jsons,
-                                                              const BatchOptions& options)>;
+using RemoteMeasure = std::function<std::vector<TuningRecord>(
+    const MeasureTask& task, const std::vector<std::string>& trace_jsons,
+    const BatchOptions& options)>;
 
 // Where a batch's time went, in seconds.
 struct BatchTimes {
@@ -81,8 +83,8 @@ class Measurer {
 
   // Builds, runs and records `trials` (see above); fills each trial's outcome, with
   // ranked_seconds = typical_seconds(). `save` receives the records of the trials measured.
-  BatchTimes measure_batch(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save,
-                           const BatchOptions& options = {});
+  BatchTimes measure_batch(std::vector<Trial>& trials, const MeasureTask& task,
+                           const RecordSink& save, const BatchOptions& options = {});
 
   // A program built once (its object lives as long as the Measurer) and timed on demand,
   // unrecorded: the tuner's drift yardstick. keep() is nullopt when it does not build; time() is
@@ -96,8 +98,10 @@ class Measurer {
 
  private:
   // Runs one built trial once and adds its repeats (or its error) to it.
-  void run_built(Trial& trial, const BuildResult& built, const MeasureTask& task, const BatchOptions& options);
-  BatchTimes measure_remotely(std::vector<Trial>& trials, const MeasureTask& task, const RecordSink& save, const BatchOptions& options);
+  void run_built(Trial& trial, const BuildResult& built, const MeasureTask& task,
+                 const BatchOptions& options);
+  BatchTimes measure_remotely(std::vector<Trial>& trials, const MeasureTask& task,
+                              const RecordSink& save, const BatchOptions& options);
 
   bool gpu_ = false;
   std::string object_dir_;

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "support/error.h"
 #include "runtime/compare.h"
+#include "support/error.h"
 
 namespace tyche::tune {
 
@@ -42,11 +42,14 @@ Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
     throw Error(fmt::format("runner: worker program '{}' not found", options_.worker_path));
 }
 
-Runner::~Runner() { stop_worker(true); }
+Runner::~Runner() {
+  stop_worker(true);
+}
 
 void Runner::start_worker() {
   int in_pipe[2], out_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) throw Error("runner: cannot create pipes");
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw Error("runner: cannot create pipes");
   pid_t pid = ::fork();
   if (pid < 0) throw Error("runner: cannot fork the worker");
   if (pid == 0) {
@@ -54,7 +57,8 @@ void Runner::start_worker() {
     ::dup2(out_pipe[1], 1);
     std::string threads = std::to_string(options_.threads);
     if (options_.threads > 0) ::setenv("TYCHE_NUM_THREADS", threads.c_str(), 1);
-    ::execl(options_.worker_path.c_str(), options_.worker_path.c_str(), static_cast<char*>(nullptr));
+    ::execl(options_.worker_path.c_str(), options_.worker_path.c_str(),
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(in_pipe[0]);
@@ -84,14 +88,18 @@ std::string Runner::reap_worker() {
   ::close(from_worker_);
   pid_ = -1;
   to_worker_ = from_worker_ = -1;
-  if (WIFSIGNALED(status)) return fmt::format("the kernel crashed the worker: signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("the kernel crashed the worker: signal {} ({})", WTERMSIG(status),
+                       ::strsignal(WTERMSIG(status)));
   // (Under a sanitizer the worker reports the fault and exits instead of dying by the signal.)
-  if (WIFEXITED(status)) return fmt::format("the kernel crashed the worker: it exited with code {}", WEXITSTATUS(status));
+  if (WIFEXITED(status))
+    return fmt::format("the kernel crashed the worker: it exited with code {}",
+                       WEXITSTATUS(status));
   return "the worker stopped";
 }
 
-RunInput run_input_for(const std::string& object_path, const std::string& name, const ir::PrimFunc& func,
-                       std::vector<runtime::NDArray> expected) {
+RunInput run_input_for(const std::string& object_path, const std::string& name,
+                       const ir::PrimFunc& func, std::vector<runtime::NDArray> expected) {
   RunInput in;
   in.object_path = object_path;
   in.name = name;
@@ -107,20 +115,33 @@ RunResult Runner::run(const RunInput& input) {
   if (pid_ < 0) start_worker();
   std::string outputs_file;
   if (!input.expected.empty())
-    outputs_file = (std::filesystem::temp_directory_path() / fmt::format("tyche_run_{}_{}.bin", ::getpid(), runs_++)).string();
+    outputs_file = (std::filesystem::temp_directory_path() /
+                    fmt::format("tyche_run_{}_{}.bin", ::getpid(), runs_++))
+                       .string();
   json params = json::array();
-  for (const ParamSpec& p : input.params) params.push_back({{"shape", p.shape}, {"dtype", p.dtype.str()}});
+  for (const ParamSpec& p : input.params)
+    params.push_back({{"shape", p.shape}, {"dtype", p.dtype.str()}});
   const runtime::TimeOptions& t = options_.time;
-  json request = {{"object", input.object_path}, {"name", input.name}, {"params", params},
-                  {"num_inputs", input.num_inputs}, {"seed", input.seed}, {"outputs_file", outputs_file},
-                  {"warmup", t.warmup}, {"number", t.number}, {"repeat", t.repeat},
-                  {"min_repeat_ms", t.min_repeat_ms}, {"flush_cache", t.flush_cache}, {"keep_in_llc", t.keep_in_llc},
-                  {"constant_params", t.flush_constants ? input.constant_params : std::vector<size_t>{}},
-                  {"single_run_after_s", input.single_run_after_s}};
+  json request = {
+      {"object", input.object_path},
+      {"name", input.name},
+      {"params", params},
+      {"num_inputs", input.num_inputs},
+      {"seed", input.seed},
+      {"outputs_file", outputs_file},
+      {"warmup", t.warmup},
+      {"number", t.number},
+      {"repeat", t.repeat},
+      {"min_repeat_ms", t.min_repeat_ms},
+      {"flush_cache", t.flush_cache},
+      {"keep_in_llc", t.keep_in_llc},
+      {"constant_params", t.flush_constants ? input.constant_params : std::vector<size_t>{}},
+      {"single_run_after_s", input.single_run_after_s}};
   if (!input.preprocs.empty()) {
     json preprocs = json::array();
     for (const RunPreproc& p : input.preprocs)
-      preprocs.push_back({{"param", p.param}, {"object", p.object_path}, {"name", p.name}, {"shape", p.shape}});
+      preprocs.push_back(
+          {{"param", p.param}, {"object", p.object_path}, {"name", p.name}, {"shape", p.shape}});
     request["preprocs"] = preprocs;
   }
   if (!write_all(to_worker_, request.dump() + "\n")) {
@@ -128,7 +149,8 @@ RunResult Runner::run(const RunInput& input) {
     return result;
   }
   // Wait for one response line, up to the timeout.
-  double timeout_s = input.timeout_s > 0 ? std::min(input.timeout_s, options_.timeout_s) : options_.timeout_s;
+  double timeout_s =
+      input.timeout_s > 0 ? std::min(input.timeout_s, options_.timeout_s) : options_.timeout_s;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   std::string line;
   while (true) {
@@ -138,7 +160,9 @@ RunResult Runner::run(const RunInput& input) {
       pending_.erase(0, nl + 1);
       break;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
     if (left <= 0) {
       stop_worker(true);
       result.error = fmt::format("timed out after {:.3g} s (the worker was killed)", timeout_s);
@@ -182,7 +206,8 @@ RunResult Runner::run(const RunInput& input) {
     bool complete = true;
     for (const runtime::NDArray& want : input.expected) {
       got.emplace_back(want.shape(), want.dtype());
-      complete = complete && in.read(static_cast<char*>(got.back().data()), static_cast<std::streamsize>(got.back().nbytes()));
+      complete = complete && in.read(static_cast<char*>(got.back().data()),
+                                     static_cast<std::streamsize>(got.back().nbytes()));
     }
     in.close();
     runtime::OutputsComparison c = runtime::compare_outputs(got, input.expected);

@@ -18,10 +18,10 @@
 namespace tyche::tune {
 
 struct RunnerOptions {
-  std::string worker_path = {};  // the tyche-worker executable
-  double timeout_s = 10;       // per candidate, loading and all timed runs included
+  std::string worker_path = {};               // the tyche-worker executable
+  double timeout_s = 10;                      // per candidate, loading and all timed runs included
   runtime::TimeOptions time = warm_timing();  // or another preset of tune/trial/timing.h
-  int threads = 0;  // threads for parallel loops in the worker (0: all)
+  int threads = 0;                            // threads for parallel loops in the worker (0: all)
 };
 
 struct ParamSpec {
@@ -44,7 +44,7 @@ struct RunInput {
   // weights of a model are laid out once at load). `params` keep the weights' own shapes.
   std::vector<RunPreproc> preprocs;
   std::vector<ParamSpec> params;
-  size_t num_inputs = 0;    // the first num_inputs params are inputs, filled as make_inputs does
+  size_t num_inputs = 0;  // the first num_inputs params are inputs, filled as make_inputs does
   uint64_t seed = 42;
   // Non-empty: the expected outputs (of the inputs `seed` makes), compared after one run.
   std::vector<runtime::NDArray> expected;
@@ -61,8 +61,8 @@ struct RunInput {
 // The request for running `func` compiled into `object_path` under `name`: its parameters'
 // shapes and types, inputs filled as make_inputs does (seed 42), outputs checked against
 // `expected` when it is not empty.
-RunInput run_input_for(const std::string& object_path, const std::string& name, const ir::PrimFunc& func,
-                       std::vector<runtime::NDArray> expected = {});
+RunInput run_input_for(const std::string& object_path, const std::string& name,
+                       const ir::PrimFunc& func, std::vector<runtime::NDArray> expected = {});
 
 struct RunResult {
   std::string error;  // empty on success: a crash, a hang, a load failure

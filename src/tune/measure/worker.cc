@@ -10,13 +10,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <memory>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "codegen/gpu/cuda_function.h"
-#include "codegen/llvm/llvm_codegen.h"
 #include "codegen/gpu/opencl_function.h"
+#include "codegen/llvm/llvm_codegen.h"
 #include "runtime/time_evaluator.h"
 #include "support/median.h"
 #include "tune/measure/gpu_build.h"
@@ -34,7 +34,8 @@ std::vector<runtime::NDArray> make_args(const json& req) {
   uint64_t seed = req.value("seed", uint64_t{42});
   size_t num_inputs = req.value("num_inputs", size_t{0});
   for (const json& p : req.at("params")) {
-    runtime::NDArray a(p.at("shape").get<std::vector<int64_t>>(), DataType::parse(p.at("dtype").get<std::string>()));
+    runtime::NDArray a(p.at("shape").get<std::vector<int64_t>>(),
+                       DataType::parse(p.at("dtype").get<std::string>()));
     if (args.size() < num_inputs) a.fill_random(seed++);
     args.push_back(std::move(a));
   }
@@ -46,7 +47,8 @@ void write_outputs(const json& req, const std::vector<runtime::NDArray>& args, s
   if (outputs_file.empty()) return;
   std::ofstream out(outputs_file, std::ios::binary);
   for (size_t i = num_inputs; i < args.size(); ++i)
-    out.write(static_cast<const char*>(args[i].data()), static_cast<std::streamsize>(args[i].nbytes()));
+    out.write(static_cast<const char*>(args[i].data()),
+              static_cast<std::streamsize>(args[i].nbytes()));
   if (!out) throw Error(fmt::format("cannot write '{}'", outputs_file));
 }
 
@@ -75,25 +77,33 @@ runtime::cuda::Device& cuda_device() {
 
 json handle_gpu(const json& req) {
   GpuBuilt built = read_gpu_built(req.at("object").get<std::string>());
-  if (req.contains("preprocs") && !req.at("preprocs").empty()) throw Error("a GPU program has no layout preprocs");
+  if (req.contains("preprocs") && !req.at("preprocs").empty())
+    throw Error("a GPU program has no layout preprocs");
   std::vector<runtime::NDArray> args = make_args(req);
   const size_t num_inputs = req.value("num_inputs", size_t{0});
   if (args.size() != built.plan.param_bytes.size() || num_inputs != built.plan.num_inputs())
-    throw Error(fmt::format("the GPU program takes {} parameters, the request gives {}", built.plan.param_bytes.size(), args.size()));
+    throw Error(fmt::format("the GPU program takes {} parameters, the request gives {}",
+                            built.plan.param_bytes.size(), args.size()));
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].nbytes() != built.plan.param_bytes[i])
-      throw Error(fmt::format("parameter {} is {} bytes; the GPU program takes {}", i, args[i].nbytes(), built.plan.param_bytes[i]));
+      throw Error(fmt::format("parameter {} is {} bytes; the GPU program takes {}", i,
+                              args[i].nbytes(), built.plan.param_bytes[i]));
   std::vector<void*> ptrs;
   for (auto& a : args) ptrs.push_back(a.data());
   std::unique_ptr<codegen::OpenCLFunction> opencl;
   std::unique_ptr<codegen::CudaFunction> cuda;
-  if (built.dialect == "cuda") cuda = std::make_unique<codegen::CudaFunction>(built.plan, built.cubin, cuda_device());
-  else opencl = std::make_unique<codegen::OpenCLFunction>(built.plan, built.source, opencl_device());
+  if (built.dialect == "cuda")
+    cuda = std::make_unique<codegen::CudaFunction>(built.plan, built.cubin, cuda_device());
+  else
+    opencl = std::make_unique<codegen::OpenCLFunction>(built.plan, built.source, opencl_device());
   auto kernels = [&] { return cuda ? cuda->run_kernels(true) : opencl->run_kernels(); };
-  if (cuda) cuda->run(ptrs.data());
-  else opencl->run(ptrs.data());
+  if (cuda)
+    cuda->run(ptrs.data());
+  else
+    opencl->run(ptrs.data());
   write_outputs(req, args, num_inputs);
-  const int warmup = req.value("warmup", 1), number = std::max(1, req.value("number", 1)), repeat = std::max(1, req.value("repeat", 5));
+  const int warmup = req.value("warmup", 1), number = std::max(1, req.value("number", 1)),
+            repeat = std::max(1, req.value("repeat", 5));
   for (int w = 0; w < warmup; ++w) kernels();
   std::vector<double> seconds;
   for (int r = 0; r < repeat; ++r) {
@@ -106,15 +116,19 @@ json handle_gpu(const json& req) {
 
 json handle(const json& req) {
   if (is_gpu_built(req.at("object").get<std::string>())) return handle_gpu(req);
-  auto kernel = codegen::load_object(req.at("object").get<std::string>(), req.at("name").get<std::string>());
+  auto kernel =
+      codegen::load_object(req.at("object").get<std::string>(), req.at("name").get<std::string>());
   std::vector<runtime::NDArray> args = make_args(req);
   size_t num_inputs = req.value("num_inputs", size_t{0});
   if (req.contains("preprocs")) {
     for (const json& p : req.at("preprocs")) {
       size_t param = p.at("param").get<size_t>();
-      if (param >= num_inputs) throw Error(fmt::format("preproc of param {}, which is not an input", param));
-      auto pack = codegen::load_object(p.at("object").get<std::string>(), p.at("name").get<std::string>());
-      runtime::NDArray packed(p.at("shape").get<std::vector<int64_t>>(), args[param].dtype());  // laid out anew, padded perhaps
+      if (param >= num_inputs)
+        throw Error(fmt::format("preproc of param {}, which is not an input", param));
+      auto pack =
+          codegen::load_object(p.at("object").get<std::string>(), p.at("name").get<std::string>());
+      runtime::NDArray packed(p.at("shape").get<std::vector<int64_t>>(),
+                              args[param].dtype());  // laid out anew, padded perhaps
       void* pack_args[] = {args[param].data(), packed.data()};
       pack->run(pack_args);
       args[param] = std::move(packed);
@@ -136,7 +150,8 @@ json handle(const json& req) {
   if (single_run_after_s > 0 && first_s >= single_run_after_s) {
     double second_s = timed_run();
     if (second_s >= single_run_after_s)
-      return {{"ok", true}, {"seconds", {second_s}}, {"number", 1}, {"median", second_s}, {"min", second_s}, {"mean", second_s}, {"cv", 0.0}};
+      return {{"ok", true},      {"seconds", {second_s}}, {"number", 1}, {"median", second_s},
+              {"min", second_s}, {"mean", second_s},      {"cv", 0.0}};
   }
   runtime::TimeOptions t;
   t.warmup = req.value("warmup", 1);
@@ -146,14 +161,17 @@ json handle(const json& req) {
   t.flush_cache = req.value("flush_cache", false);
   t.keep_in_llc = req.value("keep_in_llc", false);
   if (!t.keep_in_llc) {
-    for (const auto& a : args) t.flush_ranges.emplace_back(a.data(), a.nbytes());  // each repeat starts with cold arguments
+    for (const auto& a : args)
+      t.flush_ranges.emplace_back(a.data(), a.nbytes());  // each repeat starts with cold arguments
   } else {
-    for (size_t i : req.value("constant_params", std::vector<size_t>{}))  // the weights from memory, the rest from the LLC
+    for (size_t i :
+         req.value("constant_params",
+                   std::vector<size_t>{}))  // the weights from memory, the rest from the LLC
       if (i < args.size()) t.flush_ranges.emplace_back(args[i].data(), args[i].nbytes());
   }
   runtime::TimeResult r = runtime::time_function([&] { kernel->run(ptrs.data()); }, t);
-  return {{"ok", true}, {"seconds", r.seconds}, {"number", r.number}, {"median", r.median},
-          {"min", r.min},  {"mean", r.mean},       {"cv", r.cv}};
+  return {{"ok", true},   {"seconds", r.seconds}, {"number", r.number}, {"median", r.median},
+          {"min", r.min}, {"mean", r.mean},       {"cv", r.cv}};
 }
 
 }  // namespace

@@ -38,9 +38,11 @@ workloads::ReferenceFn default_schedule_reference(const ir::PrimFunc& func) {
       BuilderOptions options;
       options.max_workers = 1;
       options.timeout_s = 600;  // a reference, built once: no candidate to give up on
-      built->result = std::move(Builder(options).build(std::vector<ir::PrimFunc>{graph::default_schedule(func)})[0]);
+      built->result = std::move(
+          Builder(options).build(std::vector<ir::PrimFunc>{graph::default_schedule(func)})[0]);
     });
-    if (!built->result.ok()) throw_error("{}: its default schedule does not build: {}", func->name, built->result.error);
+    if (!built->result.ok())
+      throw_error("{}: its default schedule does not build: {}", func->name, built->result.error);
     std::vector<runtime::NDArray> args = inputs;
     std::vector<runtime::NDArray> outs;
     for (const ir::Buffer& b : func.outputs()) {
@@ -88,7 +90,8 @@ size_t model_weight_bytes(const graph::Graph& graph) {
 
 runtime::TimeOptions model_timing(const std::string& name) {
   if (name != "auto" && name != "llc" && name != "mixed" && name != "cold" && name != "warm")
-    throw InputError(fmt::format("unknown timing '{}' (expected auto, llc, mixed, cold or warm)", name));
+    throw InputError(
+        fmt::format("unknown timing '{}' (expected auto, llc, mixed, cold or warm)", name));
   return timing_named(name == "auto" ? "mixed" : name);
 }
 

@@ -12,7 +12,8 @@ namespace tyche::tune {
 // One of the decided sample_categorical instructions whose output id is in `outputs`, with
 // another outcome drawn by the remaining probabilities (TVM's rule); instructions whose other
 // outcomes all have probability 0 are skipped. Nullopt if none can change.
-std::optional<schedule::Trace> redraw_categorical(const schedule::Trace& trace, const std::set<int64_t>& outputs,
+std::optional<schedule::Trace> redraw_categorical(const schedule::Trace& trace,
+                                                  const std::set<int64_t>& outputs,
                                                   RandomEngine& rng);
 
 }  // namespace tyche::tune

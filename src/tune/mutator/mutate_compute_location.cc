@@ -19,7 +19,8 @@ class MutateComputeLocation : public Mutator {
   std::optional<schedule::Trace> mutate(const schedule::Trace& trace, RandomEngine& rng) override {
     std::vector<size_t> candidates;
     for (size_t i = 0; i < trace.size(); ++i)
-      if (trace.instructions()[i].is(schedule::kind_sample_compute_location()) && trace.decisions().count(i))
+      if (trace.instructions()[i].is(schedule::kind_sample_compute_location()) &&
+          trace.decisions().count(i))
         candidates.push_back(i);
     // In a random order, the first whose prefix replays and that has another legal outcome.
     while (!candidates.empty()) {
@@ -28,7 +29,8 @@ class MutateComputeLocation : public Mutator {
       candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(k));
       std::vector<int64_t> choices = other_choices(trace, i);
       if (choices.empty()) continue;
-      int64_t d = choices[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(choices.size())))];
+      int64_t d =
+          choices[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(choices.size())))];
       return trace.with_decision(i, Value::integer(d));
     }
     return std::nullopt;
@@ -44,7 +46,8 @@ class MutateComputeLocation : public Mutator {
     if (!trace.apply_to(sch, {.stop_before = index, .handles = &handles}).ok()) return {};
     auto block = handles.find(trace.instructions()[index].arg("block").i);
     if (block == handles.end()) return {};
-    auto choices = sch.compute_location_choices(schedule::BlockRV{block->second.i}, /*useful_only=*/true);
+    auto choices =
+        sch.compute_location_choices(schedule::BlockRV{block->second.i}, /*useful_only=*/true);
     if (!choices) return {};
     std::vector<int64_t> out = std::move(choices).value();
     std::erase(out, trace.decisions().at(index).i);
@@ -54,6 +57,8 @@ class MutateComputeLocation : public Mutator {
 
 }  // namespace
 
-MutatorPtr mutate_compute_location() { return std::make_shared<MutateComputeLocation>(); }
+MutatorPtr mutate_compute_location() {
+  return std::make_shared<MutateComputeLocation>();
+}
 
 }  // namespace tyche::tune

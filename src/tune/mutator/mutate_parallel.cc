@@ -6,11 +6,11 @@
 #include <limits>
 #include <set>
 
+#include "ir/annotation_keys.h"
 #include "schedule/analysis.h"
 #include "schedule/schedule.h"
-#include "tune/mutator/mutator.h"
-#include "ir/annotation_keys.h"
 #include "tune/core/parallel_plan.h"
+#include "tune/mutator/mutator.h"
 
 namespace tyche::tune {
 
@@ -63,13 +63,16 @@ class MutateParallel : public Mutator {
     for (int64_t limit : limits)
       if (seen.insert(plans(limit)).second) candidates.push_back(limit);
     if (candidates.empty()) return std::nullopt;
-    int64_t chosen = candidates[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(candidates.size())))];
+    int64_t chosen = candidates[static_cast<size_t>(
+        rng.uniform_int(0, static_cast<int64_t>(candidates.size())))];
     return trace.with_argument(*index, "ann_val", Value::integer(chosen));
   }
 };
 
 }  // namespace
 
-MutatorPtr mutate_parallel() { return std::make_shared<MutateParallel>(); }
+MutatorPtr mutate_parallel() {
+  return std::make_shared<MutateParallel>();
+}
 
 }  // namespace tyche::tune

@@ -35,6 +35,8 @@ class MutateThreadBinding : public Mutator {
 
 }  // namespace
 
-MutatorPtr mutate_thread_binding() { return std::make_shared<MutateThreadBinding>(); }
+MutatorPtr mutate_thread_binding() {
+  return std::make_shared<MutateThreadBinding>();
+}
 
 }  // namespace tyche::tune

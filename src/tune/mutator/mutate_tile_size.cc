@@ -85,6 +85,8 @@ class MutateTileSize : public Mutator {
 
 }  // namespace
 
-MutatorPtr mutate_tile_size() { return std::make_shared<MutateTileSize>(); }
+MutatorPtr mutate_tile_size() {
+  return std::make_shared<MutateTileSize>();
+}
 
 }  // namespace tyche::tune

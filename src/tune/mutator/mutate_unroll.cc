@@ -2,9 +2,9 @@
 // meta_schedule.unroll_explicit / unroll_implicit annotation on the root block.
 #include <set>
 
+#include "ir/annotation_keys.h"
 #include "tune/mutator/categorical.h"
 #include "tune/mutator/mutator.h"
-#include "ir/annotation_keys.h"
 
 namespace tyche::tune {
 
@@ -23,7 +23,8 @@ class MutateUnroll : public Mutator {
       if (!inst.is(schedule::kind_annotate())) continue;
       const std::string& key = inst.arg("ann_key").s;
       const Value& value = inst.arg("ann_val");
-      if (value.kind == Value::Kind::kExprRV && (key == ir::ann::kUnrollExplicit || key == ir::ann::kUnrollImplicit))
+      if (value.kind == Value::Kind::kExprRV &&
+          (key == ir::ann::kUnrollExplicit || key == ir::ann::kUnrollImplicit))
         unroll_values.insert(value.i);
     }
     return redraw_categorical(trace, unroll_values, rng);
@@ -32,6 +33,8 @@ class MutateUnroll : public Mutator {
 
 }  // namespace
 
-MutatorPtr mutate_unroll() { return std::make_shared<MutateUnroll>(); }
+MutatorPtr mutate_unroll() {
+  return std::make_shared<MutateUnroll>();
+}
 
 }  // namespace tyche::tune

@@ -22,7 +22,8 @@ class Mutator {
   // Call before mutate: MutateComputeLocation and MutateParallel replay traces onto context.func.
   virtual void initialize(const TuneContext& context) { context_ = context; }
   // A trace that differs from `trace` in one decision or annotation value, or nullopt.
-  virtual std::optional<schedule::Trace> mutate(const schedule::Trace& trace, RandomEngine& rng) = 0;
+  virtual std::optional<schedule::Trace> mutate(const schedule::Trace& trace,
+                                                RandomEngine& rng) = 0;
 
  protected:
   TuneContext context_;

@@ -17,7 +17,7 @@ namespace tyche::tune {
 struct CandidateError {
   std::string category;  // "replay" or the postprocessor's name
   schedule::ErrorCode code = schedule::ErrorCode::kInvalidArgument;
-  std::string message;   // one line
+  std::string message;  // one line
 
   // What refusals are counted under: the stage and the code, "replay: dependence_violated".
   std::string reason() const { return category + ": " + schedule::error_code_name(code); }
@@ -46,9 +46,8 @@ class RefusalCounts {
 // `replayed`, when given, receives the trace before the postprocessors, with its decisions:
 // what search keeps, mutates and replays (the postprocessors run again on every replay, as in
 // TVM, where the trace is cut at EnterPostproc).
-std::variant<schedule::Schedule, CandidateError> make_candidate(const TuneContext& context, const schedule::Trace& trace,
-                                                                 const schedule::ReplayOptions& replay,
-                                                                 const std::vector<PostprocPtr>& postprocs, int64_t seed,
-                                                                 schedule::Trace* replayed = nullptr);
+std::variant<schedule::Schedule, CandidateError> make_candidate(
+    const TuneContext& context, const schedule::Trace& trace, const schedule::ReplayOptions& replay,
+    const std::vector<PostprocPtr>& postprocs, int64_t seed, schedule::Trace* replayed = nullptr);
 
 }  // namespace tyche::tune

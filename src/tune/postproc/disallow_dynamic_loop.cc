@@ -23,15 +23,18 @@ class DisallowDynamicLoop : public Postproc {
       if (loop && !dynamic && !ir::as_const_int(loop->extent)) dynamic = loop;
     });
     if (!dynamic) return schedule::ok_status();
-    return schedule::ScheduleError(schedule::ErrorCode::kNonConstantExtent,
-                                   fmt::format("loop '{}' has a non-constant extent ({})", dynamic->loop_var.name(),
-                                               ir::to_string(dynamic->extent)),
-                                   dynamic);
+    return schedule::ScheduleError(
+        schedule::ErrorCode::kNonConstantExtent,
+        fmt::format("loop '{}' has a non-constant extent ({})", dynamic->loop_var.name(),
+                    ir::to_string(dynamic->extent)),
+        dynamic);
   }
 };
 
 }  // namespace
 
-PostprocPtr disallow_dynamic_loop() { return std::make_shared<DisallowDynamicLoop>(); }
+PostprocPtr disallow_dynamic_loop() {
+  return std::make_shared<DisallowDynamicLoop>();
+}
 
 }  // namespace tyche::tune

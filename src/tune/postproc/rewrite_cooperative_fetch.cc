@@ -16,13 +16,13 @@
 // its share of its own region). Primitive refusals fail the postproc with their reason.
 #include <fmt/format.h>
 
-#include "ir/var_use.h"
 #include "arith/linear.h"
+#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/op.h"
+#include "ir/var_use.h"
 #include "schedule/analysis.h"
 #include "tune/postproc/postproc.h"
-#include "ir/annotation_keys.h"
 
 namespace tyche::tune {
 
@@ -53,7 +53,8 @@ class RewriteCooperativeFetch : public Postproc {
       if (!std::holds_alternative<int64_t>(value))
         return schedule::ScheduleError(
             schedule::ErrorCode::kInvalidAnnotation,
-            fmt::format("block '{}': {} must be an integer vector length", b->name, ir::ann::kCooperativeFetch));
+            fmt::format("block '{}': {} must be an integer vector length", b->name,
+                        ir::ann::kCooperativeFetch));
       if (Status s = rewrite(sch, b->name, std::get<int64_t>(value)); !s) return s;
     }
     return schedule::ok_status();
@@ -74,8 +75,8 @@ class RewriteCooperativeFetch : public Postproc {
     size_t own_begin = loops.size();
     for (size_t i = loops.size(); i-- > 0;) {
       const ir::ForNode* f = sch.loop_sref(loops[i]).value()->as_for();
-      bool own = own_begin == i + 1 && f->for_kind == ir::ForKind::kSerial && f->annotations.empty() &&
-                 schedule::realizes_under(f->body).size() == 1;
+      bool own = own_begin == i + 1 && f->for_kind == ir::ForKind::kSerial &&
+                 f->annotations.empty() && schedule::realizes_under(f->body).size() == 1;
       if (own) own_begin = i;
       if (f->for_kind != ir::ForKind::kThreadBinding) continue;
       if (!tx && f->thread_tag == "threadIdx.x") tx = f;
@@ -86,15 +87,15 @@ class RewriteCooperativeFetch : public Postproc {
     if ((!tx && !warp_lanes) || own_begin == loops.size()) return schedule::ok_status();
     for (const ir::ForNode* t : {tx, ty}) {
       if (!t) continue;
-      auto uses = [&](const ir::Expr& e) {
-        return ir::uses_var(e, t->loop_var.get());
-      };
+      auto uses = [&](const ir::Expr& e) { return ir::uses_var(e, t->loop_var.get()); };
       bool dependent = uses(realize->predicate);
       for (const ir::Expr& v : realize->iter_values) dependent = dependent || uses(v);
       if (dependent) return schedule::ok_status();
     }
-    std::optional<int64_t> tx_extent = warp_lanes ? std::optional<int64_t>(32) : ir::as_const_int(tx->extent);
-    std::optional<int64_t> ty_extent = ty ? ir::as_const_int(ty->extent) : std::optional<int64_t>(1);
+    std::optional<int64_t> tx_extent =
+        warp_lanes ? std::optional<int64_t>(32) : ir::as_const_int(tx->extent);
+    std::optional<int64_t> ty_extent =
+        ty ? ir::as_const_int(ty->extent) : std::optional<int64_t>(1);
     if (!tx_extent || !ty_extent) return schedule::ok_status();
 
     std::vector<LoopRV> own(loops.begin() + static_cast<std::ptrdiff_t>(own_begin), loops.end());
@@ -103,7 +104,8 @@ class RewriteCooperativeFetch : public Postproc {
       TYCHE_TRY_ASSIGN(f, sch.fuse(own));
       fused = f;
     }
-    std::optional<int64_t> extent = ir::as_const_int(sch.loop_sref(fused).value()->as_for()->extent);
+    std::optional<int64_t> extent =
+        ir::as_const_int(sch.loop_sref(fused).value()->as_for()->extent);
     if (!extent) return schedule::ok_status();
     if (vector_len < 1 || *extent % vector_len != 0) vector_len = 1;
 
@@ -129,6 +131,8 @@ class RewriteCooperativeFetch : public Postproc {
 
 }  // namespace
 
-PostprocPtr rewrite_cooperative_fetch() { return std::make_shared<RewriteCooperativeFetch>(); }
+PostprocPtr rewrite_cooperative_fetch() {
+  return std::make_shared<RewriteCooperativeFetch>();
+}
 
 }  // namespace tyche::tune

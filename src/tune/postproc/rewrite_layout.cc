@@ -1,6 +1,6 @@
-// RewriteLayout (after TVM's postprocessor of that name): a layout-free parameter (a model's weight,
-// ir/layout_free.h) read by one block is stored in the order that block's loop nest walks it.
-// Each loop driving an index of the weight becomes one dimension of the new layout, in loop
+// RewriteLayout (after TVM's postprocessor of that name): a layout-free parameter (a model's
+// weight, ir/layout_free.h) read by one block is stored in the order that block's loop nest walks
+// it. Each loop driving an index of the weight becomes one dimension of the new layout, in loop
 // order, so a register tile's weights for successive reduction steps lie in one contiguous run
 // rather than one row of a large matrix apart. Loops that do not touch the weight are left out.
 //
@@ -47,17 +47,20 @@ struct Piece {
 std::string lambda_text(size_t rank, const std::vector<std::string>& outputs) {
   std::string in;
   for (size_t d = 0; d < rank; ++d) in += fmt::format("{}a{}", d ? ", " : "", d);
-  return fmt::format("lambda {}: ({}{})", in, fmt::join(outputs, ", "), outputs.size() == 1 ? "," : "");
+  return fmt::format("lambda {}: ({}{})", in, fmt::join(outputs, ", "),
+                     outputs.size() == 1 ? "," : "");
 }
 
 // The pieces of each dimension of `buffer` as `block` reads it (read index `read`), in loop
 // order with neighbours of one dimension merged; nullopt when the read does not qualify.
-std::optional<std::vector<Piece>> layout_pieces(const Schedule& sch, const schedule::SRef& block_sref, size_t read) {
+std::optional<std::vector<Piece>> layout_pieces(const Schedule& sch,
+                                                const schedule::SRef& block_sref, size_t read) {
   const ir::BlockNode* block = block_sref->as_block();
   const ir::BlockRealizeNode* realize = sch.state().realize_of(block_sref.get());
   const ir::BufferRegion& region = block->reads[read];
   std::map<const ir::VarNode*, ir::Expr> binding;
-  for (size_t k = 0; k < block->iter_vars.size(); ++k) binding[block->iter_vars[k].var.get()] = realize->iter_values[k];
+  for (size_t k = 0; k < block->iter_vars.size(); ++k)
+    binding[block->iter_vars[k].var.get()] = realize->iter_values[k];
   std::map<const ir::VarNode*, std::pair<size_t, int64_t>> loop_of;  // var -> (position, extent)
   std::vector<schedule::SRef> loops = schedule::get_loops(sch.state(), block_sref);
   for (size_t i = 0; i < loops.size(); ++i) {
@@ -89,7 +92,8 @@ std::optional<std::vector<Piece>> layout_pieces(const Schedule& sch, const sched
     }
     // A dense mixed-radix number: the strides, largest first, each the product of the extents
     // below it, covering exactly the dimension.
-    std::sort(dim.begin(), dim.end(), [](const Piece& a, const Piece& b) { return a.stride > b.stride; });
+    std::sort(dim.begin(), dim.end(),
+              [](const Piece& a, const Piece& b) { return a.stride > b.stride; });
     int64_t expected = 1;
     for (size_t k = dim.size(); k-- > 0;) {
       if (dim[k].stride != expected) return std::nullopt;
@@ -98,11 +102,13 @@ std::optional<std::vector<Piece>> layout_pieces(const Schedule& sch, const sched
     if (expected != *dim_extent) return std::nullopt;
     pieces.insert(pieces.end(), dim.begin(), dim.end());
   }
-  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.loop < b.loop; });
+  std::sort(pieces.begin(), pieces.end(),
+            [](const Piece& a, const Piece& b) { return a.loop < b.loop; });
   // Consecutive pieces of one dimension, the outer one the next digit up, are one piece.
   std::vector<Piece> merged;
   for (const Piece& p : pieces) {
-    if (!merged.empty() && merged.back().dim == p.dim && merged.back().stride == p.stride * p.extent) {
+    if (!merged.empty() && merged.back().dim == p.dim &&
+        merged.back().stride == p.stride * p.extent) {
       merged.back().stride = p.stride;
       merged.back().extent *= p.extent;
     } else {
@@ -125,7 +131,8 @@ std::vector<std::string> layout_maps(const std::vector<Piece>& pieces, size_t ra
   std::vector<size_t> count(rank, 0);
   for (const Piece& p : pieces) ++count[p.dim];
   bool in_order = true;
-  for (size_t k = 0; k < pieces.size(); ++k) in_order &= k == 0 || pieces[k - 1].dim < pieces[k].dim;
+  for (size_t k = 0; k < pieces.size(); ++k)
+    in_order &= k == 0 || pieces[k - 1].dim < pieces[k].dim;
   for (size_t d = 0; d < rank; ++d) in_order &= count[d] <= 1;
   if (in_order) return {};
   std::vector<std::string> maps;
@@ -179,12 +186,14 @@ class RewriteLayout : public Postproc {
         if (b && schedule::reads_buffer(b, weight)) readers.push_back(b);
       });
       // The root block summarizes what its body reads: only the blocks inside count.
-      readers.erase(std::remove_if(readers.begin(), readers.end(),
-                                   [&](const ir::BlockNode* b) { return !sch.state().get_sref(b)->parent; }),
-                    readers.end());
+      readers.erase(
+          std::remove_if(readers.begin(), readers.end(),
+                         [&](const ir::BlockNode* b) { return !sch.state().get_sref(b)->parent; }),
+          readers.end());
       // A reader that is itself a layout rewrite (a tensor intrinsic's packing) already lays the
       // weight out once; a second stage before it would leave it to run at every call.
-      if (readers.size() != 1 || readers[0]->annotations.count(ir::ann::kLayoutRewritePreproc)) continue;
+      if (readers.size() != 1 || readers[0]->annotations.count(ir::ann::kLayoutRewritePreproc))
+        continue;
       schedule::SRef sref = sch.state().get_sref(readers[0]);
       size_t read = 0;
       while (readers[0]->reads[read].buffer.get() != weight) ++read;
@@ -196,7 +205,8 @@ class RewriteLayout : public Postproc {
       TYCHE_TRY_ASSIGN(stage, sch.cache_read(block, static_cast<int>(read), "global"));
       for (const std::string& map : maps)
         if (Status st = sch.transform_layout(stage, 0, map); !st) return st.error();
-      if (Status st = sch.annotate(stage, ir::ann::kLayoutRewritePreproc, int64_t{1}); !st) return st.error();
+      if (Status st = sch.annotate(stage, ir::ann::kLayoutRewritePreproc, int64_t{1}); !st)
+        return st.error();
     }
     return schedule::ok_status();
   }
@@ -204,6 +214,8 @@ class RewriteLayout : public Postproc {
 
 }  // namespace
 
-PostprocPtr rewrite_layout() { return std::make_shared<RewriteLayout>(); }
+PostprocPtr rewrite_layout() {
+  return std::make_shared<RewriteLayout>();
+}
 
 }  // namespace tyche::tune

@@ -13,7 +13,8 @@
 //   innermost outwards while each is serial, of constant extent, unannotated, has as body
 //   exactly the block realize / the next taken loop, binds only spatial iterators (and binds
 //   one, unless its extent is 1), and the product stays <= V, taking at most one loop of extent
-//   > 1 (unit loops around it are fused in). Several are fused; the result is vectorize(). A loop already parallel is never taken (parallel goes first).
+//   > 1 (unit loops around it are fused in). Several are fused; the result is vectorize(). A loop
+//   already parallel is never taken (parallel goes first).
 // - unroll (U > 0): the outermost loop of the nest gets pragma_auto_unroll_max_step = U and
 //   pragma_unroll_explicit = 1 (meta_schedule.unroll_explicit) or 0 (unroll_implicit); see
 //   lower/unroll.cc for what lowering does with it.
@@ -26,12 +27,12 @@
 
 #include "arith/const_int_bound.h"
 #include "arith/linear.h"
+#include "ir/annotation_keys.h"
 #include "ir/op.h"
 #include "ir/var_use.h"
 #include "schedule/analysis.h"
-#include "tune/postproc/postproc.h"
-#include "ir/annotation_keys.h"
 #include "tune/core/parallel_plan.h"
+#include "tune/postproc/postproc.h"
 
 namespace tyche::tune {
 
@@ -50,7 +51,8 @@ schedule::Result<std::optional<int64_t>> read_int(const ir::Annotations& ann, co
   auto it = ann.find(key);
   if (it == ann.end()) return std::optional<int64_t>();
   if (const auto* i = std::get_if<int64_t>(&it->second)) return std::optional<int64_t>(*i);
-  return ScheduleError(ErrorCode::kInvalidAnnotation, fmt::format("root annotation '{}' is not an integer", key));
+  return ScheduleError(ErrorCode::kInvalidAnnotation,
+                       fmt::format("root annotation '{}' is not an integer", key));
 }
 
 // Serial, unannotated, with a constant extent of at least 1.
@@ -59,7 +61,8 @@ bool plain_serial(const ir::ForNode* f) {
   return f->for_kind == ir::ForKind::kSerial && f->annotations.empty() && extent && *extent >= 1;
 }
 
-Status fuse_and(Schedule& sch, const std::vector<LoopRV>& loops, Status (Schedule::*kind)(const LoopRV&)) {
+Status fuse_and(Schedule& sch, const std::vector<LoopRV>& loops,
+                Status (Schedule::*kind)(const LoopRV&)) {
   LoopRV loop = loops[0];
   if (loops.size() > 1) {
     TYCHE_TRY_ASSIGN(fused, sch.fuse(loops));
@@ -89,7 +92,8 @@ Status vectorize_leaf(Schedule& sch, const BlockRV& block, int64_t limit) {
   for (size_t i = loops.size(); i-- > 0;) {
     TYCHE_TRY_ASSIGN(sref, sch.loop_sref(loops[i]));
     const ir::ForNode* f = sref->as_for();
-    if (!plain_serial(f) || f->body.get() != child || inner_range_vars.count(f->loop_var.get())) break;
+    if (!plain_serial(f) || f->body.get() != child || inner_range_vars.count(f->loop_var.get()))
+      break;
     int64_t extent = *ir::as_const_int(f->extent);
     bool used = false, spatial_only = true;
     for (size_t k = 0; k < b->iter_vars.size(); ++k) {
@@ -119,7 +123,8 @@ Status vectorize_leaf(Schedule& sch, const BlockRV& block, int64_t limit) {
 // Vectorizes the leaf blocks at or under `block` (blocks nested in it after blockize, say).
 Status vectorize_leaves(Schedule& sch, const BlockRV& block, int64_t limit) {
   TYCHE_TRY_ASSIGN(sref, sch.block_sref(block));
-  if (schedule::child_blocks(sch.state(), sref.get()).empty()) return vectorize_leaf(sch, block, limit);
+  if (schedule::child_blocks(sch.state(), sref.get()).empty())
+    return vectorize_leaf(sch, block, limit);
   TYCHE_TRY_ASSIGN(kids, sch.get_child_blocks(block));
   for (const BlockRV& k : kids)
     if (Status s = vectorize_leaves(sch, k, limit); !s) return s;
@@ -138,10 +143,12 @@ class RewriteParallelVectorizeUnroll : public Postproc {
     TYCHE_TRY_ASSIGN(vectorize, read_int(ann, ir::ann::kVectorize));
     TYCHE_TRY_ASSIGN(unroll_explicit, read_int(ann, ir::ann::kUnrollExplicit));
     TYCHE_TRY_ASSIGN(unroll_implicit, read_int(ann, ir::ann::kUnrollImplicit));
-    if (!parallel && !vectorize && !unroll_explicit && !unroll_implicit) return schedule::ok_status();
+    if (!parallel && !vectorize && !unroll_explicit && !unroll_implicit)
+      return schedule::ok_status();
 
     TYCHE_TRY_ASSIGN(root_rv, sch.get_block(root_name));
-    for (const char* key : {ir::ann::kParallel, ir::ann::kVectorize, ir::ann::kUnrollExplicit, ir::ann::kUnrollImplicit}) {
+    for (const char* key : {ir::ann::kParallel, ir::ann::kVectorize, ir::ann::kUnrollExplicit,
+                            ir::ann::kUnrollImplicit}) {
       if (!ann.count(key)) continue;
       if (Status s = sch.unannotate(root_rv, key); !s) return s;
     }
@@ -162,7 +169,10 @@ class RewriteParallelVectorizeUnroll : public Postproc {
       TYCHE_TRY_ASSIGN(outer, sch.loop_sref(loops[0]));
       if (!unroll_done.insert(outer.get()).second) continue;  // a nest shared with an earlier block
       if (Status s = sch.annotate(loops[0], ir::ann::kAutoUnrollMaxStep, unroll); !s) return s;
-      if (Status s = sch.annotate(loops[0], ir::ann::kUnrollExplicitPragma, int64_t{unroll_explicit ? 1 : 0}); !s) return s;
+      if (Status s = sch.annotate(loops[0], ir::ann::kUnrollExplicitPragma,
+                                  int64_t{unroll_explicit ? 1 : 0});
+          !s)
+        return s;
     }
     return schedule::ok_status();
   }
@@ -170,6 +180,8 @@ class RewriteParallelVectorizeUnroll : public Postproc {
 
 }  // namespace
 
-PostprocPtr rewrite_parallel_vectorize_unroll() { return std::make_shared<RewriteParallelVectorizeUnroll>(); }
+PostprocPtr rewrite_parallel_vectorize_unroll() {
+  return std::make_shared<RewriteParallelVectorizeUnroll>();
+}
 
 }  // namespace tyche::tune

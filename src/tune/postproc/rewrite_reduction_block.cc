@@ -11,9 +11,9 @@
 #include <string>
 #include <unordered_set>
 
-#include "ir/var_use.h"
 #include "arith/linear.h"
 #include "ir/functor.h"
+#include "ir/var_use.h"
 #include "schedule/analysis.h"
 #include "tune/postproc/postproc.h"
 
@@ -78,6 +78,8 @@ class RewriteReductionBlock : public Postproc {
 
 }  // namespace
 
-PostprocPtr rewrite_reduction_block() { return std::make_shared<RewriteReductionBlock>(); }
+PostprocPtr rewrite_reduction_block() {
+  return std::make_shared<RewriteReductionBlock>();
+}
 
 }  // namespace tyche::tune

@@ -47,7 +47,9 @@ class KernelScan {
   void walk(const ir::Stmt& s) {
     if (error || !s.defined()) return;
     switch (s.kind()) {
-      case ir::StmtKind::kFor: walk_for(s.as<ir::ForNode>()); return;
+      case ir::StmtKind::kFor:
+        walk_for(s.as<ir::ForNode>());
+        return;
       case ir::StmtKind::kSeqStmt:
         for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq) walk(c);
         return;
@@ -55,9 +57,14 @@ class KernelScan {
         walk(s.as<ir::IfThenElseNode>()->then_case);
         walk(s.as<ir::IfThenElseNode>()->else_case);
         return;
-      case ir::StmtKind::kAllocate: walk(s.as<ir::AllocateNode>()->body); return;
-      case ir::StmtKind::kBlockRealize: walk_realize(s.as<ir::BlockRealizeNode>()); return;
-      default: return;
+      case ir::StmtKind::kAllocate:
+        walk(s.as<ir::AllocateNode>()->body);
+        return;
+      case ir::StmtKind::kBlockRealize:
+        walk_realize(s.as<ir::BlockRealizeNode>());
+        return;
+      default:
+        return;
     }
   }
 
@@ -66,29 +73,34 @@ class KernelScan {
     auto extent = ir::as_const_int(f->extent);
     if (f->for_kind == ir::ForKind::kThreadBinding) {
       if (!extent) {
-        error = ScheduleError(ErrorCode::kNonConstantExtent,
-                              fmt::format("kernel {}: loop '{}' bound to {} has a non-constant extent", kernel_,
-                                          f->loop_var.name(), f->thread_tag),
-                              f);
+        error =
+            ScheduleError(ErrorCode::kNonConstantExtent,
+                          fmt::format("kernel {}: loop '{}' bound to {} has a non-constant extent",
+                                      kernel_, f->loop_var.name(), f->thread_tag),
+                          f);
         return;
       }
       for (const ir::ForNode* outer : path_) {
-        if (outer->for_kind != ir::ForKind::kThreadBinding || outer->thread_tag != f->thread_tag) continue;
+        if (outer->for_kind != ir::ForKind::kThreadBinding || outer->thread_tag != f->thread_tag)
+          continue;
         std::optional<int64_t> outer_extent = ir::as_const_int(outer->extent);
         if (outer_extent != extent) {
           error = ScheduleError(ErrorCode::kInvalidLoopKind,
-                                fmt::format("kernel {}: {} is bound on nested loops with different extents ('{}' {}, '{}' {})",
+                                fmt::format("kernel {}: {} is bound on nested loops with different "
+                                            "extents ('{}' {}, '{}' {})",
                                             kernel_, f->thread_tag, outer->loop_var.name(),
-                                            outer_extent ? std::to_string(*outer_extent) : "?", f->loop_var.name(), *extent),
+                                            outer_extent ? std::to_string(*outer_extent) : "?",
+                                            f->loop_var.name(), *extent),
                                 f);
           return;
         }
         if (uses_outer(f->body, outer->loop_var.get())) {
           error = ScheduleError(ErrorCode::kInvalidLoopKind,
-                                fmt::format("kernel {}: {} is bound on nested loops '{}' and '{}' and the inner nest uses '{}' "
+                                fmt::format("kernel {}: {} is bound on nested loops '{}' and '{}' "
+                                            "and the inner nest uses '{}' "
                                             "(both loops become one thread index)",
-                                            kernel_, f->thread_tag, outer->loop_var.name(), f->loop_var.name(),
-                                            outer->loop_var.name()),
+                                            kernel_, f->thread_tag, outer->loop_var.name(),
+                                            f->loop_var.name(), outer->loop_var.name()),
                                 f);
           return;
         }
@@ -110,7 +122,8 @@ class KernelScan {
     // Outer bindings first: inner values refer to the enclosing block's iter vars.
     std::vector<ir::Expr> values;
     for (const ir::Expr& v : r->iter_values) values.push_back(subst(v));
-    for (size_t i = 0; i < b->iter_vars.size(); ++i) bindings_[b->iter_vars[i].var.get()] = values[i];
+    for (size_t i = 0; i < b->iter_vars.size(); ++i)
+      bindings_[b->iter_vars[i].var.get()] = values[i];
     walk(b->init);
     walk(b->body);
     for (const ir::IterVar& iv : b->iter_vars) bindings_.erase(iv.var.get());
@@ -154,24 +167,29 @@ class VerifyGPUCode : public Postproc {
     if (!target_.is_gpu()) return schedule::ok_status();
     const ir::BlockNode* root = sch.state().root()->as_block();
     if (const ir::BlockNode* b = unbound_block(root->body, false))
-      return ScheduleError(ErrorCode::kInvalidLoopKind, fmt::format("block '{}' is not bound to GPU threads", b->name));
+      return ScheduleError(ErrorCode::kInvalidLoopKind,
+                           fmt::format("block '{}' is not bound to GPU threads", b->name));
     std::vector<ir::Stmt> tops = {root->body};
     if (const auto* seq = root->body.as<ir::SeqStmtNode>()) tops = seq->seq;
     int index = 0;
     for (const ir::Stmt& top : tops) {
       if (!has_thread_binding(top)) continue;
       std::string kernel = std::to_string(index++);
-      if (const auto* f = top.as<ir::ForNode>()) kernel += fmt::format(" (loop '{}')", f->loop_var.name());
+      if (const auto* f = top.as<ir::ForNode>())
+        kernel += fmt::format(" (loop '{}')", f->loop_var.name());
       KernelScan scan(kernel);
       scan.walk(top);
       if (scan.error) return *scan.error;
     }
     lower::GpuProgram program;
     try {
-      program = lower::lower_gpu(sch.func(), {}, lower::GpuLowerOptions::for_target(target_.kind, target_.compute_capability()));
+      program = lower::lower_gpu(
+          sch.func(), {},
+          lower::GpuLowerOptions::for_target(target_.kind, target_.compute_capability()));
     } catch (const Error& e) {
       std::string why = e.what();
-      return ScheduleError(ErrorCode::kUnsupported, fmt::format("the GPU lowering refuses it: {}", why.substr(0, why.find('\n'))));
+      return ScheduleError(ErrorCode::kUnsupported, fmt::format("the GPU lowering refuses it: {}",
+                                                                why.substr(0, why.find('\n'))));
     }
     for (const lower::GpuKernel& k : program.kernels)
       if (Status s = check_kernel(k); !s) return s;
@@ -183,7 +201,8 @@ class VerifyGPUCode : public Postproc {
     bool found = false;
     ir::post_order_visit(s, [&](const ir::Stmt& x) {
       const auto* f = x.as<ir::ForNode>();
-      found |= f && f->for_kind == ir::ForKind::kThreadBinding && (!launch_only || is_launch_axis(f));
+      found |=
+          f && f->for_kind == ir::ForKind::kThreadBinding && (!launch_only || is_launch_axis(f));
     });
     return found;
   }
@@ -198,7 +217,8 @@ class VerifyGPUCode : public Postproc {
     switch (s.kind()) {
       case ir::StmtKind::kFor: {
         const auto* f = s.as<ir::ForNode>();
-        return unbound_block(f->body, bound || (f->for_kind == ir::ForKind::kThreadBinding && is_launch_axis(f)));
+        return unbound_block(
+            f->body, bound || (f->for_kind == ir::ForKind::kThreadBinding && is_launch_axis(f)));
       }
       case ir::StmtKind::kSeqStmt:
         for (const ir::Stmt& c : s.as<ir::SeqStmtNode>()->seq)
@@ -209,7 +229,8 @@ class VerifyGPUCode : public Postproc {
         const ir::BlockNode* b = unbound_block(i->then_case, bound);
         return b ? b : unbound_block(i->else_case, bound);
       }
-      case ir::StmtKind::kAllocate: return unbound_block(s.as<ir::AllocateNode>()->body, bound);
+      case ir::StmtKind::kAllocate:
+        return unbound_block(s.as<ir::AllocateNode>()->body, bound);
       case ir::StmtKind::kBlockRealize: {
         const ir::BlockNode* b = s.as<ir::BlockRealizeNode>()->block.get();
         if (bound) return nullptr;
@@ -218,7 +239,8 @@ class VerifyGPUCode : public Postproc {
         const ir::BlockNode* inner = unbound_block(b->init, false);
         return inner ? inner : unbound_block(b->body, false);
       }
-      default: return nullptr;
+      default:
+        return nullptr;
     }
   }
 
@@ -228,21 +250,30 @@ class VerifyGPUCode : public Postproc {
       std::string axes;
       for (const lower::ThreadIndex& t : k.indices)
         if (t.tag.starts_with("threadIdx"))
-          axes += fmt::format("{}{} {}", axes.empty() ? "" : ", ", t.tag, k.block[static_cast<size_t>(t.tag.back() - 'x')]);
-      return ScheduleError(ErrorCode::kExceedsLimit, fmt::format("kernel {}: {} threads per block ({}) exceed max_threads_per_block {}",
-                                                                 k.name, r.threads, axes, target_.max_threads_per_block));
+          axes += fmt::format("{}{} {}", axes.empty() ? "" : ", ", t.tag,
+                              k.block[static_cast<size_t>(t.tag.back() - 'x')]);
+      return ScheduleError(
+          ErrorCode::kExceedsLimit,
+          fmt::format("kernel {}: {} threads per block ({}) exceed max_threads_per_block {}",
+                      k.name, r.threads, axes, target_.max_threads_per_block));
     }
     for (bool shared : {true, false}) {
       const char* scope = shared ? "shared" : "local";
       const int64_t bytes = shared ? r.shared_bytes : r.local_bytes;
-      const int64_t limit = shared ? target_.max_shared_memory_per_block : target_.max_local_memory_per_block;
+      const int64_t limit =
+          shared ? target_.max_shared_memory_per_block : target_.max_local_memory_per_block;
       if (bytes > limit)
-        return ScheduleError(ErrorCode::kExceedsLimit, fmt::format("kernel {}: {} bytes of {} memory exceed max_{}_memory_per_block {}",
-                                                                   k.name, bytes, scope, scope, limit));
+        return ScheduleError(
+            ErrorCode::kExceedsLimit,
+            fmt::format("kernel {}: {} bytes of {} memory exceed max_{}_memory_per_block {}",
+                        k.name, bytes, scope, scope, limit));
     }
     if (r.vector_bytes > target_.max_vector_bytes)
-      return ScheduleError(ErrorCode::kInvalidLoopKind, fmt::format("kernel {}: a vector load or store moves {} bytes, more than max_vector_bytes {}",
-                                                                    k.name, r.vector_bytes, target_.max_vector_bytes));
+      return ScheduleError(
+          ErrorCode::kInvalidLoopKind,
+          fmt::format(
+              "kernel {}: a vector load or store moves {} bytes, more than max_vector_bytes {}",
+              k.name, r.vector_bytes, target_.max_vector_bytes));
     return schedule::ok_status();
   }
 
@@ -251,6 +282,8 @@ class VerifyGPUCode : public Postproc {
 
 }  // namespace
 
-PostprocPtr verify_gpu_code() { return std::make_shared<VerifyGPUCode>(); }
+PostprocPtr verify_gpu_code() {
+  return std::make_shared<VerifyGPUCode>();
+}
 
 }  // namespace tyche::tune

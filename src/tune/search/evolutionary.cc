@@ -70,9 +70,11 @@ class Evolutionary : public SearchStrategy {
       std::vector<double> s = score(population);
       if (gen == 0) temperature0 = spread(s);
       for (size_t i = 0; i < population.size(); ++i)
-        if (!task_->measured.count(population[i].program_hash)) seen.emplace(population[i].program_hash, std::pair{s[i], population[i]});
+        if (!task_->measured.count(population[i].program_hash))
+          seen.emplace(population[i].program_hash, std::pair{s[i], population[i]});
       if (gen + 1 == options_.generations) break;
-      double temperature = temperature0 * (1.0 - static_cast<double>(gen + 1) / (options_.generations - 1));
+      double temperature =
+          temperature0 * (1.0 - static_cast<double>(gen + 1) / (options_.generations - 1));
       population = next_generation(population, s, temperature);
     }
     std::vector<Trial> out = pick(count - static_cast<int>(warm.size()), seen, fresh, warm);
@@ -90,25 +92,31 @@ class Evolutionary : public SearchStrategy {
     std::vector<int64_t> seeds;
     for (size_t i = 0; i < traces.size(); ++i) seeds.push_back(rng_.fork().seed());
     std::vector<std::optional<Trial>> replayed(traces.size());
-    parallel_indices(traces.size(), task_->threads, [&](size_t i) { replayed[i] = task_->replay(traces[i], seeds[i]); });
+    parallel_indices(traces.size(), task_->threads,
+                     [&](size_t i) { replayed[i] = task_->replay(traces[i], seeds[i]); });
     std::unordered_set<uint64_t> taken;
     for (auto& t : replayed)
-      if (t && static_cast<int>(out.size()) < limit && !task_->measured.count(t->program_hash) && taken.insert(t->program_hash).second)
+      if (t && static_cast<int>(out.size()) < limit && !task_->measured.count(t->program_hash) &&
+          taken.insert(t->program_hash).second)
         out.push_back(std::move(*t));
     return out;
   }
 
   void initial_population(std::vector<Trial>& population, std::vector<Trial>& fresh) {
     std::vector<std::pair<double, schedule::Trace>> best = task_->measured_traces;
-    std::stable_sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    size_t n_best = std::min(best.size(), static_cast<size_t>(options_.population * options_.init_measured_ratio));
+    std::stable_sort(best.begin(), best.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    size_t n_best = std::min(
+        best.size(), static_cast<size_t>(options_.population * options_.init_measured_ratio));
     std::vector<int64_t> seeds;
     for (size_t i = 0; i < n_best; ++i) seeds.push_back(rng_.fork().seed());
     std::vector<std::optional<Trial>> replayed(n_best);
-    parallel_indices(n_best, task_->threads, [&](size_t i) { replayed[i] = task_->replay(best[i].second, seeds[i]); });
+    parallel_indices(n_best, task_->threads,
+                     [&](size_t i) { replayed[i] = task_->replay(best[i].second, seeds[i]); });
     for (auto& c : replayed)
       if (c) population.push_back(std::move(*c));
-    int n_fresh = std::max(options_.population - static_cast<int>(population.size()), options_.init_min_unmeasured);
+    int n_fresh = std::max(options_.population - static_cast<int>(population.size()),
+                           options_.init_min_unmeasured);
     std::unordered_set<uint64_t> fresh_seen;
     // Draws in parallel, a few rounds in case some samples are invalid.
     for (int round = 0, got = 0; round < 4 && got < n_fresh; ++round) {
@@ -119,7 +127,8 @@ class Evolutionary : public SearchStrategy {
       for (auto& c : drawn) {
         if (!c) continue;
         ++got;
-        if (!task_->measured.count(c->program_hash) && fresh_seen.insert(c->program_hash).second) fresh.push_back(*c);
+        if (!task_->measured.count(c->program_hash) && fresh_seen.insert(c->program_hash).second)
+          fresh.push_back(*c);
         population.push_back(std::move(*c));
       }
     }
@@ -155,7 +164,8 @@ class Evolutionary : public SearchStrategy {
   std::optional<Trial> mutate(const Trial& parent, RandomEngine& rng) const {
     if (task_->mutators.empty()) return std::nullopt;
     for (int t = 0; t < kMutationTries; ++t) {
-      const MutatorPtr& m = task_->mutators[static_cast<size_t>(rng.weighted_index(mutator_weights_))].first;
+      const MutatorPtr& m =
+          task_->mutators[static_cast<size_t>(rng.weighted_index(mutator_weights_))].first;
       std::optional<schedule::Trace> trace = m->mutate(parent.trace, rng);
       if (!trace) continue;
       if (auto child = task_->replay(*trace, rng.fork().seed())) return child;
@@ -163,8 +173,8 @@ class Evolutionary : public SearchStrategy {
     return std::nullopt;
   }
 
-  std::vector<Trial> next_generation(const std::vector<Trial>& population, const std::vector<double>& s,
-                                               double temperature) {
+  std::vector<Trial> next_generation(const std::vector<Trial>& population,
+                                     const std::vector<double>& s, double temperature) {
     // Parents in proportion to their score (shifted to be positive).
     double lo = *std::min_element(s.begin(), s.end());
     std::vector<double> w;
@@ -182,19 +192,21 @@ class Evolutionary : public SearchStrategy {
       if (mutated[i]) children[i] = mutate(population[parents[i]], rngs[i]);
     });
     std::vector<Trial> next;
-    for (size_t i = 0; i < population.size(); ++i) next.push_back(children[i] ? std::move(*children[i]) : population[parents[i]]);
+    for (size_t i = 0; i < population.size(); ++i)
+      next.push_back(children[i] ? std::move(*children[i]) : population[parents[i]]);
     if (options_.acceptance != "annealing") return next;
     std::vector<double> child_scores = score(next);
     for (size_t i = 0; i < next.size(); ++i) {
       double gain = child_scores[i] - s[parents[i]];
-      bool accept = gain >= 0 || (temperature > 0 && rng_.uniform_real() < std::exp(gain / temperature));
+      bool accept =
+          gain >= 0 || (temperature > 0 && rng_.uniform_real() < std::exp(gain / temperature));
       if (!accept) next[i] = population[parents[i]];
     }
     return next;
   }
 
   std::vector<Trial> pick(int count, std::unordered_map<uint64_t, std::pair<double, Trial>>& seen,
-                                    std::vector<Trial>& fresh, const std::vector<Trial>& already) {
+                          std::vector<Trial>& fresh, const std::vector<Trial>& already) {
     std::vector<std::pair<double, Trial>*> ranked;
     for (auto& [h, e] : seen) ranked.push_back(&e);
     std::sort(ranked.begin(), ranked.end(), [](const auto* a, const auto* b) {
@@ -206,17 +218,22 @@ class Evolutionary : public SearchStrategy {
     std::unordered_set<uint64_t> taken;
     for (const Trial& c : already) taken.insert(c.program_hash);
     auto take = [&](const Trial& c) {
-      if (static_cast<int>(out.size()) >= count || task_->measured.count(c.program_hash) || !taken.insert(c.program_hash).second) return;
+      if (static_cast<int>(out.size()) >= count || task_->measured.count(c.program_hash) ||
+          !taken.insert(c.program_hash).second)
+        return;
       out.push_back(c);
     };
-    for (size_t i = 0; i < ranked.size() && static_cast<int>(out.size()) < count - n_random; ++i) take(ranked[i]->second);
+    for (size_t i = 0; i < ranked.size() && static_cast<int>(out.size()) < count - n_random; ++i)
+      take(ranked[i]->second);
     // Epsilon: random fresh samples, then whatever ranks next if the fresh ones ran out.
     for (size_t i = 0; i < fresh.size() && static_cast<int>(out.size()) < count; ++i) {
-      size_t j = i + static_cast<size_t>(rng_.uniform_int(0, static_cast<int64_t>(fresh.size() - i)));
+      size_t j =
+          i + static_cast<size_t>(rng_.uniform_int(0, static_cast<int64_t>(fresh.size() - i)));
       std::swap(fresh[i], fresh[j]);
       take(fresh[i]);
     }
-    for (size_t i = 0; i < ranked.size() && static_cast<int>(out.size()) < count; ++i) take(ranked[i]->second);
+    for (size_t i = 0; i < ranked.size() && static_cast<int>(out.size()) < count; ++i)
+      take(ranked[i]->second);
     return out;
   }
 
@@ -232,7 +249,8 @@ class Evolutionary : public SearchStrategy {
 
 SearchStrategyPtr make_evolutionary(const EvolutionaryOptions& options) {
   if (options.acceptance != "eps-greedy" && options.acceptance != "annealing")
-    throw Error(fmt::format("unknown acceptance '{}' (expected eps-greedy or annealing)", options.acceptance));
+    throw Error(fmt::format("unknown acceptance '{}' (expected eps-greedy or annealing)",
+                            options.acceptance));
   return std::make_unique<Evolutionary>(options);
 }
 

@@ -29,19 +29,26 @@ class LocalSearch : public SearchStrategy {
     std::vector<Trial> out;
     std::unordered_set<uint64_t> taken;
     auto take = [&](std::optional<Trial> t) {
-      if (t && !task_->measured.count(t->program_hash) && taken.insert(t->program_hash).second) out.push_back(std::move(*t));
+      if (t && !task_->measured.count(t->program_hash) && taken.insert(t->program_hash).second)
+        out.push_back(std::move(*t));
     };
     std::vector<schedule::Trace> parents = fastest_measured();
-    for (int tries = 0; !parents.empty() && static_cast<int>(out.size()) < count && tries < count * kTriesPerCandidate; ++tries)
-      take(neighbour(parents[static_cast<size_t>(rng_.uniform_int(0, static_cast<int64_t>(parents.size())))]));
-    for (int tries = 0; static_cast<int>(out.size()) < count && tries < count * kTriesPerCandidate; ++tries) take(task_->sample(rng_));
+    for (int tries = 0; !parents.empty() && static_cast<int>(out.size()) < count &&
+                        tries < count * kTriesPerCandidate;
+         ++tries)
+      take(neighbour(
+          parents[static_cast<size_t>(rng_.uniform_int(0, static_cast<int64_t>(parents.size())))]));
+    for (int tries = 0; static_cast<int>(out.size()) < count && tries < count * kTriesPerCandidate;
+         ++tries)
+      take(task_->sample(rng_));
     return out;
   }
 
  private:
   std::vector<schedule::Trace> fastest_measured() const {
     std::vector<std::pair<double, schedule::Trace>> measured = task_->measured_traces;
-    std::stable_sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(measured.begin(), measured.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<schedule::Trace> out;
     for (size_t i = 0; i < measured.size() && i < kParents; ++i) out.push_back(measured[i].second);
     return out;
@@ -63,6 +70,8 @@ class LocalSearch : public SearchStrategy {
 
 }  // namespace
 
-SearchStrategyPtr make_local_search(const EvolutionaryOptions&) { return std::make_unique<LocalSearch>(); }
+SearchStrategyPtr make_local_search(const EvolutionaryOptions&) {
+  return std::make_unique<LocalSearch>();
+}
 
 }  // namespace tyche::tune

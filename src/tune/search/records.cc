@@ -12,7 +12,8 @@
 
 namespace tyche::tune {
 
-std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRecord*>& records, const TuneContext& context,
+std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRecord*>& records,
+                                               const TuneContext& context,
                                                const std::vector<PostprocPtr>& postprocs) {
   std::unordered_set<uint64_t> out;
   for (const TuningRecord* r : records) {
@@ -22,7 +23,8 @@ std::unordered_set<uint64_t> measured_programs(const std::vector<const TuningRec
     }
     try {
       auto c = make_candidate(context, schedule::Trace::from_json(r->trace_json), {}, postprocs, 0);
-      if (auto* sch = std::get_if<schedule::Schedule>(&c)) out.insert(ir::structural_hash(sch->func()));
+      if (auto* sch = std::get_if<schedule::Schedule>(&c))
+        out.insert(ir::structural_hash(sch->func()));
     } catch (const Error&) {
       // a trace of another version of the rules: not a program this run can produce again
     }
@@ -44,10 +46,12 @@ namespace {
 // JSON but names an unknown instruction or a decision out of range: a hand-edited record, or one
 // of another version of the rules).
 std::variant<ir::PrimFunc, std::string> replay(const TuningRecord& r, const TuneContext& context,
-                                               const std::vector<PostprocPtr>& postprocs, int64_t seed) {
+                                               const std::vector<PostprocPtr>& postprocs,
+                                               int64_t seed) {
   try {
     auto c = make_candidate(context, schedule::Trace::from_json(r.trace_json), {}, postprocs, seed);
-    if (auto* e = std::get_if<CandidateError>(&c)) return fmt::format("{}: {}", e->category, e->message);
+    if (auto* e = std::get_if<CandidateError>(&c))
+      return fmt::format("{}: {}", e->category, e->message);
     return std::get<schedule::Schedule>(c).func();
   } catch (const Error& e) {
     return std::string(e.what());
@@ -56,14 +60,18 @@ std::variant<ir::PrimFunc, std::string> replay(const TuningRecord& r, const Tune
 
 }  // namespace
 
-BestPrograms replayable_best(const Database& db, const std::string& name, const ir::PrimFunc& func, const target::Target& target,
-                             int k, int64_t seed) {
+BestPrograms replayable_best(const Database& db, const std::string& name, const ir::PrimFunc& func,
+                             const target::Target& target, int k, int64_t seed) {
   uint64_t hash = ir::structural_hash(func);
   auto ranked = db.best(hash, preferred_target_key(db, hash, target), -1);
   if (ranked.empty()) {
-    bool other = std::any_of(db.records().begin(), db.records().end(), [&](const TuningRecord& r) { return r.workload.hash == hash && r.ok(); });
-    const char* others = target.is_gpu() ? "another GPU kind, architecture or limits" : "another CPU or core count";
-    throw Error(fmt::format("the database at '{}' has no measured {} for {}{}", db.dir(), name, target.str(),
+    bool other = std::any_of(db.records().begin(), db.records().end(), [&](const TuningRecord& r) {
+      return r.workload.hash == hash && r.ok();
+    });
+    const char* others =
+        target.is_gpu() ? "another GPU kind, architecture or limits" : "another CPU or core count";
+    throw Error(fmt::format("the database at '{}' has no measured {} for {}{}", db.dir(), name,
+                            target.str(),
                             other ? fmt::format(" (only for other targets: {})", others) : ""));
   }
   TuneContext context{func, target};
@@ -76,37 +84,43 @@ BestPrograms replayable_best(const Database& db, const std::string& name, const 
     auto replayed = replay(*r, context, postprocs, seed);
     if (auto* why = std::get_if<std::string>(&replayed)) {
       // One broken record must not cost the workload its tuned program: the next one stands in.
-      if (first_failure.empty()) first_failure = fmt::format("the {} of {} no longer replays ({})", which, name, *why);
+      if (first_failure.empty())
+        first_failure = fmt::format("the {} of {} no longer replays ({})", which, name, *why);
       int line = db.line_of(r);
-      out.warnings.push_back(fmt::format("the {} of {} ({}{}) does not replay ({}); using the next best", which, name, db.records_path(),
-                                         line > 0 ? fmt::format(":{}", line) : "", *why));
+      out.warnings.push_back(
+          fmt::format("the {} of {} ({}{}) does not replay ({}); using the next best", which, name,
+                      db.records_path(), line > 0 ? fmt::format(":{}", line) : "", *why));
       continue;
     }
     ir::PrimFunc program = std::get<ir::PrimFunc>(replayed);
     // Replaying to another program means the rules or postprocessors changed: every record is
     // suspect, so this is refused rather than skipped.
     if (r->program && ir::structural_hash(program) != r->program)
-      throw Error(fmt::format("the {} of {} replays to another program than the one measured (program {:016x}, "
-                              "measured {:016x}): the rules or postprocessors changed since",
-                              which, name, ir::structural_hash(program), r->program));
+      throw Error(fmt::format(
+          "the {} of {} replays to another program than the one measured (program {:016x}, "
+          "measured {:016x}): the rules or postprocessors changed since",
+          which, name, ir::structural_hash(program), r->program));
     out.programs.push_back(program);
     out.records.push_back(r);
   }
   if (out.programs.empty())
     throw Error(ranked.size() == 1 ? first_failure
-                                   : fmt::format("{}, nor do the {} other records of it", first_failure, ranked.size() - 1));
+                                   : fmt::format("{}, nor do the {} other records of it",
+                                                 first_failure, ranked.size() - 1));
   return out;
 }
 
-std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name, const ir::PrimFunc& func,
-                                        const target::Target& target, int k, int64_t seed, std::vector<std::string>* warnings) {
+std::vector<ir::PrimFunc> best_programs(const Database& db, const std::string& name,
+                                        const ir::PrimFunc& func, const target::Target& target,
+                                        int k, int64_t seed, std::vector<std::string>* warnings) {
   BestPrograms best = replayable_best(db, name, func, target, k, seed);
   if (warnings) warnings->insert(warnings->end(), best.warnings.begin(), best.warnings.end());
   return std::move(best.programs);
 }
 
-ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func, const target::Target& target,
-                          int64_t seed, std::vector<std::string>* warnings) {
+ir::PrimFunc best_program(const Database& db, const std::string& name, const ir::PrimFunc& func,
+                          const target::Target& target, int64_t seed,
+                          std::vector<std::string>* warnings) {
   return best_programs(db, name, func, target, 1, seed, warnings)[0];
 }
 

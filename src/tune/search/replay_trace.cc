@@ -21,9 +21,11 @@ class ReplayTrace : public SearchStrategy {
   std::vector<Trial> generate(int count) override {
     std::vector<Trial> out;
     std::unordered_set<uint64_t> batch;
-    for (int draws = 0; static_cast<int>(out.size()) < count && draws < count * kDrawsPerCandidate; ++draws) {
+    for (int draws = 0; static_cast<int>(out.size()) < count && draws < count * kDrawsPerCandidate;
+         ++draws) {
       std::optional<Trial> c = task_->sample(rng_);
-      if (!c || task_->measured.count(c->program_hash) || !batch.insert(c->program_hash).second) continue;
+      if (!c || task_->measured.count(c->program_hash) || !batch.insert(c->program_hash).second)
+        continue;
       out.push_back(std::move(*c));
     }
     return out;
@@ -36,6 +38,8 @@ class ReplayTrace : public SearchStrategy {
 
 }  // namespace
 
-SearchStrategyPtr make_replay_trace(const EvolutionaryOptions&) { return std::make_unique<ReplayTrace>(); }
+SearchStrategyPtr make_replay_trace(const EvolutionaryOptions&) {
+  return std::make_unique<ReplayTrace>();
+}
 
 }  // namespace tyche::tune

@@ -28,10 +28,11 @@ struct SearchTask {
   std::vector<PostprocPtr> postprocs;                   // initialized with context
   std::vector<std::pair<MutatorPtr, double>> mutators;  // initialized with context, with weights
   CostModel* model = nullptr;
-  std::unordered_set<uint64_t> measured;                // program hashes, failures included
-  std::vector<std::pair<double, schedule::Trace>> measured_traces;  // (seconds, trace) of those that ran
+  std::unordered_set<uint64_t> measured;  // program hashes, failures included
+  std::vector<std::pair<double, schedule::Trace>>
+      measured_traces;  // (seconds, trace) of those that ran
   uint64_t workload = 0;
-  int threads = 1;  // for sampling, mutation and validation
+  int threads = 1;                    // for sampling, mutation and validation
   RefusalCounts* refusals = nullptr;  // when set, counts why replays and samples were refused
   // The warm start: programs to measure first, fastest first (the best of similar workloads'
   // records with their decisions transferred to this one: transfer.h). The evolutionary search
@@ -62,14 +63,13 @@ class SearchStrategy {
 };
 using SearchStrategyPtr = std::unique_ptr<SearchStrategy>;
 
-
 struct EvolutionaryOptions {
   int population = 512;
   double init_measured_ratio = 0.2;  // of the population, from the best measured
   int init_min_unmeasured = 50;      // fresh samples at least
   int generations = 4;
   double mutation_probability = 0.85;
-  double epsilon = 0.05;             // of each batch, picked at random from fresh samples
+  double epsilon = 0.05;  // of each batch, picked at random from fresh samples
   // "eps-greedy" (MetaSchedule: children replace their parents, the batch is the best scored
   // plus epsilon random) or "annealing" (a child replaces its parent if it scores higher, or
   // with probability exp(gain / T), T falling over the generations).
@@ -81,7 +81,8 @@ struct EvolutionaryOptions {
 // "local-search" (mutations of the fastest measured programs, no cost model: local_search.cc).
 // Each factory reads the options it needs. Throws tyche::Error for an unknown name or options the
 // strategy refuses.
-SearchStrategyPtr make_search_strategy(const std::string& name, const EvolutionaryOptions& options = {});
+SearchStrategyPtr make_search_strategy(const std::string& name,
+                                       const EvolutionaryOptions& options = {});
 std::vector<std::string> search_strategy_names();
 
 }  // namespace tyche::tune

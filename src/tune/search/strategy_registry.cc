@@ -13,7 +13,8 @@
 
 namespace tyche::tune {
 
-#define TYCHE_DECLARE_FACTORY(id, name) SearchStrategyPtr make_##id(const EvolutionaryOptions& options);
+#define TYCHE_DECLARE_FACTORY(id, name) \
+  SearchStrategyPtr make_##id(const EvolutionaryOptions& options);
 TYCHE_SEARCH_STRATEGIES(TYCHE_DECLARE_FACTORY)
 #undef TYCHE_DECLARE_FACTORY
 
@@ -39,10 +40,12 @@ std::vector<std::string> search_strategy_names() {
   return names;
 }
 
-SearchStrategyPtr make_search_strategy(const std::string& name, const EvolutionaryOptions& options) {
+SearchStrategyPtr make_search_strategy(const std::string& name,
+                                       const EvolutionaryOptions& options) {
   for (const StrategyEntry& e : strategies())
     if (name == e.name) return e.make(options);
-  throw Error(fmt::format("unknown search strategy '{}' (expected {})", name, fmt::join(search_strategy_names(), " or ")));
+  throw Error(fmt::format("unknown search strategy '{}' (expected {})", name,
+                          fmt::join(search_strategy_names(), " or ")));
 }
 
 }  // namespace tyche::tune

@@ -32,7 +32,8 @@ DefinitionSites definition_sites(const schedule::Trace& t) {
 
 // Same shape of argument: handles made at the same place, equal strings (block names,
 // annotation keys), lists alike element by element; numbers may differ (extents, limits).
-bool same_argument(const schedule::Value& x, const DefinitionSites& xs, const schedule::Value& y, const DefinitionSites& ys) {
+bool same_argument(const schedule::Value& x, const DefinitionSites& xs, const schedule::Value& y,
+                   const DefinitionSites& ys) {
   if (x.kind != y.kind) return false;
   if (x.is_rv()) {
     auto a = xs.find(x.i), b = ys.find(y.i);
@@ -55,7 +56,8 @@ bool same_instructions(const schedule::Trace& a, const schedule::Trace& b) {
   for (size_t i = 0; i < a.size(); ++i) {
     const schedule::Instruction& x = a.instructions()[i];
     const schedule::Instruction& y = b.instructions()[i];
-    if (x.kind != y.kind || x.args.size() != y.args.size() || x.outputs.size() != y.outputs.size()) return false;
+    if (x.kind != y.kind || x.args.size() != y.args.size() || x.outputs.size() != y.outputs.size())
+      return false;
     for (size_t k = 0; k < x.args.size(); ++k)
       if (!same_argument(x.args[k], as, y.args[k], bs)) return false;
   }
@@ -70,7 +72,8 @@ int64_t largest_divisor_up_to(int64_t n, int64_t cap) {
 
 }  // namespace
 
-std::vector<int64_t> adapt_tile(const std::vector<int64_t>& factors, int64_t extent, int64_t max_innermost) {
+std::vector<int64_t> adapt_tile(const std::vector<int64_t>& factors, int64_t extent,
+                                int64_t max_innermost) {
   std::vector<int64_t> out(factors.size(), 1);
   if (factors.empty()) return out;
   int64_t rest = extent;
@@ -84,7 +87,8 @@ std::vector<int64_t> adapt_tile(const std::vector<int64_t>& factors, int64_t ext
   return out;
 }
 
-std::optional<schedule::Trace> transfer_decisions(const TuneContext& ctx, const schedule::Trace& space,
+std::optional<schedule::Trace> transfer_decisions(const TuneContext& ctx,
+                                                  const schedule::Trace& space,
                                                   const schedule::Trace& measured) {
   if (!same_instructions(space, measured)) return std::nullopt;
   const schedule::InstructionKind& perfect_tile = schedule::kind_sample_perfect_tile();
@@ -108,7 +112,8 @@ std::optional<schedule::Trace> transfer_decisions(const TuneContext& ctx, const 
       if (!extent) return std::nullopt;
       std::vector<int64_t> factors;
       for (const schedule::Value& v : decision.list) factors.push_back(v.i);
-      std::vector<int64_t> adapted = adapt_tile(factors, *extent, out.instructions()[index].arg("max_innermost_factor").i);
+      std::vector<int64_t> adapted =
+          adapt_tile(factors, *extent, out.instructions()[index].arg("max_innermost_factor").i);
       std::vector<schedule::Value> list;
       for (int64_t f : adapted) list.push_back(schedule::Value::integer(f));
       out = out.with_decision(index, schedule::Value::of_list(std::move(list)));

@@ -44,7 +44,8 @@ class AddRFactor : public ScheduleRule {
     int factor_axis = static_cast<int>(loops->spatial.size());
     for (const schedule::LoopRV& part : parts.value()) {
       Schedule rf = split_sch.copy();
-      if (rf.rfactor(part, factor_axis).ok() && rf.annotate(block, ir::ann::kRandomComputeProducer, int64_t{1}).ok())
+      if (rf.rfactor(part, factor_axis).ok() &&
+          rf.annotate(block, ir::ann::kRandomComputeProducer, int64_t{1}).ok())
         out.push_back(std::move(rf));
     }
     return out;
@@ -55,7 +56,8 @@ class AddRFactor : public ScheduleRule {
   // the cores busy; any other reduction when it is longer than the core count.
   bool worth_it(const Schedule& sch, const BlockRV& block, const ReductionLoops& loops) const {
     if (needs_multi_level_tiling(sch, block))
-      return loops.spatial_extent < loops.reduce_extent && loops.spatial_extent <= max_parallel_extent_;
+      return loops.spatial_extent < loops.reduce_extent &&
+             loops.spatial_extent <= max_parallel_extent_;
     return loops.reduce_extent > num_cores_;
   }
 

@@ -29,7 +29,8 @@ class AutoBind : public ScheduleRule {
 
   std::vector<Schedule> apply(Schedule sch, const BlockRV& block) override {
     std::vector<Schedule> out;
-    if (gpu_ && !extents_.empty() && !is_root_block(sch, block) && is_subroot_block(sch, block)) bind(sch, block);
+    if (gpu_ && !extents_.empty() && !is_root_block(sch, block) && is_subroot_block(sch, block))
+      bind(sch, block);
     out.push_back(std::move(sch));
     return out;
   }
@@ -47,13 +48,15 @@ class AutoBind : public ScheduleRule {
       has_block_idx |= f->thread_tag.starts_with("blockIdx");
       has_thread_idx |= f->thread_tag.starts_with("threadIdx");
     }
-    if (has_block_idx) return;  // already a kernel
+    if (has_block_idx) return;    // already a kernel
     std::vector<LoopRV> leading;  // outer spatial loops, perfectly nested
     for (const LoopRV& l : loops.value()) {
       const ir::ForNode* f = sch.loop_sref(l).value()->as_for();
-      if (!leading.empty() && sch.loop_sref(leading.back()).value()->as_for()->body.get() != f) break;
+      if (!leading.empty() && sch.loop_sref(leading.back()).value()->as_for()->body.get() != f)
+        break;
       if (f->for_kind != ir::ForKind::kSerial ||
-          loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(l).value().get()) != LoopIterType::kSpatial)
+          loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(l).value().get()) !=
+              LoopIterType::kSpatial)
         break;
       leading.push_back(l);
     }
@@ -94,8 +97,11 @@ ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents) {
   return std::make_shared<AutoBind>(std::move(thread_extents));
 }
 
-ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const target::Target& target, int64_t seed) {
-  if (!target.is_gpu()) throw Error(fmt::format("AutoBind binds loops to GPU threads: target '{}' is not a GPU", target.str()));
+ir::PrimFunc auto_bind_blocks(const ir::PrimFunc& func, const target::Target& target,
+                              int64_t seed) {
+  if (!target.is_gpu())
+    throw Error(
+        fmt::format("AutoBind binds loops to GPU threads: target '{}' is not a GPU", target.str()));
   ScheduleRulePtr rule = auto_bind();
   rule->initialize(TuneContext{func, target});
   Schedule sch(func, schedule::ScheduleOptions{.seed = seed, .trace = true});

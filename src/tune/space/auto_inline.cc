@@ -65,12 +65,16 @@ class AutoInline : public ScheduleRule {
     const ir::BlockNode* b = block_node(sch, block);
     if (b && !is_root_block(sch, block) && pure_spatial(b) && !calls_any(b, config_.disallow_op)) {
       bool is_const = b->reads.empty();
-      bool shape_ok = !(config_.disallow_if_then_else && has_if_then_else(b)) &&
-                      !(config_.require_injective && !schedule::check_injective_block(sch.state(), sch.block_sref(block).value().get()).ok()) &&
-                      !(config_.require_ordered && !reads_in_order(b));
+      bool shape_ok =
+          !(config_.disallow_if_then_else && has_if_then_else(b)) &&
+          !(config_.require_injective &&
+            !schedule::check_injective_block(sch.state(), sch.block_sref(block).value().get())
+                 .ok()) &&
+          !(config_.require_ordered && !reads_in_order(b));
       bool output = writes_output(sch, block);
       // A refused primitive leaves the schedule unchanged and records nothing.
-      if (!output && ((config_.inline_const_tensor && is_const) || (config_.into_consumer && shape_ok))) {
+      if (!output &&
+          ((config_.inline_const_tensor && is_const) || (config_.into_consumer && shape_ok))) {
         if (sch.compute_inline(block).ok()) {
           out.push_back(std::move(sch));
           return out;
@@ -88,6 +92,8 @@ class AutoInline : public ScheduleRule {
 
 }  // namespace
 
-ScheduleRulePtr auto_inline(AutoInlineConfig config) { return std::make_shared<AutoInline>(std::move(config)); }
+ScheduleRulePtr auto_inline(AutoInlineConfig config) {
+  return std::make_shared<AutoInline>(std::move(config));
+}
 
 }  // namespace tyche::tune

@@ -27,9 +27,11 @@ class CrossThreadReduction : public ScheduleRule {
   std::vector<Schedule> apply(Schedule sch, const BlockRV& block) override {
     std::vector<Schedule> out;
     std::optional<ReductionLoops> loops;
-    if (gpu_ && !extents_.empty() && !is_root_block(sch, block)) loops = reduction_loops(sch, block);
+    if (gpu_ && !extents_.empty() && !is_root_block(sch, block))
+      loops = reduction_loops(sch, block);
     // Worth it when the spatial loops alone cannot fill a block's threads.
-    if (!loops || loops->spatial_extent >= max_threads_ || loops->reduce_extent <= 1 || any_bound(sch, *loops)) {
+    if (!loops || loops->spatial_extent >= max_threads_ || loops->reduce_extent <= 1 ||
+        any_bound(sch, *loops)) {
       out.push_back(std::move(sch));
       return out;
     }
@@ -49,7 +51,8 @@ class CrossThreadReduction : public ScheduleRule {
   static bool any_bound(const Schedule& sch, const ReductionLoops& loops) {
     for (const auto* list : {&loops.spatial, &loops.reduce})
       for (const schedule::LoopRV& l : *list)
-        if (sch.loop_sref(l).value()->as_for()->for_kind == ir::ForKind::kThreadBinding) return true;
+        if (sch.loop_sref(l).value()->as_for()->for_kind == ir::ForKind::kThreadBinding)
+          return true;
     return false;
   }
 

@@ -15,8 +15,8 @@
 // and RewriteCooperativeFetch (a postprocessor) spreads the copy over the thread block's threads.
 #include <fmt/format.h>
 
-#include "support/error.h"
 #include "ir/annotation_keys.h"
+#include "support/error.h"
 #include "tune/space/multi_level_tiling.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/schedule_rule.h"
@@ -51,7 +51,8 @@ std::optional<BlockRV> elementwise_consumer(Schedule& sch, const BlockRV& block)
   const BlockRV& consumer = consumers.value()[0];
   const ir::BlockNode* c = block_node(sch, consumer);
   const ir::Buffer& out = block_node(sch, block)->writes[0].buffer;
-  if (c->writes.size() != 1 || c->iter_vars.size() != out->shape.size() || c->init.defined()) return std::nullopt;
+  if (c->writes.size() != 1 || c->iter_vars.size() != out->shape.size() || c->init.defined())
+    return std::nullopt;
   auto at_own_point = [&](const std::vector<ir::Range>& region) {
     if (region.size() != c->iter_vars.size()) return false;
     for (size_t d = 0; d < region.size(); ++d) {
@@ -66,7 +67,8 @@ std::optional<BlockRV> elementwise_consumer(Schedule& sch, const BlockRV& block)
     const auto* min = iv.dom.min.as<ir::IntImmNode>();
     const auto* extent = iv.dom.extent.as<ir::IntImmNode>();
     const auto* dim = out->shape[d].as<ir::IntImmNode>();
-    if (iv.kind != ir::IterKind::kSpatial || !min || min->value != 0 || !extent || !dim || extent->value != dim->value)
+    if (iv.kind != ir::IterKind::kSpatial || !min || min->value != 0 || !extent || !dim ||
+        extent->value != dim->value)
       return std::nullopt;
   }
   if (!at_own_point(c->writes[0].region)) return std::nullopt;
@@ -88,7 +90,8 @@ std::vector<TilingState> MultiLevelTiling::single(TilingState s) {
   return out;
 }
 
-std::vector<Schedule> MultiLevelTiling::run_pipeline(TilingState start, const std::vector<Step>& pipeline) {
+std::vector<Schedule> MultiLevelTiling::run_pipeline(TilingState start,
+                                                     const std::vector<Step>& pipeline) {
   std::vector<TilingState> states = single(std::move(start));
   for (const Step& step : pipeline) {
     std::vector<TilingState> next;
@@ -103,15 +106,21 @@ std::vector<Schedule> MultiLevelTiling::run_pipeline(TilingState start, const st
 
 MultiLevelTiling::MultiLevelTiling(MultiLevelTilingConfig config) : config_(std::move(config)) {
   for (char c : config_.structure) {
-    if (c == 'S') s_levels_.push_back(static_cast<int>(levels_++));
-    else if (c == 'R') r_levels_.push_back(static_cast<int>(levels_++));
-    else throw InputError(fmt::format("MultiLevelTiling: structure '{}' may hold only S and R", config_.structure));
+    if (c == 'S')
+      s_levels_.push_back(static_cast<int>(levels_++));
+    else if (c == 'R')
+      r_levels_.push_back(static_cast<int>(levels_++));
+    else
+      throw InputError(
+          fmt::format("MultiLevelTiling: structure '{}' may hold only S and R", config_.structure));
   }
-  if (s_levels_.empty()) throw InputError("MultiLevelTiling: the structure needs at least one S level");
+  if (s_levels_.empty())
+    throw InputError("MultiLevelTiling: the structure needs at least one S level");
   auto check_levels = [&](const ReuseConfig& r, const char* what) {
     for (int l : r.levels)
       if (l < 1 || l > static_cast<int>(levels_))
-        throw InputError(fmt::format("MultiLevelTiling: {} level {} is outside the structure '{}'", what, l, config_.structure));
+        throw InputError(fmt::format("MultiLevelTiling: {} level {} is outside the structure '{}'",
+                                     what, l, config_.structure));
   };
   check_levels(config_.reuse_read, "read reuse");
   check_levels(config_.reuse_write, "write reuse");
@@ -119,7 +128,8 @@ MultiLevelTiling::MultiLevelTiling(MultiLevelTilingConfig config) : config_(std:
   // cache under the innermost loop of that level; "may" adds the design without caches.
   const ReuseConfig& r = config_.reuse_read;
   if (r.levels.size() > 1 || (r.req != ReuseConfig::Kind::kNo && r.levels.empty()))
-    throw InputError(fmt::format("MultiLevelTiling: read reuse takes one level, not {}", r.levels.size()));
+    throw InputError(
+        fmt::format("MultiLevelTiling: read reuse takes one level, not {}", r.levels.size()));
   if (config_.tile_binds.size() > levels_)
     throw InputError("MultiLevelTiling: more tile bindings than tile levels");
   // Cooperative fetch when the shared read cache lies inside the threadIdx-bound loop: the
@@ -127,7 +137,8 @@ MultiLevelTiling::MultiLevelTiling(MultiLevelTilingConfig config) : config_(std:
   // index must be < r.
   if (r.req == ReuseConfig::Kind::kMust && r.scope == "shared")
     for (size_t i = 0; i < config_.tile_binds.size(); ++i)
-      cooperative_fetch_ |= config_.tile_binds[i].starts_with("threadIdx") && static_cast<int>(i) < r.levels[0];
+      cooperative_fetch_ |=
+          config_.tile_binds[i].starts_with("threadIdx") && static_cast<int>(i) < r.levels[0];
 }
 
 std::vector<TilingDesign> MultiLevelTiling::designs() const {
@@ -136,7 +147,8 @@ std::vector<TilingDesign> MultiLevelTiling::designs() const {
   std::vector<int> write_levels;  // 0: no write cache
   const ReuseConfig& w = config_.reuse_write;
   if (w.req != ReuseConfig::Kind::kMust || w.levels.empty()) write_levels.push_back(0);
-  if (w.req != ReuseConfig::Kind::kNo) write_levels.insert(write_levels.end(), w.levels.begin(), w.levels.end());
+  if (w.req != ReuseConfig::Kind::kNo)
+    write_levels.insert(write_levels.end(), w.levels.begin(), w.levels.end());
   std::vector<bool> read_caches;
   const ReuseConfig& r = config_.reuse_read;
   if (r.req != ReuseConfig::Kind::kMust) read_caches.push_back(false);
@@ -166,7 +178,8 @@ std::vector<Schedule> MultiLevelTiling::apply(Schedule sch, const BlockRV& block
   (void)sch.annotate(block, ir::ann::kTilingStructure, config_.structure);
   const std::vector<Step> pipeline = steps();
   for (const TilingDesign& design : designs())
-    for (Schedule& s : run_pipeline(TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt}, pipeline))
+    for (Schedule& s : run_pipeline(
+             TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt}, pipeline))
       out.push_back(std::move(s));
   if (out.empty()) out.push_back(std::move(sch));  // every design refused: leave the block as it is
   return out;
@@ -175,8 +188,10 @@ std::vector<Schedule> MultiLevelTiling::apply(Schedule sch, const BlockRV& block
 // The loop a padded register tile splits: the spatial one just outside the innermost spatial
 // loop, when `rows` does not divide its extent, which is over `rows`, and the padding is at most
 // 1/8 of it. Nullopt otherwise (the design is not made).
-std::optional<size_t> MultiLevelTiling::padded_loop(const Schedule& sch, const std::vector<LoopRV>& loops, const std::vector<LoopIterType>& types,
-                                  int64_t rows) const {
+std::optional<size_t> MultiLevelTiling::padded_loop(const Schedule& sch,
+                                                    const std::vector<LoopRV>& loops,
+                                                    const std::vector<LoopIterType>& types,
+                                                    int64_t rows) const {
   std::vector<size_t> spatial;
   for (size_t i = 0; i < loops.size(); ++i)
     if (types[i] == LoopIterType::kSpatial) spatial.push_back(i);
@@ -191,13 +206,15 @@ std::optional<size_t> MultiLevelTiling::padded_loop(const Schedule& sch, const s
 
 // The innermost spatial loop (the one the vector lanes run along) when the panel width divides
 // its extent and is below it; nullopt otherwise (its tiles are sampled and no layout changes).
-std::optional<size_t> MultiLevelTiling::panel_loop(const Schedule& sch, const std::vector<LoopRV>& loops,
-                                 const std::vector<LoopIterType>& types) const {
+std::optional<size_t> MultiLevelTiling::panel_loop(const Schedule& sch,
+                                                   const std::vector<LoopRV>& loops,
+                                                   const std::vector<LoopIterType>& types) const {
   if (config_.panel_width <= 0 || s_levels_.size() < 2) return std::nullopt;
   for (size_t i = loops.size(); i-- > 0;) {
     if (types[i] != LoopIterType::kSpatial) continue;
     auto extent = ir::as_const_int(sch.loop_sref(loops[i]).value()->as_for()->extent);
-    if (!extent || *extent <= config_.panel_width || *extent % config_.panel_width != 0) return std::nullopt;
+    if (!extent || *extent <= config_.panel_width || *extent % config_.panel_width != 0)
+      return std::nullopt;
     return i;
   }
   return std::nullopt;
@@ -218,7 +235,8 @@ std::optional<LoopRV> MultiLevelTiling::anchor(const TilingState& s, int level) 
   return std::nullopt;
 }
 
-std::vector<TilingState> MultiLevelTiling::add_write_cache(TilingState s, const std::string& scope) const {
+std::vector<TilingState> MultiLevelTiling::add_write_cache(TilingState s,
+                                                           const std::string& scope) const {
   if (s.design.write_level > 0) {
     // "may" (CPU): an element-wise consumer is the cache; "must" (GPU: registers) always copies.
     // Should the consumer refuse to move under the tile (place_write_cache), the design is
@@ -244,7 +262,8 @@ std::vector<TilingState> MultiLevelTiling::tile_loop_nest(TilingState s) const {
   const schedule::SRef block_sref = sch.block_sref(block).value();
   std::vector<LoopIterType> types;
   for (const LoopRV& loop : loops.value()) {
-    types.push_back(loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get()));
+    types.push_back(
+        loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get()));
     if (types.back() == LoopIterType::kMixed) return {};
   }
   const int64_t padded_rows = s.design.padded_rows;
@@ -319,7 +338,8 @@ std::vector<TilingState> MultiLevelTiling::add_read_caches(TilingState s) const 
   const ir::BufferNode* written = block_node(sch, block)->writes[0].buffer.get();
   std::vector<size_t> cached;
   for (size_t i = 0; i < n_reads; ++i)
-    if (block_node(sch, block)->reads[i].buffer.get() != written && (!r.only_along_output_row || along_output_row(sch, block, i)))
+    if (block_node(sch, block)->reads[i].buffer.get() != written &&
+        (!r.only_along_output_row || along_output_row(sch, block, i)))
       cached.push_back(i);
   if (cached.empty()) return {};  // the design without caches covers it
   // Each cache_read adds its block but keeps the reads' order: indices stay valid.
@@ -327,7 +347,9 @@ std::vector<TilingState> MultiLevelTiling::add_read_caches(TilingState s) const 
     auto c = sch.cache_read(block, static_cast<int>(i), r.scope);
     if (!c.ok() || !sch.compute_at(c.value(), *at, true).ok()) return {};
     if (s.panel && along_output_row(sch, block, i) &&
-        !sch.transform_layout(c.value(), 0, panel_layout(block_node(sch, block)->reads[i].region.size())).ok())
+        !sch.transform_layout(c.value(), 0,
+                              panel_layout(block_node(sch, block)->reads[i].region.size()))
+             .ok())
       return {};
     if (cooperative_fetch_) {
       // TVM samples from vector_load_lens {1, 2, 3, 4, 8, 16}; {1, 2, 4} keep 32-bit
@@ -335,7 +357,8 @@ std::vector<TilingState> MultiLevelTiling::add_read_caches(TilingState s) const 
       // falls back to 1 when the length does not divide the copy; VerifyGPUCode refuses
       // wider-than-16-byte vectors).
       auto len = sch.sample_categorical({1, 2, 4}, uniform_probs(3));
-      if (!len.ok() || !sch.annotate(c.value(), ir::ann::kCooperativeFetch, len.value()).ok()) return {};
+      if (!len.ok() || !sch.annotate(c.value(), ir::ann::kCooperativeFetch, len.value()).ok())
+        return {};
     }
   }
   if (!annotate_software_pipeline(sch, *at)) return {};

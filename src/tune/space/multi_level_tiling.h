@@ -16,7 +16,8 @@ namespace tyche::tune {
 
 // The knob values of one design.
 struct TilingDesign {
-  int64_t padded_rows = 0;  // 0: every tile divides its loop; else the rows of a padded register tile
+  int64_t padded_rows =
+      0;  // 0: every tile divides its loop; else the rows of a padded register tile
   bool read_cache = false;  // cache the inputs under the read-reuse level
   int write_level = 0;      // 0: no write cache; else the (1-based) level it goes under
 };
@@ -26,9 +27,9 @@ struct TilingState {
   schedule::Schedule sch;
   schedule::BlockRV block;
   TilingDesign design;
-  std::optional<schedule::BlockRV> write_cache;        // by add_write_cache
-  std::vector<std::vector<schedule::LoopRV>> tiles;    // per level, by tile_loop_nest
-  std::optional<size_t> panel;                         // the packed-panel loop (its index), by tile_loop_nest
+  std::optional<schedule::BlockRV> write_cache;      // by add_write_cache
+  std::vector<std::vector<schedule::LoopRV>> tiles;  // per level, by tile_loop_nest
+  std::optional<size_t> panel;  // the packed-panel loop (its index), by tile_loop_nest
 };
 
 class MultiLevelTiling : public ScheduleRule {
@@ -37,14 +38,16 @@ class MultiLevelTiling : public ScheduleRule {
 
   explicit MultiLevelTiling(MultiLevelTilingConfig config);
   std::string name() const override { return "MultiLevelTiling"; }
-  std::vector<schedule::Schedule> apply(schedule::Schedule sch, const schedule::BlockRV& block) override;
+  std::vector<schedule::Schedule> apply(schedule::Schedule sch,
+                                        const schedule::BlockRV& block) override;
 
  protected:
   // The designs to try, in order, and the steps each runs through.
   std::vector<TilingDesign> designs() const;
   virtual std::vector<Step> steps() const;
   // The schedules a design leads to through `pipeline` (none when a step refuses every branch).
-  static std::vector<schedule::Schedule> run_pipeline(TilingState start, const std::vector<Step>& pipeline);
+  static std::vector<schedule::Schedule> run_pipeline(TilingState start,
+                                                      const std::vector<Step>& pipeline);
   // A step's one resulting state (a Schedule moves, it does not copy).
   static std::vector<TilingState> single(TilingState s);
 
@@ -65,13 +68,17 @@ class MultiLevelTiling : public ScheduleRule {
 
   const MultiLevelTilingConfig& config() const { return config_; }
   size_t levels() const { return levels_; }
-  const std::vector<int>& s_levels() const { return s_levels_; }  // the structure's S levels (0-based)
+  const std::vector<int>& s_levels() const {
+    return s_levels_;
+  }  // the structure's S levels (0-based)
   const std::vector<int>& r_levels() const { return r_levels_; }
 
  private:
-  std::optional<size_t> padded_loop(const schedule::Schedule& sch, const std::vector<schedule::LoopRV>& loops,
+  std::optional<size_t> padded_loop(const schedule::Schedule& sch,
+                                    const std::vector<schedule::LoopRV>& loops,
                                     const std::vector<LoopIterType>& types, int64_t rows) const;
-  std::optional<size_t> panel_loop(const schedule::Schedule& sch, const std::vector<schedule::LoopRV>& loops,
+  std::optional<size_t> panel_loop(const schedule::Schedule& sch,
+                                   const std::vector<schedule::LoopRV>& loops,
                                    const std::vector<LoopIterType>& types) const;
   std::string panel_layout(size_t rank) const;
   // The innermost loop of `level` (1-based) or, when it is empty, of the nearest outer one.

@@ -52,21 +52,28 @@ bool tensorize_tiles(Schedule& sch, const BlockRV& block, const std::string& int
   if (!c.ok()) return false;
   auto r = sch.split(l[l.size() - 2], {std::nullopt, schedule::ExprArg(kTile)});
   if (!r.ok()) return false;
-  return sch.reorder({r.value()[0], c.value()[0], r.value()[1], c.value()[1]}).ok() && sch.tensorize(r.value()[1], intrin).ok();
+  return sch.reorder({r.value()[0], c.value()[0], r.value()[1], c.value()[1]}).ok() &&
+         sch.tensorize(r.value()[1], intrin).ok();
 }
 
 }  // namespace
 
-int cuda_compute_capability(const target::Target& target) { return target.compute_capability(); }
+int cuda_compute_capability(const target::Target& target) {
+  return target.compute_capability();
+}
 
-std::optional<TensorCoreMatch> match_tensor_core(const Schedule& sch, const BlockRV& block, int sm) {
+std::optional<TensorCoreMatch> match_tensor_core(const Schedule& sch, const BlockRV& block,
+                                                 int sm) {
   if (sm < 70) return std::nullopt;
   const ir::BlockNode* b = block_node(sch, block);
-  if (!b || !b->init.defined() || b->writes.size() != 1 || b->writes[0].buffer->dtype != kFloat32) return std::nullopt;
+  if (!b || !b->init.defined() || b->writes.size() != 1 || b->writes[0].buffer->dtype != kFloat32)
+    return std::nullopt;
   const ir::BufferRegion& out = b->writes[0];
   auto [i, j] = last_two(out);
   const ir::IterVar *i_iv = i ? iter_of(b, i) : nullptr, *j_iv = j ? iter_of(b, j) : nullptr;
-  if (!i_iv || !j_iv || i_iv->kind != ir::IterKind::kSpatial || j_iv->kind != ir::IterKind::kSpatial) return std::nullopt;
+  if (!i_iv || !j_iv || i_iv->kind != ir::IterKind::kSpatial ||
+      j_iv->kind != ir::IterKind::kSpatial)
+    return std::nullopt;
   // The update: C + float(A) * float(B) (or with the product first).
   auto* store = b->body.as<ir::BufferStoreNode>();
   const ir::BinaryNode* add = store ? store->value.as_binary() : nullptr;
@@ -82,7 +89,8 @@ std::optional<TensorCoreMatch> match_tensor_core(const Schedule& sch, const Bloc
     if (b->reads[r].buffer.get() != out.buffer.get()) operands.push_back(r);
   if (operands.size() != 2) return std::nullopt;
   const DataType t = b->reads[operands[0]].buffer->dtype;
-  if (b->reads[operands[1]].buffer->dtype != t || !t.is_float() || t.bits() != 16) return std::nullopt;
+  if (b->reads[operands[1]].buffer->dtype != t || !t.is_float() || t.bits() != 16)
+    return std::nullopt;
   m.type = t.is_bfloat16() ? "bf16" : "f16";
   if (t.is_bfloat16() && sm < 80) return std::nullopt;
   for (size_t x : {0, 1}) {
@@ -109,21 +117,31 @@ std::optional<TensorCoreMatch> match_tensor_core(const Schedule& sch, const Bloc
   return m;
 }
 
-MultiLevelTilingTensorCore::MultiLevelTilingTensorCore(MultiLevelTilingConfig config, int sm, std::vector<std::string> families)
+MultiLevelTilingTensorCore::MultiLevelTilingTensorCore(MultiLevelTilingConfig config, int sm,
+                                                       std::vector<std::string> families)
     : MultiLevelTiling(std::move(config)), sm_(sm), families_(std::move(families)) {
-  if (families_.empty()) families_ = sm >= 80 ? std::vector<std::string>{"mma", "wmma"} : std::vector<std::string>{"wmma"};
+  if (families_.empty())
+    families_ =
+        sm >= 80 ? std::vector<std::string>{"mma", "wmma"} : std::vector<std::string>{"wmma"};
   for (const std::string& f : families_) {
-    if (f != "mma" && f != "wmma") throw InputError(fmt::format("MultiLevelTilingTensorCore: unknown tensor-core family '{}' (mma, wmma)", f));
-    if (f == "mma" && sm < 80) throw InputError(fmt::format("MultiLevelTilingTensorCore: mma.sync m16n8k16 needs sm_80 or later, not sm_{}", sm));
+    if (f != "mma" && f != "wmma")
+      throw InputError(fmt::format(
+          "MultiLevelTilingTensorCore: unknown tensor-core family '{}' (mma, wmma)", f));
+    if (f == "mma" && sm < 80)
+      throw InputError(fmt::format(
+          "MultiLevelTilingTensorCore: mma.sync m16n8k16 needs sm_80 or later, not sm_{}", sm));
   }
   if (s_levels().size() < 3 || r_levels().empty())
-    throw InputError(fmt::format("MultiLevelTilingTensorCore: structure '{}' needs three S levels (blocks, warps) and an R level",
-                                 this->config().structure));
+    throw InputError(
+        fmt::format("MultiLevelTilingTensorCore: structure '{}' needs three S levels (blocks, "
+                    "warps) and an R level",
+                    this->config().structure));
 }
 
 std::vector<Schedule> MultiLevelTilingTensorCore::apply(Schedule sch, const BlockRV& block) {
   std::vector<Schedule> out;
-  std::optional<TensorCoreMatch> match = needs_multi_level_tiling(sch, block) ? match_tensor_core(sch, block, sm_) : std::nullopt;
+  std::optional<TensorCoreMatch> match =
+      needs_multi_level_tiling(sch, block) ? match_tensor_core(sch, block, sm_) : std::nullopt;
   if (match && match->padded) {
     const ir::BlockNode* b = block_node(sch, block);
     std::vector<int64_t> padding(b->iter_vars.size(), 1);
@@ -132,7 +150,8 @@ std::vector<Schedule> MultiLevelTilingTensorCore::apply(Schedule sch, const Bloc
       if (v == match->i || v == match->j || v == match->k) padding[n] = kTile;
     }
     Schedule padded = sch.copy();
-    match = padded.pad_einsum(block, padding).ok() ? match_tensor_core(padded, block, sm_) : std::nullopt;
+    match = padded.pad_einsum(block, padding).ok() ? match_tensor_core(padded, block, sm_)
+                                                   : std::nullopt;
     if (match) sch = std::move(padded);
   }
   if (!match) {
@@ -141,14 +160,19 @@ std::vector<Schedule> MultiLevelTilingTensorCore::apply(Schedule sch, const Bloc
   }
   const TensorCoreMatch m = *match;
   for (const std::string& family : families_) {
-    std::vector<Step> pipeline = {[this, family](TilingState s) { return add_write_cache(std::move(s), family + ".accumulator"); },
-                                  [this, m](TilingState s) { return tile(std::move(s), m); },
-                                  [this, m, family](TilingState s) { return stage_operands(std::move(s), m, family); },
-                                  [this, m, family](TilingState s) { return tensorize(std::move(s), m, family); }};
+    std::vector<Step> pipeline = {
+        [this, family](TilingState s) {
+          return add_write_cache(std::move(s), family + ".accumulator");
+        },
+        [this, m](TilingState s) { return tile(std::move(s), m); },
+        [this, m, family](TilingState s) { return stage_operands(std::move(s), m, family); },
+        [this, m, family](TilingState s) { return tensorize(std::move(s), m, family); }};
     TilingDesign design{.padded_rows = 0, .read_cache = true, .write_level = 3};
     Schedule annotated = sch.copy();
     (void)annotated.annotate(block, ir::ann::kTilingStructure, config().structure);
-    for (Schedule& s : run_pipeline(TilingState{std::move(annotated), block, design, std::nullopt, {}, std::nullopt}, pipeline))
+    for (Schedule& s : run_pipeline(
+             TilingState{std::move(annotated), block, design, std::nullopt, {}, std::nullopt},
+             pipeline))
       out.push_back(std::move(s));
   }
   if (out.empty()) out.push_back(std::move(sch));
@@ -157,7 +181,8 @@ std::vector<Schedule> MultiLevelTilingTensorCore::apply(Schedule sch, const Bloc
 
 // i, j and k split by 16 (the intrinsic's tile, innermost in that order); the outer parts and any
 // batch loop tiled into the structure's levels; the first three levels fused and bound.
-std::vector<TilingState> MultiLevelTilingTensorCore::tile(TilingState s, const TensorCoreMatch& m) const {
+std::vector<TilingState> MultiLevelTilingTensorCore::tile(TilingState s,
+                                                          const TensorCoreMatch& m) const {
   Schedule& sch = s.sch;
   auto loops = sch.get_loops(s.block);
   if (!loops.ok()) return {};
@@ -192,7 +217,8 @@ std::vector<TilingState> MultiLevelTilingTensorCore::tile(TilingState s, const T
       tiles[idx[0]].push_back(outer[l]);
       continue;
     }
-    auto factors = sch.sample_perfect_tile(outer[l], static_cast<int>(idx.size()), config().max_innermost_factor);
+    auto factors = sch.sample_perfect_tile(outer[l], static_cast<int>(idx.size()),
+                                           config().max_innermost_factor);
     if (!factors.ok()) return {};
     std::vector<std::optional<schedule::ExprArg>> fs;
     for (const schedule::ExprRV& f : factors.value()) fs.emplace_back(f);
@@ -220,11 +246,14 @@ std::vector<TilingState> MultiLevelTilingTensorCore::tile(TilingState s, const T
 
 // A and B: shared-memory copies at the read-reuse level (cooperative, padded rows), fragments
 // at the last R level.
-std::vector<TilingState> MultiLevelTilingTensorCore::stage_operands(TilingState s, const TensorCoreMatch& m, const std::string& family) const {
+std::vector<TilingState> MultiLevelTilingTensorCore::stage_operands(
+    TilingState s, const TensorCoreMatch& m, const std::string& family) const {
   Schedule& sch = s.sch;
-  const LoopRV shared_at = s.tiles[static_cast<size_t>(config().reuse_read.levels.at(0) - 1)].back();
+  const LoopRV shared_at =
+      s.tiles[static_cast<size_t>(config().reuse_read.levels.at(0) - 1)].back();
   const LoopRV fragment_at = s.tiles[static_cast<size_t>(r_levels().back())].back();
-  for (auto [read, scope] : {std::pair{m.a, family + ".matrix_a"}, std::pair{m.b, family + ".matrix_b"}}) {
+  for (auto [read, scope] :
+       {std::pair{m.a, family + ".matrix_a"}, std::pair{m.b, family + ".matrix_b"}}) {
     auto fragment = sch.cache_read(s.block, static_cast<int>(read), scope);
     if (!fragment.ok() || !sch.compute_at(fragment.value(), fragment_at).ok()) return {};
     auto shared = sch.cache_read(fragment.value(), 0, "shared");
@@ -242,7 +271,9 @@ std::vector<TilingState> MultiLevelTilingTensorCore::stage_operands(TilingState 
   return single(std::move(s));
 }
 
-std::vector<TilingState> MultiLevelTilingTensorCore::tensorize(TilingState s, const TensorCoreMatch& m, const std::string& family) const {
+std::vector<TilingState> MultiLevelTilingTensorCore::tensorize(TilingState s,
+                                                               const TensorCoreMatch& m,
+                                                               const std::string& family) const {
   Schedule& sch = s.sch;
   // The accumulator goes back per warp, after the reduction; its fill goes before it.
   const LoopRV warp = s.tiles[2].back();
@@ -255,27 +286,34 @@ std::vector<TilingState> MultiLevelTilingTensorCore::tensorize(TilingState s, co
   for (const BlockRV& p : producers.value()) {
     const std::string role = ir::fragment_role(block_node(sch, p)->writes[0].buffer->scope);
     if (role == "matrix_a" || role == "matrix_b") {
-      std::string intrin = fmt::format("cuda_{}_load_{}_16x16_{}", family, role == "matrix_a" ? "a" : "b", m.type);
+      std::string intrin =
+          fmt::format("cuda_{}_load_{}_16x16_{}", family, role == "matrix_a" ? "a" : "b", m.type);
       if (!tensorize_tiles(sch, p, intrin)) return {};
     }
   }
   if (!tensorize_tiles(sch, init.value(), fmt::format("cuda_{}_fill_16x16_f32", family))) return {};
   const char* update = family == "mma" ? "sync" : "mma";
-  if (!sch.tensorize(s.tiles.back()[0], fmt::format("cuda_{}_{}_16x16x16_{}f32", family, update, m.type)).ok()) return {};
-  if (!tensorize_tiles(sch, *s.write_cache, fmt::format("cuda_{}_store_16x16_f32", family))) return {};
+  if (!sch.tensorize(s.tiles.back()[0],
+                     fmt::format("cuda_{}_{}_16x16x16_{}f32", family, update, m.type))
+           .ok())
+    return {};
+  if (!tensorize_tiles(sch, *s.write_cache, fmt::format("cuda_{}_store_16x16_f32", family)))
+    return {};
   return single(std::move(s));
 }
 
 MultiLevelTilingConfig tensor_core_tiling() {
-  return {.structure = "SSSRRSRS",
-          .tile_binds = {"blockIdx.y", "blockIdx.x", "threadIdx.y"},
-          .max_innermost_factor = 4,
-          .reuse_read = {.req = ReuseConfig::Kind::kMust, .levels = {4}, .scope = "shared"},
-          .reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {3}, .scope = "wmma.accumulator"},
-          .software_pipeline_stages = {1, 2, 3}};
+  return {
+      .structure = "SSSRRSRS",
+      .tile_binds = {"blockIdx.y", "blockIdx.x", "threadIdx.y"},
+      .max_innermost_factor = 4,
+      .reuse_read = {.req = ReuseConfig::Kind::kMust, .levels = {4}, .scope = "shared"},
+      .reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {3}, .scope = "wmma.accumulator"},
+      .software_pipeline_stages = {1, 2, 3}};
 }
 
-ScheduleRulePtr multi_level_tiling_tensor_core(int sm, MultiLevelTilingConfig config, std::vector<std::string> families) {
+ScheduleRulePtr multi_level_tiling_tensor_core(int sm, MultiLevelTilingConfig config,
+                                               std::vector<std::string> families) {
   return std::make_shared<MultiLevelTilingTensorCore>(std::move(config), sm, std::move(families));
 }
 

@@ -50,7 +50,8 @@ int dim_of(const ir::BufferRegion& r, const ir::VarNode* v) {
 
 }  // namespace
 
-std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& block, const schedule::TensorIntrin& intrin) {
+std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& block,
+                                            const schedule::TensorIntrin& intrin) {
   const ir::BlockNode* b = block_node(sch, block);
   if (!b || b->writes.size() != 1 || b->reads.size() < 2 || !b->init.defined()) return std::nullopt;
   // A dot: A[G], B[N, G], C[N]. A tile: A[M, K], B[K/G, N, G], C[M, N].
@@ -73,7 +74,8 @@ std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& 
     m.group = m.depth = ir::const_shape(p[1])[1];
   }
   // The rows: the output's second-last iterator (a tile's M; a dot's repetitions).
-  const ir::VarNode* i = out.region.size() >= 2 ? point_var(out.region[out.region.size() - 2]) : nullptr;
+  const ir::VarNode* i =
+      out.region.size() >= 2 ? point_var(out.region[out.region.size() - 2]) : nullptr;
   const ir::IterVar* i_iv = i ? iter_of(b, i) : nullptr;
   if (i_iv && i_iv->kind != ir::IterKind::kSpatial) i_iv = nullptr;
   if (auto e = i_iv ? ir::as_const_int(i_iv->dom.extent) : std::nullopt) m.i_extent = *e;
@@ -81,7 +83,8 @@ std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& 
   // A: the activations, read along a reduce iterator k (its last index) and not along j.
   for (size_t r = 0; r < b->reads.size(); ++r) {
     const ir::BufferRegion& a = b->reads[r];
-    if (a.buffer.get() == out.buffer.get() || a.buffer->dtype != p[0]->dtype || a.region.empty()) continue;
+    if (a.buffer.get() == out.buffer.get() || a.buffer->dtype != p[0]->dtype || a.region.empty())
+      continue;
     const ir::VarNode* k = point_var(a.region.back());
     const ir::IterVar* k_iv = k ? iter_of(b, k) : nullptr;
     if (!k_iv || k_iv->kind != ir::IterKind::kReduce || dim_of(a, j) >= 0) continue;
@@ -93,7 +96,8 @@ std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& 
       if (w == r || wr.buffer->dtype != p[1]->dtype) continue;
       int jd = dim_of(wr, j), kd = dim_of(wr, k);
       if (jd < 0 || kd < 0 || (tile && dim_of(wr, i) >= 0)) continue;
-      auto j_extent = ir::as_const_int(j_iv->dom.extent), k_extent = ir::as_const_int(k_iv->dom.extent);
+      auto j_extent = ir::as_const_int(j_iv->dom.extent),
+           k_extent = ir::as_const_int(k_iv->dom.extent);
       if (!j_extent || !k_extent) return std::nullopt;
       m.j_extent = *j_extent;
       m.k_extent = *k_extent;
@@ -114,7 +118,8 @@ std::optional<IntrinMatch> match_dot_intrin(const Schedule& sch, const BlockRV& 
   return std::nullopt;
 }
 
-MultiLevelTilingWithIntrin::MultiLevelTilingWithIntrin(std::vector<std::string> intrins, MultiLevelTilingConfig config)
+MultiLevelTilingWithIntrin::MultiLevelTilingWithIntrin(std::vector<std::string> intrins,
+                                                       MultiLevelTilingConfig config)
     : MultiLevelTiling(std::move(config)), intrins_(std::move(intrins)) {}
 
 std::vector<Schedule> MultiLevelTilingWithIntrin::apply(Schedule sch, const BlockRV& block) {
@@ -148,8 +153,11 @@ std::vector<Schedule> MultiLevelTilingWithIntrin::apply(Schedule sch, const Bloc
   }
   if (match) {
     for (const TilingDesign& design : designs()) {
-      if (design.padded_rows || design.read_cache) continue;  // the packing is this rule's read cache
-      for (Schedule& s : run_pipeline(TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt}, intrin_steps(*match, *best)))
+      if (design.padded_rows || design.read_cache)
+        continue;  // the packing is this rule's read cache
+      for (Schedule& s :
+           run_pipeline(TilingState{sch.copy(), block, design, std::nullopt, {}, std::nullopt},
+                        intrin_steps(*match, *best)))
         out.push_back(std::move(s));
     }
     if (!out.empty()) return out;
@@ -158,7 +166,8 @@ std::vector<Schedule> MultiLevelTilingWithIntrin::apply(Schedule sch, const Bloc
   return out;
 }
 
-std::vector<MultiLevelTiling::Step> MultiLevelTilingWithIntrin::intrin_steps(const IntrinMatch& m, const std::string& name) const {
+std::vector<MultiLevelTiling::Step> MultiLevelTilingWithIntrin::intrin_steps(
+    const IntrinMatch& m, const std::string& name) const {
   return {[this](TilingState s) { return add_write_cache(std::move(s)); },
           [this, m](TilingState s) { return pack_weights(std::move(s), m); },
           [this, m](TilingState s) { return tile_for_intrin(std::move(s), m); },
@@ -174,7 +183,8 @@ std::vector<MultiLevelTiling::Step> MultiLevelTilingWithIntrin::intrin_steps(con
           }};
 }
 
-std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s, const IntrinMatch& m) const {
+std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s,
+                                                                  const IntrinMatch& m) const {
   Schedule& sch = s.sch;
   const ir::BlockNode* b = block_node(sch, s.block);
   ir::Buffer weights = b->reads[m.weights].buffer;
@@ -184,7 +194,8 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s,
   if (auto producers = sch.get_producers(s.block); producers.ok())
     for (const schedule::BlockRV& p : producers.value()) {
       const ir::BlockNode* pb = block_node(sch, p);
-      if (pb->writes.size() == 1 && pb->writes[0].buffer.get() == weights.get() && pb->reads.size() == 1) {
+      if (pb->writes.size() == 1 && pb->writes[0].buffer.get() == weights.get() &&
+          pb->reads.size() == 1) {
         stage = p;
         weights = pb->reads[0].buffer;
       }
@@ -199,22 +210,28 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s,
   std::string in, outer, out;
   for (size_t d = 0; d < rank; ++d) {
     in += fmt::format("{}a{}", d ? ", " : "", d);
-    if (static_cast<int>(d) != m.weight_j && static_cast<int>(d) != m.weight_k) outer += fmt::format("a{}, ", d);
+    if (static_cast<int>(d) != m.weight_j && static_cast<int>(d) != m.weight_k)
+      outer += fmt::format("a{}, ", d);
   }
-  out = fmt::format("{}a{} // {}, a{} // {}, a{} % {}, a{} % {}", outer, m.weight_j, m.lanes, m.weight_k, m.group, m.weight_j,
-                    m.lanes, m.weight_k, m.group);
+  out = fmt::format("{}a{} // {}, a{} // {}, a{} % {}, a{} % {}", outer, m.weight_j, m.lanes,
+                    m.weight_k, m.group, m.weight_j, m.lanes, m.weight_k, m.group);
   if (!sch.transform_layout(packing, 0, fmt::format("lambda {}: ({})", in, out)).ok()) return {};
   // The copy walks the packed layout in order: its writes are contiguous, the innermost loop reads
   // G rows at once (GMM-4-U8S8, packing at every call: 2.8 ms against 3.0 in B's order, Zen 4).
   auto copy_loops = sch.get_loops(packing);
   if (!copy_loops.ok() || copy_loops.value().size() != rank) return {};
-  auto j_parts = sch.split(copy_loops.value()[m.weight_j], {std::nullopt, schedule::ExprArg(m.lanes)});
-  auto k_parts = sch.split(copy_loops.value()[m.weight_k], {std::nullopt, schedule::ExprArg(m.group)});
+  auto j_parts =
+      sch.split(copy_loops.value()[m.weight_j], {std::nullopt, schedule::ExprArg(m.lanes)});
+  auto k_parts =
+      sch.split(copy_loops.value()[m.weight_k], {std::nullopt, schedule::ExprArg(m.group)});
   if (!j_parts.ok() || !k_parts.ok()) return {};
   std::vector<LoopRV> order;
   for (size_t d = 0; d < rank; ++d)
-    if (static_cast<int>(d) != m.weight_j && static_cast<int>(d) != m.weight_k) order.push_back(copy_loops.value()[d]);
-  for (const LoopRV& l : {j_parts.value()[0], k_parts.value()[0], j_parts.value()[1], k_parts.value()[1]}) order.push_back(l);
+    if (static_cast<int>(d) != m.weight_j && static_cast<int>(d) != m.weight_k)
+      order.push_back(copy_loops.value()[d]);
+  for (const LoopRV& l :
+       {j_parts.value()[0], k_parts.value()[0], j_parts.value()[1], k_parts.value()[1]})
+    order.push_back(l);
   if (!sch.reorder(order).ok()) return {};
   // A model's weights: packed once, when they are loaded (lower/layout_rewrite.h), padded ones too
   // (their packed copy is larger: callers allocate it as the preproc's output).
@@ -225,14 +242,16 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::pack_weights(TilingState s,
   return single(std::move(s));
 }
 
-std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState s, const IntrinMatch& m) const {
+std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState s,
+                                                                     const IntrinMatch& m) const {
   Schedule& sch = s.sch;
   auto loops = sch.get_loops(s.block);
   if (!loops.ok()) return {};
   const schedule::SRef block_sref = sch.block_sref(s.block).value();
   const ir::BlockNode* b = block_node(sch, s.block);
   const ir::BlockRealizeNode* realize = nullptr;
-  for (const ir::BlockRealizeNode* r : schedule::realizes_under(sch.loop_sref(loops.value().back()).value()->as_for()->body))
+  for (const ir::BlockRealizeNode* r :
+       schedule::realizes_under(sch.loop_sref(loops.value().back()).value()->as_for()->body))
     if (r->block.get() == b) realize = r;
   if (!realize) return {};
   // The loop that binds an iterator (untiled: each loop binds one iterator by its var).
@@ -254,7 +273,8 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
   }
   std::vector<LoopIterType> types;
   for (const LoopRV& loop : loops.value()) {
-    types.push_back(loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get()));
+    types.push_back(
+        loop_iter_type(sch.state(), block_sref.get(), sch.loop_sref(loop).value().get()));
     if (types.back() == LoopIterType::kMixed) return {};
   }
   auto j_parts = sch.split(loops.value()[*jl], {std::nullopt, schedule::ExprArg(m.lanes)});
@@ -269,14 +289,18 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
   std::vector<std::vector<LoopRV>>& tiles = s.tiles;
   tiles.assign(levels(), {});
   for (size_t li = 0; li < loops.value().size(); ++li) {
-    LoopRV loop = li == *jl ? j_parts.value()[0] : li == *kl ? k_parts.value()[0] : li == i_loop ? (*i_parts)[0] : loops.value()[li];
+    LoopRV loop = li == *jl      ? j_parts.value()[0]
+                  : li == *kl    ? k_parts.value()[0]
+                  : li == i_loop ? (*i_parts)[0]
+                                 : loops.value()[li];
     const std::vector<int>& idx = types[li] == LoopIterType::kSpatial ? s_levels() : r_levels();
     if (idx.empty()) return {};
     if (idx.size() == 1) {
       tiles[idx[0]].push_back(loop);
       continue;
     }
-    auto factors = sch.sample_perfect_tile(loop, static_cast<int>(idx.size()), config().max_innermost_factor);
+    auto factors =
+        sch.sample_perfect_tile(loop, static_cast<int>(idx.size()), config().max_innermost_factor);
     if (!factors.ok()) return {};
     std::vector<std::optional<schedule::ExprArg>> fs;
     for (const schedule::ExprRV& f : factors.value()) fs.emplace_back(f);
@@ -295,18 +319,23 @@ std::vector<TilingState> MultiLevelTilingWithIntrin::tile_for_intrin(TilingState
 
 std::vector<std::string> cpu_dot_intrins(const std::vector<std::string>& features) {
   std::vector<std::string> out;
-  for (const char* name : {"x86_amx_tile_16x16x64_u8s8", "x86_amx_tile_16x16x32_bf16", "x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8",
-                           "x86_avx512_bf16_dot_16x2_bf16", "x86_avx512_bf16_dot_8x2_bf16"}) {
+  for (const char* name :
+       {"x86_amx_tile_16x16x64_u8s8", "x86_amx_tile_16x16x32_bf16", "x86_avx512_vnni_dot_16x4_u8s8",
+        "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8", "x86_avx512_bf16_dot_16x2_bf16",
+        "x86_avx512_bf16_dot_8x2_bf16"}) {
     const schedule::TensorIntrin* t = schedule::find_tensor_intrin(name);
     if (!t || !t->available_on(features)) continue;
     // AVX2's portable form only where no VNNI form takes u8 x s8.
-    if (std::string(name).find("avx2") != std::string::npos && !out.empty() && out.back().find("u8s8") != std::string::npos) continue;
+    if (std::string(name).find("avx2") != std::string::npos && !out.empty() &&
+        out.back().find("u8s8") != std::string::npos)
+      continue;
     out.emplace_back(name);
   }
   return out;
 }
 
-ScheduleRulePtr multi_level_tiling_with_intrin(std::vector<std::string> intrins, MultiLevelTilingConfig config) {
+ScheduleRulePtr multi_level_tiling_with_intrin(std::vector<std::string> intrins,
+                                               MultiLevelTilingConfig config) {
   return std::make_shared<MultiLevelTilingWithIntrin>(std::move(intrins), std::move(config));
 }
 
@@ -323,7 +352,8 @@ bool has_block_for(const ir::PrimFunc& func, const schedule::TensorIntrin& intri
     const std::vector<ir::Buffer>* p;
     bool found = false;
     void visit_block(const ir::BlockNode* b) override {
-      if (b->init.defined() && b->writes.size() == 1 && b->writes[0].buffer->dtype == (*p)[2]->dtype) {
+      if (b->init.defined() && b->writes.size() == 1 &&
+          b->writes[0].buffer->dtype == (*p)[2]->dtype) {
         bool a = false, w = false;
         for (const ir::BufferRegion& r : b->reads) {
           if (r.buffer.get() == b->writes[0].buffer.get()) continue;
@@ -342,13 +372,15 @@ bool has_block_for(const ir::PrimFunc& func, const schedule::TensorIntrin& intri
 
 std::string requirement(const schedule::TensorIntrin& t) {
   std::vector<std::string> alternatives;
-  for (const auto& all : t.requires_any) alternatives.push_back(fmt::format("{}", fmt::join(all, "+")));
+  for (const auto& all : t.requires_any)
+    alternatives.push_back(fmt::format("{}", fmt::join(all, "+")));
   return fmt::format("{}", fmt::join(alternatives, " or "));
 }
 
 }  // namespace
 
-std::string intrinsic_note(const ir::PrimFunc& func, const std::string& cpu_name, const std::vector<std::string>& features) {
+std::string intrinsic_note(const ir::PrimFunc& func, const std::string& cpu_name,
+                           const std::vector<std::string>& features) {
   std::vector<std::string> lacking;
   std::string used;
   std::vector<std::string> available = cpu_dot_intrins(features);
@@ -356,8 +388,10 @@ std::string intrinsic_note(const ir::PrimFunc& func, const std::string& cpu_name
     if (name.rfind("x86_", 0) != 0) continue;
     const schedule::TensorIntrin* t = schedule::find_tensor_intrin(name);
     if (!has_block_for(func, *t)) continue;
-    if (!t->available_on(features)) lacking.push_back(fmt::format("{} ({})", name, requirement(*t)));
-    else if (used.empty() && std::find(available.begin(), available.end(), name) != available.end()) used = name;
+    if (!t->available_on(features))
+      lacking.push_back(fmt::format("{} ({})", name, requirement(*t)));
+    else if (used.empty() && std::find(available.begin(), available.end(), name) != available.end())
+      used = name;
   }
   if (lacking.empty()) return "";
   return fmt::format("note: the CPU ({}) lacks {}; {}", cpu_name, fmt::join(lacking, ", "),

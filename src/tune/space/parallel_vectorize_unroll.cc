@@ -15,20 +15,26 @@ namespace {
 
 class ParallelVectorizeUnroll : public ScheduleRule {
  public:
-  explicit ParallelVectorizeUnroll(ParallelVectorizeUnrollConfig config) : config_(std::move(config)) {}
+  explicit ParallelVectorizeUnroll(ParallelVectorizeUnrollConfig config)
+      : config_(std::move(config)) {}
   std::string name() const override { return "ParallelVectorizeUnroll"; }
   void initialize(const TuneContext& context) override { num_cores_ = context.target.num_cores; }
 
   std::vector<Schedule> apply(Schedule sch, const BlockRV& block) override {
     if (is_root_block(sch, block)) {
       if (config_.max_jobs_per_core > 0)
-        (void)sch.annotate(block, ir::ann::kParallel, config_.max_jobs_per_core * std::max(1, num_cores_));
-      if (config_.max_vectorize_extent > 0) (void)sch.annotate(block, ir::ann::kVectorize, config_.max_vectorize_extent);
+        (void)sch.annotate(block, ir::ann::kParallel,
+                           config_.max_jobs_per_core * std::max(1, num_cores_));
+      if (config_.max_vectorize_extent > 0)
+        (void)sch.annotate(block, ir::ann::kVectorize, config_.max_vectorize_extent);
       // A purely spatial function has no reduction to unroll (TVM skips it too).
       if (!config_.unroll_max_steps.empty() && has_reduction_block(sch.func())) {
-        auto step = sch.sample_categorical(config_.unroll_max_steps, uniform_probs(config_.unroll_max_steps.size()));
+        auto step = sch.sample_categorical(config_.unroll_max_steps,
+                                           uniform_probs(config_.unroll_max_steps.size()));
         if (step.ok())
-          (void)sch.annotate(block, config_.unroll_explicit ? ir::ann::kUnrollExplicit : ir::ann::kUnrollImplicit, step.value());
+          (void)sch.annotate(
+              block, config_.unroll_explicit ? ir::ann::kUnrollExplicit : ir::ann::kUnrollImplicit,
+              step.value());
       }
     }
     std::vector<Schedule> out;

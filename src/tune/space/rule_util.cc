@@ -1,10 +1,10 @@
 #include "tune/space/rule_util.h"
 
 #include "arith/linear.h"
+#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/var_use.h"
 #include "schedule/analysis.h"
-#include "ir/annotation_keys.h"
 
 namespace tyche::tune {
 
@@ -18,9 +18,12 @@ LoopIterType loop_iter_type(const schedule::ScheduleState& state, const schedule
   for (size_t i = 0; i < realize->iter_values.size(); ++i) {
     if (!ir::uses_var(realize->iter_values[i], var)) continue;
     ir::IterKind kind = realize->block->iter_vars[i].kind;
-    if (kind == ir::IterKind::kSpatial) spatial = true;
-    else if (kind == ir::IterKind::kReduce) reduce = true;
-    else return LoopIterType::kMixed;
+    if (kind == ir::IterKind::kSpatial)
+      spatial = true;
+    else if (kind == ir::IterKind::kReduce)
+      reduce = true;
+    else
+      return LoopIterType::kMixed;
   }
   if (spatial && reduce) return LoopIterType::kMixed;
   return reduce ? LoopIterType::kReduce : LoopIterType::kSpatial;
@@ -79,7 +82,8 @@ bool has_if_then_else(const ir::BlockNode* block) {
   return finder.found;
 }
 
-std::optional<std::vector<int64_t>> const_extents(const Schedule& sch, const std::vector<schedule::LoopRV>& loops) {
+std::optional<std::vector<int64_t>> const_extents(const Schedule& sch,
+                                                  const std::vector<schedule::LoopRV>& loops) {
   std::vector<int64_t> out;
   for (const schedule::LoopRV& l : loops) {
     auto sref = sch.loop_sref(l);
@@ -101,7 +105,9 @@ const ir::BlockNode* block_node(const Schedule& sch, const schedule::BlockRV& bl
 // output reuses it).
 bool needs_multi_level_tiling(const Schedule& sch, const schedule::BlockRV& block) {
   const ir::BlockNode* b = block_node(sch, block);
-  if (!b || b->annotations.count(ir::ann::kTilingStructure) || b->writes.size() != 1 || b->reads.empty()) return false;
+  if (!b || b->annotations.count(ir::ann::kTilingStructure) || b->writes.size() != 1 ||
+      b->reads.empty())
+    return false;
   bool has_reduce = false;
   for (const ir::IterVar& iv : b->iter_vars) {
     if (iv.kind == ir::IterKind::kOpaque) return false;
@@ -118,8 +124,7 @@ bool needs_multi_level_tiling(const Schedule& sch, const schedule::BlockRV& bloc
       auto ext = ir::as_const_int(iv.dom.extent);
       if (iv.kind != ir::IterKind::kSpatial || (ext && *ext == 1)) continue;
       bool used = false;
-      for (const ir::Range& range : r.region)
-        used |= ir::uses_var(range.min, iv.var.get());
+      for (const ir::Range& range : r.region) used |= ir::uses_var(range.min, iv.var.get());
       unused += !used;
     }
   }
@@ -128,7 +133,8 @@ bool needs_multi_level_tiling(const Schedule& sch, const schedule::BlockRV& bloc
 
 std::optional<ReductionLoops> reduction_loops(Schedule& sch, const schedule::BlockRV& block) {
   auto sref = sch.block_sref(block);
-  if (!sref.ok() || !schedule::check_reduction_block(sch.state(), sref.value().get()).ok()) return std::nullopt;
+  if (!sref.ok() || !schedule::check_reduction_block(sch.state(), sref.value().get()).ok())
+    return std::nullopt;
   auto loops = sch.get_loops(block);
   if (!loops.ok()) return std::nullopt;
   auto extents = const_extents(sch, loops.value());
@@ -136,7 +142,8 @@ std::optional<ReductionLoops> reduction_loops(Schedule& sch, const schedule::Blo
   ReductionLoops out;
   for (size_t i = 0; i < loops.value().size(); ++i) {
     const schedule::LoopRV& l = loops.value()[i];
-    LoopIterType t = loop_iter_type(sch.state(), sref.value().get(), sch.loop_sref(l).value().get());
+    LoopIterType t =
+        loop_iter_type(sch.state(), sref.value().get(), sch.loop_sref(l).value().get());
     if (t == LoopIterType::kMixed) return std::nullopt;
     if (t == LoopIterType::kReduce) {
       out.reduce.push_back(l);
@@ -163,7 +170,9 @@ std::optional<schedule::LoopRV> fuse_reduction_loops(Schedule& sch, const Reduct
   return fused.value();
 }
 
-std::vector<double> uniform_probs(size_t n) { return std::vector<double>(n, 1.0 / static_cast<double>(n)); }
+std::vector<double> uniform_probs(size_t n) {
+  return std::vector<double>(n, 1.0 / static_cast<double>(n));
+}
 
 const ir::VarNode* point_var(const ir::Range& r) {
   const auto* one = r.extent.as<ir::IntImmNode>();

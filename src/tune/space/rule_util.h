@@ -24,7 +24,8 @@ bool writes_output(const schedule::Schedule& sch, const schedule::BlockRV& block
 // The block's body (or init) has a call to if_then_else or an IfThenElse statement.
 bool has_if_then_else(const ir::BlockNode* block);
 // Constant extents of the loops, nullopt if one is not constant.
-std::optional<std::vector<int64_t>> const_extents(const schedule::Schedule& sch, const std::vector<schedule::LoopRV>& loops);
+std::optional<std::vector<int64_t>> const_extents(const schedule::Schedule& sch,
+                                                  const std::vector<schedule::LoopRV>& loops);
 // The block of a valid handle (nullptr if stale).
 const ir::BlockNode* block_node(const schedule::Schedule& sch, const schedule::BlockRV& block);
 // The block's iterator a region dimension reads at a single point (extent 1), or nullptr.
@@ -47,9 +48,11 @@ struct ReductionLoops {
 // Nullopt unless `block` is a reduction block (one written buffer, affine bindings) whose loops
 // all have constant extents and each drive spatial or reduction iterators only, with at least
 // one reduction loop.
-std::optional<ReductionLoops> reduction_loops(schedule::Schedule& sch, const schedule::BlockRV& block);
+std::optional<ReductionLoops> reduction_loops(schedule::Schedule& sch,
+                                              const schedule::BlockRV& block);
 // Moves the reduction loops innermost (if needed) and fuses them; the fused loop.
-std::optional<schedule::LoopRV> fuse_reduction_loops(schedule::Schedule& sch, const ReductionLoops& loops);
+std::optional<schedule::LoopRV> fuse_reduction_loops(schedule::Schedule& sch,
+                                                     const ReductionLoops& loops);
 
 // Uniform probabilities for n candidates.
 std::vector<double> uniform_probs(size_t n);

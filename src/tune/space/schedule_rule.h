@@ -23,19 +23,21 @@ class ScheduleRule {
   virtual void initialize(const TuneContext& context) { (void)context; }
   // The schedules that follow from `sch` by applying the rule to `block`; {sch} when the rule
   // does not apply. A primitive the rule calls may refuse; the rule then drops that branch.
-  virtual std::vector<schedule::Schedule> apply(schedule::Schedule sch, const schedule::BlockRV& block) = 0;
+  virtual std::vector<schedule::Schedule> apply(schedule::Schedule sch,
+                                                const schedule::BlockRV& block) = 0;
 };
 using ScheduleRulePtr = std::shared_ptr<ScheduleRule>;
 
-using RuleFunction = std::function<std::vector<schedule::Schedule>(schedule::Schedule, const schedule::BlockRV&)>;
+using RuleFunction =
+    std::function<std::vector<schedule::Schedule>(schedule::Schedule, const schedule::BlockRV&)>;
 // A rule from a function (a user's lambda).
 ScheduleRulePtr make_rule(std::string name, RuleFunction apply);
 
 // ---- the built-in rules ----
 
 struct AutoInlineConfig {
-  bool into_producer = false;         // reverse_compute_inline an element-wise consumer into its producer
-  bool into_consumer = true;          // compute_inline a block into its consumers
+  bool into_producer = false;  // reverse_compute_inline an element-wise consumer into its producer
+  bool into_consumer = true;   // compute_inline a block into its consumers
   bool inline_const_tensor = true;    // always inline blocks that read no buffer
   bool disallow_if_then_else = true;  // keep blocks whose body selects (padding) as blocks
   bool require_injective = true;      // only blocks whose writes are injective
@@ -58,7 +60,7 @@ struct ReuseConfig {
   bool only_along_output_row = false;
 };
 struct MultiLevelTilingConfig {
-  std::string structure = "SSRSRS";        // S: a spatial tile level, R: a reduction tile level
+  std::string structure = "SSRSRS";          // S: a spatial tile level, R: a reduction tile level
   std::vector<std::string> tile_binds = {};  // GPU: fuse the first levels' loops and bind them
   int64_t max_innermost_factor = 64;
   // The innermost reduction tile's limit, when not max_innermost_factor (0): the k steps a
@@ -87,8 +89,8 @@ struct MultiLevelTilingConfig {
 ScheduleRulePtr multi_level_tiling(MultiLevelTilingConfig config = {});
 
 struct ParallelVectorizeUnrollConfig {
-  int64_t max_jobs_per_core = 16;      // -1: no parallel annotation
-  int64_t max_vectorize_extent = 64;   // -1: no vectorize annotation
+  int64_t max_jobs_per_core = 16;     // -1: no parallel annotation
+  int64_t max_vectorize_extent = 64;  // -1: no vectorize annotation
   std::vector<int64_t> unroll_max_steps = {0, 16, 64, 512};
   bool unroll_explicit = true;
 };
@@ -102,7 +104,8 @@ ScheduleRulePtr random_compute_location();
 ScheduleRulePtr add_rfactor(int64_t max_jobs_per_core = 16, int64_t max_innermost_factor = -1);
 // GPU: a reduction whose spatial extent is small gets its fused reduction loop split by a
 // sampled thread count and the inner part bound to threadIdx.x (branches: as is, bound).
-ScheduleRulePtr cross_thread_reduction(std::vector<int64_t> thread_extents = {4, 8, 16, 32, 64, 128, 256, 512});
+ScheduleRulePtr cross_thread_reduction(std::vector<int64_t> thread_extents = {4, 8, 16, 32, 64, 128,
+                                                                              256, 512});
 // GPU: a block none of whose loops is bound gets its outer spatial loops fused, split by a
 // sampled thread count, and bound to blockIdx.x / threadIdx.x.
 ScheduleRulePtr auto_bind(std::vector<int64_t> thread_extents = {32, 64, 128, 256, 512, 1024});

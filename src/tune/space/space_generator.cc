@@ -47,7 +47,9 @@ class PostOrderApply : public SpaceGenerator {
     std::vector<schedule::BlockRV> blocks;
     for (const std::string& name : names) {
       auto block = first.get_block(name);
-      if (!block.ok()) throw InputError(fmt::format("PostOrderApply: {}", block.error().reason()));  // ambiguous name
+      if (!block.ok())
+        throw InputError(
+            fmt::format("PostOrderApply: {}", block.error().reason()));  // ambiguous name
       blocks.push_back(block.value());
     }
     std::vector<Schedule> current;
@@ -93,7 +95,8 @@ class ScheduleFn : public SpaceGenerator {
         return e.error();
       }
     }();
-    if (!st.ok()) throw InputError(fmt::format("schedule function failed: {}", st.error().reason()));
+    if (!st.ok())
+      throw InputError(fmt::format("schedule function failed: {}", st.error().reason()));
     std::vector<Schedule> out;
     out.push_back(std::move(sch));
     return out;
@@ -114,7 +117,9 @@ class Union : public SpaceGenerator {
     for (size_t i = 0; i < gens_.size(); ++i)
       // Seeds stay non-negative (a negative one means nondeterministic) and never overflow.
       for (Schedule& s : gens_[i]->generate(
-               context, seed < 0 ? seed : static_cast<int64_t>((static_cast<uint64_t>(seed) + i) & INT64_MAX)))
+               context, seed < 0
+                            ? seed
+                            : static_cast<int64_t>((static_cast<uint64_t>(seed) + i) & INT64_MAX)))
         out.push_back(std::move(s));
     return out;
   }

@@ -10,14 +10,20 @@
 
 namespace tyche::tune {
 
-std::vector<TuningRecord> measure_traces(const workloads::Workload& w, const RecordWorkload& record_workload, const target::Target& target,
-                                         const std::vector<std::string>& trace_jsons, const TraceMeasureOptions& options) {
+std::vector<TuningRecord> measure_traces(const workloads::Workload& w,
+                                         const RecordWorkload& record_workload,
+                                         const target::Target& target,
+                                         const std::vector<std::string>& trace_jsons,
+                                         const TraceMeasureOptions& options) {
   if (ir::structural_hash(w.func) != record_workload.hash)
-    throw Error(fmt::format("measure: this machine rebuilt {} as another program than the driver's (a different Tyche?)", record_workload.name));
+    throw Error(
+        fmt::format("measure: this machine rebuilt {} as another program than the driver's (a "
+                    "different Tyche?)",
+                    record_workload.name));
   TuneContext context{w.func, target};
   std::vector<PostprocPtr> postprocs = default_postprocs(context);
-  MeasureTask task{record_workload, record_target(target, options.runner.time), w.reference(workloads::make_inputs(w.func, 42)),
-                   w.constant_params};
+  MeasureTask task{record_workload, record_target(target, options.runner.time),
+                   w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   // Slot k of the answer: a trial to measure, or the record of a trace that did not replay.
   std::vector<TuningRecord> out(trace_jsons.size());
   std::vector<Trial> trials;
@@ -27,11 +33,18 @@ std::vector<TuningRecord> measure_traces(const workloads::Workload& w, const Rec
     schedule::Trace replayed;
     auto c = make_candidate(context, trace, {}, postprocs, 0, &replayed);
     if (auto* e = std::get_if<CandidateError>(&c)) {
-      out[k] = TuningRecord{record_workload, trace_jsons[k], task.target, 0, {}, fmt::format("{}: {}", e->category, e->message), utc_now(),
+      out[k] = TuningRecord{record_workload,
+                            trace_jsons[k],
+                            task.target,
+                            0,
+                            {},
+                            fmt::format("{}: {}", e->category, e->message),
+                            utc_now(),
                             options.batch.confirmed};
       continue;
     }
-    trials.push_back(Trial::of(std::move(replayed), std::get<schedule::Schedule>(c).func(), target.is_gpu()));
+    trials.push_back(
+        Trial::of(std::move(replayed), std::get<schedule::Schedule>(c).func(), target.is_gpu()));
     slot.push_back(k);
   }
   require_device(target);

@@ -24,7 +24,10 @@ struct TraceMeasureOptions {
 // `workload` must be the one `expected` was made from (RecordWorkload::hash is checked against
 // the function's structural hash: a node that rebuilt another workload is refused with
 // tyche::Error).
-std::vector<TuningRecord> measure_traces(const workloads::Workload& workload, const RecordWorkload& record_workload, const target::Target& target,
-                                         const std::vector<std::string>& trace_jsons, const TraceMeasureOptions& options);
+std::vector<TuningRecord> measure_traces(const workloads::Workload& workload,
+                                         const RecordWorkload& record_workload,
+                                         const target::Target& target,
+                                         const std::vector<std::string>& trace_jsons,
+                                         const TraceMeasureOptions& options);
 
 }  // namespace tyche::tune

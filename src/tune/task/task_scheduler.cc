@@ -36,7 +36,9 @@ class Gradient : public TaskScheduler {
   int next(const std::vector<TaskProgress>& tasks) override {
     // Every task gets a first round, and one with no success yet goes first.
     for (size_t i = 0; i < tasks.size(); ++i)
-      if (!tasks[i].done && (tasks[i].trials.empty() || !std::isfinite(tasks[i].best_seconds.back()))) return static_cast<int>(i);
+      if (!tasks[i].done &&
+          (tasks[i].trials.empty() || !std::isfinite(tasks[i].best_seconds.back())))
+        return static_cast<int>(i);
     // Per round: backward, the best latency's fall over the last `window` rounds; forward, the
     // best latency over the rounds so far.
     int best = -1;
@@ -46,7 +48,8 @@ class Gradient : public TaskScheduler {
       if (t.done) continue;
       size_t n = t.best_seconds.size();
       double now = t.best_seconds.back();
-      double backward = n > static_cast<size_t>(window_) && std::isfinite(t.best_seconds[n - 1 - static_cast<size_t>(window_)])
+      double backward = n > static_cast<size_t>(window_) &&
+                                std::isfinite(t.best_seconds[n - 1 - static_cast<size_t>(window_)])
                             ? (t.best_seconds[n - 1 - static_cast<size_t>(window_)] - now) / window_
                             : 0;
       double forward = now / static_cast<double>(n);
@@ -66,8 +69,12 @@ class Gradient : public TaskScheduler {
 
 }  // namespace
 
-std::unique_ptr<TaskScheduler> make_round_robin() { return std::make_unique<RoundRobin>(); }
-std::unique_ptr<TaskScheduler> make_gradient_scheduler(double alpha, int window) { return std::make_unique<Gradient>(alpha, window); }
+std::unique_ptr<TaskScheduler> make_round_robin() {
+  return std::make_unique<RoundRobin>();
+}
+std::unique_ptr<TaskScheduler> make_gradient_scheduler(double alpha, int window) {
+  return std::make_unique<Gradient>(alpha, window);
+}
 
 std::unique_ptr<TaskScheduler> make_task_scheduler(const std::string& name) {
   if (name == "round-robin") return make_round_robin();

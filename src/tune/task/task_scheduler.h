@@ -13,10 +13,10 @@
 namespace tyche::tune {
 
 struct TaskProgress {
-  double weight = 1;                  // how much the task's latency counts (e.g. times it runs)
-  std::vector<int> trials;            // trials done after each of its rounds
-  std::vector<double> best_seconds;   // best latency after each round (+inf before any success)
-  bool done = false;                  // budget or design space exhausted
+  double weight = 1;                 // how much the task's latency counts (e.g. times it runs)
+  std::vector<int> trials;           // trials done after each of its rounds
+  std::vector<double> best_seconds;  // best latency after each round (+inf before any success)
+  bool done = false;                 // budget or design space exhausted
 };
 
 class TaskScheduler {

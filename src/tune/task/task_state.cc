@@ -19,21 +19,27 @@ namespace tyche::tune {
 namespace {
 
 // The search's view of the task: design spaces, postprocessors, mutators, the model.
-void set_up_search(TaskState& st, const target::Target& target, const TuneOptions& options, CostModel* model) {
+void set_up_search(TaskState& st, const target::Target& target, const TuneOptions& options,
+                   CostModel* model) {
   const workloads::Workload& w = st.task.workload;
   SearchTask& s = st.search;
   s.context = TuneContext{w.func, target};
   SpaceGeneratorPtr space = st.task.space ? st.task.space : post_order_apply(default_rules(target));
   space->initialize(s.context);
-  for (const schedule::Schedule& d : space->generate(s.context, options.seed)) s.spaces.push_back(d.trace()->simplified());
-  if (s.spaces.empty()) throw InputError(fmt::format("tune: the design space of {} is empty (a rule returned no schedule)", w.name));
+  for (const schedule::Schedule& d : space->generate(s.context, options.seed))
+    s.spaces.push_back(d.trace()->simplified());
+  if (s.spaces.empty())
+    throw InputError(
+        fmt::format("tune: the design space of {} is empty (a rule returned no schedule)", w.name));
   s.postprocs = default_postprocs(s.context);
   s.mutators = default_mutators(target);
   for (auto& [m, weight] : s.mutators) m->initialize(s.context);
   s.model = model;
   s.refusals = &st.refusals;
   s.workload = ir::structural_hash(w.func);
-  s.threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s.threads = options.threads > 0
+                  ? options.threads
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options.on_search_task) options.on_search_task(s);
 }
 
@@ -41,7 +47,8 @@ void set_up_search(TaskState& st, const target::Target& target, const TuneOption
 // that ran seed the search and the model, and the fastest is the best so far.
 void resume_from(TaskState& st, const Database& db, ModelSeeds& seeds) {
   SearchTask& s = st.search;
-  std::vector<const TuningRecord*> records = db.latest_of(s.workload, target_key(st.measure.target));
+  std::vector<const TuningRecord*> records =
+      db.latest_of(s.workload, target_key(st.measure.target));
   s.measured = measured_programs(records, s.context, s.postprocs);
   for (const TuningRecord* r : records) {
     if (!r->ok()) continue;
@@ -95,7 +102,8 @@ void warm_start_from(TaskState& st, const Database& db, WarmStartRecords& shippe
   std::vector<const RecordWorkload*> others;
   for (const RecordWorkload& w : db.workloads())
     if (w.hash != s.workload) others.push_back(&w);
-  std::stable_partition(others.begin(), others.end(), [&](const RecordWorkload* w) { return family_of(w->name) == family; });
+  std::stable_partition(others.begin(), others.end(),
+                        [&](const RecordWorkload* w) { return family_of(w->name) == family; });
   const std::string target = target_key(st.measure.target);
   for (const RecordWorkload* w : others)
     for (const TuningRecord* r : db.best(w->hash, target, kWarmStartPerWorkload)) {
@@ -104,7 +112,9 @@ void warm_start_from(TaskState& st, const Database& db, WarmStartRecords& shippe
     }
   std::vector<const TuningRecord*> records;
   for (const TuningRecord& r : shipped.fastest()) records.push_back(&r);
-  std::stable_partition(records.begin(), records.end(), [&](const TuningRecord* r) { return family_of(r->workload.name) == family; });
+  std::stable_partition(records.begin(), records.end(), [&](const TuningRecord* r) {
+    return family_of(r->workload.name) == family;
+  });
   for (const TuningRecord* r : records) {
     if (s.warm_start.size() >= kWarmStartTraces) return;
     add_warm_start(s, *r);
@@ -118,7 +128,8 @@ const std::vector<TuningRecord>& WarmStartRecords::fastest() {
   std::vector<uint64_t> order;
   std::unordered_map<uint64_t, std::vector<TuningRecord>> by_workload;
   for (const std::string& file : files_)
-    for (TuningRecord& r : read_records(file).records) {  // throws, one line, if it cannot be opened
+    for (TuningRecord& r :
+         read_records(file).records) {  // throws, one line, if it cannot be opened
       if (!r.ok()) continue;
       auto [it, fresh] = by_workload.try_emplace(r.workload.hash);
       if (fresh) order.push_back(r.workload.hash);
@@ -129,8 +140,11 @@ const std::vector<TuningRecord>& WarmStartRecords::fastest() {
     std::vector<TuningRecord>& rs = by_workload[h];
     size_t k = std::min(rs.size(), kWarmStartPerWorkload);
     std::partial_sort(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(k), rs.end(),
-                      [](const TuningRecord& a, const TuningRecord& b) { return a.typical_seconds() < b.typical_seconds(); });
-    std::move(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(k), std::back_inserter(*fastest_));
+                      [](const TuningRecord& a, const TuningRecord& b) {
+                        return a.typical_seconds() < b.typical_seconds();
+                      });
+    std::move(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(k),
+              std::back_inserter(*fastest_));
   }
   return *fastest_;
 }
@@ -152,26 +166,34 @@ void TaskState::absorb(const std::vector<Trial>& round) {
     }
     ranked[t.program_hash] = t.ranked_seconds;
     double raw = t.typical_seconds();
-    if (result.search_best_seconds == 0 || raw < result.search_best_seconds) result.search_best_seconds = raw;
+    if (result.search_best_seconds == 0 || raw < result.search_best_seconds)
+      result.search_best_seconds = raw;
     search.measured_traces.emplace_back(t.ranked_seconds, t.trace);
-    if (result.best_seconds == 0 || t.ranked_seconds < result.best_seconds) note_result(t.ranked_seconds, t.trace.to_json());
+    if (result.best_seconds == 0 || t.ranked_seconds < result.best_seconds)
+      note_result(t.ranked_seconds, t.trace.to_json());
   }
   result.trials += static_cast<int>(round.size());
 }
 
-std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const target::Target& target, const TuneOptions& options,
-                                      CostModel* model, Database& db, ModelSeeds& seeds, WarmStartRecords& shipped) {
+std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index,
+                                      const target::Target& target, const TuneOptions& options,
+                                      CostModel* model, Database& db, ModelSeeds& seeds,
+                                      WarmStartRecords& shipped) {
   auto st = std::make_unique<TaskState>();
   st->task = task;
   const workloads::Workload& w = st->task.workload;
   set_up_search(*st, target, options, model);
-  st->measure = MeasureTask{RecordWorkload{w.name, task.extents, st->search.workload, w.shape, w.flop, w.dtypes}, record_target(target, options.runner.time),
-                            w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
+  st->measure = MeasureTask{
+      RecordWorkload{w.name, task.extents, st->search.workload, w.shape, w.flop, w.dtypes},
+      record_target(target, options.runner.time), w.reference(workloads::make_inputs(w.func, 42)),
+      w.constant_params};
   db.add_workload(st->measure.workload);
   resume_from(*st, db, seeds);
   if (options.warm_start) warm_start_from(*st, db, shipped);
   st->result.warm_start = static_cast<int>(st->search.warm_start.size());
-  st->strategy = options.make_strategy ? options.make_strategy() : make_search_strategy(options.strategy, options.evolutionary);
+  st->strategy = options.make_strategy
+                     ? options.make_strategy()
+                     : make_search_strategy(options.strategy, options.evolutionary);
   st->strategy->initialize(&st->search, options.seed + static_cast<int64_t>(index));
   st->result.name = w.name;
   st->result.shape = w.shape;

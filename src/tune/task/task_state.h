@@ -57,7 +57,9 @@ class WarmStartRecords {
 // what `db` already measured of it (which seeds the search, `seeds` and the best); with
 // options.warm_start, its warm start from db's other workloads and then from `shipped` (records
 // of any workloads). Throws InputError when its design space is empty.
-std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index, const target::Target& target, const TuneOptions& options,
-                                      CostModel* model, Database& db, ModelSeeds& seeds, WarmStartRecords& shipped);
+std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index,
+                                      const target::Target& target, const TuneOptions& options,
+                                      CostModel* model, Database& db, ModelSeeds& seeds,
+                                      WarmStartRecords& shipped);
 
 }  // namespace tyche::tune

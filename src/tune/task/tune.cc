@@ -19,20 +19,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
-bool stopped(const TuneOptions& o) { return o.stop && o.stop->load(); }
+bool stopped(const TuneOptions& o) {
+  return o.stop && o.stop->load();
+}
 
 // Refuses bad options before any work.
-void check_options(const std::vector<TuneTask>& tasks, const target::Target& target, const TuneOptions& o) {
+void check_options(const std::vector<TuneTask>& tasks, const target::Target& target,
+                   const TuneOptions& o) {
   if (tasks.empty()) throw Error("tune: no workload to tune");
   if (o.trials <= 0 || o.batch <= 0) throw Error("tune: --trials and the batch must be positive");
   const runtime::TimeOptions& timing = o.runner.time;
-  if (!(o.runner.timeout_s > 0) || timing.repeat <= 0 || timing.number <= 0 || timing.warmup < 0 || timing.min_repeat_ms < 0)
-    throw Error("tune: the timeout, repeats and calls per repeat must be positive, warm-up and minimum repeat time not negative");
+  if (!(o.runner.timeout_s > 0) || timing.repeat <= 0 || timing.number <= 0 || timing.warmup < 0 ||
+      timing.min_repeat_ms < 0)
+    throw Error(
+        "tune: the timeout, repeats and calls per repeat must be positive, warm-up and minimum "
+        "repeat time not negative");
   if (!target.is_gpu()) target::check_runs_on_host(target.cpu_info());
   if (!o.remote_measure) require_device(target);
-  if (!o.make_strategy) make_search_strategy(o.strategy, o.evolutionary);  // an unknown name or acceptance
+  if (!o.make_strategy)
+    make_search_strategy(o.strategy, o.evolutionary);  // an unknown name or acceptance
 }
 
 // The model, and what it started from (TuneResult::model). A default model that cannot be read
@@ -47,11 +56,13 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& o, TuneResult& out) {
     return m;
   }
   if (o.cost_model == "random") {
-    if (!o.model_path.empty() && o.model_path != "none") throw Error("--model needs the xgb cost model");
+    if (!o.model_path.empty() && o.model_path != "none")
+      throw Error("--model needs the xgb cost model");
     out.model = "random";
     return make_random_model(static_cast<uint64_t>(o.seed));
   }
-  if (o.cost_model != "xgb") throw Error(fmt::format("unknown cost model '{}' (expected xgb or random)", o.cost_model));
+  if (o.cost_model != "xgb")
+    throw Error(fmt::format("unknown cost model '{}' (expected xgb or random)", o.cost_model));
   if (o.model_path == "none") {
     out.model = "untrained";
     return make_xgboost_model(xo);
@@ -67,7 +78,8 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& o, TuneResult& out) {
       out.model = path;
       return m;
     } catch (const Error& e) {
-      out.warnings.push_back(fmt::format("the pre-trained cost model was not loaded ({}); starting untrained", e.what()));
+      out.warnings.push_back(fmt::format(
+          "the pre-trained cost model was not loaded ({}); starting untrained", e.what()));
     }
   }
   out.model = "untrained";
@@ -75,14 +87,19 @@ std::unique_ptr<CostModel> make_model(const TuneOptions& o, TuneResult& out) {
 }
 
 // Every task set up, resumed from the database, and the model seeded with what it measured.
-std::vector<std::unique_ptr<TaskState>> start_tasks(const std::vector<TuneTask>& tasks, const target::Target& target, const TuneOptions& o,
-                                                    CostModel& model, Database& db, TuneResult& out) {
+std::vector<std::unique_ptr<TaskState>> start_tasks(const std::vector<TuneTask>& tasks,
+                                                    const target::Target& target,
+                                                    const TuneOptions& o, CostModel& model,
+                                                    Database& db, TuneResult& out) {
   std::vector<std::unique_ptr<TaskState>> states;
   ModelSeeds seeds;
-  WarmStartRecords shipped(o.warm_start_records ? *o.warm_start_records : default_warm_start_records());
+  WarmStartRecords shipped(o.warm_start_records ? *o.warm_start_records
+                                                : default_warm_start_records());
   for (size_t i = 0; i < tasks.size(); ++i) {
     states.push_back(start_task(tasks[i], i, target, o, &model, db, seeds, shipped));
-    out.resumed_records += static_cast<int>(db.records_of(states.back()->search.workload, target_key(states.back()->measure.target)).size());
+    out.resumed_records += static_cast<int>(
+        db.records_of(states.back()->search.workload, target_key(states.back()->measure.target))
+            .size());
   }
   for (const std::string& w : db.warnings()) out.warnings.push_back(w);
   if (!seeds.candidates.empty()) {
@@ -95,18 +112,24 @@ std::vector<std::unique_ptr<TaskState>> start_tasks(const std::vector<TuneTask>&
 
 // One round of a task: the batch measured and recorded, between two timings of the drift
 // yardstick whose drift its ranked times are corrected for.
-TunePoint measure_round(TaskState& st, std::vector<Trial>& batch, Measurer& measurer, Database& db, const TuneOptions& o,
-                        TuneTimes& times) {
+TunePoint measure_round(TaskState& st, std::vector<Trial>& batch, Measurer& measurer, Database& db,
+                        const TuneOptions& o, TuneTimes& times) {
   TunePoint p;
   bool correct = o.drift_correction && st.drift.has_yardstick();
   auto t = Clock::now();
   if (correct) p.yardstick_before = st.drift.time_yardstick(measurer, st.measure);
   times.run += since(t);
-  BatchOptions limits{.best_seconds = st.result.best_seconds, .single_run_slowdown = o.single_run_slowdown,
-                      .timeout_slowdown = o.timeout_slowdown, .timeout_floor_s = o.timeout_floor_s, .stop = o.stop};
-  BatchTimes bt = measurer.measure_batch(batch, st.measure, [&](const std::vector<TuningRecord>& r) { db.add_records(r); }, limits);
+  BatchOptions limits{.best_seconds = st.result.best_seconds,
+                      .single_run_slowdown = o.single_run_slowdown,
+                      .timeout_slowdown = o.timeout_slowdown,
+                      .timeout_floor_s = o.timeout_floor_s,
+                      .stop = o.stop};
+  BatchTimes bt = measurer.measure_batch(
+      batch, st.measure, [&](const std::vector<TuningRecord>& r) { db.add_records(r); }, limits);
   times.build += bt.build, times.run += bt.run, times.database += bt.save;
-  std::erase_if(batch, [](const Trial& x) { return !x.measured; });  // an interrupted batch keeps what was measured
+  std::erase_if(batch, [](const Trial& x) {
+    return !x.measured;
+  });  // an interrupted batch keeps what was measured
   t = Clock::now();
   if (correct && !stopped(o)) p.yardstick_after = st.drift.time_yardstick(measurer, st.measure);
   times.run += since(t);
@@ -142,7 +165,8 @@ void record_point(TaskState& st, TaskProgress& progress, TunePoint p) {
   p.measured_best_seconds = st.result.search_best_seconds;
   st.result.history.push_back(p);
   progress.trials.push_back(st.result.trials);
-  progress.best_seconds.push_back(p.best_seconds > 0 ? p.best_seconds : std::numeric_limits<double>::infinity());
+  progress.best_seconds.push_back(p.best_seconds > 0 ? p.best_seconds
+                                                     : std::numeric_limits<double>::infinity());
 }
 
 // The task's `top` fastest programs in the database (by their ranked time in this run, else as
@@ -155,14 +179,17 @@ std::vector<Trial> leaders(const TaskState& st, const Database& db, int top) {
     auto it = st.ranked.find(r->program);
     return it != st.ranked.end() ? it->second : r->typical_seconds();
   };
-  std::stable_sort(latest.begin(), latest.end(), [&](const TuningRecord* a, const TuningRecord* b) { return seconds(a) < seconds(b); });
+  std::stable_sort(latest.begin(), latest.end(), [&](const TuningRecord* a, const TuningRecord* b) {
+    return seconds(a) < seconds(b);
+  });
   std::vector<Trial> out;
   for (const TuningRecord* r : latest) {
     if (out.size() >= static_cast<size_t>(top)) break;
     try {
       schedule::Trace trace = schedule::Trace::from_json(r->trace_json);
       std::optional<Trial> t = st.search.replay(trace, 0);
-      if (!t || (r->program && t->program_hash != r->program)) continue;  // not the program measured
+      if (!t || (r->program && t->program_hash != r->program))
+        continue;  // not the program measured
       t->trace = std::move(trace);
       out.push_back(std::move(*t));
     } catch (const Error&) {
@@ -174,10 +201,12 @@ std::vector<Trial> leaders(const TaskState& st, const Database& db, int top) {
 
 // Times the task's `top` leaders again, interleaved, and records them as confirmed; the task's
 // best becomes the fastest of them.
-void confirm_leaders(TaskState& st, Database& db, Measurer& measurer, const TuneOptions& o, int top) {
+void confirm_leaders(TaskState& st, Database& db, Measurer& measurer, const TuneOptions& o,
+                     int top) {
   std::vector<Trial> trials = leaders(st, db, top);
   if (trials.size() < 2) return;  // nothing to compare
-  measurer.measure_batch(trials, st.measure, [&](const std::vector<TuningRecord>& r) { db.add_records(r); },
+  measurer.measure_batch(trials, st.measure,
+                         [&](const std::vector<TuningRecord>& r) { db.add_records(r); },
                          {.rounds = o.confirm_rounds, .confirmed = true, .stop = o.stop});
   if (!trials[0].measured) return;  // interrupted: not a confirmation
   st.result.confirmed = static_cast<int>(trials.size());
@@ -196,8 +225,8 @@ std::string full_trace_text(const SearchTask& s, const std::string& trace_json) 
 }
 
 // The leaders timed again, then each task's result.
-void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measurer& measurer, const TuneOptions& o, TuneResult& out,
-            int measured, double elapsed) {
+void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measurer& measurer,
+            const TuneOptions& o, TuneResult& out, int measured, double elapsed) {
   // The budget is confirm_share of the tuning time. Tasks go in order of weighted latency, the
   // largest first, and each gets as many leaders as its part of what is left of the budget buys
   // (its weighted latency over that of the tasks still to go): a task whose part buys fewer than
@@ -206,9 +235,14 @@ void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measu
   // small batches: estimated once, the 8% share came to 11.4% of a MobileNet-v2 tune.
   std::vector<TaskState*> order;
   for (auto& st : states) order.push_back(st.get());
-  auto weighted = [](const TaskState* st) { return st->task.weight * std::max(st->result.best_seconds, 0.0); };
-  std::stable_sort(order.begin(), order.end(), [&](const TaskState* a, const TaskState* b) { return weighted(a) > weighted(b); });
-  double per_leader = measured > 0 ? (out.times.build + o.confirm_rounds * out.times.run) / measured : 0;
+  auto weighted = [](const TaskState* st) {
+    return st->task.weight * std::max(st->result.best_seconds, 0.0);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const TaskState* a, const TaskState* b) {
+    return weighted(a) > weighted(b);
+  });
+  double per_leader =
+      measured > 0 ? (out.times.build + o.confirm_rounds * out.times.run) / measured : 0;
   double left = 0;  // the weighted latency of the tasks still to go
   for (const TaskState* st : order) left += weighted(st);
   double budget = o.confirm_share * elapsed, spent = 0;
@@ -233,7 +267,8 @@ void finish(std::vector<std::unique_ptr<TaskState>>& states, Database& db, Measu
   }
   out.interrupted = stopped(o);
   for (auto& st : states) {
-    if (!st->best_trace_json.empty()) st->result.best_trace_text = full_trace_text(st->search, st->best_trace_json);
+    if (!st->best_trace_json.empty())
+      st->result.best_trace_text = full_trace_text(st->search, st->best_trace_json);
     st->result.refusals = st->refusals.counts();
     out.tasks.push_back(std::move(st->result));
   }
@@ -272,7 +307,8 @@ int round_size(int batch, int trials, int tasks) {
 
 // The paper's loop: the task scheduler picks a task, its strategy proposes trials, they are
 // measured and recorded, the cost model and the strategy learn from them.
-TuneResult tune(const std::vector<TuneTask>& tasks, const target::Target& target, const TuneOptions& options,
+TuneResult tune(const std::vector<TuneTask>& tasks, const target::Target& target,
+                const TuneOptions& options,
                 const std::function<void(const TuneProgress&)>& progress) {
   auto start = Clock::now();
   check_options(tasks, target, options);
@@ -280,7 +316,8 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const target::Target& target
   TuneResult out;
   std::unique_ptr<CostModel> model = make_model(options, out);
   Database db(options.db_dir);
-  std::vector<std::unique_ptr<TaskState>> states = start_tasks(tasks, target, options, *model, db, out);
+  std::vector<std::unique_ptr<TaskState>> states =
+      start_tasks(tasks, target, options, *model, db, out);
   Measurer measurer(target, options.runner);
   if (options.remote_measure) measurer.set_remote(options.remote_measure);
   std::vector<TaskProgress> task_progress(states.size());

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "tune/core/context.h"
 #include "tune/measure/measure_batch.h"
 #include "tune/measure/runner.h"
 #include "tune/search/search_strategy.h"
 #include "tune/space/space_generator.h"
-#include "tune/core/context.h"
 #include "workloads/workloads.h"
 
 namespace tyche::tune {
@@ -34,16 +34,16 @@ struct TuneTask {
 };
 
 struct TuneOptions {
-  int trials = 1000;                        // measured candidates, all tasks together
+  int trials = 1000;  // measured candidates, all tasks together
   // Candidates per round, at most: with several tasks a round is sized to the budget
   // (round_size()), so that every task gets rounds early.
   int batch = 64;
-  std::string db_dir;                       // the database directory (created if missing)
-  std::string strategy = "evolutionary";    // or "replay-trace"
+  std::string db_dir;                     // the database directory (created if missing)
+  std::string strategy = "evolutionary";  // or "replay-trace"
   // A strategy of one's own (one per task), instead of the named one.
   std::function<std::unique_ptr<SearchStrategy>()> make_strategy;
-  EvolutionaryOptions evolutionary;         // population, generations, acceptance, ...
-  std::string cost_model = "xgb";           // or "random"
+  EvolutionaryOptions evolutionary;  // population, generations, acceptance, ...
+  std::string cost_model = "xgb";    // or "random"
   // A cost model of one's own, instead of the named one (one for all tasks; model_path unused).
   std::function<std::unique_ptr<CostModel>()> make_cost_model;
   // Called once per task when its search is set up, before the model or the strategy sees it:
@@ -53,7 +53,7 @@ struct TuneOptions {
   // (default_cost_model_path(), trained on bench/data at build time) where it exists; "none" an
   // untrained model.
   std::string model_path;
-  std::string scheduler = "gradient";       // or "round-robin"
+  std::string scheduler = "gradient";  // or "round-robin"
   // A task with few records of its own starts from the fastest programs of the database's other
   // workloads whose design space has its structure, then from those of warm_start_records
   // (SearchTask::warm_start, search/transfer.h).
@@ -62,8 +62,8 @@ struct TuneOptions {
   // nullopt: the dataset shipped with Tyche (default_warm_start_records()).
   std::optional<std::vector<std::string>> warm_start_records;
   int64_t seed = 0;
-  int threads = 0;                          // for search, features and the model; 0: all
-  RunnerOptions runner;                     // worker path, timeout, timing
+  int threads = 0;       // for search, features and the model; 0: all
+  RunnerOptions runner;  // worker path, timeout, timing
   // Set: every batch (the leaders' confirmation too) is measured by it, on other machines, instead
   // of here (measure_batch.h); drift correction is then off (it times a program kept here).
   RemoteMeasure remote_measure;
@@ -91,8 +91,8 @@ struct TuneOptions {
   // spell would otherwise hold every leader. A yardstick (the task's fastest program of its first
   // round) is timed before and after each later round, and the round's times are scaled by its
   // typical time (the median of its timings so far) over the faster of its times then, held
-  // within [0.8, 1.25] (drift.h says why). Records keep the raw times; the cost model, the search, the
-  // best and the choice of leaders use the scaled ones.
+  // within [0.8, 1.25] (drift.h says why). Records keep the raw times; the cost model, the search,
+  // the best and the choice of leaders use the scaled ones.
   bool drift_correction = true;
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): stop after saving what was measured
 };
@@ -102,15 +102,15 @@ struct TuneTimes {
   double search = 0;  // sampling, mutation, validation, features and prediction
   double build = 0;
   double run = 0;
-  double model = 0;   // training
+  double model = 0;  // training
   double database = 0;
   double confirm = 0;  // building and timing the leaders again
   double total = 0;
 };
 
 struct TunePoint {
-  int trials = 0;  // of this task
-  double best_seconds = 0;           // the fastest so far, drift-corrected (the search's ranking)
+  int trials = 0;           // of this task
+  double best_seconds = 0;  // the fastest so far, drift-corrected (the search's ranking)
   double elapsed_s = 0;
   double measured_best_seconds = 0;  // the fastest single measurement so far, as timed
   // The yardstick's times before and after this round and its typical time then, the median of
@@ -122,28 +122,28 @@ struct TaskResult {
   std::string name, shape;
   double flop = 0;
   int trials = 0, failed = 0;
-  double best_seconds = 0;          // 0: nothing ran; after a confirmation, its fastest program
-  double search_best_seconds = 0;   // the fastest single measurement while searching, as timed
-  int confirmed = 0;                // programs timed again at the end
-  int warm_start = 0;               // programs of other workloads it started from (TuneOptions::warm_start)
-  std::string best_trace_text;      // the best program's trace, text form (design space + decisions)
+  double best_seconds = 0;         // 0: nothing ran; after a confirmation, its fastest program
+  double search_best_seconds = 0;  // the fastest single measurement while searching, as timed
+  int confirmed = 0;               // programs timed again at the end
+  int warm_start = 0;  // programs of other workloads it started from (TuneOptions::warm_start)
+  std::string best_trace_text;  // the best program's trace, text form (design space + decisions)
   // Candidates the search drew or mutated that did not replay or that a postprocessor refused,
   // by CandidateError::reason() ("replay: dependence_violated").
   std::map<std::string, int64_t> refusals;
-  std::vector<TunePoint> history;   // after every round of this task
+  std::vector<TunePoint> history;  // after every round of this task
 };
 
 struct TuneResult {
   std::vector<TaskResult> tasks;
   TuneTimes times;
-  int resumed_records = 0;            // records of these tasks the database already held
-  std::string model;                  // what the cost model started from: a path, or "untrained"
+  int resumed_records = 0;  // records of these tasks the database already held
+  std::string model;        // what the cost model started from: a path, or "untrained"
   bool interrupted = false;
   std::vector<std::string> warnings;  // lines of the database that were skipped
 };
 
 struct TuneProgress {
-  int trials = 0, budget = 0;  // all tasks
+  int trials = 0, budget = 0;        // all tasks
   const TaskResult* task = nullptr;  // the task of the round just measured
   double elapsed_s = 0;
 };
@@ -162,7 +162,8 @@ int round_size(int batch, int trials, int tasks);
 
 // Throws tyche::Error for bad options (unknown strategy, model file, a GPU target), never for a
 // candidate.
-TuneResult tune(const std::vector<TuneTask>& tasks, const target::Target& target, const TuneOptions& options,
+TuneResult tune(const std::vector<TuneTask>& tasks, const target::Target& target,
+                const TuneOptions& options,
                 const std::function<void(const TuneProgress&)>& progress = {});
 
 }  // namespace tyche::tune

@@ -7,11 +7,21 @@
 namespace tyche::tune {
 
 runtime::TimeOptions warm_timing() {
-  return {.warmup = 0, .number = 1, .repeat = 3, .min_repeat_ms = 20, .flush_cache = false, .flush_ranges = {}};
+  return {.warmup = 0,
+          .number = 1,
+          .repeat = 3,
+          .min_repeat_ms = 20,
+          .flush_cache = false,
+          .flush_ranges = {}};
 }
 
 runtime::TimeOptions cold_timing() {
-  return {.warmup = 0, .number = 1, .repeat = 10, .min_repeat_ms = 0, .flush_cache = true, .flush_ranges = {}};
+  return {.warmup = 0,
+          .number = 1,
+          .repeat = 10,
+          .min_repeat_ms = 0,
+          .flush_cache = true,
+          .flush_ranges = {}};
 }
 
 runtime::TimeOptions llc_timing() {

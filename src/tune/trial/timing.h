@@ -28,7 +28,8 @@ runtime::TimeOptions mixed_timing();
 // "cold" (cold_timing()), "llc" (llc_timing()), "mixed" (mixed_timing()) or "warm"
 // (warm_timing()); tyche::InputError otherwise.
 runtime::TimeOptions timing_named(const std::string& name);
-// RecordTarget::timing for these options: "cold", "llc" or "mixed" when they evict the caches, "" (warm) else.
+// RecordTarget::timing for these options: "cold", "llc" or "mixed" when they evict the caches, ""
+// (warm) else.
 std::string timing_name(const runtime::TimeOptions& time);
 // The timing as reported to users: timing_name(), or "warm".
 std::string timing_label(const runtime::TimeOptions& time);

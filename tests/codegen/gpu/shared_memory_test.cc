@@ -19,8 +19,8 @@
 namespace tyche::codegen {
 namespace {
 
-using ::testing::HasSubstr;
 using schedule::testing::small;
+using ::testing::HasSubstr;
 using tyche::testing::bound_gmm;
 using tyche::testing::cross_thread_softmax;
 using tyche::testing::tensor_core_gmm;
@@ -41,7 +41,8 @@ struct Program {
 };
 
 std::vector<Program> programs() {
-  const target::Target opencl = target::Target::parse("opencl"), cuda = target::Target::parse("cuda -arch=sm_80");
+  const target::Target opencl = target::Target::parse("opencl"),
+                       cuda = target::Target::parse("cuda -arch=sm_80");
   workloads::Workload gmm = small("GMM-1"), sfm = small("SFM-1");
   workloads::Workload f16 = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
   workloads::Workload bf16 = workloads::make_workload("GMM", {1, 64, 64, 48}, "BF16");
@@ -52,9 +53,12 @@ std::vector<Program> programs() {
       {"softmax, 16 threads as a tree", cross_thread_softmax(sfm.func, 16), opencl},
       {"softmax, 64 threads by warps", cross_thread_softmax(sfm.func, 64), cuda},
       {"tensor cores, WMMA", tensor_core_gmm(f16.func, {}), cuda},
-      {"tensor cores, WMMA, sm_75", tensor_core_gmm(f16.func, {.stages = 2}), target::Target::parse("cuda -arch=sm_75")},
-      {"tensor cores, mma.sync, 2 stages", tensor_core_gmm(f16.func, {.family = "mma", .stages = 2, .vector = 8}), cuda},
-      {"tensor cores, mma.sync, 3 stages, bfloat16", tensor_core_gmm(bf16.func, {.type = "bf16", .family = "mma", .stages = 3, .vector = 2}),
+      {"tensor cores, WMMA, sm_75", tensor_core_gmm(f16.func, {.stages = 2}),
+       target::Target::parse("cuda -arch=sm_75")},
+      {"tensor cores, mma.sync, 2 stages",
+       tensor_core_gmm(f16.func, {.family = "mma", .stages = 2, .vector = 8}), cuda},
+      {"tensor cores, mma.sync, 3 stages, bfloat16",
+       tensor_core_gmm(bf16.func, {.type = "bf16", .family = "mma", .stages = 3, .vector = 2}),
        cuda},
   };
 }
@@ -68,7 +72,8 @@ TEST(GpuSharedMemory, VerifyGPUCodeCountsWhatTheLaunchedKernelDeclares) {
     int64_t most = 0;
     for (size_t i = 0; i < program.kernels.size(); ++i) {
       EXPECT_EQ(plan.kernels[i].shared_bytes, program.kernels[i].shared_bytes);
-      EXPECT_EQ(plan.kernels[i].shared_bytes, lower::kernel_resources(program.kernels[i]).shared_bytes);
+      EXPECT_EQ(plan.kernels[i].shared_bytes,
+                lower::kernel_resources(program.kernels[i]).shared_bytes);
       most = std::max(most, plan.kernels[i].shared_bytes);
     }
     ASSERT_GT(most, 0);
@@ -82,13 +87,18 @@ TEST(GpuSharedMemory, VerifyGPUCodeCountsWhatTheLaunchedKernelDeclares) {
     st = verify(p.func, limit);
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error().code(), schedule::ErrorCode::kExceedsLimit);
-    EXPECT_THAT(st.error().reason(), HasSubstr(fmt::format("{} bytes of shared memory exceed max_shared_memory_per_block {}", most, most - 1)));
+    EXPECT_THAT(
+        st.error().reason(),
+        HasSubstr(fmt::format("{} bytes of shared memory exceed max_shared_memory_per_block {}",
+                              most, most - 1)));
     // And the printed kernel's: ptxas allocates that much static shared memory for each kernel.
     if (p.target.kind != "cuda" || !nvrtc) continue;
     CudaBinary binary = compile_cuda(program, cuda_arch(p.target));
-    for (size_t i = 0; i < program.kernels.size(); ++i) EXPECT_EQ(binary.kernels.at(i).shared_bytes, plan.kernels[i].shared_bytes) << i;
+    for (size_t i = 0; i < program.kernels.size(); ++i)
+      EXPECT_EQ(binary.kernels.at(i).shared_bytes, plan.kernels[i].shared_bytes) << i;
   }
-  if (!nvrtc) GTEST_SKIP() << "no NVRTC: the launch plan and VerifyGPUCode checked, ptxas's figure not";
+  if (!nvrtc)
+    GTEST_SKIP() << "no NVRTC: the launch plan and VerifyGPUCode checked, ptxas's figure not";
 }
 
 // Each array is declared 32-byte aligned in both dialects, as the figure lays them out.
@@ -98,7 +108,8 @@ TEST(GpuSharedMemory, ThePrintersDeclareTheArraysAligned) {
   ASSERT_EQ(program.kernels[0].shared.size(), 2u);
   EXPECT_THAT(emit_gpu(program, GpuDialect::kCuda), HasSubstr("__shared__ __align__(32) uint16_t"));
   lower::GpuProgram loops = lower::lower_gpu(bound_gmm(small("GMM-1").func));
-  EXPECT_THAT(emit_gpu(loops, GpuDialect::kOpenCL), HasSubstr("__local float b_X_shared[64] __attribute__((aligned(32)));"));
+  EXPECT_THAT(emit_gpu(loops, GpuDialect::kOpenCL),
+              HasSubstr("__local float b_X_shared[64] __attribute__((aligned(32)));"));
 }
 
 }  // namespace

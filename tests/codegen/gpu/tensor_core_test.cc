@@ -14,9 +14,9 @@
 #include <fstream>
 #include <optional>
 
+#include "../../common/gpu_test_util.h"
 #include "../../common/one_line_error.h"
 #include "../../schedule/schedule_test_util.h"
-#include "../../common/gpu_test_util.h"
 #include "codegen/gpu/cuda_function.h"
 #include "codegen/gpu/export_gpu.h"
 #include "codegen/gpu/gpu_codegen.h"
@@ -39,11 +39,13 @@ using tyche::testing::TensorCoreGmm;
 TEST(TensorCore, AScheduledGmmRunsOnOpenCLAsLoops) {
   OPEN_OR_SKIP(device);
   for (const char* type : {"f16", "bf16"}) {
-    workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, type == std::string("f16") ? "F16" : "BF16");
+    workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48},
+                                                     type == std::string("f16") ? "F16" : "BF16");
     ir::PrimFunc f = tensor_core_gmm(w.func, {.type = type});
     auto inputs = workloads::make_inputs(w.func);
     auto expected = w.reference(inputs);
-    EXPECT_EQ(check_on_opencl(f, *device, inputs, expected), "") << type << "\n" << ir::to_string(f);
+    EXPECT_EQ(check_on_opencl(f, *device, inputs, expected), "") << type << "\n"
+                                                                 << ir::to_string(f);
   }
 }
 
@@ -51,16 +53,21 @@ TEST(TensorCore, AScheduledGmmRunsOnOpenCLAsLoops) {
 // nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (scripts/install_python_deps.sh).
 std::string cuobjdump() {
   for (const char* dir : {"/usr/local/cuda/bin", "/usr/bin"})
-    if (std::filesystem::exists(std::string(dir) + "/cuobjdump") && std::filesystem::exists(std::string(dir) + "/nvdisasm"))
+    if (std::filesystem::exists(std::string(dir) + "/cuobjdump") &&
+        std::filesystem::exists(std::string(dir) + "/nvdisasm"))
       return fmt::format("PATH={}:$PATH {}/cuobjdump", dir, dir);
-  FILE* f = popen("python3 -c 'import nvidia, os; print(*[p for p in nvidia.__path__], sep=chr(10))' 2>/dev/null", "r");
+  FILE* f = popen(
+      "python3 -c 'import nvidia, os; print(*[p for p in nvidia.__path__], sep=chr(10))' "
+      "2>/dev/null",
+      "r");
   if (!f) return "";
   char line[4096];
   std::string found;
   while (fgets(line, sizeof line, f)) {
     std::string dir(line);
     while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r')) dir.pop_back();
-    if (found.empty() && std::filesystem::exists(dir + "/cu13/bin/cuobjdump") && std::filesystem::exists(dir + "/cu13/bin/nvdisasm"))
+    if (found.empty() && std::filesystem::exists(dir + "/cu13/bin/cuobjdump") &&
+        std::filesystem::exists(dir + "/cu13/bin/nvdisasm"))
       found = fmt::format("PATH={0}/cu13/bin:$PATH {0}/cu13/bin/cuobjdump", dir);
   }
   pclose(f);
@@ -79,8 +86,11 @@ std::string run(const std::string& command) {
 
 // The machine code of a cubin, as `dump` (cuobjdump) prints it.
 std::string sass(const std::string& dump, const CudaBinary& binary) {
-  std::string file = ::testing::TempDir() + "/tyche_tensor_core_" + std::to_string(getpid()) + ".cubin";
-  std::ofstream(file, std::ios::binary).write(binary.compiled.cubin.data(), static_cast<std::streamsize>(binary.compiled.cubin.size()));
+  std::string file =
+      ::testing::TempDir() + "/tyche_tensor_core_" + std::to_string(getpid()) + ".cubin";
+  std::ofstream(file, std::ios::binary)
+      .write(binary.compiled.cubin.data(),
+             static_cast<std::streamsize>(binary.compiled.cubin.size()));
   std::string text = run(dump + " -sass " + file);
   std::filesystem::remove(file);
   return text;
@@ -92,20 +102,28 @@ TEST(TensorCore, CompilesToHmmaInstructions) {
   NVRTC_OR_SKIP();
   std::string dump = cuobjdump();
   for (const char* type : {"f16", "bf16"}) {
-    workloads::Workload w = workloads::make_workload("GMM", {1, 128, 128, 64}, type == std::string("f16") ? "F16" : "BF16");
-    lower::GpuProgram program = lower::lower_gpu(tensor_core_gmm(w.func, {.type = type}), {}, {.cuda = true});
+    workloads::Workload w = workloads::make_workload("GMM", {1, 128, 128, 64},
+                                                     type == std::string("f16") ? "F16" : "BF16");
+    lower::GpuProgram program =
+        lower::lower_gpu(tensor_core_gmm(w.func, {.type = type}), {}, {.cuda = true});
     for (const char* arch : {"sm_80", "sm_90"}) {
       CudaBinary binary = compile_cuda(program, arch);
-      EXPECT_THAT(binary.compiled.ptx, HasSubstr(fmt::format("wmma.mma.sync.aligned.row.row.m16n16k16.f32.{}", type == std::string("f16") ? "f32" : "bf16")));
+      EXPECT_THAT(binary.compiled.ptx,
+                  HasSubstr(fmt::format("wmma.mma.sync.aligned.row.row.m16n16k16.f32.{}",
+                                        type == std::string("f16") ? "f32" : "bf16")));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("wmma.load.a.sync"));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("bar.sync"));
-      EXPECT_EQ(check_cuda_limits(binary, program, target::Target::parse(std::string("cuda -arch=") + arch)), "");
+      EXPECT_EQ(check_cuda_limits(binary, program,
+                                  target::Target::parse(std::string("cuda -arch=") + arch)),
+                "");
       if (!dump.empty()) {
         EXPECT_THAT(sass(dump, binary), HasSubstr("HMMA")) << type << " " << arch;
       }
     }
   }
-  if (dump.empty()) GTEST_SKIP() << "no cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm): PTX checked, machine code not";
+  if (dump.empty())
+    GTEST_SKIP() << "no cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump "
+                    "nvidia-cuda-nvdisasm): PTX checked, machine code not";
 }
 
 // The cuda space's Use-Tensor-Core samples (MultiLevelTilingTensorCore, postprocessed): each runs
@@ -124,14 +142,17 @@ TEST(TensorCore, SampledProgramsRunOnOpenCLAndCompileWithNvrtc) {
     {
       target::Target t = target::Target::parse("cuda -arch=sm_80");  // sm_90's space is the same
       tune::SampleSpaceOptions so{.samples = 5, .seed = 3};
-      so.checker = [&](const ir::PrimFunc& f, const std::vector<runtime::NDArray>& in, const std::vector<runtime::NDArray>& expected) {
+      so.checker = [&](const ir::PrimFunc& f, const std::vector<runtime::NDArray>& in,
+                       const std::vector<runtime::NDArray>& expected) {
         return check_on_opencl(f, *device, in, expected);
       };
       if (nvrtc) {
         so.compiler = [&](const ir::PrimFunc& f) {
           lower::GpuProgram program = lower::lower_gpu(f, {}, {.cuda = true});
           for (const char* arch : {"sm_80", "sm_90"})
-            if (std::string why = check_cuda_limits(compile_cuda(program, arch), program, target::Target::parse(std::string("cuda -arch=") + arch));
+            if (std::string why =
+                    check_cuda_limits(compile_cuda(program, arch), program,
+                                      target::Target::parse(std::string("cuda -arch=") + arch));
                 !why.empty())
               return why;
           return std::string();
@@ -147,8 +168,12 @@ TEST(TensorCore, SampledProgramsRunOnOpenCLAndCompileWithNvrtc) {
       }
       std::string type = precision == std::string("F16") ? "f16" : "bf16";
       // Each valid sample uses one family's update and store (mma.sync or WMMA).
-      EXPECT_EQ(r.intrinsics["cuda_wmma_mma_16x16x16_" + type + "f32"] + r.intrinsics["cuda_mma_sync_16x16x16_" + type + "f32"], r.valid);
-      EXPECT_EQ(r.intrinsics["cuda_wmma_store_16x16_f32"] + r.intrinsics["cuda_mma_store_16x16_f32"], r.valid);
+      EXPECT_EQ(r.intrinsics["cuda_wmma_mma_16x16x16_" + type + "f32"] +
+                    r.intrinsics["cuda_mma_sync_16x16x16_" + type + "f32"],
+                r.valid);
+      EXPECT_EQ(
+          r.intrinsics["cuda_wmma_store_16x16_f32"] + r.intrinsics["cuda_mma_store_16x16_f32"],
+          r.valid);
     }
   }
 }
@@ -163,8 +188,10 @@ TEST(TensorCore, TheCudaExportCompilesWithNvcc) {
   workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
   std::string dir = ::testing::TempDir() + "/tyche_tensor_core_export_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
-  export_gpu(lower::lower_gpu(tensor_core_gmm(w.func, {}), {}, {.cuda = true}), GpuDialect::kCuda, dir, "tc_gmm", "GMM F16");
-  std::string command = nvcc + " -arch=sm_80 -c " + dir + "/tc_gmm.cu -o " + dir + "/tc_gmm.o > " + dir + "/nvcc.log 2>&1";
+  export_gpu(lower::lower_gpu(tensor_core_gmm(w.func, {}), {}, {.cuda = true}), GpuDialect::kCuda,
+             dir, "tc_gmm", "GMM F16");
+  std::string command = nvcc + " -arch=sm_80 -c " + dir + "/tc_gmm.cu -o " + dir + "/tc_gmm.o > " +
+                        dir + "/nvcc.log 2>&1";
   EXPECT_EQ(std::system(command.c_str()), 0) << run("cat " + dir + "/nvcc.log");
   std::filesystem::remove_all(dir);
 }
@@ -178,13 +205,19 @@ TEST(TensorCore, MmaAndPipelinedCopiesRunOnOpenCL) {
     int64_t k;
     TensorCoreGmm o;
   };
-  for (const Case& c : {Case{48, {.family = "mma", .stages = 1}}, Case{48, {.family = "mma", .stages = 2, .vector = 8}},
-                        Case{48, {.family = "mma", .stages = 3}}, Case{16, {.family = "mma", .stages = 3, .vector = 4}},
-                        Case{48, {.type = "bf16", .family = "mma", .stages = 2, .vector = 2}}, Case{48, {.family = "wmma", .stages = 2}}}) {
-    SCOPED_TRACE(fmt::format("{} {} k {} stages {} vector {}", c.o.family, c.o.type, c.k, c.o.stages, c.o.vector));
-    workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, c.k}, c.o.type == "f16" ? "F16" : "BF16");
+  for (const Case& c : {Case{48, {.family = "mma", .stages = 1}},
+                        Case{48, {.family = "mma", .stages = 2, .vector = 8}},
+                        Case{48, {.family = "mma", .stages = 3}},
+                        Case{16, {.family = "mma", .stages = 3, .vector = 4}},
+                        Case{48, {.type = "bf16", .family = "mma", .stages = 2, .vector = 2}},
+                        Case{48, {.family = "wmma", .stages = 2}}}) {
+    SCOPED_TRACE(fmt::format("{} {} k {} stages {} vector {}", c.o.family, c.o.type, c.k,
+                             c.o.stages, c.o.vector));
+    workloads::Workload w =
+        workloads::make_workload("GMM", {1, 64, 64, c.k}, c.o.type == "f16" ? "F16" : "BF16");
     auto inputs = workloads::make_inputs(w.func);
-    EXPECT_EQ(check_on_opencl(tensor_core_gmm(w.func, c.o), *device, inputs, w.reference(inputs)), "");
+    EXPECT_EQ(check_on_opencl(tensor_core_gmm(w.func, c.o), *device, inputs, w.reference(inputs)),
+              "");
   }
 }
 
@@ -195,21 +228,29 @@ TEST(TensorCore, MmaCompilesToLdmatrixHmmaAndAsyncCopies) {
   NVRTC_OR_SKIP();
   std::string dump = cuobjdump();
   for (const char* type : {"f16", "bf16"}) {
-    workloads::Workload w = workloads::make_workload("GMM", {1, 128, 128, 64}, type == std::string("f16") ? "F16" : "BF16");
+    workloads::Workload w = workloads::make_workload("GMM", {1, 128, 128, 64},
+                                                     type == std::string("f16") ? "F16" : "BF16");
     const int64_t stages = type == std::string("f16") ? 2 : 3;
-    lower::GpuProgram program =
-        lower::lower_gpu(tensor_core_gmm(w.func, {.type = type, .family = "mma", .stages = stages, .vector = 8}), {}, {.cuda = true});
+    lower::GpuProgram program = lower::lower_gpu(
+        tensor_core_gmm(w.func, {.type = type, .family = "mma", .stages = stages, .vector = 8}), {},
+        {.cuda = true});
     for (const char* arch : {"sm_80", "sm_90"}) {
       CudaBinary binary = compile_cuda(program, arch);
-      EXPECT_THAT(binary.compiled.ptx, HasSubstr(fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", type)));
+      EXPECT_THAT(
+          binary.compiled.ptx,
+          HasSubstr(fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", type)));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
       EXPECT_THAT(binary.compiled.ptx, HasSubstr("cp.async.cg.shared.global"));
-      EXPECT_THAT(binary.compiled.ptx, HasSubstr(fmt::format("cp.async.wait_group {}", stages - 2)));
-      EXPECT_EQ(check_cuda_limits(binary, program, target::Target::parse(std::string("cuda -arch=") + arch)), "");
+      EXPECT_THAT(binary.compiled.ptx,
+                  HasSubstr(fmt::format("cp.async.wait_group {}", stages - 2)));
+      EXPECT_EQ(check_cuda_limits(binary, program,
+                                  target::Target::parse(std::string("cuda -arch=") + arch)),
+                "");
       if (dump.empty()) continue;
       std::string machine = sass(dump, binary);
-      for (const char* instruction : {"HMMA.16816", "LDSM", "LDGSTS"}) EXPECT_THAT(machine, HasSubstr(instruction)) << type << " " << arch;
+      for (const char* instruction : {"HMMA.16816", "LDSM", "LDGSTS"})
+        EXPECT_THAT(machine, HasSubstr(instruction)) << type << " " << arch;
     }
   }
   if (dump.empty()) GTEST_SKIP() << "no cuobjdump and nvdisasm: PTX checked, machine code not";

@@ -26,10 +26,11 @@ using ::testing::Not;
 // A u8 x s8 -> s32 matmul with packed weights, its 16 x 4 tiles tensorized with `intrin` (lanes 16
 // or 8); and a bfloat16 one with `bf16_intrin`.
 ir::PrimFunc tensorized(const std::string& intrin, int lanes, bool bf16 = false) {
-  auto w = bf16 ? workloads::from_index_notation("C[i, jo, ji] += A[i, ko*2 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=6,ki=2",
-                                                 "A=bfloat16,P=bfloat16")
-                : workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4",
-                                                 "A=uint8,P=int8,C=int32");
+  auto w =
+      bf16 ? workloads::from_index_notation("C[i, jo, ji] += A[i, ko*2 + ki] * P[jo, ko, ji, ki]",
+                                            "i=3,jo=2,ji=16,ko=6,ki=2", "A=bfloat16,P=bfloat16")
+           : workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]",
+                                            "i=3,jo=2,ji=16,ko=5,ki=4", "A=uint8,P=int8,C=int32");
   schedule::Schedule sch(w.func);
   auto l = sch.get_loops(sch.get_block("C").value()).value();
   auto ji = sch.split(l[2], {std::nullopt, lanes}).value();
@@ -54,7 +55,8 @@ std::string disassemble(const ir::PrimFunc& f, const std::string& cpu) {
 
 TEST(CpuIntrinsics, ObjectsHoldTheInstructionWhereTheCpuHasIt) {
   if (std::system("objdump --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no objdump";
-  ir::PrimFunc zmm = tensorized("x86_avx512_vnni_dot_16x4_u8s8", 16), ymm = tensorized("x86_avx_vnni_dot_8x4_u8s8", 8);
+  ir::PrimFunc zmm = tensorized("x86_avx512_vnni_dot_16x4_u8s8", 16),
+               ymm = tensorized("x86_avx_vnni_dot_8x4_u8s8", 8);
   ir::PrimFunc bf16 = tensorized("x86_avx512_bf16_dot_16x2_bf16", 16, true);
   // Sapphire Rapids: AVX512-VNNI (EVEX, zmm) and AVX512-BF16.
   std::string spr = disassemble(zmm, "sapphirerapids");
@@ -80,14 +82,18 @@ TEST(CpuIntrinsics, ObjectsHoldTheInstructionWhereTheCpuHasIt) {
 // AMX: the tiles tensorized with its intrinsics become tile loads, tdpbusd or tdpbf16ps and tile
 // stores for a CPU with AMX (LLVM configuring the tiles: ldtilecfg), and group_dots elsewhere.
 ir::PrimFunc amx_tiled(bool bf16) {
-  auto w = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=32,j=32,k=128",
-                                          bf16 ? "A=bfloat16,B=bfloat16" : "A=uint8,B=int8,C=int32");
+  auto w =
+      workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=32,j=32,k=128",
+                                     bf16 ? "A=bfloat16,B=bfloat16" : "A=uint8,B=int8,C=int32");
   const int group = bf16 ? 2 : 4, depth = bf16 ? 32 : 64;
   schedule::Schedule sch(w.func);
   schedule::BlockRV c = sch.get_block("C").value();
   schedule::BlockRV pack = sch.cache_read(c, 1, "global").value();
   EXPECT_EQ(sch.block_sref(pack).value()->as_block()->reads[0].buffer->name, "B");
-  EXPECT_TRUE(sch.transform_layout(pack, 0, fmt::format("lambda k, j: (j // 16, k // {0}, j % 16, k % {0})", group)).ok());
+  EXPECT_TRUE(
+      sch.transform_layout(pack, 0,
+                           fmt::format("lambda k, j: (j // 16, k // {0}, j % 16, k % {0})", group))
+          .ok());
   auto l = sch.get_loops(c).value();
   auto i = sch.split(l[0], {std::nullopt, 16}).value();
   auto j = sch.split(l[1], {std::nullopt, 16}).value();
@@ -103,12 +109,14 @@ TEST(CpuIntrinsics, AmxObjectsHoldTheTileInstructions) {
   ir::PrimFunc u8s8 = amx_tiled(false), bf16 = amx_tiled(true);
   // Sapphire Rapids: AMX-TILE, AMX-INT8, AMX-BF16.
   std::string spr = disassemble(u8s8, "sapphirerapids");
-  for (const char* insn : {"ldtilecfg", "tileloadd", "tdpbusd", "tilestored", "tilerelease"}) EXPECT_THAT(spr, HasSubstr(insn));
+  for (const char* insn : {"ldtilecfg", "tileloadd", "tdpbusd", "tilestored", "tilerelease"})
+    EXPECT_THAT(spr, HasSubstr(insn));
   // The entry asks the OS for the tile state before anything runs (kKernelNoTileState if refused).
   EXPECT_THAT(spr, HasSubstr("tyche_request_tiles"));
   EXPECT_THAT(spr, Not(HasSubstr("vpdpbusd")));
   spr = disassemble(bf16, "sapphirerapids");
-  for (const char* insn : {"ldtilecfg", "tileloadd", "tdpbf16ps", "tilestored"}) EXPECT_THAT(spr, HasSubstr(insn));
+  for (const char* insn : {"ldtilecfg", "tileloadd", "tdpbf16ps", "tilestored"})
+    EXPECT_THAT(spr, HasSubstr(insn));
   // Zen 4 (AVX512-VNNI and -BF16, no AMX): the tiles are rows of VNNI or BF16 dot products.
   std::string zen4 = disassemble(u8s8, "znver4");
   EXPECT_THAT(zen4, Not(HasSubstr("tdpbusd")));
@@ -126,9 +134,11 @@ TEST(CpuIntrinsics, AmxObjectsHoldTheTileInstructions) {
 // library with nothing undefined but the C libraries'.
 TEST(CpuIntrinsics, ExportedAmxKernelsLinkWithTheRuntime) {
   ir::PrimFunc f = amx_tiled(false);
-  ir::PrimFunc lowered = lower::lower(ir::PrimFunc("amx_export", f->params, f->num_outputs, f->body)).func;
+  ir::PrimFunc lowered =
+      lower::lower(ir::PrimFunc("amx_export", f->params, f->num_outputs, f->body)).func;
   std::string base = ::testing::TempDir() + fmt::format("/tyche_amx_export_{}", getpid());
-  std::ofstream(base + "_k.o", std::ios::binary) << compile_export_object(lowered, CompileOptions{.cpu = "sapphirerapids"});
+  std::ofstream(base + "_k.o", std::ios::binary)
+      << compile_export_object(lowered, CompileOptions{.cpu = "sapphirerapids"});
   std::ofstream(base + "_rt.o", std::ios::binary) << export_runtime_object();
   std::string undefined;
   if (FILE* p = popen(fmt::format("nm -u {}_k.o", base).c_str(), "r")) {
@@ -137,19 +147,28 @@ TEST(CpuIntrinsics, ExportedAmxKernelsLinkWithTheRuntime) {
     pclose(p);
   }
   EXPECT_THAT(undefined, HasSubstr("tyche_rt1_request_tiles"));
-  EXPECT_EQ(std::system(fmt::format("cc -shared -o {0}.so {0}_k.o {0}_rt.o -Wl,--no-undefined -lm -lpthread", base).c_str()), 0);
+  EXPECT_EQ(std::system(
+                fmt::format(
+                    "cc -shared -o {0}.so {0}_k.o {0}_rt.o -Wl,--no-undefined -lm -lpthread", base)
+                    .c_str()),
+            0);
   for (const char* ext : {"_k.o", "_rt.o", ".so"}) std::remove((base + ext).c_str());
 }
 
 // The C backend writes group_dot and tile_dot lane by lane: the exported C of a tensorized program
 // agrees with the reference exactly.
-void expect_c_source_exact(const workloads::Workload& w, const ir::PrimFunc& f, const std::string& name) {
+void expect_c_source_exact(const workloads::Workload& w, const ir::PrimFunc& f,
+                           const std::string& name) {
   ir::PrimFunc lowered = lower::lower(ir::PrimFunc(name, f->params, f->num_outputs, f->body)).func;
   std::string source = emit_c(lowered, {});
   EXPECT_THAT(source, HasSubstr("(uint32_t)"));
   std::string base = ::testing::TempDir() + fmt::format("/tyche_{}_c_{}", name, getpid());
   std::ofstream(base + ".c") << source;
-  ASSERT_EQ(std::system(fmt::format("cc -std=c11 -O1 -Wall -Werror -shared -fPIC -o {0}.so {0}.c -lm", base).c_str()), 0) << source;
+  ASSERT_EQ(std::system(
+                fmt::format("cc -std=c11 -O1 -Wall -Werror -shared -fPIC -o {0}.so {0}.c -lm", base)
+                    .c_str()),
+            0)
+      << source;
   void* lib = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr);
   auto entry = reinterpret_cast<int32_t (*)(void**)>(dlsym(lib, (name + "_packed").c_str()));
@@ -168,10 +187,11 @@ void expect_c_source_exact(const workloads::Workload& w, const ir::PrimFunc& f, 
 }
 
 TEST(CpuIntrinsics, CSourceComputesTheSame) {
-  auto w = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4",
-                                          "A=uint8,P=int8,C=int32");
+  auto w = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]",
+                                          "i=3,jo=2,ji=16,ko=5,ki=4", "A=uint8,P=int8,C=int32");
   expect_c_source_exact(w, tensorized("x86_avx512_vnni_dot_16x4_u8s8", 16), "vnni");
-  auto gmm = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=32,j=32,k=128", "A=uint8,B=int8,C=int32");
+  auto gmm = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=32,j=32,k=128",
+                                            "A=uint8,B=int8,C=int32");
   expect_c_source_exact(gmm, amx_tiled(false), "amx");
 }
 

@@ -13,12 +13,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "target/cpu.h"
 #include "codegen/export/export.h"
 #include "codegen/export/runtime_symbols.h"
 #include "runtime/compare.h"
 #include "runtime/module.h"
 #include "schedules.h"
+#include "target/cpu.h"
 #include "workloads/workloads.h"
 
 namespace tyche::codegen {
@@ -91,7 +91,8 @@ std::vector<Kernel> every_family() {
 std::string driver_source(const std::vector<Kernel>& kernels) {
   std::ostringstream c;
   c << "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n";
-  c << "void* " << kExportRuntimePrefix << "alloc(int64_t bytes);  /* the runtime's, hidden but linked in */\n";
+  c << "void* " << kExportRuntimePrefix
+    << "alloc(int64_t bytes);  /* the runtime's, hidden but linked in */\n";
   for (const Kernel& k : kernels) c << fmt::format("#include \"{}.h\"\n", k.name);
   c << R"(
 static size_t rounded(size_t bytes) { return (bytes + TYCHE_ALIGNMENT - 1) / TYCHE_ALIGNMENT * TYCHE_ALIGNMENT; }
@@ -138,60 +139,82 @@ int main(int argc, char** argv) {
       for (int64_t d : ir::const_shape(b)) bytes *= d;
       bytes *= b->dtype.bytes();
       std::string macro = fmt::format("{}_{}_BYTES", k.name, b->name);
-      c << fmt::format("    _Static_assert({} == {}, \"the header's size of {}\");\n", macro, bytes, b->name);
+      c << fmt::format("    _Static_assert({} == {}, \"the header's size of {}\");\n", macro, bytes,
+                       b->name);
       if (i < num_inputs) {
         c << fmt::format("    void* a{0} = load(dir, \"{1}_in{0}.bin\", {2});\n", i, k.name, macro);
         args.push_back(fmt::format("a{}", i));
         second.push_back(fmt::format("a{}", i));
       } else {
-        c << fmt::format("    void* a{0} = buffer({1});\n    void* b{0} = buffer({1});\n", i, macro);
+        c << fmt::format("    void* a{0} = buffer({1});\n    void* b{0} = buffer({1});\n", i,
+                         macro);
         args.push_back(fmt::format("a{}", i));
         second.push_back(fmt::format("b{}", i));
       }
     }
     c << fmt::format("    void* packed[] = {{{}}};\n", fmt::join(args, ", "));
     c << fmt::format("    expect({}_packed(packed), TYCHE_OK, \"{} (packed)\");\n", k.name, k.name);
-    c << fmt::format("    expect({}({}), TYCHE_OK, \"{}\");\n", k.name, fmt::join(second, ", "), k.name);
+    c << fmt::format("    expect({}({}), TYCHE_OK, \"{}\");\n", k.name, fmt::join(second, ", "),
+                     k.name);
     for (size_t i = num_inputs; i < params.size(); ++i) {
       std::string macro = fmt::format("{}_{}_BYTES", k.name, params[i]->name);
-      c << fmt::format("    save(dir, \"{}_out{}.bin\", a{}, {});\n", k.name, i - num_inputs, i, macro);
-      c << fmt::format("    if (memcmp(a{0}, b{0}, {1})) {{ printf(\"{2}: the two calls differ\\n\"); ++failures; }}\n", i, macro, k.name);
+      c << fmt::format("    save(dir, \"{}_out{}.bin\", a{}, {});\n", k.name, i - num_inputs, i,
+                       macro);
+      c << fmt::format(
+          "    if (memcmp(a{0}, b{0}, {1})) {{ printf(\"{2}: the two calls differ\\n\"); "
+          "++failures; }}\n",
+          i, macro, k.name);
     }
     std::vector<std::string> null_args = args, misaligned_args;
     null_args[0] = "NULL";
-    c << fmt::format("    expect({}({}), TYCHE_ERROR_NULL_ARGUMENT, \"{} with a null pointer\");\n", k.name, fmt::join(null_args, ", "), k.name);
+    c << fmt::format("    expect({}({}), TYCHE_ERROR_NULL_ARGUMENT, \"{} with a null pointer\");\n",
+                     k.name, fmt::join(null_args, ", "), k.name);
     for (size_t i = 0; i < params.size(); ++i) {
       std::string macro = fmt::format("{}_{}_BYTES", k.name, params[i]->name);
-      c << fmt::format("    char* m{0} = malloc({1} + TYCHE_ALIGNMENT + 4);\n    if (!m{0}) exit(3);\n", i, macro);
-      c << fmt::format("    char* s{0} = m{0} + (TYCHE_ALIGNMENT - (uintptr_t)m{0} % TYCHE_ALIGNMENT) + 4;\n", i);
+      c << fmt::format(
+          "    char* m{0} = malloc({1} + TYCHE_ALIGNMENT + 4);\n    if (!m{0}) exit(3);\n", i,
+          macro);
+      c << fmt::format(
+          "    char* s{0} = m{0} + (TYCHE_ALIGNMENT - (uintptr_t)m{0} % TYCHE_ALIGNMENT) + 4;\n",
+          i);
       if (i < num_inputs) c << fmt::format("    memcpy(s{0}, a{0}, {1});\n", i, macro);
       misaligned_args.push_back(fmt::format("(void*)s{}", i));
     }
-    c << fmt::format("    expect({}({}), TYCHE_OK, \"{} with misaligned pointers\");\n", k.name, fmt::join(misaligned_args, ", "), k.name);
+    c << fmt::format("    expect({}({}), TYCHE_OK, \"{} with misaligned pointers\");\n", k.name,
+                     fmt::join(misaligned_args, ", "), k.name);
     for (size_t i = num_inputs; i < params.size(); ++i) {
       std::string macro = fmt::format("{}_{}_BYTES", k.name, params[i]->name);
-      c << fmt::format("    if (memcmp(a{0}, s{0}, {1})) {{ printf(\"{2}: misaligned buffers give other outputs\\n\"); ++failures; }}\n", i,
-                       macro, k.name);
+      c << fmt::format(
+          "    if (memcmp(a{0}, s{0}, {1})) {{ printf(\"{2}: misaligned buffers give other "
+          "outputs\\n\"); ++failures; }}\n",
+          i, macro, k.name);
     }
     for (size_t i = 0; i < num_inputs; ++i) {
       std::string macro = fmt::format("{}_{}_BYTES", k.name, params[i]->name);
-      c << fmt::format("    if (memcmp(a{0}, s{0}, {1})) {{ printf(\"{2}: a misaligned input was written\\n\"); ++failures; }}\n", i, macro,
-                       k.name);
+      c << fmt::format(
+          "    if (memcmp(a{0}, s{0}, {1})) {{ printf(\"{2}: a misaligned input was written\\n\"); "
+          "++failures; }}\n",
+          i, macro, k.name);
     }
-    for (size_t i = 0; i < params.size(); ++i) c << fmt::format("    free(a{0});\n    free(m{0});\n", i);
+    for (size_t i = 0; i < params.size(); ++i)
+      c << fmt::format("    free(a{0});\n    free(m{0});\n", i);
     for (size_t i = num_inputs; i < params.size(); ++i) c << fmt::format("    free(b{});\n", i);
     c << "  }\n";
   }
   // The runtime's allocator reports exhaustion (kernels then return TYCHE_ERROR_OUT_OF_MEMORY,
-  // as Tyche's own do: Codegen.KernelsRefuseNullPointersComputeOnMisalignedOnesAndReportExhaustion).
-  c << "  if (" << kExportRuntimePrefix << "alloc((int64_t)1 << 62)) { printf(\"a 4 EiB allocation succeeded\\n\"); ++failures; }\n";
+  // as Tyche's own do:
+  // Codegen.KernelsRefuseNullPointersComputeOnMisalignedOnesAndReportExhaustion).
+  c << "  if (" << kExportRuntimePrefix
+    << "alloc((int64_t)1 << 62)) { printf(\"a 4 EiB allocation succeeded\\n\"); ++failures; }\n";
   c << "  printf(failures ? \"FAILED\\n\" : \"OK\\n\");\n  return failures != 0;\n}\n";
   return c.str();
 }
 
 void write_inputs(const std::vector<Kernel>& kernels, const fs::path& dir) {
   for (const Kernel& k : kernels)
-    for (size_t i = 0; i < k.inputs.size(); ++i) write_file(dir / fmt::format("{}_in{}.bin", k.name, i), k.inputs[i].data(), k.inputs[i].nbytes());
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      write_file(dir / fmt::format("{}_in{}.bin", k.name, i), k.inputs[i].data(),
+                 k.inputs[i].nbytes());
 }
 
 ::testing::AssertionResult outputs_match(const std::vector<Kernel>& kernels, const fs::path& dir) {
@@ -199,10 +222,12 @@ void write_inputs(const std::vector<Kernel>& kernels, const fs::path& dir) {
     for (size_t i = 0; i < k.expected.size(); ++i) {
       runtime::NDArray actual(k.expected[i].shape(), k.expected[i].dtype());
       std::string bytes = read_file(dir / fmt::format("{}_out{}.bin", k.name, i));
-      if (bytes.size() != actual.nbytes()) return ::testing::AssertionFailure() << k.name << ": no output " << i;
+      if (bytes.size() != actual.nbytes())
+        return ::testing::AssertionFailure() << k.name << ": no output " << i;
       std::memcpy(actual.data(), bytes.data(), bytes.size());
       runtime::Comparison c = runtime::compare(actual, k.expected[i]);
-      if (!c.ok) return ::testing::AssertionFailure() << k.name << " (" << k.w.name << "): " << c.message;
+      if (!c.ok)
+        return ::testing::AssertionFailure() << k.name << " (" << k.w.name << "): " << c.message;
     }
   }
   return ::testing::AssertionSuccess();
@@ -216,23 +241,32 @@ TEST(Export, EveryPresetFamilyLinksIntoOneProgramWithoutTyche) {
   for (const Kernel& k : kernels) {
     // Written for the x86-64 level below the host's best, so the library is not host-only code.
     std::vector<std::string> levels = target::host_levels();
-    ExportOptions o{.name = k.name, .target = "llvm", .cpu = levels.size() > 1 ? levels[levels.size() - 2] : levels.back(),
-                    .parallel = true, .library = "families", .description = k.w.name, .max_stack_bytes = 64 * 1024};
+    ExportOptions o{.name = k.name,
+                    .target = "llvm",
+                    .cpu = levels.size() > 1 ? levels[levels.size() - 2] : levels.back(),
+                    .parallel = true,
+                    .library = "families",
+                    .description = k.w.name,
+                    .max_stack_bytes = 64 * 1024};
     ASSERT_NO_THROW(export_kernel(k.scheduled, dir.string(), o)) << k.name;
   }
   Shell members = shell(fmt::format("ar t {}", (dir / "libfamilies.a").string()));
   ASSERT_EQ(members.code, 0) << members.out;
   EXPECT_THAT(members.out, HasSubstr("tyche_rt1_runtime.o"));
-  EXPECT_EQ(std::count(members.out.begin(), members.out.end(), '\n'), static_cast<long>(kernels.size()) + 1) << members.out;
+  EXPECT_EQ(std::count(members.out.begin(), members.out.end(), '\n'),
+            static_cast<long>(kernels.size()) + 1)
+      << members.out;
 
   std::ofstream(dir / "driver.c") << driver_source(kernels);
   fs::path exe = dir / "driver";
-  Shell cc = shell(fmt::format("cc -std=c11 -O1 -Wall -Werror -I {0} {0}/driver.c -L {0} -lfamilies -lm -lpthread -o {1}", dir.string(),
-                               exe.string()));
+  Shell cc = shell(fmt::format(
+      "cc -std=c11 -O1 -Wall -Werror -I {0} {0}/driver.c -L {0} -lfamilies -lm -lpthread -o {1}",
+      dir.string(), exe.string()));
   ASSERT_EQ(cc.code, 0) << cc.out;
   Shell undefined = shell("nm -u " + exe.string());
   ASSERT_EQ(undefined.code, 0) << undefined.out;
-  EXPECT_THAT(undefined.out, ::testing::Not(HasSubstr("tyche"))) << "a Tyche symbol is left to a Tyche library";
+  EXPECT_THAT(undefined.out, ::testing::Not(HasSubstr("tyche")))
+      << "a Tyche symbol is left to a Tyche library";
   write_inputs(kernels, dir);
   for (int threads : {1, 3}) {
     Shell run = shell(fmt::format("{} {} {}", exe.string(), dir.string(), threads));
@@ -249,15 +283,22 @@ TEST(Export, EveryPresetFamilyAsCSourceCompilesAndAgrees) {
   fs::path dir = fresh_dir("c");
   std::string sources;
   for (const Kernel& k : kernels) {
-    ExportOptions o{.name = k.name, .target = "c", .cpu = "", .parallel = true, .library = "", .description = k.w.name,
+    ExportOptions o{.name = k.name,
+                    .target = "c",
+                    .cpu = "",
+                    .parallel = true,
+                    .library = "",
+                    .description = k.w.name,
                     .max_stack_bytes = 64 * 1024};
     ASSERT_NO_THROW(export_kernel(k.scheduled, dir.string(), o)) << k.name;
     sources += " " + (dir / (k.name + ".c")).string();
   }
   std::ofstream(dir / "driver.c") << driver_source(kernels);
   fs::path exe = dir / "driver";
-  Shell cc = shell(fmt::format("cc -std=c11 -O1 -Wall -Werror -I {0} {0}/driver.c{1} {0}/tyche_rt1_runtime.c -lm -lpthread -o {2}",
-                               dir.string(), sources, exe.string()));
+  Shell cc =
+      shell(fmt::format("cc -std=c11 -O1 -Wall -Werror -I {0} {0}/driver.c{1} "
+                        "{0}/tyche_rt1_runtime.c -lm -lpthread -o {2}",
+                        dir.string(), sources, exe.string()));
   ASSERT_EQ(cc.code, 0) << cc.out.substr(0, 4000);
   write_inputs(kernels, dir);
   Shell run = shell(fmt::format("{} {} 2", exe.string(), dir.string()));
@@ -268,7 +309,12 @@ TEST(Export, EveryPresetFamilyAsCSourceCompilesAndAgrees) {
 
 TEST(Export, TheHeaderDocumentsThePrototypeShapesAndCodes) {
   auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
-  ExportOptions o{.name = "gemm", .target = "llvm", .cpu = "x86-64-v3", .parallel = true, .library = "", .description = "GMM-1, scaled down",
+  ExportOptions o{.name = "gemm",
+                  .target = "llvm",
+                  .cpu = "x86-64-v3",
+                  .parallel = true,
+                  .library = "",
+                  .description = "GMM-1, scaled down",
                   .max_stack_bytes = 64 * 1024};
   std::string h = export_header(w.func, o);
   const ir::Buffer& z = w.func->params[2];
@@ -278,8 +324,10 @@ TEST(Export, TheHeaderDocumentsThePrototypeShapesAndCodes) {
   EXPECT_THAT(h, HasSubstr("machine code for x86-64-v3 (256-bit vectors)"));
   EXPECT_THAT(h, HasSubstr(fmt::format("#define gemm_Z_SHAPE {{{}}}", fmt::join(shape, ", "))));
   EXPECT_THAT(h, HasSubstr("#define gemm_NUM_INPUTS 2"));
-  EXPECT_THAT(h, HasSubstr(fmt::format("#define TYCHE_ERROR_OUT_OF_MEMORY {}", static_cast<int>(runtime::kKernelOutOfMemory))));
-  EXPECT_THAT(h, HasSubstr(fmt::format("#define TYCHE_ERROR_NO_TILE_STATE {}", static_cast<int>(runtime::kKernelNoTileState))));
+  EXPECT_THAT(h, HasSubstr(fmt::format("#define TYCHE_ERROR_OUT_OF_MEMORY {}",
+                                       static_cast<int>(runtime::kKernelOutOfMemory))));
+  EXPECT_THAT(h, HasSubstr(fmt::format("#define TYCHE_ERROR_NO_TILE_STATE {}",
+                                       static_cast<int>(runtime::kKernelNoTileState))));
   EXPECT_THAT(h, HasSubstr("the OS refused the AMX tile state"));
   EXPECT_THAT(h, HasSubstr("void gemm_set_num_threads(int n);"));
   EXPECT_THAT(h, HasSubstr("#ifndef TYCHE_EXPORT_gemm_H"));
@@ -292,7 +340,12 @@ TEST(Export, LibrariesAccumulateAndRefusalsLeaveFilesAsTheyWere) {
   auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
   const ir::PrimFunc& func = w.func;
   fs::path dir = fresh_dir("lib");
-  ExportOptions o{.name = "one", .target = "llvm", .cpu = "x86-64", .parallel = false, .library = "both", .description = "",
+  ExportOptions o{.name = "one",
+                  .target = "llvm",
+                  .cpu = "x86-64",
+                  .parallel = false,
+                  .library = "both",
+                  .description = "",
                   .max_stack_bytes = 64 * 1024};
   export_kernel(func, dir.string(), o);
   o.name = "two";
@@ -301,20 +354,24 @@ TEST(Export, LibrariesAccumulateAndRefusalsLeaveFilesAsTheyWere) {
   Shell members = shell("ar t " + (dir / "libboth.a").string());
   EXPECT_EQ(members.out, "one.o\ntyche_rt1_runtime.o\ntwo.o\n");
   Shell symbols = shell("nm -g --defined-only " + (dir / "libboth.a").string());
-  for (const char* s : {" T one", " T two", " T two_packed", " T two_set_num_threads", " W tyche_rt1_parallel_for", " W tyche_rt1_alloc"})
+  for (const char* s : {" T one", " T two", " T two_packed", " T two_set_num_threads",
+                        " W tyche_rt1_parallel_for", " W tyche_rt1_alloc"})
     EXPECT_THAT(symbols.out, HasSubstr(s));
   EXPECT_FALSE(fs::exists(dir / "tyche_rt1_runtime.c"));
   // The header is C++ too.
-  std::ofstream(dir / "use.cc") << "#include \"two.h\"\nint main() { return two_NUM_ARGS == 3 && tyche_error_string(TYCHE_OK)[0] ? 0 : 1; }\n";
-  Shell cxx = shell(fmt::format("c++ -std=c++17 -Wall -Werror -fsyntax-only -I {0} {0}/use.cc", dir.string()));
+  std::ofstream(dir / "use.cc") << "#include \"two.h\"\nint main() { return two_NUM_ARGS == 3 && "
+                                   "tyche_error_string(TYCHE_OK)[0] ? 0 : 1; }\n";
+  Shell cxx = shell(
+      fmt::format("c++ -std=c++17 -Wall -Werror -fsyntax-only -I {0} {0}/use.cc", dir.string()));
   EXPECT_EQ(cxx.code, 0) << cxx.out;
 
   auto refused = [&](ExportOptions bad, const std::string& message) {
     try {
       export_kernel(func, dir.string(), bad);
     } catch (const Error& e) {
-      return std::string(e.what()).find(message) != std::string::npos ? ::testing::AssertionSuccess()
-                                                                         : ::testing::AssertionFailure() << e.what();
+      return std::string(e.what()).find(message) != std::string::npos
+                 ? ::testing::AssertionSuccess()
+                 : ::testing::AssertionFailure() << e.what();
     }
     return ::testing::AssertionFailure() << "not refused";
   };
@@ -352,7 +409,8 @@ TEST(Export, LibrariesAccumulateAndRefusalsLeaveFilesAsTheyWere) {
   bad = o;
   bad.name = "three";
   bad.library = "cut";
-  EXPECT_TRUE(refused(bad, "libcut.a' exists and is not a static library, or is damaged; it was left as it is"));
+  EXPECT_TRUE(refused(
+      bad, "libcut.a' exists and is not a static library, or is damaged; it was left as it is"));
   EXPECT_EQ(read_file(dir / "libcut.a"), damaged);
   EXPECT_FALSE(fs::exists(dir / "three.h"));
   fs::remove_all(dir);

@@ -15,11 +15,11 @@
 #include <random>
 #include <set>
 
-#include "target/cpu.h"
 #include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
 #include "lower/lower.h"
 #include "schedule/schedule.h"
+#include "target/cpu.h"
 #include "te/tensor.h"
 #include "workloads/workloads.h"
 
@@ -41,7 +41,8 @@ std::vector<std::string> cpus_here() {
 ir::PrimFunc convert(DataType from, DataType to, int64_t n, bool vector) {
   using namespace te;
   Tensor a = placeholder({n}, from, "A");
-  Tensor b = compute({n}, [&](Var i) { return ir::cast(to, a(i)); }, "B");
+  Tensor b = compute(
+      {n}, [&](Var i) { return ir::cast(to, a(i)); }, "B");
   ir::PrimFunc f = create_prim_func({a, b});
   if (!vector) return f;
   schedule::Schedule sch(f);
@@ -50,9 +51,11 @@ ir::PrimFunc convert(DataType from, DataType to, int64_t n, bool vector) {
   return sch.func();
 }
 
-runtime::NDArray run_on(const std::string& cpu, const ir::PrimFunc& f, const runtime::NDArray& input) {
+runtime::NDArray run_on(const std::string& cpu, const ir::PrimFunc& f,
+                        const runtime::NDArray& input) {
   auto kernel = compile(lower::lower(f).func, CompileOptions{.cpu = cpu});
-  std::vector<runtime::NDArray> args = {input, runtime::NDArray({input.numel()}, f->params[1]->dtype)};
+  std::vector<runtime::NDArray> args = {input,
+                                        runtime::NDArray({input.numel()}, f->params[1]->dtype)};
   kernel->run(args);
   return args[1];
 }
@@ -67,20 +70,38 @@ std::vector<Bits> bits_of(const runtime::NDArray& a) {
 // Floats that probe every branch of a float -> 16-bit conversion: specials, the edges of the
 // normal, subnormal and overflow ranges of both formats, exact ties, then random bit patterns.
 std::vector<float> probe_floats() {
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, std::numeric_limits<float>::infinity(),
-                          -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
-                          std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min(),
-                          65504.0f, 65519.996f, 65520.0f, 65536.0f, -65520.0f, 6.1035156e-05f /* 2^-14 */,
-                          5.9604645e-08f /* 2^-24 */, 2.9802322e-08f /* 2^-25: ties to 0 */,
-                          8.940697e-08f /* 3 * 2^-25: ties to 2^-23 */, 1.0f + 0x1p-11f /* f16 tie to even */,
-                          1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f /* bf16 tie */, 1.0f + 3 * 0x1p-8f, 3.3895314e38f};
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::denorm_min(),
+                          65504.0f,
+                          65519.996f,
+                          65520.0f,
+                          65536.0f,
+                          -65520.0f,
+                          6.1035156e-05f /* 2^-14 */,
+                          5.9604645e-08f /* 2^-24 */,
+                          2.9802322e-08f /* 2^-25: ties to 0 */,
+                          8.940697e-08f /* 3 * 2^-25: ties to 2^-23 */,
+                          1.0f + 0x1p-11f /* f16 tie to even */,
+                          1.0f + 3 * 0x1p-11f,
+                          1.0f + 0x1p-8f /* bf16 tie */,
+                          1.0f + 3 * 0x1p-8f,
+                          3.3895314e38f};
   for (uint32_t nan : {0x7fc00000u, 0x7f800001u, 0xffc12345u, 0x7fbfe000u, 0x7f802000u})
     v.push_back(std::bit_cast<float>(nan));
   std::mt19937 rng(11);
-  for (int i = 0; i < (1 << 16); ++i) v.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
+  for (int i = 0; i < (1 << 16); ++i)
+    v.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
   // Around the half range, where most of its rounding happens.
   std::uniform_int_distribution<uint32_t> near(100u << 23, 145u << 23);
-  for (int i = 0; i < (1 << 16); ++i) v.push_back(std::bit_cast<float>(static_cast<uint32_t>(near(rng) | (rng() & 0x80000000u))));
+  for (int i = 0; i < (1 << 16); ++i)
+    v.push_back(std::bit_cast<float>(static_cast<uint32_t>(near(rng) | (rng() & 0x80000000u))));
   while (v.size() % 16) v.push_back(0.5f);
   return v;
 }
@@ -118,7 +139,8 @@ TEST(Float16, NarrowingIsBitExactOnEveryCpuLevel) {
         for (size_t i = 0; i < in.size(); ++i) {
           uint16_t want = runtime_convert(in[i], to);
           if (std::isnan(in[i])) {
-            ASSERT_TRUE(is_nan16(got[i], to)) << std::hex << std::bit_cast<uint32_t>(in[i]) << " -> " << got[i];
+            ASSERT_TRUE(is_nan16(got[i], to))
+                << std::hex << std::bit_cast<uint32_t>(in[i]) << " -> " << got[i];
           } else {
             ASSERT_EQ(got[i], want) << std::hex << std::bit_cast<uint32_t>(in[i]);
           }
@@ -162,17 +184,22 @@ TEST(Float16, DoublesAndIntegersRoundOnceAsInTheInterpreter) {
     DataType from, to;
     double value;
   };
-  std::vector<Case> cases = {
-      {kFloat64, kHalf, 1.0 + 0x1p-11 + 0x1p-40}, {kFloat64, kHalf, -(1.0 + 0x1p-11 + 0x1p-40)},
-      {kFloat64, kBf16, 1.0 + 0x1p-8 + 0x1p-40},  {kFloat64, kHalf, 65520.0 - 0x1p-30},
-      {kInt64, kBf16, 16777216.0 + 65536.0 + 1},  {kInt32, kBf16, -(16777216.0 + 65536.0 + 1)},
-      {kFloat64, kBf16, 1e39},                    {kFloat64, kHalf, 0x1p-25 + 0x1p-60}};
+  std::vector<Case> cases = {{kFloat64, kHalf, 1.0 + 0x1p-11 + 0x1p-40},
+                             {kFloat64, kHalf, -(1.0 + 0x1p-11 + 0x1p-40)},
+                             {kFloat64, kBf16, 1.0 + 0x1p-8 + 0x1p-40},
+                             {kFloat64, kHalf, 65520.0 - 0x1p-30},
+                             {kInt64, kBf16, 16777216.0 + 65536.0 + 1},
+                             {kInt32, kBf16, -(16777216.0 + 65536.0 + 1)},
+                             {kFloat64, kBf16, 1e39},
+                             {kFloat64, kHalf, 0x1p-25 + 0x1p-60}};
   for (const Case& c : cases) {
     SCOPED_TRACE(fmt::format("{} {} -> {}", c.value, c.from.str(), c.to.str()));
     runtime::NDArray input({16}, c.from);
     for (int i = 0; i < 16; ++i) {
-      if (c.from.is_int()) input.set_flat_int(i, static_cast<int64_t>(c.value));
-      else input.set_flat(i, c.value);
+      if (c.from.is_int())
+        input.set_flat_int(i, static_cast<int64_t>(c.value));
+      else
+        input.set_flat(i, c.value);
     }
     ir::PrimFunc f = convert(c.from, c.to, 16, true);
     std::vector<uint16_t> want = bits_of<uint16_t>(interp::run_on_inputs(f, {input})[0]);
@@ -202,7 +229,8 @@ std::vector<std::string> undefined_symbols(const std::string& path) {
 // Every conversion between the float and integer types in one function, each output vectorized.
 ir::PrimFunc all_conversions() {
   using namespace te;
-  std::vector<DataType> types = {kHalf, kBf16, kFloat32, kFloat64, DataType::Int(8), kInt32, kInt64};
+  std::vector<DataType> types = {kHalf,  kBf16, kFloat32, kFloat64, DataType::Int(8),
+                                 kInt32, kInt64};
   std::vector<Tensor> ins, outs;
   std::vector<std::string> names;
   for (DataType from : types) ins.push_back(placeholder({64}, from, "A_" + from.str()));
@@ -210,7 +238,8 @@ ir::PrimFunc all_conversions() {
     for (DataType to : types)
       if (to != types[a]) {
         names.push_back("B_" + types[a].str() + "_" + to.str());
-        outs.push_back(compute({64}, [&](Var i) { return ir::cast(to, ins[a](i)); }, names.back()));
+        outs.push_back(compute(
+            {64}, [&](Var i) { return ir::cast(to, ins[a](i)); }, names.back()));
       }
   std::vector<Tensor> params = ins;
   params.insert(params.end(), outs.begin(), outs.end());
@@ -228,10 +257,14 @@ TEST(Float16, ObjectsNeedOnlyTheRuntimeAndTheCLibraries) {
   using namespace te;
   std::vector<ir::PrimFunc> funcs = {all_conversions()};
   Tensor a = placeholder({4, 40}, kHalf, "A");
-  Tensor c = compute({4, 40}, [&](Var i, Var j) {
-    ir::Expr x = ir::cast(kFloat32, a(i, j));
-    return ir::cast(kBf16, ir::exp(x) + ir::tanh(x) + ir::call(ir::CallOp::kPow, {ir::abs(x), x}));
-  }, "C");
+  Tensor c = compute(
+      {4, 40},
+      [&](Var i, Var j) {
+        ir::Expr x = ir::cast(kFloat32, a(i, j));
+        return ir::cast(kBf16,
+                        ir::exp(x) + ir::tanh(x) + ir::call(ir::CallOp::kPow, {ir::abs(x), x}));
+      },
+      "C");
   funcs.push_back(create_prim_func({a, c}));
   funcs.push_back(workloads::scaled_down(workloads::get_preset("SFM-1")).func);
   std::string path = ::testing::TempDir() + "/tyche_symbols.o";
@@ -239,7 +272,8 @@ TEST(Float16, ObjectsNeedOnlyTheRuntimeAndTheCLibraries) {
     SCOPED_TRACE(cpu);
     std::set<std::string> seen;
     for (const ir::PrimFunc& f : funcs) {
-      compile_to_object(lower::lower(f).func, path, CompileOptions{.cpu = cpu, .max_stack_bytes = 0});
+      compile_to_object(lower::lower(f).func, path,
+                        CompileOptions{.cpu = cpu, .max_stack_bytes = 0});
       for (const std::string& sym : undefined_symbols(path)) {
         seen.insert(sym);
         EXPECT_FALSE(sym.starts_with("__")) << sym << " (a compiler-rt / libgcc helper)";
@@ -248,7 +282,8 @@ TEST(Float16, ObjectsNeedOnlyTheRuntimeAndTheCLibraries) {
       }
     }
     // tanhf is still libm's; exp is inline (llvm_math.h).
-    EXPECT_TRUE(seen.count("tyche_alloc") && seen.count("tanhf") && !seen.count("expf")) << "nm saw what the kernels call";
+    EXPECT_TRUE(seen.count("tyche_alloc") && seen.count("tanhf") && !seen.count("expf"))
+        << "nm saw what the kernels call";
   }
   std::remove(path.c_str());
 }

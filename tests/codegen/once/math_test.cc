@@ -1,5 +1,5 @@
-// exp and erf in generated code, at every CPU level this host can run: an inline polynomial (no libm
-// call per lane, so it vectorizes), within 2 ulp of the correctly rounded e^x over the whole
+// exp and erf in generated code, at every CPU level this host can run: an inline polynomial (no
+// libm call per lane, so it vectorizes), within 2 ulp of the correctly rounded e^x over the whole
 // float range, subnormal results and overflow included, and exact on the special values.
 #include <gmock/gmock.h>
 
@@ -9,10 +9,10 @@
 #include <limits>
 #include <random>
 
-#include "target/cpu.h"
 #include "codegen/llvm/llvm_codegen.h"
 #include "lower/lower.h"
 #include "schedule/schedule.h"
+#include "target/cpu.h"
 #include "te/tensor.h"
 
 namespace tyche::codegen {
@@ -27,7 +27,8 @@ enum class Fn { kExp, kSigmoid };
 ir::PrimFunc apply(Fn fn, int64_t n, bool vector) {
   using namespace te;
   Tensor a = placeholder({n}, kFloat32, "A");
-  Tensor b = compute({n}, [&](Var i) { return fn == Fn::kExp ? ir::exp(a(i)) : ir::sigmoid(a(i)); }, "B");
+  Tensor b = compute(
+      {n}, [&](Var i) { return fn == Fn::kExp ? ir::exp(a(i)) : ir::sigmoid(a(i)); }, "B");
   ir::PrimFunc f = create_prim_func({a, b});
   if (!vector) return f;
   schedule::Schedule sch(f);
@@ -40,13 +41,35 @@ ir::PrimFunc apply(Fn fn, int64_t n, bool vector) {
 // below -103.97), a dense sweep of [-105, 90], and random bit patterns.
 std::vector<float> math_probe_floats() {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
-                          88.72283f, 88.72284f, 88.7229f, 89.0f, 1000.0f, -87.33654f, -87.3366f, -100.0f,
-                          -103.9720f, -103.973f, -104.0f, -1000.0f, std::numeric_limits<float>::denorm_min(),
-                          1e-30f, -1e-30f, 0.34657359f /* ln 2 / 2 */, -0.34657359f};
-  for (int i = 0; i <= 400000; ++i) v.push_back(-105.0f + 195.0f * static_cast<float>(i) / 400000.0f);
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          inf,
+                          -inf,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          88.72283f,
+                          88.72284f,
+                          88.7229f,
+                          89.0f,
+                          1000.0f,
+                          -87.33654f,
+                          -87.3366f,
+                          -100.0f,
+                          -103.9720f,
+                          -103.973f,
+                          -104.0f,
+                          -1000.0f,
+                          std::numeric_limits<float>::denorm_min(),
+                          1e-30f,
+                          -1e-30f,
+                          0.34657359f /* ln 2 / 2 */,
+                          -0.34657359f};
+  for (int i = 0; i <= 400000; ++i)
+    v.push_back(-105.0f + 195.0f * static_cast<float>(i) / 400000.0f);
   std::mt19937 rng(5);
-  for (int i = 0; i < (1 << 16); ++i) v.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
+  for (int i = 0; i < (1 << 16); ++i)
+    v.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
   while (v.size() % 8) v.push_back(0.5f);
   return v;
 }
@@ -68,8 +91,18 @@ double exact(Fn fn, float x) {
 // erf: inline too (no erff per lane), within 4e-7 of erf (absolute) everywhere and within
 // 4 ulp below |x| = 0.75 (the Taylor side, where erf is small), odd, exact at 0 and +-inf.
 TEST(Math, ErfIsInlineAndAccurateOnEveryCpuLevel) {
-  std::vector<float> in = {0.0f, -0.0f, 1e-30f, -1e-30f, 0.7499999f, 0.75f, -0.75f, 3.9f, 10.0f, -10.0f,
-                           std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+  std::vector<float> in = {0.0f,
+                           -0.0f,
+                           1e-30f,
+                           -1e-30f,
+                           0.7499999f,
+                           0.75f,
+                           -0.75f,
+                           3.9f,
+                           10.0f,
+                           -10.0f,
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
                            std::numeric_limits<float>::quiet_NaN()};
   for (int i = 0; i <= 200000; ++i) in.push_back(-6.0f + 12.0f * static_cast<float>(i) / 200000.0f);
   while (in.size() % 8) in.push_back(0.25f);
@@ -82,7 +115,8 @@ TEST(Math, ErfIsInlineAndAccurateOnEveryCpuLevel) {
     for (bool vector : {false, true}) {
       SCOPED_TRACE("erf on " + cpu + (vector ? ", vectorized" : ""));
       te::Tensor a = te::placeholder({n}, kFloat32, "A");
-      te::Tensor b = te::compute({n}, [&](te::Var i) { return ir::call(ir::CallOp::kErf, {a(i)}); }, "B");
+      te::Tensor b = te::compute(
+          {n}, [&](te::Var i) { return ir::call(ir::CallOp::kErf, {a(i)}); }, "B");
       ir::PrimFunc f = te::create_prim_func({a, b});
       if (vector) {
         schedule::Schedule sch(f);
@@ -108,12 +142,14 @@ TEST(Math, ErfIsInlineAndAccurateOnEveryCpuLevel) {
           ok = std::isnan(got);
         } else {
           double want = std::erf(static_cast<double>(x));
-          ok = std::abs(got - want) <= 4e-7 && (std::abs(x) >= 0.75f || ulps(got, static_cast<float>(want)) <= 4) &&
+          ok = std::abs(got - want) <= 4e-7 &&
+               (std::abs(x) >= 0.75f || ulps(got, static_cast<float>(want)) <= 4) &&
                std::signbit(got) == std::signbit(x);
         }
         if (!ok) {
           ++failures;
-          ADD_FAILURE() << "erf(" << x << ") = " << got << ", want " << std::erf(static_cast<double>(x));
+          ADD_FAILURE() << "erf(" << x << ") = " << got << ", want "
+                        << std::erf(static_cast<double>(x));
         }
       }
     }
@@ -129,7 +165,8 @@ TEST(Math, ExpAndSigmoidAreAccurateOnEveryCpuLevel) {
   for (Fn fn : {Fn::kExp, Fn::kSigmoid}) {
     for (const std::string& cpu : cpus) {
       for (bool vector : {false, true}) {
-        SCOPED_TRACE(std::string(fn == Fn::kExp ? "exp" : "sigmoid") + " on " + cpu + (vector ? ", vectorized" : ""));
+        SCOPED_TRACE(std::string(fn == Fn::kExp ? "exp" : "sigmoid") + " on " + cpu +
+                     (vector ? ", vectorized" : ""));
         CompileOptions o{.cpu = cpu};
         o.keep_module = true;
         auto kernel = compile(lower::lower(apply(fn, input.numel(), vector)).func, o);

@@ -17,10 +17,10 @@
 namespace tyche::lower {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using schedule::testing::expect_golden;
 using schedule::testing::small;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using tyche::testing::bound_gmm;
 using tyche::testing::cross_thread_softmax;
 using tyche::testing::describe;
@@ -77,7 +77,8 @@ TEST(GpuLower, RefusesAThreadLoopOfUnknownAxis) {
   auto loops = ok(sch.get_loops(ok(sch.get_block("Z"))));
   ok(sch.bind(loops[0], "threadIdx.x"));
   ok(sch.bind(loops[1], "blockIdx.x"));  // below a thread loop
-  tyche::testing::expect_one_line_error([&] { lower_gpu(sch.func()); }, "blockIdx loops must be a kernel's outermost");
+  tyche::testing::expect_one_line_error([&] { lower_gpu(sch.func()); },
+                                        "blockIdx loops must be a kernel's outermost");
 }
 
 // The kernel's body as the CUDA lowering leaves it: the nests are warp_matrix_* calls on fragment
@@ -100,23 +101,29 @@ TEST(TensorCore, TheCudaLoweringIssuesWarpInstructions) {
 // group) and reads its version.
 TEST(TensorCore, TheCudaLoweringPipelinesTheCopies) {
   workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
-  GpuProgram p = lower_gpu(tensor_core_gmm(w.func, {.family = "mma", .stages = 2, .vector = 8}), {}, {.cuda = true});
+  GpuProgram p = lower_gpu(tensor_core_gmm(w.func, {.family = "mma", .stages = 2, .vector = 8}), {},
+                           {.cuda = true});
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].shared_bytes, 2 * 2 * (1280 + 640));
   expect_golden("tensor_core_gmm_pipelined", ir::to_string(p.kernels[0].body), "gpu");
   // sm_75 has no cp.async: the copies stay plain stores.
-  GpuProgram turing = lower_gpu(tensor_core_gmm(w.func, {.family = "wmma", .stages = 2, .vector = 8}), {}, {.cuda = true, .sm = 75});
+  GpuProgram turing =
+      lower_gpu(tensor_core_gmm(w.func, {.family = "wmma", .stages = 2, .vector = 8}), {},
+                {.cuda = true, .sm = 75});
   EXPECT_THAT(ir::to_string(turing.kernels[0].body), Not(HasSubstr("async_copy")));
 }
 
 TEST(TensorCore, RefusesWhatTheInstructionsCannotDo) {
   workloads::Workload w = workloads::make_workload("GMM", {1, 64, 64, 48}, "F16");
-  ir::PrimFunc wide = tensor_core_gmm(w.func, {.lanes = 16});  // the fetches' threadIdx.x: 16 lanes, not a warp
-  tyche::testing::expect_one_line_error([&] { lower_gpu(wide, {}, {.cuda = true}); },
-                                        "a kernel using tensor cores launches threadIdx.x as one warp's 32 lanes, not 16");
+  ir::PrimFunc wide =
+      tensor_core_gmm(w.func, {.lanes = 16});  // the fetches' threadIdx.x: 16 lanes, not a warp
+  tyche::testing::expect_one_line_error(
+      [&] { lower_gpu(wide, {}, {.cuda = true}); },
+      "a kernel using tensor cores launches threadIdx.x as one warp's 32 lanes, not 16");
   ir::PrimFunc plain_store = tensor_core_gmm(w.func, {.tensorize_store = false});
-  tyche::testing::expect_one_line_error([&] { lower_gpu(plain_store, {}, {.cuda = true}); },
-                                        "fragment 'Z_wmma_accumulator' is accessed outside a tensor-core instruction");
+  tyche::testing::expect_one_line_error(
+      [&] { lower_gpu(plain_store, {}, {.cuda = true}); },
+      "fragment 'Z_wmma_accumulator' is accessed outside a tensor-core instruction");
   // Elsewhere the nests are loops: both run on OpenCL.
   EXPECT_NO_THROW(lower_gpu(wide));
   EXPECT_NO_THROW(lower_gpu(plain_store));
@@ -133,8 +140,9 @@ TEST(TensorCore, RefusesPipelinesWithoutCopies) {
   ok(sch.bind(i[0], "blockIdx.x"));
   ok(sch.bind(i[1], "threadIdx.x"));
   ok(sch.annotate(loops[3], ir::ann::kSoftwarePipelineStages, int64_t{2}));
-  tyche::testing::expect_one_line_error([&] { lower_gpu(sch.func(), {}, {.cuda = true}); },
-                                        "loop 'k' cannot be software-pipelined: its body copies nothing into shared memory");
+  tyche::testing::expect_one_line_error(
+      [&] { lower_gpu(sch.func(), {}, {.cuda = true}); },
+      "loop 'k' cannot be software-pipelined: its body copies nothing into shared memory");
 }
 
 // A kernel's resources as its arrays are declared: on CUDA a warp's fragments are tiles of

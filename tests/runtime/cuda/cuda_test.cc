@@ -16,11 +16,11 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-#define NVRTC_OR_SKIP()                        \
-  try {                                        \
-    nvrtc_version();                           \
-  } catch (const Error& e) {                   \
-    GTEST_SKIP() << e.what();                  \
+#define NVRTC_OR_SKIP()       \
+  try {                       \
+    nvrtc_version();          \
+  } catch (const Error& e) {  \
+    GTEST_SKIP() << e.what(); \
   }
 
 using tyche::testing::expect_one_line_error;
@@ -44,24 +44,29 @@ TEST(Nvrtc, CompilesForEachArchitectureToPtxAndACubin) {
 
 TEST(Nvrtc, RefusalsAreOneLine) {
   NVRTC_OR_SKIP();
-  expect_one_line_error([] { compile("__global__ void k(int* x) { x[0] = undeclared; }", "sm_90"); }, "does not compile for sm_90");
+  expect_one_line_error(
+      [] { compile("__global__ void k(int* x) { x[0] = undeclared; }", "sm_90"); },
+      "does not compile for sm_90");
   expect_one_line_error([] { compile(kSaxpy, "compute_90"); }, "must be a real one such as sm_90");
-  expect_one_line_error([] { compile(kSaxpy, "sm_10"); }, "NVRTC refused the compilation for sm_10");
+  expect_one_line_error([] { compile(kSaxpy, "sm_10"); },
+                        "NVRTC refused the compilation for sm_10");
 }
 
 TEST(Nvrtc, AMissingLibraryIsOneLine) {
-  expect_one_line_error([] { nvrtc_version("/nonexistent/libnvrtc.so"); }, "cannot load NVRTC (/nonexistent/libnvrtc.so");
+  expect_one_line_error([] { nvrtc_version("/nonexistent/libnvrtc.so"); },
+                        "cannot load NVRTC (/nonexistent/libnvrtc.so");
 }
 
 TEST(CudaDriver, NoDriverIsOneLineAndADriverAnswers) {
-  expect_one_line_error([] { driver_version("/nonexistent/libcuda.so.1"); }, "cannot load the CUDA driver");
+  expect_one_line_error([] { driver_version("/nonexistent/libcuda.so.1"); },
+                        "cannot load the CUDA driver");
   try {
     EXPECT_GT(driver_version(), 0);  // a machine with a GPU
   } catch (const Error& e) {
     std::string m = e.what();  // these machines: no libcuda.so.1, or no device
     EXPECT_THAT(m, Not(HasSubstr("\n")));
-    EXPECT_TRUE(m.find("cannot load the CUDA driver") != std::string::npos || m.find("CUDA: cu") != std::string::npos ||
-                m.find("no device") != std::string::npos)
+    EXPECT_TRUE(m.find("cannot load the CUDA driver") != std::string::npos ||
+                m.find("CUDA: cu") != std::string::npos || m.find("no device") != std::string::npos)
         << m;
   }
 }
@@ -69,7 +74,8 @@ TEST(CudaDriver, NoDriverIsOneLineAndADriverAnswers) {
 // Where a device is, a kernel compiled for its architecture runs on it; elsewhere opening one is a
 // one-line error.
 TEST(CudaDevice, RunsACompiledKernelOrSaysWhyNotInOneLine) {
-  expect_one_line_error([] { Device::open(0, "/nonexistent/libcuda.so.1"); }, "cannot load the CUDA driver");
+  expect_one_line_error([] { Device::open(0, "/nonexistent/libcuda.so.1"); },
+                        "cannot load the CUDA driver");
   std::optional<Device> device;
   try {
     device = Device::open();
@@ -77,7 +83,8 @@ TEST(CudaDevice, RunsACompiledKernelOrSaysWhyNotInOneLine) {
     EXPECT_THAT(std::string(e.what()), Not(HasSubstr("\n")));
     GTEST_SKIP() << e.what();
   }
-  Compiled c = compile("extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }", device->arch());
+  Compiled c = compile("extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }",
+                       device->arch());
   Device::Module module = device->load(c.cubin);
   std::vector<float> host(64, 1.5f);
   Device::Memory m = device->allocate(host.size() * sizeof(float));
@@ -85,7 +92,11 @@ TEST(CudaDevice, RunsACompiledKernelOrSaysWhyNotInOneLine) {
   EXPECT_GE(device->launch(module, "twice", {m.address()}, {1, 1, 1}, {64, 1, 1}), 0.0);
   device->read(m, host.data(), m.bytes);
   EXPECT_EQ(host[63], 3.0f);
-  expect_one_line_error([&] { device->launch(module, "nope", {m.address()}, {1, 1, 1}, {64, 1, 1}); }, "cuModuleGetFunction");
+  expect_one_line_error(
+      [&] {
+        device->launch(module, "nope", {m.address()}, {1, 1, 1}, {64, 1, 1});
+      },
+      "cuModuleGetFunction");
 }
 
 }  // namespace

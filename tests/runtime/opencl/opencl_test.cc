@@ -34,9 +34,9 @@ std::optional<Device> device(std::string& why) {
   }
 }
 
-#define OPEN_OR_SKIP(d)             \
-  std::string why;                  \
-  auto d = device(why);             \
+#define OPEN_OR_SKIP(d) \
+  std::string why;      \
+  auto d = device(why); \
   if (!d) GTEST_SKIP() << why;
 
 TEST(OpenCl, AMissingLibraryIsOneLine) {
@@ -58,7 +58,8 @@ TEST(OpenCl, AddsVectorsAndTimesTheKernel) {
   std::vector<float> a(n), b(n), c(n, -1.0f);
   std::iota(a.begin(), a.end(), 0.0f);
   std::iota(b.begin(), b.end(), 0.5f);
-  Buffer da = d->allocate(n * sizeof(float)), db = d->allocate(n * sizeof(float)), dc = d->allocate(n * sizeof(float));
+  Buffer da = d->allocate(n * sizeof(float)), db = d->allocate(n * sizeof(float)),
+         dc = d->allocate(n * sizeof(float));
   d->write(da, a.data(), n * sizeof(float));
   d->write(db, b.data(), n * sizeof(float));
   Program p = d->build(R"(
@@ -66,7 +67,8 @@ TEST(OpenCl, AddsVectorsAndTimesTheKernel) {
       int i = get_global_id(0);
       if (i < n) c[i] = a[i] + b[i];
     })");
-  double seconds = d->run(p, "add", {Arg::of(da), Arg::of(db), Arg::of(dc), Arg::scalar<int32_t>(n)}, {1024}, {64});
+  double seconds = d->run(
+      p, "add", {Arg::of(da), Arg::of(db), Arg::of(dc), Arg::scalar<int32_t>(n)}, {1024}, {64});
   EXPECT_GE(seconds, 0.0);
   d->read(dc, c.data(), n * sizeof(float));
   for (int i = 0; i < n; ++i) ASSERT_EQ(c[i], a[i] + b[i]) << i;
@@ -95,20 +97,28 @@ TEST(OpenCl, AWorkGroupReducesInLocalMemoryWithBarriers) {
     })");
   d->run(p, "group_sum", {Arg::of(dx), Arg::of(ds)}, {groups * size}, {size});
   d->read(ds, sums.data(), sums.size() * 4);
-  for (int g = 0; g < groups; ++g) EXPECT_EQ(sums[g], std::accumulate(x.begin() + g * size, x.begin() + (g + 1) * size, 0)) << g;
+  for (int g = 0; g < groups; ++g)
+    EXPECT_EQ(sums[g], std::accumulate(x.begin() + g * size, x.begin() + (g + 1) * size, 0)) << g;
 }
 
 TEST(OpenCl, RefusalsAreOneLine) {
   OPEN_OR_SKIP(d);
   // The compiler's first error, not the whole log.
-  expect_one_line_error([&] { d->build("__kernel void k(__global int* x) { x[0] = undeclared; }"); }, "does not build");
+  expect_one_line_error(
+      [&] { d->build("__kernel void k(__global int* x) { x[0] = undeclared; }"); },
+      "does not build");
   Program p = d->build("__kernel void k(__global int* x) { x[get_global_id(0)] = 1; }");
   Buffer b = d->allocate(16);
   expect_one_line_error([&] { d->run(p, "missing", {Arg::of(b)}, {4}); }, "no kernel missing");
   expect_one_line_error([&] { d->run(p, "k", {Arg::of(b)}, {4, 4, 4, 4}); }, "4 work dimensions");
-  expect_one_line_error([&] { d->run(p, "k", {Arg::of(b)}, {4}, {2, 2}); }, "2 work-group dimensions");
+  expect_one_line_error(
+      [&] {
+        d->run(p, "k", {Arg::of(b)}, {4}, {2, 2});
+      },
+      "2 work-group dimensions");
   std::vector<uint8_t> big(32);
-  expect_one_line_error([&] { d->write(b, big.data(), big.size()); }, "writing 32 bytes into a buffer of 16");
+  expect_one_line_error([&] { d->write(b, big.data(), big.size()); },
+                        "writing 32 bytes into a buffer of 16");
 }
 
 TEST(OpenCl, NoPlatformIsOneLine) {
@@ -124,10 +134,12 @@ TEST(OpenCl, NoPlatformIsOneLine) {
     std::printf("<<<%s>>>\n", m.c_str());
     return;
   }
-  std::filesystem::path empty = std::filesystem::temp_directory_path() / ("tyche_no_icd_" + std::to_string(getpid()));
+  std::filesystem::path empty =
+      std::filesystem::temp_directory_path() / ("tyche_no_icd_" + std::to_string(getpid()));
   std::filesystem::create_directories(empty);
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string cmd = "TYCHE_NO_ICD_CHILD=1 OCL_ICD_VENDORS='" + empty.string() + "' '" + self + "' --gtest_filter=OpenCl.NoPlatformIsOneLine 2>/dev/null";
+  std::string cmd = "TYCHE_NO_ICD_CHILD=1 OCL_ICD_VENDORS='" + empty.string() + "' '" + self +
+                    "' --gtest_filter=OpenCl.NoPlatformIsOneLine 2>/dev/null";
   std::string out;
   if (FILE* f = popen(cmd.c_str(), "r")) {
     char buf[512];
@@ -139,7 +151,9 @@ TEST(OpenCl, NoPlatformIsOneLine) {
   ASSERT_TRUE(a != std::string::npos && b != std::string::npos && b > a) << out;
   std::string m = out.substr(a + 3, b - a - 3);
   // Without the loader itself the refusal is the missing library's: one line too.
-  EXPECT_TRUE(m.find("no platform found") != std::string::npos || m.find("cannot load") != std::string::npos) << m;
+  EXPECT_TRUE(m.find("no platform found") != std::string::npos ||
+              m.find("cannot load") != std::string::npos)
+      << m;
   EXPECT_THAT(m, Not(HasSubstr("\n")));
 }
 

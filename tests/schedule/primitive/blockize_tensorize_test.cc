@@ -3,25 +3,26 @@
 #include <atomic>
 #include <thread>
 
+#include "../schedule_test_util.h"
 #include "interp/interpreter.h"
 #include "ir/op.h"
+#include "runtime/compare.h"
 #include "schedule/primitive/primitive.h"
 #include "schedule/tensor_intrin.h"
-#include "../schedule_test_util.h"
-#include "runtime/compare.h"
 
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::block_name;
 using testing::computes_reference;
 using testing::expect_golden;
-using testing::block_name;
+using ::testing::HasSubstr;
 using testing::small;
 
 // Like computes_reference, but the outputs start as garbage, so a lost or misplaced reduction
 // init shows up (computes_reference starts from zeros).
-::testing::AssertionResult computes_reference_dirty(const workloads::Workload& w, const ir::PrimFunc& f) {
+::testing::AssertionResult computes_reference_dirty(const workloads::Workload& w,
+                                                    const ir::PrimFunc& f) {
   auto inputs = workloads::make_inputs(w.func, 5);
   std::vector<runtime::NDArray> args = inputs;
   for (const ir::Buffer& b : f.outputs()) {
@@ -55,7 +56,6 @@ std::vector<LoopRV> tile_matmul(Schedule& sch, const std::string& block) {
   for (const LoopRV& l : {i[0], j[0], k[0], i[1], j[1], k[1]}) out.push_back(l);
   return out;
 }
-
 
 // ---- blockize ----
 
@@ -130,7 +130,8 @@ TEST(Blockize, ElementwiseAndDense) {
 }
 
 TEST(Blockize, FusedThenSplit) {
-  // vi = (f_0 * 8 + f_1) // 64 and vj = (f_0 * 8 + f_1) % 64 divide as TVM's subspace division does.
+  // vi = (f_0 * 8 + f_1) // 64 and vj = (f_0 * 8 + f_1) % 64 divide as TVM's subspace division
+  // does.
   auto w = small("SFM-1");
   Schedule sch(w.func, true);
   auto loops = sch.get_loops(sch.get_block("row_exp").value()).value();
@@ -218,7 +219,8 @@ TEST(Tensorize, TiledMatmul) {
 TEST(Tensorize, PackedU8S8MatmulWithVnni) {
   auto w = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]",
                                           "i=3,jo=2,ji=16,ko=5,ki=4", "A=uint8,P=int8,C=int32");
-  for (const char* name : {"x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8"}) {
+  for (const char* name :
+       {"x86_avx512_vnni_dot_16x4_u8s8", "x86_avx_vnni_dot_8x4_u8s8", "x86_avx2_dot_8x4_u8s8"}) {
     Schedule sch(w.func, true);
     auto l = sch.get_loops(sch.get_block("C").value()).value();  // i, jo, ji, ko, ki
     bool eight = std::string(name).find("8x4") != std::string::npos;
@@ -241,8 +243,9 @@ TEST(Tensorize, PackedU8S8MatmulWithVnni) {
 // tile_dot of the activations' rows, the packed weights' 16 consecutive rows and the output's
 // rows.
 TEST(Tensorize, PackedU8S8MatmulWithAmx) {
-  auto w = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*64 + kk*4 + ki] * P[jo, ko*16 + kk, ji, ki]",
-                                          "i=32,jo=2,ji=16,ko=2,kk=16,ki=4", "A=uint8,P=int8,C=int32");
+  auto w = workloads::from_index_notation(
+      "C[i, jo, ji] += A[i, ko*64 + kk*4 + ki] * P[jo, ko*16 + kk, ji, ki]",
+      "i=32,jo=2,ji=16,ko=2,kk=16,ki=4", "A=uint8,P=int8,C=int32");
   Schedule sch(w.func, true);
   auto l = sch.get_loops(sch.get_block("C").value()).value();  // i, jo, ji, ko, kk, ki
   auto rows = sch.split(l[0], {std::nullopt, 16}).value();
@@ -251,7 +254,8 @@ TEST(Tensorize, PackedU8S8MatmulWithAmx) {
   auto st = sch.tensorize(rows[1], "x86_amx_tile_16x16x64_u8s8");
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.error().reason(), HasSubstr("the loop nest has 4 loops, the intrinsic's has 3"));
-  auto single = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=32,j=32,k=128", "A=uint8,B=int8,C=int32");
+  auto single = workloads::from_index_notation("C[i, j] += A[i, k] * B[k, j]", "i=32,j=32,k=128",
+                                               "A=uint8,B=int8,C=int32");
   Schedule s2(single.func, true);
   BlockRV c = s2.get_block("C").value();
   BlockRV pack = s2.cache_read(c, 1, "global").value();
@@ -275,13 +279,15 @@ TEST(Tensorize, PackedU8S8MatmulWithAmx) {
   ASSERT_TRUE(s3.reorder({i[0], j[0], k[0], i[1], j[1], k[1]}).ok());
   st = s3.tensorize(i[1], "x86_amx_tile_16x16x64_u8s8");
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("does not match intrinsic 'x86_amx_tile_16x16x64_u8s8'"));
+  EXPECT_THAT(st.error().reason(),
+              HasSubstr("does not match intrinsic 'x86_amx_tile_16x16x64_u8s8'"));
 }
 
 TEST(Tensorize, CpuIntrinsicsRefuseOtherTypes) {
-  auto f32 = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4");
-  auto s8s8 = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]", "i=3,jo=2,ji=16,ko=5,ki=4",
-                                             "A=int8,P=int8,C=int32");
+  auto f32 = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]",
+                                            "i=3,jo=2,ji=16,ko=5,ki=4");
+  auto s8s8 = workloads::from_index_notation("C[i, jo, ji] += A[i, ko*4 + ki] * P[jo, ko, ji, ki]",
+                                             "i=3,jo=2,ji=16,ko=5,ki=4", "A=int8,P=int8,C=int32");
   for (const auto& w : {f32, s8s8}) {
     Schedule sch(w.func, true);
     auto l = sch.get_loops(sch.get_block("C").value()).value();
@@ -290,7 +296,8 @@ TEST(Tensorize, CpuIntrinsicsRefuseOtherTypes) {
     auto st = sch.tensorize(l[2], "x86_avx512_vnni_dot_16x4_u8s8");
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error().code(), ErrorCode::kIntrinsicMismatch);
-    EXPECT_THAT(st.error().reason(), HasSubstr("does not match intrinsic 'x86_avx512_vnni_dot_16x4_u8s8'"));
+    EXPECT_THAT(st.error().reason(),
+                HasSubstr("does not match intrinsic 'x86_avx512_vnni_dot_16x4_u8s8'"));
     EXPECT_EQ(ir::to_string(sch.func()), before);
   }
 }
@@ -327,8 +334,10 @@ TEST(Tensorize, RefusesNonMatchingLoops) {
   auto st = sch.tensorize(loops[1], "dot_4x4x4_f32");  // extents 32, not 4
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code(), ErrorCode::kIntrinsicMismatch);
-  EXPECT_THAT(st.error().reason(),
-              HasSubstr("tensorize: the computation under loop 'i' does not match intrinsic 'dot_4x4x4_f32': "));
+  EXPECT_THAT(
+      st.error().reason(),
+      HasSubstr(
+          "tensorize: the computation under loop 'i' does not match intrinsic 'dot_4x4x4_f32': "));
   EXPECT_THAT(st.error().reason(), HasSubstr("range [0, 32)"));
   EXPECT_EQ(ir::to_string(sch.func()), before);
 
@@ -384,18 +393,25 @@ ir::PrimFunc func_of(const std::string& name, std::vector<ir::Buffer> params, ir
 // exp(X[j] - M[0]) over 4 elements: a user intrinsic for SFM's row_exp.
 std::pair<ir::PrimFunc, ir::PrimFunc> exp_row_intrin() {
   auto make_params = [] {
-    return std::vector<ir::Buffer>{ir::make_buffer("X", kFloat32, {4}), ir::make_buffer("M", kFloat32, {1}),
+    return std::vector<ir::Buffer>{ir::make_buffer("X", kFloat32, {4}),
+                                   ir::make_buffer("M", kFloat32, {1}),
                                    ir::make_buffer("E", kFloat32, {4})};
   };
   auto p = make_params();
   ir::Var j("j"), vj("vj");
-  ir::Stmt store = ir::buffer_store(p[2], ir::exp(ir::buffer_load(p[0], {vj}) - ir::buffer_load(p[1], {0})), {vj});
-  ir::Block b = ir::make_block("e", {ir::IterVar{vj, ir::Range(0, 4), ir::IterKind::kSpatial}}, {}, {}, ir::Stmt(), store);
-  ir::PrimFunc desc = func_of("exp_row", p, ir::for_loop(j, 0, 4, ir::ForKind::kSerial, ir::block_realize({j}, ir::make_bool(true), b)));
+  ir::Stmt store = ir::buffer_store(
+      p[2], ir::exp(ir::buffer_load(p[0], {vj}) - ir::buffer_load(p[1], {0})), {vj});
+  ir::Block b = ir::make_block("e", {ir::IterVar{vj, ir::Range(0, 4), ir::IterKind::kSpatial}}, {},
+                               {}, ir::Stmt(), store);
+  ir::PrimFunc desc = func_of(
+      "exp_row", p,
+      ir::for_loop(j, 0, 4, ir::ForKind::kSerial, ir::block_realize({j}, ir::make_bool(true), b)));
   auto q = make_params();
   ir::Var u("u");
-  ir::Stmt impl_store = ir::buffer_store(q[2], ir::exp(ir::buffer_load(q[0], {u}) - ir::buffer_load(q[1], {0})), {u});
-  ir::PrimFunc impl = func_of("exp_row_impl", q, ir::for_loop(u, 0, 4, ir::ForKind::kVectorized, impl_store));
+  ir::Stmt impl_store =
+      ir::buffer_store(q[2], ir::exp(ir::buffer_load(q[0], {u}) - ir::buffer_load(q[1], {0})), {u});
+  ir::PrimFunc impl =
+      func_of("exp_row_impl", q, ir::for_loop(u, 0, 4, ir::ForKind::kVectorized, impl_store));
   return {desc, impl};
 }
 
@@ -405,8 +421,9 @@ TEST(TensorIntrin, BuiltinsDescribeTheirImplementations) {
   EXPECT_EQ(find_tensor_intrin("nope"), nullptr);
   // The CPUs' intrinsics too; their integer forms exactly, their bfloat16 ones summed in the same
   // order.
-  for (std::string name : {"copy_4_f32", "dot_4x4x4_f32", "x86_avx512_vnni_dot_16x4_u8s8", "x86_avx512_bf16_dot_16x2_bf16",
-                           "x86_amx_tile_16x16x64_u8s8", "x86_amx_tile_16x16x32_bf16"}) {
+  for (std::string name : {"copy_4_f32", "dot_4x4x4_f32", "x86_avx512_vnni_dot_16x4_u8s8",
+                           "x86_avx512_bf16_dot_16x2_bf16", "x86_amx_tile_16x16x64_u8s8",
+                           "x86_amx_tile_16x16x32_bf16"}) {
     const TensorIntrin* t = find_tensor_intrin(name);
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(t->name, name);
@@ -425,7 +442,9 @@ TEST(TensorIntrin, BuiltinsDescribeTheirImplementations) {
 }
 
 TEST(TensorIntrin, CpuIntrinsicsSayWhichCpusHaveThem) {
-  auto on = [](const char* name, std::vector<std::string> features) { return find_tensor_intrin(name)->available_on(features); };
+  auto on = [](const char* name, std::vector<std::string> features) {
+    return find_tensor_intrin(name)->available_on(features);
+  };
   EXPECT_TRUE(on("x86_avx512_vnni_dot_16x4_u8s8", {"avx2", "avx512f", "avx512vnni"}));
   EXPECT_FALSE(on("x86_avx512_vnni_dot_16x4_u8s8", {"avx2", "avxvnni"}));
   EXPECT_TRUE(on("x86_avx_vnni_dot_8x4_u8s8", {"avx2", "avxvnni"}));
@@ -451,13 +470,18 @@ TEST(TensorIntrin, RegistrationErrors) {
   // Same count, different shape / dtype.
   auto shape = impl->params;
   shape[0] = ir::make_buffer("X", kFloat32, {8});
-  EXPECT_THROW(register_tensor_intrin("bad_shape", desc, ir::PrimFunc(impl->name, shape, 1, impl->body)), Error);
+  EXPECT_THROW(
+      register_tensor_intrin("bad_shape", desc, ir::PrimFunc(impl->name, shape, 1, impl->body)),
+      Error);
   auto dtype = impl->params;
   dtype[1] = ir::make_buffer("M", kFloat64, {1});
-  EXPECT_THROW(register_tensor_intrin("bad_dtype", desc, ir::PrimFunc(impl->name, dtype, 1, impl->body)), Error);
+  EXPECT_THROW(
+      register_tensor_intrin("bad_dtype", desc, ir::PrimFunc(impl->name, dtype, 1, impl->body)),
+      Error);
   // A desc that is not a loop nest around one block.
   EXPECT_THROW(register_tensor_intrin("bad_desc", impl, impl), Error);
-  for (const char* n : {"bad_count", "bad_shape", "bad_dtype", "bad_desc"}) EXPECT_EQ(find_tensor_intrin(n), nullptr);
+  for (const char* n : {"bad_count", "bad_shape", "bad_dtype", "bad_desc"})
+    EXPECT_EQ(find_tensor_intrin(n), nullptr);
   // Override keeps earlier pointers alive.
   register_tensor_intrin("tensorize_test_override", copy->desc, copy->impl);
   const TensorIntrin* first = find_tensor_intrin("tensorize_test_override");
@@ -478,7 +502,8 @@ TEST(TensorIntrin, ConcurrentLookupAndRegistration) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(found.load(), 800);
-  for (int t = 0; t < 8; ++t) EXPECT_NE(find_tensor_intrin("tensorize_test_thread_" + std::to_string(t)), nullptr);
+  for (int t = 0; t < 8; ++t)
+    EXPECT_NE(find_tensor_intrin("tensorize_test_thread_" + std::to_string(t)), nullptr);
 }
 
 TEST(TensorIntrin, UserIntrinsicTensorizesSoftmaxExp) {

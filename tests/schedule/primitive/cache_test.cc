@@ -5,24 +5,24 @@
 
 #include <random>
 
-#include "ir/op.h"
-#include "schedule/primitive/primitive.h"
 #include "../schedule_test_util.h"
+#include "ir/op.h"
 #include "runtime/compare.h"
+#include "schedule/primitive/primitive.h"
 
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::block_name;
 using testing::computes_reference;
 using testing::expect_golden;
-using testing::block_name;
+using ::testing::HasSubstr;
 using testing::small;
-
 
 std::vector<std::string> root_children(Schedule& sch) {
   std::vector<std::string> out;
-  for (const BlockRV& b : sch.get_child_blocks(sch.get_block("root").value()).value()) out.push_back(block_name(sch, b));
+  for (const BlockRV& b : sch.get_child_blocks(sch.get_block("root").value()).value())
+    out.push_back(block_name(sch, b));
   return out;
 }
 
@@ -33,16 +33,19 @@ ir::PrimFunc shared_nest_func() {
   ir::Buffer b = ir::make_buffer("B", kFloat32, {8});
   ir::Buffer c = ir::make_buffer("C", kFloat32, {8});
   ir::Var i("i");
-  auto block = [&](const std::string& name, const ir::Buffer& src, const ir::Buffer& dst, ir::Expr (*f)(ir::Expr)) {
+  auto block = [&](const std::string& name, const ir::Buffer& src, const ir::Buffer& dst,
+                   ir::Expr (*f)(ir::Expr)) {
     ir::Var v("v" + name);
     ir::Block blk = ir::make_block(name, {ir::IterVar{v, ir::Range(0, 8), ir::IterKind::kSpatial}},
-                                   {ir::BufferRegion(src, {ir::Range(v, 1)})}, {ir::BufferRegion(dst, {ir::Range(v, 1)})},
-                                   ir::Stmt(), ir::buffer_store(dst, f(ir::buffer_load(src, {v})), {v}));
+                                   {ir::BufferRegion(src, {ir::Range(v, 1)})},
+                                   {ir::BufferRegion(dst, {ir::Range(v, 1)})}, ir::Stmt(),
+                                   ir::buffer_store(dst, f(ir::buffer_load(src, {v})), {v}));
     return ir::block_realize({i}, ir::make_bool(true), blk);
   };
-  ir::Stmt loop = ir::for_loop(i, 0, 8, ir::ForKind::kSerial,
-                               ir::seq({block("P", a, b, [](ir::Expr x) { return x * ir::make_float(2.0); }),
-                                        block("Q", b, c, [](ir::Expr x) { return x + ir::make_float(1.0); })}));
+  ir::Stmt loop =
+      ir::for_loop(i, 0, 8, ir::ForKind::kSerial,
+                   ir::seq({block("P", a, b, [](ir::Expr x) { return x * ir::make_float(2.0); }),
+                            block("Q", b, c, [](ir::Expr x) { return x + ir::make_float(1.0); })}));
   ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), loop, {b});
   return ir::PrimFunc("nest", {a, c}, 1, ir::block_realize({}, ir::make_bool(true), root));
 }
@@ -53,32 +56,38 @@ ir::PrimFunc nested_scope_func() {
   ir::Buffer a = ir::make_buffer("A", kFloat32, {8});
   ir::Buffer c = ir::make_buffer("C", kFloat32, {8});
   ir::Var io("io"), ii("ii"), vio("vio"), vi("vi");
-  ir::Block inner = ir::make_block("inner", {ir::IterVar{vi, ir::Range(0, 8), ir::IterKind::kSpatial}},
-                                   {ir::BufferRegion(a, {ir::Range(vi, 1)})}, {ir::BufferRegion(c, {ir::Range(vi, 1)})},
-                                   ir::Stmt(), ir::buffer_store(c, ir::buffer_load(a, {vi}) * ir::make_float(2.0), {vi}));
+  ir::Block inner = ir::make_block(
+      "inner", {ir::IterVar{vi, ir::Range(0, 8), ir::IterKind::kSpatial}},
+      {ir::BufferRegion(a, {ir::Range(vi, 1)})}, {ir::BufferRegion(c, {ir::Range(vi, 1)})},
+      ir::Stmt(), ir::buffer_store(c, ir::buffer_load(a, {vi}) * ir::make_float(2.0), {vi}));
   ir::Stmt inner_loop = ir::for_loop(ii, 0, 4, ir::ForKind::kSerial,
                                      ir::block_realize({vio * 4 + ii}, ir::make_bool(true), inner));
-  ir::Block outer = ir::make_block("outer", {ir::IterVar{vio, ir::Range(0, 2), ir::IterKind::kSpatial}},
-                                   {ir::BufferRegion(a, {ir::Range(vio * 4, 4)})},
-                                   {ir::BufferRegion(c, {ir::Range(vio * 4, 4)})}, ir::Stmt(), inner_loop);
-  ir::Stmt loop = ir::for_loop(io, 0, 2, ir::ForKind::kSerial, ir::block_realize({io}, ir::make_bool(true), outer));
+  ir::Block outer =
+      ir::make_block("outer", {ir::IterVar{vio, ir::Range(0, 2), ir::IterKind::kSpatial}},
+                     {ir::BufferRegion(a, {ir::Range(vio * 4, 4)})},
+                     {ir::BufferRegion(c, {ir::Range(vio * 4, 4)})}, ir::Stmt(), inner_loop);
+  ir::Stmt loop = ir::for_loop(io, 0, 2, ir::ForKind::kSerial,
+                               ir::block_realize({io}, ir::make_bool(true), outer));
   ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), loop);
   return ir::PrimFunc("nested", {a, c}, 1, ir::block_realize({}, ir::make_bool(true), root));
 }
 
 // The scheduled function computes what the unscheduled one does (for hand-built functions).
-::testing::AssertionResult same_results(const ir::PrimFunc& original, const ir::PrimFunc& scheduled) {
+::testing::AssertionResult same_results(const ir::PrimFunc& original,
+                                        const ir::PrimFunc& scheduled) {
   auto inputs = workloads::make_inputs(original, 5);
   auto expected = interp::run_on_inputs(original, inputs);
   std::vector<runtime::NDArray> actual;
   try {
     actual = interp::run_on_inputs(scheduled, inputs);
   } catch (const Error& e) {
-    return ::testing::AssertionFailure() << "interpreter: " << e.what() << "\n" << ir::to_string(scheduled);
+    return ::testing::AssertionFailure() << "interpreter: " << e.what() << "\n"
+                                         << ir::to_string(scheduled);
   }
   for (size_t i = 0; i < actual.size(); ++i) {
     runtime::Comparison c = runtime::compare(actual[i], expected[i]);
-    if (!c.ok) return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(scheduled);
+    if (!c.ok)
+      return ::testing::AssertionFailure() << c.message << "\n" << ir::to_string(scheduled);
   }
   return ::testing::AssertionSuccess();
 }
@@ -156,13 +165,15 @@ TEST(CacheRead, Refusals) {
   auto bad = sch.cache_read(z, 2, "shared");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code(), ErrorCode::kOutOfRange);
-  EXPECT_THAT(bad.error().reason(), HasSubstr("block 'Z' reads 2 buffer(s); index 2 is out of range"));
+  EXPECT_THAT(bad.error().reason(),
+              HasSubstr("block 'Z' reads 2 buffer(s); index 2 is out of range"));
   EXPECT_EQ(sch.cache_read(z, -1, "shared").error().code(), ErrorCode::kOutOfRange);
   auto scope = sch.cache_read(z, 0, "texture");
   ASSERT_FALSE(scope.ok());
   EXPECT_EQ(scope.error().code(), ErrorCode::kUnknownName);
   EXPECT_THAT(scope.error().reason(), HasSubstr("unknown storage scope 'texture'"));
-  EXPECT_EQ(sch.cache_read(sch.get_block("root").value(), 0, "shared").error().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(sch.cache_read(sch.get_block("root").value(), 0, "shared").error().code(),
+            ErrorCode::kUnsupported);
   EXPECT_EQ(sch.cache_read(BlockRV{9999}, 0, "shared").error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
   EXPECT_THAT(bad.error().render(sch.func()), HasSubstr("with block(\"Z\"):  # <-- here"));
@@ -173,7 +184,8 @@ TEST(CacheRead, RefusesAProducerInTheSameNest) {
   auto r = sch.cache_read(sch.get_block("Q").value(), 0, "local");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kDependenceViolated);
-  EXPECT_THAT(r.error().reason(), HasSubstr("block 'P' writes 'B' inside the loop nest of block 'Q'"));
+  EXPECT_THAT(r.error().reason(),
+              HasSubstr("block 'P' writes 'B' inside the loop nest of block 'Q'"));
   // Reading a function input is fine there.
   EXPECT_TRUE(sch.cache_read(sch.get_block("P").value(), 0, "local").ok());
   EXPECT_THAT(root_children(sch), ::testing::ElementsAre("A_local", "P", "Q"));
@@ -187,9 +199,11 @@ TEST(CacheRead, InsideANestedScope) {
   BlockRV stage = sch.cache_read(inner, 0, "local").value();
   std::string text = ir::to_string(sch.func());
   // The copy sits in the tile's block, allocated there, and covers only the tile.
-  EXPECT_THAT(text, HasSubstr("A_local = alloc_buffer((8,), \"float32\", scope=\"local\")\n        for ax0 in range(4):"));
+  EXPECT_THAT(text, HasSubstr("A_local = alloc_buffer((8,), \"float32\", scope=\"local\")\n        "
+                              "for ax0 in range(4):"));
   EXPECT_THAT(text, HasSubstr("v0 = axis.spatial((vio * 4, vio * 4 + 4), vio * 4 + ax0)"));
-  EXPECT_EQ(block_name(sch, sch.get_child_blocks(sch.get_block("outer").value()).value()[0]), "A_local");
+  EXPECT_EQ(block_name(sch, sch.get_child_blocks(sch.get_block("outer").value()).value()[0]),
+            "A_local");
   EXPECT_TRUE(sch.block_sref(stage).ok());
   EXPECT_TRUE(same_results(f, sch.func()));
   // cache_write keeps to the root scope.
@@ -233,7 +247,8 @@ TEST(CacheWrite, SoftmaxRowSum) {
   BlockRV rs = sch.get_block("row_sum").value();
   BlockRV c = sch.cache_write(rs, 0, "local").value();
   EXPECT_EQ(block_name(sch, c), "row_sum_local");
-  EXPECT_THAT(root_children(sch), ::testing::ElementsAre("row_max", "row_exp", "row_sum", "row_sum_local", "softmax"));
+  EXPECT_THAT(root_children(sch),
+              ::testing::ElementsAre("row_max", "row_exp", "row_sum", "row_sum_local", "softmax"));
   expect_golden("cache_write_sfm", ir::to_string(sch.func()));
   EXPECT_TRUE(computes_reference(w, sch.func()));
   // The consumer can then read through a cache of its own.
@@ -260,16 +275,19 @@ TEST(CacheWrite, Refusals) {
   auto bad = sch.cache_write(z, 1, "local");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code(), ErrorCode::kOutOfRange);
-  EXPECT_THAT(bad.error().reason(), HasSubstr("block 'Z' writes 1 buffer(s); index 1 is out of range"));
+  EXPECT_THAT(bad.error().reason(),
+              HasSubstr("block 'Z' writes 1 buffer(s); index 1 is out of range"));
   EXPECT_EQ(sch.cache_write(z, 0, "registers").error().code(), ErrorCode::kUnknownName);
-  EXPECT_EQ(sch.cache_write(sch.get_block("root").value(), 0, "local").error().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(sch.cache_write(sch.get_block("root").value(), 0, "local").error().code(),
+            ErrorCode::kUnsupported);
   EXPECT_EQ(sch.cache_write(BlockRV{-3}, 0, "local").error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
 
   Schedule nest(shared_nest_func(), true);
   auto r = nest.cache_write(nest.get_block("P").value(), 0, "local");
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.error().reason(), HasSubstr("block 'Q' uses 'B' inside the loop nest of block 'P'"));
+  EXPECT_THAT(r.error().reason(),
+              HasSubstr("block 'Q' uses 'B' inside the loop nest of block 'P'"));
   EXPECT_TRUE(nest.cache_write(nest.get_block("Q").value(), 0, "local").ok());
   EXPECT_TRUE(same_results(shared_nest_func(), nest.func()));
 }
@@ -303,9 +321,12 @@ TEST(SetScope, Refusals) {
   auto param = sch.set_scope(sch.get_block("relu").value(), 0, "shared");
   ASSERT_FALSE(param.ok());
   EXPECT_EQ(param.error().code(), ErrorCode::kParameterBuffer);
-  EXPECT_THAT(param.error().reason(), HasSubstr("cannot change the scope of function parameter 'relu'"));
-  EXPECT_EQ(sch.set_scope(sch.get_block("pad").value(), 1, "shared").error().code(), ErrorCode::kOutOfRange);
-  EXPECT_EQ(sch.set_scope(sch.get_block("pad").value(), 0, "L2").error().code(), ErrorCode::kUnknownName);
+  EXPECT_THAT(param.error().reason(),
+              HasSubstr("cannot change the scope of function parameter 'relu'"));
+  EXPECT_EQ(sch.set_scope(sch.get_block("pad").value(), 1, "shared").error().code(),
+            ErrorCode::kOutOfRange);
+  EXPECT_EQ(sch.set_scope(sch.get_block("pad").value(), 0, "L2").error().code(),
+            ErrorCode::kUnknownName);
   EXPECT_EQ(sch.set_scope(BlockRV{777}, 0, "shared").error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
 }
@@ -316,7 +337,9 @@ TEST(StorageAlign, CbrPadStrides) {
   BlockRV pad = sch.get_block("pad").value();
   ASSERT_TRUE(sch.storage_align(pad, 0, 2, 8, 1).ok());  // 3 -> 9, then 18 * 9 = 162, 162 * 18
   std::string text = ir::to_string(sch.func());
-  EXPECT_THAT(text, HasSubstr("pad = alloc_buffer((1, 18, 18, 3), \"float32\", strides=(2916, 162, 9, 1))"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("pad = alloc_buffer((1, 18, 18, 3), \"float32\", strides=(2916, 162, 9, 1))"));
   expect_golden("storage_align_cbr", text);
   EXPECT_TRUE(computes_reference(w, sch.func()));
   // A second alignment on an outer axis keeps the inner one.
@@ -342,15 +365,19 @@ TEST(StorageAlign, Refusals) {
   Schedule sch(w.func, true);
   BlockRV pad = sch.get_block("pad").value();
   std::string before = ir::to_string(sch.func());
-  auto code = [&](int axis, int factor, int offset) { return sch.storage_align(pad, 0, axis, factor, offset).error().code(); };
+  auto code = [&](int axis, int factor, int offset) {
+    return sch.storage_align(pad, 0, axis, factor, offset).error().code();
+  };
   EXPECT_EQ(code(4, 8, 0), ErrorCode::kOutOfRange);
   EXPECT_EQ(code(-1, 8, 0), ErrorCode::kOutOfRange);
   EXPECT_EQ(code(1, 0, 0), ErrorCode::kInvalidFactors);
   EXPECT_EQ(code(1, -4, 0), ErrorCode::kInvalidFactors);
   EXPECT_EQ(code(1, 8, 8), ErrorCode::kInvalidFactors);
   EXPECT_EQ(code(1, 8, -1), ErrorCode::kInvalidFactors);
-  EXPECT_THAT(sch.storage_align(pad, 0, 4, 8, 0).error().reason(), HasSubstr("axis 4 is out of range for the 4-d buffer 'pad'"));
-  EXPECT_THAT(sch.storage_align(pad, 0, 1, 8, 9).error().reason(), HasSubstr("offset 9 is not in [0, factor 8)"));
+  EXPECT_THAT(sch.storage_align(pad, 0, 4, 8, 0).error().reason(),
+              HasSubstr("axis 4 is out of range for the 4-d buffer 'pad'"));
+  EXPECT_THAT(sch.storage_align(pad, 0, 1, 8, 9).error().reason(),
+              HasSubstr("offset 9 is not in [0, factor 8)"));
   auto param = sch.storage_align(sch.get_block("relu").value(), 0, 1, 8, 0);
   ASSERT_FALSE(param.ok());
   EXPECT_THAT(param.error().reason(), HasSubstr("function parameter 'relu'"));
@@ -387,7 +414,8 @@ TEST(TransformLayout, PacksACachedPanel) {
   Schedule s2(c.func, true);
   BlockRV pad = s2.get_block("pad").value();
   ASSERT_TRUE(s2.transform_layout(pad, 0, "lambda n, h, w, ci: (n, ci, w // 2, h, w % 2,)").ok());
-  EXPECT_THAT(ir::to_string(s2.func()), HasSubstr("pad = alloc_buffer((1, 3, 9, 18, 2), \"float32\")"));
+  EXPECT_THAT(ir::to_string(s2.func()),
+              HasSubstr("pad = alloc_buffer((1, 3, 9, 18, 2), \"float32\")"));
   ASSERT_TRUE(s2.storage_align(pad, 0, 2, 8, 1).ok());
   EXPECT_TRUE(computes_reference(c, s2.func()));
 }
@@ -406,29 +434,39 @@ TEST(TransformLayout, Refusals) {
     return st.error().reason();
   };
   EXPECT_THAT(reason("n, h, w, c: (n, h, w, c)"), HasSubstr("expected 'lambda'"));
-  EXPECT_THAT(reason("lambda n, h, w: (n, h, w)", ErrorCode::kExtentMismatch), HasSubstr("takes 3 indices but the buffer has 4"));
+  EXPECT_THAT(reason("lambda n, h, w: (n, h, w)", ErrorCode::kExtentMismatch),
+              HasSubstr("takes 3 indices but the buffer has 4"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, x)"), HasSubstr("'x' is not an input"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w)"), HasSubstr("'c' must appear once"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c, c)"), HasSubstr("'c' must appear once"));
-  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 2, w % 3, c)"), HasSubstr("'w' must appear once"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 2, w % 3, c)"),
+              HasSubstr("'w' must appear once"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 2, w, c)"), HasSubstr("'w' must appear once"));
-  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 0, w % 0, c)"), HasSubstr("factor 0 is not positive"));
-  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // k, w % k, c)"), HasSubstr("expected an integer factor"));
-  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 4, w % 4, c)", ErrorCode::kExtentMismatch), HasSubstr("factor 4 does not divide extent 18 of 'w'"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 0, w % 0, c)"),
+              HasSubstr("factor 0 is not positive"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // k, w % k, c)"),
+              HasSubstr("expected an integer factor"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w // 4, w % 4, c)", ErrorCode::kExtentMismatch),
+              HasSubstr("factor 4 does not divide extent 18 of 'w'"));
   EXPECT_THAT(reason("lambda n, n, w, c: (n, w, c)"), HasSubstr("input 'n' is named twice"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c"), HasSubstr("expected ')'"));
   EXPECT_THAT(reason("lambda n, h, w, c: (n, h, w, c) + 1"), HasSubstr("unexpected '+ 1'"));
   EXPECT_THAT(reason("lambda n, h, w, c (n, h, w, c)"), HasSubstr("expected ':'"));
   EXPECT_THAT(reason(""), HasSubstr("expected 'lambda'"));
-  auto param = sch.transform_layout(sch.get_block("relu").value(), 0, "lambda n, h, w, c: (n, h, w, c)");
+  auto param =
+      sch.transform_layout(sch.get_block("relu").value(), 0, "lambda n, h, w, c: (n, h, w, c)");
   ASSERT_FALSE(param.ok());
   EXPECT_THAT(param.error().reason(), HasSubstr("function parameter 'relu'"));
-  EXPECT_EQ(sch.transform_layout(pad, 1, "lambda n, h, w, c: (c, n, h, w)").error().code(), ErrorCode::kOutOfRange);
-  EXPECT_EQ(sch.transform_layout(BlockRV{4242}, 0, "lambda n, h, w, c: (c, n, h, w)").error().code(), ErrorCode::kStaleHandle);
+  EXPECT_EQ(sch.transform_layout(pad, 1, "lambda n, h, w, c: (c, n, h, w)").error().code(),
+            ErrorCode::kOutOfRange);
+  EXPECT_EQ(
+      sch.transform_layout(BlockRV{4242}, 0, "lambda n, h, w, c: (c, n, h, w)").error().code(),
+      ErrorCode::kStaleHandle);
   EXPECT_EQ(ir::to_string(sch.func()), before);
   ASSERT_TRUE(sch.storage_align(pad, 0, 2, 8, 1).ok());
   std::string aligned = ir::to_string(sch.func());
-  EXPECT_THAT(reason("lambda n, h, w, c: (c, n, h, w)", ErrorCode::kUnsupported), HasSubstr("has strides from storage_align"));
+  EXPECT_THAT(reason("lambda n, h, w, c: (c, n, h, w)", ErrorCode::kUnsupported),
+              HasSubstr("has strides from storage_align"));
   EXPECT_EQ(ir::to_string(sch.func()), aligned);
 }
 
@@ -449,7 +487,8 @@ std::vector<BlockRV> all_blocks(Schedule& sch) {
 }
 
 TEST(CacheRandom, SequencesKeepTheReference) {
-  const std::vector<std::string> scopes = {"global", "shared", "local", "shared.dyn", "warp", "wmma.accumulator", "bogus", ""};
+  const std::vector<std::string> scopes = {"global", "shared",           "local", "shared.dyn",
+                                           "warp",   "wmma.accumulator", "bogus", ""};
   std::mt19937_64 rng(20240611);
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int accepted = 0, refused = 0;
@@ -460,7 +499,8 @@ TEST(CacheRandom, SequencesKeepTheReference) {
       for (int step = 0; step < 6; ++step) {
         auto blocks = all_blocks(sch);
         BlockRV b = blocks[static_cast<size_t>(uniform(0, static_cast<int>(blocks.size()) - 1))];
-        const std::string& scope = scopes[static_cast<size_t>(uniform(0, static_cast<int>(scopes.size()) - 1))];
+        const std::string& scope =
+            scopes[static_cast<size_t>(uniform(0, static_cast<int>(scopes.size()) - 1))];
         std::string before = ir::to_string(sch.func());
         bool ok = false;
         std::string what;
@@ -479,7 +519,9 @@ TEST(CacheRandom, SequencesKeepTheReference) {
             break;
           case 3:
             what = "storage_align";
-            ok = sch.storage_align(b, uniform(-1, 1), uniform(-1, 4), uniform(-1, 16), uniform(-1, 16)).ok();
+            ok = sch.storage_align(b, uniform(-1, 1), uniform(-1, 4), uniform(-1, 16),
+                                   uniform(-1, 16))
+                     .ok();
             break;
           default: {
             auto loops = sch.get_loops(b).value();
@@ -494,7 +536,8 @@ TEST(CacheRandom, SequencesKeepTheReference) {
           ASSERT_TRUE(computes_reference(w, sch.func())) << preset << " after " << what;
         } else {
           ++refused;
-          ASSERT_EQ(ir::to_string(sch.func()), before) << preset << ": a refused " << what << " changed the program";
+          ASSERT_EQ(ir::to_string(sch.func()), before)
+              << preset << ": a refused " << what << " changed the program";
         }
       }
     }

@@ -3,16 +3,16 @@
 #include <cstdio>
 #include <random>
 
+#include "../schedule_test_util.h"
 #include "ir/op.h"
 #include "schedule/primitive/primitive.h"
-#include "../schedule_test_util.h"
 
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::computes_reference;
 using testing::expect_golden;
+using ::testing::HasSubstr;
 using testing::small;
 
 LoopRV loop_of(Schedule& sch, const std::string& block, size_t index) {
@@ -48,9 +48,11 @@ TEST(ComputeAt, SharedCacheUnderThreadLoopServesTheWholeThreadBlock) {
     int64_t rows_copied = 1;
     for (const LoopRV& l : sch.get_loops(copy).value()) {
       const ir::ForNode* f = sch.loop_sref(l).value()->as_for();
-      if (f->for_kind != ir::ForKind::kThreadBinding && f->loop_var.name().starts_with("ax1")) rows_copied = *ir::as_const_int(f->extent);
+      if (f->for_kind != ir::ForKind::kThreadBinding && f->loop_var.name().starts_with("ax1"))
+        rows_copied = *ir::as_const_int(f->extent);
     }
-    EXPECT_EQ(rows_copied, std::string(scope) == "shared" ? 8 : 1) << scope << "\n" << ir::to_string(sch.func());
+    EXPECT_EQ(rows_copied, std::string(scope) == "shared" ? 8 : 1) << scope << "\n"
+                                                                   << ir::to_string(sch.func());
     EXPECT_TRUE(computes_reference(w, sch.func())) << scope;
   }
 }
@@ -214,7 +216,8 @@ TEST(ComputeAtErrors, RootBlockAndOwnLoop) {
   auto after = sch.compute_at(sch.get_block("conv2d").value(), loop_of(sch, "pad", 0));
   ASSERT_FALSE(after.ok());
   EXPECT_THAT(after.error().reason(), HasSubstr("comes after loop"));
-  auto before_loop = sch.reverse_compute_at(sch.get_block("pad").value(), loop_of(sch, "conv2d", 0));
+  auto before_loop =
+      sch.reverse_compute_at(sch.get_block("pad").value(), loop_of(sch, "conv2d", 0));
   ASSERT_FALSE(before_loop.ok());
   EXPECT_THAT(before_loop.error().reason(), HasSubstr("comes before loop"));
   EXPECT_EQ(ir::to_string(sch.func()), before);
@@ -228,8 +231,9 @@ TEST(ComputeAtErrors, LoopOfAnotherScope) {
   auto seq = root->body.as<ir::SeqStmtNode>()->seq;
   ir::Block wrap = ir::make_block("wrap", {}, {}, {}, ir::Stmt(), seq.back());
   seq.back() = ir::block_realize({}, ir::make_bool(true), wrap);
-  ir::Block new_root = ir::make_block(root->name, root->iter_vars, root->reads, root->writes, root->init, ir::seq(seq),
-                                      root->alloc_buffers, root->annotations);
+  ir::Block new_root =
+      ir::make_block(root->name, root->iter_vars, root->reads, root->writes, root->init,
+                     ir::seq(seq), root->alloc_buffers, root->annotations);
   ir::PrimFunc f = w.func.with_body(ir::block_realize({}, ir::make_bool(true), new_root));
   Schedule sch(f, true);
   auto r = sch.compute_at(sch.get_block("row_sum").value(), loop_of(sch, "softmax", 0));
@@ -253,7 +257,8 @@ TEST(ComputeAtErrors, StaleHandles) {
   auto r2 = sch.split(pad_loop, {2, 9});
   ASSERT_FALSE(r2.ok());
   EXPECT_EQ(r2.error().code(), ErrorCode::kStaleHandle);
-  EXPECT_EQ(sch.reverse_compute_at(BlockRV{12345}, loop_of(sch, "conv2d", 0)).error().code(), ErrorCode::kStaleHandle);
+  EXPECT_EQ(sch.reverse_compute_at(BlockRV{12345}, loop_of(sch, "conv2d", 0)).error().code(),
+            ErrorCode::kStaleHandle);
 }
 
 TEST(ReverseComputeAtErrors, ProducerOutsideTheLoop) {
@@ -293,18 +298,22 @@ TEST(ComputeAtRandom, AcceptedMovesComputeTheReference) {
           size_t at = pick(any_loops.size() - 1);
           (void)sch.fuse({any_loops[at], any_loops[at + 1]});
         } else if (!any_loops.empty() && rng() % 2 == 0) {
-          (void)sch.split(any_loops[pick(any_loops.size())], {std::nullopt, 2 + static_cast<int64_t>(rng() % 4)});
+          (void)sch.split(any_loops[pick(any_loops.size())],
+                          {std::nullopt, 2 + static_cast<int64_t>(rng() % 4)});
         }
         BlockRV target = sch.get_block(names[pick(names.size())]).value();
         auto loops = sch.get_loops(target).value();
         if (loops.empty()) continue;
         LoopRV loop = loops[pick(loops.size())];
         bool forward = rng() % 2;
-        auto related = forward ? sch.get_producers(target).value() : sch.get_consumers(target).value();
-        BlockRV moved = !related.empty() && rng() % 4 != 0 ? related[pick(related.size())]
-                                                           : sch.get_block(names[pick(names.size())]).value();
+        auto related =
+            forward ? sch.get_producers(target).value() : sch.get_consumers(target).value();
+        BlockRV moved = !related.empty() && rng() % 4 != 0
+                            ? related[pick(related.size())]
+                            : sch.get_block(names[pick(names.size())]).value();
         bool preserve = rng() % 2;
-        Status st = forward ? sch.compute_at(moved, loop, preserve) : sch.reverse_compute_at(moved, loop, preserve);
+        Status st = forward ? sch.compute_at(moved, loop, preserve)
+                            : sch.reverse_compute_at(moved, loop, preserve);
         if (!st.ok()) {
           if (std::getenv("CA_VERBOSE")) std::printf("  %s\n", st.error().reason().c_str());
           ++refused;
@@ -314,7 +323,8 @@ TEST(ComputeAtRandom, AcceptedMovesComputeTheReference) {
         ASSERT_TRUE(computes_reference(w, sch.func())) << preset << " trial " << trial;
       }
     }
-    if (std::getenv("CA_VERBOSE")) std::printf("%s: accepted %d refused %d\n", preset, accepted, refused);
+    if (std::getenv("CA_VERBOSE"))
+      std::printf("%s: accepted %d refused %d\n", preset, accepted, refused);
   }
   EXPECT_GT(accepted, 100);
   EXPECT_GT(refused, 100);

@@ -3,20 +3,20 @@
 #include <random>
 #include <set>
 
+#include "../schedule_test_util.h"
 #include "arith/region.h"
 #include "ir/op.h"
 #include "ir/printer.h"
-#include "schedule/primitive/primitive.h"
-#include "../schedule_test_util.h"
 #include "runtime/compare.h"
+#include "schedule/primitive/primitive.h"
 
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::computes_reference;
 using testing::expect_golden;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::small;
 
 TEST(ComputeInline, PadIntoConv2d) {
@@ -48,9 +48,15 @@ TEST(ComputeInline, BatchNormChain) {
   }
   std::string text = ir::to_string(sch.func());
   expect_golden("compute_inline_cbr", text);
-  EXPECT_THAT(text, HasSubstr("relu[vn_1, vh_1, vw_1, vco_1] = max((conv2d[vn_1, vh_1, vw_1, vco_1] + bias[vco_1]) * "
-                              "scale[vco_1] + offset[vco_1], 0.0f)"));
-  EXPECT_THAT(text, HasSubstr("reads(conv2d[vn_1, vh_1, vw_1, vco_1], bias[vco_1], scale[vco_1], offset[vco_1])"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "relu[vn_1, vh_1, vw_1, vco_1] = max((conv2d[vn_1, vh_1, vw_1, vco_1] + bias[vco_1]) * "
+          "scale[vco_1] + offset[vco_1], 0.0f)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "reads(conv2d[vn_1, vh_1, vw_1, vco_1], bias[vco_1], scale[vco_1], offset[vco_1])"));
   // relu now reads the reduction output: it cannot be folded into the conv.
   EXPECT_EQ(sch.reverse_compute_inline(relu).error().code(), ErrorCode::kIsReduction);
   // The pad can still go into the conv.
@@ -87,8 +93,10 @@ TEST(ComputeInline, ExpIntoBothConsumers) {
   sch.compute_inline(sch.get_block("row_exp").value()).value();
   std::string text = ir::to_string(sch.func());
   expect_golden("compute_inline_sfm", text);
-  EXPECT_THAT(text, HasSubstr("row_sum[vi_1] = row_sum[vi_1] + exp(A[vi_1, vk_1] - row_max[vi_1])"));
-  EXPECT_THAT(text, HasSubstr("softmax[vi_2, vj] = exp(A[vi_2, vj] - row_max[vi_2]) / row_sum[vi_2]"));
+  EXPECT_THAT(text,
+              HasSubstr("row_sum[vi_1] = row_sum[vi_1] + exp(A[vi_1, vk_1] - row_max[vi_1])"));
+  EXPECT_THAT(text,
+              HasSubstr("softmax[vi_2, vj] = exp(A[vi_2, vj] - row_max[vi_2]) / row_sum[vi_2]"));
   EXPECT_TRUE(computes_reference(w, sch.func()));
   // row_sum is a reduction; softmax reads two produced buffers.
   EXPECT_EQ(sch.compute_inline(row_sum).error().code(), ErrorCode::kIsReduction);
@@ -120,9 +128,11 @@ TEST(ReverseComputeInline, RefusesReductionOrUnproducedConsumers) {
   EXPECT_EQ(r.error().code(), ErrorCode::kNotComplete);
   auto c2d = small("C2D-1");
   Schedule sch2(c2d.func, true);
-  EXPECT_EQ(sch2.reverse_compute_inline(sch2.get_block("conv2d").value()).error().code(), ErrorCode::kNotComplete);
+  EXPECT_EQ(sch2.reverse_compute_inline(sch2.get_block("conv2d").value()).error().code(),
+            ErrorCode::kNotComplete);
   // pad reads only the input: nothing to fold it into.
-  EXPECT_EQ(sch2.reverse_compute_inline(sch2.get_block("pad").value()).error().code(), ErrorCode::kNotInlinable);
+  EXPECT_EQ(sch2.reverse_compute_inline(sch2.get_block("pad").value()).error().code(),
+            ErrorCode::kNotInlinable);
 }
 
 TEST(ReverseComputeInline, RefusesReductionProducer) {
@@ -147,7 +157,8 @@ TEST(ComputeInline, RefusesReductionOutputAndStaleHandles) {
 
   auto c2d = small("C2D-1");
   Schedule conv(c2d.func, true);
-  EXPECT_EQ(conv.compute_inline(conv.get_block("conv2d").value()).error().reason(), "cannot inline reduction block 'conv2d'");
+  EXPECT_EQ(conv.compute_inline(conv.get_block("conv2d").value()).error().reason(),
+            "cannot inline reduction block 'conv2d'");
 
   auto dr = small("DENSE_RELU-1");
   Schedule sch2(dr.func, true);
@@ -186,20 +197,22 @@ TEST(ComputeInline, AfterLoopTransformations) {
   EXPECT_EQ(sch.get_child_blocks(sch.get_block("root").value()).value().size(), 3u);
 }
 
-
 // ---- hand-built programs for cases the presets do not reach ----
 
 // `body` (and `init`) in a block over `ivs`, with regions inferred, under one serial loop per
 // iterator bound directly to it.
-ir::Stmt nest(const std::string& name, const std::vector<ir::IterVar>& ivs, const ir::Stmt& body, const ir::Stmt& init = {}) {
+ir::Stmt nest(const std::string& name, const std::vector<ir::IterVar>& ivs, const ir::Stmt& body,
+              const ir::Stmt& init = {}) {
   ir::Block draft = ir::make_block(name, ivs, {}, {}, init, body);
   arith::Analyzer analyzer;
   arith::AccessRegions r = arith::infer_access_regions(*draft, &analyzer);
   ir::Block block = ir::make_block(name, ivs, r.reads, r.writes, init, body);
   std::vector<ir::Var> loops;
   for (const ir::IterVar& iv : ivs) loops.emplace_back("l" + iv.var.name());
-  ir::Stmt s = ir::block_realize(std::vector<ir::Expr>(loops.begin(), loops.end()), ir::make_bool(true), block);
-  for (size_t i = ivs.size(); i-- > 0;) s = ir::for_loop(loops[i], ivs[i].dom.min, ivs[i].dom.extent, ir::ForKind::kSerial, s);
+  ir::Stmt s = ir::block_realize(std::vector<ir::Expr>(loops.begin(), loops.end()),
+                                 ir::make_bool(true), block);
+  for (size_t i = ivs.size(); i-- > 0;)
+    s = ir::for_loop(loops[i], ivs[i].dom.min, ivs[i].dom.extent, ir::ForKind::kSerial, s);
   return s;
 }
 
@@ -207,9 +220,11 @@ ir::IterVar iv(const ir::Var& v, int extent, ir::IterKind kind = ir::IterKind::k
   return ir::IterVar{v, ir::Range(0, extent), kind};
 }
 
-ir::PrimFunc func(std::vector<ir::Buffer> params, int outputs, std::vector<ir::Stmt> nests, std::vector<ir::Buffer> allocs) {
-  ir::Stmt root = ir::block_realize({}, ir::make_bool(true),
-                                    ir::make_block("root", {}, {}, {}, ir::Stmt(), ir::seq(std::move(nests)), std::move(allocs)));
+ir::PrimFunc func(std::vector<ir::Buffer> params, int outputs, std::vector<ir::Stmt> nests,
+                  std::vector<ir::Buffer> allocs) {
+  ir::Stmt root = ir::block_realize(
+      {}, ir::make_bool(true),
+      ir::make_block("root", {}, {}, {}, ir::Stmt(), ir::seq(std::move(nests)), std::move(allocs)));
   return ir::PrimFunc("f", std::move(params), outputs, root);
 }
 
@@ -243,10 +258,12 @@ TEST(ComputeInline, IntoTheInitOfAReduction) {
   // B[i] = X[i] * 2;  Y[i] = B[i] (init), Y[i] += A[i, k]
   Bufs f;
   ir::Var i("i"), j("j"), k("k");
-  ir::Stmt producer = nest("B", {iv(i, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.x, {i}) * 2.0, {i}));
-  ir::Stmt consumer = nest("Y", {iv(j, 8), iv(k, 4, ir::IterKind::kReduce)},
-                           ir::buffer_store(f.y, ir::buffer_load(f.y, {j}) + ir::buffer_load(f.a, {j, k}), {j}),
-                           ir::buffer_store(f.y, ir::buffer_load(f.b, {j}), {j}));
+  ir::Stmt producer =
+      nest("B", {iv(i, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.x, {i}) * 2.0, {i}));
+  ir::Stmt consumer =
+      nest("Y", {iv(j, 8), iv(k, 4, ir::IterKind::kReduce)},
+           ir::buffer_store(f.y, ir::buffer_load(f.y, {j}) + ir::buffer_load(f.a, {j, k}), {j}),
+           ir::buffer_store(f.y, ir::buffer_load(f.b, {j}), {j}));
   ir::PrimFunc fn = func({f.a, f.x, f.y}, 1, {producer, consumer}, {f.b});
   Schedule sch(fn, true);
   BlockRV y = sch.get_block("Y").value();
@@ -263,9 +280,11 @@ TEST(ComputeInline, LoadsAtSeveralIndices) {
   // B[i] = X[i] + 1;  Y[j] = B[j] + B[7 - j]: inlinable, but not reverse-inlinable.
   Bufs f;
   ir::Var i("i"), j("j");
-  ir::Stmt producer = nest("B", {iv(i, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.x, {i}) + 1.0, {i}));
+  ir::Stmt producer =
+      nest("B", {iv(i, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.x, {i}) + 1.0, {i}));
   ir::Stmt consumer =
-      nest("Y", {iv(j, 8)}, ir::buffer_store(f.y, ir::buffer_load(f.b, {j}) + ir::buffer_load(f.b, {7 - j}), {j}));
+      nest("Y", {iv(j, 8)},
+           ir::buffer_store(f.y, ir::buffer_load(f.b, {j}) + ir::buffer_load(f.b, {7 - j}), {j}));
   ir::PrimFunc fn = func({f.x, f.y}, 1, {producer, consumer}, {f.b});
   Schedule sch(fn, true);
   auto r = sch.reverse_compute_inline(sch.get_block("Y").value());
@@ -282,17 +301,23 @@ TEST(ComputeInline, RefusesWhenAnInputIsOverwrittenBeforeTheConsumer) {
   Bufs f;
   ir::Var i0("i0"), i1("i1"), i2("i2"), i3("i3");
   ir::Stmt w1 = nest("T1", {iv(i0, 8)}, ir::buffer_store(f.t, ir::buffer_load(f.x, {i0}), {i0}));
-  ir::Stmt p = nest("B", {iv(i1, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.t, {i1}) * 2.0, {i1}));
-  ir::Stmt w2 = nest("T2", {iv(i2, 8)}, ir::buffer_store(f.t, ir::buffer_load(f.x, {i2}) + 5.0, {i2}));
-  ir::Stmt c = nest("Y", {iv(i3, 8)}, ir::buffer_store(f.y, ir::buffer_load(f.b, {i3}) + ir::buffer_load(f.t, {i3}), {i3}));
+  ir::Stmt p =
+      nest("B", {iv(i1, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.t, {i1}) * 2.0, {i1}));
+  ir::Stmt w2 =
+      nest("T2", {iv(i2, 8)}, ir::buffer_store(f.t, ir::buffer_load(f.x, {i2}) + 5.0, {i2}));
+  ir::Stmt c =
+      nest("Y", {iv(i3, 8)},
+           ir::buffer_store(f.y, ir::buffer_load(f.b, {i3}) + ir::buffer_load(f.t, {i3}), {i3}));
   ir::PrimFunc fn = func({f.x, f.y}, 1, {w1, p, w2, c}, {f.t, f.b});
   Schedule sch(fn, true);
   auto r = sch.compute_inline(sch.get_block("B").value());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kDependenceViolated);
-  EXPECT_EQ(r.error().reason(), "cannot inline block 'B': block 'T2' overwrites 'T', which it reads, after it");
+  EXPECT_EQ(r.error().reason(),
+            "cannot inline block 'B': block 'T2' overwrites 'T', which it reads, after it");
   // Y reads two produced buffers.
-  EXPECT_EQ(sch.reverse_compute_inline(sch.get_block("Y").value()).error().code(), ErrorCode::kNotComplete);
+  EXPECT_EQ(sch.reverse_compute_inline(sch.get_block("Y").value()).error().code(),
+            ErrorCode::kNotComplete);
 }
 
 TEST(ReverseComputeInline, PredicateWhereTheConsumerCoversLess) {
@@ -300,8 +325,10 @@ TEST(ReverseComputeInline, PredicateWhereTheConsumerCoversLess) {
   Bufs f;
   ir::Buffer z6 = ir::make_buffer("Z", kFloat32, {6});
   ir::Var i("i"), j("j");
-  ir::Stmt producer = nest("B", {iv(i, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.x, {i}) + 1.0, {i}));
-  ir::Stmt consumer = nest("Z", {iv(j, 6)}, ir::buffer_store(z6, ir::buffer_load(f.b, {j}) * 3.0, {j}));
+  ir::Stmt producer =
+      nest("B", {iv(i, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.x, {i}) + 1.0, {i}));
+  ir::Stmt consumer =
+      nest("Z", {iv(j, 6)}, ir::buffer_store(z6, ir::buffer_load(f.b, {j}) * 3.0, {j}));
   ir::PrimFunc fn = func({f.x, z6}, 1, {producer, consumer}, {f.b});
   Schedule sch(fn, true);
   BlockRV b = sch.get_block("B").value();
@@ -318,17 +345,23 @@ TEST(ReverseComputeInline, RefusesUncoveredReadsAndOtherReaders) {
   ir::Var i("i"), j("j"), k("k");
   // B is computed for i < 6 only but Y reads all 8 elements.
   ir::Buffer b8 = ir::make_buffer("B", kFloat32, {8});
-  ir::Stmt producer = nest("B", {iv(i, 6)}, ir::buffer_store(b8, ir::buffer_load(f.x, {i}) + 1.0, {i}));
-  ir::Stmt consumer = nest("Y", {iv(j, 8)}, ir::buffer_store(f.y, ir::buffer_load(b8, {j}) * 3.0, {j}));
+  ir::Stmt producer =
+      nest("B", {iv(i, 6)}, ir::buffer_store(b8, ir::buffer_load(f.x, {i}) + 1.0, {i}));
+  ir::Stmt consumer =
+      nest("Y", {iv(j, 8)}, ir::buffer_store(f.y, ir::buffer_load(b8, {j}) * 3.0, {j}));
   Schedule sch(func({f.x, f.y}, 1, {producer, consumer}, {b8}), true);
-  EXPECT_EQ(sch.reverse_compute_inline(sch.get_block("Y").value()).error().code(), ErrorCode::kNotCovered);
+  EXPECT_EQ(sch.reverse_compute_inline(sch.get_block("Y").value()).error().code(),
+            ErrorCode::kNotCovered);
   EXPECT_EQ(sch.compute_inline(sch.get_block("B").value()).error().code(), ErrorCode::kNotCovered);
 
   // B feeds both Y and Z: Y cannot take B's place.
   ir::Var i2("i2"), j2("j2"), k2("k2");
-  ir::Stmt p2 = nest("B", {iv(i2, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.x, {i2}) + 1.0, {i2}));
-  ir::Stmt c1 = nest("Y", {iv(j2, 8)}, ir::buffer_store(f.y, ir::buffer_load(f.b, {j2}) * 3.0, {j2}));
-  ir::Stmt c2 = nest("Z", {iv(k2, 8)}, ir::buffer_store(f.z, ir::buffer_load(f.b, {k2}) - 1.0, {k2}));
+  ir::Stmt p2 =
+      nest("B", {iv(i2, 8)}, ir::buffer_store(f.b, ir::buffer_load(f.x, {i2}) + 1.0, {i2}));
+  ir::Stmt c1 =
+      nest("Y", {iv(j2, 8)}, ir::buffer_store(f.y, ir::buffer_load(f.b, {j2}) * 3.0, {j2}));
+  ir::Stmt c2 =
+      nest("Z", {iv(k2, 8)}, ir::buffer_store(f.z, ir::buffer_load(f.b, {k2}) - 1.0, {k2}));
   ir::PrimFunc fn = func({f.x, f.y, f.z}, 2, {p2, c1, c2}, {f.b});
   Schedule sch2(fn, true);
   auto r = sch2.reverse_compute_inline(sch2.get_block("Y").value());
@@ -344,9 +377,9 @@ TEST(ReverseComputeInline, RefusesUncoveredReadsAndOtherReaders) {
 // program unchanged.
 TEST(ComputeInline, RandomSequences) {
   const std::set<ErrorCode> expected_refusals = {
-      ErrorCode::kIsReduction,     ErrorCode::kIsOutput,     ErrorCode::kNotComplete,         ErrorCode::kNotInlinable,
-      ErrorCode::kParameterBuffer, ErrorCode::kStaleHandle,  ErrorCode::kDependenceViolated,  ErrorCode::kNotCovered,
-      ErrorCode::kUnsupported};
+      ErrorCode::kIsReduction,        ErrorCode::kIsOutput,        ErrorCode::kNotComplete,
+      ErrorCode::kNotInlinable,       ErrorCode::kParameterBuffer, ErrorCode::kStaleHandle,
+      ErrorCode::kDependenceViolated, ErrorCode::kNotCovered,      ErrorCode::kUnsupported};
   int accepted = 0, refused = 0, reverse_accepted = 0;
   for (const char* preset : {"CBR-1", "C2D-1", "SFM-1", "TBG-1"}) {
     auto w = small(preset);
@@ -370,7 +403,8 @@ TEST(ComputeInline, RandomSequences) {
         if (s.ok()) {
           ++accepted;
           reverse_accepted += reverse ? 1 : 0;
-          ASSERT_TRUE(computes_reference(w, sch.func())) << preset << " seed " << seed << " step " << step;
+          ASSERT_TRUE(computes_reference(w, sch.func()))
+              << preset << " seed " << seed << " step " << step;
         } else {
           ++refused;
           EXPECT_TRUE(expected_refusals.count(s.error().code())) << s.error().reason();

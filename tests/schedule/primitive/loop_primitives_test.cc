@@ -2,15 +2,15 @@
 
 #include "ir/op.h"
 
-#include "schedule/primitive/primitive.h"
 #include "../schedule_test_util.h"
+#include "schedule/primitive/primitive.h"
 
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::computes_reference;
 using testing::expect_golden;
+using ::testing::HasSubstr;
 using testing::small;
 
 TEST(GetBlock, FindsBlocksAndLoops) {
@@ -72,7 +72,8 @@ TEST(Split, RefusesFactorsThatDoNotCover) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kInvalidFactors);
   EXPECT_THAT(r.error().reason(), HasSubstr("do not cover the extent 32"));
-  EXPECT_EQ(sch.split(loops[1], {std::nullopt, std::nullopt}).error().code(), ErrorCode::kInvalidFactors);
+  EXPECT_EQ(sch.split(loops[1], {std::nullopt, std::nullopt}).error().code(),
+            ErrorCode::kInvalidFactors);
   EXPECT_EQ(sch.split(loops[1], {0, 32}).error().code(), ErrorCode::kInvalidFactors);
   EXPECT_EQ(ir::to_string(sch.func()), before);  // a refusal changes nothing
   std::string rendered = r.error().render(sch.func());
@@ -172,7 +173,8 @@ TEST(Annotate, LoopsAndBlocks) {
   sch.annotate(z, "weight", 0.5).value();
   std::string text = ir::to_string(sch.func());
   EXPECT_THAT(text, HasSubstr("for i in range(32, annotations={\"pragma_unroll\": 16}):"));
-  EXPECT_THAT(text, HasSubstr("block_attr({\"meta_schedule.tiling\": \"SSRSRS\", \"weight\": 0.5})"));
+  EXPECT_THAT(text,
+              HasSubstr("block_attr({\"meta_schedule.tiling\": \"SSRSRS\", \"weight\": 0.5})"));
   sch.unannotate(z, "weight").value();
   EXPECT_THAT(ir::to_string(sch.func()), ::testing::Not(HasSubstr("weight")));
   EXPECT_EQ(sch.unannotate(z, "weight").error().code(), ErrorCode::kInvalidAnnotation);
@@ -211,7 +213,8 @@ TEST(Reorder, RefusesSwappingMixedSpatialReductionLoops) {
   auto r = sch.reorder({parts[1], parts[0]});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kInvalidLoopKind);
-  EXPECT_THAT(r.error().reason(), ::testing::HasSubstr("both drive spatial and reduction iterators"));
+  EXPECT_THAT(r.error().reason(),
+              ::testing::HasSubstr("both drive spatial and reduction iterators"));
   // Moving a pure loop across them keeps their order and is fine.
   EXPECT_TRUE(sch.reorder({parts[0], loops[1]}).ok());
   EXPECT_TRUE(testing::computes_reference(w, sch.func()));
@@ -230,9 +233,11 @@ ir::PrimFunc symbolic_scale() {
   ir::Buffer b = ir::make_buffer("B", kFloat32, {n});
   ir::Var i("i"), vi("vi");
   ir::Block blk = ir::make_block("B", {{vi, ir::Range(0, n), ir::IterKind::kSpatial}},
-                                 {ir::BufferRegion(a, {ir::Range(vi, 1)})}, {ir::BufferRegion(b, {ir::Range(vi, 1)})},
-                                 ir::Stmt(), ir::buffer_store(b, ir::buffer_load(a, {vi}) * 2.0, {vi}));
-  ir::Stmt loop = ir::for_loop(i, 0, n, ir::ForKind::kSerial, ir::block_realize({i}, ir::make_bool(true), blk));
+                                 {ir::BufferRegion(a, {ir::Range(vi, 1)})},
+                                 {ir::BufferRegion(b, {ir::Range(vi, 1)})}, ir::Stmt(),
+                                 ir::buffer_store(b, ir::buffer_load(a, {vi}) * 2.0, {vi}));
+  ir::Stmt loop =
+      ir::for_loop(i, 0, n, ir::ForKind::kSerial, ir::block_realize({i}, ir::make_bool(true), blk));
   ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), loop);
   return ir::PrimFunc("scale", {a, b}, 1, ir::block_realize({}, ir::make_bool(true), root));
 }

@@ -8,15 +8,18 @@
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::computes_reference;
 using testing::expect_golden;
+using ::testing::HasSubstr;
 
 workloads::Workload u8s8(const std::string& extents) {
-  return workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", extents, "A=uint8,B=int8,C=int32");
+  return workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", extents,
+                                        "A=uint8,B=int8,C=int32");
 }
 
-std::string error_of(Status s) { return s.ok() ? "" : s.error().reason(); }
+std::string error_of(Status s) {
+  return s.ok() ? "" : s.error().reason();
+}
 
 // The intrinsic's shape, 16 columns by 4 reduction steps, on a 5 x 20 x 10 product: A and B are
 // copied with zeros past their ends, C computed 5 x 32 and copied back.
@@ -32,7 +35,9 @@ TEST(PadEinsum, PadsReadsAndTheOutput) {
   ASSERT_TRUE(sch.split(loops[1], {std::nullopt, 16}).ok());
   ASSERT_TRUE(sch.split(loops[2], {std::nullopt, 4}).ok());
   EXPECT_TRUE(computes_reference(w, sch.func()));
-  EXPECT_EQ(sch.trace()->to_text().find("pad_einsum(block=b0, padding=[1, 16, 4])") != std::string::npos, true)
+  EXPECT_EQ(
+      sch.trace()->to_text().find("pad_einsum(block=b0, padding=[1, 16, 4])") != std::string::npos,
+      true)
       << sch.trace()->to_text();
 }
 
@@ -68,23 +73,28 @@ TEST(PadEinsum, Refusals) {
   auto w = u8s8("i=5,j=20,k=10");
   {
     Schedule sch(w.func);
-    EXPECT_THAT(error_of(sch.pad_einsum(sch.get_block("C").value(), {16, 4})), HasSubstr("has 3 iterators but 2 paddings"));
-    EXPECT_THAT(error_of(sch.pad_einsum(sch.get_block("C").value(), {1, 0, 4})), HasSubstr("multiple of 0"));
-    EXPECT_THAT(error_of(sch.pad_einsum(sch.get_block("root").value(), {})), HasSubstr("is the root block"));
+    EXPECT_THAT(error_of(sch.pad_einsum(sch.get_block("C").value(), {16, 4})),
+                HasSubstr("has 3 iterators but 2 paddings"));
+    EXPECT_THAT(error_of(sch.pad_einsum(sch.get_block("C").value(), {1, 0, 4})),
+                HasSubstr("multiple of 0"));
+    EXPECT_THAT(error_of(sch.pad_einsum(sch.get_block("root").value(), {})),
+                HasSubstr("is the root block"));
   }
   {
     // Split first: the iterator is no longer bound to one whole loop.
     Schedule sch(w.func);
     BlockRV c = sch.get_block("C").value();
     ASSERT_TRUE(sch.split(sch.get_loops(c).value()[1], {std::nullopt, 4}).ok());
-    EXPECT_THAT(error_of(sch.pad_einsum(c, {1, 16, 1})), HasSubstr("is not bound to a whole loop of its own"));
+    EXPECT_THAT(error_of(sch.pad_einsum(c, {1, 16, 1})),
+                HasSubstr("is not bound to a whole loop of its own"));
     EXPECT_TRUE(computes_reference(w, sch.func()));  // refused: unchanged
   }
   {
     // A max: padded zeros would win over negative values.
     auto mx = workloads::from_index_notation("C[i] max= A[i,k]", "i=4,k=10");
     Schedule sch(mx.func);
-    EXPECT_THAT(error_of(sch.pad_einsum(sch.get_block("C").value(), {1, 4})), HasSubstr("not a sum that zeros leave unchanged"));
+    EXPECT_THAT(error_of(sch.pad_einsum(sch.get_block("C").value(), {1, 4})),
+                HasSubstr("not a sum that zeros leave unchanged"));
     // Along i only, a max is padded (the extra rows are dropped).
     ASSERT_TRUE(sch.pad_einsum(sch.get_block("C").value(), {8, 1}).ok());
     EXPECT_TRUE(computes_reference(mx, sch.func()));
@@ -94,7 +104,8 @@ TEST(PadEinsum, Refusals) {
     auto conv = workloads::from_index_notation("O[h,c] += I[h+r,k] * W[r,k,c]", "h=6,r=3,k=5,c=8");
     Schedule sch(conv.func);
     BlockRV o = sch.get_block("O").value();
-    EXPECT_THAT(error_of(sch.pad_einsum(o, {1, 1, 4, 1})), HasSubstr("mixes a padded iterator into an expression"));
+    EXPECT_THAT(error_of(sch.pad_einsum(o, {1, 1, 4, 1})),
+                HasSubstr("mixes a padded iterator into an expression"));
     ASSERT_EQ(error_of(sch.pad_einsum(o, {1, 16, 1, 4})), "");
     EXPECT_TRUE(computes_reference(conv, sch.func()));
   }

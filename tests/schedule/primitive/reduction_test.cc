@@ -5,23 +5,23 @@
 #include <iostream>
 #include <random>
 
+#include "../schedule_test_util.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "schedule/primitive/primitive.h"
-#include "../schedule_test_util.h"
 
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::block_name;
 using testing::computes_reference;
 using testing::expect_golden;
-using testing::block_name;
+using ::testing::HasSubstr;
 using testing::small;
 
-
 // The refusal left the program as it was.
-void expect_refused(const Schedule& sch, const Status& s, ErrorCode code, const std::string& before) {
+void expect_refused(const Schedule& sch, const Status& s, ErrorCode code,
+                    const std::string& before) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), code) << s.error().reason();
   EXPECT_EQ(ir::to_string(sch.func()), before);
@@ -120,8 +120,8 @@ TEST(DecomposeReduction, RefusesNonReductionBlocks) {
   Schedule s2(sfm.func, true);
   before = ir::to_string(s2.func());
   BlockRV softmax = s2.get_block("softmax").value();
-  expect_refused(s2, status_of(s2.decompose_reduction(softmax, s2.get_loops(softmax).value()[0])), ErrorCode::kNotReduction,
-                 before);
+  expect_refused(s2, status_of(s2.decompose_reduction(softmax, s2.get_loops(softmax).value()[0])),
+                 ErrorCode::kNotReduction, before);
 }
 
 TEST(DecomposeReduction, RefusesLoopThatIsNotAnAncestor) {
@@ -153,7 +153,8 @@ TEST(DecomposeReduction, StaleHandles) {
   auto loops = sch.get_loops(z).value();
   sch.split(loops[1], {4, 8}).value();
   EXPECT_EQ(sch.decompose_reduction(z, loops[1]).error().code(), ErrorCode::kStaleHandle);
-  EXPECT_EQ(sch.decompose_reduction(BlockRV{999}, loops[0]).error().code(), ErrorCode::kStaleHandle);
+  EXPECT_EQ(sch.decompose_reduction(BlockRV{999}, loops[0]).error().code(),
+            ErrorCode::kStaleHandle);
   // Decomposed once, the block has no init left: a second decomposition is refused.
   sch.decompose_reduction(z, loops[0]).value();
   EXPECT_EQ(sch.decompose_reduction(z, loops[0]).error().code(), ErrorCode::kNotReduction);
@@ -204,8 +205,10 @@ TEST(RFactor, DenseFactorAxisFirstAndLast) {
     auto k = sch.split(loops[2], {std::nullopt, 4}).value();
     BlockRV rf = sch.rfactor(k[0], axis).value();
     std::string text = ir::to_string(sch.func());
-    expect_golden(axis == 0 ? "reduction_rfactor_dense_axis0" : "reduction_rfactor_dense_axis_last", text);
-    EXPECT_THAT(text, HasSubstr(axis == 0 ? "dense_rf = alloc_buffer((8, 32, 32)" : "dense_rf = alloc_buffer((32, 32, 8)"));
+    expect_golden(axis == 0 ? "reduction_rfactor_dense_axis0" : "reduction_rfactor_dense_axis_last",
+                  text);
+    EXPECT_THAT(text, HasSubstr(axis == 0 ? "dense_rf = alloc_buffer((8, 32, 32)"
+                                          : "dense_rf = alloc_buffer((32, 32, 8)"));
     EXPECT_TRUE(computes_reference(w, sch.func())) << "factor_axis " << axis;
     // The rfactor block is itself a reduction that can be decomposed; so is the write-back.
     sch.decompose_reduction(rf, sch.get_loops(rf).value()[0]).value();
@@ -251,7 +254,8 @@ TEST(RFactor, RefusesPartialResultsThePredicateNeverInitializes) {
   auto w = small("GMM-1");
   Schedule sch(w.func, true);
   BlockRV z = sch.get_block("Z").value();
-  auto k = sch.split(sch.get_loops(z).value()[3], {std::nullopt, 8, 8}).value();  // k_0 = 1: 64 slots for 32
+  auto k = sch.split(sch.get_loops(z).value()[3], {std::nullopt, 8, 8})
+               .value();  // k_0 = 1: 64 slots for 32
   std::string before = ir::to_string(sch.func());
   auto r = sch.rfactor(k[1], 0);
   expect_refused(sch, status_of(r), ErrorCode::kUnsupported, before);
@@ -355,7 +359,9 @@ TEST(RFactor, RandomizedWithDecomposeReduction) {
     };
     for (int step = 0; step < 6; ++step) {
       auto names = blocks();
-      BlockRV b = sch.get_block(names[static_cast<size_t>(uniform(0, static_cast<int>(names.size()) - 1))]).value();
+      BlockRV b =
+          sch.get_block(names[static_cast<size_t>(uniform(0, static_cast<int>(names.size()) - 1))])
+              .value();
       auto loops = sch.get_loops(b).value();
       if (loops.empty()) continue;
       LoopRV loop = loops[static_cast<size_t>(uniform(0, static_cast<int>(loops.size()) - 1))];
@@ -384,7 +390,10 @@ TEST(RFactor, RandomizedWithDecomposeReduction) {
       if (action <= 3) {
         // Sometimes a loop of another block: must be refused as not an ancestor.
         if (uniform(0, 3) == 0) {
-          auto other = sch.get_loops(sch.get_block(names[static_cast<size_t>(uniform(0, static_cast<int>(names.size()) - 1))]).value()).value();
+          auto other = sch.get_loops(sch.get_block(names[static_cast<size_t>(uniform(
+                                                       0, static_cast<int>(names.size()) - 1))])
+                                         .value())
+                           .value();
           if (!other.empty()) loop = other[0];
         }
         s = status_of(sch.decompose_reduction(b, loop));
@@ -394,14 +403,17 @@ TEST(RFactor, RandomizedWithDecomposeReduction) {
         factored += s.ok();
       }
       if (s.ok()) {
-        ASSERT_TRUE(computes_reference(w, sch.func())) << "trial " << trial << " step " << step << "\nbefore:\n" << before;
+        ASSERT_TRUE(computes_reference(w, sch.func()))
+            << "trial " << trial << " step " << step << "\nbefore:\n"
+            << before;
       } else {
         ++refused;
         ASSERT_EQ(ir::to_string(sch.func()), before) << s.error().reason();
       }
     }
   }
-  std::cout << "decomposed " << decomposed << ", factored " << factored << ", refused " << refused << "\n";
+  std::cout << "decomposed " << decomposed << ", factored " << factored << ", refused " << refused
+            << "\n";
   EXPECT_GT(decomposed, 10);
   EXPECT_GT(factored, 10);
   EXPECT_GT(refused, 10);

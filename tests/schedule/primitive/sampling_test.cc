@@ -3,18 +3,19 @@
 
 #include <map>
 
-#include "ir/structural.h"
 #include "../schedule_test_util.h"
+#include "ir/structural.h"
 
 namespace tyche::schedule {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::computes_reference;
+using ::testing::HasSubstr;
 using testing::small;
 
 workloads::Workload elementwise_chain(int64_t n) {
-  return workloads::from_index_notation("B[i,j] = A[i,j] * 2.0; C[i,j] = B[i,j] + 1.0", fmt::format("i={},j={}", n, n));
+  return workloads::from_index_notation("B[i,j] = A[i,j] * 2.0; C[i,j] = B[i,j] + 1.0",
+                                        fmt::format("i={},j={}", n, n));
 }
 
 std::vector<int64_t> draw_tile(Schedule& sch, const LoopRV& loop, int n, int64_t max_inner) {
@@ -76,10 +77,13 @@ TEST(SamplePerfectTile, Refusals) {
   LoopRV i = sch.get_loops(sch.get_block("B").value()).value()[0];
   EXPECT_EQ(sch.sample_perfect_tile(i, 0, 16).error().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(sch.sample_perfect_tile(i, 2, 0).error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_THAT(sch.sample_perfect_tile(i, 1, 16).error().reason(), HasSubstr("exceeds max_innermost_factor 16"));
-  EXPECT_THAT(sch.sample_perfect_tile(i, 2, 16, std::vector<int64_t>{7, 8}).error().reason(),
-              HasSubstr("decision [7, 8] is not legal for loop 'i': its product is not the extent 60"));
-  EXPECT_EQ(sch.sample_perfect_tile(i, 2, 16, std::vector<int64_t>{0, 60}).error().code(), ErrorCode::kIllegalDecision);
+  EXPECT_THAT(sch.sample_perfect_tile(i, 1, 16).error().reason(),
+              HasSubstr("exceeds max_innermost_factor 16"));
+  EXPECT_THAT(
+      sch.sample_perfect_tile(i, 2, 16, std::vector<int64_t>{7, 8}).error().reason(),
+      HasSubstr("decision [7, 8] is not legal for loop 'i': its product is not the extent 60"));
+  EXPECT_EQ(sch.sample_perfect_tile(i, 2, 16, std::vector<int64_t>{0, 60}).error().code(),
+            ErrorCode::kIllegalDecision);
   EXPECT_EQ(sch.sample_perfect_tile(LoopRV{999}, 2, 16).error().code(), ErrorCode::kStaleHandle);
   EXPECT_EQ(sch.trace()->size(), 2u);  // get_block, get_loops: refusals are not recorded
 }
@@ -88,16 +92,22 @@ TEST(SampleCategorical, FollowsProbabilitiesAndChecksDecisions) {
   auto w = elementwise_chain(4);
   Schedule sch(w.func, ScheduleOptions{.seed = 8, .trace = false});
   std::map<int64_t, int> counts;
-  for (int t = 0; t < 20000; ++t) ++counts[sch.get(sch.sample_categorical({0, 16, 64, 512}, {0.5, 0.0, 0.25, 0.25}).value()).value()];
+  for (int t = 0; t < 20000; ++t)
+    ++counts[sch.get(sch.sample_categorical({0, 16, 64, 512}, {0.5, 0.0, 0.25, 0.25}).value())
+                 .value()];
   EXPECT_EQ(counts.count(16), 0u);
   EXPECT_NEAR(counts[0], 10000, 400);
   EXPECT_NEAR(counts[64], 5000, 300);
   EXPECT_EQ(sch.get(sch.sample_categorical({7, 9}, {1, 1}, int64_t{1}).value()).value(), 9);
-  EXPECT_EQ(sch.sample_categorical({7, 9}, {1, 0}, int64_t{1}).error().code(), ErrorCode::kIllegalDecision);
-  EXPECT_EQ(sch.sample_categorical({7, 9}, {1, 1}, int64_t{2}).error().code(), ErrorCode::kIllegalDecision);
-  EXPECT_THAT(sch.sample_categorical({7, 9}, {1.0}).error().reason(), HasSubstr("2 candidates but 1 probabilities"));
+  EXPECT_EQ(sch.sample_categorical({7, 9}, {1, 0}, int64_t{1}).error().code(),
+            ErrorCode::kIllegalDecision);
+  EXPECT_EQ(sch.sample_categorical({7, 9}, {1, 1}, int64_t{2}).error().code(),
+            ErrorCode::kIllegalDecision);
+  EXPECT_THAT(sch.sample_categorical({7, 9}, {1.0}).error().reason(),
+              HasSubstr("2 candidates but 1 probabilities"));
   EXPECT_THAT(sch.sample_categorical({7}, {0.0}).error().reason(), HasSubstr("sum to 0"));
-  EXPECT_THAT(sch.sample_categorical({7}, {-1.0}).error().reason(), HasSubstr("invalid probability"));
+  EXPECT_THAT(sch.sample_categorical({7}, {-1.0}).error().reason(),
+              HasSubstr("invalid probability"));
   EXPECT_EQ(sch.get(ExprRV{100000000}).error().code(), ErrorCode::kStaleHandle);
 }
 
@@ -154,7 +164,9 @@ TEST(SampleComputeLocation, MarksAreOnlyForComputeAt) {
   EXPECT_EQ(sch.split(root, {2, 4}).error().code(), ErrorCode::kWrongHandleKind);
   EXPECT_THAT(sch.parallel(root).error().reason(), HasSubstr("compute-location mark"));
   // A block that cannot be inlined (an output) has no inline option.
-  EXPECT_THAT(sch.sample_compute_location(sch.get_block("C").value(), kComputeLocationInline).error().reason(),
+  EXPECT_THAT(sch.sample_compute_location(sch.get_block("C").value(), kComputeLocationInline)
+                  .error()
+                  .reason(),
               HasSubstr("inlining is not"));
   // Fresh draws only produce legal choices, all of them over many draws.
   std::map<int64_t, int> seen;

@@ -25,9 +25,10 @@ TEST(Metrics, KnownValues) {
   EXPECT_DOUBLE_EQ(spearman(truth, truth), 1.0);
   EXPECT_DOUBLE_EQ(spearman({50, 40, 30, 20, 10}, truth), -1.0);
   EXPECT_DOUBLE_EQ(spearman({1, 1, 1, 1, 1}, truth), 0.0);
-  EXPECT_DOUBLE_EQ(top_k_recall({0, 0, 9, 8, 1}, truth, 2), 0.5);  // picks 3 and 4; best are 4 and 5
+  EXPECT_DOUBLE_EQ(top_k_recall({0, 0, 9, 8, 1}, truth, 2),
+                   0.5);  // picks 3 and 4; best are 4 and 5
   EXPECT_DOUBLE_EQ(top_k_recall({0, 0, 0, 8, 9}, truth, 2), 1.0);
-  EXPECT_DOUBLE_EQ(top_k_recall(truth, truth, 10), 1.0);  // k capped at the size
+  EXPECT_DOUBLE_EQ(top_k_recall(truth, truth, 10), 1.0);            // k capped at the size
   EXPECT_NEAR(spearman({1, 2, 2, 3}, {1, 2, 3, 4}), 0.9487, 1e-4);  // average ranks for ties
 }
 
@@ -55,7 +56,8 @@ Synthetic synthetic(int n, uint64_t seed, int workloads = 2) {
     double tp = 0;
     for (int r = 0; r < in.features.rows; ++r) {
       std::vector<float> row(static_cast<size_t>(f), 0.0f);
-      for (int i = 0; i < 48; ++i) row[static_cast<size_t>(i)] = u(rng);  // real rows are sparse too
+      for (int i = 0; i < 48; ++i)
+        row[static_cast<size_t>(i)] = u(rng);  // real rows are sparse too
       tp += row[3] + (row[17] > 2 ? row[5] : 0.0f) + 0.1;
       in.features.values.insert(in.features.values.end(), row.begin(), row.end());
     }
@@ -91,7 +93,9 @@ TEST(CostModel, RandomUntilEnoughMeasurements) {
   EXPECT_GT(pairwise_accuracy(model->predict_features(few.inputs), few.throughput), 0.7);
 }
 
-std::string temp(const std::string& name) { return ::testing::TempDir() + "/tyche_model_" + name; }
+std::string temp(const std::string& name) {
+  return ::testing::TempDir() + "/tyche_model_" + name;
+}
 
 TEST(CostModel, SaveLoadPredictsTheSameAndGoesOnLearning) {
   Synthetic train = synthetic(300, 6), test = synthetic(100, 7);
@@ -114,7 +118,9 @@ TEST(CostModel, SaveLoadPredictsTheSameAndGoesOnLearning) {
   std::remove(path.c_str());
 }
 
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 
 TEST(CostModel, LoadRefusesOtherLayoutsAndCorruptFiles) {
   Synthetic train = synthetic(120, 10);
@@ -131,12 +137,16 @@ TEST(CostModel, LoadRefusesOtherLayoutsAndCorruptFiles) {
   ASSERT_EQ(other.substr(at, count.size()), count);
   other.replace(at, count.size(), "\"count\":1");
   write(path, other);
-  EXPECT_THAT([&] { load_cost_model(path); }, ::testing::ThrowsMessage<Error>(HasSubstr("was trained on feature layout")));
+  EXPECT_THAT([&] { load_cost_model(path); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("was trained on feature layout")));
   write(path, text.str().substr(0, text.str().size() / 2));
-  EXPECT_THAT([&] { load_cost_model(path); }, ::testing::ThrowsMessage<Error>(HasSubstr("is not JSON")));
+  EXPECT_THAT([&] { load_cost_model(path); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("is not JSON")));
   write(path, R"({"format": "something else"})");
-  EXPECT_THAT([&] { load_cost_model(path); }, ::testing::ThrowsMessage<Error>(HasSubstr("is not a tyche cost model")));
-  EXPECT_THAT([&] { load_cost_model("/nonexistent/model.json"); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot read")));
+  EXPECT_THAT([&] { load_cost_model(path); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("is not a tyche cost model")));
+  EXPECT_THAT([&] { load_cost_model("/nonexistent/model.json"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("cannot read")));
   EXPECT_THROW(model->save("/nonexistent/dir/model.json"), Error);
   std::remove(path.c_str());
 }

@@ -1,9 +1,9 @@
 // The tuning database: round trip, resume after a kill, refusal of a corrupt workloads file.
 #include <gmock/gmock.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
 #include <map>
 
 #include <unistd.h>
@@ -22,7 +22,9 @@ std::string fresh_dir(const std::string& name) {
   return d;
 }
 
-RecordWorkload gmm() { return {"GMM-1", "", 0xabcULL, "B=1,N=128,M=128,K=128", 4194304.0, ""}; }
+RecordWorkload gmm() {
+  return {"GMM-1", "", 0xabcULL, "B=1,N=128,M=128,K=128", 4194304.0, ""};
+}
 
 TuningRecord record(double seconds, uint64_t program, const std::string& cpu = "host") {
   TuningRecord r;
@@ -30,8 +32,10 @@ TuningRecord record(double seconds, uint64_t program, const std::string& cpu = "
   r.trace_json = R"({"format":"tyche.trace","version":1,"instructions":[]})";
   r.target = {"llvm", 2, cpu, "sapphirerapids", "Intel", "+avx2", ""};
   r.program = program;
-  if (seconds > 0) r.seconds = {seconds};
-  else r.error = "run: timed out";
+  if (seconds > 0)
+    r.seconds = {seconds};
+  else
+    r.error = "run: timed out";
   r.measured_at = utc_now();
   return r;
 }
@@ -42,7 +46,8 @@ TEST(Database, RoundTripAndQueries) {
     Database db(dir);
     db.add_workload(gmm());
     db.add_workload(gmm());  // once
-    db.add_records({record(3e-3, 1), record(1e-3, 2), record(-1, 3), record(2e-3, 4), record(0.5e-3, 5, "x86-64-v3")});
+    db.add_records({record(3e-3, 1), record(1e-3, 2), record(-1, 3), record(2e-3, 4),
+                    record(0.5e-3, 5, "x86-64-v3")});
   }
   Database db(dir);
   ASSERT_EQ(db.workloads().size(), 1u);
@@ -64,7 +69,8 @@ TEST(Database, AProgramMeasuredAgainCountsByItsLatestRecord) {
   db.add_workload(gmm());
   // Program 2 looked fastest once (a quiet moment of the host); measured again it is not. Program
   // 3 failed when measured again (a flaky crash): it is no longer among the measured.
-  db.add_records({record(3e-3, 1), record(1e-3, 2), record(2e-3, 3), record(4e-3, 0), record(5e-3, 0)});
+  db.add_records(
+      {record(3e-3, 1), record(1e-3, 2), record(2e-3, 3), record(4e-3, 0), record(5e-3, 0)});
   std::vector<TuningRecord> again = {record(2.5e-3, 2), record(-1, 3), record(2.8e-3, 1)};
   for (TuningRecord& r : again) r.confirmed = true;
   db.add_records(again);
@@ -83,7 +89,7 @@ TEST(Database, AProgramMeasuredAgainCountsByItsLatestRecord) {
   EXPECT_EQ(best[1]->program, 1u);
   EXPECT_EQ(best[2]->program, 6u);
   EXPECT_EQ(db.records_of(0xabc, host).size(), 9u);  // every measurement is kept
-  Database reopened(db.dir());  // the mark survives the file
+  Database reopened(db.dir());                       // the mark survives the file
   EXPECT_EQ(reopened.best(0xabc, host, 1)[0]->program, 2u);
 }
 
@@ -121,17 +127,24 @@ TEST(Database, RefusesACorruptWorkloadsFileAndUnwritableDirectories) {
   }
   {
     std::ofstream out(dir + "/workloads.jsonl", std::ios::app);
-    out << "garbage in the middle\n" << R"({"format":"tyche.workload","name":"GMM-2","extents":"","hash":"0000000000000def"})" << "\n";
+    out << "garbage in the middle\n"
+        << R"({"format":"tyche.workload","name":"GMM-2","extents":"","hash":"0000000000000def"})"
+        << "\n";
   }
-  EXPECT_THAT([&] { Database db(dir); }, ::testing::ThrowsMessage<Error>(HasSubstr("workloads.jsonl' is corrupt at line 2")));
-  EXPECT_THAT([] { Database db("/proc/tyche_no_such_db"); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot create database directory")));
+  EXPECT_THAT([&] { Database db(dir); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("workloads.jsonl' is corrupt at line 2")));
+  EXPECT_THAT([] { Database db("/proc/tyche_no_such_db"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("cannot create database directory")));
 }
 
-// Every file in `dir` with its size and modification time: what a read-only open must leave as it was.
-std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> snapshot(const std::string& dir) {
+// Every file in `dir` with its size and modification time: what a read-only open must leave as it
+// was.
+std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> snapshot(
+    const std::string& dir) {
   std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> out;
   for (const auto& e : std::filesystem::directory_iterator(dir))
-    out[e.path().filename().string()] = {std::filesystem::file_size(e.path()), std::filesystem::last_write_time(e.path())};
+    out[e.path().filename().string()] = {std::filesystem::file_size(e.path()),
+                                         std::filesystem::last_write_time(e.path())};
   return out;
 }
 
@@ -163,8 +176,13 @@ TEST(Database, AReadOnlyOpenNeverCreatesOrWritesAFile) {
     EXPECT_THAT(db.warnings()[0], HasSubstr("skipped a truncated last line"));
     EXPECT_EQ(db.best(0xabc, target_key(record(1, 1).target), 1)[0]->program, 1u);
     EXPECT_EQ(db.line_of(&db.records()[1]), 2);
-    EXPECT_THAT([&] { db.add_records({record(1e-3, 9)}); }, ::testing::ThrowsMessage<Error>(HasSubstr("opened read-only")));
-    EXPECT_THAT([&] { db.add_workload({"GMM-2", "", 0xdefULL, "", 1.0, ""}); }, ::testing::ThrowsMessage<Error>(HasSubstr("opened read-only")));
+    EXPECT_THAT([&] { db.add_records({record(1e-3, 9)}); },
+                ::testing::ThrowsMessage<Error>(HasSubstr("opened read-only")));
+    EXPECT_THAT(
+        [&] {
+          db.add_workload({"GMM-2", "", 0xdefULL, "", 1.0, ""});
+        },
+        ::testing::ThrowsMessage<Error>(HasSubstr("opened read-only")));
   }
   EXPECT_EQ(snapshot(dir), before);
   // A directory without its files (none created): an empty database.
@@ -184,15 +202,18 @@ TEST(Database, AReadOnlyOpenReadsADirectoryThatCannotBeWritten) {
     db.add_workload(gmm());
     db.add_records({record(1e-3, 1)});
   }
-  std::string lock = ::getuid() == 0 ? "chattr +i " + dir + "/* " + dir + " 2>/dev/null" : "chmod -R a-w " + dir;
-  std::string unlock = ::getuid() == 0 ? "chattr -i " + dir + " " + dir + "/* 2>/dev/null" : "chmod -R u+w " + dir;
+  std::string lock =
+      ::getuid() == 0 ? "chattr +i " + dir + "/* " + dir + " 2>/dev/null" : "chmod -R a-w " + dir;
+  std::string unlock =
+      ::getuid() == 0 ? "chattr -i " + dir + " " + dir + "/* 2>/dev/null" : "chmod -R u+w " + dir;
   auto sh = [](const std::string& command) { return std::system(command.c_str()); };
   if (sh(lock) != 0 || std::ofstream(dir + "/probe")) {
     sh(unlock);
     std::filesystem::remove(dir + "/probe");
     GTEST_SKIP() << "cannot make a directory unwritable here";
   }
-  EXPECT_THAT([&] { Database db(dir); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot write database file")));
+  EXPECT_THAT([&] { Database db(dir); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("cannot write database file")));
   Database db(dir, OpenMode::kReadOnly);
   EXPECT_EQ(db.records().size(), 1u);
   sh(unlock);

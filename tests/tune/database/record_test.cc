@@ -46,7 +46,8 @@ TEST(Records, RoundTrip) {
   EXPECT_EQ(to_json_line(r).find("confirmed"), std::string::npos);  // written only when set
   r.confirmed = true;
   EXPECT_TRUE(parse_record(to_json_line(r)).confirmed);
-  EXPECT_EQ(to_json_line(r).find("dtypes"), std::string::npos);  // a float32 workload's record is unchanged
+  EXPECT_EQ(to_json_line(r).find("dtypes"),
+            std::string::npos);  // a float32 workload's record is unchanged
   r.workload.dtypes = "C=int32,A=uint8,B=int8";
   EXPECT_THAT(to_json_line(r), HasSubstr("\"dtypes\":\"C=int32,A=uint8,B=int8\""));
   EXPECT_EQ(parse_record(to_json_line(r)).workload.dtypes, "C=int32,A=uint8,B=int8");
@@ -57,7 +58,8 @@ TEST(Records, RoundTrip) {
   EXPECT_FALSE(f.ok());
   EXPECT_EQ(f.error, failed.error);
   EXPECT_EQ(f.typical_seconds(), std::numeric_limits<double>::infinity());
-  EXPECT_THAT(utc_now(), ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"));
+  EXPECT_THAT(utc_now(),
+              ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"));
 }
 
 TEST(Records, ColdTimingIsKeptAndKeysItsOwnRecords) {
@@ -99,7 +101,11 @@ TEST(Records, BadLinesAreSkippedCountedAndWarnedAbout) {
   std::string bad_mark = j.dump();
   {
     std::ofstream out(path, std::ios::app);
-    out << "not json at all\n" << wrong_version << "\n" << R"({"format":"tyche.record","version":1})" << "\n" << bad_mark << "\n\n";
+    out << "not json at all\n"
+        << wrong_version << "\n"
+        << R"({"format":"tyche.record","version":1})"
+        << "\n"
+        << bad_mark << "\n\n";
     out << good.substr(0, good.size() / 2);  // torn by a crash, no newline
   }
   RecordFile f = read_records(path);
@@ -128,9 +134,11 @@ TEST(Records, CompressedFilesAreReadNotAppended) {
   RecordFile f = read_records(path);
   EXPECT_EQ(f.records.size(), 2u);
   EXPECT_EQ(f.skipped, 0);
-  EXPECT_THAT([&] { append_records(path, {sample(0.1)}); }, ::testing::ThrowsMessage<Error>(HasSubstr("read-only")));
+  EXPECT_THAT([&] { append_records(path, {sample(0.1)}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("read-only")));
   std::remove(path.c_str());
-  EXPECT_THAT([] { read_records("/nonexistent/records.jsonl"); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot read")));
+  EXPECT_THAT([] { read_records("/nonexistent/records.jsonl"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("cannot read")));
   EXPECT_THAT([] { append_records("/nonexistent/dir/records.jsonl", {sample(0.1)}); },
               ::testing::ThrowsMessage<Error>(HasSubstr("cannot write")));
 }

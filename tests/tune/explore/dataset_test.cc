@@ -28,8 +28,8 @@ TEST(Dataset, RecordsReplayToTheirFeaturesAndBadOnesAreSkipped) {
   std::vector<FeatureRows> expected;
   for (int i = 0; records.size() < 4; ++i) {
     schedule::Trace replayed;
-    auto c = make_candidate(context, *spaces[static_cast<size_t>(i) % spaces.size()].trace(), {.fresh_decisions = true},
-                            postprocs, i, &replayed);
+    auto c = make_candidate(context, *spaces[static_cast<size_t>(i) % spaces.size()].trace(),
+                            {.fresh_decisions = true}, postprocs, i, &replayed);
     auto* sch = std::get_if<schedule::Schedule>(&c);
     if (!sch) continue;
     expected.push_back(per_store_features(sch->func()));

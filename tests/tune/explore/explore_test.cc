@@ -19,8 +19,10 @@ target::Target cpu() {
   return t;
 }
 
-void expect_space_valid(const workloads::Workload& w, const target::Target& target, int samples, bool compile = false) {
-  SampleSpaceReport r = sample_space(w, target, {.samples = samples, .seed = 1, .compile = compile});
+void expect_space_valid(const workloads::Workload& w, const target::Target& target, int samples,
+                        bool compile = false) {
+  SampleSpaceReport r =
+      sample_space(w, target, {.samples = samples, .seed = 1, .compile = compile});
   std::string failures;
   for (const std::string& f : r.failures) failures += f + "\n";
   EXPECT_FALSE(r.spaces.empty()) << w.name;
@@ -31,8 +33,10 @@ void expect_space_valid(const workloads::Workload& w, const target::Target& targ
 }
 
 TEST(SampleSpace, AcceptanceWorkloadsOnCpu) {
-  for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"}) expect_space_valid(small(name), cpu(), 100);
-  expect_space_valid(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=40,j=39,k=7"), cpu(), 100);
+  for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"})
+    expect_space_valid(small(name), cpu(), 100);
+  expect_space_valid(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=40,j=39,k=7"),
+                     cpu(), 100);
 }
 
 TEST(SampleSpace, OddMatmulCompiledAtFullSize) {
@@ -44,7 +48,8 @@ TEST(SampleSpace, OddMatmulCompiledAtFullSize) {
 TEST(SampleSpace, FullShapesPassThePostprocessors) {
   // Spaces depend on the extents (999 = 27 x 37, 97 is prime); validity at the real shapes.
   for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"}) {
-    SampleSpaceReport r = sample_space(workloads::get_preset(name), cpu(), {.samples = 100, .seed = 4, .check = false});
+    SampleSpaceReport r = sample_space(workloads::get_preset(name), cpu(),
+                                       {.samples = 100, .seed = 4, .check = false});
     EXPECT_GE(r.valid, 99) << name;
   }
   auto mm = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=1000,j=999,k=97");
@@ -68,7 +73,8 @@ TEST(SampleSpace, GpuSpacesValidateOnTheIrLevel) {
 
 // Each mutator, applied to samples of real design spaces, yields a different trace that
 // replays and passes the postprocessors at least 80% of the time.
-void expect_mutator_rate(const MutatorPtr& mutator, const workloads::Workload& w, const target::Target& target, int tries) {
+void expect_mutator_rate(const MutatorPtr& mutator, const workloads::Workload& w,
+                         const target::Target& target, int tries) {
   TuneContext context{w.func, target};
   auto designs = post_order_apply(default_rules(target))->generate(context, 2);
   auto postprocs = default_postprocs(context);
@@ -76,17 +82,21 @@ void expect_mutator_rate(const MutatorPtr& mutator, const workloads::Workload& w
   RandomEngine rng(9);
   int good = 0;
   for (int i = 0; i < tries; ++i) {
-    const schedule::Trace& space = *designs[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(designs.size())))].trace();
+    const schedule::Trace& space =
+        *designs[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(designs.size())))]
+             .trace();
     // A sampled candidate's trace before its postprocessors, as search holds them.
     schedule::Trace trace;
-    auto sampled = make_candidate(context, space, {.fresh_decisions = true}, postprocs, 1000 + i, &trace);
+    auto sampled =
+        make_candidate(context, space, {.fresh_decisions = true}, postprocs, 1000 + i, &trace);
     ASSERT_TRUE(std::holds_alternative<schedule::Schedule>(sampled));
     auto mutated = mutator->mutate(trace, rng);
     if (!mutated || mutated->to_json() == trace.to_json()) continue;
     auto candidate = make_candidate(context, *mutated, {}, postprocs, 1);
     good += std::holds_alternative<schedule::Schedule>(candidate);
   }
-  EXPECT_GE(good, tries * 8 / 10) << mutator->name() << " on " << w.name << ": " << good << " of " << tries;
+  EXPECT_GE(good, tries * 8 / 10) << mutator->name() << " on " << w.name << ": " << good << " of "
+                                  << tries;
 }
 
 TEST(Mutators, ProduceDifferentValidTracesOnRealSpaces) {
@@ -107,7 +117,8 @@ TEST(Mutators, DefaultWeights) {
   EXPECT_EQ(w["MutateComputeLocation"], 0.05);
   EXPECT_EQ(w["MutateUnroll"], 0.03);
   EXPECT_EQ(w["MutateParallel"], 0.02);
-  EXPECT_EQ(default_mutators(target::Target::parse("cuda")).back().first->name(), "MutateThreadBinding");
+  EXPECT_EQ(default_mutators(target::Target::parse("cuda")).back().first->name(),
+            "MutateThreadBinding");
 }
 
 }  // namespace

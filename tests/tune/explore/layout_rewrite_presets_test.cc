@@ -23,19 +23,25 @@
 namespace tyche::tune {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using schedule::Schedule;
 using schedule::testing::expect_golden;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
-bool rewrites_a_layout(const ir::PrimFunc& f) { return ir::to_string(f).find(ir::ann::kLayoutRewritePreproc) != std::string::npos; }
+bool rewrites_a_layout(const ir::PrimFunc& f) {
+  return ir::to_string(f).find(ir::ann::kLayoutRewritePreproc) != std::string::npos;
+}
 
 TEST(PresetWeights, AreLayoutFreeWhereTheyAreALayersConstants) {
-  auto free_of = [](const std::string& name) { return ir::layout_free_params(workloads::get_preset(name).func); };
-  for (const char* conv : {"C1D-1", "C2D-3", "C3D-1", "GRP-3", "DIL-3", "DEP-3", "T2D-3", "CAP-3", "DENSE_RELU-3"})
+  auto free_of = [](const std::string& name) {
+    return ir::layout_free_params(workloads::get_preset(name).func);
+  };
+  for (const char* conv :
+       {"C1D-1", "C2D-3", "C3D-1", "GRP-3", "DIL-3", "DEP-3", "T2D-3", "CAP-3", "DENSE_RELU-3"})
     EXPECT_EQ(free_of(conv), (std::vector<size_t>{1})) << conv;
   EXPECT_EQ(free_of("CBR-3"), (std::vector<size_t>{1, 2, 3, 4}));
-  for (const char* activations : {"GMM-3", "TBG-3", "NRM-3", "SFM-3"}) EXPECT_TRUE(free_of(activations).empty()) << activations;
+  for (const char* activations : {"GMM-3", "TBG-3", "NRM-3", "SFM-3"})
+    EXPECT_TRUE(free_of(activations).empty()) << activations;
 }
 
 // DENSE_RELU (N 4, M 32, K 8) with the dense block's j split [2, 16] and ordered (j0, i, k, j1):
@@ -79,7 +85,9 @@ TEST(RewriteLayout, AHandTiledDenseLayerReadsItsWeightAsPanels) {
 // valid, and every one, rewritten or not, computes the reference compiled for each ISA level.
 TEST(RewriteLayout, DefaultSpaceSamplesOnOddShapesAreValidAndCorrectOnEveryLevel) {
   const std::vector<std::pair<std::string, std::vector<int64_t>>> odd = {
-      {"DENSE_RELU", {7, 13, 19}}, {"DIL", {1, 11, 11, 6, 10, 3, 1, 1}}, {"GRP", {1, 9, 9, 12, 20, 3, 2, 1}}};
+      {"DENSE_RELU", {7, 13, 19}},
+      {"DIL", {1, 11, 11, 6, 10, 3, 1, 1}},
+      {"GRP", {1, 9, 9, 12, 20, 3, 2, 1}}};
   for (const std::string& level : target::host_levels()) {
     target::Target target = target::Target::parse("llvm -num-cores 2");
     target.cpu = level;
@@ -104,7 +112,8 @@ TEST(RewriteLayout, DefaultSpaceSamplesOnOddShapesAreValidAndCorrectOnEveryLevel
           const Schedule& sch = std::get<Schedule>(c);
           ++valid;
           rewritten += rewrites_a_layout(sch.func());
-          EXPECT_EQ(check_outputs(sch.func(), inputs, expected, /*compile=*/true, level), "") << sch.trace()->to_text();
+          EXPECT_EQ(check_outputs(sch.func(), inputs, expected, /*compile=*/true, level), "")
+              << sch.trace()->to_text();
         }
       }
       EXPECT_GT(valid, 0);

@@ -13,7 +13,9 @@
 namespace tyche::tune {
 namespace {
 
-float lg(double x) { return static_cast<float>(std::log2(1.0 + x)); }
+float lg(double x) {
+  return static_cast<float>(std::log2(1.0 + x));
+}
 
 // The row of the store into `buffer` that is not the zero-init (the one with most arithmetic).
 int update_row(const FeatureRows& f) {
@@ -182,7 +184,8 @@ TEST(Features, RenamingChangesNothing) {
     sch.cache_read(blk, 1, "global").value();
     return sch.func();
   };
-  FeatureRows fa = per_store_features(schedule_it(a.func, "C")), fb = per_store_features(schedule_it(b.func, "Out"));
+  FeatureRows fa = per_store_features(schedule_it(a.func, "C")),
+              fb = per_store_features(schedule_it(b.func, "Out"));
   ASSERT_EQ(fa.rows, fb.rows);
   EXPECT_EQ(fa.values, fb.values);
 }

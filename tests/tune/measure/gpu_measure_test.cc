@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "measure_test_util.h"
 #include "runtime/cuda.h"
 #include "runtime/opencl.h"
-#include "measure_test_util.h"
 #include "tune/measure/builder.h"
 #include "tune/measure/gpu_build.h"
 #include "tune/measure/runner.h"
@@ -33,14 +33,20 @@ bool has_opencl(std::string& why) {
   }
 }
 
-const runtime::TimeOptions kQuick{.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}};
+const runtime::TimeOptions kQuick{.warmup = 1,
+                                  .number = 1,
+                                  .repeat = 3,
+                                  .min_repeat_ms = 0,
+                                  .flush_cache = false,
+                                  .flush_ranges = {}};
 
 TEST(GpuMeasure, OpenCLCandidatesRunInTheWorkerCheckedAndTimed) {
   std::string why;
   if (!has_opencl(why)) GTEST_SKIP() << why;
   target::Target opencl = target::Target::parse("opencl");
   workloads::Workload w = workloads::scaled_down(workloads::get_preset("GMM-1"));
-  std::vector<ir::PrimFunc> programs = {auto_bind_blocks(w.func, opencl, 1), auto_bind_blocks(w.func, opencl, 2)};
+  std::vector<ir::PrimFunc> programs = {auto_bind_blocks(w.func, opencl, 1),
+                                        auto_bind_blocks(w.func, opencl, 2)};
   std::string dir = temp_dir("gpu_objects");
   Builder builder(BuilderOptions{.object_dir = dir, .gpu = opencl});
   std::vector<BuildResult> built = builder.build(programs);
@@ -53,7 +59,8 @@ TEST(GpuMeasure, OpenCLCandidatesRunInTheWorkerCheckedAndTimed) {
     GpuBuilt file = read_gpu_built(built[k].object_path);
     EXPECT_EQ(file.dialect, "opencl");
     EXPECT_THAT(file.source, HasSubstr("__kernel"));
-    RunResult r = runner.run(run_input_for(built[k].object_path, built[k].name, programs[k], expected));
+    RunResult r =
+        runner.run(run_input_for(built[k].object_path, built[k].name, programs[k], expected));
     ASSERT_TRUE(r.ok()) << r.error;
     EXPECT_TRUE(r.checked);
     EXPECT_TRUE(r.correct) << r.mismatch;
@@ -105,7 +112,8 @@ TEST(GpuMeasure, CudaCandidatesBuildWithNvrtcAndRunOnlyWithADriver) {
     driver = false;
   }
   Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 60, .time = kQuick});
-  RunResult r = runner.run(run_input_for(built.object_path, built.name, program, w.reference(workloads::make_inputs(w.func, 42))));
+  RunResult r = runner.run(run_input_for(built.object_path, built.name, program,
+                                         w.reference(workloads::make_inputs(w.func, 42))));
   if (driver) {
     EXPECT_TRUE(r.ok() && r.correct) << r.error << r.mismatch;
   } else {

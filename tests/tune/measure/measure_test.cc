@@ -6,12 +6,12 @@
 
 #include "interp/interpreter.h"
 #include "ir/op.h"
-#include "schedule/schedule.h"
 #include "measure_test_util.h"
+#include "runtime/compare.h"
+#include "schedule/schedule.h"
 #include "tune/measure/builder.h"
 #include "tune/measure/runner.h"
 #include "workloads/workloads.h"
-#include "runtime/compare.h"
 
 namespace tyche::tune {
 namespace {
@@ -31,14 +31,17 @@ ir::PrimFunc tiled_gmm(const workloads::Workload& w, int64_t tile) {
 }
 
 // A 1-d float buffer of n elements.
-ir::Buffer flat(const std::string& name, int64_t n) { return ir::make_buffer(name, kFloat32, {ir::make_int(n, kInt64)}); }
+ir::Buffer flat(const std::string& name, int64_t n) {
+  return ir::make_buffer(name, kFloat32, {ir::make_int(n, kInt64)});
+}
 
 // Stores far past the end of its 16-element output: a crash.
 ir::PrimFunc out_of_bounds() {
   ir::Buffer a = flat("A", 16);
   ir::Var i("i", kInt64);
-  ir::Stmt body = ir::for_loop(i, ir::make_int(0, kInt64), ir::make_int(1000000000, kInt64), ir::ForKind::kSerial,
-                               ir::buffer_store(a, ir::make_float(1.0), {i * ir::make_int(1 << 20, kInt64)}));
+  ir::Stmt body = ir::for_loop(
+      i, ir::make_int(0, kInt64), ir::make_int(1000000000, kInt64), ir::ForKind::kSerial,
+      ir::buffer_store(a, ir::make_float(1.0), {i * ir::make_int(1 << 20, kInt64)}));
   return ir::PrimFunc("oob", {a}, 1, body);
 }
 
@@ -47,13 +50,17 @@ ir::PrimFunc endless() {
   ir::Buffer a = flat("A", 16);
   ir::Var i("i", kInt64);
   ir::Expr zero = ir::make_int(0, kInt64);
-  ir::Stmt body = ir::for_loop(i, zero, ir::make_int(1000000000000000000LL, kInt64), ir::ForKind::kSerial,
-                               ir::buffer_store(a, ir::buffer_load(a, {zero}) * ir::make_float(1.0000001) + ir::make_float(1.0), {zero}));
+  ir::Stmt body = ir::for_loop(
+      i, zero, ir::make_int(1000000000000000000LL, kInt64), ir::ForKind::kSerial,
+      ir::buffer_store(
+          a, ir::buffer_load(a, {zero}) * ir::make_float(1.0000001) + ir::make_float(1.0), {zero}));
   return ir::PrimFunc("endless", {a}, 1, body);
 }
 
 RunInput input_for(const BuildResult& b, const ir::PrimFunc& f, const workloads::Workload* w) {
-  return run_input_for(b.object_path, b.name, f, w ? w->reference(workloads::make_inputs(w->func, 42)) : std::vector<runtime::NDArray>{});
+  return run_input_for(
+      b.object_path, b.name, f,
+      w ? w->reference(workloads::make_inputs(w->func, 42)) : std::vector<runtime::NDArray>{});
 }
 
 TEST(Builder, BuildsABatchConcurrentlyAndKeepsEachFailure) {
@@ -82,12 +89,19 @@ TEST(Builder, BuildsForTheCpuAskedAndRefusesOnesThatCannotRunHere) {
   Builder v2(BuilderOptions{.max_workers = 1, .object_dir = dir, .cpu = "x86-64-v2"});
   auto built = v2.build({tiled_gmm(w, 8)});
   ASSERT_TRUE(built[0].ok()) << built[0].error;
-  Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 60,
-                              .time = {.warmup = 0, .number = 1, .repeat = 1, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}}});
+  Runner runner(RunnerOptions{.worker_path = worker_path(),
+                              .timeout_s = 60,
+                              .time = {.warmup = 0,
+                                       .number = 1,
+                                       .repeat = 1,
+                                       .min_repeat_ms = 0,
+                                       .flush_cache = false,
+                                       .flush_ranges = {}}});
   RunResult r = runner.run(input_for(built[0], tiled_gmm(w, 8), &w));
   EXPECT_TRUE(r.ok() && r.correct) << r.error << r.mismatch;
   std::filesystem::remove_all(dir);
-  EXPECT_THAT([] { Builder(BuilderOptions{.cpu = "pentium-9000"}); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown CPU")));
+  EXPECT_THAT([] { Builder(BuilderOptions{.cpu = "pentium-9000"}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("unknown CPU")));
   // No host has both AMD's sse4a and Intel's AMX.
   auto refuses = [](const char* cpu) {
     try {
@@ -118,14 +132,22 @@ TEST(Runner, CrashesAndHangsAreCandidateFailuresAndTheNextCandidateRuns) {
   Builder builder(BuilderOptions{.object_dir = dir});
   auto built = builder.build({oob, good, hang, good});
   for (const BuildResult& b : built) ASSERT_TRUE(b.ok()) << b.error;
-  Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 2,
-                              .time = {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}}});
+  Runner runner(RunnerOptions{.worker_path = worker_path(),
+                              .timeout_s = 2,
+                              .time = {.warmup = 1,
+                                       .number = 1,
+                                       .repeat = 3,
+                                       .min_repeat_ms = 0,
+                                       .flush_cache = false,
+                                       .flush_ranges = {}}});
   std::vector<RunInput> inputs = {input_for(built[0], oob, nullptr), input_for(built[1], good, &w),
-                                  input_for(built[2], hang, nullptr), input_for(built[3], good, &w)};
+                                  input_for(built[2], hang, nullptr),
+                                  input_for(built[3], good, &w)};
   auto results = runner.run(inputs);
   ASSERT_EQ(results.size(), 4u);
   EXPECT_FALSE(results[0].ok());
-  EXPECT_THAT(results[0].error, HasSubstr("crashed the worker"));  // "signal 11 (Segmentation fault)"
+  EXPECT_THAT(results[0].error,
+              HasSubstr("crashed the worker"));  // "signal 11 (Segmentation fault)"
   EXPECT_TRUE(results[1].ok()) << results[1].error;
   EXPECT_TRUE(results[1].checked && results[1].correct) << results[1].mismatch;
   EXPECT_GT(results[1].time.median, 0);
@@ -145,14 +167,21 @@ TEST(Runner, ASlowCandidateIsTimedByOneRunAfterItsCheckingRunAndMayHaveItsOwnTim
   Builder builder(BuilderOptions{.object_dir = dir});
   auto built = builder.build({good, hang});
   for (const BuildResult& b : built) ASSERT_TRUE(b.ok()) << b.error;
-  Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 60,
-                              .time = {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}}});
+  Runner runner(RunnerOptions{.worker_path = worker_path(),
+                              .timeout_s = 60,
+                              .time = {.warmup = 1,
+                                       .number = 1,
+                                       .repeat = 3,
+                                       .min_repeat_ms = 0,
+                                       .flush_cache = false,
+                                       .flush_ranges = {}}});
   RunInput all = input_for(built[0], good, &w);
   RunResult r = runner.run(all);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.time.seconds.size(), 3u);
   RunInput slow = all;
-  slow.single_run_after_s = 1e-9;  // every run lasts longer: the run after the checking run is the measurement
+  slow.single_run_after_s =
+      1e-9;  // every run lasts longer: the run after the checking run is the measurement
   r = runner.run(slow);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_TRUE(r.checked && r.correct);
@@ -179,8 +208,14 @@ TEST(Runner, WrongResultsAndBadObjectsAreReported) {
   auto built = builder.build({good});
   ASSERT_TRUE(built[0].ok());
   // Correctness only: a few quick timings, and a timeout far from what a loaded host needs.
-  Runner runner(RunnerOptions{.worker_path = worker_path(), .timeout_s = 60,
-                              .time = {.warmup = 1, .number = 1, .repeat = 2, .min_repeat_ms = 0, .flush_cache = false, .flush_ranges = {}}});
+  Runner runner(RunnerOptions{.worker_path = worker_path(),
+                              .timeout_s = 60,
+                              .time = {.warmup = 1,
+                                       .number = 1,
+                                       .repeat = 2,
+                                       .min_repeat_ms = 0,
+                                       .flush_cache = false,
+                                       .flush_ranges = {}}});
   RunInput wrong = input_for(built[0], good, &w);
   wrong.seed = 7;  // inputs differ from those the expected outputs came from
   RunResult r = runner.run(wrong);

@@ -5,8 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cstdlib>
 #include <filesystem>
@@ -37,7 +37,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string worker_path() { return std::string(TYCHE_BINARY_DIR) + "/tools/tyche-worker"; }
+std::string worker_path() {
+  return std::string(TYCHE_BINARY_DIR) + "/tools/tyche-worker";
+}
 
 int64_t numel(const ir::Buffer& b) {
   int64_t n = 1;
@@ -63,7 +65,8 @@ struct ConvModel {
     graph::convert_layout(graph, graph::Layout::kNHWC);  // as every model command does
     table = graph::extract_tasks(graph);
     tasks = model_tune_tasks(table, graph);
-    while (conv < tasks.size() && tasks[conv].workload.name.find("conv") == std::string::npos) ++conv;
+    while (conv < tasks.size() && tasks[conv].workload.name.find("conv") == std::string::npos)
+      ++conv;
   }
   std::vector<ir::PrimFunc> rewritten_programs() const;
   static executor::ExecutorOptions executor_options() {
@@ -87,7 +90,8 @@ target::Target avx2_target() {
 
 // Candidates of the default design spaces, finished by the default postprocessors, whose weight
 // RewriteLayout re-laid out.
-std::vector<schedule::Schedule> rewritten_candidates(const workloads::Workload& w, const target::Target& target, size_t want) {
+std::vector<schedule::Schedule> rewritten_candidates(const workloads::Workload& w,
+                                                     const target::Target& target, size_t want) {
   TuneContext ctx{w.func, target};
   auto space = post_order_apply(default_rules(target));
   space->initialize(ctx);
@@ -97,7 +101,9 @@ std::vector<schedule::Schedule> rewritten_candidates(const workloads::Workload& 
     for (int64_t seed = 1; seed <= 6 && out.size() < want; ++seed) {
       auto c = make_candidate(ctx, *design.trace(), {.fresh_decisions = true}, postprocs, seed);
       auto* sch = std::get_if<schedule::Schedule>(&c);
-      if (sch && ir::to_string(sch->func()).find(ir::ann::kLayoutRewritePreproc) != std::string::npos) out.push_back(std::move(*sch));
+      if (sch &&
+          ir::to_string(sch->func()).find(ir::ann::kLayoutRewritePreproc) != std::string::npos)
+        out.push_back(std::move(*sch));
     }
   }
   return out;
@@ -107,7 +113,8 @@ std::vector<schedule::Schedule> rewritten_candidates(const workloads::Workload& 
 // when no candidate rewrote its weight.
 std::vector<ir::PrimFunc> ConvModel::rewritten_programs() const {
   if (conv >= tasks.size()) return {};
-  std::vector<schedule::Schedule> candidates = rewritten_candidates(tasks[conv].workload, avx2_target(), 1);
+  std::vector<schedule::Schedule> candidates =
+      rewritten_candidates(tasks[conv].workload, avx2_target(), 1);
   if (candidates.empty()) return {};
   std::vector<ir::PrimFunc> programs(table.tasks.size());
   programs[conv] = candidates[0].func();
@@ -144,7 +151,8 @@ TEST(RewriteLayout, AConvolutionsWeightIsStoredInTheOrderItsTileWalksItAndComput
     EXPECT_EQ(split.rewrites[0].preproc->params.size(), 2u);
 
     // Built in-process: the preproc on the weight, then the kernel, against the reference.
-    BuildResult built = Builder(BuilderOptions{.max_workers = 1, .cpu = "x86-64-v3"}).build({sch.func()})[0];
+    BuildResult built =
+        Builder(BuilderOptions{.max_workers = 1, .cpu = "x86-64-v3"}).build({sch.func()})[0];
     ASSERT_TRUE(built.ok()) << built.error;
     ASSERT_EQ(built.preprocs.size(), 1u);
     std::vector<runtime::NDArray> inputs = workloads::make_inputs(w.func, 42);
@@ -177,8 +185,9 @@ TEST(RewriteLayout, TheIsolatedWorkerRunsThePreprocBeforeCheckingAndTiming) {
   std::vector<schedule::Schedule> candidates = rewritten_candidates(w, target, 1);
   ASSERT_FALSE(candidates.empty());
   Measurer measurer(target, RunnerOptions{.worker_path = worker_path(), .timeout_s = 60});
-  MeasureTask task{RecordWorkload{w.name, "", ir::structural_hash(w.func), w.shape, w.flop, w.dtypes}, record_target(target),
-                   w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
+  MeasureTask task{
+      RecordWorkload{w.name, "", ir::structural_hash(w.func), w.shape, w.flop, w.dtypes},
+      record_target(target), w.reference(workloads::make_inputs(w.func, 42)), w.constant_params};
   std::vector<Trial> trials{Trial::of(*candidates[0].trace(), candidates[0].func(), false)};
   measurer.measure_batch(trials, task, [](const std::vector<TuningRecord>&) {});
   EXPECT_TRUE(trials[0].ok()) << trials[0].error;
@@ -206,12 +215,20 @@ TEST(RewriteLayout, AnExportedModelStoresTheWeightsLaidOut) {
   ASSERT_FALSE(programs.empty());
   executor::ExecutorOptions options = ConvModel::executor_options();
   runtime::NDArray x = ConvModel::input();
-  std::vector<runtime::NDArray> expected = executor::Executor(m.graph, m.table, {}, options).run({x});
+  std::vector<runtime::NDArray> expected =
+      executor::Executor(m.graph, m.table, {}, options).run({x});
 
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tyche_layout_export_{}", ::getpid());
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("tyche_layout_export_{}", ::getpid());
   std::filesystem::remove_all(dir);
-  executor::export_model(m.graph, m.table, programs, dir.string(), {.name = "net", .cpu = "x86-64-v3", .parallel = true, .description = "a layout test", .max_stack_bytes = 64 * 1024});
-  std::ofstream(dir / "in.bin", std::ios::binary).write(static_cast<const char*>(x.data()), static_cast<std::streamsize>(x.nbytes()));
+  executor::export_model(m.graph, m.table, programs, dir.string(),
+                         {.name = "net",
+                          .cpu = "x86-64-v3",
+                          .parallel = true,
+                          .description = "a layout test",
+                          .max_stack_bytes = 64 * 1024});
+  std::ofstream(dir / "in.bin", std::ios::binary)
+      .write(static_cast<const char*>(x.data()), static_cast<std::streamsize>(x.nbytes()));
   std::ofstream(dir / "driver.c") << R"(#include <stdio.h>
 #include <stdlib.h>
 #include "net.h"
@@ -232,7 +249,11 @@ int main(int argc, char** argv) {
 }
 )";
   std::string exe = (dir / "driver").string();
-  ASSERT_EQ(std::system(fmt::format("cc -std=c11 -O1 -I {0} {0}/driver.c -L {0} -lnet -lm -lpthread -o {1}", dir.string(), exe).c_str()), 0);
+  ASSERT_EQ(std::system(
+                fmt::format("cc -std=c11 -O1 -I {0} {0}/driver.c -L {0} -lnet -lm -lpthread -o {1}",
+                            dir.string(), exe)
+                    .c_str()),
+            0);
   ASSERT_EQ(std::system(fmt::format("{} {}", exe, dir.string()).c_str()), 0);
   std::ifstream in(dir / "out.bin", std::ios::binary);
   runtime::NDArray got(expected[0].shape(), expected[0].dtype());
@@ -249,13 +270,16 @@ int main(int argc, char** argv) {
 TEST(RewriteLayout, AnIntrinsicsPackingIsTheOneRewrite) {
   workloads::Workload w = workloads::get_preset("C2D-3-U8S8");
   ASSERT_EQ(ir::layout_free_params(w.func), std::vector<size_t>{1});
-  target::Target target = target::Target::parse("llvm -num-cores 2 -mcpu icelake-server");  // AVX512-VNNI
+  target::Target target =
+      target::Target::parse("llvm -num-cores 2 -mcpu icelake-server");  // AVX512-VNNI
   std::vector<schedule::Schedule> candidates = rewritten_candidates(w, target, 3);
   ASSERT_FALSE(candidates.empty());
   for (const schedule::Schedule& c : candidates) {
     std::string trace = c.trace()->to_text();
     size_t annotations = 0;
-    for (size_t at = 0; (at = trace.find(ir::ann::kLayoutRewritePreproc, at)) != std::string::npos; ++at) ++annotations;
+    for (size_t at = 0; (at = trace.find(ir::ann::kLayoutRewritePreproc, at)) != std::string::npos;
+         ++at)
+      ++annotations;
     EXPECT_EQ(annotations, 1u) << trace;
     lower::SplitProgram split = lower::split_layout_rewrites(c.func());
     ASSERT_EQ(split.rewrites.size(), 1u) << trace;

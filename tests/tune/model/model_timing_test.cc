@@ -22,12 +22,14 @@ TEST(ModelTiming, AutoIsMixedAndNamedTimingsAreTakenAsNamed) {
   EXPECT_EQ(timing_name(model_timing("cold")), "cold");
   EXPECT_EQ(timing_name(model_timing("warm")), "");
   EXPECT_THAT([] { model_timing("tepid"); },
-              ::testing::ThrowsMessage<InputError>(HasSubstr("unknown timing 'tepid' (expected auto, llc, mixed, cold or warm)")));
+              ::testing::ThrowsMessage<InputError>(
+                  HasSubstr("unknown timing 'tepid' (expected auto, llc, mixed, cold or warm)")));
 }
 
 TEST(ModelWeightBytes, CountsTheConstantValuesOnly) {
   graph::Graph g;
-  g.values.push_back({"w", {1024, 256}, DataType::Float(32), runtime::NDArray({1024, 256}, DataType::Float(32))});
+  g.values.push_back(
+      {"w", {1024, 256}, DataType::Float(32), runtime::NDArray({1024, 256}, DataType::Float(32))});
   g.values.push_back({"x", {1, 1024}, DataType::Float(32), {}});  // an activation: not a weight
   EXPECT_EQ(model_weight_bytes(g), size_t{1} << 20);
 }
@@ -55,7 +57,8 @@ TEST(ModelTuneTasks, MarkTheParamsBoundToWeightsAsConstants) {
       EXPECT_TRUE(g.value(call->inputs[i]).is_constant()) << g.value(call->inputs[i]).name;
     }
     for (size_t i = 0; i < call->inputs.size(); ++i) {
-      bool listed = std::count(tasks[k].workload.constant_params.begin(), tasks[k].workload.constant_params.end(), i) > 0;
+      bool listed = std::count(tasks[k].workload.constant_params.begin(),
+                               tasks[k].workload.constant_params.end(), i) > 0;
       EXPECT_EQ(listed, g.value(call->inputs[i]).is_constant()) << g.value(call->inputs[i]).name;
     }
     constants += tasks[k].workload.constant_params.size();

@@ -7,10 +7,10 @@
 #include <set>
 
 #include "../../schedule/schedule_test_util.h"
+#include "ir/annotation_keys.h"
 #include "ir/printer.h"
 #include "tune/mutator/mutator.h"
 #include "tune/postproc/postproc.h"
-#include "ir/annotation_keys.h"
 
 namespace tyche::tune {
 namespace {
@@ -50,19 +50,35 @@ std::vector<size_t> changed_decisions(const Trace& a, const Trace& b) {
 
 // Z of GMM-1 (scaled down: b=1, i=j=k=32) tiled four ways per loop, SSRSRS-like order; root
 // annotated with parallel 32 and an unroll limit drawn from a categorical.
-Trace gmm_trace(const workloads::Workload& w, int64_t seed, const std::optional<Tiles>& tiles = std::nullopt,
-                bool annotate = true) {
+Trace gmm_trace(const workloads::Workload& w, int64_t seed,
+                const std::optional<Tiles>& tiles = std::nullopt, bool annotate = true) {
   Schedule sch(w.func, ScheduleOptions{.seed = seed});
   BlockRV z = sch.get_block("Z").value();
   auto loops = sch.get_loops(z).value();  // b, i, j, k
   std::vector<std::vector<LoopRV>> parts;
   for (size_t l = 0; l < loops.size(); ++l) {
-    auto t = sch.sample_perfect_tile(loops[l], 4, 16, tiles ? std::optional((*tiles)[l]) : std::nullopt).value();
+    auto t =
+        sch.sample_perfect_tile(loops[l], 4, 16, tiles ? std::optional((*tiles)[l]) : std::nullopt)
+            .value();
     parts.push_back(sch.split(loops[l], {t[0], t[1], t[2], t[3]}).value());
   }
   std::vector<LoopRV> order;
-  for (auto [loop, level] : std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1}, {2, 1}, {3, 0}, {3, 1},
-                                                             {0, 2}, {1, 2}, {2, 2}, {3, 2}, {3, 3}, {0, 3}, {1, 3}, {2, 3}})
+  for (auto [loop, level] : std::vector<std::pair<int, int>>{{0, 0},
+                                                             {1, 0},
+                                                             {2, 0},
+                                                             {0, 1},
+                                                             {1, 1},
+                                                             {2, 1},
+                                                             {3, 0},
+                                                             {3, 1},
+                                                             {0, 2},
+                                                             {1, 2},
+                                                             {2, 2},
+                                                             {3, 2},
+                                                             {3, 3},
+                                                             {0, 3},
+                                                             {1, 3},
+                                                             {2, 3}})
     order.push_back(parts[loop][level]);
   EXPECT_TRUE(sch.reorder(order).ok());
   if (annotate) {
@@ -77,7 +93,8 @@ Trace gmm_trace(const workloads::Workload& w, int64_t seed, const std::optional<
 // Runs `m` on `trace` with seeds 0..tries-1; checks each result and returns how many were
 // different, valid traces. `check(result)` adds mutator-specific expectations.
 template <typename Check>
-int count_valid(Mutator& m, const workloads::Workload& w, const Trace& trace, int tries, Check check) {
+int count_valid(Mutator& m, const workloads::Workload& w, const Trace& trace, int tries,
+                Check check) {
   int valid = 0;
   for (int seed = 0; seed < tries; ++seed) {
     RandomEngine rng(seed);
@@ -126,7 +143,8 @@ TEST(MutateTileSize, MovesOneFactorAndStaysValid) {
   expect_deterministic(*m, trace);
 }
 
-Trace one_tile(const workloads::Workload& w, int n, int64_t max_innermost, std::vector<int64_t> decision) {
+Trace one_tile(const workloads::Workload& w, int n, int64_t max_innermost,
+               std::vector<int64_t> decision) {
   Schedule sch(w.func, ScheduleOptions{.seed = 0});
   auto loops = sch.get_loops(sch.get_block("B").value()).value();
   EXPECT_TRUE(sch.sample_perfect_tile(loops[0], n, max_innermost, decision).ok());
@@ -230,7 +248,8 @@ TEST(MutateUnroll, NothingToChange) {
 
 int64_t parallel_limit(const Trace& t) {
   for (const schedule::Instruction& inst : t.instructions())
-    if (inst.kind->name == "annotate" && inst.args[1].s == ir::ann::kParallel) return inst.args[2].i;
+    if (inst.kind->name == "annotate" && inst.args[1].s == ir::ann::kParallel)
+      return inst.args[2].i;
   return -1;
 }
 
@@ -287,11 +306,14 @@ TEST(MutateParallel, SeveralBlocksAndNothingToChange) {
 // Against the real postprocessor: the limits MutateParallel picks give pairwise different
 // programs, none the current one, and every other limit up to `max_limit` gives one of those or
 // the current one.
-void expect_one_limit_per_program(const workloads::Workload& w, const Trace& trace, int64_t max_limit) {
+void expect_one_limit_per_program(const workloads::Workload& w, const Trace& trace,
+                                  int64_t max_limit) {
   auto m = make(mutate_parallel(), w);
   size_t index = 0;
   for (size_t i = 0; i < trace.size(); ++i)
-    if (trace.instructions()[i].kind->name == "annotate" && trace.instructions()[i].args[1].s == ir::ann::kParallel) index = i;
+    if (trace.instructions()[i].kind->name == "annotate" &&
+        trace.instructions()[i].args[1].s == ir::ann::kParallel)
+      index = i;
   auto program = [&](int64_t limit) {
     Schedule s(w.func, ScheduleOptions{.seed = 0});
     EXPECT_TRUE(trace.with_argument(index, "ann_val", Value::integer(limit)).apply_to(s).ok());
@@ -304,20 +326,26 @@ void expect_one_limit_per_program(const workloads::Workload& w, const Trace& tra
     if (auto out = m->mutate(trace, rng)) picked.insert(parallel_limit(*out));
   }
   std::set<std::string> programs = {program(trace.instructions()[index].args[2].i)};
-  for (int64_t limit : picked) EXPECT_TRUE(programs.insert(program(limit)).second) << "limit " << limit;
-  for (int64_t limit = 1; limit <= max_limit; ++limit) EXPECT_TRUE(programs.count(program(limit))) << "limit " << limit;
+  for (int64_t limit : picked)
+    EXPECT_TRUE(programs.insert(program(limit)).second) << "limit " << limit;
+  for (int64_t limit = 1; limit <= max_limit; ++limit)
+    EXPECT_TRUE(programs.count(program(limit))) << "limit " << limit;
 }
 
 TEST(MutateParallel, PicksOneLimitPerPostprocessedProgram) {
   // GMM: b, i and j fuse to at most 1 * 32 * 32.
   auto w = small("GMM-1");
-  expect_one_limit_per_program(w, gmm_trace(w, 0, Tiles{{1, 1, 1, 1}, {2, 4, 2, 2}, {4, 2, 2, 2}, {2, 2, 2, 4}}), 1025);
+  expect_one_limit_per_program(
+      w, gmm_trace(w, 0, Tiles{{1, 1, 1, 1}, {2, 4, 2, 2}, {4, 2, 2, 2}, {2, 2, 2, 4}}), 1025);
   for (int64_t seed : {1, 2, 3}) expect_one_limit_per_program(w, gmm_trace(w, seed), 1025);
   // A reduction computed under a loop it ignores (S under W's j): parallelizing j would re-run it
   // concurrently, so only i may fuse and no limit changes the program.
-  auto rs = workloads::from_index_notation("S[i] += X[i,k]; W[i,j] = S[i] * Y[i,j]", "i=16,j=16,k=8");
+  auto rs =
+      workloads::from_index_notation("S[i] += X[i,k]; W[i,j] = S[i] * Y[i,j]", "i=16,j=16,k=8");
   Schedule sch(rs.func, ScheduleOptions{.seed = 0});
-  ASSERT_TRUE(sch.compute_at(sch.get_block("S").value(), sch.get_loops(sch.get_block("W").value()).value()[1]).ok());
+  ASSERT_TRUE(sch.compute_at(sch.get_block("S").value(),
+                             sch.get_loops(sch.get_block("W").value()).value()[1])
+                  .ok());
   ASSERT_TRUE(sch.annotate(sch.get_block("root").value(), ir::ann::kParallel, int64_t{32}).ok());
   expect_one_limit_per_program(rs, *sch.trace(), 257);
   RandomEngine rng(0);
@@ -328,7 +356,8 @@ TEST(MutateParallel, PicksOneLimitPerPostprocessedProgram) {
 
 TEST(MutateComputeLocation, PicksAnotherLegalLocation) {
   // B can go under C's i, j0 or j1, stay, or be inlined.
-  auto w = workloads::from_index_notation("B[i,j] = A[i,j] * 2.0; C[i,j] = B[i,j] + 1.0", "i=16,j=16");
+  auto w =
+      workloads::from_index_notation("B[i,j] = A[i,j] * 2.0; C[i,j] = B[i,j] + 1.0", "i=16,j=16");
   auto m = make(mutate_compute_location(), w);
   EXPECT_EQ(m->name(), "MutateComputeLocation");
   Schedule sch(w.func, ScheduleOptions{.seed = 3});
@@ -360,7 +389,9 @@ TEST(MutateComputeLocation, SoftmaxAndConvolutionPad) {
     ASSERT_TRUE(sch.compute_at(b, sch.sample_compute_location(b).value()).ok());
   }
   Trace trace = *sch.trace();
-  int valid = count_valid(*m, w, trace, 60, [&](const Trace& out) { EXPECT_EQ(changed_decisions(trace, out).size(), 1u); });
+  int valid = count_valid(*m, w, trace, 60, [&](const Trace& out) {
+    EXPECT_EQ(changed_decisions(trace, out).size(), 1u);
+  });
   EXPECT_GE(valid, 60 * 8 / 10);
   // CBR's pad block, moved around the convolution's loops.
   auto c = small("CBR-1");
@@ -378,7 +409,8 @@ TEST(MutateComputeLocation, NothingToChange) {
   RandomEngine rng(0);
   EXPECT_FALSE(m->mutate(gmm_trace(w, 0), rng));
   // A prefix that no longer replays (a tile decision illegal for the loop).
-  auto chain = workloads::from_index_notation("B[i,j] = A[i,j] * 2.0; C[i,j] = B[i,j] + 1.0", "i=8,j=8");
+  auto chain =
+      workloads::from_index_notation("B[i,j] = A[i,j] * 2.0; C[i,j] = B[i,j] + 1.0", "i=8,j=8");
   auto mc = make(mutate_compute_location(), chain);
   Schedule sch(chain.func, ScheduleOptions{.seed = 3});
   auto cl = sch.get_loops(sch.get_block("C").value()).value();
@@ -386,7 +418,8 @@ TEST(MutateComputeLocation, NothingToChange) {
   ASSERT_TRUE(sch.split(cl[1], {t[0], t[1]}).ok());
   BlockRV b = sch.get_block("B").value();
   ASSERT_TRUE(sch.compute_at(b, sch.sample_compute_location(b).value()).ok());
-  Trace broken = sch.trace()->with_decision(2, Value::of_list({Value::integer(3), Value::integer(3)}));
+  Trace broken =
+      sch.trace()->with_decision(2, Value::of_list({Value::integer(3), Value::integer(3)}));
   EXPECT_FALSE(mc->mutate(broken, rng));
   EXPECT_TRUE(mc->mutate(*sch.trace(), rng));
 }

@@ -3,10 +3,11 @@
 // LLVM-compiled), refusals as one-line errors, and traces that replay to the same program.
 #include <gmock/gmock.h>
 
-
+#include "../../schedule/schedule_test_util.h"
 #include "arith/linear.h"
 #include "codegen/llvm/llvm_codegen.h"
 #include "interp/interpreter.h"
+#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
@@ -15,21 +16,19 @@
 #include "lower/lower.h"
 #include "schedule/schedule.h"
 #include "te/tensor.h"
-#include "../../schedule/schedule_test_util.h"
 #include "tune/explore/sample_space.h"
 #include "tune/postproc/candidate.h"
 #include "tune/postproc/postproc.h"
 #include "tune/space/space_generator.h"
-#include "ir/annotation_keys.h"
 #include "workloads/workloads.h"
 
 namespace tyche::tune {
 namespace {
 
-using ::testing::HasSubstr;
 using schedule::BlockRV;
 using schedule::LoopRV;
 using schedule::Schedule;
+using ::testing::HasSubstr;
 
 using schedule::testing::computes_reference;
 using schedule::testing::expect_golden;
@@ -59,7 +58,8 @@ const ir::BlockNode* find_block(const ir::PrimFunc& f, const std::string& name) 
 // The loops above a block, outermost first.
 std::vector<const ir::ForNode*> loops_of(Schedule& sch, const std::string& block) {
   std::vector<const ir::ForNode*> out;
-  for (const LoopRV& l : sch.get_loops(sch.get_block(block).value()).value()) out.push_back(sch.loop_sref(l).value()->as_for());
+  for (const LoopRV& l : sch.get_loops(sch.get_block(block).value()).value())
+    out.push_back(sch.loop_sref(l).value()->as_for());
   return out;
 }
 
@@ -68,7 +68,10 @@ void annotate_root(Schedule& sch, std::optional<int64_t> parallel, std::optional
   BlockRV root = sch.get_block("root").value();
   if (parallel) sch.annotate(root, ir::ann::kParallel, *parallel).value();
   if (vectorize) sch.annotate(root, ir::ann::kVectorize, *vectorize).value();
-  if (unroll) sch.annotate(root, explicit_unroll ? ir::ann::kUnrollExplicit : ir::ann::kUnrollImplicit, *unroll).value();
+  if (unroll)
+    sch.annotate(root, explicit_unroll ? ir::ann::kUnrollExplicit : ir::ann::kUnrollImplicit,
+                 *unroll)
+        .value();
 }
 
 // GMM tiled the way MultiLevelTiling "SSRSRS" tiles it: b0 i0 j0 b1 i1 j1 k0 b2 i2 j2 k1 b3 i3 j3.
@@ -79,12 +82,14 @@ std::vector<LoopRV> tile_gmm(Schedule& sch) {
   auto i = sch.split(l[1], {2, 2, 2, 4}).value();
   auto j = sch.split(l[2], {2, 1, 4, 4}).value();
   auto k = sch.split(l[3], {8, 4}).value();
-  std::vector<LoopRV> order = {b[0], i[0], j[0], b[1], i[1], j[1], k[0], b[2], i[2], j[2], k[1], b[3], i[3], j[3]};
+  std::vector<LoopRV> order = {b[0], i[0], j[0], b[1], i[1], j[1], k[0],
+                               b[2], i[2], j[2], k[1], b[3], i[3], j[3]};
   sch.reorder(order).value();
   return order;
 }
 
-schedule::Status run_all(Schedule& sch, const std::vector<PostprocPtr>& postprocs, const target::Target& target = {}) {
+schedule::Status run_all(Schedule& sch, const std::vector<PostprocPtr>& postprocs,
+                         const target::Target& target = {}) {
   for (const PostprocPtr& p : postprocs) {
     p->initialize(TuneContext{sch.func(), target});
     if (auto s = p->apply(sch); !s) return s;
@@ -96,7 +101,8 @@ schedule::Status run_all(Schedule& sch, const std::vector<PostprocPtr>& postproc
 // round trip, as the database stores it), gives the same program.
 void expect_replays(const Schedule& sch, const ir::PrimFunc& func) {
   const schedule::Trace& trace = *sch.trace();
-  for (const schedule::Trace& t : {trace, schedule::Trace::from_json(trace.to_json()), schedule::Trace::parse_text(trace.to_text())}) {
+  for (const schedule::Trace& t : {trace, schedule::Trace::from_json(trace.to_json()),
+                                   schedule::Trace::parse_text(trace.to_text())}) {
     Schedule fresh(func, schedule::ScheduleOptions{.seed = 1});
     ASSERT_TRUE(t.apply_to(fresh).ok());
     EXPECT_TRUE(ir::structural_equal(fresh.func(), sch.func())) << trace.to_text();
@@ -214,12 +220,16 @@ TEST(Postproc, ParallelStopsAtALoopThatRepeatsAReduction) {
   using namespace te;
   Tensor a = placeholder({8, 16}, kFloat32, "A");
   auto k = reduce_axis(16, "k");
-  Tensor s = compute({8}, [&](Var i) { return sum(a(i, k.var), {k}); }, "S");
-  Tensor c = compute({8, 16}, [&](Var i, Var j) { return a(i, j) / s(i); }, "C");
+  Tensor s = compute(
+      {8}, [&](Var i) { return sum(a(i, k.var), {k}); }, "S");
+  Tensor c = compute(
+      {8, 16}, [&](Var i, Var j) { return a(i, j) / s(i); }, "C");
   ir::PrimFunc f = create_prim_func({a, c});
   workloads::Workload w;
   w.func = f;
-  w.reference = [&](const std::vector<runtime::NDArray>& in) { return interp::run_on_inputs(f, in); };
+  w.reference = [&](const std::vector<runtime::NDArray>& in) {
+    return interp::run_on_inputs(f, in);
+  };
   Schedule sch(f, schedule::ScheduleOptions{.seed = 1});
   auto cl = sch.get_loops(sch.get_block("C").value()).value();
   sch.compute_at(sch.get_block("S").value(), cl[1], /*preserve_unit_loops=*/true).value();
@@ -245,11 +255,13 @@ TEST(Postproc, PresetsStayCorrectThroughTheDefaultPostprocs) {
       (void)sch.split(loops.back(), {std::nullopt, 2});
     }
     annotate_root(sch, 8, 16, 64);
-    ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok()) << ir::to_string(sch.func());
+    ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok())
+        << ir::to_string(sch.func());
     ir::post_order_visit(sch.func()->body, [&](const ir::Stmt& s) {
       if (const auto* b = s.as<ir::BlockNode>(); b && b->name != "root") {
-        bool reduces = std::any_of(b->iter_vars.begin(), b->iter_vars.end(),
-                                   [](const ir::IterVar& iv) { return iv.kind == ir::IterKind::kReduce; });
+        bool reduces =
+            std::any_of(b->iter_vars.begin(), b->iter_vars.end(),
+                        [](const ir::IterVar& iv) { return iv.kind == ir::IterKind::kReduce; });
         EXPECT_FALSE(b->init.defined() && reduces) << b->name;
       }
     });
@@ -282,7 +294,8 @@ TEST(Postproc, ReductionWithUnitReduceExtentKeepsItsInit) {
   using namespace te;
   Tensor a = placeholder({4, 1}, kFloat32, "A");
   auto k = reduce_axis(1, "k");
-  Tensor s = compute({4}, [&](Var i) { return sum(a(i, k.var), {k}); }, "S");
+  Tensor s = compute(
+      {4}, [&](Var i) { return sum(a(i, k.var), {k}); }, "S");
   ir::PrimFunc f = create_prim_func({a, s});
   Schedule sch(f, schedule::ScheduleOptions{.seed = 1});
   ASSERT_TRUE(run_all(sch, {rewrite_reduction_block()}).ok());
@@ -291,7 +304,8 @@ TEST(Postproc, ReductionWithUnitReduceExtentKeepsItsInit) {
   // The reduce loop of extent 1 still binds the iterator: decomposed there.
   EXPECT_FALSE(b->init.defined());
 
-  // Without any loop driving the reduce iterator the block is left alone (lowering guards the init).
+  // Without any loop driving the reduce iterator the block is left alone (lowering guards the
+  // init).
   Schedule fused(f, schedule::ScheduleOptions{.seed = 1});
   auto l = fused.get_loops(fused.get_block("S").value()).value();
   fused.fuse(l).value();  // i, k -> one loop: the reduce binding becomes a constant
@@ -299,7 +313,9 @@ TEST(Postproc, ReductionWithUnitReduceExtentKeepsItsInit) {
   EXPECT_TRUE(find_block(fused.func(), "S")->init.defined());
   workloads::Workload w;
   w.func = f;
-  w.reference = [&](const std::vector<runtime::NDArray>& in) { return interp::run_on_inputs(f, in); };
+  w.reference = [&](const std::vector<runtime::NDArray>& in) {
+    return interp::run_on_inputs(f, in);
+  };
   EXPECT_TRUE(computes_reference(w, fused.func()));
   EXPECT_TRUE(compiled_matches(w, fused.func()));
 }
@@ -311,7 +327,8 @@ TEST(Postproc, RFactorBlocksAreDecomposed) {
   auto l = sch.get_loops(blocks[0]).value();
   auto parts = sch.split(l.back(), {std::nullopt, 4}).value();
   sch.rfactor(parts[1], 0).value();
-  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok()) << ir::to_string(sch.func());
+  ASSERT_TRUE(run_all(sch, default_postprocs(TuneContext{sch.func(), target::Target{}})).ok())
+      << ir::to_string(sch.func());
   ir::post_order_visit(sch.func()->body, [&](const ir::Stmt& s) {
     if (const auto* b = s.as<ir::BlockNode>()) {
       EXPECT_FALSE(b->init.defined()) << b->name;
@@ -329,12 +346,14 @@ TEST(Postproc, DisallowDynamicLoop) {
   ir::Var n("n");
   ir::Var i("i");
   ir::Var vi("vi");
-  ir::Block copy = ir::make_block("B", {ir::IterVar{vi, ir::Range(ir::make_int(0), ir::make_int(16)), ir::IterKind::kSpatial}},
-                                  {ir::BufferRegion(a, {ir::Range(vi, ir::make_int(1))})},
-                                  {ir::BufferRegion(b, {ir::Range(vi, ir::make_int(1))})}, ir::Stmt(),
-                                  ir::buffer_store(b, ir::buffer_load(a, {vi}), {vi}));
-  ir::Stmt loop = ir::for_loop(i, ir::make_int(0), ir::min(n, ir::make_int(16)), ir::ForKind::kSerial,
-                               ir::block_realize({i}, ir::make_bool(true), copy));
+  ir::Block copy = ir::make_block(
+      "B", {ir::IterVar{vi, ir::Range(ir::make_int(0), ir::make_int(16)), ir::IterKind::kSpatial}},
+      {ir::BufferRegion(a, {ir::Range(vi, ir::make_int(1))})},
+      {ir::BufferRegion(b, {ir::Range(vi, ir::make_int(1))})}, ir::Stmt(),
+      ir::buffer_store(b, ir::buffer_load(a, {vi}), {vi}));
+  ir::Stmt loop =
+      ir::for_loop(i, ir::make_int(0), ir::min(n, ir::make_int(16)), ir::ForKind::kSerial,
+                   ir::block_realize({i}, ir::make_bool(true), copy));
   ir::Block root = ir::make_block("root", {}, {}, {}, ir::Stmt(), loop);
   ir::PrimFunc f("dynamic", {a, b}, 1, ir::block_realize({}, ir::make_bool(true), root));
   Schedule sch(f, schedule::ScheduleOptions{.seed = 1});
@@ -351,7 +370,9 @@ TEST(Postproc, DisallowDynamicLoop) {
 
 // ---- VerifyGPUCode ----
 
-target::Target cuda() { return target::Target::parse("cuda"); }
+target::Target cuda() {
+  return target::Target::parse("cuda");
+}
 
 // GMM with i on blockIdx.x and the j loop split as given, its outer part on threadIdx.x.
 Schedule gpu_gmm(int64_t threads, std::optional<int64_t> inner = std::nullopt) {
@@ -377,7 +398,9 @@ TEST(Postproc, VerifyGPUCodeThreadsPerBlock) {
   Schedule big = gpu_gmm(2048);  // imperfect split: a predicate, 2048 threads
   auto st = verify(big, cuda());
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("2048 threads per block (threadIdx.x 2048) exceed max_threads_per_block 1024"));
+  EXPECT_THAT(
+      st.error().reason(),
+      HasSubstr("2048 threads per block (threadIdx.x 2048) exceed max_threads_per_block 1024"));
   EXPECT_TRUE(verify(big, target::Target{}).ok());  // llvm: nothing to check
   EXPECT_TRUE(verify(big, target::Target::parse("cuda -max-threads-per-block 4096")).ok());
 }
@@ -388,7 +411,9 @@ TEST(Postproc, RefusedCandidatesAreCountedByStageAndCode) {
   v->initialize(ctx);
   RefusalCounts counts;
   // The replay refuses: a reduction loop cannot be vectorized.
-  schedule::Trace bad = schedule::Trace::parse_text("b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.vectorize(loop=l4)\n");
+  schedule::Trace bad = schedule::Trace::parse_text(
+      "b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = "
+      "sch.get_loops(block=b0)\nsch.vectorize(loop=l4)\n");
   auto replay = make_candidate(ctx, bad, {}, {v}, 0);
   ASSERT_TRUE(std::holds_alternative<CandidateError>(replay));
   EXPECT_EQ(std::get<CandidateError>(replay).reason(), "replay: invalid_loop_kind");
@@ -399,8 +424,8 @@ TEST(Postproc, RefusedCandidatesAreCountedByStageAndCode) {
   EXPECT_EQ(std::get<CandidateError>(over).reason(), "VerifyGPUCode: exceeds_limit");
   counts.add(std::get<CandidateError>(over));
   counts.add(std::get<CandidateError>(over));
-  EXPECT_EQ(counts.counts(),
-            (std::map<std::string, int64_t>{{"VerifyGPUCode: exceeds_limit", 2}, {"replay: invalid_loop_kind", 1}}));
+  EXPECT_EQ(counts.counts(), (std::map<std::string, int64_t>{{"VerifyGPUCode: exceeds_limit", 2},
+                                                             {"replay: invalid_loop_kind", 1}}));
 }
 
 TEST(Postproc, VerifyGPUCodeAxisBoundTwice) {
@@ -411,9 +436,9 @@ TEST(Postproc, VerifyGPUCodeAxisBoundTwice) {
   sch.bind(l[2], "threadIdx.x").value();
   auto st = verify(sch, cuda());
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(),
-              HasSubstr("threadIdx.x is bound on nested loops 'i' and 'j' and the inner nest uses 'i' (both loops become "
-                        "one thread index)"));
+  EXPECT_THAT(st.error().reason(), HasSubstr("threadIdx.x is bound on nested loops 'i' and 'j' and "
+                                             "the inner nest uses 'i' (both loops become "
+                                             "one thread index)"));
 }
 
 TEST(Postproc, VerifyGPUCodeNestedAxisWithDifferentExtents) {
@@ -424,7 +449,9 @@ TEST(Postproc, VerifyGPUCodeNestedAxisWithDifferentExtents) {
   sch.bind(j[0], "threadIdx.x").value();
   auto st = verify(sch, cuda());
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("threadIdx.x is bound on nested loops with different extents ('i' 32, 'j_0' 4)"));
+  EXPECT_THAT(
+      st.error().reason(),
+      HasSubstr("threadIdx.x is bound on nested loops with different extents ('i' 32, 'j_0' 4)"));
   EXPECT_EQ(st.error().code(), schedule::ErrorCode::kInvalidLoopKind);
 }
 
@@ -441,7 +468,8 @@ TEST(Postproc, VerifyGPUCodeRefusesBlocksOutsideTheKernels) {
   st = verify(sch, cuda());
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().reason(), "block 'X_shared' is not bound to GPU threads");
-  // Bound to blockIdx (a kernel of its own), it may run: a global copy, which the next kernel reads.
+  // Bound to blockIdx (a kernel of its own), it may run: a global copy, which the next kernel
+  // reads.
   Schedule bound = gpu_gmm(32);
   BlockRV ys = bound.cache_read(bound.get_block("Z").value(), 1, "global").value();
   bound.bind(bound.get_loops(ys).value()[1], "blockIdx.x").value();
@@ -453,7 +481,9 @@ TEST(Postproc, VerifyGPUCodeRefusesBlocksOutsideTheKernels) {
   st = verify(across, cuda());
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code(), schedule::ErrorCode::kUnsupported);
-  EXPECT_EQ(st.error().reason(), "the GPU lowering refuses it: GPU lowering: shared buffer 'Y_shared' is used by several kernels");
+  EXPECT_EQ(st.error().reason(),
+            "the GPU lowering refuses it: GPU lowering: shared buffer 'Y_shared' is used by "
+            "several kernels");
   // Nothing bound at all: the first block found is named.
   Schedule none(small("GMM-1").func, schedule::ScheduleOptions{.seed = 1});
   st = verify(none, cuda());
@@ -470,7 +500,8 @@ TEST(Postproc, VerifyGPUCodeSharedMemoryCountsOneBlocksTile) {
   EXPECT_TRUE(verify(sch, target::Target::parse("cuda -max-shared-memory-per-block 128")).ok());
   auto st = verify(sch, target::Target::parse("cuda -max-shared-memory-per-block 127"));
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("128 bytes of shared memory exceed max_shared_memory_per_block 127"));
+  EXPECT_THAT(st.error().reason(),
+              HasSubstr("128 bytes of shared memory exceed max_shared_memory_per_block 127"));
 }
 
 TEST(Postproc, VerifyGPUCodeLocalMemoryCountsOneThreadsCopy) {
@@ -485,7 +516,8 @@ TEST(Postproc, VerifyGPUCodeLocalMemoryCountsOneThreadsCopy) {
   t.max_local_memory_per_block = 3;
   auto st = verify(sch, t);
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("4 bytes of local memory exceed max_local_memory_per_block 3"));
+  EXPECT_THAT(st.error().reason(),
+              HasSubstr("4 bytes of local memory exceed max_local_memory_per_block 3"));
 }
 
 TEST(Postproc, VerifyGPUCodeVectorWidth) {
@@ -525,7 +557,9 @@ TEST(Postproc, VerifyGPUCodeChecksTheLoweredKernels) {
   t.max_local_memory_per_block = 7;
   st = verify(sch, t);
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("kernel GMM_kernel0: 8 bytes of local memory exceed max_local_memory_per_block 7"));
+  EXPECT_THAT(
+      st.error().reason(),
+      HasSubstr("kernel GMM_kernel0: 8 bytes of local memory exceed max_local_memory_per_block 7"));
 
   TuneContext ctx{small("GMM-1").func, cuda()};
   PostprocPtr p = verify_gpu_code();
@@ -537,7 +571,8 @@ TEST(Postproc, VerifyGPUCodeChecksTheLoweredKernels) {
   EXPECT_EQ(std::get<CandidateError>(refused).reason(), "VerifyGPUCode: unsupported");
   st = verify(parallel, cuda());
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("the GPU lowering refuses it: GPU lowering: loop 'b' is parallel"));
+  EXPECT_THAT(st.error().reason(),
+              HasSubstr("the GPU lowering refuses it: GPU lowering: loop 'b' is parallel"));
 }
 
 // ---- RewriteCooperativeFetch ----
@@ -586,10 +621,15 @@ TEST(Postproc, VerifyGPUCodeCountsEachPipelineStage) {
     LoopRV k0 = sch.get_loops(sch.get_block("Z").value()).value()[3];
     sch.annotate(k0, ir::ann::kSoftwarePipelineStages, stages).value();
     const int64_t bytes = stages == 1 ? 256 : 768;
-    EXPECT_TRUE(verify(sch, target::Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes))).ok()) << stages;
-    auto st = verify(sch, target::Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes - 1)));
+    EXPECT_TRUE(verify(sch, target::Target::parse(
+                                fmt::format("cuda -max-shared-memory-per-block {}", bytes)))
+                    .ok())
+        << stages;
+    auto st = verify(
+        sch, target::Target::parse(fmt::format("cuda -max-shared-memory-per-block {}", bytes - 1)));
     ASSERT_FALSE(st.ok());
-    EXPECT_THAT(st.error().reason(), HasSubstr(fmt::format("{} bytes of shared memory exceed", bytes)));
+    EXPECT_THAT(st.error().reason(),
+                HasSubstr(fmt::format("{} bytes of shared memory exceed", bytes)));
   }
 }
 
@@ -691,7 +731,8 @@ TEST(Postproc, CooperativeFetchImperfectSplitAddsAPredicate) {
   sch.bind(j[0], "threadIdx.x").value();
   BlockRV xs = sch.cache_read(z, 0, "shared").value();
   sch.compute_at(xs, k[0], true).value();
-  sch.annotate(xs, ir::ann::kCooperativeFetch, int64_t{4}).value();  // 32 / 4 = 8 vectors over 3 threads
+  sch.annotate(xs, ir::ann::kCooperativeFetch, int64_t{4})
+      .value();  // 32 / 4 = 8 vectors over 3 threads
   ASSERT_TRUE(cooperative_fetch(sch).ok());
   auto x = loops_of(sch, "X_shared");
   ASSERT_EQ(x.size(), 7u) << ir::to_string(sch.func());
@@ -723,7 +764,8 @@ TEST(Postproc, CooperativeFetchLeavesOneThreadsCopySerial) {
     }
     EXPECT_NE(f->for_kind, ir::ForKind::kVectorized);
   }
-  EXPECT_EQ(loops_of(sch, "X_shared")[5]->thread_tag, "threadIdx.x");  // X's copy is still shared out
+  EXPECT_EQ(loops_of(sch, "X_shared")[5]->thread_tag,
+            "threadIdx.x");  // X's copy is still shared out
   EXPECT_TRUE(verify(sch, cuda()).ok());
   EXPECT_TRUE(computes_reference(w, sch.func()));
 
@@ -735,14 +777,17 @@ TEST(Postproc, CooperativeFetchLeavesOneThreadsCopySerial) {
   cpu.annotate(xs, ir::ann::kCooperativeFetch, int64_t{4}).value();
   ASSERT_TRUE(cooperative_fetch(cpu).ok());
   EXPECT_TRUE(find_block(cpu.func(), "X_shared")->annotations.empty());
-  for (const ir::ForNode* f : loops_of(cpu, "X_shared")) EXPECT_EQ(f->for_kind, ir::ForKind::kSerial);
+  for (const ir::ForNode* f : loops_of(cpu, "X_shared"))
+    EXPECT_EQ(f->for_kind, ir::ForKind::kSerial);
 
   // A value that is no vector length is refused.
   Schedule bad = coop_gmm(1);
-  bad.annotate(bad.get_block("X_shared").value(), ir::ann::kCooperativeFetch, std::string("wide")).value();
+  bad.annotate(bad.get_block("X_shared").value(), ir::ann::kCooperativeFetch, std::string("wide"))
+      .value();
   auto st = cooperative_fetch(bad);
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.error().reason(), HasSubstr("block 'X_shared': meta_schedule.cooperative_fetch must be an integer"));
+  EXPECT_THAT(st.error().reason(),
+              HasSubstr("block 'X_shared': meta_schedule.cooperative_fetch must be an integer"));
 }
 
 TEST(Postproc, Names) {
@@ -757,11 +802,12 @@ TEST(Postproc, Names) {
   };
   ir::PrimFunc f = small("GMM-1").func;
   EXPECT_THAT(names(default_postprocs(TuneContext{f, target::Target{}})),
-              ::testing::ElementsAre("DisallowDynamicLoop", "RewriteLayout", "RewriteParallelVectorizeUnroll",
-                                     "RewriteReductionBlock"));
+              ::testing::ElementsAre("DisallowDynamicLoop", "RewriteLayout",
+                                     "RewriteParallelVectorizeUnroll", "RewriteReductionBlock"));
   EXPECT_THAT(names(default_postprocs(TuneContext{f, cuda()})),
-              ::testing::ElementsAre("DisallowDynamicLoop", "RewriteCooperativeFetch", "RewriteParallelVectorizeUnroll",
-                                     "RewriteReductionBlock", "VerifyGPUCode"));
+              ::testing::ElementsAre("DisallowDynamicLoop", "RewriteCooperativeFetch",
+                                     "RewriteParallelVectorizeUnroll", "RewriteReductionBlock",
+                                     "VerifyGPUCode"));
 }
 
 // ---- end to end with the schedule rules ----
@@ -858,7 +904,8 @@ TEST(PostprocEndToEnd, GpuTilingSharedCopiesAreCooperative) {
       ASSERT_FALSE(threads.empty());  // the tile's
       if (threads.size() == 2) {
         ++shared_out;
-        EXPECT_EQ(ir::as_const_int(threads[1]->extent), ir::as_const_int(threads[0]->extent)) << ir::to_string(sch.func());
+        EXPECT_EQ(ir::as_const_int(threads[1]->extent), ir::as_const_int(threads[0]->extent))
+            << ir::to_string(sch.func());
         continue;
       }
       ++serial;

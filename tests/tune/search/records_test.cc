@@ -15,7 +15,8 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr const char* kEmptyTrace = R"({"format":"tyche.trace","version":1,"instructions":[]})";
-constexpr const char* kBrokenTrace = R"({"format":"tyche.trace","version":1,"instructions":[{"kind":"Frobnicate"}]})";
+constexpr const char* kBrokenTrace =
+    R"({"format":"tyche.trace","version":1,"instructions":[{"kind":"Frobnicate"}]})";
 
 target::Target two_cores() {
   target::Target t;
@@ -44,14 +45,16 @@ TEST(BestRecords, ARecordThatDoesNotReplayGivesWayToTheNextBest) {
   std::string dir = fresh_dir("fallback");
   {
     Database db(dir);
-    db.add_records({record(w, kEmptyTrace, 3e-3), record(w, kBrokenTrace, 1e-3), record(w, kEmptyTrace, 2e-3)});
+    db.add_records({record(w, kEmptyTrace, 3e-3), record(w, kBrokenTrace, 1e-3),
+                    record(w, kEmptyTrace, 2e-3)});
   }
   Database db(dir, OpenMode::kReadOnly);
   BestPrograms best = replayable_best(db, "GMM-1", w.func, two_cores(), 1);
   ASSERT_EQ(best.programs.size(), 1u);
   EXPECT_EQ(best.records[0]->typical_seconds(), 2e-3);  // the next best, not the slowest
   ASSERT_EQ(best.warnings.size(), 1u);
-  EXPECT_THAT(best.warnings[0], HasSubstr("the best record of GMM-1 (" + dir + "/records.jsonl:2) does not replay ("));
+  EXPECT_THAT(best.warnings[0], HasSubstr("the best record of GMM-1 (" + dir +
+                                          "/records.jsonl:2) does not replay ("));
   EXPECT_THAT(best.warnings[0], HasSubstr("unknown instruction 'Frobnicate'"));
   EXPECT_THAT(best.warnings[0], HasSubstr("; using the next best"));
   // k programs that replay, the broken one skipped.
@@ -68,9 +71,11 @@ TEST(BestRecords, WhenNoRecordReplaysTheErrorSaysSo) {
     Database db(dir);
     db.add_records({record(w, kBrokenTrace, 1e-3), record(w, kBrokenTrace, 2e-3)});
   }
-  EXPECT_THAT([&] { best_program(Database(dir, OpenMode::kReadOnly), "GMM-1", w.func, two_cores()); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("the best record of GMM-1 no longer replays (trace JSON: instruction 0: "
-                                                        "unknown instruction 'Frobnicate'), nor do the 1 other records of it")));
+  EXPECT_THAT(
+      [&] { best_program(Database(dir, OpenMode::kReadOnly), "GMM-1", w.func, two_cores()); },
+      ::testing::ThrowsMessage<Error>(
+          HasSubstr("the best record of GMM-1 no longer replays (trace JSON: instruction 0: "
+                    "unknown instruction 'Frobnicate'), nor do the 1 other records of it")));
   std::filesystem::remove_all(dir);
 }
 

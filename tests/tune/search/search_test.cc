@@ -20,7 +20,8 @@ struct Fixture {
     target::Target target;
     target.num_cores = 2;
     task.context = TuneContext{w.func, target};
-    for (const schedule::Schedule& d : post_order_apply(default_rules(target))->generate(task.context, 0))
+    for (const schedule::Schedule& d :
+         post_order_apply(default_rules(target))->generate(task.context, 0))
       task.spaces.push_back(d.trace()->simplified());
     task.postprocs = default_postprocs(task.context);
     task.mutators = default_mutators(target);
@@ -48,7 +49,8 @@ void expect_new_and_distinct(const std::vector<Trial>& batch, const SearchTask& 
 }
 
 TEST(Search, EachStrategyProposesOnlyNewPrograms) {
-  ASSERT_EQ(search_strategy_names(), (std::vector<std::string>{"evolutionary", "replay-trace", "local-search"}));
+  ASSERT_EQ(search_strategy_names(),
+            (std::vector<std::string>{"evolutionary", "replay-trace", "local-search"}));
   for (const std::string& name : search_strategy_names()) {
     SCOPED_TRACE(name);
     Fixture f(workloads::get_preset("GMM-1"));
@@ -92,10 +94,13 @@ class Favourite : public CostModel {
   explicit Favourite(uint64_t hash) : hash_(hash) {}
   std::string name() const override { return "favourite"; }
   void update_features(const std::vector<ModelInput>&, const std::vector<double>&) override {}
-  std::vector<double> predict_features(const std::vector<ModelInput>& in) override { return std::vector<double>(in.size(), 0); }
+  std::vector<double> predict_features(const std::vector<ModelInput>& in) override {
+    return std::vector<double>(in.size(), 0);
+  }
   std::vector<double> predict(const std::vector<ModelCandidate>& cs) override {
     std::vector<double> s;
-    for (const ModelCandidate& c : cs) s.push_back(ir::structural_hash(c.program) == hash_ ? 10.0 : 0.0);
+    for (const ModelCandidate& c : cs)
+      s.push_back(ir::structural_hash(c.program) == hash_ ? 10.0 : 0.0);
     return s;
   }
   void save(const std::string&) const override {}
@@ -109,13 +114,15 @@ TEST(Search, RefusedCandidatesAreCountedWhenTheTaskAsks) {
   RefusalCounts counts;
   f.task.refusals = &counts;
   schedule::Trace bad = schedule::Trace::parse_text(
-      "b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = sch.get_loops(block=b0)\nsch.vectorize(loop=l4)\n");
+      "b0 = sch.get_block(name=\"Z\")\nl1, l2, l3, l4 = "
+      "sch.get_loops(block=b0)\nsch.vectorize(loop=l4)\n");
   EXPECT_FALSE(f.task.replay(bad, 0).has_value());
   EXPECT_FALSE(f.task.replay(bad, 1).has_value());
   EXPECT_EQ(counts.counts(), (std::map<std::string, int64_t>{{"replay: invalid_loop_kind", 2}}));
   RandomEngine rng(3);
   for (int i = 0; i < 20; ++i) (void)f.task.sample(rng);  // valid samples count nothing
-  for (const auto& [reason, n] : counts.counts()) EXPECT_THAT(reason, ::testing::MatchesRegex("[A-Za-z]+: [a-z_]+")) << n;
+  for (const auto& [reason, n] : counts.counts())
+    EXPECT_THAT(reason, ::testing::MatchesRegex("[A-Za-z]+: [a-z_]+")) << n;
 }
 
 TEST(Search, TheSameSeedGivesTheSameBatchWhateverTheThreads) {
@@ -123,7 +130,8 @@ TEST(Search, TheSameSeedGivesTheSameBatchWhateverTheThreads) {
   for (int threads : {1, 2}) {
     Fixture f(workloads::get_preset("GMM-1"));
     f.task.threads = threads;
-    SearchStrategyPtr s = make_search_strategy("evolutionary", {.population = 48, .init_min_unmeasured = 16});
+    SearchStrategyPtr s =
+        make_search_strategy("evolutionary", {.population = 48, .init_min_unmeasured = 16});
     s->initialize(&f.task, 11);
     std::vector<uint64_t> hashes;
     for (const Trial& c : s->generate(10)) hashes.push_back(c.program_hash);
@@ -142,8 +150,10 @@ TEST(Search, EvolutionPicksWhatTheModelScoresBest) {
     while (!fav) fav = f.task.sample(rng);
     Favourite model(fav->program_hash);
     f.task.model = &model;
-    f.task.measured_traces.emplace_back(1e-3, fav->trace);  // the best measured seeds the population
-    SearchStrategyPtr s = make_search_strategy("evolutionary", {.population = 32, .init_min_unmeasured = 8, .acceptance = acceptance});
+    f.task.measured_traces.emplace_back(1e-3,
+                                        fav->trace);  // the best measured seeds the population
+    SearchStrategyPtr s = make_search_strategy(
+        "evolutionary", {.population = 32, .init_min_unmeasured = 8, .acceptance = acceptance});
     s->initialize(&f.task, 1);
     std::vector<Trial> batch = s->generate(4);
     ASSERT_FALSE(batch.empty());

@@ -25,13 +25,20 @@ int64_t product(const std::vector<int64_t>& v) {
 
 TEST(Transfer, TileDecisionsAreRecutKeepingTheInnerFactorsThatDivide) {
   EXPECT_EQ(adapt_tile({4, 8, 16}, 512, 64), (std::vector<int64_t>{4, 8, 16}));  // fits as it is
-  EXPECT_EQ(adapt_tile({4, 8, 16}, 96, 64), (std::vector<int64_t>{1, 6, 16}));   // the register tile kept
-  EXPECT_EQ(adapt_tile({2, 2, 7}, 12, 64), (std::vector<int64_t>{1, 2, 6}));     // 7 does not divide 12: 6
-  EXPECT_EQ(adapt_tile({1, 32}, 13, 16), (std::vector<int64_t>{1, 13}));         // a prime within the limit: all inside
-  EXPECT_EQ(adapt_tile({1, 32}, 17, 16), (std::vector<int64_t>{17, 1}));         // one beyond it: all outside
-  EXPECT_EQ(adapt_tile({1, 1, 64}, 256, 16), (std::vector<int64_t>{16, 1, 16})); // the innermost limit holds
+  EXPECT_EQ(adapt_tile({4, 8, 16}, 96, 64),
+            (std::vector<int64_t>{1, 6, 16}));  // the register tile kept
+  EXPECT_EQ(adapt_tile({2, 2, 7}, 12, 64),
+            (std::vector<int64_t>{1, 2, 6}));  // 7 does not divide 12: 6
+  EXPECT_EQ(adapt_tile({1, 32}, 13, 16),
+            (std::vector<int64_t>{1, 13}));  // a prime within the limit: all inside
+  EXPECT_EQ(adapt_tile({1, 32}, 17, 16),
+            (std::vector<int64_t>{17, 1}));  // one beyond it: all outside
+  EXPECT_EQ(adapt_tile({1, 1, 64}, 256, 16),
+            (std::vector<int64_t>{16, 1, 16}));  // the innermost limit holds
   for (int64_t e : {1, 7, 12, 60, 97, 224})
-    for (const std::vector<int64_t>& f : {std::vector<int64_t>{3, 5, 8}, std::vector<int64_t>{16, 1}, std::vector<int64_t>{2, 2, 2, 2}}) {
+    for (const std::vector<int64_t>& f :
+         {std::vector<int64_t>{3, 5, 8}, std::vector<int64_t>{16, 1},
+          std::vector<int64_t>{2, 2, 2, 2}}) {
       std::vector<int64_t> g = adapt_tile(f, e, 8);
       EXPECT_EQ(product(g), e);
       EXPECT_LE(g.back(), std::max<int64_t>(8, g.size() == 1 ? e : 1));
@@ -53,14 +60,17 @@ std::vector<schedule::Trace> spaces_of(const TuneContext& ctx) {
 
 // A measured program of a 14 x 14 convolution, carried to a 28 x 28 one with the same channels.
 TEST(Transfer, AConvolutionsDecisionsCarryToAnotherShape) {
-  TuneContext from{workloads::make_workload("C2D", {1, 14, 14, 16, 32, 3, 1, 1}).func, two_core_target()};
-  TuneContext to{workloads::make_workload("C2D", {1, 28, 28, 16, 32, 3, 1, 1}).func, two_core_target()};
+  TuneContext from{workloads::make_workload("C2D", {1, 14, 14, 16, 32, 3, 1, 1}).func,
+                   two_core_target()};
+  TuneContext to{workloads::make_workload("C2D", {1, 28, 28, 16, 32, 3, 1, 1}).func,
+                 two_core_target()};
   auto postprocs = default_postprocs(from);
   std::vector<schedule::Trace> from_spaces = spaces_of(from), to_spaces = spaces_of(to);
   int carried = 0;
   for (int64_t seed = 1; seed <= 4; ++seed) {
     schedule::Trace measured;
-    auto c = make_candidate(from, from_spaces[0], {.fresh_decisions = true}, postprocs, seed, &measured);
+    auto c =
+        make_candidate(from, from_spaces[0], {.fresh_decisions = true}, postprocs, seed, &measured);
     ASSERT_TRUE(std::holds_alternative<schedule::Schedule>(c));
     std::optional<schedule::Trace> t;
     for (const schedule::Trace& space : to_spaces)
@@ -81,7 +91,8 @@ TEST(Transfer, AConvolutionsDecisionsCarryToAnotherShape) {
   TuneContext gmm{workloads::make_workload("GMM", {1, 32, 32, 32}).func, two_core_target()};
   schedule::Trace measured;
   (void)make_candidate(from, from_spaces[0], {.fresh_decisions = true}, postprocs, 1, &measured);
-  for (const schedule::Trace& space : spaces_of(gmm)) EXPECT_FALSE(transfer_decisions(gmm, space, measured));
+  for (const schedule::Trace& space : spaces_of(gmm))
+    EXPECT_FALSE(transfer_decisions(gmm, space, measured));
 }
 
 // Softmax's spaces differ in which loop of a split each reduction is rfactored on, with the same
@@ -95,7 +106,8 @@ TEST(Transfer, AProgramLandsOnTheSpaceItWasMeasuredInNotOneWithTheSameKindsOnOth
   int alike_kinds = 0;
   for (size_t i = 0; i < from_spaces.size(); ++i) {
     schedule::Trace measured;
-    auto c = make_candidate(from, from_spaces[i], {.fresh_decisions = true}, postprocs, 7, &measured);
+    auto c =
+        make_candidate(from, from_spaces[i], {.fresh_decisions = true}, postprocs, 7, &measured);
     ASSERT_TRUE(std::holds_alternative<schedule::Schedule>(c));
     std::vector<size_t> landed;
     for (size_t j = 0; j < to_spaces.size(); ++j) {
@@ -125,7 +137,8 @@ TEST(Transfer, TheEvolutionarySearchLeadsItsFirstBatchWithTheWarmStart) {
   std::vector<uint64_t> expected;
   for (int64_t seed = 1; seed <= 3; ++seed) {
     schedule::Trace measured;
-    (void)make_candidate(from, from_spaces[0], {.fresh_decisions = true}, postprocs, seed, &measured);
+    (void)make_candidate(from, from_spaces[0], {.fresh_decisions = true}, postprocs, seed,
+                         &measured);
     for (const schedule::Trace& space : task.spaces)
       if (auto t = transfer_decisions(task.context, space, measured)) {
         task.warm_start.push_back(*t);
@@ -135,8 +148,10 @@ TEST(Transfer, TheEvolutionarySearchLeadsItsFirstBatchWithTheWarmStart) {
   }
   ASSERT_EQ(task.warm_start.size(), 3u);
   std::sort(expected.begin(), expected.end());
-  expected.erase(std::unique(expected.begin(), expected.end()), expected.end());  // two may replay to one program
-  SearchStrategyPtr s = make_search_strategy("evolutionary", {.population = 32, .init_min_unmeasured = 8});
+  expected.erase(std::unique(expected.begin(), expected.end()),
+                 expected.end());  // two may replay to one program
+  SearchStrategyPtr s =
+      make_search_strategy("evolutionary", {.population = 32, .init_min_unmeasured = 8});
   s->initialize(&task, 0);
   std::vector<Trial> first = s->generate(8);
   ASSERT_GE(first.size(), expected.size());

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "../../schedule/schedule_test_util.h"
+#include "ir/annotation_keys.h"
 #include "ir/functor.h"
 #include "ir/printer.h"
 #include "support/error.h"
-#include "ir/annotation_keys.h"
 #include "tune/space/space_generator.h"
 
 namespace tyche::tune {
@@ -21,8 +21,8 @@ using schedule::testing::small;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<Schedule> gpu_designs(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const target::Target& t,
-                               int64_t seed = 3) {
+std::vector<Schedule> gpu_designs(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules,
+                                  const target::Target& t, int64_t seed = 3) {
   return post_order_apply(std::move(rules))->generate(TuneContext{w.func, t}, seed);
 }
 
@@ -62,7 +62,9 @@ TEST(GpuMultiLevelTiling, SharedReadCachesAreAnnotatedForCooperativeFetch) {
     }
     // The vector length is a traced sample per cache, so replays and mutators can redraw it.
     std::string trace = designs[0].trace()->to_text();
-    EXPECT_THAT(trace, HasSubstr("sch.sample_categorical(candidates=[1, 2, 4], probs=[0.3333333333333333, "));
+    EXPECT_THAT(
+        trace,
+        HasSubstr("sch.sample_categorical(candidates=[1, 2, 4], probs=[0.3333333333333333, "));
     EXPECT_THAT(trace, HasSubstr("ann_key=\"meta_schedule.cooperative_fetch\""));
     EXPECT_TRUE(computes_reference(w, designs[0].func()));
   }
@@ -120,7 +122,8 @@ TEST(GpuMultiLevelTiling, ReadReuseRefusals) {
   EXPECT_THAT(refused(none), HasSubstr("read reuse takes one level, not 0"));
   MultiLevelTilingConfig outside = gpu_mlt();
   outside.reuse_read.levels = {9};
-  EXPECT_THAT(refused(outside), HasSubstr("read reuse level 9 is outside the structure 'SSSRRSRS'"));
+  EXPECT_THAT(refused(outside),
+              HasSubstr("read reuse level 9 is outside the structure 'SSSRRSRS'"));
   // Write reuse keeps its "may" (TVM's CPU default), and "no" read reuse needs no level.
   MultiLevelTilingConfig ok = gpu_mlt();
   ok.reuse_write.req = ReuseConfig::Kind::kMay;

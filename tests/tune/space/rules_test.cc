@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "../../schedule/schedule_test_util.h"
+#include "ir/annotation_keys.h"
 #include "ir/printer.h"
 #include "support/error.h"
-#include "ir/annotation_keys.h"
 #include "tune/space/multi_level_tiling.h"
 #include "tune/space/rule_util.h"
 #include "tune/space/space_generator.h"
@@ -29,11 +29,14 @@ target::Target cpu() {
   return t;
 }
 
-std::vector<Schedule> generate(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules, const target::Target& t = cpu()) {
+std::vector<Schedule> generate(const workloads::Workload& w, std::vector<ScheduleRulePtr> rules,
+                               const target::Target& t = cpu()) {
   return post_order_apply(std::move(rules))->generate(TuneContext{w.func, t}, 3);
 }
 
-std::string ir_of(const Schedule& s) { return ir::to_string(s.func()); }
+std::string ir_of(const Schedule& s) {
+  return ir::to_string(s.func());
+}
 
 TEST(ScheduleCopy, HandlesCarryOverAndScheduleAreIndependent) {
   auto w = small("GMM-1");
@@ -56,15 +59,19 @@ TEST(AutoInline, InlinesTheElementwiseChainButNotPaddingOrOutputs) {
   auto designs = generate(w, {auto_inline()});
   ASSERT_EQ(designs.size(), 1u);
   std::string text = ir_of(designs[0]);
-  for (const char* gone : {"block(\"bias_add\")", "block(\"bn_mul\")", "block(\"bn_add\")"}) EXPECT_THAT(text, Not(HasSubstr(gone)));
-  for (const char* kept : {"block(\"pad\")", "block(\"conv2d\")", "block(\"relu\")"}) EXPECT_THAT(text, HasSubstr(kept));
+  for (const char* gone : {"block(\"bias_add\")", "block(\"bn_mul\")", "block(\"bn_add\")"})
+    EXPECT_THAT(text, Not(HasSubstr(gone)));
+  for (const char* kept : {"block(\"pad\")", "block(\"conv2d\")", "block(\"relu\")"})
+    EXPECT_THAT(text, HasSubstr(kept));
   EXPECT_TRUE(computes_reference(w, designs[0].func()));
   // Allowing if_then_else inlines the padding into the convolution too.
   auto with_pad = generate(w, {auto_inline({.disallow_if_then_else = false})});
   EXPECT_THAT(ir_of(with_pad[0]), Not(HasSubstr("block(\"pad\")")));
   EXPECT_TRUE(computes_reference(w, with_pad[0].func()));
   // into_producer folds the output ReLU into the convolution's nest instead.
-  auto into_producer = generate(w, {auto_inline({.into_producer = true, .into_consumer = false, .require_injective = false})});
+  auto into_producer = generate(
+      w,
+      {auto_inline({.into_producer = true, .into_consumer = false, .require_injective = false})});
   EXPECT_THAT(ir_of(into_producer[0]), Not(HasSubstr("block(\"relu\")")));
   EXPECT_TRUE(computes_reference(w, into_producer[0].func()));
 }
@@ -80,17 +87,20 @@ TEST(AutoInline, DisallowedOpsStay) {
 
 TEST(MultiLevelTiling, MustReuseAndGpuBindings) {
   auto w = small("GMM-1");
-  auto must = generate(w, {multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {2}}})});
+  auto must = generate(
+      w, {multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {2}}})});
   ASSERT_EQ(must.size(), 1u);
   EXPECT_THAT(must[0].trace()->to_text(), HasSubstr("cache_write"));
   EXPECT_TRUE(computes_reference(w, must[0].func()));
   auto none = generate(w, {multi_level_tiling({.structure = "SRS"})});
   ASSERT_EQ(none.size(), 1u);
   EXPECT_THAT(none[0].trace()->to_text(), Not(HasSubstr("cache_write")));
-  auto gpu = generate(w, default_rules(target::Target::parse("cuda")), target::Target::parse("cuda"));
+  auto gpu =
+      generate(w, default_rules(target::Target::parse("cuda")), target::Target::parse("cuda"));
   ASSERT_EQ(gpu.size(), 1u);
   std::string text = ir_of(gpu[0]);
-  for (const char* axis : {"blockIdx.x", "vthread.x", "threadIdx.x", "\"shared\"", "\"local\""}) EXPECT_THAT(text, HasSubstr(axis));
+  for (const char* axis : {"blockIdx.x", "vthread.x", "threadIdx.x", "\"shared\"", "\"local\""})
+    EXPECT_THAT(text, HasSubstr(axis));
   EXPECT_TRUE(computes_reference(w, gpu[0].func()));
 }
 
@@ -99,8 +109,11 @@ TEST(MultiLevelTiling, MustReuseAndGpuBindings) {
 // the weights of a convolution), for each write-reuse choice.
 TEST(MultiLevelTiling, MayPackTheOperandAlongTheOutputRows) {
   auto w = small("GMM-1");  // Z[b, i, j] += X[b, i, k] * Y[b, k, j]
-  auto designs = generate(w, {multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMay, .levels = {2}, .only_along_output_row = true},
-                                                  .reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {1, 2}}})});
+  auto designs = generate(
+      w, {multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMay,
+                                             .levels = {2},
+                                             .only_along_output_row = true},
+                              .reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {1, 2}}})});
   ASSERT_EQ(designs.size(), 6u);
   int packed = 0;
   for (const Schedule& d : designs) {
@@ -113,9 +126,13 @@ TEST(MultiLevelTiling, MayPackTheOperandAlongTheOutputRows) {
     EXPECT_TRUE(computes_reference(w, d.func()));
   }
   EXPECT_EQ(packed, 3);
-  auto conv = small("C2D-1");  // conv2d[n, h, w, co] += pad[n, h*2+rh, w*2+rw, ci] * W[rh, rw, ci, co]
-  auto conv_designs = generate(conv, {auto_inline({.disallow_op = {"exp"}}),
-                                      multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMust, .levels = {2}, .only_along_output_row = true}})});
+  auto conv =
+      small("C2D-1");  // conv2d[n, h, w, co] += pad[n, h*2+rh, w*2+rw, ci] * W[rh, rw, ci, co]
+  auto conv_designs =
+      generate(conv, {auto_inline({.disallow_op = {"exp"}}),
+                      multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMust,
+                                                         .levels = {2},
+                                                         .only_along_output_row = true}})});
   ASSERT_FALSE(conv_designs.empty());
   for (const Schedule& d : conv_designs) {
     std::string ir = ir_of(d);
@@ -141,7 +158,9 @@ TEST(MultiLevelTiling, PaddedRowsAddADesignWhoseRegisterTileNeedNotDivideItsLoop
   EXPECT_THAT(designs[0].trace()->to_text(), Not(HasSubstr("None, 6")));
   std::string padded = designs[1].trace()->to_text();
   EXPECT_THAT(padded, HasSubstr("l5, l6 = sch.split(loop=l2, factors=[None, 6])"));
-  EXPECT_THAT(padded, HasSubstr("sample_perfect_tile(loop=l5, n=3"));  // the 9 row tiles, at the outer levels
+  EXPECT_THAT(
+      padded,
+      HasSubstr("sample_perfect_tile(loop=l5, n=3"));   // the 9 row tiles, at the outer levels
   EXPECT_EQ(designs_for("i=48,j=32,k=16").size(), 1u);  // 6 divides 48: the perfect tiles reach it
   EXPECT_EQ(designs_for("i=14,j=32,k=16").size(), 1u);  // 4 padding rows of 14: too many
   EXPECT_EQ(designs_for("i=5,j=32,k=16").size(), 1u);   // fewer rows than the tile
@@ -158,7 +177,8 @@ TEST(MultiLevelTiling, DefaultRulesPadAndPackOnSixteenRegisterCpusOnly) {
     return out;
   };
   auto count = [](const std::vector<std::string>& v, const char* s) {
-    return std::count_if(v.begin(), v.end(), [&](const std::string& t) { return t.find(s) != std::string::npos; });
+    return std::count_if(v.begin(), v.end(),
+                         [&](const std::string& t) { return t.find(s) != std::string::npos; });
   };
   auto avx2 = texts("x86-64-v3"), avx512 = texts("x86-64-v4");
   EXPECT_EQ(avx2.size(), 4 * avx512.size());  // x (padded or not) x (packed or not)
@@ -166,7 +186,8 @@ TEST(MultiLevelTiling, DefaultRulesPadAndPackOnSixteenRegisterCpusOnly) {
   EXPECT_EQ(count(avx2, "cache_read"), static_cast<long>(avx2.size() / 2));
   // Padded and packed: 2-vector panels (16 float32 lanes), the cache laid out by panel.
   EXPECT_EQ(count(avx2, "factors=[None, 16]"), static_cast<long>(avx2.size() / 4));
-  EXPECT_EQ(count(avx2, "index_map=\"lambda a0, a1: (a1 // 16, a0, a1 % 16)\""), static_cast<long>(avx2.size() / 4));
+  EXPECT_EQ(count(avx2, "index_map=\"lambda a0, a1: (a1 // 16, a0, a1 % 16)\""),
+            static_cast<long>(avx2.size() / 4));
   EXPECT_EQ(count(avx512, "transform_layout"), 0);
   EXPECT_EQ(count(avx512, "factors=[None, 6]"), 0);
   EXPECT_EQ(count(avx512, "cache_read"), 0);
@@ -181,7 +202,9 @@ TEST(MultiLevelTiling, DefaultRulesPadAndPackOnSixteenRegisterCpusOnly) {
 TEST(MultiLevelTiling, PackedPanelsFixTheColumnsAndLayOutTheCache) {
   auto designs_for = [](const std::string& extents) {
     auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", extents);
-    auto designs = generate(w, {multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMay, .levels = {2}, .only_along_output_row = true},
+    auto designs = generate(w, {multi_level_tiling({.reuse_read = {.req = ReuseConfig::Kind::kMay,
+                                                                   .levels = {2},
+                                                                   .only_along_output_row = true},
                                                     .padded_rows = {6},
                                                     .panel_width = 8})});
     std::vector<std::string> texts;
@@ -195,7 +218,8 @@ TEST(MultiLevelTiling, PackedPanelsFixTheColumnsAndLayOutTheCache) {
   ASSERT_EQ(texts.size(), 4u);  // (padded or not) x (packed or not)
   int panels = 0;
   for (const std::string& t : texts) {
-    bool padded = t.find("factors=[None, 6]") != std::string::npos, packed = t.find("cache_read") != std::string::npos;
+    bool padded = t.find("factors=[None, 6]") != std::string::npos,
+         packed = t.find("cache_read") != std::string::npos;
     bool panel = t.find("transform_layout(block=b") != std::string::npos;
     EXPECT_EQ(panel, padded && packed) << t;
     if (!panel) continue;
@@ -204,16 +228,19 @@ TEST(MultiLevelTiling, PackedPanelsFixTheColumnsAndLayOutTheCache) {
     EXPECT_THAT(t, HasSubstr("index_map=\"lambda a0, a1: (a1 // 8, a0, a1 % 8)\""));
   }
   EXPECT_EQ(panels, 1);
-  for (const char* extents : {"i=50,j=36,k=16", "i=50,j=8,k=16"})  // 8 does not divide 36; 8 columns only
-    for (const std::string& t : designs_for(extents)) EXPECT_THAT(t, Not(HasSubstr("transform_layout"))) << extents;
+  for (const char* extents :
+       {"i=50,j=36,k=16", "i=50,j=8,k=16"})  // 8 does not divide 36; 8 columns only
+    for (const std::string& t : designs_for(extents))
+      EXPECT_THAT(t, Not(HasSubstr("transform_layout"))) << extents;
 }
 
 TEST(MultiLevelTiling, TheReductionTileMayHaveItsOwnLimit) {
   auto w = workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=32,j=32,k=64");
-  auto designs = generate(w, {multi_level_tiling({.max_innermost_factor = 16, .max_innermost_reduction_factor = 4})});
+  auto designs = generate(
+      w, {multi_level_tiling({.max_innermost_factor = 16, .max_innermost_reduction_factor = 4})});
   ASSERT_EQ(designs.size(), 1u);
   std::string text = designs[0].trace()->to_text();
-  EXPECT_THAT(text, HasSubstr("sample_perfect_tile(loop=l4, n=2, max_innermost_factor=4"));  // k
+  EXPECT_THAT(text, HasSubstr("sample_perfect_tile(loop=l4, n=2, max_innermost_factor=4"));   // k
   EXPECT_THAT(text, HasSubstr("sample_perfect_tile(loop=l2, n=4, max_innermost_factor=16"));  // i
   EXPECT_TRUE(computes_reference(w, designs[0].func()));
 }
@@ -230,7 +257,8 @@ class UnrollInnermostOrNot : public MultiLevelTiling {
     s.insert(s.begin() + 2, [](TilingState st) {
       std::vector<TilingState> out;
       TilingState unrolled{st.sch.copy(), st.block, st.design, st.write_cache, st.tiles, st.panel};
-      if (unrolled.sch.unroll(unrolled.tiles.back().back()).ok()) out.push_back(std::move(unrolled));
+      if (unrolled.sch.unroll(unrolled.tiles.back().back()).ok())
+        out.push_back(std::move(unrolled));
       out.push_back(std::move(st));
       return out;
     });
@@ -260,7 +288,9 @@ TEST(MultiLevelTiling, MayFuseAnElementwiseConsumerAsTheWriteCache) {
   for (const char* name : {"CBR-1", "DENSE_RELU-1"}) {
     SCOPED_TRACE(name);
     auto w = small(name);
-    auto designs = generate(w, {auto_inline(), multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {2}}})});
+    auto designs = generate(
+        w, {auto_inline(),
+            multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {2}}})});
     ASSERT_EQ(designs.size(), 2u);
     std::string text = designs[1].trace()->to_text();
     EXPECT_THAT(text, HasSubstr("sch.get_consumers("));
@@ -278,12 +308,16 @@ TEST(MultiLevelTiling, MayFuseAnElementwiseConsumerAsTheWriteCache) {
     EXPECT_GT(depth(designs[1]), depth(designs[0]) + 2 * 3);  // at least three loops deeper
     EXPECT_TRUE(computes_reference(w, designs[1].func()));
     EXPECT_THAT(designs[0].trace()->to_text(), Not(HasSubstr("get_consumers")));
-    auto must = generate(w, {auto_inline(), multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {2}}})});
+    auto must = generate(
+        w, {auto_inline(),
+            multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMust, .levels = {2}}})});
     ASSERT_EQ(must.size(), 1u);
     EXPECT_THAT(must[0].trace()->to_text(), HasSubstr("cache_write"));
   }
   // GMM's output has no consumer: the may-design copies.
-  auto gmm = generate(small("GMM-1"), {multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {2}}})});
+  auto gmm = generate(
+      small("GMM-1"),
+      {multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {2}}})});
   ASSERT_EQ(gmm.size(), 2u);
   EXPECT_THAT(gmm[1].trace()->to_text(), HasSubstr("cache_write"));
 }
@@ -298,25 +332,30 @@ TEST(MultiLevelTiling, LeavesBlocksWithoutReuseAlone) {
 TEST(MultiLevelTiling, RefusesBadConfigurations) {
   EXPECT_THROW(multi_level_tiling({.structure = "SXR"}), InputError);
   EXPECT_THROW(multi_level_tiling({.structure = "RR"}), InputError);
-  EXPECT_THROW(multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {7}}}), InputError);
+  EXPECT_THROW(multi_level_tiling({.reuse_write = {.req = ReuseConfig::Kind::kMay, .levels = {7}}}),
+               InputError);
 }
 
 TEST(ParallelVectorizeUnroll, AnnotatesTheRootOnly) {
   auto w = small("GMM-1");
-  auto designs = generate(w, {parallel_vectorize_unroll({.unroll_max_steps = {0, 8}, .unroll_explicit = false})});
+  auto designs = generate(
+      w, {parallel_vectorize_unroll({.unroll_max_steps = {0, 8}, .unroll_explicit = false})});
   ASSERT_EQ(designs.size(), 1u);
   std::string trace = designs[0].trace()->to_text();
-  EXPECT_THAT(trace, HasSubstr("ann_key=\"meta_schedule.parallel\", ann_val=32"));  // 16 jobs x 2 cores
+  EXPECT_THAT(trace,
+              HasSubstr("ann_key=\"meta_schedule.parallel\", ann_val=32"));  // 16 jobs x 2 cores
   EXPECT_THAT(trace, HasSubstr("meta_schedule.unroll_implicit"));
   EXPECT_THAT(trace, HasSubstr("sample_categorical(candidates=[0, 8]"));
-  EXPECT_EQ(designs[0].trace()->size(), 6u);  // get_block Z, get_block root, 2 annotations, sample, annotation
+  EXPECT_EQ(designs[0].trace()->size(),
+            6u);  // get_block Z, get_block root, 2 annotations, sample, annotation
 }
 
 TEST(RandomComputeLocation, MovesProducersToSampledLoops) {
   auto w = small("CBR-1");
   std::set<std::string> programs;
   for (int64_t seed = 0; seed < 12; ++seed) {
-    auto designs = post_order_apply({random_compute_location()})->generate(TuneContext{w.func, cpu()}, seed);
+    auto designs =
+        post_order_apply({random_compute_location()})->generate(TuneContext{w.func, cpu()}, seed);
     ASSERT_EQ(designs.size(), 1u);
     EXPECT_THAT(designs[0].trace()->to_text(), HasSubstr("sample_compute_location"));
     EXPECT_TRUE(computes_reference(w, designs[0].func()));
@@ -359,7 +398,9 @@ TEST(AutoBind, BindsEveryKernel) {
   ASSERT_EQ(designs.size(), 1u);
   std::string trace = designs[0].trace()->to_text();
   size_t binds = 0;
-  for (size_t at = trace.find("blockIdx.x"); at != std::string::npos; at = trace.find("blockIdx.x", at + 1)) ++binds;
+  for (size_t at = trace.find("blockIdx.x"); at != std::string::npos;
+       at = trace.find("blockIdx.x", at + 1))
+    ++binds;
   EXPECT_EQ(binds, 4u);  // four kernels
   EXPECT_TRUE(computes_reference(w, designs[0].func()));
   EXPECT_THAT(generate(w, {auto_bind()}, cpu())[0].trace()->to_text(), Not(HasSubstr("bind")));
@@ -371,7 +412,8 @@ TEST(UserRules, LambdaRulesComposeWithBuiltins) {
   auto vectorize_inner = make_rule("VectorizeInnermost", [&](Schedule sch, const BlockRV& block) {
     ++calls;
     auto loops = sch.get_loops(block);
-    if (loops.ok() && !loops.value().empty() && block_node(sch, block)->name == "Z") (void)sch.vectorize(loops.value()[2]);  // j (k is a reduction)
+    if (loops.ok() && !loops.value().empty() && block_node(sch, block)->name == "Z")
+      (void)sch.vectorize(loops.value()[2]);  // j (k is a reduction)
     std::vector<Schedule> out;
     out.push_back(std::move(sch));
     return out;
@@ -395,7 +437,8 @@ TEST(ScheduleFn, TemplatesAndUnion) {
   auto both = space_union({hand, post_order_apply(default_rules(cpu()))});
   auto designs = both->generate(TuneContext{w.func, cpu()}, 5);
   ASSERT_EQ(designs.size(), 4u);
-  EXPECT_THAT(designs[0].trace()->to_text(), HasSubstr("sample_perfect_tile(loop=l3, n=2, max_innermost_factor=16"));
+  EXPECT_THAT(designs[0].trace()->to_text(),
+              HasSubstr("sample_perfect_tile(loop=l3, n=2, max_innermost_factor=16"));
   EXPECT_TRUE(computes_reference(w, designs[0].func()));
   auto broken = schedule_fn([](Schedule& sch) -> schedule::Status {
     auto b = sch.get_block("nope");

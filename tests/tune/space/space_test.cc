@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "../../schedule/schedule_test_util.h"
+#include "ir/annotation_keys.h"
 #include "ir/printer.h"
 #include "support/error.h"
-#include "ir/annotation_keys.h"
 #include "tune/space/space_generator.h"
 
 namespace tyche::tune {
@@ -27,20 +27,22 @@ target::Target space_cpu(const std::string& name = "x86-64-v4", int cores = 2) {
   return t;
 }
 
-std::vector<Schedule> spaces(const workloads::Workload& w, const target::Target& target, int64_t seed = 1) {
+std::vector<Schedule> spaces(const workloads::Workload& w, const target::Target& target,
+                             int64_t seed = 1) {
   return post_order_apply(default_rules(target))->generate(TuneContext{w.func, target}, seed);
 }
 
 std::string all_traces(const std::vector<Schedule>& designs) {
   std::string out;
-  for (size_t i = 0; i < designs.size(); ++i) out += fmt::format("# design {}\n{}", i, designs[i].trace()->simplified().to_text());
+  for (size_t i = 0; i < designs.size(); ++i)
+    out += fmt::format("# design {}\n{}", i, designs[i].trace()->simplified().to_text());
   return out;
 }
 
 TEST(PostOrderApply, GmmHasThreeCpuDesigns) {
   auto w = small("GMM-1");
   auto designs = spaces(w, space_cpu());  // AVX-512: TVM's spaces
-  ASSERT_EQ(designs.size(), 3u);  // write cache: none, under level 1, under level 2
+  ASSERT_EQ(designs.size(), 3u);          // write cache: none, under level 1, under level 2
   expect_golden("gmm_cpu_spaces", all_traces(designs), "tune");
   for (const Schedule& d : designs) {
     std::string text = ir::to_string(d.func());
@@ -52,18 +54,21 @@ TEST(PostOrderApply, GmmHasThreeCpuDesigns) {
 
 // Replaying a design's trace with fresh decisions explores the space; every sample is a legal
 // program that computes the reference (postprocessing is tested with the postprocessors).
-void expect_samples_correct(const workloads::Workload& w, const target::Target& target, int n_samples) {
+void expect_samples_correct(const workloads::Workload& w, const target::Target& target,
+                            int n_samples) {
   auto designs = spaces(w, target);
   ASSERT_FALSE(designs.empty()) << w.name;
   RandomEngine rng(7);
   int replayed = 0;
   for (int i = 0; i < n_samples; ++i) {
-    const Schedule& d = designs[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(designs.size())))];
+    const Schedule& d =
+        designs[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(designs.size())))];
     Schedule sch(w.func, schedule::ScheduleOptions{.seed = 100 + i});
     auto st = d.trace()->apply_to(sch, {.fresh_decisions = true});
     ASSERT_TRUE(st.ok()) << w.name << ": " << st.error().reason();
     ++replayed;
-    ASSERT_TRUE(computes_reference(w, sch.func())) << w.name << " sample " << i << "\n" << sch.trace()->to_text();
+    ASSERT_TRUE(computes_reference(w, sch.func())) << w.name << " sample " << i << "\n"
+                                                   << sch.trace()->to_text();
   }
   EXPECT_EQ(replayed, n_samples);
 }
@@ -87,15 +92,21 @@ TEST(PostOrderApply, GmmHasTwelveDesignsOnAnAvx2Cpu) {
 
 TEST(PostOrderApply, AcceptanceWorkloadsSampleCorrectly) {
   for (const std::string cpu_name : {"x86-64-v4", "x86-64-v3"}) {
-    for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"}) expect_samples_correct(small(name), space_cpu(cpu_name), 40);
-    expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=20,j=19,k=7"), space_cpu(cpu_name), 40);
-    expect_samples_correct(workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=50,j=32,k=16"), space_cpu(cpu_name), 40);
+    for (const char* name : {"GMM-4", "C2D-2", "SFM-3", "CBR-2", "DEP-1"})
+      expect_samples_correct(small(name), space_cpu(cpu_name), 40);
+    expect_samples_correct(
+        workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=20,j=19,k=7"),
+        space_cpu(cpu_name), 40);
+    expect_samples_correct(
+        workloads::from_index_notation("C[i,j] += A[i,k] * B[k,j]", "i=50,j=32,k=16"),
+        space_cpu(cpu_name), 40);
   }
 }
 
 TEST(PostOrderApply, GpuSpacesSampleCorrectly) {
   target::Target gpu = target::Target::parse("cuda");
-  for (const char* name : {"GMM-1", "SFM-1", "NRM-1", "CBR-1"}) expect_samples_correct(small(name), gpu, 20);
+  for (const char* name : {"GMM-1", "SFM-1", "NRM-1", "CBR-1"})
+    expect_samples_correct(small(name), gpu, 20);
 }
 
 }  // namespace

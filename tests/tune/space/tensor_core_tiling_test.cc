@@ -19,7 +19,8 @@ using schedule::testing::computes_reference;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<Schedule> tensor_core_designs(const workloads::Workload& w, const target::Target& t, int64_t seed) {
+std::vector<Schedule> tensor_core_designs(const workloads::Workload& w, const target::Target& t,
+                                          int64_t seed) {
   return post_order_apply(default_rules(t))->generate(TuneContext{w.func, t}, seed);
 }
 
@@ -39,7 +40,8 @@ TEST(TensorCoreTiling, AHalfPrecisionGmmIsTensorized) {
     for (int64_t seed : {1, 2, 3}) {
       std::vector<Schedule> designs = tensor_core_designs(w, cuda, seed);
       ASSERT_EQ(designs.size(), 2u);
-      for (auto [d, family, update] : {std::tuple{0, "mma", "sync"}, std::tuple{1, "wmma", "mma"}}) {
+      for (auto [d, family, update] :
+           {std::tuple{0, "mma", "sync"}, std::tuple{1, "wmma", "mma"}}) {
         SCOPED_TRACE(fmt::format("{} seed {} {}", precision, seed, family));
         std::string trace = designs[static_cast<size_t>(d)].trace()->to_text();
         std::string prefix = fmt::format("\"cuda_{}_", family);
@@ -57,7 +59,9 @@ TEST(TensorCoreTiling, AHalfPrecisionGmmIsTensorized) {
     }
   }
   // Before Ampere, WMMA only.
-  std::vector<Schedule> volta = tensor_core_designs(workloads::make_workload("GMM", {1, 64, 64, 32}, "F16"), target::Target::parse("cuda -arch=sm_70"), 1);
+  std::vector<Schedule> volta =
+      tensor_core_designs(workloads::make_workload("GMM", {1, 64, 64, 32}, "F16"),
+                          target::Target::parse("cuda -arch=sm_70"), 1);
   ASSERT_EQ(volta.size(), 1u);
   EXPECT_THAT(volta[0].trace()->to_text(), HasSubstr("cuda_wmma_mma_16x16x16_f16f32"));
   EXPECT_THROW(MultiLevelTilingTensorCore(tensor_core_tiling(), 75, {"mma"}), InputError);
@@ -66,7 +70,8 @@ TEST(TensorCoreTiling, AHalfPrecisionGmmIsTensorized) {
 
 TEST(TensorCoreTiling, ExtentsAreRoundedUpToTheTile) {
   target::Target cuda = target::Target::parse("cuda");
-  workloads::Workload w = workloads::resolve("C[i,j] += A[i,k]*B[k,j]", "i=40,j=24,k=20", "A=float16,B=float16,C=float32");
+  workloads::Workload w = workloads::resolve("C[i,j] += A[i,k]*B[k,j]", "i=40,j=24,k=20",
+                                             "A=float16,B=float16,C=float32");
   std::vector<Schedule> designs = tensor_core_designs(w, cuda, 5);
   ASSERT_EQ(designs.size(), 2u);
   std::string trace = designs[1].trace()->to_text();
@@ -81,15 +86,17 @@ TEST(TensorCoreTiling, OtherBlocksAndArchitecturesAreLeftToMultiLevelTiling) {
   workloads::Workload bf16 = workloads::make_workload("GMM", {1, 64, 64, 32}, "BF16");
   workloads::Workload f16 = workloads::make_workload("GMM", {1, 64, 64, 32}, "F16");
   auto tensorized = [](const workloads::Workload& w, const char* target) {
-    std::string trace = tensor_core_designs(w, target::Target::parse(target), 1)[0].trace()->to_text();
-    return trace.find("cuda_wmma") != std::string::npos || trace.find("cuda_mma") != std::string::npos;
+    std::string trace =
+        tensor_core_designs(w, target::Target::parse(target), 1)[0].trace()->to_text();
+    return trace.find("cuda_wmma") != std::string::npos ||
+           trace.find("cuda_mma") != std::string::npos;
   };
   EXPECT_FALSE(tensorized(f32, "cuda"));
   EXPECT_FALSE(tensorized(f16, "cuda -arch=sm_61"));  // no tensor cores before Volta
   EXPECT_TRUE(tensorized(f16, "cuda -arch=sm_70"));
   EXPECT_FALSE(tensorized(bf16, "cuda -arch=sm_75"));  // bfloat16 from Ampere on
   EXPECT_TRUE(tensorized(bf16, "cuda -arch=sm_90"));
-  EXPECT_FALSE(tensorized(f16, "opencl"));            // OpenCL has no WMMA
+  EXPECT_FALSE(tensorized(f16, "opencl"));  // OpenCL has no WMMA
   EXPECT_EQ(cuda_compute_capability(target::Target::parse("cuda -arch=sm_90a")), 90);
   EXPECT_EQ(cuda_compute_capability(target::Target::parse("cuda")), 80);
 }

@@ -65,7 +65,9 @@ TEST(TaskScheduler, RoundRobinTakesTurnsAndSkipsFinishedTasks) {
   EXPECT_THROW(make_task_scheduler("lottery"), Error);
 }
 
-std::string worker() { return std::string(TYCHE_BINARY_DIR) + "/tools/tyche-worker"; }
+std::string worker() {
+  return std::string(TYCHE_BINARY_DIR) + "/tools/tyche-worker";
+}
 
 std::string fresh_dir(const std::string& name) {
   std::string d = ::testing::TempDir() + "/tyche_tune_" + name + "_" + std::to_string(::getpid());
@@ -84,8 +86,13 @@ TuneOptions quick(const std::string& db, const std::string& strategy, int trials
   o.threads = 2;
   o.runner.worker_path = worker();
   o.runner.timeout_s = 20;
-  o.runner.time = {.warmup = 0, .number = 1, .repeat = 2, .min_repeat_ms = 2, .flush_cache = false, .flush_ranges = {}};
-  o.confirm_top = 0;  // Tune.TheLeadersAreTimedAgain tests it
+  o.runner.time = {.warmup = 0,
+                   .number = 1,
+                   .repeat = 2,
+                   .min_repeat_ms = 2,
+                   .flush_cache = false,
+                   .flush_ranges = {}};
+  o.confirm_top = 0;           // Tune.TheLeadersAreTimedAgain tests it
   o.drift_correction = false;  // Tune.EachRoundIsScaledByTheYardstick tests it
   return o;
 }
@@ -102,7 +109,13 @@ double unscheduled_seconds(const workloads::Workload& w) {
   auto expected = w.reference(inputs);
   std::vector<runtime::NDArray> args = inputs;
   for (const auto& e : expected) args.push_back(runtime::NDArray(e.shape(), e.dtype()));
-  return runtime::time_function([&] { k->run(args); }, {.warmup = 1, .number = 1, .repeat = 3, .min_repeat_ms = 5, .flush_cache = false, .flush_ranges = {}}).median;
+  return runtime::time_function([&] { k->run(args); }, {.warmup = 1,
+                                                        .number = 1,
+                                                        .repeat = 3,
+                                                        .min_repeat_ms = 5,
+                                                        .flush_cache = false,
+                                                        .flush_ranges = {}})
+      .median;
 }
 
 TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
@@ -112,11 +125,12 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
     SCOPED_TRACE(strategy);
     std::string db = fresh_dir(strategy);
     int rounds = 0;
-    TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), quick(db, strategy, 16), [&](const TuneProgress& p) {
-      ++rounds;
-      EXPECT_EQ(p.budget, 16);
-      EXPECT_EQ(p.task->name, "GMM-1");
-    });
+    TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), quick(db, strategy, 16),
+                        [&](const TuneProgress& p) {
+                          ++rounds;
+                          EXPECT_EQ(p.budget, 16);
+                          EXPECT_EQ(p.task->name, "GMM-1");
+                        });
     ASSERT_EQ(r.tasks.size(), 1u);
     EXPECT_EQ(r.tasks[0].trials, 16);
     EXPECT_EQ(rounds, 2);
@@ -131,13 +145,16 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
     Database d(db);
     ASSERT_EQ(d.records().size(), 24u);
     std::unordered_set<uint64_t> programs;
-    for (const TuningRecord& rec : d.records()) EXPECT_TRUE(programs.insert(rec.program).second) << "measured twice";
+    for (const TuningRecord& rec : d.records())
+      EXPECT_TRUE(programs.insert(rec.program).second) << "measured twice";
     // The best records replay to the programs measured, fastest first.
     std::vector<ir::PrimFunc> top = best_programs(d, "GMM-1", w.func, two_cores(), 3);
     auto best = d.best(ir::structural_hash(w.func), target_key(record_target(two_cores())), 3);
     ASSERT_EQ(top.size(), 3u);
-    for (size_t k = 0; k < top.size(); ++k) EXPECT_EQ(ir::structural_hash(top[k]), best[k]->program);
-    if (strategy == "evolutionary") {  // a record whose program is not what its trace gives is refused
+    for (size_t k = 0; k < top.size(); ++k)
+      EXPECT_EQ(ir::structural_hash(top[k]), best[k]->program);
+    if (strategy ==
+        "evolutionary") {  // a record whose program is not what its trace gives is refused
       std::string path = db + "/records.jsonl";
       std::ifstream in(path);
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -146,7 +163,8 @@ TEST(Tune, EachStrategyBeatsTheUnscheduledProgramAndResumes) {
       text.replace(text.find(hex), hex.size(), "0123456789abcdef");
       std::ofstream(path) << text;
       EXPECT_THAT([&] { best_program(Database(db), "GMM-1", w.func, two_cores()); },
-                  ::testing::ThrowsMessage<Error>(HasSubstr("replays to another program than the one measured")));
+                  ::testing::ThrowsMessage<Error>(
+                      HasSubstr("replays to another program than the one measured")));
     }
     std::filesystem::remove_all(db);
   }
@@ -194,9 +212,11 @@ TEST(Tune, ColdTimedRecordsAreKeptApartAndPreferredByTheirReaders) {
   ASSERT_EQ(again.records().size(), 24u);
   for (size_t k = 16; k < 24; ++k) EXPECT_EQ(again.records()[k].target.timing, "llc");
   RecordTarget as_llc = record_target(two_cores(), llc_timing());
-  EXPECT_EQ(preferred_target_key(again, ir::structural_hash(w.func), two_cores()), target_key(as_llc));
+  EXPECT_EQ(preferred_target_key(again, ir::structural_hash(w.func), two_cores()),
+            target_key(as_llc));
   EXPECT_THAT([] { timing_named("lukewarm"); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("unknown timing 'lukewarm' (expected cold, llc, mixed or warm)")));
+              ::testing::ThrowsMessage<Error>(
+                  HasSubstr("unknown timing 'lukewarm' (expected cold, llc, mixed or warm)")));
   std::filesystem::remove_all(db);
 }
 
@@ -220,7 +240,8 @@ TEST(Tune, TheLeadersAreTimedAgainInterleavedAndTheFastestOfThemIsTheBest) {
     EXPECT_FALSE(d.records()[k].confirmed);
     if (d.records()[k].ok()) searched.push_back(&d.records()[k]);
   }
-  std::sort(searched.begin(), searched.end(), [](auto* a, auto* b) { return a->typical_seconds() < b->typical_seconds(); });
+  std::sort(searched.begin(), searched.end(),
+            [](auto* a, auto* b) { return a->typical_seconds() < b->typical_seconds(); });
   ASSERT_GE(searched.size(), 4u);
   EXPECT_DOUBLE_EQ(t.search_best_seconds, searched[0]->typical_seconds());
   double fastest_confirmed = std::numeric_limits<double>::infinity();
@@ -267,7 +288,8 @@ TEST(Tune, RoundsAreSizedToTheBudgetAndTheConfirmationToItsShare) {
   o.confirm_top = 8;
   o.confirm_rounds = 2;
   o.confirm_share = 1e-9;  // pays for no leader: nothing confirmed
-  std::vector<TuneTask> tasks = {{workloads::get_preset("GMM-1"), "", 1.0, nullptr}, {workloads::get_preset("NRM-1"), "", 1.0, nullptr}};
+  std::vector<TuneTask> tasks = {{workloads::get_preset("GMM-1"), "", 1.0, nullptr},
+                                 {workloads::get_preset("NRM-1"), "", 1.0, nullptr}};
   TuneResult r = tune(tasks, two_cores(), o);
   ASSERT_EQ(r.tasks.size(), 2u);
   EXPECT_EQ(r.tasks[0].trials + r.tasks[1].trials, 32);
@@ -325,13 +347,16 @@ TEST(Tune, EachRoundIsScaledByTheYardstick) {
       if (!rec.ok()) continue;
       double s = rec.typical_seconds();
       round_best = std::min(round_best, s);
-      if (round > 0) s *= std::clamp(h.yardstick_typical / std::min(h.yardstick_before, h.yardstick_after), 0.8, 1.25);
+      if (round > 0)
+        s *= std::clamp(h.yardstick_typical / std::min(h.yardstick_before, h.yardstick_after), 0.8,
+                        1.25);
       corrected.emplace_back(s, rec.program);
     }
     if (round == 0) yardstick.push_back(round_best);  // its first time: the first round's fastest
   }
   std::sort(corrected.begin(), corrected.end());
-  EXPECT_NEAR(t.history.back().best_seconds, corrected[0].first, 1e-12);  // before the leaders are timed again
+  EXPECT_NEAR(t.history.back().best_seconds, corrected[0].first,
+              1e-12);  // before the leaders are timed again
   double fastest = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < 24; ++k)
     if (d.records()[k].ok()) fastest = std::min(fastest, d.records()[k].typical_seconds());
@@ -356,15 +381,23 @@ class Saboteur : public SearchStrategy {
     ir::Buffer a = f->params[0], c = f->params[1];
     ir::Var i("i", kInt64);
     ir::Expr zero = ir::make_int(0, kInt64);
-    auto loop = [&](int64_t n, ir::Stmt body) { return ir::for_loop(i, zero, ir::make_int(n, kInt64), ir::ForKind::kSerial, body); };
+    auto loop = [&](int64_t n, ir::Stmt body) {
+      return ir::for_loop(i, zero, ir::make_int(n, kInt64), ir::ForKind::kSerial, body);
+    };
     std::vector<ir::Stmt> bodies = {
-        loop(1000000000, ir::buffer_store(c, ir::make_float(1.0), {i * ir::make_int(1 << 20, kInt64)})),         // crash
-        loop(1000000000000000000LL, ir::buffer_store(c, ir::buffer_load(c, {zero}) * ir::make_float(1.0000001) + ir::make_float(1.0), {zero})),  // hang
-        loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}), {i})),                                             // wrong
-        loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}) + ir::make_float(1.0), {i}))};                      // right
+        loop(1000000000, ir::buffer_store(c, ir::make_float(1.0),
+                                          {i * ir::make_int(1 << 20, kInt64)})),  // crash
+        loop(1000000000000000000LL,
+             ir::buffer_store(
+                 c, ir::buffer_load(c, {zero}) * ir::make_float(1.0000001) + ir::make_float(1.0),
+                 {zero})),                                            // hang
+        loop(64, ir::buffer_store(c, ir::buffer_load(a, {i}), {i})),  // wrong
+        loop(64,
+             ir::buffer_store(c, ir::buffer_load(a, {i}) + ir::make_float(1.0), {i}))};  // right
     if (right_first_) bodies.insert(bodies.begin(), bodies.back());
     std::vector<Trial> out;
-    for (const ir::Stmt& b : bodies) out.push_back(Trial::of(schedule::Trace(), ir::PrimFunc("C", f->params, 1, b), false));
+    for (const ir::Stmt& b : bodies)
+      out.push_back(Trial::of(schedule::Trace(), ir::PrimFunc("C", f->params, 1, b), false));
     return out;
   }
 
@@ -433,14 +466,16 @@ TEST(Tune, SearchesTheTasksOwnSpace) {
   EXPECT_GT(r.tasks[0].best_seconds, 0);
   EXPECT_THAT(r.tasks[0].best_trace_text, HasSubstr("sch.sample_perfect_tile(loop="));
   EXPECT_THAT(r.tasks[0].best_trace_text, HasSubstr("sch.parallel(loop="));
-  for (const TuningRecord& rec : Database(db).records()) EXPECT_THAT(rec.trace_json, HasSubstr("\"sample_perfect_tile\""));
+  for (const TuningRecord& rec : Database(db).records())
+    EXPECT_THAT(rec.trace_json, HasSubstr("\"sample_perfect_tile\""));
   std::filesystem::remove_all(db);
 }
 
 TEST(Tune, StartsFromThePreTrainedModelUnlessToldOtherwise) {
   auto w = workloads::scaled_down(workloads::get_preset("GMM-1"));
   const std::string path = default_cost_model_path();
-  ASSERT_FALSE(path.empty()) << "the build trains the default cost model on bench/data (tools/CMakeLists.txt)";
+  ASSERT_FALSE(path.empty())
+      << "the build trains the default cost model on bench/data (tools/CMakeLists.txt)";
   std::string db = fresh_dir("pretrained");
   TuneOptions o = quick(db, "evolutionary", 8);
   EXPECT_EQ(tune({{w, "", 1.0, nullptr}}, two_cores(), o).model, path);
@@ -454,7 +489,8 @@ TEST(Tune, StartsFromThePreTrainedModelUnlessToldOtherwise) {
   TuneResult r = tune({{w, "", 1.0, nullptr}}, two_cores(), o);
   ::unsetenv("TYCHE_COST_MODEL");
   EXPECT_EQ(r.model, "untrained");
-  EXPECT_THAT(r.warnings, ::testing::Contains(HasSubstr("the pre-trained cost model was not loaded")));
+  EXPECT_THAT(r.warnings,
+              ::testing::Contains(HasSubstr("the pre-trained cost model was not loaded")));
   std::filesystem::remove_all(db);
 }
 
@@ -469,7 +505,8 @@ TEST(Tune, AFreshTaskStartsFromTheFastestRecordsOfItsFamilysOtherShapes) {
   o = quick(db + "/conv", "replay-trace", 8);
   o.warm_start = false;
   tune({{conv, "", 1.0, nullptr}}, two_cores(), o);
-  const std::string gmm_records = db + "/gmm/records.jsonl", conv_records = db + "/conv/records.jsonl";
+  const std::string gmm_records = db + "/gmm/records.jsonl",
+                    conv_records = db + "/conv/records.jsonl";
 
   // Records of another shape: its fastest four lead a fresh database's tune.
   o = quick(db + "/fresh", "evolutionary", 8);
@@ -488,17 +525,24 @@ TEST(Tune, AFreshTaskStartsFromTheFastestRecordsOfItsFamilysOtherShapes) {
   EXPECT_EQ(tune({{large, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 0);
   o = quick(db + "/gmm", "evolutionary", 8);
   o.warm_start_records = std::vector<std::string>{gmm_records};
-  ASSERT_EQ(tune({{small, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 4);  // 8 of its own: still warm
+  ASSERT_EQ(tune({{small, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start,
+            4);  // 8 of its own: still warm
   EXPECT_EQ(tune({{small, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 0);  // 16
   // A file that cannot be read is one line, before any work.
   o = quick(db + "/fresh4", "evolutionary", 8);
   o.warm_start_records = std::vector<std::string>{db + "/missing.jsonl"};
-  EXPECT_THAT([&] { tune({{large, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("missing.jsonl")));
-  EXPECT_FALSE(std::filesystem::exists(db + "/fresh4/records.jsonl") && std::filesystem::file_size(db + "/fresh4/records.jsonl") > 0);
+  EXPECT_THAT(
+      [&] {
+        tune({{large, "", 1.0, nullptr}}, two_cores(), o);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("missing.jsonl")));
+  EXPECT_FALSE(std::filesystem::exists(db + "/fresh4/records.jsonl") &&
+               std::filesystem::file_size(db + "/fresh4/records.jsonl") > 0);
 
   // By default: the dataset the build copies beside the default model (one shape a family).
   std::vector<std::string> shipped = default_warm_start_records();
-  ASSERT_FALSE(shipped.empty()) << "the build copies bench/data to share/tyche/records (tools/CMakeLists.txt)";
+  ASSERT_FALSE(shipped.empty())
+      << "the build copies bench/data to share/tyche/records (tools/CMakeLists.txt)";
   for (const std::string& f : shipped) EXPECT_TRUE(f.ends_with(".jsonl.gz")) << f;
   o = quick(db + "/default", "evolutionary", 8);
   EXPECT_GT(tune({{large, "", 1.0, nullptr}}, two_cores(), o).tasks[0].warm_start, 0);
@@ -509,25 +553,51 @@ TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
   auto w = workloads::get_preset("GMM-1");
   std::string db = fresh_dir("refusals");
   TuneOptions o = quick(db, "bayesian", 8);
-  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown search strategy")));
+  EXPECT_THAT(
+      [&] {
+        tune({{w, "", 1.0, nullptr}}, two_cores(), o);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("unknown search strategy")));
   o = quick(db, "evolutionary", 8);
   o.cost_model = "random";
   o.model_path = "/tmp/model.json";
-  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("--model needs the xgb")));
+  EXPECT_THAT(
+      [&] {
+        tune({{w, "", 1.0, nullptr}}, two_cores(), o);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("--model needs the xgb")));
   o = quick(db, "evolutionary", 8);
-  ::setenv("TYCHE_CUDA_DRIVER_LIBRARY", "/nonexistent/libcuda.so.1", 1);  // no driver, whatever this machine has
-  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, target::Target::parse("cuda"), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("cannot load the CUDA driver")));
+  ::setenv("TYCHE_CUDA_DRIVER_LIBRARY", "/nonexistent/libcuda.so.1",
+           1);  // no driver, whatever this machine has
+  EXPECT_THAT(
+      [&] {
+        tune({{w, "", 1.0, nullptr}}, target::Target::parse("cuda"), o);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("cannot load the CUDA driver")));
   ::unsetenv("TYCHE_CUDA_DRIVER_LIBRARY");
   o.runner.time.repeat = 0;
-  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("repeats")));
+  EXPECT_THAT(
+      [&] {
+        tune({{w, "", 1.0, nullptr}}, two_cores(), o);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("repeats")));
   o = quick(db, "evolutionary", 8);
   o.runner.timeout_s = -1;
-  EXPECT_THAT([&] { tune({{w, "", 1.0, nullptr}}, two_cores(), o); }, ::testing::ThrowsMessage<Error>(HasSubstr("timeout")));
+  EXPECT_THAT(
+      [&] {
+        tune({{w, "", 1.0, nullptr}}, two_cores(), o);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("timeout")));
   o = quick(db, "evolutionary", 8);
-  SpaceGeneratorPtr nothing = post_order_apply({make_rule("drop", [](schedule::Schedule, const schedule::BlockRV&) {
-    return std::vector<schedule::Schedule>{};
-  })});
-  EXPECT_THAT([&] { tune({{w, "", 1.0, nothing}}, two_cores(), o); }, ::testing::ThrowsMessage<InputError>(HasSubstr("design space of GMM-1 is empty")));
+  SpaceGeneratorPtr nothing =
+      post_order_apply({make_rule("drop", [](schedule::Schedule, const schedule::BlockRV&) {
+        return std::vector<schedule::Schedule>{};
+      })});
+  EXPECT_THAT(
+      [&] {
+        tune({{w, "", 1.0, nothing}}, two_cores(), o);
+      },
+      ::testing::ThrowsMessage<InputError>(HasSubstr("design space of GMM-1 is empty")));
   std::filesystem::remove_all(db);
 }
 
