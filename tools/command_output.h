@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,6 +37,19 @@ std::string refusal_text(const std::map<std::string, Count>& counts) {
   std::vector<std::string> parts;
   for (const auto& [reason, n] : sorted) parts.push_back(fmt::format("{} ({})", reason, n));
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// --dtypes' help, on every command that takes a formula.
+inline constexpr const char* kDtypesHelp =
+    "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32";
+
+// Set by SIGINT while a tune runs (on_interrupt): the tune stops once what it measured is saved.
+inline std::atomic<bool>& interrupted() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+inline void on_interrupt(int) {
+  interrupted() = true;
 }
 
 // The directory of this program: tyche-worker sits beside it.

@@ -39,8 +39,6 @@ namespace {
 constexpr const char* kWorkloadHelp =
     "preset name (GMM-4) or index notation ('C[i,j] += A[i,k]*B[k,j]')";
 constexpr const char* kExtentsHelp = "index extents for a formula, e.g. i=64,j=64,k=64";
-constexpr const char* kDtypesHelp =
-    "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32";
 
 // The root annotations a design-space trace (a tuning record's) leaves for the postprocessors
 // to turn into parallel, vectorized and unrolled loops.

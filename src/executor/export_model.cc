@@ -170,23 +170,9 @@ std::string export_model_header(const Graph& g, const TaskTable& table,
     std::string p = i < num_inputs ? fmt::format("{}_INPUT{}", n, i)
                                    : fmt::format("{}_OUTPUT{}", n, i - num_inputs);
     h << fmt::format("#define {}_NAME \"{}\"\n", p, c_string(v.name));
-    h << fmt::format("#define {}_DIMS {}\n", p, v.shape.size());
-    if (!v.shape.empty())
-      h << fmt::format("#define {}_SHAPE {{{}}}\n", p,
-                       fmt::join(v.shape, ", "));  // C has no empty initializer
-    h << fmt::format("#define {}_ELEMENTS {}\n", p, v.numel());
-    h << fmt::format("#define {}_BYTES {}\n", p, value_bytes(v));
-    h << fmt::format("#define {}_DTYPE \"{}\"\n", p, v.dtype.str());
+    h << codegen::export_argument_defines(p, v.shape, v.numel(), value_bytes(v), v.dtype);
   }
-  h << "\n" << prototype << ";\n";
-  h << fmt::format(
-      "/* The same, the argument pointers in an array (inputs, then outputs). */\nint32_t "
-      "{}_packed(void** args);\n",
-      n);
-  h << fmt::format(
-      "/* The number of threads of the library's pool{}. */\nvoid {}_set_num_threads(int n);\n",
-      o.parallel ? "" : " (this model runs serially: no effect)", n);
-  h << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  h << "\n" << codegen::export_header_closing(n, prototype, o.parallel, "model");
   return h.str();
 }
 

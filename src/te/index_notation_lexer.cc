@@ -1,8 +1,11 @@
-// The lexer of index-notation formulas.
+// The lexer of index-notation formulas, and the scanner of the "NAME = VALUE" lists beside them.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
+#include <utility>
 
 #include "support/error.h"
 #include "te/index_notation_syntax.h"
@@ -95,6 +98,61 @@ std::vector<Token> lex_formula(std::string_view s) {
 std::string describe(const Token& t) {
   if (t.kind == Tok::kEnd) return "end of formula";
   return fmt::format("'{}'", t.text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// "NAME = VALUE" lists (extents, element types)
+
+AssignmentList::AssignmentList(std::string_view s, std::string list, std::string name_kind,
+                               std::string entries)
+    : s_(s),
+      list_(std::move(list)),
+      name_kind_(std::move(name_kind)),
+      entries_(std::move(entries)) {}
+
+void AssignmentList::skip_blanks() {
+  while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+}
+
+int AssignmentList::column(size_t p) const {
+  return static_cast<int>(std::min<size_t>(p, std::numeric_limits<int>::max() - 1)) + 1;
+}
+
+std::string AssignmentList::found(size_t p) const {
+  return p >= s_.size() ? "end of " + list_ : describe_char(s_[p]);
+}
+
+void AssignmentList::fail_at(size_t p, const std::string& what) const {
+  fail(fmt::format("{} column {}: {}", list_, column(p), what));
+}
+
+bool AssignmentList::next() {
+  skip_blanks();
+  if (i_ == s_.size()) return false;
+  if (started_) {
+    if (s_[i_] != ',')
+      fail_at(i_, fmt::format("expected ',' between {}, found {}", entries_, found(i_)));
+    ++i_;
+    skip_blanks();
+  }
+  started_ = true;
+  name_pos_ = i_;
+  if (i_ >= s_.size() || !is_ident_start(s_[i_]))
+    fail_at(i_, fmt::format("expected {}, found {}", name_kind_, found(i_)));
+  while (i_ < s_.size() && is_ident_char(s_[i_])) ++i_;
+  name_ = std::string(s_.substr(name_pos_, i_ - name_pos_));
+  skip_blanks();
+  if (i_ >= s_.size() || s_[i_] != '=')
+    fail_at(i_, fmt::format("expected '=' after '{}', found {}", name_, found(i_)));
+  ++i_;
+  skip_blanks();
+  return true;
+}
+
+std::string_view AssignmentList::value(bool (*keep)(char)) {
+  value_pos_ = i_;
+  while (i_ < s_.size() && keep(s_[i_])) ++i_;
+  return s_.substr(value_pos_, i_ - value_pos_);
 }
 
 }  // namespace tyche::te::notation

@@ -375,63 +375,39 @@ std::vector<IndexNotationStatement> parse_statements(std::string_view formula) {
 
 std::vector<ExtentEntry> parse_extents(std::string_view s) {
   std::vector<ExtentEntry> out;
-  size_t i = 0;
-  auto skip_ws = [&] {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  };
-  auto col = [](size_t p) {
-    return static_cast<int>(std::min<size_t>(p, std::numeric_limits<int>::max() - 1)) + 1;
-  };
-  auto found = [&](size_t p) {
-    return p >= s.size() ? std::string("end of extents") : describe_char(s[p]);
-  };
-  auto err = [&](size_t p, const std::string& what) {
-    fail(fmt::format("extents column {}: {}", col(p), what));
-  };
-  skip_ws();
-  if (i == s.size()) return out;
-  while (true) {
-    skip_ws();
-    size_t name_pos = i;
-    if (i >= s.size() || !is_ident_start(s[i])) err(i, "expected an index name, found " + found(i));
-    while (i < s.size() && is_ident_char(s[i])) ++i;
-    std::string name(s.substr(name_pos, i - name_pos));
-    skip_ws();
-    if (i >= s.size() || s[i] != '=')
-      err(i, fmt::format("expected '=' after '{}', found {}", name, found(i)));
-    ++i;
-    skip_ws();
+  AssignmentList list(s, "extents", "an index name", "extents");
+  while (list.next()) {
+    const std::string& name = list.name();
     // The value is everything up to the next separator, so "1.5" or "4k" is reported whole.
-    size_t value_pos = i;
-    while (i < s.size() && s[i] != ',' && s[i] != '=' &&
-           !std::isspace(static_cast<unsigned char>(s[i])))
-      ++i;
-    std::string_view value = s.substr(value_pos, i - value_pos);
+    std::string_view value = list.value(+[](char c) {
+      return c != ',' && c != '=' && !std::isspace(static_cast<unsigned char>(c));
+    });
+    size_t value_pos = list.value_pos();
     if (value.empty())
-      err(value_pos, fmt::format("expected an extent for '{}', found {}", name, found(value_pos)));
+      list.fail_at(value_pos, fmt::format("expected an extent for '{}', found {}", name,
+                                          list.found(value_pos)));
     bool negative = value[0] == '-';
     std::string_view digits = negative ? value.substr(1) : value;
     bool all_digits = !digits.empty() && std::all_of(digits.begin(), digits.end(), is_digit);
     bool printable =
         std::all_of(value.begin(), value.end(), [](char c) { return c > 0x20 && c < 0x7f; });
     if (!all_digits)
-      err(value_pos, fmt::format("expected an integer extent for '{}', found {}", name,
-                                 printable ? fmt::format("'{}'", value) : describe_char(value[0])));
+      list.fail_at(value_pos,
+                   fmt::format("expected an integer extent for '{}', found {}", name,
+                               printable ? fmt::format("'{}'", value) : describe_char(value[0])));
     int64_t v = 0;
     auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
     if ((r.ec != std::errc() || v > kMaxIndex) && !negative)
-      err(value_pos, fmt::format("extent of '{}' is too large (at most {})", name, kMaxIndex));
+      list.fail_at(value_pos,
+                   fmt::format("extent of '{}' is too large (at most {})", name, kMaxIndex));
     if (negative || v == 0)
-      err(value_pos, fmt::format("extent of '{}' must be positive, found {}", name, value));
+      list.fail_at(value_pos,
+                   fmt::format("extent of '{}' must be positive, found {}", name, value));
     for (const ExtentEntry& e : out)
       if (e.name == name)
-        err(name_pos,
-            fmt::format("duplicate extent for '{}' (first at column {})", name, e.column));
-    out.push_back(ExtentEntry{name, v, col(name_pos)});
-    skip_ws();
-    if (i >= s.size()) break;
-    if (s[i] != ',') err(i, "expected ',' between extents, found " + found(i));
-    ++i;
+        fail(fmt::format("extents column {}: duplicate extent for '{}' (first at column {})",
+                         list.name_column(), name, e.column));
+    out.push_back(ExtentEntry{name, v, list.name_column()});
   }
   return out;
 }

@@ -113,6 +113,35 @@ inline constexpr ir::ExprKind kBinaryKinds[] = {ir::ExprKind::kAdd, ir::ExprKind
 
 std::vector<IndexNotationStatement> parse_statements(std::string_view formula);
 
+// A comma-separated list of "NAME = VALUE" (extents, element types), read one entry at a time:
+// blanks are skipped, the name and '=' are read here, the value's text by the caller's rule.
+// Every refusal is "<list> column N: ..." (1-based) and an InputError.
+class AssignmentList {
+ public:
+  // `list` names the list in messages ("extents"), `name_kind` what a name is ("an index name"),
+  // `entries` what the commas separate ("extents").
+  AssignmentList(std::string_view s, std::string list, std::string name_kind, std::string entries);
+  // Reads the next "NAME =": false at the end of the list (empty, or after the last value).
+  bool next();
+  const std::string& name() const { return name_; }
+  int name_column() const { return column(name_pos_); }
+  // The value: the characters from here while `keep` holds for them; its position for messages.
+  std::string_view value(bool (*keep)(char));
+  size_t value_pos() const { return value_pos_; }
+  // What stands at `p` (a character, or the end of the list), for "found ..." in messages.
+  std::string found(size_t p) const;
+  int column(size_t p) const;
+  [[noreturn]] void fail_at(size_t p, const std::string& what) const;
+
+ private:
+  void skip_blanks();
+  std::string_view s_;
+  std::string list_, name_kind_, entries_;
+  size_t i_ = 0, name_pos_ = 0, value_pos_ = 0;
+  bool started_ = false;
+  std::string name_;
+};
+
 struct ExtentEntry {
   std::string name;
   int64_t value;

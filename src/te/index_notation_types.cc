@@ -68,36 +68,14 @@ void check_expr(const IndexNotationExpr& e, const IndexNotationProgram& p,
 
 std::vector<DtypeEntry> parse_dtypes(std::string_view s) {
   std::vector<DtypeEntry> out;
-  size_t i = 0;
-  auto skip_ws = [&] {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  };
-  auto col = [](size_t p) { return static_cast<int>(std::min<size_t>(p, 1u << 30)) + 1; };
-  auto found = [&](size_t p) {
-    return p >= s.size() ? std::string("end of dtypes") : describe_char(s[p]);
-  };
-  auto err = [&](size_t p, const std::string& what) {
-    fail(fmt::format("dtypes column {}: {}", col(p), what));
-  };
-  skip_ws();
-  if (i == s.size()) return out;
-  while (true) {
-    skip_ws();
-    size_t name_pos = i;
-    if (i >= s.size() || !is_ident_start(s[i])) err(i, "expected a tensor name, found " + found(i));
-    while (i < s.size() && is_ident_char(s[i])) ++i;
-    std::string name(s.substr(name_pos, i - name_pos));
-    skip_ws();
-    if (i >= s.size() || s[i] != '=')
-      err(i, fmt::format("expected '=' after '{}', found {}", name, found(i)));
-    ++i;
-    skip_ws();
-    size_t type_pos = i;
-    while (i < s.size() && is_ident_char(s[i])) ++i;
-    std::string type(s.substr(type_pos, i - type_pos));
+  AssignmentList list(s, "dtypes", "a tensor name", "types");
+  while (list.next()) {
+    const std::string& name = list.name();
+    std::string type(list.value(is_ident_char));
+    size_t type_pos = list.value_pos();
     if (type.empty())
-      err(type_pos,
-          fmt::format("expected an element type for '{}', found {}", name, found(type_pos)));
+      list.fail_at(type_pos, fmt::format("expected an element type for '{}', found {}", name,
+                                         list.found(type_pos)));
     DataType t;
     try {
       t = DataType::parse(type);
@@ -105,16 +83,14 @@ std::vector<DtypeEntry> parse_dtypes(std::string_view s) {
       t = DataType::Void();
     }
     if (!allowed(t))
-      err(type_pos, fmt::format("unknown element type '{}' for '{}' (formulas take {})", type, name,
-                                allowed_list()));
+      list.fail_at(type_pos, fmt::format("unknown element type '{}' for '{}' (formulas take {})",
+                                         type, name, allowed_list()));
     for (const DtypeEntry& d : out)
-      if (d.name == name) err(name_pos, fmt::format("'{}' is given a type twice", name));
-    out.push_back({name, t, col(name_pos)});
-    skip_ws();
-    if (i == s.size()) return out;
-    if (s[i] != ',') err(i, "expected ',' between types, found " + found(i));
-    ++i;
+      if (d.name == name)
+        fail(fmt::format("dtypes column {}: '{}' is given a type twice", list.name_column(), name));
+    out.push_back({name, t, list.name_column()});
   }
+  return out;
 }
 
 void assign_dtypes(IndexNotationProgram& p, const std::vector<DtypeEntry>& entries) {

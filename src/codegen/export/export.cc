@@ -372,6 +372,30 @@ std::string export_header_opening(const std::string& name, bool parallel) {
   return h;
 }
 
+std::string export_argument_defines(const std::string& prefix, const std::vector<int64_t>& shape,
+                                    int64_t elements, int64_t bytes, DataType dtype) {
+  std::string h = fmt::format("#define {}_DIMS {}\n", prefix, shape.size());
+  if (!shape.empty())  // C has no empty initializer
+    h += fmt::format("#define {}_SHAPE {{{}}}\n", prefix, fmt::join(shape, ", "));
+  h += fmt::format("#define {}_ELEMENTS {}\n#define {}_BYTES {}\n#define {}_DTYPE \"{}\"\n", prefix,
+                   elements, prefix, bytes, prefix, dtype.str());
+  return h;
+}
+
+std::string export_header_closing(const std::string& name, const std::string& prototype,
+                                  bool parallel, const std::string& what) {
+  return prototype + ";\n" +
+         fmt::format(
+             "/* The same, the argument pointers in an array (inputs, then outputs). */\nint32_t "
+             "{}_packed(void** args);\n",
+             name) +
+         fmt::format(
+             "/* The number of threads of the library's pool{}. */\nvoid {}_set_num_threads(int "
+             "n);\n",
+             parallel ? "" : fmt::format(" (this {} runs serially: no effect)", what), name) +
+         "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+}
+
 std::string export_comment_text(std::string text) {
   for (size_t i; (i = text.find("*/")) != std::string::npos;) text.replace(i, 2, "* /");
   for (size_t i; (i = text.find("/*")) != std::string::npos;) text.replace(i, 2, "/ *");
@@ -436,25 +460,11 @@ std::string export_header(const ir::PrimFunc& func, const ExportOptions& o) {
     TensorSize size = tensor_size(fmt::format("argument '{}'", names[i]), shape, b->dtype);
     int64_t elements = size.elements;
     std::string p = fmt::format("{}_{}", n, names[i]);
-    h << fmt::format("#define {}_DIMS {}\n", p, shape.size());
-    if (!shape.empty())
-      h << fmt::format("#define {}_SHAPE {{{}}}\n", p,
-                       fmt::join(shape, ", "));  // C has no empty initializer
-    h << fmt::format("#define {}_ELEMENTS {}\n", p, elements);
-    h << fmt::format("#define {}_BYTES {}\n", p, size.bytes);
-    h << fmt::format("#define {}_DTYPE \"{}\"\n", p, b->dtype.str());
+    h << export_argument_defines(p, shape, elements, size.bytes, b->dtype);
   }
   h << fmt::format("#define {}_NUM_ARGS {}\n#define {}_NUM_INPUTS {}\n\n", n, names.size(), n,
                    num_inputs);
-  h << prototype << ";\n";
-  h << fmt::format(
-      "/* The same, the argument pointers in an array (inputs, then outputs). */\nint32_t "
-      "{}_packed(void** args);\n",
-      n);
-  h << fmt::format(
-      "/* The number of threads of the library's pool{}. */\nvoid {}_set_num_threads(int n);\n",
-      o.parallel ? "" : " (this kernel runs serially: no effect)", n);
-  h << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  h << export_header_closing(n, prototype, o.parallel, "kernel");
   return h.str();
 }
 

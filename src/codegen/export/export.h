@@ -63,6 +63,13 @@ std::string export_error_codes();
 // An exported header's lines from the end of its comment (the thread pool's paragraph when
 // `parallel`) to the error codes: include guard, C includes, extern "C". Kernels and models.
 std::string export_header_opening(const std::string& name, bool parallel);
+// One argument's #defines: PREFIX_DIMS, _SHAPE (when it has dimensions), _ELEMENTS, _BYTES, _DTYPE.
+std::string export_argument_defines(const std::string& prefix, const std::vector<int64_t>& shape,
+                                    int64_t elements, int64_t bytes, DataType dtype);
+// An exported header's end: the prototype, its packed twin, set_num_threads (a no-op when the
+// `what`, "kernel" or "model", runs serially), extern "C"'s and the include guard's ends.
+std::string export_header_closing(const std::string& name, const std::string& prototype,
+                                  bool parallel, const std::string& what);
 // `text` fit for a line inside a /* */ comment.
 std::string export_comment_text(std::string text);
 // A dtype as a header's comment names it ("float32", "float16 (uint16_t: IEEE half-precision
