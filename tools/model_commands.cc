@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/export/export.h"
+#include "command_output.h"
 #include "executor/executor.h"
 #include "executor/export_model.h"
 #include "flag_checks.h"
@@ -165,17 +166,6 @@ OrtRun run_onnxruntime(const std::string& model, const graph::Graph& g,
     r.outputs.push_back(runtime::load_npy(fmt::format("{}/ort_{}.npy", dir, o)));
   std::filesystem::remove_all(dir);
   return r;
-}
-
-std::atomic<bool> g_interrupted{false};
-void on_interrupt(int) {
-  g_interrupted = true;
-}
-
-std::string program_dir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "." : exe.parent_path().string();
 }
 
 // run-model --profile: `repeat` more runs with every call timed; per task (largest share first)
@@ -359,6 +349,14 @@ ModelCommands::ModelCommands(CLI::App& app) {
   tools::thread_count(tune_model_->add_option(
       "--threads", threads_, "threads for search and the cost model (default: all)"));
   tune_model_->add_option("--seed", seed_, "seed of the spaces and the search (default 0)");
+  tools::at_least(
+      tune_model_->add_option("--population", population_,
+                              "the evolutionary search's population per round (default 512)"),
+      2);
+  tools::at_least(
+      tune_model_->add_option("--generations", generations_,
+                              "the evolutionary search's generations per round (default 4)"),
+      1);
   tune_model_->add_option("--json", json_file_,
                           "write {model, trials, wall_s, estimated_latency_ms, tasks, times} here");
   tune_model_->add_option("--cpu", cpu_, "generate code for this CPU (as tyche tune --cpu)");
@@ -441,8 +439,10 @@ int ModelCommands::cmd_tune_model() {
   setup.timing = timing_;
   setup.cpu = cpu_;
   setup.worker = program_dir() + "/tyche-worker";
+  setup.population = population_;
+  setup.generations = generations_;
   model::ModelTuning tuning = model::prepare_tuning(m, setup);
-  tuning.options.stop = &g_interrupted;
+  tuning.options.stop = &interrupted();
   const std::vector<tune::TuneTask>& tasks = tuning.tasks;
   fmt::print(
       "{}: {} tasks ({} calls), {:.3f} GFLOP, {:.1f} MB of weights, {} trials, timed {}; database "

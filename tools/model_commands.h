@@ -33,6 +33,8 @@ class ModelCommands {
   int repeat_ = 10;
   int trials_ = 0;
   int64_t seed_ = 0;
+  int population_ = 0;  // 0: the search's default
+  int generations_ = 0;
   int threads_ = 0;
   bool profile_ = false;
   std::string timing_ = "auto";

@@ -33,15 +33,8 @@ namespace {
 constexpr const char* kTargetHelp =
     "llvm (default), 'llvm -mcpu=NAME -num-cores=N', 'cuda -arch=sm_XY' or opencl (run on that "
     "device)";
-constexpr const char* kDtypesHelp =
-    "element types of a formula's tensors (default float32), e.g. A=uint8,B=int8,C=int32";
 constexpr const char* kTimeoutHelp = "seconds a candidate may run, all repeats (default 10)";
 constexpr const char* kRecordsHelp = "record files (JSON lines, .gz too)";
-
-std::atomic<bool> interrupted{false};
-void on_interrupt(int) {
-  interrupted = true;
-}
 
 std::string duration_text(double s) {
   int t = static_cast<int>(std::lround(s));
@@ -106,6 +99,12 @@ TuneCommands::TuneCommands(CLI::App& app) {
                    "gradient (default) or round-robin: which workload gets the next round")
       ->check(CLI::IsMember({"gradient", "round-robin"}));
   tune_->add_option("--seed", seed_, "seed of the spaces and the search (default 0)");
+  tools::at_least(tune_->add_option("--population", population_,
+                                    "the evolutionary search's population per round (default 512)"),
+                  2);
+  tools::at_least(tune_->add_option("--generations", generations_,
+                                    "the evolutionary search's generations per round (default 4)"),
+                  1);
   thread_count(tune_->add_option("--threads", threads_,
                                  "threads for search and the cost model (default: all)"));
   at_least(tune_->add_option("--batch", batch_, "candidates measured per round (default 64)"), 1);
@@ -272,6 +271,8 @@ int TuneCommands::cmd_tune() {
   to.confirm_top = confirm_;
   to.strategy = strategy_;
   to.evolutionary.acceptance = acceptance_;
+  if (population_ > 0) to.evolutionary.population = population_;
+  if (generations_ > 0) to.evolutionary.generations = generations_;
   to.cost_model = cost_model_;
   to.model_path = model_;
   to.warm_start = !no_warm_start_;
@@ -280,7 +281,7 @@ int TuneCommands::cmd_tune() {
   to.threads = threads_;
   to.runner.worker_path = program_dir() + "/tyche-worker";
   to.runner.timeout_s = timeout_;
-  to.stop = &interrupted;
+  to.stop = &interrupted();
   to.db_dir = db_;
   bool temporary_db = to.db_dir.empty();
   if (temporary_db) {

@@ -34,6 +34,8 @@ class TuneCommands {
   std::string workload_, extents_, dtypes_, json_file_, cpu_;
   std::string target_ = "llvm";
   int64_t seed_ = 0;
+  int population_ = 0;  // 0: the search's default
+  int generations_ = 0;
   int threads_ = 0;
   int batch_ = 0;  // 0: the command's default (sample-measure 32, tune 64)
   double timeout_ = 10;

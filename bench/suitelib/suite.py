@@ -77,6 +77,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="seconds of sleep before each measuring window, so every library's spinning threads park (default 0.25)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--confirm-top", type=int, default=16, help="Tyche's leaders timed again at the end of a tune (default 16)")
+    p.add_argument("--quick-search", metavar="POPULATION", type=int, default=None,
+                   help="a smoke test's search: this population and 2 generations per round (default: Tyche's, 512 and 4)")
     p.add_argument("--build", default=os.environ.get("TYCHE_BUILD_DIR", os.path.join(BENCH, "..", "build-bench")),
                    help="the build folder holding bench/libtyche_baselines.so")
     p.add_argument("--tvm-reuse", metavar="WORK_DIR", action="append", default=[],
@@ -92,6 +94,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("--resume, --remeasure and --report exclude each other")
     if a.trials < 1:
         p.error("--trials must be at least 1")
+    if a.quick_search is not None and a.quick_search < 2:
+        p.error("--quick-search takes a population of at least 2")
     if a.rounds < 1 or a.window <= 0 or a.roofline_seconds <= 0 or a.confirm_top < 0 or a.threads < 1 or a.settle < 0:
         p.error("--rounds, --window, --threads and --roofline-seconds must be positive, --confirm-top and --settle not negative")
     return a
@@ -148,13 +152,15 @@ def compulsory_bytes(func) -> int:
     return sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for _, shape, dtype in func.params)
 
 
-def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, threads: int, step: str) -> dict:
+def tune_tyche(w, trials: int, work: str, seed: int, confirm_top: int, threads: int, step: str,
+               population: int | None = None) -> dict:
     db = os.path.join(work, "tyche", w.name.replace(" ", "_"))
     def show(done, budget, task, best, elapsed):
         rate = f"{w.flop / best / 1e9:.1f} GFLOP/s" if best > 0 else "-"
         progress(step, f"Tyche {done}/{budget} trials, best {rate}, {elapsed:.0f} s")
     t0 = time.monotonic()
-    r = tyche.tune(w, trials=trials, db=db, seed=seed, confirm_top=confirm_top, threads=threads, progress=show)
+    search = {} if population is None else {"population": population, "generations": 2}
+    r = tyche.tune(w, trials=trials, db=db, seed=seed, confirm_top=confirm_top, threads=threads, progress=show, **search)
     wall = time.monotonic() - t0
     measured = [h["measured_best_seconds"] for h in r.history if h.get("measured_best_seconds", 0) > 0]
     record = {"trials": r.trials, "failed": r.failed, "wall_s": wall, "best_seconds": r.best_seconds, "history": r.history,
@@ -329,7 +335,7 @@ def run_suite(a: argparse.Namespace) -> str:
                  "bytes": compulsory_bytes(w.func), "tyche_commit": git_commit(), "tuning": {}, "systems": {}}
         progress(step, f"tuning with Tyche ({a.trials} trials)")
         try:
-            entry["tuning"]["tyche"] = tune_tyche(w, a.trials, work, a.seed, a.confirm_top, a.threads, step)
+            entry["tuning"]["tyche"] = tune_tyche(w, a.trials, work, a.seed, a.confirm_top, a.threads, step, a.quick_search)
         except tyche.TycheError as e:
             entry["tuning"]["tyche"] = {"error": str(e).splitlines()[0]}
         best_trace = entry["tuning"]["tyche"].get("best_trace") if entry["tuning"]["tyche"].get("best_seconds", 0) > 0 else None

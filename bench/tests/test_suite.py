@@ -27,7 +27,8 @@ def suite(args, build_dir, **kw):
 def small_run(tmp_path_factory, build_dir):
     out = tmp_path_factory.mktemp("results")
     r = suite(["--workloads", "GMM-1,DENSE_RELU-1", "--scale-down", "--trials", "8", "--rounds", "3", "--window", "0.005",
-               "--roofline-seconds", "0.1", "--confirm-top", "4", "--out", str(out), "--work", str(out / "work")], build_dir, timeout=600)
+               "--roofline-seconds", "0.1", "--confirm-top", "4", "--quick-search", "64", "--out", str(out), "--work", str(out / "work")],
+              build_dir, timeout=600)
     assert r.returncode == 0, r.stderr
     (path,) = [p for p in out.iterdir() if p.suffix == ".json"]
     return out, path, r
@@ -86,7 +87,8 @@ def test_resume_adds_only_the_missing_workloads(small_run, build_dir, tmp_path):
     resumed = tmp_path / "resumed.json"
     resumed.write_text(path.read_text())
     before = report.load(str(resumed))
-    common = ["--scale-down", "--rounds", "3", "--window", "0.005", "--confirm-top", "4", "--work", str(tmp_path / "work")]
+    common = ["--scale-down", "--rounds", "3", "--window", "0.005", "--confirm-top", "4", "--quick-search", "64",
+              "--work", str(tmp_path / "work")]
     r = suite(["--resume", str(resumed), "--workloads", "SFM-1,GMM-1", "--trials", "8", *common], build_dir, timeout=600)
     assert r.returncode == 0, r.stderr
     after = report.load(str(resumed))

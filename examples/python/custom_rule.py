@@ -38,7 +38,7 @@ def bias_gelu_like(n: int, m: int) -> tyche.PrimFunc:
     return te.create_prim_func([X, bias, Z], name="bias_gelu")
 
 # Each candidate timed twice for a couple of milliseconds and only two leaders timed again.
-QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2)
+QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2, population=64, generations=2)
 
 
 def main() -> None:

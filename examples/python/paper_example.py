@@ -34,7 +34,7 @@ def stochastic_schedule(sch: tyche.Schedule) -> None:
     sch.compute_at(dense, sch.sample_compute_location(dense))
 
 # Each candidate timed twice for a couple of milliseconds and only two leaders timed again.
-QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2)
+QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2, population=64, generations=2)
 
 
 def main() -> None:

@@ -213,8 +213,10 @@ CompiledModel compile_model(const ModelSource& src, const std::string& db, int t
 
 nb::dict tune_model(const ModelSource& src, int trials, const std::string& db, int threads,
                     int64_t seed, const std::string& timing, const std::string& worker,
-                    nb::handle progress, nb::handle remote) {
+                    nb::handle progress, nb::handle remote, int population, int generations) {
   model::TuneSetup setup;
+  setup.population = population;
+  setup.generations = generations;
   setup.trials = trials;
   setup.db = db;
   setup.threads = threads;
@@ -378,14 +380,16 @@ void bind_onnx(nb::module_& m) {
       [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
          const std::string& db, int threads, const Shapes& shapes, int64_t seed,
          const std::string& timing, const std::string& worker, nb::handle progress,
-         nb::handle remote, const std::string& dtype, const std::string& base_dir) {
+         nb::handle remote, const std::string& dtype, const std::string& base_dir, int population,
+         int generations) {
         return tune_model(model_source(path, bytes, what, dtype, base_dir, shapes), trials, db,
-                          threads, seed, timing, worker, progress, remote);
+                          threads, seed, timing, worker, progress, remote, population, generations);
       },
       nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"),
       nb::arg("threads"), nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"),
       nb::arg("worker"), nb::arg("progress").none(), nb::arg("remote").none() = nb::none(),
-      nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
+      nb::arg("dtype") = "float32", nb::arg("base_dir") = "", nb::arg("population") = 0,
+      nb::arg("generations") = 0);
   m.def(
       "onnx_target", [] { return model::model_target().str(); },
       "The target a model's tasks are tuned for (the host).");

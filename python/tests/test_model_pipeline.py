@@ -72,7 +72,8 @@ def test_a_database_tuned_from_python_picks_the_same_records_on_the_cli(tyche_bi
     path = model_file(tmp_path / "mlp.onnx")
     db = tmp_path / "db"
     shapes = {"x": (6, 24)}
-    tyche.onnx.tune(str(path), trials=4, db=db, threads=2, input_shapes=shapes, progress=False, timing="warm")
+    tyche.onnx.tune(str(path), trials=4, db=db, threads=2, input_shapes=shapes, progress=False, timing="warm",
+                    population=64, generations=2)
     compiled = tyche.onnx.compile(str(path), db=db, input_shapes=shapes)
     py = compiled.records
     cli = run_json([str(tyche_bin), "run-model", str(path), "--input-shape", "x=6x24", "--db", str(db), "--repeat", "1"],

@@ -115,7 +115,7 @@ def test_tasks_share_identical_blocks():
 
 def test_tune_then_compile(gemm_path, tmp_path):
     db = tmp_path / "db"
-    r = tyche.onnx.tune(gemm_path, trials=16, db=db, threads=2, progress=False)
+    r = tyche.onnx.tune(gemm_path, trials=16, db=db, threads=2, progress=False, population=64, generations=2)
     assert r["trials"] == 16 and r["model"] == str(gemm_path)
     assert sum(t["trials"] for t in r["tasks"]) <= 16
     assert {t["name"] for t in r["tasks"]} == {t["name"] for t in tyche.onnx.tasks(gemm_path)}
@@ -135,7 +135,8 @@ def test_tune_then_compile(gemm_path, tmp_path):
     assert any(len(r["seconds"]) == 10 for r in searched)
     # Another timing is passed through to every record (the names and what each evicts are
     # tests/tune/model/model_timing_test.cc's): one short tune shows it.
-    cold = tyche.onnx.tune(gemm_path, trials=4, db=tmp_path / "cold", threads=2, progress=False, timing="cold")
+    cold = tyche.onnx.tune(gemm_path, trials=4, db=tmp_path / "cold", threads=2, progress=False, timing="cold",
+                           population=64, generations=2)
     assert cold["trials"] == 4 and cold["timing"] == "cold"
     assert all(json.loads(line)["target"]["timing"] == "cold" for line in (tmp_path / "cold" / "records.jsonl").read_text().splitlines())
     with pytest.raises(tyche.InputError, match="unknown timing 'hot' \\(expected auto, llc, mixed, cold or warm\\)"):

@@ -161,7 +161,8 @@ def records(db: pathlib.Path) -> list[dict]:
 
 def test_a_killed_tune_resumes_and_run_model_uses_its_records(tyche, models, tmp_path):
     model, db = models["bert_small"], tmp_path / "db"
-    cmd = [str(tyche), "tune-model", str(model), "--db", str(db), "--threads", "2"]
+    cmd = [str(tyche), "tune-model", str(model), "--db", str(db), "--threads", "2", "--population", "64",
+           "--generations", "2"]
     proc = subprocess.Popen(cmd + ["--trials", "400"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while len(records(db)) < 16 and time.monotonic() < deadline and proc.poll() is None:

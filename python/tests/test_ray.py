@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 import tyche.ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
-QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2)
+QUICK = dict(repeat=2, min_repeat_ms=2, confirm_top=2, confirm_rounds=2, population=64, generations=2)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,8 @@ def test_a_model_tunes_on_the_cluster(cluster, tmp_path):
     pytest.importorskip("onnx")
     from test_onnx_api import conv_relu_gemm
     runner = tyche.ray.RayRunner(address=cluster.address)
-    r = tyche.onnx.tune(conv_relu_gemm(), trials=16, db=tmp_path, threads=2, progress=False, runner=runner)
+    r = tyche.onnx.tune(conv_relu_gemm(), trials=16, db=tmp_path, threads=2, progress=False, runner=runner,
+                        population=64, generations=2)
     assert r["trials"] == 16 and r["timing"] == "mixed"
     searched = [rec for rec in records(tmp_path) if not rec.get("confirmed")]
     assert len(searched) == 16 and len({(rec["workload"]["hash"], rec["program"]) for rec in searched}) == 16

@@ -175,7 +175,8 @@ def _print_progress(trials: int, budget: int, task: str, best_seconds: float, es
 def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = None,
          input_shapes: Mapping[str, Any] | None = None, seed: int = 0, progress: bool | Callable = True,
          timing: str = "auto", runner: Any = None, dtype: str = "float32",
-         base_dir: str | os.PathLike | None = None) -> dict:
+         base_dir: str | os.PathLike | None = None, population: int | None = None,
+         generations: int | None = None) -> dict:
     """Tunes every task of ``model`` for ``trials`` measured candidates in all, shared by the
     gradient task scheduler, keeping the records in the database directory ``db`` (a rerun
     resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "auto"
@@ -193,10 +194,13 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
     ``runner``: None measures here; a ``tyche.ray.RayRunner`` measures on a Ray cluster, each
     node importing the model (sent once per node) and measuring its share of every batch; nodes
     get the model's bytes alone, so a model with external data is refused there.
-    ``base_dir``: as for ``compile``.
+    ``base_dir``: as for ``compile``. ``population`` and ``generations``: the evolutionary
+    search's per round (default 512 and 4, as ``tyche.tune``); smaller is a quicker, coarser search.
     """
     path, data, what, data_dir = _source(model, base_dir)
     trials = _check.integer("tune: trials", trials, 1, 2**31 - 1)
+    population = 0 if population is None else _check.integer("tune: population", population, 2, 2**31 - 1)
+    generations = 0 if generations is None else _check.integer("tune: generations", generations, 1, 2**31 - 1)
     seed = _check.integer("tune: seed", seed)
     callback = _print_progress if progress is True else (progress or None)
     remote = None
@@ -210,4 +214,5 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
         runner.start(_tyche.onnx_target())
         remote = runner.remote_model(data, what, _shapes(input_shapes), str(dtype))
     return _tyche.onnx_tune(path, data, what, trials, os.fspath(db), _threads(threads), _shapes(input_shapes), seed,
-                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote, str(dtype), data_dir)
+                            str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote, str(dtype), data_dir,
+                            population, generations)

@@ -82,8 +82,14 @@ ModelTuning prepare_tuning(const LoadedModel& model, const TuneSetup& setup) {
     throw_input_error("tune: threads must be positive (given {})", setup.threads);
   if (setup.db.empty())
     throw InputError("tune: a database directory (for the tuning records) is required");
+  if (setup.population < 0 || setup.population == 1)
+    throw_input_error("tune: population must be at least 2 (given {})", setup.population);
+  if (setup.generations < 0)
+    throw_input_error("tune: generations must be positive (given {})", setup.generations);
   check_cpu(setup.cpu);
   ModelTuning t;
+  if (setup.population > 0) t.options.evolutionary.population = setup.population;
+  if (setup.generations > 0) t.options.evolutionary.generations = setup.generations;
   t.target = model_target(setup.cpu);
   t.options.trials = setup.trials;
   t.options.db_dir = setup.db;

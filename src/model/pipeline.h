@@ -68,6 +68,10 @@ struct TuneSetup {
   std::string timing = "auto";  // tune::model_timing's names
   std::string cpu;              // as model_target
   std::string worker;           // the tyche-worker program; "" the default
+  // The evolutionary search's population and generations per round; 0: its defaults (512, 4).
+  // Smaller is a quicker, coarser search (a smoke test).
+  int population = 0;
+  int generations = 0;
 };
 
 // What tune() is given for a model. Callers may set options.stop, options.remote_measure and
@@ -78,7 +82,8 @@ struct ModelTuning {
   tune::TuneOptions options;
   std::string timing;  // its label, as records and reports name it
 };
-// InputError for trials < 1, threads < 0, no database, an unknown timing or CPU.
+// InputError for trials < 1, threads < 0, no database, an unknown timing or CPU, a population
+// below 2 or no generation.
 ModelTuning prepare_tuning(const LoadedModel& model, const TuneSetup& setup);
 
 // The model's latency as the tuner sees it: the sum over tasks of weight x best seconds.

@@ -397,7 +397,8 @@ TEST(CliTune, JsonProgressResumeAndTheBestRecord) {
         "\"wall_s\"", "\"history\"", "\"elapsed_s\"", "\"corrected_best_gflops\"", "\"best_trace\"",
         "\"confirmed\": 16", "\"search_best_latency_s\"", "\"refusals\"", "\"confirm_s\""})
     EXPECT_THAT(j, testing::HasSubstr(key));
-  Result again = run("tune GMM-1 --trials 8 --batch 8 --confirm 0 --db " + db);
+  Result again =
+      run("tune GMM-1 --trials 8 --batch 8 --confirm 0 --population 64 --generations 2 --db " + db);
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_THAT(again.out,
               testing::HasSubstr("resumed from 32 records"));  // 16 and the 16 timed again
@@ -489,7 +490,7 @@ TEST(CliCheck, GpuTargetsLowerTheBoundProgramToKernels) {
 // tune and sample-measure on the OpenCL device (PoCL here): candidates built in the tuner, run,
 // checked and timed in the isolated worker.
 TEST(CliTune, TunesForOpenCL) {
-  Result t = run("tune GMM-1 --trials 6 --target opencl");
+  Result t = run("tune GMM-1 --trials 6 --target opencl --population 64 --generations 2");
   if (t.code != 0 && t.err.find("OpenCL") != std::string::npos) GTEST_SKIP() << t.err;
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_THAT(t.out, testing::HasSubstr("6 trials (0 failed)"));
@@ -682,7 +683,8 @@ TEST(CliTypes, TypedFormulasAndPresetsCheckRunAndTune) {
   EXPECT_THAT(r.out, testing::HasSubstr("correct (max abs error 0)"));
   std::string db = testing::TempDir() + "/tyche_cli_types_" + std::to_string(getpid());
   std::filesystem::remove_all(db);
-  Result t = run("tune " + f + " --trials 8 --batch 8 --confirm 0 --no-warm-start --db " + db);
+  Result t = run("tune " + f +
+                 " --trials 8 --batch 8 --confirm 0 --no-warm-start --population 64 --db " + db);
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_THAT(t.out, testing::HasSubstr("8 trials (0 failed)"));
   std::ifstream records(db + "/records.jsonl");
@@ -711,14 +713,17 @@ TEST(CliTypes, TypedFormulasAndPresetsCheckRunAndTune) {
 // lacks and what it uses instead, and still tunes, exactly.
 TEST(CliTypes, ACpuWithoutTheIntrinsicsSaysSoAndTunes) {
   Result t =
-      run("tune GMM-1-U8S8 --cpu x86-64-v3 --trials 4 --batch 4 --confirm 0 --no-warm-start");
+      run("tune GMM-1-U8S8 --cpu x86-64-v3 --trials 4 --batch 4 --confirm 0 --no-warm-start "
+          "--population 64");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_THAT(t.out, testing::HasSubstr("GMM-1-U8S8: note: the CPU (x86-64-v3) lacks "
                                         "x86_amx_tile_16x16x64_u8s8 (amx-tile+amx-int8), "
                                         "x86_avx512_vnni_dot_16x4_u8s8 (avx512vnni)"));
   EXPECT_THAT(t.out, testing::HasSubstr("using x86_avx2_dot_8x4_u8s8 instead"));
   EXPECT_THAT(t.out, testing::HasSubstr("4 trials (0 failed)"));
-  Result f32 = run("tune GMM-1 --cpu x86-64-v3 --trials 2 --batch 2 --confirm 0 --no-warm-start");
+  Result f32 =
+      run("tune GMM-1 --cpu x86-64-v3 --trials 2 --batch 2 --confirm 0 --no-warm-start "
+          "--population 64");
   EXPECT_THAT(f32.out, testing::Not(testing::HasSubstr("lacks")));
 }
 
@@ -729,6 +734,8 @@ TEST(CliFlags, NumbersOutOfRangeAreRefusedInWords) {
   const std::pair<const char*, const char*> cases[] = {
       {"tune GMM-1 --trials 0", "--trials must be at least 1 (got 0)"},
       {"tune GMM-1 --batch 0", "--batch must be at least 1 (got 0)"},
+      {"tune GMM-1 --population 1", "--population must be at least 2 (got 1)"},
+      {"tune GMM-1 --generations 0", "--generations must be at least 1 (got 0)"},
       {"tune GMM-1 --timeout 0", "--timeout must be more than 0 seconds (got 0)"},
       {"tune GMM-1 --timeout 1e300", "--timeout must be at most 86400 seconds"},
       {"tune GMM-1 --timeout nan", "--timeout takes a number of seconds (got 'nan')"},
