@@ -5,52 +5,28 @@
 namespace tyche::ir {
 
 void StmtExprVisitor::visit_expr(const Expr& e) {
+#define TYCHE_IR_VISIT_CASE(name, Node, kind) \
+  case ExprKind::kind:                        \
+    return visit_##name(e.as<Node>());
   switch (e.kind()) {
     case ExprKind::kIntImm:
     case ExprKind::kFloatImm:
       return visit_imm(e.get());
     case ExprKind::kVar:
       return visit_var(static_cast<const VarNode*>(e.get()));
-    case ExprKind::kNot:
-      return visit_not(e.as<NotNode>());
-    case ExprKind::kSelect:
-      return visit_select(e.as<SelectNode>());
-    case ExprKind::kCast:
-      return visit_cast(e.as<CastNode>());
-    case ExprKind::kBufferLoad:
-      return visit_buffer_load(e.as<BufferLoadNode>());
-    case ExprKind::kCall:
-      return visit_call(e.as<CallNode>());
-    case ExprKind::kRamp:
-      return visit_ramp(e.as<RampNode>());
-    case ExprKind::kBroadcast:
-      return visit_broadcast(e.as<BroadcastNode>());
-    case ExprKind::kLet:
-      return visit_let(e.as<LetNode>());
+      TYCHE_IR_EXPR_NODES(TYCHE_IR_VISIT_CASE)
     default:
       return visit_binary(static_cast<const BinaryNode*>(e.get()));
   }
+#undef TYCHE_IR_VISIT_CASE
 }
 
 void StmtExprVisitor::visit_stmt(const Stmt& s) {
-  switch (s.kind()) {
-    case StmtKind::kBufferStore:
-      return visit_buffer_store(s.as<BufferStoreNode>());
-    case StmtKind::kSeqStmt:
-      return visit_seq(s.as<SeqStmtNode>());
-    case StmtKind::kIfThenElse:
-      return visit_if(s.as<IfThenElseNode>());
-    case StmtKind::kEvaluate:
-      return visit_evaluate(s.as<EvaluateNode>());
-    case StmtKind::kFor:
-      return visit_for(s.as<ForNode>());
-    case StmtKind::kBlock:
-      return visit_block(s.as<BlockNode>());
-    case StmtKind::kBlockRealize:
-      return visit_block_realize(s.as<BlockRealizeNode>());
-    case StmtKind::kAllocate:
-      return visit_allocate(s.as<AllocateNode>());
-  }
+#define TYCHE_IR_VISIT_CASE(name, Node, kind) \
+  case StmtKind::kind:                        \
+    return visit_##name(s.as<Node>());
+  switch (s.kind()) { TYCHE_IR_STMT_NODES(TYCHE_IR_VISIT_CASE) }
+#undef TYCHE_IR_VISIT_CASE
 }
 
 void StmtExprVisitor::visit_region(const BufferRegion& r) {
@@ -135,52 +111,28 @@ void StmtExprVisitor::visit_allocate(const AllocateNode* n) {
 // ---------------------------------------------------------------------------------------------
 
 Expr StmtExprMutator::mutate_expr(const Expr& e) {
+#define TYCHE_IR_MUTATE_CASE(name, Node, kind) \
+  case ExprKind::kind:                         \
+    return mutate_##name(e.as<Node>(), e);
   switch (e.kind()) {
     case ExprKind::kIntImm:
     case ExprKind::kFloatImm:
       return mutate_imm(e.get(), e);
     case ExprKind::kVar:
       return mutate_var(static_cast<const VarNode*>(e.get()), e);
-    case ExprKind::kNot:
-      return mutate_not(e.as<NotNode>(), e);
-    case ExprKind::kSelect:
-      return mutate_select(e.as<SelectNode>(), e);
-    case ExprKind::kCast:
-      return mutate_cast(e.as<CastNode>(), e);
-    case ExprKind::kBufferLoad:
-      return mutate_buffer_load(e.as<BufferLoadNode>(), e);
-    case ExprKind::kCall:
-      return mutate_call(e.as<CallNode>(), e);
-    case ExprKind::kRamp:
-      return mutate_ramp(e.as<RampNode>(), e);
-    case ExprKind::kBroadcast:
-      return mutate_broadcast(e.as<BroadcastNode>(), e);
-    case ExprKind::kLet:
-      return mutate_let(e.as<LetNode>(), e);
+      TYCHE_IR_EXPR_NODES(TYCHE_IR_MUTATE_CASE)
     default:
       return mutate_binary(static_cast<const BinaryNode*>(e.get()), e);
   }
+#undef TYCHE_IR_MUTATE_CASE
 }
 
 Stmt StmtExprMutator::mutate_stmt(const Stmt& s) {
-  switch (s.kind()) {
-    case StmtKind::kBufferStore:
-      return mutate_buffer_store(s.as<BufferStoreNode>(), s);
-    case StmtKind::kSeqStmt:
-      return mutate_seq(s.as<SeqStmtNode>(), s);
-    case StmtKind::kIfThenElse:
-      return mutate_if(s.as<IfThenElseNode>(), s);
-    case StmtKind::kEvaluate:
-      return mutate_evaluate(s.as<EvaluateNode>(), s);
-    case StmtKind::kFor:
-      return mutate_for(s.as<ForNode>(), s);
-    case StmtKind::kBlock:
-      return mutate_block(s.as<BlockNode>(), s);
-    case StmtKind::kBlockRealize:
-      return mutate_block_realize(s.as<BlockRealizeNode>(), s);
-    case StmtKind::kAllocate:
-      return mutate_allocate(s.as<AllocateNode>(), s);
-  }
+#define TYCHE_IR_MUTATE_CASE(name, Node, kind) \
+  case StmtKind::kind:                         \
+    return mutate_##name(s.as<Node>(), s);
+  switch (s.kind()) { TYCHE_IR_STMT_NODES(TYCHE_IR_MUTATE_CASE) }
+#undef TYCHE_IR_MUTATE_CASE
   return s;
 }
 

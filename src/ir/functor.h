@@ -10,6 +10,27 @@
 
 namespace tyche::ir {
 
+// The nodes the functors dispatch on, as X(method suffix, node type, kind): one list, so that a
+// new node is added to the visitor, the mutator and their dispatch at once. Variables, constants
+// and the binary nodes (many kinds, one node type) are dispatched by hand.
+// clang-format off
+#define TYCHE_IR_EXPR_NODES(X)                                                                  \
+  X(not, NotNode, kNot) X(select, SelectNode, kSelect) X(cast, CastNode, kCast)                 \
+  X(buffer_load, BufferLoadNode, kBufferLoad) X(call, CallNode, kCall)                          \
+  X(ramp, RampNode, kRamp) X(broadcast, BroadcastNode, kBroadcast) X(let, LetNode, kLet)
+#define TYCHE_IR_STMT_NODES(X)                                                                  \
+  X(buffer_store, BufferStoreNode, kBufferStore) X(seq, SeqStmtNode, kSeqStmt)                  \
+  X(if, IfThenElseNode, kIfThenElse) X(evaluate, EvaluateNode, kEvaluate) X(for, ForNode, kFor) \
+  X(block, BlockNode, kBlock) X(block_realize, BlockRealizeNode, kBlockRealize)                 \
+  X(allocate, AllocateNode, kAllocate)
+// clang-format on
+
+#define TYCHE_IR_DECLARE_VISIT(name, Node, kind) virtual void visit_##name(const Node* n);
+#define TYCHE_IR_DECLARE_MUTATE_EXPR(name, Node, kind) \
+  virtual Expr mutate_##name(const Node* n, const Expr& self);
+#define TYCHE_IR_DECLARE_MUTATE_STMT(name, Node, kind) \
+  virtual Stmt mutate_##name(const Node* n, const Stmt& self);
+
 class StmtExprVisitor {
  public:
   virtual ~StmtExprVisitor() = default;
@@ -21,55 +42,25 @@ class StmtExprVisitor {
   virtual void visit_var(const VarNode*) {}
   virtual void visit_imm(const ExprNode*) {}
   virtual void visit_binary(const BinaryNode* n);
-  virtual void visit_not(const NotNode* n);
-  virtual void visit_select(const SelectNode* n);
-  virtual void visit_cast(const CastNode* n);
-  virtual void visit_buffer_load(const BufferLoadNode* n);
-  virtual void visit_call(const CallNode* n);
-  virtual void visit_ramp(const RampNode* n);
-  virtual void visit_broadcast(const BroadcastNode* n);
-  virtual void visit_let(const LetNode* n);
-
-  virtual void visit_buffer_store(const BufferStoreNode* n);
-  virtual void visit_seq(const SeqStmtNode* n);
-  virtual void visit_if(const IfThenElseNode* n);
-  virtual void visit_evaluate(const EvaluateNode* n);
-  virtual void visit_for(const ForNode* n);
-  virtual void visit_block(const BlockNode* n);
-  virtual void visit_block_realize(const BlockRealizeNode* n);
-  virtual void visit_allocate(const AllocateNode* n);
+  TYCHE_IR_EXPR_NODES(TYCHE_IR_DECLARE_VISIT)
+  TYCHE_IR_STMT_NODES(TYCHE_IR_DECLARE_VISIT)
 };
 
 class StmtExprMutator {
  public:
   virtual ~StmtExprMutator() = default;
-  virtual Expr mutate_expr(const Expr& e);
-  virtual Stmt mutate_stmt(const Stmt& s);
   BufferRegion mutate_region(const BufferRegion& r);
   Range mutate_range(const Range& r);
+  virtual Expr mutate_expr(const Expr& e);
+  virtual Stmt mutate_stmt(const Stmt& s);
 
  protected:
   // `self` is the handle of `n`, returned when nothing changes.
   virtual Expr mutate_var(const VarNode*, const Expr& self) { return self; }
   virtual Expr mutate_imm(const ExprNode*, const Expr& self) { return self; }
   virtual Expr mutate_binary(const BinaryNode* n, const Expr& self);
-  virtual Expr mutate_not(const NotNode* n, const Expr& self);
-  virtual Expr mutate_select(const SelectNode* n, const Expr& self);
-  virtual Expr mutate_cast(const CastNode* n, const Expr& self);
-  virtual Expr mutate_buffer_load(const BufferLoadNode* n, const Expr& self);
-  virtual Expr mutate_call(const CallNode* n, const Expr& self);
-  virtual Expr mutate_ramp(const RampNode* n, const Expr& self);
-  virtual Expr mutate_broadcast(const BroadcastNode* n, const Expr& self);
-  virtual Expr mutate_let(const LetNode* n, const Expr& self);
-
-  virtual Stmt mutate_buffer_store(const BufferStoreNode* n, const Stmt& self);
-  virtual Stmt mutate_seq(const SeqStmtNode* n, const Stmt& self);
-  virtual Stmt mutate_if(const IfThenElseNode* n, const Stmt& self);
-  virtual Stmt mutate_evaluate(const EvaluateNode* n, const Stmt& self);
-  virtual Stmt mutate_for(const ForNode* n, const Stmt& self);
-  virtual Stmt mutate_block(const BlockNode* n, const Stmt& self);
-  virtual Stmt mutate_block_realize(const BlockRealizeNode* n, const Stmt& self);
-  virtual Stmt mutate_allocate(const AllocateNode* n, const Stmt& self);
+  TYCHE_IR_EXPR_NODES(TYCHE_IR_DECLARE_MUTATE_EXPR)
+  TYCHE_IR_STMT_NODES(TYCHE_IR_DECLARE_MUTATE_STMT)
 
   // Mutates each element; returns true if any changed.
   bool mutate_exprs(const std::vector<Expr>& in, std::vector<Expr>* out);

@@ -324,14 +324,16 @@ int64_t cap_spatial(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t 
   return std::min(in, std::max(limit, needed));
 }
 
-// The 2-d convolutions' tuple N, H, W, CI, CO, K, stride, pad: spatial extents to `limit`,
-// channels to `channels` (a multiple of the groups). A transposed convolution enlarges its
-// input, so its `limit` caps the input itself.
-auto scale_conv2d(int64_t limit, int64_t channels, bool transposed = false) {
+// A convolution's tuple N, <spatial extents>, <channels>, K, stride, pad: spatial extents to
+// `limit`, channels to `channels` (a multiple of the groups). A transposed convolution enlarges
+// its input, so its `limit` caps the input itself.
+auto scale_conv(int spatial, int64_t limit, int64_t channels, bool transposed = false) {
   return [=](const Family& f, std::vector<int64_t> p) {
-    for (int d = 1; d <= 2; ++d)
-      p[d] = transposed ? cap(p[d], limit) : cap_spatial(p[d], p[5], p[6], p[7], f.dilation, limit);
-    p[3] = cap_multiple(p[3], channels, f.groups), p[4] = cap_multiple(p[4], channels, f.groups);
+    const size_t n = p.size();
+    for (int d = 1; d <= spatial; ++d)
+      p[d] = transposed ? cap(p[d], limit)
+                        : cap_spatial(p[d], p[n - 3], p[n - 2], p[n - 1], f.dilation, limit);
+    for (size_t c = spatial + 1; c + 3 < n; ++c) p[c] = cap_multiple(p[c], channels, f.groups);
     return p;
   };
 }
@@ -351,172 +353,103 @@ std::vector<Tensor> typed(const Family&, const std::vector<int64_t>& p, const Pr
   return Build(p, t);
 }
 
-std::vector<Family> make_families() {
-  const std::vector<std::string> conv = {"N", "H", "W", "CI", "CO", "K", "stride", "pad"};
-  const std::vector<std::vector<int64_t>> conv_shapes = {{1, 224, 224, 3, 64, 7, 2, 3},
-                                                         {1, 56, 56, 64, 64, 1, 1, 0},
-                                                         {1, 14, 14, 256, 256, 3, 1, 1},
-                                                         {1, 7, 7, 512, 512, 3, 1, 1}};
-  using P = std::vector<int64_t>;
-  std::vector<Family> t;
-  t.push_back({.id = FamilyId::kGmm,
-               .name = "GMM",
-               .params = {"B", "N", "M", "K"},
-               .presets = {{1, 128, 128, 128},
-                           {1, 512, 32, 512},
-                           {1, 512, 512, 512},
-                           {1, 1024, 1024, 1024}},
-               .typed = true,
-               .scale_down =
-                   [](const Family&, P p) {
-                     return P{p[0], cap(p[1], 32), cap(p[2], 32), cap(p[3], 32)};
-                   },
-               .build = typed<build_gmm>});
-  t.push_back({.id = FamilyId::kC1d,
-               .name = "C1D",
-               .params = {"N", "L", "CI", "CO", "K", "stride", "pad"},
-               .presets = {{1, 256, 64, 128, 3, 2, 1},
-                           {1, 128, 128, 256, 1, 2, 0},
-                           {1, 64, 256, 256, 5, 1, 2},
-                           {1, 32, 512, 512, 3, 1, 1}},
-               .last_is_pad = true,
-               .scale_down =
-                   [](const Family&, P p) {
-                     p[1] = cap_spatial(p[1], p[4], p[5], p[6], 1, 24), p[2] = cap(p[2], 16),
-                     p[3] = cap(p[3], 16);
-                     return p;
-                   },
-               .build = plain<build_c1d>});
-  t.push_back({.id = FamilyId::kC2d,
-               .name = "C2D",
-               .params = conv,
-               .presets = conv_shapes,
-               .last_is_pad = true,
-               .typed = true,
-               .scale_down = scale_conv2d(12, 8),
-               .build = conv2d_family("conv2d")});
-  t.push_back({.id = FamilyId::kC3d,
-               .name = "C3D",
-               .params = {"N", "D", "H", "W", "CI", "CO", "K", "stride", "pad"},
-               .presets = {{1, 16, 224, 224, 3, 64, 7, 2, 3},
-                           {1, 16, 56, 56, 64, 64, 1, 1, 0},
-                           {1, 16, 14, 14, 256, 256, 3, 1, 1},
-                           {1, 16, 7, 7, 512, 512, 3, 1, 1}},
-               .last_is_pad = true,
-               .scale_down =
-                   [](const Family&, P p) {
-                     for (int d = 1; d <= 3; ++d) p[d] = cap_spatial(p[d], p[6], p[7], p[8], 1, 6);
-                     p[4] = cap(p[4], 4), p[5] = cap(p[5], 4);
-                     return p;
-                   },
-               .build = plain<build_c3d>});
-  t.push_back({.id = FamilyId::kGrp,
-               .name = "GRP",
-               .params = conv,
-               .presets = {{1, 56, 56, 64, 128, 3, 2, 1},
-                           {1, 56, 56, 64, 64, 1, 1, 0},
-                           {1, 14, 14, 256, 256, 3, 1, 1},
-                           {1, 7, 7, 512, 512, 3, 1, 1}},
-               .last_is_pad = true,
-               .groups = 4,
-               .scale_down = scale_conv2d(12, 8),
-               .build = conv2d_family("group_conv2d")});
-  t.push_back({.id = FamilyId::kDil,
-               .name = "DIL",
-               .params = conv,
-               .presets = conv_shapes,
-               .last_is_pad = true,
-               .dilation = 2,
-               .scale_down = scale_conv2d(12, 8),
-               .build = conv2d_family("dilated_conv2d")});
-  t.push_back({.id = FamilyId::kDep,
-               .name = "DEP",
-               .params = {"N", "H", "W", "C", "K", "stride", "pad"},
-               .presets = {{1, 112, 112, 32, 3, 1, 1},
-                           {1, 112, 112, 64, 3, 2, 1},
-                           {1, 14, 14, 512, 3, 2, 1},
-                           {1, 7, 7, 1024, 3, 1, 1}},
-               .last_is_pad = true,
-               .scale_down =
-                   [](const Family&, P p) {
-                     p[1] = cap_spatial(p[1], p[4], p[5], p[6], 1, 12),
-                     p[2] = cap_spatial(p[2], p[4], p[5], p[6], 1, 12);
-                     p[3] = cap(p[3], 16);
-                     return p;
-                   },
-               .build = plain<build_dep>});
-  t.push_back({.id = FamilyId::kT2d,
-               .name = "T2D",
-               .params = conv,
-               .presets = {{1, 4, 4, 512, 256, 4, 2, 1},
-                           {1, 8, 8, 256, 128, 4, 2, 1},
-                           {1, 16, 16, 128, 64, 4, 2, 1},
-                           {1, 32, 32, 64, 3, 4, 2, 1}},
-               .last_is_pad = true,
-               .scale_down = scale_conv2d(4, 8, /*transposed=*/true),
-               .build = plain<build_t2d>});
-  t.push_back({.id = FamilyId::kCap,
-               .name = "CAP",
-               .params = conv,
-               .presets = {{1, 16, 16, 32, 32, 3, 2, 1},
-                           {1, 8, 8, 32, 32, 3, 1, 1},
-                           {1, 16, 16, 8, 16, 3, 2, 1},
-                           {1, 8, 8, 16, 16, 3, 1, 1}},
-               .last_is_pad = true,
-               .capsule = 4,
-               .scale_down = scale_conv2d(6, 4),
-               .build = [](const Family& f, const P& p, const Precision&) {
-                 return build_cap(p, f.capsule);
-               }});
-  t.push_back({.id = FamilyId::kNrm,
-               .name = "NRM",
-               .params = {"B", "M", "N"},
-               .presets = {{1, 256, 256}, {1, 512, 512}, {1, 1024, 1024}, {1, 4096, 1024}},
-               .scale_down =
-                   [](const Family&, P p) {
-                     return P{p[0], cap(p[1], 64), cap(p[2], 64)};
-                   },
-               .build = plain<build_nrm>});
-  t.push_back({.id = FamilyId::kSfm,
-               .name = "SFM",
-               .params = {"M", "N"},
-               .presets = {{256, 256}, {512, 512}, {1024, 1024}, {2048, 2048}},
-               .scale_down =
-                   [](const Family&, P p) {
-                     return P{cap(p[0], 32), cap(p[1], 64)};
-                   },
-               .build = plain<build_sfm>});
-  t.push_back({.id = FamilyId::kCbr,
-               .name = "CBR",
-               .params = conv,
-               .presets = {{1, 224, 224, 3, 64, 7, 2, 3},
-                           {1, 56, 56, 64, 128, 3, 2, 1},
-                           {1, 28, 28, 128, 256, 1, 2, 0},
-                           {1, 7, 7, 512, 512, 3, 1, 1}},
-               .last_is_pad = true,
-               .scale_down = scale_conv2d(12, 8),
-               .build = plain<build_cbr>});
-  t.push_back({.id = FamilyId::kTbg,
-               .name = "TBG",
-               .params = {"B", "L", "H", "D"},
-               .presets = {{1, 128, 12, 64}, {1, 128, 16, 64}, {1, 64, 12, 128}, {1, 128, 12, 128}},
-               .scale_down =
-                   [](const Family&, P p) {
-                     return P{p[0], cap(p[1], 16), cap(p[2], 2), cap(p[3], 16)};
-                   },
-               .build = plain<build_tbg>});
-  t.push_back({.id = FamilyId::kDenseRelu,
-               .name = "DENSE_RELU",
-               .params = {"N", "M", "K"},
-               .presets = {{128, 128, 128}, {512, 512, 512}, {1024, 1024, 1024}, {1, 4096, 1024}},
-               .typed = true,
-               .scale_down =
-                   [](const Family&, P p) {
-                     return P{cap(p[0], 32), cap(p[1], 32), cap(p[2], 32)};
-                   },
-               .build = typed<build_dense_relu>});
-  return t;
+// Caps each parameter at its limit (0: kept as it is).
+auto caps(std::vector<int64_t> limits) {
+  return [limits = std::move(limits)](const Family&, std::vector<int64_t> p) {
+    for (size_t i = 0; i < p.size() && i < limits.size(); ++i)
+      if (limits[i] > 0) p[i] = cap(p[i], limits[i]);
+    return p;
+  };
 }
+
+using Presets = std::vector<std::vector<int64_t>>;
+using Params = std::vector<std::string>;
+
+Family family(FamilyId id, std::string name, Params params, Presets presets,
+              decltype(Family::scale_down) scale_down, decltype(Family::build) build) {
+  return {.id = id,
+          .name = std::move(name),
+          .params = std::move(params),
+          .presets = std::move(presets),
+          .scale_down = std::move(scale_down),
+          .build = std::move(build)};
+}
+
+// A convolution: its tuple ends with K, stride, pad.
+Family conv(FamilyId id, std::string name, Params params, Presets presets,
+            decltype(Family::scale_down) scale_down, decltype(Family::build) build) {
+  Family f = family(id, std::move(name), std::move(params), std::move(presets),
+                    std::move(scale_down), std::move(build));
+  f.last_is_pad = true;
+  return f;
+}
+
+Family with(Family f, void (*set)(Family&)) {
+  set(f);
+  return f;
+}
+
+// The table, one family a statement, four presets over two lines: a table reads best as one.
+// clang-format off
+std::vector<Family> make_families() {
+  const Params conv2d = {"N", "H", "W", "CI", "CO", "K", "stride", "pad"};
+  const Presets conv2d_shapes = {{1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 64, 1, 1, 0},
+                                 {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}};
+  auto typed_family = [](Family& f) { f.typed = true; };
+  return {
+      with(family(FamilyId::kGmm, "GMM", {"B", "N", "M", "K"},
+                  {{1, 128, 128, 128}, {1, 512, 32, 512}, {1, 512, 512, 512},
+                   {1, 1024, 1024, 1024}}, caps({0, 32, 32, 32}), typed<build_gmm>), typed_family),
+      conv(FamilyId::kC1d, "C1D", {"N", "L", "CI", "CO", "K", "stride", "pad"},
+           {{1, 256, 64, 128, 3, 2, 1}, {1, 128, 128, 256, 1, 2, 0},
+            {1, 64, 256, 256, 5, 1, 2}, {1, 32, 512, 512, 3, 1, 1}},
+           scale_conv(1, 24, 16), plain<build_c1d>),
+      with(conv(FamilyId::kC2d, "C2D", conv2d, conv2d_shapes, scale_conv(2, 12, 8),
+                conv2d_family("conv2d")), typed_family),
+      conv(FamilyId::kC3d, "C3D", {"N", "D", "H", "W", "CI", "CO", "K", "stride", "pad"},
+           {{1, 16, 224, 224, 3, 64, 7, 2, 3}, {1, 16, 56, 56, 64, 64, 1, 1, 0},
+            {1, 16, 14, 14, 256, 256, 3, 1, 1}, {1, 16, 7, 7, 512, 512, 3, 1, 1}},
+           scale_conv(3, 6, 4), plain<build_c3d>),
+      with(conv(FamilyId::kGrp, "GRP", conv2d,
+                {{1, 56, 56, 64, 128, 3, 2, 1}, {1, 56, 56, 64, 64, 1, 1, 0},
+                 {1, 14, 14, 256, 256, 3, 1, 1}, {1, 7, 7, 512, 512, 3, 1, 1}},
+                scale_conv(2, 12, 8), conv2d_family("group_conv2d")),
+           [](Family& f) { f.groups = 4; }),
+      with(conv(FamilyId::kDil, "DIL", conv2d, conv2d_shapes, scale_conv(2, 12, 8),
+                conv2d_family("dilated_conv2d")), [](Family& f) { f.dilation = 2; }),
+      conv(FamilyId::kDep, "DEP", {"N", "H", "W", "C", "K", "stride", "pad"},
+           {{1, 112, 112, 32, 3, 1, 1}, {1, 112, 112, 64, 3, 2, 1},
+            {1, 14, 14, 512, 3, 2, 1}, {1, 7, 7, 1024, 3, 1, 1}},
+           scale_conv(2, 12, 16), plain<build_dep>),
+      conv(FamilyId::kT2d, "T2D", conv2d,
+           {{1, 4, 4, 512, 256, 4, 2, 1}, {1, 8, 8, 256, 128, 4, 2, 1},
+            {1, 16, 16, 128, 64, 4, 2, 1}, {1, 32, 32, 64, 3, 4, 2, 1}},
+           scale_conv(2, 4, 8, /*transposed=*/true), plain<build_t2d>),
+      with(conv(FamilyId::kCap, "CAP", conv2d,
+                {{1, 16, 16, 32, 32, 3, 2, 1}, {1, 8, 8, 32, 32, 3, 1, 1},
+                 {1, 16, 16, 8, 16, 3, 2, 1}, {1, 8, 8, 16, 16, 3, 1, 1}}, scale_conv(2, 6, 4),
+                [](const Family& f, const std::vector<int64_t>& p, const Precision&) {
+                  return build_cap(p, f.capsule);
+                }), [](Family& f) { f.capsule = 4; }),
+      family(FamilyId::kNrm, "NRM", {"B", "M", "N"},
+             {{1, 256, 256}, {1, 512, 512}, {1, 1024, 1024}, {1, 4096, 1024}}, caps({0, 64, 64}),
+             plain<build_nrm>),
+      family(FamilyId::kSfm, "SFM", {"M", "N"},
+             {{256, 256}, {512, 512}, {1024, 1024}, {2048, 2048}},
+             caps({32, 64}), plain<build_sfm>),
+      conv(FamilyId::kCbr, "CBR", conv2d,
+           {{1, 224, 224, 3, 64, 7, 2, 3}, {1, 56, 56, 64, 128, 3, 2, 1},
+            {1, 28, 28, 128, 256, 1, 2, 0}, {1, 7, 7, 512, 512, 3, 1, 1}},
+           scale_conv(2, 12, 8), plain<build_cbr>),
+      family(FamilyId::kTbg, "TBG", {"B", "L", "H", "D"},
+             {{1, 128, 12, 64}, {1, 128, 16, 64}, {1, 64, 12, 128}, {1, 128, 12, 128}},
+             caps({0, 16, 2, 16}), plain<build_tbg>),
+      with(family(FamilyId::kDenseRelu, "DENSE_RELU", {"N", "M", "K"},
+                  {{128, 128, 128}, {512, 512, 512}, {1024, 1024, 1024}, {1, 4096, 1024}},
+                  caps({32, 32, 32}), typed<build_dense_relu>), typed_family),
+  };
+}
+// clang-format on
 
 // Presets known by a name rather than an index: real layers' shapes.
 struct NamedPreset {

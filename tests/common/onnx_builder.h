@@ -195,4 +195,34 @@ inline OnnxBuilder qdq_residual_block(bool projection, bool sum_is_output = fals
   return m;
 }
 
+// The layers of a small CNN on `x` ([N, 3, H, W]): a padded convolution, BatchNormalization (its
+// variance made positive by a Relu) and Relu give "r1"; a second convolution with a residual add
+// and Relu, a 2x2 max pool, a global average pool and Flatten give "f"; a Gemm (transB) gives
+// "logits", whose name it returns.
+inline std::string add_conv_residual_gemm(OnnxBuilder& b, const std::string& x) {
+  b.weight("w1", {6, 3, 3, 3})
+      .weight("scale", {6})
+      .weight("shift", {6})
+      .weight("mean", {6})
+      .weight("var", {6}, 0.5f);
+  b.weight("w2", {6, 6, 3, 3}).weight("fc", {5, 6}).weight("fcb", {5});
+  auto& c1 = b.node("Conv", {x, "w1"}, {"c1"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  b.node("Relu", {"var"}, {"vpos"});
+  b.node("BatchNormalization", {"c1", "scale", "shift", "mean", "vpos"}, {"bn"});
+  b.node("Relu", {"bn"}, {"r1"});
+  auto& c2 = b.node("Conv", {"r1", "w2"}, {"c2"});
+  OnnxBuilder::attr(c2, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  b.node("Add", {"c2", "r1"}, {"s2"});
+  b.node("Relu", {"s2"}, {"r2"});
+  auto& mp = b.node("MaxPool", {"r2"}, {"p"});
+  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
+  b.node("GlobalAveragePool", {"p"}, {"gap"});
+  b.node("Flatten", {"gap"}, {"f"});
+  auto& gemm = b.node("Gemm", {"f", "fc", "fcb"}, {"logits"});
+  OnnxBuilder::attr(gemm, "transB", int64_t{1});
+  return "logits";
+}
+
 }  // namespace tyche::graph::testing

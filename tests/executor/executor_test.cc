@@ -59,30 +59,8 @@ std::vector<runtime::NDArray> reference(const Graph& g,
 // A little of everything: conv + BN (folded) + relu, a residual, pooling, a view, a gemm, softmax.
 OnnxBuilder mixed_model() {
   OnnxBuilder b;
-  b.input("x", {1, 3, 7, 9}).weight("w1", {6, 3, 3, 3}).weight("w2", {6, 6, 3, 3});
-  b.weight("scale", {6})
-      .weight("shift", {6})
-      .weight("mean", {6})
-      .weight("var", {6}, 0.5f)
-      .weight("fc", {5, 6})
-      .weight("fcb", {5});
-  auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"});
-  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  b.node("Relu", {"var"}, {"vpos"});
-  b.node("BatchNormalization", {"c1", "scale", "shift", "mean", "vpos"}, {"bn"});
-  b.node("Relu", {"bn"}, {"r1"});
-  auto& c2 = b.node("Conv", {"r1", "w2"}, {"c2"});
-  OnnxBuilder::attr(c2, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  b.node("Add", {"c2", "r1"}, {"s"});
-  b.node("Relu", {"s"}, {"r2"});
-  auto& mp = b.node("MaxPool", {"r2"}, {"p"});
-  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{2, 2});
-  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
-  b.node("GlobalAveragePool", {"p"}, {"gap"});
-  b.node("Flatten", {"gap"}, {"f"});
-  auto& gemm = b.node("Gemm", {"f", "fc", "fcb"}, {"logits"});
-  OnnxBuilder::attr(gemm, "transB", int64_t{1});
-  b.node("Softmax", {"logits"}, {"y"});
+  b.input("x", {1, 3, 7, 9});
+  b.node("Softmax", {graph::testing::add_conv_residual_gemm(b, "x")}, {"y"});
   b.output("y").output("r1");
   return b;
 }

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "../common/onnx_builder.h"
+#include "../common/process_util.h"
 #include "codegen/export/runtime_symbols.h"
 #include "executor/execution_plan.h"
 #include "executor/executor.h"
@@ -36,33 +37,12 @@ namespace fs = std::filesystem;
 using graph::testing::OnnxBuilder;
 using ::testing::HasSubstr;
 
-struct Shell {
-  int code;
-  std::string out;  // stdout and stderr
-};
-
-Shell shell(const std::string& cmd) {
-  Shell r{-1, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using tyche::testing::read_file;
+using tyche::testing::Shell;
+using tyche::testing::shell;
 
 fs::path fresh_dir(const std::string& what) {
-  fs::path d =
-      fs::path(::testing::TempDir()) / fmt::format("tyche_export_model_{}_{}", what, getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return tyche::testing::fresh_dir("tyche_export_model", what);
 }
 
 // Two inputs (one named as no C identifier is), a convolution (BN folded) with relu, a residual
@@ -70,29 +50,7 @@ fs::path fresh_dir(const std::string& what) {
 Graph small_model() {
   OnnxBuilder b;
   b.input("x", {1, 3, 7, 9}).input("bias.in", {1, 5});
-  b.weight("w1", {6, 3, 3, 3})
-      .weight("scale", {6})
-      .weight("shift", {6})
-      .weight("mean", {6})
-      .weight("var", {6}, 0.5f);
-  b.weight("w2", {6, 6, 3, 3}).weight("fc", {5, 6}).weight("fcb", {5});
-  auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"});
-  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  b.node("Relu", {"var"}, {"vpos"});
-  b.node("BatchNormalization", {"c1", "scale", "shift", "mean", "vpos"}, {"bn"});
-  b.node("Relu", {"bn"}, {"r1"});
-  auto& c2 = b.node("Conv", {"r1", "w2"}, {"c2"});
-  OnnxBuilder::attr(c2, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  b.node("Add", {"c2", "r1"}, {"s2"});
-  b.node("Relu", {"s2"}, {"r2"});
-  auto& mp = b.node("MaxPool", {"r2"}, {"p"});
-  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{2, 2});
-  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
-  b.node("GlobalAveragePool", {"p"}, {"gap"});
-  b.node("Flatten", {"gap"}, {"f"});
-  auto& gemm = b.node("Gemm", {"f", "fc", "fcb"}, {"logits"});
-  OnnxBuilder::attr(gemm, "transB", int64_t{1});
-  b.node("Add", {"logits", "bias.in"}, {"s"});
+  b.node("Add", {graph::testing::add_conv_residual_gemm(b, "x"), "bias.in"}, {"s"});
   b.node("Softmax", {"s"}, {"y"});
   b.output("y").output("r1").output("f");
   Graph g = import_onnx_bytes(b.bytes(), "small.onnx", ".");

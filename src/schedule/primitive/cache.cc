@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include "arith/analyzer.h"
@@ -363,15 +365,23 @@ void replace_buffer_everywhere(ScheduleState& state, const ir::Buffer& from, con
   state.replace_root(body, replacer.reuse);
 }
 
-// The first block realized in the top-level loop nest of `block_sref` (itself included) for
-// which `pred` holds, or nullptr.
+// A refusal naming the first block realized in the top-level loop nest of `block_sref` (itself
+// included) that `conflicts` with the copy `primitive` would add around that nest: the block
+// "<does>" the buffer, and `why` that breaks the copy.
 template <typename Pred>
-const ir::BlockNode* first_in_nest(const ScheduleState& state, const SRef& block_sref,
-                                   const Pred& pred) {
+std::optional<ScheduleError> nest_conflict(const ScheduleState& state, const SRef& block_sref,
+                                           const Pred& conflicts, std::string_view primitive,
+                                           std::string_view does, const ir::Buffer& buffer,
+                                           std::string_view why) {
   ir::Stmt top = outer_stmt(state, top_level_sref(block_sref.get(), scope_block(block_sref.get())));
   for (const ir::BlockRealizeNode* r : realizes_under(top))
-    if (pred(r->block.get())) return r->block.get();
-  return nullptr;
+    if (conflicts(r->block.get()))
+      return ScheduleError(
+          ErrorCode::kDependenceViolated,
+          fmt::format("{}: block '{}' {} '{}' inside the loop nest of block '{}'{}", primitive,
+                      r->block->name, does, buffer->name, block_sref->as_block()->name, why),
+          block_sref->as_block());
+  return std::nullopt;
 }
 
 // The cache of `buffer` in `storage_scope` and its copy stage, which runs before the block's
@@ -418,16 +428,10 @@ Result<SRef> cache_read(ScheduleState& state, const SRef& block_sref, int read_b
         block);
   // The copy runs just before the block's top-level loop nest: nothing in that nest may write
   // the buffer (a producer there would run after the copy).
-  if (const ir::BlockNode* other = first_in_nest(state, block_sref, [&](const ir::BlockNode* b) {
-        return writes_buffer(b, buffer.get());
-      }))
-    return ScheduleError(
-        ErrorCode::kDependenceViolated,
-        fmt::format(
-            "cache_read: block '{}' writes '{}' inside the loop nest of block '{}'; the cache "
-            "would be copied before it is produced",
-            other->name, buffer->name, block->name),
-        block);
+  auto writes = [&](const ir::BlockNode* b) { return writes_buffer(b, buffer.get()); };
+  if (auto e = nest_conflict(state, block_sref, writes, "cache_read", "writes", buffer,
+                             "; the cache would be copied before it is produced"))
+    return *e;
   return add_cache(state, block_sref, buffer, storage_scope, /*write=*/false);
 }
 
@@ -467,14 +471,9 @@ Result<SRef> cache_write(ScheduleState& state, const SRef& block_sref, int write
   auto uses = [&](const ir::BlockNode* b) {
     return b != block && (reads_buffer(b, buffer.get()) || writes_buffer(b, buffer.get()));
   };
-  if (const ir::BlockNode* other = first_in_nest(state, block_sref, uses))
-    return ScheduleError(
-        ErrorCode::kDependenceViolated,
-        fmt::format(
-            "cache_write: block '{}' uses '{}' inside the loop nest of block '{}', before the "
-            "cache would be written back",
-            other->name, buffer->name, block->name),
-        block);
+  if (auto e = nest_conflict(state, block_sref, uses, "cache_write", "uses", buffer,
+                             ", before the cache would be written back"))
+    return *e;
   return add_cache(state, block_sref, buffer, storage_scope, /*write=*/true);
 }
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../../common/process_util.h"
 #include "codegen/export/export.h"
 #include "codegen/export/runtime_symbols.h"
 #include "runtime/compare.h"
@@ -27,37 +28,13 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct Shell {
-  int code;
-  std::string out;  // stdout and stderr
-};
-
-Shell shell(const std::string& cmd) {
-  Shell r{-1, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_file(const fs::path& p, const void* data, size_t bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-}
+using tyche::testing::read_file;
+using tyche::testing::Shell;
+using tyche::testing::shell;
+using tyche::testing::write_file;
 
 fs::path fresh_dir(const std::string& what) {
-  fs::path d = fs::path(::testing::TempDir()) / fmt::format("tyche_export_{}_{}", what, getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return tyche::testing::fresh_dir("tyche_export", what);
 }
 
 // One scaled-down preset of a family, scheduled (parallel, vectorized), with its data.
