@@ -557,8 +557,12 @@ int ModelCommands::cmd_export_model() {
 int ModelCommands::cmd_import() {
   model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
   const graph::Graph& g = m.graph;
-  fmt::print("model {} (opset {}): {} nodes, {} groups, {} tasks\n", g.name, g.opset,
-             g.nodes.size(), m.table.groups.size(), m.table.tasks.size());
+  std::string opset = g.opset == g.opset_read
+                          ? fmt::format("opset {}", g.opset)
+                          : fmt::format("opset {}, upgraded to {} by ONNX's version converter",
+                                        g.opset_read, g.opset);
+  fmt::print("model {} ({}): {} nodes, {} groups, {} tasks\n", g.name, opset, g.nodes.size(),
+             m.table.groups.size(), m.table.tasks.size());
   std::vector<std::string> ins;
   for (int i : g.inputs) ins.push_back(value_text(g, i));
   std::vector<std::string> outs;

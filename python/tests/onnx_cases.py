@@ -2,9 +2,9 @@
 (test_onnx_ops.py runs them).
 
 CASES is a list of (id, onnx.ModelProto, {input name: numpy array}): small graphs built with
-onnx.helper, opset 17 unless the case is about a newer opset's signature (Reduce* with axes as an
-input and Split with num_outputs at 18 and 21, Gelu at 20); ir_version 8 up to opset 17, 9 for 18
-to 20, 10 for 21. Weights, shapes, axes and other parameters are initializers (constant);
+onnx.helper, opset 17 unless the case is about another opset (Reduce* with axes as an input and
+Split with num_outputs at 18 and 21, Gelu at 20; models of opsets 7 to 12 that import upgrades,
+and of 22 to 28); ir_version 8 up to opset 17, 9 for 18 to 20, 10 from 21. Weights, shapes, axes and other parameters are initializers (constant);
 activations are graph inputs. Input data is float32 in [-1, 1) from one fixed seed (positive, or
 away from 0, where the op needs it); shapes are odd on purpose, with broadcasting from both sides,
 negative axes and asymmetric pads. Names use only [A-Za-z0-9_].
@@ -309,6 +309,71 @@ case("reduce_max_opset21", [N("ReduceMax", ["x", "axes"], keepdims=0)], {"x": U(
 case("reduce_sum_opset21", [N("ReduceSum", ["x", "axes"], keepdims=1)], {"x": U(2, 5, 3)},
      inits={"axes": I64([-2])}, opset=21)
 
+# ================================================================ opsets outside 13..21
+# Older models are upgraded to opset 13 by ONNX's version converter: attributes that became inputs
+# (Unsqueeze's axes, Split's sizes, Clip's bounds), Softmax's flattening from `axis`, BatchNormalization
+# and Gemm of opsets 7 and 9.
+case("softmax_axis1_opset11", [N("Softmax", ["x"], axis=1)], {"x": U(2, 3, 4)}, opset=11)
+case("unsqueeze_split_opset11", [N("Unsqueeze", ["x"], "u", axes=[0]), N("Split", ["u"], ["a", "y"], axis=2, split=[2, 3])],
+     {"x": U(3, 5)}, outputs=("a", "y"), opset=11)
+case("clip_attributes_opset7", [N("Clip", ["x"], min=-0.25, max=0.5)], {"x": U(4, 5)}, opset=7)
+case("batchnorm_gemm_opset9", [N("BatchNormalization", ["x", "s", "b", "m", "v"], "n"), N("Flatten", ["n"], "f"),
+                               N("Gemm", ["f", "w", "c"], transB=1)],
+     {"x": U(2, 3, 2, 2)}, inits={"s": U(3), "b": U(3), "m": U(3), "v": P(3), "w": U(4, 12), "c": U(4)}, opset=9)
+case("maxpool_relu_opset10", [N("MaxPool", ["x"], "p", kernel_shape=[2, 2], strides=[2, 2]), N("Relu", ["p"])],
+     {"x": U(1, 2, 6, 6)}, opset=10)
+# Newer opsets: each op read at its own newest version (most of 22..28 only allow more types).
+case("conv_relu_opset22", [N("Conv", ["x", "w"], "c", pads=[1, 1, 1, 1]), N("Relu", ["c"])], {"x": U(1, 3, 6, 6)},
+     inits={"w": U(4, 3, 3, 3)}, opset=22)
+case("flatten_transpose_opset25", [N("Transpose", ["x"], "t", perm=[0, 2, 1]), N("Flatten", ["t"], "f", axis=1),
+                                   N("Cast", ["f"], to=onnx.TensorProto.FLOAT)], {"x": U(2, 3, 4)}, opset=25)
+case("reshape_squeeze_opset28", [N("Reshape", ["x", "shape"], "r"), N("Squeeze", ["r", "axes"])], {"x": U(2, 6)},
+     inits={"shape": I64([2, 1, 6]), "axes": I64([1])}, opset=28)
+
+# ================================================================ more elementwise, logic, variadic and reductions
+# Several ops a case (one output each) keeps the file fast.
+case("activations_opset18",
+     [N("Mul", ["x", "three"], "x3"), N("Abs", ["x"], "abs"), N("Sign", ["x"], "sign"), N("Floor", ["x3"], "floor"), N("Ceil", ["x3"], "ceil"),
+      N("Round", ["x3"], "round"), N("Log", ["p"], "log"), N("Elu", ["x"], "elu", alpha=0.7),
+      N("Celu", ["x"], "celu", alpha=1.3), N("Selu", ["x"], "selu"), N("Softplus", ["x3"], "softplus"),
+      N("Softsign", ["x"], "softsign"), N("Mish", ["x3"], "mish"), N("HardSigmoid", ["x3"], "hard_sigmoid", alpha=0.3),
+      N("ThresholdedRelu", ["x"], "thresholded_relu", alpha=0.2), N("Shrink", ["x"], "shrink", bias=0.1, lambd=0.3),
+      N("PRelu", ["x", "slope"], "prelu")],
+     {"x": U(2, 3, 5), "p": P(2, 3, 5)},
+     outputs=("abs", "sign", "floor", "ceil", "round", "log", "elu", "celu", "selu", "softplus", "softsign", "mish",
+              "hard_sigmoid", "thresholded_relu", "shrink", "prelu"),
+     inits={"slope": U(3, 1), "three": F(3.0)}, opset=18)
+case("compare_logic_opset16",
+     [N("Less", ["a", "b"], "lt"), N("LessOrEqual", ["a", "b"], "le"), N("Greater", ["a", "b"], "gt"),
+      N("GreaterOrEqual", ["a", "b"], "ge"), N("Equal", ["ai", "bi"], "eq"), N("And", ["lt", "eq"], "and_"),
+      N("Or", ["lt", "eq"], "or_"), N("Xor", ["gt", "le"], "xor_"), N("Not", ["gt"], "not_"),
+      N("IsNaN", ["a"], "isnan"), N("IsInf", ["a"], "isinf", detect_negative=0), N("Mod", ["ai", "bi"], "mod"),
+      N("Mod", ["a", "b"], "fmod", fmod=1)],
+     {"a": U(3, 4), "b": U(4), "ai": np.arange(-6, 6, dtype=np.int64).reshape(3, 4), "bi": np.array([3, -4, 5, 2], np.int64)},
+     outputs=(("lt", np.bool_), ("le", np.bool_), ("gt", np.bool_), ("ge", np.bool_), ("eq", np.bool_),
+              ("and_", np.bool_), ("or_", np.bool_), ("xor_", np.bool_), ("not_", np.bool_), ("isnan", np.bool_),
+              ("isinf", np.bool_), ("mod", np.int64), "fmod"), opset=16)
+case("variadic_opset15",
+     [N("Max", ["a", "b", "c"], "max"), N("Min", ["a", "b"], "min"), N("Sum", ["a", "b", "c"], "sum"),
+      N("Mean", ["a", "c"], "mean"), N("CastLike", ["a", "like"], "castlike")],
+     {"a": U(2, 3, 4), "b": U(3, 1), "c": U(4)}, outputs=("max", "min", "sum", "mean", ("castlike", np.int64)),
+     inits={"like": I64([1])}, opset=15)
+case("reductions_opset18",
+     [N("ReduceMin", ["x", "ax"], "rmin"), N("ReduceProd", ["p", "ax"], "rprod", keepdims=0),
+      N("ReduceL1", ["x", "ax"], "rl1"), N("ReduceL2", ["x", "ax2"], "rl2", keepdims=0),
+      N("ReduceSumSquare", ["x"], "rss"), N("ReduceLogSum", ["p", "ax"], "rls"),
+      N("ReduceLogSumExp", ["x", "ax2"], "rlse"), N("LogSoftmax", ["x"], "lsm", axis=1),
+      N("ReduceMean", ["xi", "ax"], "rmeani", keepdims=0)],
+     {"x": U(3, 4, 5), "p": P(3, 4, 5), "xi": np.arange(60, dtype=np.int64).reshape(3, 4, 5)},
+     outputs=("rmin", "rprod", "rl1", "rl2", "rss", "rls", "rlse", "lsm", ("rmeani", np.int64)),
+     inits={"ax": I64([1]), "ax2": I64([0, -1])}, opset=18)
+case("shape_ops_opset13",
+     [N("Shape", ["x"], "s"), N("ConstantOfShape", ["s"], "zeros",
+                                value=numpy_helper.from_array(np.array([0.5], np.float32))),
+      N("Add", ["x", "zeros"], "y"), N("Size", ["x"], "n"), N("Range", ["r0", "r1", "r2"], "r")],
+     {"x": U(2, 3)}, outputs=("y", ("n", np.int64), "r"),
+     inits={"r0": F(1.0), "r1": F(4.0), "r2": F(0.75)}, opset=13)
+
 # ================================================================ pooling
 
 unary("maxpool_3x3_stride2_pad1", "MaxPool", U(1, 4, 9, 11), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -572,12 +637,12 @@ case("qdq_conv_relu_chain",
 # ================================================================ models of the error tests
 
 def unsupported_ops_model() -> onnx.ModelProto:
-    """A valid model with two Mod nodes and one BitShift node (ops Tyche does not implement)."""
-    nodes = [N("Mod", ["x", "k"], "m0", fmod=1), N("Mod", ["m0", "k"], "m1", fmod=1),
+    """A valid model with two Hardmax nodes and one BitShift node (ops Tyche does not implement)."""
+    nodes = [N("Hardmax", ["x"], "m0"), N("Hardmax", ["m0"], "m1"),
              N("Cast", ["x"], "u", to=TensorProto.UINT32), N("BitShift", ["u", "sh"], "us", direction="LEFT"),
              N("Cast", ["us"], "uf", to=TensorProto.FLOAT), N("Add", ["m1", "uf"])]
     return make_model("unsupported_ops", nodes, {"x": U(2, 3) * 4}, ["y"],
-                      inits={"k": F(0.75), "sh": np.asarray(1, dtype=np.uint32)})
+                      inits={"sh": np.asarray(1, dtype=np.uint32)})
 
 
 def symbolic_dim_model() -> onnx.ModelProto:

@@ -46,7 +46,8 @@ struct Node {
 
 struct Graph {
   std::string name;
-  int opset = 0;  // of the default ("ai.onnx") domain
+  int opset = 0;       // of the default ("ai.onnx") domain, after an upgrade on import
+  int opset_read = 0;  // as the model was stamped
   std::vector<Value> values;
   std::vector<Node> nodes;
   std::vector<int> inputs;   // values the caller supplies (never constants)

@@ -1,6 +1,8 @@
 #include "graph/onnx_import.h"
 
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include <sstream>
 
 #include "graph/external_data.h"
+#include "graph/onnx_schemas.h"
 #include "graph/op_registry.h"
 #include "graph/passes.h"
 #include "support/error.h"
@@ -176,31 +179,96 @@ runtime::NDArray constant_node_value(const Node& n) {
       n.name);
 }
 
-int default_opset(const onnx::ModelProto& m, const std::string& what) {
+// The model's default-domain opset, as stamped.
+int model_opset(const onnx::ModelProto& m, const std::string& what) {
   for (const auto& o : m.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") {
-      int v = static_cast<int>(o.version());
-      if (v < kMinOpset || v > kMaxOpset)
-        throw_input_error("{}: opset {} is not supported (Tyche reads opsets {} to {})", what, v,
-                          kMinOpset, kMaxOpset);
-      return v;
+      int64_t v = o.version();
+      if (v < 1) throw_input_error("{}: opset {} is not an ONNX opset", what, v);
+      if (v > newest_known_opset())
+        throw_input_error("{}: opset {} is newer than the newest Tyche knows ({})", what, v,
+                          newest_known_opset());
+      return static_cast<int>(v);
     }
-  throw_input_error("{}: the model imports no ai.onnx opset", what);
+  std::vector<std::string> domains;
+  for (const auto& o : m.opset_import())
+    domains.push_back(fmt::format("{} {}", o.domain(), o.version()));
+  throw_input_error("{}: the model imports no ai.onnx opset{}: Tyche reads ONNX's default domain",
+                    what,
+                    domains.empty() ? "" : fmt::format(" (only {})", fmt::join(domains, ", ")));
 }
 
-// Every op type the model uses that Tyche lacks, with counts, as one message.
-void check_ops(const onnx::GraphProto& g, const std::string& what) {
-  std::map<std::string, int> missing;
-  for (const auto& n : g.node()) {
-    std::string type = n.domain().empty() || n.domain() == "ai.onnx"
-                           ? n.op_type()
-                           : n.domain() + ":" + n.op_type();
-    if (type != "Constant" && !find_op(type)) ++missing[type];
+// The model with its default-domain opset raised to kUpgradeToOpset by ONNX's own version
+// converter (its adapters rewrite each node whose op changed in between). Some adapters need
+// their node's input shapes (Softmax's flattening): ONNX's shape inference gives them first, from
+// the inputs' shapes as `options` binds them.
+onnx::ModelProto upgrade(const onnx::ModelProto& model, int from, const ImportOptions& options,
+                         const std::string& what) {
+  try {
+    onnx::ModelProto shaped = model;
+    for (auto& in : *shaped.mutable_graph()->mutable_input()) {
+      auto given = options.input_shapes.find(in.name());
+      if (given == options.input_shapes.end()) continue;
+      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->clear_dim();
+      for (int64_t d : given->second) shape->add_dim()->set_dim_value(d);
+    }
+    onnx::shape_inference::InferShapes(shaped);
+    return onnx::version_conversion::ConvertVersion(shaped, kUpgradeToOpset);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    why = why.substr(0, why.find('\n'));
+    throw_input_error("{}: opset {} could not be upgraded to {} by ONNX's version converter: {}",
+                      what, from, kUpgradeToOpset, why);
   }
-  if (missing.empty()) return;
+}
+
+// Every op type the model uses that Tyche lacks, with counts, and every node whose op's schema at
+// `opset` Tyche cannot read, as one message.
+void check_ops(const onnx::GraphProto& g, int opset, const std::string& what) {
+  std::map<std::string, int> missing;
+  std::vector<std::string> nodes;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    std::string type = default_domain ? n.op_type() : n.domain() + ":" + n.op_type();
+    if (type != "Constant" && !find_op(type)) {
+      ++missing[type];
+      continue;
+    }
+    if (!default_domain) continue;
+    std::string name = n.name().empty() ? fmt::format("{}_{}", n.op_type(), i) : n.name();
+    const OpSchemaVersion* schema = schema_at(n.op_type(), opset);
+    if (!schema) {
+      nodes.push_back(
+          fmt::format("node '{}' ({}): no such operator at opset {}", name, n.op_type(), opset));
+      continue;
+    }
+    if (schema->since_version <= kConvertersOpset) continue;
+    // A version newer than the converters': read as the one before it where the node uses
+    // nothing that version lacks (most such versions only allow more types).
+    const OpSchemaVersion* known = schema_at(n.op_type(), kConvertersOpset);
+    if (!known) continue;  // an op that first appeared after it: its converter reads it
+    std::string why;
+    for (const auto& a : n.attribute())
+      if (!known->has_attribute(a.name()))
+        why = fmt::format("attribute '{}' is newer than opset {}", a.name(), kConvertersOpset);
+    if (known->max_inputs >= 0 && n.input_size() > known->max_inputs)
+      why = fmt::format("{} inputs, more than opset {}'s {}", n.input_size(), kConvertersOpset,
+                        known->max_inputs);
+    if (!why.empty())
+      nodes.push_back(fmt::format("node '{}' ({}, version {} at opset {}): {}", name, n.op_type(),
+                                  schema->since_version, opset, why));
+  }
+  if (missing.empty() && nodes.empty()) return;
   std::vector<std::string> parts;
-  for (const auto& [op, count] : missing) parts.push_back(fmt::format("{} ({})", op, count));
-  throw_input_error("{}: unsupported operators: {}", what, fmt::join(parts, ", "));
+  if (!missing.empty()) {
+    std::vector<std::string> ops;
+    for (const auto& [op, count] : missing) ops.push_back(fmt::format("{} ({})", op, count));
+    parts.push_back(fmt::format("unsupported operators: {}", fmt::join(ops, ", ")));
+  }
+  if (!nodes.empty()) parts.push_back(fmt::format("{}", fmt::join(nodes, "; ")));
+  throw_input_error("{}: {}", what, fmt::join(parts, "; "));
 }
 
 std::vector<int64_t> input_shape(const onnx::ValueInfoProto& in, const ImportOptions& options,
@@ -261,11 +329,16 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
   if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph() ||
       model.ir_version() <= 0)
     throw_input_error("'{}' is not an ONNX model (it does not parse as one)", what);
-  const onnx::GraphProto& g = model.graph();
   Graph graph;
+  graph.opset_read = model_opset(model, what);
+  graph.opset = graph.opset_read;
+  if (graph.opset < kUpgradeToOpset) {
+    model = upgrade(model, graph.opset, options, what);
+    graph.opset = kUpgradeToOpset;
+  }
+  const onnx::GraphProto& g = model.graph();
   graph.name = g.name().empty() ? "model" : g.name();
-  graph.opset = default_opset(model, what);
-  check_ops(g, what);
+  check_ops(g, graph.opset, what);
   std::map<std::string, int> ids;
   for (const auto& init : g.initializer()) {
     Value v{init.name(), {}, {}, tensor_of(init, what, dir)};

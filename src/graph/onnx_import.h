@@ -1,5 +1,7 @@
-// Reading an ONNX model (opsets 13 to 21) into a Graph, with libonnx's protobuf classes, then
-// inferring every shape and folding what is constant (passes.h). Every problem a user can have
+// Reading an ONNX model into a Graph, with libonnx's protobuf classes, then inferring every shape
+// and folding what is constant (passes.h). A model older than opset 13 is first upgraded to 13 by
+// ONNX's version converter; a newer one is read node by node at its ops' versions
+// (onnx_schemas.h). Every problem a user can have
 // with a file is one InputError line: not a model, an unsupported opset or operators (all of them
 // listed with their counts), a symbolic dimension without --input-shape, an unsupported type.
 #pragma once
@@ -11,9 +13,6 @@
 #include "graph/graph.h"
 
 namespace tyche::graph {
-
-inline constexpr int kMinOpset = 13;
-inline constexpr int kMaxOpset = 21;
 
 struct ImportOptions {
   // Static shapes for inputs whose dimensions are symbolic (or to override them), by name.

@@ -5,6 +5,8 @@
 // an op's meaning is written once.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -125,6 +127,10 @@ namespace ops {
 inline std::vector<ir::Expr> exprs(const std::vector<ir::Var>& vars) {
   return {vars.begin(), vars.end()};
 }
+// Refuses (naming the node) a first input that is not a float tensor.
+inline void require_float(ConvertContext& c) {
+  if (!c.dtype(0).is_float()) c.fail(fmt::format("needs a float input, not {}", c.dtype(0).str()));
+}
 // An int32 constant (shape arithmetic, indices).
 inline ir::Expr const_i32(int64_t v) {
   return ir::Expr(static_cast<int>(v));
@@ -159,6 +165,50 @@ std::vector<te::Tensor> layer_norm(ConvertContext& c);
 std::vector<te::Tensor> reduce_mean(ConvertContext& c);
 std::vector<te::Tensor> reduce_sum(ConvertContext& c);
 std::vector<te::Tensor> reduce_max(ConvertContext& c);
+std::vector<te::Tensor> reduce_min(ConvertContext& c);
+std::vector<te::Tensor> reduce_prod(ConvertContext& c);
+std::vector<te::Tensor> reduce_sum_square(ConvertContext& c);
+std::vector<te::Tensor> reduce_l1(ConvertContext& c);
+std::vector<te::Tensor> reduce_l2(ConvertContext& c);
+std::vector<te::Tensor> reduce_log_sum(ConvertContext& c);
+std::vector<te::Tensor> reduce_log_sum_exp(ConvertContext& c);
+std::vector<te::Tensor> log_softmax(ConvertContext& c);
+std::vector<te::Tensor> abs(ConvertContext& c);
+std::vector<te::Tensor> sign(ConvertContext& c);
+std::vector<te::Tensor> log(ConvertContext& c);
+std::vector<te::Tensor> floor(ConvertContext& c);
+std::vector<te::Tensor> ceil(ConvertContext& c);
+std::vector<te::Tensor> round(ConvertContext& c);
+std::vector<te::Tensor> elu(ConvertContext& c);
+std::vector<te::Tensor> celu(ConvertContext& c);
+std::vector<te::Tensor> selu(ConvertContext& c);
+std::vector<te::Tensor> softplus(ConvertContext& c);
+std::vector<te::Tensor> softsign(ConvertContext& c);
+std::vector<te::Tensor> mish(ConvertContext& c);
+std::vector<te::Tensor> hard_sigmoid(ConvertContext& c);
+std::vector<te::Tensor> thresholded_relu(ConvertContext& c);
+std::vector<te::Tensor> shrink(ConvertContext& c);
+std::vector<te::Tensor> prelu(ConvertContext& c);
+std::vector<te::Tensor> is_nan(ConvertContext& c);
+std::vector<te::Tensor> is_inf(ConvertContext& c);
+std::vector<te::Tensor> less(ConvertContext& c);
+std::vector<te::Tensor> less_or_equal(ConvertContext& c);
+std::vector<te::Tensor> greater(ConvertContext& c);
+std::vector<te::Tensor> greater_or_equal(ConvertContext& c);
+std::vector<te::Tensor> equal(ConvertContext& c);
+std::vector<te::Tensor> logical_and(ConvertContext& c);
+std::vector<te::Tensor> logical_or(ConvertContext& c);
+std::vector<te::Tensor> logical_xor(ConvertContext& c);
+std::vector<te::Tensor> logical_not(ConvertContext& c);
+std::vector<te::Tensor> variadic_max(ConvertContext& c);
+std::vector<te::Tensor> variadic_min(ConvertContext& c);
+std::vector<te::Tensor> variadic_sum(ConvertContext& c);
+std::vector<te::Tensor> variadic_mean(ConvertContext& c);
+std::vector<te::Tensor> cast_like(ConvertContext& c);
+std::vector<te::Tensor> mod(ConvertContext& c);
+std::vector<te::Tensor> constant_of_shape(ConvertContext& c);
+std::vector<te::Tensor> size(ConvertContext& c);
+std::vector<te::Tensor> range(ConvertContext& c);
 std::vector<te::Tensor> max_pool(ConvertContext& c);
 std::vector<te::Tensor> average_pool(ConvertContext& c);
 std::vector<te::Tensor> global_average_pool(ConvertContext& c);

@@ -1,6 +1,8 @@
-// Elementwise and broadcast ops.
+// Elementwise and broadcast ops: arithmetic, activations, rounding and sign, Log, IsNaN/IsInf,
+// comparisons and logic (bool results), Where, the variadic Max/Min/Sum/Mean, BatchNormalization.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numbers>
 
 #include "graph/op_registry.h"
@@ -39,15 +41,42 @@ std::vector<Tensor> broadcast(ConvertContext& c, const char* name, size_t n,
       c.name(name))};
 }
 
-std::vector<Tensor> binary(ConvertContext& c, const char* name, Expr (*f)(Expr, Expr)) {
-  if (c.dtype(0) != c.dtype(1))
-    c.fail(
-        fmt::format("inputs of different types ({} and {})", c.dtype(0).str(), c.dtype(1).str()));
-  return broadcast(c, name, 2, [f](std::vector<Expr> a) { return f(a[0], a[1]); });
+// A constant of type `t`.
+Expr tconst(DataType t, double v) {
+  return ir::make_const(t, v);
 }
 
-void require_float(ConvertContext& c) {
-  if (!c.dtype(0).is_float()) c.fail(fmt::format("needs a float input, not {}", c.dtype(0).str()));
+// Inputs 0..n-1 of one type, broadcast against each other and combined by `f`.
+std::vector<Tensor> same_type_broadcast(ConvertContext& c, const char* name, size_t n,
+                                        const std::function<Expr(const std::vector<Expr>&)>& f) {
+  if (n == 0) c.fail("needs at least one input");
+  for (size_t i = 1; i < n; ++i)
+    if (c.dtype(i) != c.dtype(0))
+      c.fail(
+          fmt::format("inputs of different types ({} and {})", c.dtype(0).str(), c.dtype(i).str()));
+  return broadcast(c, name, n, [&f](std::vector<Expr> a) { return f(a); });
+}
+
+// A float op: `f` gets the element and its type.
+std::vector<Tensor> float_map(ConvertContext& c, const char* name,
+                              const std::function<Expr(Expr, DataType)>& f) {
+  require_float(c);
+  DataType t = c.dtype(0);
+  return unary(c, name, [&](Expr x) { return f(x, t); });
+}
+
+std::vector<Tensor> binary(ConvertContext& c, const char* name, Expr (*f)(Expr, Expr)) {
+  return same_type_broadcast(c, name, 2, [f](const std::vector<Expr>& a) { return f(a[0], a[1]); });
+}
+
+std::vector<Tensor> logic(ConvertContext& c, const char* name, Expr (*f)(Expr, Expr)) {
+  if (!c.dtype(0).is_bool()) c.fail(fmt::format("needs bool inputs, not {}", c.dtype(0).str()));
+  return binary(c, name, f);
+}
+
+Expr softplus_of(Expr x, DataType t) {
+  // log(1 + exp(x)): x itself to float precision above 20, where exp would soon overflow.
+  return ir::select(x > tconst(t, 20), x, ir::log(tconst(t, 1) + ir::exp(x)));
 }
 
 }  // namespace
@@ -145,15 +174,41 @@ std::vector<Tensor> reciprocal(ConvertContext& c) {
   return unary(c, "reciprocal", [t](Expr x) { return ir::make_const(t, 1) / x; });
 }
 
-std::vector<Tensor> cast(ConvertContext& c) {
-  int64_t code = c.node().get_int("to", 0);
-  std::optional<DataType> target = dtype_of_onnx(code);
-  if (!target) c.fail(fmt::format("cannot cast to {}", onnx_dtype_name(code)));
-  DataType to = *target;
+namespace {
+
+std::vector<Tensor> cast_to(ConvertContext& c, DataType to) {
   return unary(c, "cast", [to](Expr x) {
     if (to.is_bool()) return x != ir::make_const(x.dtype(), 0);
     return ir::cast(to, x);
   });
+}
+
+}  // namespace
+
+std::vector<Tensor> cast(ConvertContext& c) {
+  int64_t code = c.node().get_int("to", 0);
+  std::optional<DataType> target = dtype_of_onnx(code);
+  if (!target) c.fail(fmt::format("cannot cast to {}", onnx_dtype_name(code)));
+  return cast_to(c, *target);
+}
+
+std::vector<Tensor> cast_like(ConvertContext& c) {
+  return cast_to(c, c.dtype(1));
+}
+
+std::vector<Tensor> mod(ConvertContext& c) {
+  bool fmod = c.node().get_int("fmod", 0) != 0;
+  DataType t = c.dtype(0);
+  if (t.is_float() && !fmod) c.fail("fmod must be 1 for float inputs");
+  if (t.is_bool()) c.fail("needs numeric inputs, not bool");
+  return binary(c, "mod", fmod ? +[](Expr a, Expr b) {
+    // C's fmod: the remainder of the quotient truncated toward zero, with a's sign.
+    Expr q = a / b;
+    if (a.dtype().is_float())
+      q = ir::select(q < ir::make_const(q.dtype(), 0), ir::call(ir::CallOp::kCeil, {q}),
+                     ir::call(ir::CallOp::kFloor, {q}));
+    return a - q * b;
+  } : +[](Expr a, Expr b) { return ir::floormod(a, b); });
 }
 
 std::vector<Tensor> add(ConvertContext& c) {
@@ -209,6 +264,184 @@ std::vector<Tensor> batch_norm(ConvertContext& c) {
         return (c.load(0, exprs(v)) - c.load(3, ch)) * scale + c.load(2, ch);
       },
       c.name("batch_norm"))};
+}
+
+std::vector<Tensor> abs(ConvertContext& c) {
+  DataType t = c.dtype(0);
+  if (t.is_float()) return unary(c, "abs", [](Expr x) { return ir::abs(x); });
+  if (t.is_bool()) c.fail("needs a numeric input, not bool");
+  return unary(c, "abs", [t](Expr x) { return ir::select(x < tconst(t, 0), -x, x); });
+}
+
+std::vector<Tensor> sign(ConvertContext& c) {
+  DataType t = c.dtype(0);
+  if (t.is_bool()) c.fail("needs a numeric input, not bool");
+  return unary(c, "sign", [t](Expr x) {
+    return ir::select(x > tconst(t, 0), tconst(t, 1),
+                      ir::select(x < tconst(t, 0), tconst(t, -1), tconst(t, 0)));
+  });
+}
+
+std::vector<Tensor> log(ConvertContext& c) {
+  return float_map(c, "log", [](Expr x, DataType) { return ir::log(x); });
+}
+std::vector<Tensor> floor(ConvertContext& c) {
+  return float_map(c, "floor", [](Expr x, DataType) { return ir::call(ir::CallOp::kFloor, {x}); });
+}
+std::vector<Tensor> ceil(ConvertContext& c) {
+  return float_map(c, "ceil", [](Expr x, DataType) { return ir::call(ir::CallOp::kCeil, {x}); });
+}
+std::vector<Tensor> round(ConvertContext& c) {
+  return float_map(c, "round", [](Expr x, DataType) { return ir::call(ir::CallOp::kRound, {x}); });
+}
+
+std::vector<Tensor> elu(ConvertContext& c) {
+  double alpha = c.node().get_float("alpha", 1.0);
+  return float_map(c, "elu", [alpha](Expr x, DataType t) {
+    return ir::select(x < tconst(t, 0), tconst(t, alpha) * (ir::exp(x) - tconst(t, 1)), x);
+  });
+}
+
+std::vector<Tensor> celu(ConvertContext& c) {
+  double alpha = c.node().get_float("alpha", 1.0);
+  if (alpha == 0) c.fail("alpha must not be 0");
+  return float_map(c, "celu", [alpha](Expr x, DataType t) {
+    Expr neg = tconst(t, alpha) * (ir::exp(x * tconst(t, 1 / alpha)) - tconst(t, 1));
+    return ir::max(x, tconst(t, 0)) + ir::min(tconst(t, 0), neg);
+  });
+}
+
+std::vector<Tensor> selu(ConvertContext& c) {
+  double alpha = c.node().get_float("alpha", 1.67326319217681884765625);
+  double gamma = c.node().get_float("gamma", 1.05070102214813232421875);
+  return float_map(c, "selu", [alpha, gamma](Expr x, DataType t) {
+    return tconst(t, gamma) *
+           ir::select(x > tconst(t, 0), x, tconst(t, alpha) * (ir::exp(x) - tconst(t, 1)));
+  });
+}
+
+std::vector<Tensor> softplus(ConvertContext& c) {
+  return float_map(c, "softplus", softplus_of);
+}
+
+std::vector<Tensor> softsign(ConvertContext& c) {
+  return float_map(c, "softsign",
+                   [](Expr x, DataType t) { return x / (tconst(t, 1) + ir::abs(x)); });
+}
+
+std::vector<Tensor> mish(ConvertContext& c) {
+  return float_map(c, "mish", [](Expr x, DataType t) { return x * ir::tanh(softplus_of(x, t)); });
+}
+
+std::vector<Tensor> hard_sigmoid(ConvertContext& c) {
+  double alpha = c.node().get_float("alpha", 0.2);
+  double beta = c.node().get_float("beta", 0.5);
+  return float_map(c, "hard_sigmoid", [alpha, beta](Expr x, DataType t) {
+    return ir::max(tconst(t, 0), ir::min(tconst(t, 1), tconst(t, alpha) * x + tconst(t, beta)));
+  });
+}
+
+std::vector<Tensor> thresholded_relu(ConvertContext& c) {
+  double alpha = c.node().get_float("alpha", 1.0);
+  return float_map(c, "thresholded_relu", [alpha](Expr x, DataType t) {
+    return ir::select(x > tconst(t, alpha), x, tconst(t, 0));
+  });
+}
+
+std::vector<Tensor> shrink(ConvertContext& c) {
+  double bias = c.node().get_float("bias", 0.0);
+  double lambd = c.node().get_float("lambd", 0.5);
+  DataType t = c.dtype(0);
+  if (t.is_bool()) c.fail("needs a numeric input, not bool");
+  return unary(c, "shrink", [=](Expr x) {
+    return ir::select(x < tconst(t, -lambd), x + tconst(t, bias),
+                      ir::select(x > tconst(t, lambd), x - tconst(t, bias), tconst(t, 0)));
+  });
+}
+
+std::vector<Tensor> prelu(ConvertContext& c) {
+  DataType t = c.dtype(0);
+  if (!t.is_float()) c.fail(fmt::format("needs a float input, not {}", t.str()));
+  return same_type_broadcast(c, "prelu", 2, [t](const std::vector<Expr>& a) {
+    return ir::select(a[0] < tconst(t, 0), a[0] * a[1], a[0]);
+  });
+}
+
+std::vector<Tensor> is_nan(ConvertContext& c) {
+  return float_map(c, "is_nan", [](Expr x, DataType) { return x != x; });
+}
+
+std::vector<Tensor> is_inf(ConvertContext& c) {
+  bool negative = c.node().get_int("detect_negative", 1) != 0;
+  bool positive = c.node().get_int("detect_positive", 1) != 0;
+  return float_map(c, "is_inf", [=](Expr x, DataType t) {
+    double inf = std::numeric_limits<double>::infinity();
+    Expr is = ir::make_bool(false);
+    if (positive) is = x == tconst(t, inf);
+    if (negative) is = positive ? (is || x == tconst(t, -inf)) : x == tconst(t, -inf);
+    return is;
+  });
+}
+
+std::vector<Tensor> less(ConvertContext& c) {
+  return binary(c, "less", [](Expr a, Expr b) { return a < b; });
+}
+std::vector<Tensor> less_or_equal(ConvertContext& c) {
+  return binary(c, "less_or_equal", [](Expr a, Expr b) { return a <= b; });
+}
+std::vector<Tensor> greater(ConvertContext& c) {
+  return binary(c, "greater", [](Expr a, Expr b) { return a > b; });
+}
+std::vector<Tensor> greater_or_equal(ConvertContext& c) {
+  return binary(c, "greater_or_equal", [](Expr a, Expr b) { return a >= b; });
+}
+std::vector<Tensor> equal(ConvertContext& c) {
+  return binary(c, "equal", [](Expr a, Expr b) { return a == b; });
+}
+
+std::vector<Tensor> logical_and(ConvertContext& c) {
+  return logic(c, "and", [](Expr a, Expr b) { return a && b; });
+}
+std::vector<Tensor> logical_or(ConvertContext& c) {
+  return logic(c, "or", [](Expr a, Expr b) { return a || b; });
+}
+std::vector<Tensor> logical_xor(ConvertContext& c) {
+  return logic(c, "xor", [](Expr a, Expr b) { return a != b; });
+}
+std::vector<Tensor> logical_not(ConvertContext& c) {
+  if (!c.dtype(0).is_bool()) c.fail(fmt::format("needs a bool input, not {}", c.dtype(0).str()));
+  return unary(c, "not", [](Expr x) { return !x; });
+}
+
+std::vector<Tensor> variadic_max(ConvertContext& c) {
+  return same_type_broadcast(c, "max", c.num_inputs(), [](const std::vector<Expr>& a) {
+    Expr m = a[0];
+    for (size_t i = 1; i < a.size(); ++i) m = ir::max(m, a[i]);
+    return m;
+  });
+}
+std::vector<Tensor> variadic_min(ConvertContext& c) {
+  return same_type_broadcast(c, "min", c.num_inputs(), [](const std::vector<Expr>& a) {
+    Expr m = a[0];
+    for (size_t i = 1; i < a.size(); ++i) m = ir::min(m, a[i]);
+    return m;
+  });
+}
+std::vector<Tensor> variadic_sum(ConvertContext& c) {
+  return same_type_broadcast(c, "sum", c.num_inputs(), [](const std::vector<Expr>& a) {
+    Expr s = a[0];
+    for (size_t i = 1; i < a.size(); ++i) s = s + a[i];
+    return s;
+  });
+}
+std::vector<Tensor> variadic_mean(ConvertContext& c) {
+  DataType t = c.dtype(0);
+  if (!t.is_float()) c.fail(fmt::format("needs float inputs, not {}", t.str()));
+  return same_type_broadcast(c, "mean", c.num_inputs(), [t](const std::vector<Expr>& a) {
+    Expr s = a[0];
+    for (size_t i = 1; i < a.size(); ++i) s = s + a[i];
+    return s * tconst(t, 1.0 / static_cast<double>(a.size()));
+  });
 }
 
 }  // namespace tyche::graph::ops

@@ -1,5 +1,7 @@
-// Reductions over axes: ReduceMean/Sum/Max, Softmax, LayerNormalization.
+// Reductions over axes: ReduceMean/Sum/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp,
+// Softmax and LogSoftmax, LayerNormalization.
 #include <algorithm>
+#include <functional>
 
 #include "graph/op_registry.h"
 #include "ir/op.h"
@@ -71,14 +73,27 @@ std::vector<int64_t> reduce_axes(ConvertContext& c, int axes_input_opset, bool& 
   return axes;
 }
 
-std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerKind kind, bool mean,
-                           const char* name) {
+// A reduction's element map before combining and its result's map after (`count`: elements
+// combined into each output).
+struct ReduceMaps {
+  std::function<Expr(Expr)> pre;
+  std::function<Expr(Expr, int64_t count)> post;
+  const char* reduce_name = nullptr;  // the combining compute's, where `post` adds one after it
+};
+
+std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerKind kind,
+                           const char* name, const ReduceMaps& maps = {}) {
   bool noop = false;
   std::vector<int64_t> axes = reduce_axes(c, axes_input_opset, noop);
   const Tensor& x = c.input(0);
   if (noop || c.rank(0) == 0)
     return {te::compute(
-        c.shape(0), [&](const std::vector<ir::Var>& v) -> te::ComputeBody { return x(exprs(v)); },
+        c.shape(0),
+        [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+          Expr e = x(exprs(v));
+          if (maps.pre) e = maps.pre(e);
+          return maps.post ? maps.post(e, 1) : e;
+        },
         c.name(name))};
   std::vector<bool> mask = reduced_mask(c, axes, c.rank(0));
   Reduced r = plan(c.shape(0), mask);
@@ -87,18 +102,25 @@ std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerK
       r.shape,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr src = x(source_index(mask, r, v));
+        if (maps.pre) src = maps.pre(src);
         switch (kind) {
           case te::ReducerKind::kMax:
             return te::max(src, r.axes);
+          case te::ReducerKind::kMin:
+            return te::min(src, r.axes);
+          case te::ReducerKind::kProd:
+            return te::prod(src, r.axes);
           default:
             return te::sum(src, r.axes);
         }
       },
-      c.name(mean ? "sum" : name));
+      c.name(!maps.post         ? std::string(name)
+             : maps.reduce_name ? std::string(maps.reduce_name)
+                                : std::string(name) + "_reduce"));
   std::vector<int64_t> out;
   for (size_t d = 0; d < mask.size(); ++d)
     if (!mask[d] || keep) out.push_back(r.shape[d]);
-  if (!mean && keep) return {red};
+  if (!maps.post && keep) return {red};
   return {te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
@@ -113,7 +135,7 @@ std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerK
           if (keep) ++next;
         }
         Expr e = red(idx);
-        return mean ? e * ir::make_float(1.0 / static_cast<double>(r.count)) : e;
+        return maps.post ? maps.post(e, r.count) : e;
       },
       c.name(name))};
 }
@@ -121,16 +143,59 @@ std::vector<Tensor> reduce(ConvertContext& c, int axes_input_opset, te::ReducerK
 }  // namespace
 
 std::vector<Tensor> reduce_mean(ConvertContext& c) {
-  return reduce(c, 18, te::ReducerKind::kSum, true, "reduce_mean");
+  return reduce(c, 18, te::ReducerKind::kSum, "reduce_mean",
+                {nullptr,
+                 [](Expr e, int64_t count) {
+                   if (count == 1) return e;
+                   if (!e.dtype().is_float()) return e / ir::make_const(e.dtype(), count);
+                   return e * ir::make_const(e.dtype(), 1.0 / static_cast<double>(count));
+                 },
+                 "sum"});
 }
 std::vector<Tensor> reduce_sum(ConvertContext& c) {
-  return reduce(c, 13, te::ReducerKind::kSum, false, "reduce_sum");
+  return reduce(c, 13, te::ReducerKind::kSum, "reduce_sum");
 }
 std::vector<Tensor> reduce_max(ConvertContext& c) {
-  return reduce(c, 18, te::ReducerKind::kMax, false, "reduce_max");
+  return reduce(c, 18, te::ReducerKind::kMax, "reduce_max");
+}
+std::vector<Tensor> reduce_min(ConvertContext& c) {
+  return reduce(c, 18, te::ReducerKind::kMin, "reduce_min");
+}
+std::vector<Tensor> reduce_prod(ConvertContext& c) {
+  return reduce(c, 18, te::ReducerKind::kProd, "reduce_prod");
+}
+std::vector<Tensor> reduce_sum_square(ConvertContext& c) {
+  return reduce(c, 18, te::ReducerKind::kSum, "reduce_sum_square",
+                {[](Expr x) { return x * x; }, nullptr});
+}
+std::vector<Tensor> reduce_l1(ConvertContext& c) {
+  DataType t = c.dtype(0);
+  return reduce(c, 18, te::ReducerKind::kSum, "reduce_l1",
+                {[t](Expr x) {
+                   return t.is_float() ? ir::abs(x) : ir::select(x < ir::make_const(t, 0), -x, x);
+                 },
+                 nullptr});
+}
+std::vector<Tensor> reduce_l2(ConvertContext& c) {
+  require_float(c);
+  return reduce(c, 18, te::ReducerKind::kSum, "reduce_l2",
+                {[](Expr x) { return x * x; }, [](Expr e, int64_t) { return ir::sqrt(e); }});
+}
+std::vector<Tensor> reduce_log_sum(ConvertContext& c) {
+  require_float(c);
+  return reduce(c, 18, te::ReducerKind::kSum, "reduce_log_sum",
+                {nullptr, [](Expr e, int64_t) { return ir::log(e); }});
+}
+std::vector<Tensor> reduce_log_sum_exp(ConvertContext& c) {
+  require_float(c);
+  return reduce(c, 18, te::ReducerKind::kSum, "reduce_log_sum_exp",
+                {[](Expr x) { return ir::exp(x); }, [](Expr e, int64_t) { return ir::log(e); }});
 }
 
-std::vector<Tensor> softmax(ConvertContext& c) {
+namespace {
+
+// Softmax (or its log) along one axis, the maximum subtracted first.
+std::vector<Tensor> softmax_along(ConvertContext& c, bool log, const char* name) {
   if (!c.dtype(0).is_float()) c.fail("needs a float input");
   int rank = c.rank(0);
   std::vector<bool> mask(static_cast<size_t>(rank), false);
@@ -159,9 +224,20 @@ std::vector<Tensor> softmax(ConvertContext& c) {
   return {te::compute(
       c.shape(0),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        return e(exprs(v)) / s(kept_index(mask, v));
+        std::vector<Expr> k = kept_index(mask, v);
+        if (log) return x(exprs(v)) - m(k) - ir::log(s(k));
+        return e(exprs(v)) / s(k);
       },
-      c.name("softmax"))};
+      c.name(name))};
+}
+
+}  // namespace
+
+std::vector<Tensor> softmax(ConvertContext& c) {
+  return softmax_along(c, false, "softmax");
+}
+std::vector<Tensor> log_softmax(ConvertContext& c) {
+  return softmax_along(c, true, "log_softmax");
 }
 
 std::vector<Tensor> layer_norm(ConvertContext& c) {

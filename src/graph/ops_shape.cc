@@ -1,6 +1,7 @@
 // Ops that move elements without arithmetic: views (Reshape, Flatten, Squeeze, Unsqueeze,
 // Identity) and gathers (Transpose, Concat, Split, Slice, Gather, Expand), and Shape.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "graph/op_registry.h"
@@ -71,8 +72,11 @@ std::vector<Tensor> identity(ConvertContext& c) {
   if (c.node().op == "Dropout") {
     for (size_t o = 1; o < c.node().outputs.size(); ++o)
       if (c.node().outputs[o] >= 0) c.fail("the mask output is not supported (inference only)");
-    if (c.has_input(2) && c.scalar(2).value_or(0) != 0)
-      c.fail("training_mode is not supported (inference only)");
+    if (c.has_input(2)) {
+      std::optional<double> training = c.scalar(2);
+      if (!training) c.fail("training_mode must be a constant (inference only)");
+      if (*training != 0) c.fail("training_mode is not supported (inference only)");
+    }
   }
   return view(c, c.shape(0), "identity");
 }
@@ -334,6 +338,49 @@ std::vector<Tensor> shape(ConvertContext& c) {
         return e;
       },
       c.name("shape"))};
+}
+
+std::vector<Tensor> constant_of_shape(ConvertContext& c) {
+  std::vector<int64_t> dims = c.constant_ints(0, "the shape");
+  runtime::NDArray value({1}, kFloat32);
+  value.set_flat(0, 0);
+  if (c.node().has("value")) {
+    const auto* v = std::get_if<runtime::NDArray>(&c.node().attributes.at("value"));
+    if (!v || v->numel() != 1) c.fail("the value must be a one-element tensor");
+    value = *v;
+  }
+  for (int64_t d : dims)
+    if (d < 0) c.fail(fmt::format("negative dimension {} in the shape", d));
+  DataType t = value.dtype();
+  double x = t.is_float() ? value.get_flat(0) : static_cast<double>(value.get_flat_int(0));
+  return {te::compute(
+      dims, [&](const std::vector<ir::Var>&) -> te::ComputeBody { return ir::make_const(t, x); },
+      c.name("constant_of_shape"))};
+}
+
+std::vector<Tensor> size(ConvertContext& c) {
+  int64_t n = 1;
+  for (int64_t d : c.shape(0)) n *= d;
+  return {te::compute(
+      {}, [&](const std::vector<ir::Var>&) -> te::ComputeBody { return ir::make_int(n, kInt64); },
+      c.name("size"))};
+}
+
+std::vector<Tensor> range(ConvertContext& c) {
+  std::optional<double> start = c.scalar(0), limit = c.scalar(1), delta = c.scalar(2);
+  if (!start || !limit || !delta)
+    c.fail("start, limit and delta must be one-element constants: Tyche compiles static shapes");
+  if (*delta == 0) c.fail("delta must not be 0");
+  DataType t = c.dtype(0);
+  double count = std::ceil((*limit - *start) / *delta);
+  auto n = static_cast<int64_t>(std::max(count, 0.0));
+  return {te::compute(
+      {n},
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr i = ir::cast(t, v[0]);
+        return ir::make_const(t, *start) + i * ir::make_const(t, *delta);
+      },
+      c.name("range"))};
 }
 
 }  // namespace tyche::graph::ops

@@ -1,10 +1,14 @@
 // ONNX import: shapes inferred, constants folded, and every kind of bad file or input refused
 // with one line.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../common/onnx_builder.h"
 #include "graph/onnx_import.h"
+#include "graph/onnx_schemas.h"
 #include "graph/passes.h"
 #include "support/error.h"
 
@@ -58,19 +62,92 @@ TEST(Import, RefusesWhatIsNotAModel) {
 TEST(Import, ListsEveryUnsupportedOperatorWithItsCount) {
   OnnxBuilder b;
   b.input("x", {4}).input("s", {4}, onnx::TensorProto::INT64);
-  b.node("Mod", {"x", "x"}, {"a"});
-  b.node("Mod", {"a", "x"}, {"b"});
+  b.node("Hardmax", {"x"}, {"a"});
+  b.node("Hardmax", {"a"}, {"b"});
   b.node("BitShift", {"s", "s"}, {"c"});
   b.output("b").output("c");
   EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("unsupported operators"),
-                                         HasSubstr("BitShift (1)"), HasSubstr("Mod (2)")));
+                                         HasSubstr("BitShift (1)"), HasSubstr("Hardmax (2)")));
 }
 
 TEST(Import, RefusesOpsetsOutsideTheRange) {
-  OnnxBuilder b(12);
+  for (int opset : {0, -3}) {
+    OnnxBuilder b(opset);
+    b.input("x", {4}).output("y").node("Relu", {"x"}, {"y"});
+    EXPECT_THAT(error_of(b.bytes()),
+                HasSubstr(fmt::format("opset {} is not an ONNX opset", opset)));
+  }
+  OnnxBuilder b(newest_known_opset() + 1);
   b.input("x", {4}).output("y").node("Relu", {"x"}, {"y"});
   EXPECT_THAT(error_of(b.bytes()),
-              HasSubstr("opset 12 is not supported (Tyche reads opsets 13 to 21)"));
+              HasSubstr(fmt::format("opset {} is newer than the newest Tyche knows ({})",
+                                    newest_known_opset() + 1, newest_known_opset())));
+}
+
+TEST(Import, OlderOpsetsAreUpgradedByOnnxsVersionConverter) {
+  // Opset 11: Unsqueeze's axes and Split's sizes are attributes (inputs from 13), Softmax
+  // flattens from `axis` (one axis from 13). The converter rewrites all three.
+  OnnxBuilder b(11);
+  b.input("x", {2, 6});
+  auto& u = b.node("Unsqueeze", {"x"}, {"u"});
+  OnnxBuilder::attr(u, "axes", std::vector<int64_t>{0});
+  auto& sp = b.node("Split", {"u"}, {"a", "c"});
+  OnnxBuilder::attr(sp, "axis", int64_t{2});
+  OnnxBuilder::attr(sp, "split", std::vector<int64_t>{2, 4});
+  auto& sm = b.node("Softmax", {"c"}, {"y"});
+  OnnxBuilder::attr(sm, "axis", int64_t{1});
+  b.output("a").output("y");
+  Graph g = import_onnx_bytes(b.bytes(), "m.onnx", ".");
+  EXPECT_EQ(g.opset_read, 11);
+  EXPECT_EQ(g.opset, kUpgradeToOpset);
+  EXPECT_EQ(g.value(g.outputs[0]).shape, (std::vector<int64_t>{1, 2, 2}));
+  EXPECT_EQ(g.value(g.outputs[1]).shape, (std::vector<int64_t>{1, 2, 4}));
+  // Softmax-11 over axes 1.. of a [1, 2, 4]: the adapter flattens to [1, 8] around Softmax-13.
+  bool flattened = std::any_of(g.nodes.begin(), g.nodes.end(), [&](const Node& n) {
+    return n.op == "Softmax" && g.value(n.inputs[0]).shape == std::vector<int64_t>{1, 8};
+  });
+  EXPECT_TRUE(flattened);
+}
+
+TEST(Import, NewerOpsetsReadEachOpAtItsOwnVersion) {
+  // Relu last changed in opset 14, Add in 14, Cast in 25 (more types): opset 28 reads them all.
+  OnnxBuilder b(newest_known_opset());
+  b.input("x", {4}).output("y");
+  b.node("Relu", {"x"}, {"r"});
+  b.node("Add", {"r", "x"}, {"s"});
+  auto& c = b.node("Cast", {"s"}, {"y"});
+  OnnxBuilder::attr(c, "to", int64_t{onnx::TensorProto::FLOAT});
+  Graph g = import_onnx_bytes(b.bytes(), "m.onnx", ".");
+  EXPECT_EQ(g.opset, newest_known_opset());
+  EXPECT_EQ(g.opset_read, newest_known_opset());
+  ASSERT_NE(schema_at("Cast", newest_known_opset()), nullptr);
+  EXPECT_GT(schema_at("Cast", newest_known_opset())->since_version, kConvertersOpset);
+  EXPECT_EQ(schema_at("Relu", 28)->since_version, 14);
+  EXPECT_EQ(schema_at("Gelu", 19), nullptr);  // since opset 20
+}
+
+TEST(Import, RefusesWhatANewerOpVersionAddsAndOpsBeforeTheirOpset) {
+  // Cast-24 adds round_mode; Gelu does not exist before opset 20.
+  OnnxBuilder b(newest_known_opset());
+  b.input("x", {4}).output("y");
+  auto& c = b.node("Cast", {"x"}, {"y"});
+  OnnxBuilder::attr(c, "to", int64_t{onnx::TensorProto::FLOAT});
+  c.add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("round_mode");
+    a.set_type(onnx::AttributeProto::STRING);
+    a.set_s("up");
+    return a;
+  }());
+  c.set_name("cast_node");
+  EXPECT_THAT(error_of(b.bytes()),
+              AllOf(HasSubstr("node 'cast_node' (Cast, version"),
+                    HasSubstr(fmt::format("at opset {}): attribute 'round_mode' is newer than "
+                                          "opset {}",
+                                          newest_known_opset(), kConvertersOpset))));
+  OnnxBuilder old(18);
+  old.input("x", {4}).output("y").node("Gelu", {"x"}, {"y"});
+  EXPECT_THAT(error_of(old.bytes()), HasSubstr("(Gelu): no such operator at opset 18"));
 }
 
 TEST(Import, SymbolicDimensionsNeedAnInputShape) {
