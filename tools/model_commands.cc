@@ -40,15 +40,28 @@ namespace {
 
 // `dtype`: float32 (as the model is) or bfloat16 (graph::convert_to_bfloat16); tune-model and
 // run-model must be given the same, since the tasks differ.
+// `binds`: NAME=FILE.npy, an input bound to the array in that file at compile time.
 model::LoadedModel load_model(const std::string& path, const std::vector<std::string>& input_shapes,
-                              const std::string& dtype) {
+                              const std::vector<std::string>& binds, const std::string& dtype) {
   graph::ImportOptions shapes;
   for (const std::string& s : input_shapes) graph::parse_input_shape(s, shapes);
   model::LoadOptions options;
   options.input_shapes = shapes.input_shapes;
+  for (const std::string& b : binds) {
+    size_t eq = b.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == b.size())
+      throw_input_error("--bind '{}' is not NAME=FILE.npy", b);
+    std::string name = b.substr(0, eq);
+    if (options.bound_inputs.count(name)) throw_input_error("--bind {} is given twice", name);
+    options.bound_inputs[name] = runtime::load_npy(b.substr(eq + 1));
+  }
   options.dtype = dtype;
   return model::load_model(model::ModelSource::file(path), options);
 }
+
+constexpr const char* kBindHelp =
+    "NAME=FILE.npy: bind an input to this value at compile time (an op that needs its axes, "
+    "shape or bounds as constants can then read them); the input is no longer given at run time";
 
 std::string hex(uint64_t h) {
   return fmt::format("{:016x}", h);
@@ -330,6 +343,7 @@ ModelCommands::ModelCommands(CLI::App& app) {
     sub->add_option("model", model_, "the .onnx file")->required();
     sub->add_option("--input-shape", input_shapes_,
                     "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+    sub->add_option("--bind", binds_, kBindHelp);
     sub->add_option("--json", json_file_, "write the result as JSON here");
   }
   tune_model_ = app.add_subcommand(
@@ -338,6 +352,7 @@ ModelCommands::ModelCommands(CLI::App& app) {
   tune_model_->add_option("model", model_, "the .onnx file")->required();
   tune_model_->add_option("--input-shape", input_shapes_,
                           "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+  tune_model_->add_option("--bind", binds_, kBindHelp);
   tools::at_least(
       tune_model_->add_option("--trials", trials_, "candidates to measure, all tasks together")
           ->required(),
@@ -398,6 +413,7 @@ ModelCommands::ModelCommands(CLI::App& app) {
   export_model_->add_option(
       "--input-shape", input_shapes_,
       "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+  export_model_->add_option("--bind", binds_, kBindHelp);
   export_model_->add_option(
       "--db", db_,
       "a tuning database: each task exports its best record (others a default schedule)");
@@ -430,7 +446,7 @@ int ModelCommands::run() {
 }
 
 int ModelCommands::cmd_tune_model() {
-  model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
+  model::LoadedModel m = load_model(model_, input_shapes_, binds_, dtype_);
   model::TuneSetup setup;
   setup.trials = trials_;
   setup.db = db_;
@@ -531,7 +547,7 @@ int ModelCommands::cmd_export_model() {
     throw_input_error(
         "--threads takes 1 (serial code); without it, parallel loops run on the library's thread "
         "pool");
-  model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
+  model::LoadedModel m = load_model(model_, input_shapes_, binds_, dtype_);
   model::ModelPrograms best = model::model_programs(m, db_, model::model_target(cpu_));
   for (const std::string& warning : best.warnings) fmt::print(stderr, "warning: {}\n", warning);
   int tuned = best.tuned;
@@ -555,7 +571,7 @@ int ModelCommands::cmd_export_model() {
 }
 
 int ModelCommands::cmd_import() {
-  model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
+  model::LoadedModel m = load_model(model_, input_shapes_, binds_, dtype_);
   const graph::Graph& g = m.graph;
   std::string opset = g.opset == g.opset_read
                           ? fmt::format("opset {}", g.opset)
@@ -609,7 +625,7 @@ int ModelCommands::cmd_import() {
 int ModelCommands::cmd_run_model() {
   if (!save_outputs_.empty()) check_save_outputs(save_outputs_);  // before the work, not after it
   if (threads_ > 0) runtime::ThreadPool::global().set_num_threads(threads_);
-  model::LoadedModel m = load_model(model_, input_shapes_, dtype_);
+  model::LoadedModel m = load_model(model_, input_shapes_, binds_, dtype_);
   const graph::Graph& g = m.graph;
   // Inputs: given ones by name, the rest random.
   std::map<std::string, std::string> given;

@@ -27,6 +27,7 @@ class ModelCommands {
   CLI::App* export_model_ = nullptr;
   std::string model_;
   std::vector<std::string> input_shapes_;
+  std::vector<std::string> binds_;  // --bind NAME=FILE.npy
   std::vector<std::string> inputs_;
   std::string json_file_, db_, save_outputs_, compare_, cpu_, name_, output_;
   std::string dtype_ = "float32";

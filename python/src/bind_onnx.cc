@@ -46,8 +46,11 @@ struct ModelSource {
   model::LoadOptions options;
 };
 
+using Bound = std::map<std::string, runtime::NDArray>;
+
 ModelSource model_source(const std::string& path, nb::handle bytes, const std::string& what,
-                         const std::string& dtype, const std::string& dir, const Shapes& shapes) {
+                         const std::string& dtype, const std::string& dir, const Shapes& shapes,
+                         Bound bound = {}) {
   ModelSource s;
   if (!bytes.is_none()) {
     nb::bytes b = nb::cast<nb::bytes>(bytes);
@@ -58,6 +61,7 @@ ModelSource model_source(const std::string& path, nb::handle bytes, const std::s
   }
   s.options.dtype = dtype;
   s.options.input_shapes = shapes;
+  s.options.bound_inputs = std::move(bound);
   return s;
 }
 
@@ -70,8 +74,8 @@ model::LoadedModel load_released(const ModelSource& src) {
 // every batch, and importing a network takes seconds.
 struct ImportedModels {
   std::mutex mu;
-  std::map<std::tuple<std::string, Shapes, std::string>, std::vector<tune::TuneTask>>
-      tasks;  // bytes, shapes, dtype
+  std::map<std::tuple<std::string, Shapes, std::string, std::string>, std::vector<tune::TuneTask>>
+      tasks;  // bytes, shapes, dtype, bound inputs
 };
 ImportedModels& imported_models() {
   static ImportedModels models;
@@ -142,6 +146,31 @@ runtime::NDArray to_ndarray(const InputArray& a, const std::string& name) {
                       out.nbytes());
   if (out.nbytes() > 0) std::memcpy(out.data(), a.data(), out.nbytes());
   return out;
+}
+
+// Python's bind={name: array}.
+Bound bound_inputs(const nb::dict& bind) {
+  Bound out;
+  for (auto [key, value] : bind) {
+    std::string name = nb::cast<std::string>(key);
+    InputArray a;
+    if (!nb::try_cast(value, a, false))
+      throw_input_error(
+          "bind['{}'] is not an array Tyche can read (numeric, C-contiguous, in CPU memory): a {}",
+          name, python_type_name(value));
+    out[name] = to_ndarray(a, name);
+  }
+  return out;
+}
+
+// The bound inputs as bytes, to key the models a node imported.
+std::string bound_key(const Bound& bound) {
+  std::string key;
+  for (const auto& [name, a] : bound) {
+    key += fmt::format("{}:{}:{};", name, a.dtype().str(), fmt::join(a.shape(), "x"));
+    key.append(static_cast<const char*>(a.data()), a.nbytes());
+  }
+  return key;
 }
 
 nb::tuple as_tuple(const std::vector<int64_t>& dims) {
@@ -306,10 +335,12 @@ workloads::Workload onnx_task_workload(const nb::dict& recipe, uint64_t hash) {
   src.options.dtype =
       recipe.contains("dtype") ? nb::cast<std::string>(recipe["dtype"]) : std::string("float32");
   src.options.input_shapes = nb::cast<Shapes>(recipe["input_shapes"]);
+  if (recipe.contains("bind")) src.options.bound_inputs = bound_inputs(recipe["bind"]);
   ImportedModels& models = imported_models();
   nb::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(models.mu);
-  auto key = std::make_tuple(src.source.bytes, src.options.input_shapes, src.options.dtype);
+  auto key = std::make_tuple(src.source.bytes, src.options.input_shapes, src.options.dtype,
+                             bound_key(src.options.bound_inputs));
   auto it = models.tasks.find(key);
   if (it == models.tasks.end()) {
     model::LoadedModel m = model::load_model(src.source, src.options);
@@ -357,39 +388,44 @@ void bind_onnx(nb::module_& m) {
   m.def(
       "onnx_compile",
       [](const std::string& path, nb::handle bytes, const std::string& what, const std::string& db,
-         int threads, const Shapes& shapes, const std::string& dtype, const std::string& base_dir) {
-        CompiledModel c =
-            compile_model(model_source(path, bytes, what, dtype, base_dir, shapes), db, threads);
+         int threads, const Shapes& shapes, const std::string& dtype, const std::string& base_dir,
+         const nb::dict& bind) {
+        CompiledModel c = compile_model(
+            model_source(path, bytes, what, dtype, base_dir, shapes, bound_inputs(bind)), db,
+            threads);
         for (const std::string& w : c.compiled.chosen.warnings)
           if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw nb::python_error();
         return c;
       },
       nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("db"), nb::arg("threads"),
-      nb::arg("input_shapes"), nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
+      nb::arg("input_shapes"), nb::arg("dtype") = "float32", nb::arg("base_dir") = "",
+      nb::arg("bind") = nb::dict());
   m.def(
       "onnx_tasks",
       [](const std::string& path, nb::handle bytes, const std::string& what, const Shapes& shapes,
-         const std::string& dtype, const std::string& base_dir) {
-        return task_list(
-            load_released(model_source(path, bytes, what, dtype, base_dir, shapes)).table);
+         const std::string& dtype, const std::string& base_dir, const nb::dict& bind) {
+        return task_list(load_released(model_source(path, bytes, what, dtype, base_dir, shapes,
+                                                    bound_inputs(bind)))
+                             .table);
       },
       nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("input_shapes"),
-      nb::arg("dtype") = "float32", nb::arg("base_dir") = "");
+      nb::arg("dtype") = "float32", nb::arg("base_dir") = "", nb::arg("bind") = nb::dict());
   m.def(
       "onnx_tune",
       [](const std::string& path, nb::handle bytes, const std::string& what, int trials,
          const std::string& db, int threads, const Shapes& shapes, int64_t seed,
          const std::string& timing, const std::string& worker, nb::handle progress,
          nb::handle remote, const std::string& dtype, const std::string& base_dir, int population,
-         int generations) {
-        return tune_model(model_source(path, bytes, what, dtype, base_dir, shapes), trials, db,
-                          threads, seed, timing, worker, progress, remote, population, generations);
+         int generations, const nb::dict& bind) {
+        return tune_model(
+            model_source(path, bytes, what, dtype, base_dir, shapes, bound_inputs(bind)), trials,
+            db, threads, seed, timing, worker, progress, remote, population, generations);
       },
       nb::arg("path"), nb::arg("bytes").none(), nb::arg("what"), nb::arg("trials"), nb::arg("db"),
       nb::arg("threads"), nb::arg("input_shapes"), nb::arg("seed"), nb::arg("timing"),
       nb::arg("worker"), nb::arg("progress").none(), nb::arg("remote").none() = nb::none(),
       nb::arg("dtype") = "float32", nb::arg("base_dir") = "", nb::arg("population") = 0,
-      nb::arg("generations") = 0);
+      nb::arg("generations") = 0, nb::arg("bind") = nb::dict());
   m.def(
       "onnx_target", [] { return model::model_target().str(); },
       "The target a model's tasks are tuned for (the host).");

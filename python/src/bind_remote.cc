@@ -43,7 +43,8 @@ tune::RecordWorkload record_workload(const nb::dict& d) {
 
 // The workload a recipe describes: {"op", "params", "precision"} (a preset's family), {"formula",
 // "extents", "dtypes"},
-// or {"onnx_bytes", "input_shapes", "what", "dtype"} (the task of that model whose hash is `hash`).
+// or {"onnx_bytes", "input_shapes", "what", "dtype", "bind"} (the task of that model whose hash is
+// `hash`).
 workloads::Workload rebuild(const nb::dict& recipe, uint64_t hash) {
   auto text = [&](const char* key) {
     return recipe.contains(key) ? nb::cast<std::string>(recipe[key]) : std::string();

@@ -198,3 +198,36 @@ def test_symbolic_input_shape():
     np.testing.assert_array_equal(c(x=x)["y"], np.maximum(x, 0))
     with pytest.raises(tyche.InputError, match="not an input of the model"):
         tyche.onnx.tasks(m, input_shapes={"nope": (3, 5)})
+
+
+def _unsqueeze_reshape_model():
+    """Unsqueeze's axes and Reshape's shape given as graph inputs (int64), as ONNX's node tests give them."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    axes = helper.make_tensor_value_info("axes", TensorProto.INT64, [1])
+    shape = helper.make_tensor_value_info("shape", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])
+    g = helper.make_graph([helper.make_node("Unsqueeze", ["x", "axes"], ["u"]),
+                           helper.make_node("Reshape", ["u", "shape"], ["y"])], "bind", [x, axes, shape], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="tyche-test")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def test_bind_freezes_inputs_that_ops_need_as_constants(tmp_path):
+    m = _unsqueeze_reshape_model()
+    with pytest.raises(tyche.InputError, match=r"the axes \('axes'\) must be a constant"):
+        tyche.onnx.compile(m)
+    bind = {"axes": np.array([0], np.int64), "shape": [3, 2]}
+    c = tyche.onnx.compile(m, bind={"axes": bind["axes"], "shape": np.array(bind["shape"], np.int64)})
+    assert c.input_names == ["x"]
+    x = U(2, 3)
+    np.testing.assert_array_equal(c(x=x)["y"], x.reshape(3, 2))
+    assert tyche.onnx.tasks(m, bind={"axes": [0], "shape": np.array([3, 2])}) == tyche.onnx.tasks(
+        m, bind={"axes": [0], "shape": np.array([3, 2])})
+    with pytest.raises(tyche.InputError, match="the value is int32, the input is int64"):
+        tyche.onnx.compile(m, bind={"axes": np.array([0], np.int32), "shape": np.array([3, 2])})
+    with pytest.raises(tyche.InputError, match="'nope', which is not an input"):
+        tyche.onnx.compile(m, bind={"nope": [1], "axes": [0], "shape": np.array([3, 2])})
+    with pytest.raises(tyche.InputError, match="bind must be a dict"):
+        tyche.onnx.compile(m, bind=[("axes", [0])])

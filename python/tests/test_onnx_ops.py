@@ -229,3 +229,20 @@ def test_bad_input_array_names_the_input(tyche, tmp_path, bad):
     model_path, files = save_case(tmp_path, onnx_cases.pixels_model(), {"pixels": value})
     line = one_line(run_tyche(tyche, model_path, files, tmp_path / "out"))
     assert "pixels" in line, line
+
+
+def test_bind_freezes_inputs_on_the_command_line(tyche, tmp_path):
+    """--bind NAME=FILE.npy: Unsqueeze's axes and Reshape's shape, graph inputs, become constants."""
+    nodes = [onnx_cases.N("Unsqueeze", ["x", "axes"], "u"), onnx_cases.N("Reshape", ["u", "shape"])]
+    x = onnx_cases.U(2, 3)
+    values = {"x": x, "axes": onnx_cases.I64([0]), "shape": onnx_cases.I64([3, 2])}
+    model = onnx_cases.make_model("bind", nodes, values, ["y"])
+    model_path, files = save_case(tmp_path, model, values)
+    line = one_line(run_tyche(tyche, model_path, {"x": files["x"]}, tmp_path / "out0"))
+    assert "the axes ('axes') must be a constant" in line, line
+    binds = ["--bind", f"axes={files['axes']}", "--bind", f"shape={files['shape']}"]
+    proc = run_tyche(tyche, model_path, {"x": files["x"]}, tmp_path / "out", extra=binds)
+    assert proc.returncode == 0, f"tyche exited {proc.returncode}:\n{proc.stderr}{proc.stdout}"
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), x.reshape(3, 2))
+    line = one_line(run_tyche(tyche, model_path, {"x": files["x"]}, tmp_path / "out2", extra=["--bind", "axes"]))
+    assert "--bind 'axes' is not NAME=FILE.npy" in line, line

@@ -60,6 +60,21 @@ def _shapes(input_shapes: Mapping[str, Any] | None) -> dict[str, list[int]]:
     return out
 
 
+def _bind(bind: Mapping[str, Any] | None) -> dict:
+    """{input name: C-contiguous array} of bind= (numpy arrays, or what numpy.asarray takes)."""
+    if bind is None:
+        return {}
+    if not isinstance(bind, Mapping):
+        raise _tyche.InputError(f"bind must be a dict of input name to array, got {type(bind).__name__}")
+    out = {}
+    for name, value in bind.items():
+        try:
+            out[str(name)] = np.require(np.asarray(value), requirements="C")
+        except (TypeError, ValueError) as e:
+            raise _tyche.InputError(f"bind['{name}'] is not an array: {e}") from None
+    return out
+
+
 def _threads(threads: int | None) -> int:
     if threads is None:
         return 0
@@ -143,26 +158,29 @@ class CompiledModel:
 
 def compile(model: Any, db: str | os.PathLike | None = None, threads: int | None = None,
             input_shapes: Mapping[str, Any] | None = None, dtype: str = "float32",
-            base_dir: str | os.PathLike | None = None) -> CompiledModel:
+            base_dir: str | os.PathLike | None = None, bind: Mapping[str, Any] | None = None) -> CompiledModel:
     """Imports ``model`` and compiles every task: with ``db`` (a tuning database directory) each
     task runs its best record there, the others a default schedule. ``threads`` sets the size of
     Tyche's thread pool (all kernels of the process run on it). ``dtype``: "float32" (the model as
     it is) or "bfloat16" (the convolutions' and matrix products' weights and activations in
     bfloat16, accumulated in float32, as ``tyche run-model --dtype``); tune with the same.
-    ``base_dir``: the folder of a ModelProto's external data (see the module's note)."""
+    ``base_dir``: the folder of a ModelProto's external data (see the module's note).
+    ``bind``: {input name: array}, inputs bound to values at compile time (as ``tyche run-model
+    --bind``): each becomes a constant, so an op that needs its axes, shape or bounds as constants
+    can read them, and is no longer given at run time."""
     path, data, what, data_dir = _source(model, base_dir)
     native = _tyche.onnx_compile(path, data, what, os.fspath(db) if db is not None else "", _threads(threads),
-                                 _shapes(input_shapes), str(dtype), data_dir)
+                                 _shapes(input_shapes), str(dtype), data_dir, _bind(bind))
     return CompiledModel(native)
 
 
 def tasks(model: Any, input_shapes: Mapping[str, Any] | None = None, dtype: str = "float32",
-          base_dir: str | os.PathLike | None = None) -> list[dict]:
+          base_dir: str | os.PathLike | None = None, bind: Mapping[str, Any] | None = None) -> list[dict]:
     """The model's tuning tasks (fused groups that compute the same program share one), as
-    ``tyche import --json`` lists them: dicts of name, weight, gflop, hash. ``base_dir``: as for
-    ``compile``."""
+    ``tyche import --json`` lists them: dicts of name, weight, gflop, hash. ``base_dir`` and
+    ``bind``: as for ``compile``."""
     path, data, what, data_dir = _source(model, base_dir)
-    return _tyche.onnx_tasks(path, data, what, _shapes(input_shapes), str(dtype), data_dir)
+    return _tyche.onnx_tasks(path, data, what, _shapes(input_shapes), str(dtype), data_dir, _bind(bind))
 
 
 def _print_progress(trials: int, budget: int, task: str, best_seconds: float, estimated_ms: float, measured: int,
@@ -176,7 +194,7 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
          input_shapes: Mapping[str, Any] | None = None, seed: int = 0, progress: bool | Callable = True,
          timing: str = "auto", runner: Any = None, dtype: str = "float32",
          base_dir: str | os.PathLike | None = None, population: int | None = None,
-         generations: int | None = None) -> dict:
+         generations: int | None = None, bind: Mapping[str, Any] | None = None) -> dict:
     """Tunes every task of ``model`` for ``trials`` measured candidates in all, shared by the
     gradient task scheduler, keeping the records in the database directory ``db`` (a rerun
     resumes). ``threads``: for the search and the cost model (default: all). ``timing``: "auto"
@@ -194,7 +212,8 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
     ``runner``: None measures here; a ``tyche.ray.RayRunner`` measures on a Ray cluster, each
     node importing the model (sent once per node) and measuring its share of every batch; nodes
     get the model's bytes alone, so a model with external data is refused there.
-    ``base_dir``: as for ``compile``. ``population`` and ``generations``: the evolutionary
+    ``base_dir`` and ``bind``: as for ``compile`` (tune and compile with the same bindings: the
+    tasks differ). ``population`` and ``generations``: the evolutionary
     search's per round (default 512 and 4, as ``tyche.tune``); smaller is a quicker, coarser search.
     """
     path, data, what, data_dir = _source(model, base_dir)
@@ -212,7 +231,7 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
                 data = f.read()
             path, data_dir = "", os.path.dirname(os.path.abspath(path))
         runner.start(_tyche.onnx_target())
-        remote = runner.remote_model(data, what, _shapes(input_shapes), str(dtype))
+        remote = runner.remote_model(data, what, _shapes(input_shapes), str(dtype), _bind(bind))
     return _tyche.onnx_tune(path, data, what, trials, os.fspath(db), _threads(threads), _shapes(input_shapes), seed,
                             str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote, str(dtype), data_dir,
-                            population, generations)
+                            population, generations, _bind(bind))

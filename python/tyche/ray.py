@@ -157,12 +157,15 @@ class RayRunner:
         return measure
 
 
-    def remote_model(self, data: bytes, what: str, input_shapes: dict, dtype: str = "float32"):
+    def remote_model(self, data: bytes, what: str, input_shapes: dict, dtype: str = "float32",
+                     bind: dict | None = None):
         """The function the native loop measures a model's batches with: the model goes to the
-        object store once, and each node imports it once (the task is found by its hash)."""
+        object store once, and each node imports it once (the task is found by its hash);
+        ``bind``: the inputs bound at compile time, sent with it."""
         import ray
         # In a list, so Ray hands the actor the reference itself rather than the bytes.
-        recipe = {"onnx_ref": [ray.put(data)], "what": what, "input_shapes": input_shapes, "dtype": dtype}
+        recipe = {"onnx_ref": [ray.put(data)], "what": what, "input_shapes": input_shapes, "dtype": dtype,
+                  "bind": dict(bind or {})}
 
         def measure(workload_record: dict, traces: list[str], batch: dict) -> list[str]:
             return self.measure(recipe, workload_record, traces, batch)

@@ -299,6 +299,29 @@ std::vector<int64_t> input_shape(const onnx::ValueInfoProto& in, const ImportOpt
   return shape;
 }
 
+// An input bound to `array` (ImportOptions::bound_inputs) as a constant value: of the input's type
+// and of its static dimensions.
+Value bound_value(const onnx::ValueInfoProto& in, const runtime::NDArray& array,
+                  const std::string& what) {
+  int code = in.type().tensor_type().elem_type();
+  std::optional<DataType> dtype = dtype_of_onnx(code);
+  if (!dtype || *dtype != array.dtype())
+    throw_input_error("{}: --bind {}: the value is {}, the input is {}", what, in.name(),
+                      array.dtype().str(), dtype ? dtype->str() : onnx_dtype_name(code));
+  const auto& tt = in.type().tensor_type();
+  if (tt.has_shape()) {
+    bool fits = tt.shape().dim_size() == static_cast<int>(array.shape().size());
+    for (int d = 0; fits && d < tt.shape().dim_size(); ++d)
+      fits = !tt.shape().dim(d).has_dim_value() ||
+             tt.shape().dim(d).dim_value() == array.shape()[static_cast<size_t>(d)];
+    if (!fits)
+      throw_input_error("{}: --bind {}: the value's shape {} does not fit the input's", what,
+                        in.name(), fmt::join(array.shape(), "x"));
+  }
+  Value v{in.name(), array.shape(), array.dtype(), array};
+  return v;
+}
+
 }  // namespace
 
 void parse_input_shape(const std::string& text, ImportOptions& options) {
@@ -354,10 +377,20 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
       throw_input_error("{}: --input-shape names '{}', which is not an input of the model", what,
                         name);
   }
+  for (const auto& [name, array] : options.bound_inputs) {
+    bool found = !ids.count(name) && std::any_of(g.input().begin(), g.input().end(),
+                                                 [&](const auto& in) { return in.name() == name; });
+    if (!found)
+      throw_input_error("{}: --bind names '{}', which is not an input of the model", what, name);
+  }
   for (const auto& in : g.input()) {
     if (ids.count(in.name())) continue;  // an initializer listed as an input (older exporters)
     int code = in.type().tensor_type().elem_type();
     std::optional<DataType> dtype = dtype_of_onnx(code);
+    if (auto bound = options.bound_inputs.find(in.name()); bound != options.bound_inputs.end()) {
+      ids[in.name()] = graph.add_value(bound_value(in, bound->second, what));
+      continue;
+    }
     if (!dtype)
       throw_input_error("{}: input '{}' has type {}, which Tyche does not support", what, in.name(),
                         onnx_dtype_name(code));

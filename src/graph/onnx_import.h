@@ -11,12 +11,17 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "runtime/ndarray.h"
 
 namespace tyche::graph {
 
 struct ImportOptions {
   // Static shapes for inputs whose dimensions are symbolic (or to override them), by name.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Inputs bound to values at compile time, as TVM's frontend freezes params: each becomes a
+  // constant (an op that needs its axes, shape or bounds as constants can then read them), and
+  // is no longer an input of the graph. Its type and static dimensions must match the model's.
+  std::map<std::string, runtime::NDArray> bound_inputs;
 };
 
 // Parses "NAME=1x3x224x224" (several may be given); InputError on a malformed one.

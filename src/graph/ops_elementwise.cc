@@ -95,7 +95,9 @@ std::vector<Tensor> clip(ConvertContext& c) {
     for (size_t i : {size_t{1}, size_t{2}}) {
       if (!c.has_input(i)) continue;
       std::optional<double> v = c.scalar(i);
-      if (!v) c.fail(fmt::format("the {} must be a one-element constant", i == 1 ? "min" : "max"));
+      if (!v)
+        c.fail(fmt::format("the {} ('{}') must be a one-element constant", i == 1 ? "min" : "max",
+                           c.value(i).name));
       (i == 1 ? lo : hi) = v;
     }
   }

@@ -146,7 +146,8 @@ Tensor integer_conv(ConvertContext& c, size_t w, size_t x_zp, size_t w_zp, Axes*
   *axes = activation_axes(c, 0, /*any_type=*/true);
   const size_t co_dim = axes->channels_last ? c.shape(w).size() - 1 : 0;
   if (c.has_input(x_zp) && !c.scalar(x_zp))
-    c.fail("the x_zero_point must be a one-element constant");
+    c.fail(
+        fmt::format("the x_zero_point ('{}') must be a one-element constant", c.value(x_zp).name));
   DataType xt = c.dtype(0);
   if (!zero_or_absent(c, w_zp)) {
     // (x - xz) (w - wz[co]) in int32; the padding taps read xz and add nothing.

@@ -74,7 +74,9 @@ std::vector<Tensor> identity(ConvertContext& c) {
       if (c.node().outputs[o] >= 0) c.fail("the mask output is not supported (inference only)");
     if (c.has_input(2)) {
       std::optional<double> training = c.scalar(2);
-      if (!training) c.fail("training_mode must be a constant (inference only)");
+      if (!training)
+        c.fail(fmt::format("training_mode ('{}') must be a constant (inference only)",
+                           c.value(2).name));
       if (*training != 0) c.fail("training_mode is not supported (inference only)");
     }
   }

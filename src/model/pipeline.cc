@@ -57,6 +57,7 @@ LoadedModel load_model(const ModelSource& source, const LoadOptions& options) {
         throw_input_error("the shape of input '{}': {} is not a dimension", name, d);
     import.input_shapes[name] = dims;
   }
+  import.bound_inputs = options.bound_inputs;
   LoadedModel m;
   m.what = source.what;
   m.graph = source.path.empty()

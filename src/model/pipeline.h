@@ -42,7 +42,9 @@ struct ModelSource {
 // What changes the tasks, hence the task hashes that key a database: give tune-model and
 // run-model the same.
 struct LoadOptions {
-  InputShapes input_shapes;       // static shapes for inputs with symbolic dimensions
+  InputShapes input_shapes;  // static shapes for inputs with symbolic dimensions
+  // Inputs bound to values at compile time (graph::ImportOptions::bound_inputs).
+  std::map<std::string, runtime::NDArray> bound_inputs;
   std::string dtype = "float32";  // or bfloat16 (graph::apply_dtype)
 };
 

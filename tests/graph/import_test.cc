@@ -186,6 +186,43 @@ TEST(Import, ConverterErrorsNameTheNode) {
   EXPECT_THAT(error_of(r.bytes()), HasSubstr("the shape ('shape') must be a constant"));
 }
 
+TEST(Import, BoundInputsBecomeConstantsThatOpsCanRead) {
+  // Unsqueeze's axes and Reshape's shape as graph inputs: refused until bound.
+  OnnxBuilder b;
+  b.input("x", {2, 3})
+      .input("axes", {1}, onnx::TensorProto::INT64)
+      .input("shape", {2}, onnx::TensorProto::INT64);
+  b.node("Unsqueeze", {"x", "axes"}, {"u"});
+  b.node("Reshape", {"u", "shape"}, {"y"});
+  b.output("y");
+  EXPECT_THAT(error_of(b.bytes()), HasSubstr("the axes ('axes') must be a constant"));
+  auto ints = [](std::vector<int64_t> v) {
+    runtime::NDArray a({static_cast<int64_t>(v.size())}, kInt64);
+    for (size_t i = 0; i < v.size(); ++i) a.set_flat_int(static_cast<int64_t>(i), v[i]);
+    return a;
+  };
+  ImportOptions options;
+  options.bound_inputs["axes"] = ints({0});
+  options.bound_inputs["shape"] = ints({3, 2});
+  Graph g = import_onnx_bytes(b.bytes(), "m.onnx", ".", options);
+  ASSERT_EQ(g.inputs.size(), 1u);
+  EXPECT_EQ(g.value(g.inputs[0]).name, "x");
+  EXPECT_EQ(g.value(g.outputs[0]).shape, (std::vector<int64_t>{3, 2}));
+
+  ImportOptions wrong_type = options;
+  wrong_type.bound_inputs["axes"] = runtime::NDArray({1}, kFloat32);
+  EXPECT_THAT(error_of(b.bytes(), wrong_type),
+              HasSubstr("--bind axes: the value is float32, the input is int64"));
+  ImportOptions wrong_shape = options;
+  wrong_shape.bound_inputs["axes"] = ints({0, 1});
+  EXPECT_THAT(error_of(b.bytes(), wrong_shape),
+              HasSubstr("--bind axes: the value's shape 2 does not fit the input's"));
+  ImportOptions unknown = options;
+  unknown.bound_inputs["z"] = ints({1});
+  EXPECT_THAT(error_of(b.bytes(), unknown),
+              HasSubstr("--bind names 'z', which is not an input of the model"));
+}
+
 TEST(Import, BatchNormFoldsIntoTheConvBefore) {
   // The variance goes through a Relu (folded to a constant) so that it is not negative.
   OnnxBuilder m;
