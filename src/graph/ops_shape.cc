@@ -370,8 +370,14 @@ std::vector<Tensor> size(ConvertContext& c) {
 
 std::vector<Tensor> range(ConvertContext& c) {
   std::optional<double> start = c.scalar(0), limit = c.scalar(1), delta = c.scalar(2);
-  if (!start || !limit || !delta)
-    c.fail("start, limit and delta must be one-element constants: Tyche compiles static shapes");
+  for (size_t i = 0; i < 3; ++i)
+    if (!c.scalar(i))
+      c.fail(
+          fmt::format("the {} ('{}') must be a one-element constant: Tyche compiles static shapes",
+                      i == 0   ? "start"
+                      : i == 1 ? "limit"
+                               : "delta",
+                      c.value(i).name));
   if (*delta == 0) c.fail("delta must not be 0");
   DataType t = c.dtype(0);
   double count = std::ceil((*limit - *start) / *delta);

@@ -6,9 +6,12 @@ input that Tyche says an op needs as a constant is bound to the case's value (bi
 binds it with --bind) and the case compiled again.
 
     python3 tests/conformance/onnx_conformance.py [--only SUBSTRING] [--jobs N] [--json FILE]
+        [--cache DIR] [--expectations FILE | --write-expectations FILE] [-v]
 
-Prints one line per case that does not pass (refused: the first line of Tyche's error; wrong: the
-largest error), then the counts: in all, per opset stamped on the model, per refusal kind.
+Prints the cases passed per operator and per opset stamped on the model, and the counts (-v: a
+line per case that does not pass: refused, with the first line of Tyche's error; wrong, with the
+largest error). With --expectations (the ctest Conformance.OnnxNodeAndModelTests), fails when a case not listed
+there does not pass, or a listed one passes (so the list only shrinks).
 """
 from __future__ import annotations
 
@@ -18,25 +21,77 @@ import glob
 import json
 import multiprocessing
 import os
+import pickle
 import re
 import sys
+import time
 import warnings
 
 import numpy as np
 
 
-def _node_cases(only: str) -> list[tuple[str, bytes, list, list, float, float]]:
+Case = tuple  # (name, model bytes, inputs, outputs, rtol, atol)
+
+
+def _generate_node_cases() -> list[Case]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import onnx.backend.test.case.node as node
+        np.random.seed(0)  # some generators draw their data unseeded: the same cases every run
         cases = node.collect_testcases()
     out = []
     for c in cases:
-        if only and only not in c.name:
-            continue
         for i, (inputs, outputs) in enumerate(c.data_sets):
             name = c.name if len(c.data_sets) == 1 else f"{c.name}#{i}"
             out.append((name, c.model.SerializeToString(), list(inputs), list(outputs), c.rtol, c.atol))
+    return out
+
+
+def _node_cases(only: str, cache: str = "") -> list[Case]:
+    """The generators' cases, from `cache` (a folder) when it holds this onnx version's."""
+    import onnx
+    path = os.path.join(cache, f"onnx_node_cases_{onnx.__version__}.pickle") if cache else ""
+    if path and os.path.isfile(path):
+        with open(path, "rb") as fh:
+            cases = pickle.load(fh)
+    else:
+        cases = _generate_node_cases()
+        if path:
+            os.makedirs(cache, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as fh:
+                pickle.dump(cases, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+    return [c for c in cases if not only or only in c[0]]
+
+
+def _op_of(name: str, data: bytes) -> str:
+    """The operator a case tests: its graph's op when it has one node, else the op its name
+    starts with (an expanded test's function body has several)."""
+    import onnx
+    model = onnx.ModelProto()
+    model.ParseFromString(data)
+    ops = [n.op_type for n in model.graph.node]
+    if len(ops) == 1:
+        return ops[0]
+    if "/" in name:
+        return "(model tests)"
+    base = name.removeprefix("test_").split("#")[0]
+    for op in sorted(set(ops), key=len, reverse=True):
+        if base.replace("_", "").lower().startswith(op.lower()):
+            return op
+    return ops[0] if ops else "?"
+
+
+def _read_expectations(path: str) -> dict[str, str]:
+    """{case: reason} from lines "CASE<TAB>REASON" (# comments)."""
+    out = {}
+    with open(path) as fh:
+        for line in fh:
+            line = line.rstrip("\n")
+            if line and not line.startswith("#"):
+                name, _, reason = line.partition("\t")
+                out[name] = reason
     return out
 
 
@@ -127,36 +182,88 @@ def main() -> int:
     ap.add_argument("--only", default="", help="run the cases whose name holds this")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", default="", help="write {case: [status, detail]} here")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds for all cases")
+    ap.add_argument("--cache", default="", help="a folder to keep the generated node cases in (per onnx version)")
+    ap.add_argument("--expectations", default="", help="fail unless exactly the cases listed in this file fail")
+    ap.add_argument("--write-expectations", default="", help="write the cases that do not pass, with why, here")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every case that does not pass")
     ap.add_argument("--models-only", action="store_true")
     ap.add_argument("--nodes-only", action="store_true")
     args = ap.parse_args()
     cases = []
     if not args.models_only:
-        cases += _node_cases(args.only)
+        cases += _node_cases(args.only, args.cache)
     if not args.nodes_only:
         cases += _model_cases(args.only)
-    # maxtasksperchild: a case that leaks or crashes costs one worker, not the run
-    with multiprocessing.get_context("spawn").Pool(args.jobs, maxtasksperchild=50) as pool:
-        results = sorted(pool.imap_unordered(_run, cases, chunksize=4))
+    # Forked workers start at once (the parent holds no threads). A worker that crashes is
+    # replaced by the pool; its case never reports back and is counted as crashed at the deadline.
+    results = []
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+        pending = [(case[0], pool.apply_async(_run, (case,))) for case in cases]
+        deadline = time.monotonic() + args.timeout
+        for name, result in pending:
+            try:
+                results.append(result.get(timeout=max(0.1, deadline - time.monotonic())))
+            except multiprocessing.TimeoutError:
+                results.append((name, "crashed", f"no result within {args.timeout} s (crashed or hung)", 0))
+    results.sort()
+    ops = {c[0]: _op_of(c[0], c[1]) for c in cases}
     counts = collections.Counter(r[1] for r in results)
     by_opset: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    by_op: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     kinds = collections.Counter()
     for name, status, detail, opset in results:
         by_opset[opset][status] += 1
-        if status != "pass":
+        by_op[ops[name]][status] += 1
+        if status != "pass" and args.verbose:
             print(f"{status:7s} {name}: {detail}")
         if status == "refused":
             kinds[_kind(detail)] += 1
-    print(f"\n{len(results)} cases: {counts['pass']} pass, {counts['wrong']} wrong, {counts['refused']} refused")
-    print("refused for: " + ", ".join(f"{k} {v}" for k, v in kinds.most_common()))
-    for opset in sorted(by_opset):
-        c = by_opset[opset]
-        print(f"  opset {opset:2d}: {c['pass']:4d} pass / {sum(c.values()):4d}")
+    print("passed/total per operator: " + ", ".join(
+        f"{op} {c['pass']}/{sum(c.values())}" for op, c in sorted(by_op.items())))
+    print("per opset stamped on the model: " + ", ".join(
+        f"{opset}: {c['pass']}/{sum(c.values())}" for opset, c in sorted(by_opset.items())))
+    print(f"{len(results)} cases: {counts['pass']} pass, {counts['wrong']} wrong, {counts['refused']} refused, "
+          f"{counts['crashed']} crashed; refused for: " + ", ".join(f"{k} {v}" for k, v in kinds.most_common()))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({n: [s, d] for n, s, d, _ in results}, fh, indent=0, sort_keys=True)
+    if args.write_expectations:
+        with open(args.write_expectations, "w") as fh:
+            import onnx
+            fh.write(f"# onnx {onnx.__version__}\n"
+                     "# The ONNX conformance cases Tyche does not pass, each with the reason it gave\n"
+                     "# (tests/conformance/onnx_conformance.py --write-expectations writes this file;\n"
+                     "# the ctest Conformance.OnnxNodeAndModelTests fails when a case listed here passes or one not listed fails).\n")
+            for name, status, detail, _ in results:
+                if status != "pass":
+                    fh.write(f"{name}\t{status}: {detail}\n")
+    if not args.expectations:
+        return 0
+    import onnx
+    with open(args.expectations) as fh:
+        written_for = next((line.split()[-1] for line in fh if line.startswith("# onnx ")), "?")
+    if written_for != onnx.__version__:
+        print(f"{args.expectations} lists onnx {written_for}'s cases, this is onnx {onnx.__version__} "
+              "(scripts/install_python_deps.sh installs the one it lists)")
+        return 1
+    expected = _read_expectations(args.expectations)
+    seen = {name for name, *_ in results}
+    failed = [f"{name}: {status}: {detail}" for name, status, detail, _ in results
+              if status != "pass" and name not in expected]
+    fixed = [name for name, status, _, _ in results if status == "pass" and name in expected]
+    for line in failed:
+        print(f"FAILS, and is not listed in {args.expectations}: {line}")
+    for name in fixed:
+        print(f"PASSES, so remove it from {args.expectations}: {name}")
+    missing = [] if args.only or args.nodes_only or args.models_only else sorted(set(expected) - seen)
+    for name in missing:
+        print(f"LISTED, but there is no such case: {name}")
+    if failed or fixed or missing:
+        print(f"{len(failed)} unexpected failures, {len(fixed)} listed cases passing, {len(missing)} unknown names "
+              "(after a fix: --write-expectations rewrites the list)")
+        return 1
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
