@@ -322,6 +322,19 @@ Value bound_value(const onnx::ValueInfoProto& in, const runtime::NDArray& array,
   return v;
 }
 
+// An optional output of a node that nothing reads (a Dropout's mask, a LayerNormalization's mean)
+// is left out, as if the model had not named it: the converters refuse only what is used.
+void leave_out_unread_optional_outputs(Graph& graph) {
+  std::vector<bool> read(graph.values.size(), false);
+  for (const Node& n : graph.nodes)
+    for (int v : n.inputs)
+      if (v >= 0) read[static_cast<size_t>(v)] = true;
+  for (int v : graph.outputs) read[static_cast<size_t>(v)] = true;
+  for (Node& n : graph.nodes)
+    for (size_t o = 1; o < n.outputs.size(); ++o)
+      if (n.outputs[o] >= 0 && !read[static_cast<size_t>(n.outputs[o])]) n.outputs[o] = -1;
+}
+
 }  // namespace
 
 void parse_input_shape(const std::string& text, ImportOptions& options) {
@@ -449,6 +462,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     graph.outputs.push_back(it->second);
   }
   if (graph.outputs.empty()) throw_input_error("{}: the model has no outputs", what);
+  leave_out_unread_optional_outputs(graph);
   fuse_qdq(graph);
   infer_and_fold(graph);
   fold_zero_points(graph);

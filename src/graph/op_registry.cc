@@ -153,6 +153,7 @@ constexpr OpSpec kOps[] = {
     {"Identity", P::kView, ops::identity},
     {"IsInf", P::kElementwise, ops::is_inf},
     {"IsNaN", P::kElementwise, ops::is_nan},
+    {"LRN", P::kReduction, ops::lrn},
     {"LayerNormalization", P::kReduction, ops::layer_norm},
     {"LeakyRelu", P::kElementwise, ops::leaky_relu},
     {"Less", P::kBroadcast, ops::less},

@@ -212,6 +212,7 @@ std::vector<te::Tensor> range(ConvertContext& c);
 std::vector<te::Tensor> max_pool(ConvertContext& c);
 std::vector<te::Tensor> average_pool(ConvertContext& c);
 std::vector<te::Tensor> global_average_pool(ConvertContext& c);
+std::vector<te::Tensor> lrn(ConvertContext& c);
 std::vector<te::Tensor> transpose(ConvertContext& c);
 std::vector<te::Tensor> reshape(ConvertContext& c);
 std::vector<te::Tensor> flatten(ConvertContext& c);

@@ -446,4 +446,40 @@ std::vector<Tensor> global_average_pool(ConvertContext& c) {
       c.name("global_average_pool"))};
 }
 
+// Local response normalization across channels: x / (bias + alpha / size * (sum of x^2 over the
+// `size` channels around c))^beta, the window cut at the first and last channel.
+std::vector<Tensor> lrn(ConvertContext& c) {
+  Axes ax = activation_axes(c, 0);
+  int64_t size = c.node().get_int("size", 0);
+  if (size < 1) c.fail("size must be a positive odd-or-even count of channels");
+  double alpha = c.node().get_float("alpha", 1e-4), beta = c.node().get_float("beta", 0.75);
+  double bias = c.node().get_float("bias", 1.0);
+  const std::vector<int64_t>& xs = c.shape(0);
+  const size_t ch = ax.channel();
+  int64_t channels = xs[ch];
+  int64_t before = (size - 1) / 2;
+  const Tensor& x = c.input(0);
+  ir::IterVar r = te::reduce_axis(size, "rc");
+  Tensor square_sum = te::compute(
+      xs,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx(v.begin(), v.end());
+        Expr i = Expr(v[ch]) + Expr(r.var) - const_i32(before);
+        idx[ch] = i;
+        Expr in = i >= const_i32(0) && i < const_i32(channels);
+        Expr e = te::if_then_else(in, x(idx), ir::make_float(0));
+        return te::sum(e * e, {r});
+      },
+      c.name("lrn_square_sum"));
+  return {te::compute(
+      xs,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx(v.begin(), v.end());
+        Expr scale = ir::make_float(bias) +
+                     ir::make_float(alpha / static_cast<double>(size)) * square_sum(idx);
+        return x(idx) / ir::call(ir::CallOp::kPow, {scale, ir::make_float(beta)});
+      },
+      c.name("lrn"))};
+}
+
 }  // namespace tyche::graph::ops

@@ -125,6 +125,40 @@ def _model_cases(only: str) -> list[tuple[str, bytes, list, list, float, float]]
     return out
 
 
+def _light_model_cases(only: str) -> list[Case]:
+    """The model zoo's architectures with light weights (data/light): each non-initializer input
+    gets onnx's dummy data (arange(n) / n, as its backend test runner feeds them); the expected
+    output ships with the model."""
+    import onnx
+    from onnx import numpy_helper
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    out = []
+    for model_path in sorted(glob.glob(os.path.join(root, "light_*.onnx"))):
+        name = "light/" + os.path.basename(model_path)[len("light_"):-len(".onnx")]
+        if only and only not in name:
+            continue
+        with open(model_path, "rb") as fh:
+            data = fh.read()
+        model = onnx.ModelProto()
+        model.ParseFromString(data)
+        inits = {t.name for t in model.graph.initializer}
+        inputs = []
+        for vi in model.graph.input:
+            if vi.name in inits:
+                continue
+            shape = tuple(d.dim_value if d.HasField("dim_value") else 1 for d in vi.type.tensor_type.shape.dim)
+            n = int(np.prod(shape))
+            inputs.append((np.arange(n).reshape(shape) / n).astype(np.float32))
+        outputs = []
+        for i in range(len(model.graph.output)):
+            t = onnx.TensorProto()
+            with open(model_path[:-len(".onnx")] + f"_output_{i}.pb", "rb") as fh:
+                t.ParseFromString(fh.read())
+            outputs.append(numpy_helper.to_array(t))
+        out.append((name, data, inputs, outputs, 2e-3 if "densenet" in name else 1e-3, 1e-7))
+    return out
+
+
 def _run(case: tuple[str, bytes, list, list, float, float]) -> tuple[str, str, str, int]:
     """(name, "pass" | "wrong" | "refused", detail, opset)"""
     import onnx
@@ -194,7 +228,7 @@ def main() -> int:
     if not args.models_only:
         cases += _node_cases(args.only, args.cache)
     if not args.nodes_only:
-        cases += _model_cases(args.only)
+        cases += _model_cases(args.only) + _light_model_cases(args.only)
     # Forked workers start at once (the parent holds no threads). A worker that crashes is
     # replaced by the pool; its case never reports back and is counted as crashed at the deadline.
     results = []
