@@ -637,12 +637,11 @@ case("qdq_conv_relu_chain",
 # ================================================================ models of the error tests
 
 def unsupported_ops_model() -> onnx.ModelProto:
-    """A valid model with two Hardmax nodes and one BitShift node (ops Tyche does not implement)."""
-    nodes = [N("Hardmax", ["x"], "m0"), N("Hardmax", ["m0"], "m1"),
-             N("Cast", ["x"], "u", to=TensorProto.UINT32), N("BitShift", ["u", "sh"], "us", direction="LEFT"),
-             N("Cast", ["us"], "uf", to=TensorProto.FLOAT), N("Add", ["m1", "uf"])]
-    return make_model("unsupported_ops", nodes, {"x": U(2, 3) * 4}, ["y"],
-                      inits={"sh": np.asarray(1, dtype=np.uint32)})
+    """A valid model with two NonZero nodes and one Unique node (data-dependent output shapes,
+    which Tyche refuses)."""
+    nodes = [N("NonZero", ["x"], "n0"), N("NonZero", ["x"], "n1"), N("Unique", ["x"], "u")]
+    return make_model("unsupported_ops", nodes, {"x": U(2, 3) * 4},
+                      [("n0", np.int64), ("n1", np.int64), "u"])
 
 
 def symbolic_dim_model() -> onnx.ModelProto:

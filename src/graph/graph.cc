@@ -116,6 +116,10 @@ std::optional<DataType> dtype_of_onnx(int64_t code) {
       return DataType::UInt(8);
     case 3:
       return DataType::Int(8);
+    case 4:
+      return DataType::UInt(16);
+    case 5:
+      return DataType::Int(16);
     case 6:
       return kInt32;
     case 7:
@@ -124,6 +128,10 @@ std::optional<DataType> dtype_of_onnx(int64_t code) {
       return kBool;
     case 11:
       return kFloat64;
+    case 12:
+      return DataType::UInt(32);
+    case 13:
+      return DataType::UInt(64);
     case 16:
       return DataType::BFloat16();
     default:

@@ -107,7 +107,8 @@ class LayoutPass {
     if (auto w = conv_weight_input(n.op))
       return is_activation(n.inputs[0]) && *w < n.inputs.size() && n.inputs[*w] >= 0 &&
              g_.value(n.inputs[*w]).is_constant();
-    if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" || n.op == "LRN")
+    if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" ||
+        n.op == "GlobalMaxPool" || n.op == "LRN")
       return is_nhwc(n.inputs[0]);
     if (n.op == "Concat" || is_pointwise(n.op)) {
       for (int in : n.inputs)

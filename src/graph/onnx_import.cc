@@ -102,13 +102,18 @@ runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what,
       throw_input_error("{} holds {} values, its shape {} needs {}", name, n, shape_text(shape),
                         size.elements);
   };
+  // ONNX's typed fields: uint32 and uint64 in uint64_data, the narrower integers (and 16-bit
+  // floats' bits) in int32_data.
   bool is_float = *dtype == kFloat32, is_double = *dtype == kFloat64, is_int64 = *dtype == kInt64;
+  bool is_wide_uint = dtype->is_uint() && dtype->bits() >= 32;
   if (is_float)
     check(t.float_data_size());
   else if (is_double)
     check(t.double_data_size());
   else if (is_int64)
     check(t.int64_data_size());
+  else if (is_wide_uint)
+    check(t.uint64_data_size());
   else
     check(t.int32_data_size());
   runtime::NDArray a(shape, *dtype);
@@ -118,6 +123,8 @@ runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what,
     copy_typed(a, t.double_data().data());
   else if (is_int64)
     copy_typed(a, t.int64_data().data());
+  else if (is_wide_uint)
+    copy_typed(a, t.uint64_data().data());
   else
     copy_typed(a, t.int32_data().data());
   return a;

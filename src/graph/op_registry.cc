@@ -120,6 +120,8 @@ constexpr OpSpec kOps[] = {
     {"Abs", P::kElementwise, ops::abs},
     {"Add", P::kBroadcast, ops::add},
     {"And", P::kBroadcast, ops::logical_and},
+    {"ArgMax", P::kReduction, ops::arg_max},
+    {"ArgMin", P::kReduction, ops::arg_min},
     {"AveragePool", P::kReduction, ops::average_pool},
     {"BatchNormalization", P::kBroadcast, ops::batch_norm},
     {"Cast", P::kElementwise, ops::cast},
@@ -132,6 +134,8 @@ constexpr OpSpec kOps[] = {
     {"Conv", P::kAnchor, ops::conv},
     {"ConvInteger", P::kAnchor, ops::conv_integer},
     {"ConvTranspose", P::kAnchor, ops::conv_transpose},
+    {"CumSum", P::kReduction, ops::cum_sum},
+    {"DepthToSpace", P::kInjective, ops::depth_to_space},
     {"DequantizeLinear", P::kElementwise, ops::dequantize_linear},
     {"Div", P::kBroadcast, ops::div},
     {"Dropout", P::kView, ops::identity},
@@ -143,14 +147,18 @@ constexpr OpSpec kOps[] = {
     {"Flatten", P::kView, ops::flatten},
     {"Floor", P::kElementwise, ops::floor},
     {"Gather", P::kInjective, ops::gather},
+    {"GatherElements", P::kInjective, ops::gather_elements},
     {"Gelu", P::kElementwise, ops::gelu},
     {"Gemm", P::kAnchor, ops::gemm},
     {"GlobalAveragePool", P::kReduction, ops::global_average_pool},
+    {"GlobalMaxPool", P::kReduction, ops::global_max_pool},
     {"Greater", P::kBroadcast, ops::greater},
     {"GreaterOrEqual", P::kBroadcast, ops::greater_or_equal},
     {"HardSigmoid", P::kElementwise, ops::hard_sigmoid},
     {"HardSwish", P::kElementwise, ops::hard_swish},
+    {"Hardmax", P::kReduction, ops::hardmax},
     {"Identity", P::kView, ops::identity},
+    {"InstanceNormalization", P::kReduction, ops::instance_norm},
     {"IsInf", P::kElementwise, ops::is_inf},
     {"IsNaN", P::kElementwise, ops::is_nan},
     {"LRN", P::kReduction, ops::lrn},
@@ -160,23 +168,27 @@ constexpr OpSpec kOps[] = {
     {"LessOrEqual", P::kBroadcast, ops::less_or_equal},
     {"Log", P::kElementwise, ops::log},
     {"LogSoftmax", P::kReduction, ops::log_softmax},
+    {"LpNormalization", P::kReduction, ops::lp_norm},
     {"MatMul", P::kAnchor, ops::matmul},
     {"MatMulInteger", P::kAnchor, ops::matmul_integer},
     {"Max", P::kBroadcast, ops::variadic_max},
     {"MaxPool", P::kReduction, ops::max_pool},
     {"Mean", P::kBroadcast, ops::variadic_mean},
+    {"MeanVarianceNormalization", P::kReduction, ops::mean_variance_norm},
     {"Min", P::kBroadcast, ops::variadic_min},
     {"Mish", P::kElementwise, ops::mish},
     {"Mod", P::kBroadcast, ops::mod},
     {"Mul", P::kBroadcast, ops::mul},
     {"Neg", P::kElementwise, ops::neg},
     {"Not", P::kElementwise, ops::logical_not},
+    {"OneHot", P::kInjective, ops::one_hot},
     {"Or", P::kBroadcast, ops::logical_or},
     {"PRelu", P::kBroadcast, ops::prelu},
     {"Pow", P::kBroadcast, ops::pow},
     {"QLinearConv", P::kAnchor, ops::qlinear_conv},
     {"QLinearMatMul", P::kAnchor, ops::qlinear_matmul},
     {"QuantizeLinear", P::kElementwise, ops::quantize_linear},
+    {"RMSNormalization", P::kReduction, ops::rms_norm},
     {"Range", P::kInjective, ops::range},
     {"Reciprocal", P::kElementwise, ops::reciprocal},
     {"ReduceL1", P::kReduction, ops::reduce_l1},
@@ -202,14 +214,18 @@ constexpr OpSpec kOps[] = {
     {"Softmax", P::kReduction, ops::softmax},
     {"Softplus", P::kElementwise, ops::softplus},
     {"Softsign", P::kElementwise, ops::softsign},
+    {"SpaceToDepth", P::kInjective, ops::space_to_depth},
     {"Split", P::kInjective, ops::split},
     {"Sqrt", P::kElementwise, ops::sqrt},
     {"Squeeze", P::kView, ops::squeeze},
     {"Sub", P::kBroadcast, ops::sub},
     {"Sum", P::kBroadcast, ops::variadic_sum},
+    {"Swish", P::kElementwise, ops::swish},
     {"Tanh", P::kElementwise, ops::tanh},
     {"ThresholdedRelu", P::kElementwise, ops::thresholded_relu},
+    {"Tile", P::kInjective, ops::tile},
     {"Transpose", P::kInjective, ops::transpose},
+    {"Trilu", P::kInjective, ops::trilu},
     {"Unsqueeze", P::kView, ops::unsqueeze},
     {"Where", P::kBroadcast, ops::where},
     {"Xor", P::kBroadcast, ops::logical_xor},
@@ -235,6 +251,20 @@ std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node,
     outs.resize(node.outputs.size());
   }
   return outs;
+}
+
+std::set<const te::OperationNode*> reachable_operations(const std::vector<te::Tensor>& outs) {
+  std::set<const te::OperationNode*> seen;
+  std::vector<te::Tensor> stack;
+  for (const te::Tensor& t : outs)
+    if (t.defined()) stack.push_back(t);
+  while (!stack.empty()) {
+    te::Tensor t = stack.back();
+    stack.pop_back();
+    if (!seen.insert(t.op()).second) continue;
+    for (const te::Tensor& in : t.op()->inputs) stack.push_back(in);
+  }
+  return seen;
 }
 
 std::vector<std::string> supported_ops() {

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,6 +108,9 @@ std::vector<std::string> supported_ops();
 // tensor per output of the node (an output left out gets an undefined tensor's place too).
 std::vector<te::Tensor> convert_node(const Graph& graph, const Node& node,
                                      const std::vector<te::Tensor>& inputs, NameGen& names);
+
+// Operations reachable from `outs`: a placeholder a converter never read is not among them.
+std::set<const te::OperationNode*> reachable_operations(const std::vector<te::Tensor>& outs);
 
 // Numpy broadcasting of two shapes; InputError (naming `node`) when they do not broadcast.
 std::vector<int64_t> broadcast_shapes(const Node& node, const std::vector<int64_t>& a,
@@ -213,6 +217,23 @@ std::vector<te::Tensor> max_pool(ConvertContext& c);
 std::vector<te::Tensor> average_pool(ConvertContext& c);
 std::vector<te::Tensor> global_average_pool(ConvertContext& c);
 std::vector<te::Tensor> lrn(ConvertContext& c);
+std::vector<te::Tensor> global_max_pool(ConvertContext& c);
+std::vector<te::Tensor> swish(ConvertContext& c);
+std::vector<te::Tensor> arg_max(ConvertContext& c);
+std::vector<te::Tensor> arg_min(ConvertContext& c);
+std::vector<te::Tensor> hardmax(ConvertContext& c);
+std::vector<te::Tensor> rms_norm(ConvertContext& c);
+std::vector<te::Tensor> lp_norm(ConvertContext& c);
+std::vector<te::Tensor> instance_norm(ConvertContext& c);
+std::vector<te::Tensor> mean_variance_norm(ConvertContext& c);
+// ops_index.cc
+std::vector<te::Tensor> gather_elements(ConvertContext& c);
+std::vector<te::Tensor> trilu(ConvertContext& c);
+std::vector<te::Tensor> tile(ConvertContext& c);
+std::vector<te::Tensor> space_to_depth(ConvertContext& c);
+std::vector<te::Tensor> depth_to_space(ConvertContext& c);
+std::vector<te::Tensor> one_hot(ConvertContext& c);
+std::vector<te::Tensor> cum_sum(ConvertContext& c);
 std::vector<te::Tensor> transpose(ConvertContext& c);
 std::vector<te::Tensor> reshape(ConvertContext& c);
 std::vector<te::Tensor> flatten(ConvertContext& c);

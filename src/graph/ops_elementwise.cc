@@ -326,6 +326,12 @@ std::vector<Tensor> softplus(ConvertContext& c) {
   return float_map(c, "softplus", softplus_of);
 }
 
+std::vector<Tensor> swish(ConvertContext& c) {
+  double alpha = c.node().get_float("alpha", 1.0);
+  return float_map(c, "swish",
+                   [alpha](Expr x, DataType t) { return x * ir::sigmoid(tconst(t, alpha) * x); });
+}
+
 std::vector<Tensor> softsign(ConvertContext& c) {
   return float_map(c, "softsign",
                    [](Expr x, DataType t) { return x / (tconst(t, 1) + ir::abs(x)); });

@@ -417,7 +417,10 @@ std::vector<Tensor> average_pool(ConvertContext& c) {
       c.name("average_pool"))};
 }
 
-std::vector<Tensor> global_average_pool(ConvertContext& c) {
+namespace {
+
+// GlobalAveragePool and GlobalMaxPool: the spatial dimensions reduced to 1.
+std::vector<Tensor> global_pool(ConvertContext& c, bool max) {
   Axes ax = activation_axes(c, 0);
   const std::vector<int64_t>& xs = c.shape(0);
   std::vector<ir::IterVar> axes;
@@ -429,21 +432,31 @@ std::vector<Tensor> global_average_pool(ConvertContext& c) {
   std::vector<int64_t> out =
       ax.shape(xs[0], xs[ax.channel()], std::vector<int64_t>(ax.num_spatial(), 1));
   const Tensor& x = c.input(0);
-  Tensor sum = te::compute(
+  Tensor pooled = te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> xi(v.begin(), v.end());
         for (size_t d = 0; d < axes.size(); ++d) xi[ax.spatial(d)] = axes[d].var;
-        return te::sum(x(xi), axes);
+        return max ? te::max(x(xi), axes) : te::sum(x(xi), axes);
       },
-      c.name("pool_sum"));
+      c.name(max ? "global_max_pool" : "pool_sum"));
+  if (max) return {pooled};
   return {te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        return sum(std::vector<Expr>(v.begin(), v.end())) *
+        return pooled(std::vector<Expr>(v.begin(), v.end())) *
                ir::make_float(1.0 / static_cast<double>(count));
       },
       c.name("global_average_pool"))};
+}
+
+}  // namespace
+
+std::vector<Tensor> global_average_pool(ConvertContext& c) {
+  return global_pool(c, false);
+}
+std::vector<Tensor> global_max_pool(ConvertContext& c) {
+  return global_pool(c, true);
 }
 
 // Local response normalization across channels: x / (bias + alpha / size * (sum of x^2 over the

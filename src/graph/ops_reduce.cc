@@ -242,8 +242,6 @@ std::vector<Tensor> log_softmax(ConvertContext& c) {
 
 std::vector<Tensor> layer_norm(ConvertContext& c) {
   if (!c.dtype(0).is_float()) c.fail("needs a float input");
-  for (size_t o = 1; o < c.node().outputs.size(); ++o)
-    if (c.node().outputs[o] >= 0) c.fail("only the first output (Y) is supported");
   int rank = c.rank(0);
   int axis = c.axis(c.node().get_int("axis", -1), rank);
   double eps = c.node().get_float("epsilon", 1e-5);
@@ -274,7 +272,7 @@ std::vector<Tensor> layer_norm(ConvertContext& c) {
         return te::sum(d * d, r2.axes);
       },
       c.name("layer_norm_sqsum"));
-  return {te::compute(
+  Tensor y = te::compute(
       c.shape(0),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> k = kept_index(mask, v);
@@ -286,7 +284,217 @@ std::vector<Tensor> layer_norm(ConvertContext& c) {
         if (c.has_input(2)) y = y + c.load_broadcast(2, tail, tail_shape);
         return y;
       },
-      c.name("layer_norm"))};
+      c.name("layer_norm"));
+  // The optional Mean and InvStdDev outputs (the normalized dimensions kept as 1), made only when
+  // the model reads them.
+  auto wanted = [&](size_t o) { return o < c.node().outputs.size() && c.node().outputs[o] >= 0; };
+  if (!wanted(1) && !wanted(2)) return {y};
+  Tensor mean, inv_std;
+  if (wanted(1))
+    mean = te::compute(
+        r1.shape,
+        [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+          return sum(exprs(v)) * ir::make_float(inv_n);
+        },
+        c.name("layer_norm_mean"));
+  if (wanted(2))
+    inv_std = te::compute(
+        r1.shape,
+        [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+          return ir::make_float(1) /
+                 ir::sqrt(sq(exprs(v)) * ir::make_float(inv_n) + ir::make_float(eps));
+        },
+        c.name("layer_norm_inv_std"));
+  return {y, mean, inv_std};
+}
+
+namespace {
+
+// The first (or, with `last`, the last) index along `axis` where x equals its maximum (or, with
+// `min`, its minimum), the axis kept as 1: as int32.
+Tensor arg_extreme(ConvertContext& c, int axis, bool min, bool last) {
+  int rank = c.rank(0);
+  std::vector<bool> mask(static_cast<size_t>(rank), false);
+  mask[static_cast<size_t>(axis)] = true;
+  const Tensor& x = c.input(0);
+  int64_t n = c.shape(0)[static_cast<size_t>(axis)];
+  Reduced re = plan(c.shape(0), mask);
+  Tensor extreme = te::compute(
+      re.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr e = x(source_index(mask, re, v));
+        return min ? te::min(e, re.axes) : te::max(e, re.axes);
+      },
+      c.name(min ? "arg_min_value" : "arg_max_value"));
+  Reduced ri = plan(c.shape(0), mask);
+  return te::compute(
+      ri.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr k = ri.axes[0].var;
+        Expr hit = x(source_index(mask, ri, v)) == extreme(exprs(v));
+        if (last) return te::max(ir::select(hit, k, Expr(-1)), ri.axes);
+        return te::min(ir::select(hit, k, const_i32(n)), ri.axes);
+      },
+      c.name(min ? "arg_min" : "arg_max"));
+}
+
+std::vector<Tensor> arg(ConvertContext& c, bool min) {
+  if (c.dtype(0).is_bool()) c.fail("needs a numeric input, not bool");
+  int rank = c.rank(0);
+  if (rank == 0) c.fail("needs an input of rank 1 or more");
+  int axis = c.axis(c.node().get_int("axis", 0), rank);
+  bool keep = c.node().get_int("keepdims", 1) != 0;
+  Tensor index = arg_extreme(c, axis, min, c.node().get_int("select_last_index", 0) != 0);
+  std::vector<int64_t> out = index.shape();
+  if (!keep) out.erase(out.begin() + axis);
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        if (!keep) idx.insert(idx.begin() + axis, Expr(0));
+        return ir::cast(kInt64, index(idx));
+      },
+      c.name(min ? "arg_min_index" : "arg_max_index"))};
+}
+
+// Sum over the dimensions of `mask` of f(x), the reduced dimensions kept as 1.
+Tensor masked_sum(ConvertContext& c, const std::vector<bool>& mask,
+                  const std::function<Expr(Expr)>& f, const char* name) {
+  const Tensor& x = c.input(0);
+  Reduced r = plan(c.shape(0), mask);
+  return te::compute(
+      r.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return te::sum(f(x(source_index(mask, r, v))), r.axes);
+      },
+      c.name(name));
+}
+
+// (x - mean) / sqrt(variance + eps) over the dimensions of `mask`, then `affine` (given the
+// output's indices and the normalized value).
+std::vector<Tensor> normalize_over(
+    ConvertContext& c, const std::vector<bool>& mask, double eps, const char* name,
+    const std::function<Expr(const std::vector<ir::Var>&, Expr)>& affine) {
+  const Tensor& x = c.input(0);
+  Reduced r = plan(c.shape(0), mask);
+  double inv_n = 1.0 / static_cast<double>(r.count);
+  Tensor sum = masked_sum(
+      c, mask, [](Expr e) { return e; }, "norm_sum");
+  Tensor sq = te::compute(
+      r.shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr d = x(source_index(mask, r, v)) - sum(exprs(v)) * ir::make_float(inv_n);
+        return te::sum(d * d, r.axes);
+      },
+      c.name("norm_sqsum"));
+  return {te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> k = kept_index(mask, v);
+        Expr y = (x(exprs(v)) - sum(k) * ir::make_float(inv_n)) /
+                 ir::sqrt(sq(k) * ir::make_float(inv_n) + ir::make_float(eps));
+        return affine ? affine(v, y) : y;
+      },
+      c.name(name))};
+}
+
+}  // namespace
+
+std::vector<Tensor> arg_max(ConvertContext& c) {
+  return arg(c, false);
+}
+std::vector<Tensor> arg_min(ConvertContext& c) {
+  return arg(c, true);
+}
+
+std::vector<Tensor> hardmax(ConvertContext& c) {
+  require_float(c);
+  int axis = c.axis(c.node().get_int("axis", -1), c.rank(0));
+  Tensor index = arg_extreme(c, axis, false, false);
+  DataType t = c.dtype(0);
+  return {te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> k = exprs(v);
+        k[static_cast<size_t>(axis)] = Expr(0);
+        return ir::select(index(k) == Expr(v[static_cast<size_t>(axis)]), ir::make_const(t, 1),
+                          ir::make_const(t, 0));
+      },
+      c.name("hardmax"))};
+}
+
+std::vector<Tensor> rms_norm(ConvertContext& c) {
+  require_float(c);
+  int rank = c.rank(0);
+  int axis = c.axis(c.node().get_int("axis", -1), rank);
+  double eps = c.node().get_float("epsilon", 1e-5);
+  std::vector<bool> mask(static_cast<size_t>(rank), false);
+  for (int d = axis; d < rank; ++d) mask[static_cast<size_t>(d)] = true;
+  std::vector<int64_t> tail_shape(c.shape(0).begin() + axis, c.shape(0).end());
+  if (c.shape(1).size() > tail_shape.size())
+    c.fail("the scale must broadcast to the normalized dimensions");
+  broadcast_shapes(c.node(), tail_shape, c.shape(1));
+  Tensor sq = masked_sum(
+      c, mask, [](Expr e) { return e * e; }, "rms_norm_sqsum");
+  int64_t count = 1;
+  for (int64_t d : tail_shape) count *= d;
+  const Tensor& x = c.input(0);
+  return {te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr ms = sq(kept_index(mask, v)) * ir::make_float(1.0 / static_cast<double>(count));
+        std::vector<Expr> tail(v.begin() + axis, v.end());
+        return x(exprs(v)) / ir::sqrt(ms + ir::make_float(eps)) *
+               c.load_broadcast(1, tail, tail_shape);
+      },
+      c.name("rms_norm"))};
+}
+
+std::vector<Tensor> lp_norm(ConvertContext& c) {
+  require_float(c);
+  int rank = c.rank(0);
+  int axis = c.axis(c.node().get_int("axis", -1), rank);
+  int64_t p = c.node().get_int("p", 2);
+  if (p != 1 && p != 2) c.fail(fmt::format("p {} (1 or 2)", p));
+  std::vector<bool> mask(static_cast<size_t>(rank), false);
+  mask[static_cast<size_t>(axis)] = true;
+  Tensor norm = masked_sum(
+      c, mask, [p](Expr e) { return p == 1 ? ir::abs(e) : e * e; }, "lp_norm_sum");
+  const Tensor& x = c.input(0);
+  return {te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr n = norm(kept_index(mask, v));
+        if (p == 2) n = ir::sqrt(n);
+        // A zero norm gives 0, not 0 / 0.
+        Expr zero = ir::make_const(n.dtype(), 0);
+        return ir::select(n == zero, zero, x(exprs(v)) / n);
+      },
+      c.name("lp_norm"))};
+}
+
+std::vector<Tensor> instance_norm(ConvertContext& c) {
+  require_float(c);
+  int rank = c.rank(0);
+  if (rank < 3) c.fail("needs an (N, C, spatial...) input");
+  int64_t channels = c.shape(0)[1];
+  for (size_t i : {size_t{1}, size_t{2}})
+    if (c.shape(i) != std::vector<int64_t>{channels})
+      c.fail(fmt::format("input {} must have C elements", i + 1));
+  std::vector<bool> mask(static_cast<size_t>(rank), true);
+  mask[0] = mask[1] = false;
+  return normalize_over(c, mask, c.node().get_float("epsilon", 1e-5), "instance_norm",
+                        [&](const std::vector<ir::Var>& v, Expr y) {
+                          return y * c.load(1, {v[1]}) + c.load(2, {v[1]});
+                        });
+}
+
+std::vector<Tensor> mean_variance_norm(ConvertContext& c) {
+  require_float(c);
+  int rank = c.rank(0);
+  std::vector<int64_t> axes = c.node().get_ints("axes", {0, 2, 3});
+  std::vector<bool> mask = reduced_mask(c, axes, rank);
+  return normalize_over(c, mask, 1e-9, "mean_variance_norm", nullptr);
 }
 
 }  // namespace tyche::graph::ops

@@ -1,6 +1,7 @@
 #include "graph/passes.h"
 
 #include <cmath>
+#include <set>
 
 #include "graph/op_registry.h"
 #include "interp/interpreter.h"
@@ -48,6 +49,7 @@ bool all_constant(const Graph& graph, const Node& n) {
 
 void infer_and_fold(Graph& graph) {
   std::vector<bool> folded(graph.nodes.size(), false);
+  te::AllowEmptyExtents empty_tensors_have_shapes;
   for (size_t k = 0; k < graph.nodes.size(); ++k) {
     const Node& n = graph.nodes[k];
     std::vector<te::Tensor> placeholders;
@@ -61,14 +63,34 @@ void infer_and_fold(Graph& graph) {
     }
     NameGen names;
     std::vector<te::Tensor> outs = convert_node(graph, n, placeholders, names);
+    bool all_empty = true;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] < 0) continue;
       Value& v = graph.value(n.outputs[o]);
       v.shape = outs[o].shape();
       v.dtype = outs[o].dtype();
       v.bytes();  // refuses a value past the tensor limit before anything folds or runs it
+      all_empty = all_empty && v.numel() == 0;
     }
-    if (n.op != "Shape" && !all_constant(graph, n)) continue;
+    if (all_empty) {
+      // Nothing to compute: each output is an empty constant.
+      for (int o : n.outputs)
+        if (o >= 0)
+          graph.value(o).constant = runtime::NDArray(graph.value(o).shape, graph.value(o).dtype);
+      folded[k] = true;
+      continue;
+    }
+    if (n.op != "Shape" && !all_constant(graph, n)) {
+      std::set<const te::OperationNode*> read = reachable_operations(outs);
+      for (size_t i = 0; i < n.inputs.size(); ++i)
+        if (n.inputs[i] >= 0 && graph.value(n.inputs[i]).numel() == 0 &&
+            read.count(placeholders[i].op()))
+          throw_input_error(
+              "node '{}' ({}): input '{}' is empty, and empty tensors are computed only where "
+              "they are constants",
+              n.name, n.op, graph.value(n.inputs[i]).name);
+      continue;
+    }
     std::vector<runtime::NDArray> results;
     if (n.op == "Shape")
       results.push_back(fold_shape(outs[0], graph.value(n.inputs[0]).shape, n));

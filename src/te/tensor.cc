@@ -121,9 +121,19 @@ Expr Tensor::operator()(std::vector<Expr> indices) const {
   return ir::buffer_load(op_->buffer, std::move(indices));
 }
 
+thread_local int g_allow_empty = 0;
+
+AllowEmptyExtents::AllowEmptyExtents() {
+  ++g_allow_empty;
+}
+AllowEmptyExtents::~AllowEmptyExtents() {
+  --g_allow_empty;
+}
+
 // Extents are int32 in the IR (make_int): a larger one would wrap.
 static void check_extent(int64_t extent, const char* what, const std::string& name) {
-  if (extent <= 0) throw_input_error("{} '{}' has non-positive extent {}", what, name, extent);
+  if (extent < 0 || (extent == 0 && g_allow_empty == 0))
+    throw_input_error("{} '{}' has non-positive extent {}", what, name, extent);
   if (extent > INT32_MAX)
     throw_input_error("{} '{}' has extent {}, larger than 2^31 - 1", what, name, extent);
 }

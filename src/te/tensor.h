@@ -82,6 +82,17 @@ struct OperationNode {
 };
 
 // An input tensor.
+// While one is alive on this thread, placeholders, computes and reduce axes may have extent 0:
+// the graph's shape inference gives an empty tensor its shape (graph/passes.h). Such a tensor
+// has no elements and is never lowered; elsewhere an extent of 0 is refused.
+class AllowEmptyExtents {
+ public:
+  AllowEmptyExtents();
+  ~AllowEmptyExtents();
+  AllowEmptyExtents(const AllowEmptyExtents&) = delete;
+  AllowEmptyExtents& operator=(const AllowEmptyExtents&) = delete;
+};
+
 Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name);
 // A reduction iterator over [0, extent) (or [min, min+extent)).
 IterVar reduce_axis(int64_t extent, std::string name);

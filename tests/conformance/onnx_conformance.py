@@ -36,21 +36,28 @@ Case = tuple  # (name, model bytes, inputs, outputs, rtol, atol)
 def _generate_node_cases() -> list[Case]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        import onnx
         import onnx.backend.test.case.node as node
         np.random.seed(0)  # some generators draw their data unseeded: the same cases every run
         cases = node.collect_testcases()
+    from onnx import numpy_helper
+
+    def array(x):  # a generator may give a TensorProto (float8, bfloat16 data)
+        return numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else x
+
     out = []
     for c in cases:
         for i, (inputs, outputs) in enumerate(c.data_sets):
             name = c.name if len(c.data_sets) == 1 else f"{c.name}#{i}"
-            out.append((name, c.model.SerializeToString(), list(inputs), list(outputs), c.rtol, c.atol))
+            out.append((name, c.model.SerializeToString(), [array(x) for x in inputs],
+                        [array(x) for x in outputs], c.rtol, c.atol))
     return out
 
 
 def _node_cases(only: str, cache: str = "") -> list[Case]:
     """The generators' cases, from `cache` (a folder) when it holds this onnx version's."""
     import onnx
-    path = os.path.join(cache, f"onnx_node_cases_{onnx.__version__}.pickle") if cache else ""
+    path = os.path.join(cache, f"onnx_node_cases_{onnx.__version__}_v2.pickle") if cache else ""
     if path and os.path.isfile(path):
         with open(path, "rb") as fh:
             cases = pickle.load(fh)

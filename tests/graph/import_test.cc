@@ -62,12 +62,12 @@ TEST(Import, RefusesWhatIsNotAModel) {
 TEST(Import, ListsEveryUnsupportedOperatorWithItsCount) {
   OnnxBuilder b;
   b.input("x", {4}).input("s", {4}, onnx::TensorProto::INT64);
-  b.node("Hardmax", {"x"}, {"a"});
-  b.node("Hardmax", {"a"}, {"b"});
+  b.node("NonZero", {"x"}, {"a"});
+  b.node("NonZero", {"x"}, {"b"});
   b.node("BitShift", {"s", "s"}, {"c"});
   b.output("b").output("c");
   EXPECT_THAT(error_of(b.bytes()), AllOf(HasSubstr("unsupported operators"),
-                                         HasSubstr("BitShift (1)"), HasSubstr("Hardmax (2)")));
+                                         HasSubstr("BitShift (1)"), HasSubstr("NonZero (2)")));
 }
 
 TEST(Import, RefusesOpsetsOutsideTheRange) {

@@ -1,0 +1,194 @@
+// Ops that move elements by index: GatherElements, Trilu, Tile, SpaceToDepth, DepthToSpace,
+// OneHot, CumSum.
+#include <algorithm>
+
+#include "graph/op_registry.h"
+#include "ir/op.h"
+
+namespace tyche::graph::ops {
+
+using ir::Expr;
+using te::Tensor;
+
+namespace {
+
+// An index read from an integer tensor, as int32, counted from the end when negative and clamped
+// into [0, n) so that a bad index never reads outside the data.
+Expr wrapped_index(Expr k, int64_t n) {
+  if (k.dtype() != kInt32) k = ir::cast(kInt32, k);
+  k = ir::select(k < Expr(0), k + const_i32(n), k);
+  return ir::max(ir::min(k, const_i32(n - 1)), Expr(0));
+}
+
+}  // namespace
+
+std::vector<Tensor> gather_elements(ConvertContext& c) {
+  int rank = c.rank(0);
+  int axis = c.axis(c.node().get_int("axis", 0), rank);
+  if (!c.dtype(1).is_integer()) c.fail("the indices must be integers");
+  if (c.rank(1) != rank) c.fail("the indices must have the data's rank");
+  int64_t n = c.shape(0)[static_cast<size_t>(axis)];
+  const Tensor& x = c.input(0);
+  return {te::compute(
+      c.shape(1),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        idx[static_cast<size_t>(axis)] = wrapped_index(c.load(1, exprs(v)), n);
+        return x(idx);
+      },
+      c.name("gather_elements"))};
+}
+
+std::vector<Tensor> trilu(ConvertContext& c) {
+  if (c.rank(0) < 2) c.fail("needs an input of rank 2 or more");
+  int64_t k = 0;
+  if (c.has_input(1)) {
+    std::optional<double> given = c.scalar(1);
+    if (!given) c.fail(fmt::format("k ('{}') must be a one-element constant", c.value(1).name));
+    k = static_cast<int64_t>(*given);
+  }
+  bool upper = c.node().get_int("upper", 1) != 0;
+  DataType t = c.dtype(0);
+  const Tensor& x = c.input(0);
+  size_t r = static_cast<size_t>(c.rank(0));
+  return {te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        // Kept: j - i >= k (upper), j - i <= k (lower).
+        Expr diff = Expr(v[r - 1]) - Expr(v[r - 2]);
+        Expr keep = upper ? diff >= const_i32(k) : diff <= const_i32(k);
+        return ir::select(keep, x(exprs(v)), ir::make_const(t, 0));
+      },
+      c.name("trilu"))};
+}
+
+std::vector<Tensor> tile(ConvertContext& c) {
+  std::vector<int64_t> repeats = c.constant_ints(1, "the repeats");
+  if (static_cast<int>(repeats.size()) != c.rank(0))
+    c.fail(fmt::format("{} repeats for an input of rank {}", repeats.size(), c.rank(0)));
+  const std::vector<int64_t>& in = c.shape(0);
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (repeats[d] < 1) c.fail(fmt::format("repeat {} is not positive", repeats[d]));
+    out.push_back(in[d] * repeats[d]);
+  }
+  const Tensor& x = c.input(0);
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < in.size(); ++d) idx.push_back(ir::floormod(v[d], const_i32(in[d])));
+        return x(idx);
+      },
+      c.name("tile"))};
+}
+
+namespace {
+
+// SpaceToDepth and DepthToSpace on NCHW: `to_depth` moves blocks of `b` x `b` pixels into
+// channels; DepthToSpace's mode DCR takes the block index before the channel, CRD after.
+std::vector<Tensor> rearrange_blocks(ConvertContext& c, bool to_depth) {
+  if (c.rank(0) != 4) c.fail("needs an NCHW input");
+  int64_t b = c.node().get_int("blocksize", 0);
+  if (b < 1) c.fail("blocksize must be positive");
+  const std::vector<int64_t>& s = c.shape(0);
+  int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
+  std::string mode = c.node().get_string("mode", "DCR");
+  if (!to_depth && mode != "DCR" && mode != "CRD")
+    c.fail(fmt::format("unknown mode '{}' (DCR or CRD)", mode));
+  std::vector<int64_t> out;
+  if (to_depth) {
+    if (h % b || w % b) c.fail("the height and width must be multiples of blocksize");
+    out = {n, ch * b * b, h / b, w / b};
+  } else {
+    if (ch % (b * b)) c.fail("the channels must be a multiple of blocksize squared");
+    out = {n, ch / (b * b), h * b, w * b};
+  }
+  const Tensor& x = c.input(0);
+  Expr B = const_i32(b);
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr oc = v[1], oh = v[2], ow = v[3];
+        if (to_depth) {
+          // out channel = (bh * b + bw) * C + c
+          Expr block = ir::floordiv(oc, const_i32(ch)), cin = ir::floormod(oc, const_i32(ch));
+          Expr bh = ir::floordiv(block, B), bw = ir::floormod(block, B);
+          return x({v[0], cin, oh * B + bh, ow * B + bw});
+        }
+        Expr bh = ir::floormod(oh, B), bw = ir::floormod(ow, B);
+        int64_t co = ch / (b * b);
+        Expr cin = mode == "DCR" ? (bh * B + bw) * const_i32(co) + oc : oc * B * B + bh * B + bw;
+        return x({v[0], cin, ir::floordiv(oh, B), ir::floordiv(ow, B)});
+      },
+      c.name(to_depth ? "space_to_depth" : "depth_to_space"))};
+}
+
+}  // namespace
+
+std::vector<Tensor> space_to_depth(ConvertContext& c) {
+  return rearrange_blocks(c, true);
+}
+std::vector<Tensor> depth_to_space(ConvertContext& c) {
+  return rearrange_blocks(c, false);
+}
+
+std::vector<Tensor> one_hot(ConvertContext& c) {
+  std::optional<double> depth = c.scalar(1);
+  if (!depth)
+    c.fail(fmt::format("the depth ('{}') must be a one-element constant", c.value(1).name));
+  if (!c.dtype(0).is_integer() && !c.dtype(0).is_float()) c.fail("the indices must be numbers");
+  const runtime::NDArray& values = c.constant(2, "the values");
+  if (values.numel() != 2) c.fail("the values must hold two elements (off, on)");
+  auto d = static_cast<int64_t>(*depth);
+  if (d < 1) c.fail(fmt::format("depth {} is not positive", d));
+  int rank = c.rank(0) + 1;
+  int axis = c.axis(c.node().get_int("axis", -1), rank);
+  std::vector<int64_t> out = c.shape(0);
+  out.insert(out.begin() + axis, d);
+  DataType t = c.dtype(2);
+  auto value = [&](int64_t i) {
+    return t.is_float() ? ir::make_const(t, values.get_flat(i))
+                        : ir::make_const(t, static_cast<double>(values.get_flat_int(i)));
+  };
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx(v.begin(), v.end());
+        Expr at = idx[static_cast<size_t>(axis)];
+        idx.erase(idx.begin() + axis);
+        Expr k = c.load(0, idx);
+        if (k.dtype() != kInt32) k = ir::cast(kInt32, k);  // float indices truncate
+        k = ir::select(k < Expr(0), k + const_i32(d), k);
+        return ir::select(k == at, value(1), value(0));
+      },
+      c.name("one_hot"))};
+}
+
+std::vector<Tensor> cum_sum(ConvertContext& c) {
+  std::optional<double> given = c.scalar(1);
+  if (!given)
+    c.fail(fmt::format("the axis ('{}') must be a one-element constant", c.value(1).name));
+  int rank = c.rank(0);
+  int axis = c.axis(static_cast<int64_t>(*given), rank);
+  bool exclusive = c.node().get_int("exclusive", 0) != 0;
+  bool reverse = c.node().get_int("reverse", 0) != 0;
+  int64_t n = c.shape(0)[static_cast<size_t>(axis)];
+  DataType t = c.dtype(0);
+  const Tensor& x = c.input(0);
+  ir::IterVar r = te::reduce_axis(n, "rk");
+  return {te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        Expr i = v[static_cast<size_t>(axis)];
+        Expr k = r.var;
+        idx[static_cast<size_t>(axis)] = k;
+        // Summed: k <= i (forward) or k >= i (reverse); strictly for exclusive sums.
+        Expr in = reverse ? (exclusive ? k > i : k >= i) : (exclusive ? k < i : k <= i);
+        return te::sum(ir::select(in, x(idx), ir::make_const(t, 0)), {r});
+      },
+      c.name("cum_sum"))};
+}
+
+}  // namespace tyche::graph::ops
