@@ -126,6 +126,8 @@ std::optional<DataType> dtype_of_onnx(int64_t code) {
       return kInt64;
     case 9:
       return kBool;
+    case 10:
+      return DataType::Float(16);
     case 11:
       return kFloat64;
     case 12:

@@ -64,7 +64,7 @@ struct Graph {
 };
 
 // The Tyche type of an ONNX TensorProto data type code, or nothing for one Tyche does not hold
-// (strings, complex, float16, ...).
+// (strings, complex, float8, 4-bit and 2-bit types).
 std::optional<DataType> dtype_of_onnx(int64_t code);
 // Its ONNX name ("FLOAT16") for messages.
 std::string onnx_dtype_name(int64_t code);
