@@ -28,7 +28,18 @@ struct Stage {
   size_t reduce = 0;             // reduction iterators (innermost loops)
 };
 
-// Outer spatial loops fused and parallel, reductions, the last spatial axis vectorized.
+// Fewer output points than this run serially: a parallel loop's dispatch would cost more than
+// the work, and the serial loop is less code to compile.
+constexpr int64_t kParallelMinPoints = 4096;
+
+bool tiny(const Stage& st) {
+  int64_t points = 1;
+  for (int64_t e : st.spatial) points *= e > 0 ? e : kParallelMinPoints;
+  return points < kParallelMinPoints;
+}
+
+// Outer spatial loops fused and parallel (serial when tiny), reductions, the last spatial axis
+// vectorized.
 bool schedule_reduction(schedule::Schedule& sch, const Stage& st) {
   auto block = sch.get_block(st.name);
   if (!block.ok()) return false;
@@ -54,7 +65,7 @@ bool schedule_reduction(schedule::Schedule& sch, const Stage& st) {
   if (!sch.reorder(order).ok()) return false;
   std::vector<schedule::LoopRV> outer(order.begin(), order.begin() + static_cast<long>(s - 1));
   auto fused = outer.size() > 1 ? sch.fuse(outer) : schedule::Result<schedule::LoopRV>(outer[0]);
-  if (!fused.ok() || !sch.parallel(fused.value()).ok()) return false;
+  if (!fused.ok() || (!tiny(st) && !sch.parallel(fused.value()).ok())) return false;
   if (inner && !sch.vectorize(*inner).ok()) return false;
   return true;
 }
@@ -62,7 +73,7 @@ bool schedule_reduction(schedule::Schedule& sch, const Stage& st) {
 // Every spatial loop fused and parallel.
 void schedule_spatial(schedule::Schedule& sch, const Stage& st) {
   auto block = sch.get_block(st.name);
-  if (!block.ok() || st.spatial.empty()) return;
+  if (!block.ok() || st.spatial.empty() || tiny(st)) return;
   auto loops_r = sch.get_loops(block.value());
   if (!loops_r.ok() || loops_r.value().empty()) return;
   std::vector<schedule::LoopRV> all = loops_r.value();

@@ -397,7 +397,8 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
       throw_input_error("{}: --input-shape names '{}', which is not an input of the model", what,
                         name);
   }
-  for (const auto& [name, array] : options.bound_inputs) {
+  for (const auto& entry : options.bound_inputs) {
+    const std::string& name = entry.first;
     bool found = !ids.count(name) && std::any_of(g.input().begin(), g.input().end(),
                                                  [&](const auto& in) { return in.name() == name; });
     if (!found)
