@@ -12,6 +12,7 @@
 
 #include "graph/default_schedule.h"
 #include "lower/lower.h"
+#include "runtime/thread_pool.h"
 #include "support/error.h"
 
 namespace tyche::executor {
@@ -48,7 +49,8 @@ Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> progr
   programs.resize(n);
   kernels_.resize(n);
   // Tasks compile independently (LLVM contexts are per kernel), so on as many threads as the
-  // machine has; the first error, by task order, is the one reported.
+  // kernels will run on (the thread pool's size: all the machine's unless the caller set fewer);
+  // the first error, by task order, is the one reported.
   std::vector<std::exception_ptr> errors(n);
   std::atomic<size_t> next{0};
   std::vector<std::vector<CompiledRewrite>> rewrites(n);
@@ -65,7 +67,8 @@ Executor::Executor(Graph graph, TaskTable table, std::vector<ir::PrimFunc> progr
       }
     }
   };
-  size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  size_t threads = std::min<size_t>(
+      n, static_cast<size_t>(std::max(1, runtime::ThreadPool::global().num_threads())));
   std::vector<std::thread> pool;
   for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
   worker();

@@ -236,6 +236,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", default="", help="write {case: [status, detail]} here")
     ap.add_argument("--timeout", type=float, default=600, help="seconds for all cases")
+    ap.add_argument("--shard", default="", help="K/N: run the cases whose index is K modulo N (of the sorted list)")
     ap.add_argument("--light", default="all",
                     help="the light model-zoo graphs to run: all, ctest (the ctest's four) or NAME,NAME")
     ap.add_argument("--cache", default="", help="a folder to keep the generated node cases in (per onnx version)")
@@ -251,6 +252,9 @@ def main() -> int:
     if not args.nodes_only:
         light = ",".join(CTEST_LIGHT) if args.light == "ctest" else args.light
         cases += _model_cases(args.only) + _light_model_cases(args.only, light)
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        cases = [c for i, c in enumerate(sorted(cases, key=lambda c: c[0])) if i % n == k]
     # Forked workers start at once (the parent holds no threads). A worker that crashes is
     # replaced by the pool; its case never reports back and is counted as crashed at the deadline.
     results = []
@@ -312,7 +316,7 @@ def main() -> int:
         print(f"FAILS, and is not listed in {args.expectations}: {line}")
     for name in fixed:
         print(f"PASSES, so remove it from {args.expectations}: {name}")
-    partial = args.only or args.nodes_only or args.models_only or args.light != "all"
+    partial = args.only or args.nodes_only or args.models_only or args.light != "all" or args.shard
     missing = [] if partial else sorted(set(expected) - seen)
     for name in missing:
         print(f"LISTED, but there is no such case: {name}")
