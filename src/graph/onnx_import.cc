@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "graph/external_data.h"
@@ -211,6 +212,33 @@ int model_opset(const onnx::ModelProto& m, const std::string& what) {
 // the inputs' shapes as `options` binds them.
 onnx::ModelProto upgrade(const onnx::ModelProto& model, int from, const ImportOptions& options,
                          const std::string& what) {
+  // libonnx's converter trusts the graph: it crashes on a value read before anything defines it
+  // or defined twice. Those are refused here first, in one line, as the import would.
+  auto shown = [](std::string name) {  // a name as one line of text
+    for (char& c : name)
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    return name;
+  };
+  std::set<std::string> defined;
+  for (const auto& t : model.graph().initializer()) defined.insert(t.name());
+  for (const auto& in : model.graph().input()) defined.insert(in.name());
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const onnx::NodeProto& n = model.graph().node(i);
+    for (const auto& in : n.input())
+      if (!in.empty() && !defined.count(in))
+        throw_input_error("{}: node {} ({}) reads '{}', which nothing defines before it", what, i,
+                          shown(n.op_type()), shown(in));
+    for (const auto& out : n.output())
+      if (!out.empty() && !defined.insert(out).second)
+        throw_input_error("{}: value '{}' is defined twice", what, shown(out));
+    for (const auto& a : n.attribute())
+      if (a.has_g() || a.graphs_size() > 0)
+        throw_input_error("{}: node {} ({}) has a subgraph, which Tyche does not read", what, i,
+                          shown(n.op_type()));
+  }
+  for (const auto& out : model.graph().output())
+    if (!defined.count(out.name()))
+      throw_input_error("{}: output '{}' is not defined by any node", what, shown(out.name()));
   try {
     onnx::ModelProto shaped = model;
     for (auto& in : *shaped.mutable_graph()->mutable_input()) {

@@ -109,6 +109,18 @@ TEST(Import, OlderOpsetsAreUpgradedByOnnxsVersionConverter) {
   EXPECT_TRUE(flattened);
 }
 
+TEST(Import, AMalformedOldModelIsRefusedBeforeTheVersionConverterSeesIt) {
+  // libonnx's converter crashes on a value nothing defines: the import refuses it first.
+  OnnxBuilder b(9);
+  b.input("x", {4}).output("y").node("Relu", {"missing"}, {"y"});
+  EXPECT_THAT(error_of(b.bytes()), HasSubstr("reads 'missing', which nothing defines before it"));
+  OnnxBuilder twice(9);
+  twice.input("x", {4}).output("y");
+  twice.node("Relu", {"x"}, {"y"});
+  twice.node("Relu", {"x"}, {"y"});
+  EXPECT_THAT(error_of(twice.bytes()), HasSubstr("value 'y' is defined twice"));
+}
+
 TEST(Import, NewerOpsetsReadEachOpAtItsOwnVersion) {
   // Relu last changed in opset 14, Add in 14, Cast in 25 (more types): opset 28 reads them all.
   OnnxBuilder b(newest_known_opset());
