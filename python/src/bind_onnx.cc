@@ -148,12 +148,46 @@ runtime::NDArray to_ndarray(const InputArray& a, const std::string& name) {
   return out;
 }
 
+// An ml_dtypes bfloat16 array (numpy has no bfloat16 of its own) read through its bits, or
+// nothing when `v` is not one.
+std::optional<runtime::NDArray> bfloat16_array(const nb::handle& v, const std::string& name) {
+  if (!nb::hasattr(v, "dtype") || !nb::hasattr(v, "view")) return std::nullopt;
+  nb::object dtype = v.attr("dtype");
+  if (!nb::hasattr(dtype, "name") ||
+      nb::cast<std::string>(nb::str(dtype.attr("name"))) != "bfloat16")
+    return std::nullopt;
+  InputArray bits;
+  if (!nb::try_cast(v.attr("view")("uint16"), bits, false)) return std::nullopt;
+  runtime::NDArray u = to_ndarray(bits, name);
+  runtime::NDArray out(u.shape(), DataType::BFloat16());
+  if (out.nbytes() > 0) std::memcpy(out.data(), u.data(), out.nbytes());
+  return out;
+}
+
+// A bfloat16 result as an ml_dtypes array where ml_dtypes is installed (onnx depends on it), else
+// as numpy's float32.
+nb::object bfloat16_result(runtime::NDArray a) {
+  runtime::NDArray bits(a.shape(), DataType::UInt(16));
+  if (a.nbytes() > 0) std::memcpy(bits.data(), a.data(), a.nbytes());
+  nb::object u = nb::cast(to_numpy(std::move(bits)));
+  try {
+    nb::object ml = nb::module_::import_("ml_dtypes");
+    return u.attr("view")(ml.attr("bfloat16"));
+  } catch (const nb::python_error&) {
+    return u.attr("astype")("uint32").attr("__lshift__")(16).attr("view")("float32");
+  }
+}
+
 // Python's bind={name: array}.
 Bound bound_inputs(const nb::dict& bind) {
   Bound out;
   for (auto [key, value] : bind) {
     std::string name = nb::cast<std::string>(key);
     InputArray a;
+    if (std::optional<runtime::NDArray> bf = bfloat16_array(value, name)) {
+      out[name] = std::move(*bf);
+      continue;
+    }
     if (!nb::try_cast(value, a, false))
       throw_input_error(
           "bind['{}'] is not an array Tyche can read (numeric, C-contiguous, in CPU memory): a {}",
@@ -208,6 +242,10 @@ struct CompiledModel {
                           fmt::join(inputs, ", "));
       nb::object v = given[name.c_str()];
       InputArray a;
+      if (std::optional<runtime::NDArray> bf = bfloat16_array(v, name)) {
+        arrays.push_back(std::move(*bf));
+        continue;
+      }
       if (!nb::try_cast(v, a, false))
         throw_input_error(
             "input '{}' is not an array Tyche can read (numeric, C-contiguous, in CPU memory): a "
@@ -224,7 +262,9 @@ struct CompiledModel {
     nb::dict result;
     std::vector<std::string> out_names = names(g.outputs);
     for (size_t o = 0; o < outs.size(); ++o)
-      result[out_names[o].c_str()] = nb::cast(to_numpy(std::move(outs[o])));
+      result[out_names[o].c_str()] = outs[o].dtype().is_bfloat16()
+                                         ? bfloat16_result(std::move(outs[o]))
+                                         : nb::cast(to_numpy(std::move(outs[o])));
     return result;
   }
 };

@@ -634,6 +634,31 @@ case("qdq_conv_relu_chain",
             "wz": np.zeros(6, np.int8), "ys": F(0.03), "yz": ZP(100), "b": _rng.integers(-500, 500, (6,)).astype(np.int32)})
 
 
+# ================================================================ padding, attention, trigonometry
+
+case("pad_constant_crop_value", [N("Pad", ["x", "p", "v"], mode="constant")], {"x": U(1, 3, 5, 6)},
+     inits={"p": I64([0, 0, 2, -1, 0, 1, 1, 3]), "v": F(0.25)}, opset=18)
+case("pad_reflect_axes", [N("Pad", ["x", "p", "", "ax"], mode="reflect")], {"x": U(2, 3, 5, 6)},
+     inits={"p": I64([2, 3, 4, 1]), "ax": I64([-1, 2])}, opset=18)
+case("pad_edge", [N("Pad", ["x", "p"], mode="edge")], {"x": U(2, 4, 3)}, inits={"p": I64([0, 2, 1, 1, 0, 3])})
+case("pad_wrap", [N("Pad", ["x", "p"], mode="wrap")], {"x": U(1, 2, 4, 5)}, inits={"p": I64([0, 0, 3, 2, 0, 0, 1, 6])},
+     opset=19)
+case("attention_gqa_causal_mask_past",
+     [N("Attention", ["q", "k", "v", "m", "pk", "pv"], ["y", "pko", "pvo"], q_num_heads=4, kv_num_heads=2,
+        is_causal=1)],
+     {"q": U(2, 3, 32), "k": U(2, 3, 16), "v": U(2, 3, 12), "m": U(3, 7) > -0.6, "pk": U(2, 2, 4, 8),
+      "pv": U(2, 2, 4, 6)}, outputs=("y", "pko", "pvo"), opset=23)
+case("attention_4d_float_mask_softcap_probs",
+     [N("Attention", ["q", "k", "v", "m"], ["y", "", "", "qk"], softcap=2.0, scale=0.3, qk_matmul_output_mode=3)],
+     {"q": U(1, 2, 5, 8), "k": U(1, 2, 7, 8), "v": U(1, 2, 7, 4), "m": U(2, 5, 7)}, outputs=("y", "qk"), opset=23)
+case("trigonometric_chain",
+     [N("Sin", ["x"], "a"), N("Cos", ["x"], "b"), N("Atan", ["a"], "c"), N("Sinh", ["b"], "d"),
+      N("Asinh", ["c"], "e"), N("Add", ["d", "e"], "f"), N("Tanh", ["f"], "g"), N("Acos", ["g"], "h"),
+      N("Tan", ["a"], "i"), N("Mul", ["h", "i"])],
+     {"x": A(3, 17)})
+case("eye_like_offset", [N("EyeLike", ["x"], k=-1, dtype=1), ], {"x": I64([[1, 2, 3], [4, 5, 6]])})
+
+
 # ================================================================ models of the error tests
 
 def unsupported_ops_model() -> onnx.ModelProto:

@@ -147,6 +147,12 @@ std::vector<te::Tensor> sigmoid(ConvertContext& c);
 std::vector<te::Tensor> tanh(ConvertContext& c);
 std::vector<te::Tensor> erf(ConvertContext& c);
 std::vector<te::Tensor> gelu(ConvertContext& c);
+// A float op that is one math call per element (Sin, Cos, ..., Atanh).
+std::vector<te::Tensor> float_call(ConvertContext& c, ir::CallOp op);
+template <ir::CallOp Op>
+std::vector<te::Tensor> float_call(ConvertContext& c) {
+  return float_call(c, Op);
+}
 std::vector<te::Tensor> hard_swish(ConvertContext& c);
 std::vector<te::Tensor> sqrt(ConvertContext& c);
 std::vector<te::Tensor> exp(ConvertContext& c);
@@ -234,6 +240,11 @@ std::vector<te::Tensor> space_to_depth(ConvertContext& c);
 std::vector<te::Tensor> depth_to_space(ConvertContext& c);
 std::vector<te::Tensor> one_hot(ConvertContext& c);
 std::vector<te::Tensor> cum_sum(ConvertContext& c);
+std::vector<te::Tensor> cum_prod(ConvertContext& c);
+std::vector<te::Tensor> pad(ConvertContext& c);
+std::vector<te::Tensor> eye_like(ConvertContext& c);
+// ops_attention.cc
+std::vector<te::Tensor> attention(ConvertContext& c);
 std::vector<te::Tensor> transpose(ConvertContext& c);
 std::vector<te::Tensor> reshape(ConvertContext& c);
 std::vector<te::Tensor> flatten(ConvertContext& c);

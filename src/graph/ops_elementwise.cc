@@ -131,6 +131,11 @@ std::vector<Tensor> erf(ConvertContext& c) {
   return unary(c, "erf", [](Expr x) { return ir::call(ir::CallOp::kErf, {x}); });
 }
 
+std::vector<Tensor> float_call(ConvertContext& c, ir::CallOp op) {
+  require_float(c);
+  return unary(c, ir::call_op_name(op), [op](Expr x) { return ir::call(op, {x}); });
+}
+
 std::vector<Tensor> gelu(ConvertContext& c) {
   require_float(c);
   std::string approximate = c.node().get_string("approximate", "none");

@@ -1,5 +1,5 @@
 // Ops that move elements by index: GatherElements, Trilu, Tile, SpaceToDepth, DepthToSpace,
-// OneHot, CumSum.
+// OneHot, CumSum, CumProd, Pad, EyeLike.
 #include <algorithm>
 
 #include "graph/op_registry.h"
@@ -165,7 +165,10 @@ std::vector<Tensor> one_hot(ConvertContext& c) {
       c.name("one_hot"))};
 }
 
-std::vector<Tensor> cum_sum(ConvertContext& c) {
+namespace {
+
+// CumSum and CumProd: the running combination along the axis given as input 1.
+std::vector<Tensor> cumulative(ConvertContext& c, te::ReducerKind reducer, const char* name) {
   std::optional<double> given = c.scalar(1);
   if (!given)
     c.fail(fmt::format("the axis ('{}') must be a one-element constant", c.value(1).name));
@@ -186,9 +189,103 @@ std::vector<Tensor> cum_sum(ConvertContext& c) {
         idx[static_cast<size_t>(axis)] = k;
         // Summed: k <= i (forward) or k >= i (reverse); strictly for exclusive sums.
         Expr in = reverse ? (exclusive ? k > i : k >= i) : (exclusive ? k < i : k <= i);
-        return te::sum(ir::select(in, x(idx), ir::make_const(t, 0)), {r});
+        Expr identity = te::reducer_identity(reducer, t);
+        return te::Reduction{reducer, ir::select(in, x(idx), identity), {r}};
       },
-      c.name("cum_sum"))};
+      c.name(name))};
+}
+
+}  // namespace
+
+std::vector<Tensor> cum_sum(ConvertContext& c) {
+  return cumulative(c, te::ReducerKind::kSum, "cum_sum");
+}
+std::vector<Tensor> cum_prod(ConvertContext& c) {
+  return cumulative(c, te::ReducerKind::kProd, "cum_prod");
+}
+
+std::vector<Tensor> pad(ConvertContext& c) {
+  int rank = c.rank(0);
+  std::vector<int64_t> pads = c.has_input(1) ? c.constant_ints(1, "the pads")
+                                             : c.node().get_ints("pads");  // opsets before 11
+  std::vector<int64_t> axes;
+  if (c.has_input(3)) {
+    axes = c.constant_ints(3, "the axes");
+  } else {
+    for (int a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  if (pads.size() != 2 * axes.size())
+    c.fail(fmt::format("{} pads for {} axes (two per axis)", pads.size(), axes.size()));
+  const std::vector<int64_t>& in = c.shape(0);
+  std::vector<int64_t> begin(in.size(), 0), out = in;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto a = static_cast<size_t>(c.axis(axes[i], rank, "a pad axis"));
+    begin[a] = pads[i];
+    out[a] = in[a] + pads[i] + pads[axes.size() + i];
+    if (out[a] < 0) c.fail(fmt::format("the pads crop axis {} below nothing", a));
+  }
+  std::string mode = c.node().get_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    c.fail(fmt::format("unknown mode '{}' (constant, reflect, edge or wrap)", mode));
+  for (size_t a = 0; a < in.size(); ++a) {
+    bool grows = begin[a] > 0 || out[a] > in[a] + begin[a];
+    if (mode != "constant" && grows && in[a] == 0)
+      c.fail(fmt::format("{} padding of axis {}, which is empty", mode, a));
+  }
+  DataType t = c.dtype(0);
+  if (c.has_input(2) && c.value(2).numel() != 1) c.fail("the constant value must be one element");
+  auto fill = [&]() {
+    if (!c.has_input(2)) return ir::make_const(t, c.node().get_float("value", 0));
+    return c.load(2, std::vector<Expr>(static_cast<size_t>(c.rank(2)), Expr(0)));
+  };
+  const Tensor& x = c.input(0);
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr inside = ir::make_bool(true);
+        std::vector<Expr> idx;
+        for (size_t a = 0; a < in.size(); ++a) {
+          Expr i = Expr(v[a]) - const_i32(begin[a]);
+          int64_t n = in[a];
+          if (mode == "constant") {
+            if (begin[a] > 0) inside = inside && i >= Expr(0);
+            if (out[a] > n + begin[a]) inside = inside && i < const_i32(n);
+          } else if (mode == "edge") {
+            i = ir::max(ir::min(i, const_i32(n - 1)), Expr(0));
+          } else if (mode == "wrap") {
+            i = ir::floormod(i, const_i32(n));
+          } else if (n == 1) {
+            i = Expr(0);
+          } else {  // reflect: the period is 2 (n - 1), the edges not repeated
+            Expr m = ir::floormod(i, const_i32(2 * (n - 1)));
+            i = ir::select(m < const_i32(n), m, const_i32(2 * (n - 1)) - m);
+            i = ir::max(ir::min(i, const_i32(n - 1)), Expr(0));  // the bound the checker sees
+          }
+          idx.push_back(i);
+        }
+        if (mode != "constant") return x(idx);
+        return te::if_then_else(inside, x(idx), fill());
+      },
+      c.name("pad"))};
+}
+
+std::vector<Tensor> eye_like(ConvertContext& c) {
+  if (c.rank(0) != 2) c.fail("needs a 2-D input");
+  DataType t = c.dtype(0);
+  if (c.node().has("dtype")) {
+    int64_t code = c.node().get_int("dtype", 1);
+    std::optional<DataType> given = dtype_of_onnx(code);
+    if (!given) c.fail(fmt::format("cannot make a {} tensor", onnx_dtype_name(code)));
+    t = *given;
+  }
+  int64_t k = c.node().get_int("k", 0);
+  return {te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return ir::select(Expr(v[1]) - Expr(v[0]) == const_i32(k), ir::make_const(t, 1),
+                          ir::make_const(t, 0));
+      },
+      c.name("eye_like"))};
 }
 
 }  // namespace tyche::graph::ops

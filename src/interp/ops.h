@@ -152,6 +152,28 @@ inline double call_op(double x, double y = 0) {
     return std::ceil(x);
   else if constexpr (Op == CallOp::kRound)
     return std::nearbyint(x);  // the default mode: halves to even
+  else if constexpr (Op == CallOp::kSin)
+    return std::sin(x);
+  else if constexpr (Op == CallOp::kCos)
+    return std::cos(x);
+  else if constexpr (Op == CallOp::kTan)
+    return std::tan(x);
+  else if constexpr (Op == CallOp::kAsin)
+    return std::asin(x);
+  else if constexpr (Op == CallOp::kAcos)
+    return std::acos(x);
+  else if constexpr (Op == CallOp::kAtan)
+    return std::atan(x);
+  else if constexpr (Op == CallOp::kSinh)
+    return std::sinh(x);
+  else if constexpr (Op == CallOp::kCosh)
+    return std::cosh(x);
+  else if constexpr (Op == CallOp::kAsinh)
+    return std::asinh(x);
+  else if constexpr (Op == CallOp::kAcosh)
+    return std::acosh(x);
+  else if constexpr (Op == CallOp::kAtanh)
+    return std::atanh(x);
   else
     return std::erf(x);  // kErf (kIfThenElse never gets here)
 }
@@ -183,6 +205,28 @@ decltype(auto) with_call_op(CallOp op, F&& f) {
       return f.template operator()<CallOp::kRound>();
     case CallOp::kErf:
       return f.template operator()<CallOp::kErf>();
+    case CallOp::kSin:
+      return f.template operator()<CallOp::kSin>();
+    case CallOp::kCos:
+      return f.template operator()<CallOp::kCos>();
+    case CallOp::kTan:
+      return f.template operator()<CallOp::kTan>();
+    case CallOp::kAsin:
+      return f.template operator()<CallOp::kAsin>();
+    case CallOp::kAcos:
+      return f.template operator()<CallOp::kAcos>();
+    case CallOp::kAtan:
+      return f.template operator()<CallOp::kAtan>();
+    case CallOp::kSinh:
+      return f.template operator()<CallOp::kSinh>();
+    case CallOp::kCosh:
+      return f.template operator()<CallOp::kCosh>();
+    case CallOp::kAsinh:
+      return f.template operator()<CallOp::kAsinh>();
+    case CallOp::kAcosh:
+      return f.template operator()<CallOp::kAcosh>();
+    case CallOp::kAtanh:
+      return f.template operator()<CallOp::kAtanh>();
     default:
       break;  // kIfThenElse is compiled as a conditional, never dispatched here
   }

@@ -219,6 +219,19 @@ enum class CallOp : uint8_t {
   kAsyncCopy,
   kAsyncCommit,
   kAsyncWait,
+  // Trigonometric and hyperbolic functions (ONNX's Sin ... Atanh), after the GPU calls so that
+  // the GPU calls keep their numbers.
+  kSin,
+  kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
 };
 // Whether only the GPU back end's lowering makes (and its printer prints) calls of `op`.
 bool is_gpu_call(CallOp op);

@@ -76,11 +76,22 @@ constexpr std::array kCallOps = {
     CallOpInfo{CallOp::kAsyncCopy, "async_copy", 3},
     CallOpInfo{CallOp::kAsyncCommit, "async_commit", 0},
     CallOpInfo{CallOp::kAsyncWait, "async_wait", 1},
+    CallOpInfo{CallOp::kSin, "sin", 1},
+    CallOpInfo{CallOp::kCos, "cos", 1},
+    CallOpInfo{CallOp::kTan, "tan", 1},
+    CallOpInfo{CallOp::kAsin, "asin", 1},
+    CallOpInfo{CallOp::kAcos, "acos", 1},
+    CallOpInfo{CallOp::kAtan, "atan", 1},
+    CallOpInfo{CallOp::kSinh, "sinh", 1},
+    CallOpInfo{CallOp::kCosh, "cosh", 1},
+    CallOpInfo{CallOp::kAsinh, "asinh", 1},
+    CallOpInfo{CallOp::kAcosh, "acosh", 1},
+    CallOpInfo{CallOp::kAtanh, "atanh", 1},
 };
 }  // namespace
 
 bool is_gpu_call(CallOp op) {
-  return op >= CallOp::kThreadBarrier;
+  return op >= CallOp::kThreadBarrier && op <= CallOp::kAsyncWait;
 }
 const char* call_op_name(CallOp op) {
   return kCallOps[static_cast<size_t>(op)].name;

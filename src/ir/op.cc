@@ -356,7 +356,7 @@ Expr call(CallOp op, std::vector<Expr> args) {
                 args.size());
   if (op == CallOp::kGroupDot) return group_dot(args[0], args[1], args[2]);
   if (op == CallOp::kTileDot) return tile_dot(args[0], args[1], args[2], args[3]);
-  if (op == CallOp::kThreadBarrier || op >= CallOp::kWarpMatrixFill)
+  if (op == CallOp::kThreadBarrier || (op >= CallOp::kWarpMatrixFill && op <= CallOp::kAsyncWait))
     return Expr(std::make_shared<CallNode>(kInt32, op, std::move(args)));
   if (op == CallOp::kWarpShuffleDown || op == CallOp::kWarpShuffle) {
     DataType t = args[0].dtype();

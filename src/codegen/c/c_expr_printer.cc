@@ -225,6 +225,28 @@ std::string CExprPrinter::call(const ir::CallNode* n, const std::string& lane) {
       return fn("tanh");
     case ir::CallOp::kErf:
       return fn("erf");
+    case ir::CallOp::kSin:
+      return fn("sin");
+    case ir::CallOp::kCos:
+      return fn("cos");
+    case ir::CallOp::kTan:
+      return fn("tan");
+    case ir::CallOp::kAsin:
+      return fn("asin");
+    case ir::CallOp::kAcos:
+      return fn("acos");
+    case ir::CallOp::kAtan:
+      return fn("atan");
+    case ir::CallOp::kSinh:
+      return fn("sinh");
+    case ir::CallOp::kCosh:
+      return fn("cosh");
+    case ir::CallOp::kAsinh:
+      return fn("asinh");
+    case ir::CallOp::kAcosh:
+      return fn("acosh");
+    case ir::CallOp::kAtanh:
+      return fn("atanh");
     case ir::CallOp::kFloor:
       return t.is_float() ? fn("floor") : args[0];
     case ir::CallOp::kCeil:

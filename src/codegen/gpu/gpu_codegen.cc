@@ -287,7 +287,8 @@ class GpuEmitter : public CExprPrinter {
     if (n->op == ir::CallOp::kAsyncWait)
       return fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\")",
                          ir::as_const_int(n->args[0]).value());
-    if (n->op >= ir::CallOp::kWarpMatrixFill) return warp_matrix(n);
+    if (n->op >= ir::CallOp::kWarpMatrixFill && n->op <= ir::CallOp::kWarpMatrixStore)
+      return warp_matrix(n);
     return CExprPrinter::call(n, lane);
   }
 

@@ -584,6 +584,28 @@ class Emitter {
       case ir::CallOp::kErf:
         if (x->getType()->getScalarType()->isFloatTy()) return detail::f32_erf(b_, x);
         return libm_call("erff", "erf", x);
+      case ir::CallOp::kSin:
+        return libm_call("sinf", "sin", x);
+      case ir::CallOp::kCos:
+        return libm_call("cosf", "cos", x);
+      case ir::CallOp::kTan:
+        return libm_call("tanf", "tan", x);
+      case ir::CallOp::kAsin:
+        return libm_call("asinf", "asin", x);
+      case ir::CallOp::kAcos:
+        return libm_call("acosf", "acos", x);
+      case ir::CallOp::kAtan:
+        return libm_call("atanf", "atan", x);
+      case ir::CallOp::kSinh:
+        return libm_call("sinhf", "sinh", x);
+      case ir::CallOp::kCosh:
+        return libm_call("coshf", "cosh", x);
+      case ir::CallOp::kAsinh:
+        return libm_call("asinhf", "asinh", x);
+      case ir::CallOp::kAcosh:
+        return libm_call("acoshf", "acosh", x);
+      case ir::CallOp::kAtanh:
+        return libm_call("atanhf", "atanh", x);
       case ir::CallOp::kSigmoid: {
         // e^-|x| never overflows: 1 / (1 + t) for x >= 0, t / (1 + t) below, so that results
         // down to the subnormals keep their digits (1 / (1 + e^-x) is 0 from x = -88).
