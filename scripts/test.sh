@@ -11,4 +11,8 @@ jobs="$(nproc)"
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DTYCHE_WERROR=ON -DCMAKE_CXX_COMPILER=g++ \
   -DTYCHE_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 cmake --build build-test -j "$jobs"
+# The tests share one kernel cache (TYCHE_KERNEL_CACHE: many compile the same kernels), emptied
+# first so that every run compiles with this build's code generator.
+rm -rf build-test/kernel-cache
+export TYCHE_KERNEL_CACHE="$PWD/build-test/kernel-cache"
 cd build-test && ctest --output-on-failure -j "$jobs"

@@ -656,6 +656,19 @@ case("trigonometric_chain",
       N("Asinh", ["c"], "e"), N("Add", ["d", "e"], "f"), N("Tanh", ["f"], "g"), N("Acos", ["g"], "h"),
       N("Tan", ["a"], "i"), N("Mul", ["h", "i"])],
      {"x": A(3, 17)})
+case("resize_linear_half_pixel_scales", [N("Resize", ["x", "", "s"], mode="linear")], {"x": U(1, 3, 5, 7)},
+     inits={"s": np.asarray([1, 1, 2.0, 1.5], dtype=np.float32)}, opset=13)
+case("resize_cubic_align_corners_sizes", [N("Resize", ["x", "", "", "sz"], mode="cubic",
+                                            coordinate_transformation_mode="align_corners")],
+     {"x": U(2, 2, 6, 5)}, inits={"sz": I64([2, 2, 4, 9])}, opset=13)
+case("resize_nearest_asymmetric_floor", [N("Resize", ["x", "", "s"], mode="nearest",
+                                           coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+     {"x": U(1, 4, 3, 3)}, inits={"s": np.asarray([1, 1, 3, 2], dtype=np.float32)}, opset=13)
+case("nll_loss_weighted_ignore_mean", [N("NegativeLogLikelihoodLoss", ["x", "t", "w"], ignore_index=2)],
+     {"x": U(3, 5, 4), "t": np.asarray([[0, 2, 4, 1], [3, 3, 2, 0], [1, 4, 4, 2]], dtype=np.int64)},
+     inits={"w": P(5)}, opset=13)
+case("softmax_cross_entropy_sum_log_prob", [N("SoftmaxCrossEntropyLoss", ["x", "t"], ["y", "lp"], reduction="sum")],
+     {"x": U(4, 6), "t": np.asarray([5, 0, 3, 3], dtype=np.int64)}, outputs=("y", "lp"), opset=13)
 case("eye_like_offset", [N("EyeLike", ["x"], k=-1, dtype=1), ], {"x": I64([[1, 2, 3], [4, 5, 6]])})
 
 

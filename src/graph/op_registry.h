@@ -245,6 +245,11 @@ std::vector<te::Tensor> pad(ConvertContext& c);
 std::vector<te::Tensor> eye_like(ConvertContext& c);
 // ops_attention.cc
 std::vector<te::Tensor> attention(ConvertContext& c);
+// ops_resize.cc
+std::vector<te::Tensor> resize(ConvertContext& c);
+// ops_loss.cc
+std::vector<te::Tensor> negative_log_likelihood_loss(ConvertContext& c);
+std::vector<te::Tensor> softmax_cross_entropy_loss(ConvertContext& c);
 std::vector<te::Tensor> transpose(ConvertContext& c);
 std::vector<te::Tensor> reshape(ConvertContext& c);
 std::vector<te::Tensor> flatten(ConvertContext& c);

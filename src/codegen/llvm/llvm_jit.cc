@@ -17,8 +17,10 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "codegen/export/runtime_symbols.h"
+#include "codegen/llvm/kernel_cache.h"
 #include "codegen/llvm/llvm_codegen.h"
 #include "codegen/llvm/llvm_emitter.h"
 #include "ir/op.h"
@@ -95,11 +97,12 @@ std::string emit_file_from_copy(const llvm::Module& m, const target::Cpu& cpu,
   return emit_file(*clone, cpu, type);
 }
 
-// Emits, verifies and optimizes the module for `cpu`.
+// Emits and verifies the module for `cpu`, and optimizes it unless told not to (the kernel
+// cache keys the module as emitted).
 std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx,
                                                const target::Cpu& cpu,
                                                const CompileOptions& options,
-                                               bool for_export = false) {
+                                               bool for_export = false, bool optimized = true) {
   detail::EmitOptions eo{.max_stack_bytes = options.max_stack_bytes,
                          .cpu = cpu.llvm_cpu,
                          .features = cpu.feature_string,
@@ -117,8 +120,14 @@ std::unique_ptr<llvm::Module> optimized_module(const ir::PrimFunc& lowered, llvm
   llvm::raw_string_ostream verify_os(verify_errors);
   if (llvm::verifyModule(*mod, &verify_os))
     throw InternalError("codegen produced an invalid LLVM module: " + verify_os.str());
-  optimize(*mod, *tm);
+  if (optimized) optimize(*mod, *tm);
   return mod;
+}
+
+// The module optimized as optimized_module() does.
+void optimize_for(llvm::Module& m, const target::Cpu& cpu) {
+  auto tm = unwrap(target_builder(cpu).createTargetMachine(), "target machine");
+  optimize(m, *tm);
 }
 
 // A JIT with the runtime's symbols and the process's (libc, libm, libgcc_s) available. Generated
@@ -169,11 +178,20 @@ class LLVMKernel : public CompiledKernel {
     param_elems_ = elems_of(lowered);
     for (const ir::Buffer& p : lowered->params) param_dtypes_.push_back(p->dtype);
     ctx_ = std::make_unique<llvm::LLVMContext>();
-    std::unique_ptr<llvm::Module> mod = optimized_module(lowered, *ctx_, *cpu_, options);
-    if (options.keep_module) kept_ = llvm::CloneModule(*mod);
+    std::unique_ptr<llvm::Module> mod =
+        optimized_module(lowered, *ctx_, *cpu_, options, false, /*optimized=*/false);
+    std::optional<std::string> cached;
+    if (!options.keep_module)
+      cached = detail::kernel_cache_path(*mod, cpu_->llvm_cpu, cpu_->feature_string);
     // Through an object file, as the tuner's worker and exported code get it: the machine code
     // timed in tuning is the code that runs here.
-    std::string obj = emit_file(*mod, *cpu_, llvm::CodeGenFileType::ObjectFile);
+    std::string obj = cached ? detail::read_cached_object(*cached) : "";
+    if (obj.empty()) {
+      optimize_for(*mod, *cpu_);
+      if (options.keep_module) kept_ = llvm::CloneModule(*mod);
+      obj = emit_file(*mod, *cpu_, llvm::CodeGenFileType::ObjectFile);
+      if (cached) detail::write_cached_object(*cached, obj);
+    }
     jit_ = make_jit(*cpu_);
     check(jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(obj, name_ + ".o")),
           "loading the object");
