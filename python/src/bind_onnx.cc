@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "graph/op_registry.h"
 #include "graph/tasks.h"
 #include "ir/structural.h"
 #include "model/pipeline.h"
@@ -469,6 +470,17 @@ void bind_onnx(nb::module_& m) {
   m.def(
       "onnx_target", [] { return model::model_target().str(); },
       "The target a model's tasks are tuned for (the host).");
+  m.def(
+      "onnx_supported_ops",
+      [] {
+        nb::list out;
+        for (const std::string& op : graph::supported_ops()) {
+          const graph::OpSpec* spec = graph::find_op(op);  // Constant: folded on import
+          out.append(nb::make_tuple(op, spec ? graph::pattern_name(spec->pattern) : "constant"));
+        }
+        return out;
+      },
+      "The ONNX operators Tyche converts, each with its fusion pattern.");
 }
 
 }  // namespace tyche::python

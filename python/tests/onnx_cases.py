@@ -669,6 +669,22 @@ case("nll_loss_weighted_ignore_mean", [N("NegativeLogLikelihoodLoss", ["x", "t",
      inits={"w": P(5)}, opset=13)
 case("softmax_cross_entropy_sum_log_prob", [N("SoftmaxCrossEntropyLoss", ["x", "t"], ["y", "lp"], reduction="sum")],
      {"x": U(4, 6), "t": np.asarray([5, 0, 3, 3], dtype=np.int64)}, outputs=("y", "lp"), opset=13)
+case("top_k_smallest_axis1", [N("TopK", ["x", "k"], ["v", "i"], axis=1, largest=0)], {"x": U(3, 11, 2)},
+     inits={"k": I64([4])}, outputs=("v", ("i", np.int64)))
+case("gather_nd_batch_dims", [N("GatherND", ["x", "i"], batch_dims=1)],
+     {"x": U(2, 5, 4, 3), "i": np.asarray([[[1, -1], [4, 0]], [[0, 2], [3, 3]]], dtype=np.int64)})
+case("scatter_nd_add", [N("ScatterND", ["x", "i", "u"], reduction="add")],
+     {"x": U(6, 4), "i": np.asarray([[1], [4], [1]], dtype=np.int64), "u": U(3, 4)}, opset=18)
+case("scatter_elements_axis1_max", [N("ScatterElements", ["x", "i", "u"], axis=1, reduction="max")],
+     {"x": U(3, 5), "i": np.asarray([[0, 4], [2, 2], [-1, 1]], dtype=np.int64), "u": U(3, 2)}, opset=18)
+case("lp_pool_p3_strided_pads", [N("LpPool", ["x"], kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1], p=3)],
+     {"x": U(1, 3, 7, 6)}, opset=18)
+case("average_pool_dilated_count_pad", [N("AveragePool", ["x"], kernel_shape=[2, 3], dilations=[2, 2],
+                                          pads=[1, 1, 1, 1], count_include_pad=1)], {"x": U(1, 2, 8, 9)}, opset=19)
+case("rotary_embedding_positions_packed", [N("RotaryEmbedding", ["x", "c", "s", "p"], num_heads=2,
+                                              rotary_embedding_dim=4)],
+     {"x": U(2, 3, 12), "p": np.asarray([[0, 1, 2], [5, 3, 7]], dtype=np.int64)},
+     inits={"c": U(8, 2), "s": U(8, 2)}, opset=23)
 case("eye_like_offset", [N("EyeLike", ["x"], k=-1, dtype=1), ], {"x": I64([[1, 2, 3], [4, 5, 6]])})
 
 

@@ -231,3 +231,27 @@ def test_bind_freezes_inputs_that_ops_need_as_constants(tmp_path):
         tyche.onnx.compile(m, bind={"nope": [1], "axes": [0], "shape": np.array([3, 2])})
     with pytest.raises(tyche.InputError, match="bind must be a dict"):
         tyche.onnx.compile(m, bind=[("axes", [0])])
+
+
+def test_supported_ops_are_sorted_with_their_patterns():
+    ops = tyche.onnx.supported_ops()
+    names = [op for op, _ in ops]
+    assert names == sorted(names) and len(names) == len(set(names))
+    patterns = dict(ops)
+    assert patterns["Conv"] == "anchor" and patterns["Relu"] == "elementwise"
+    assert patterns["Resize"] == "injective" and patterns["Attention"] == "reduction"
+    assert patterns["Constant"] == "constant"  # folded on import
+    assert "NonZero" not in patterns  # data-dependent output shape: refused
+
+
+def test_bfloat16_arrays_go_in_and_come_out_through_ml_dtypes(tmp_path):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    node = helper.make_node("Mul", ["x", "x"], ["y"])
+    graph = helper.make_graph([node], "bf16", [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = np.asarray([[1.5, -2, 0.25], [3, 0.5, -1]], dtype=ml_dtypes.bfloat16)
+    y = tyche.onnx.compile(model, threads=1)({"x": x})["y"]
+    assert y.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(y.astype(np.float32), (x.astype(np.float32) ** 2))

@@ -23,7 +23,7 @@ import numpy as np
 from . import _check, _tyche
 from .tune import _WORKER
 
-__all__ = ["CompiledModel", "compile", "tasks", "tune"]
+__all__ = ["CompiledModel", "compile", "supported_ops", "tasks", "tune"]
 
 
 def _source(model: Any, base_dir: str | os.PathLike | None = None) -> tuple[str, bytes | None, str, str]:
@@ -235,3 +235,9 @@ def tune(model: Any, trials: int, db: str | os.PathLike, threads: int | None = N
     return _tyche.onnx_tune(path, data, what, trials, os.fspath(db), _threads(threads), _shapes(input_shapes), seed,
                             str(timing), os.environ.get("TYCHE_WORKER", _WORKER), callback, remote, str(dtype), data_dir,
                             population, generations, _bind(bind))
+
+
+def supported_ops() -> list[tuple[str, str]]:
+    """The ONNX default-domain operators Tyche converts, sorted, each with its fusion pattern
+    (elementwise, broadcast, injective, reduction, anchor or view)."""
+    return [tuple(op) for op in _tyche.onnx_supported_ops()]

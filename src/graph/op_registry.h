@@ -243,8 +243,15 @@ std::vector<te::Tensor> cum_sum(ConvertContext& c);
 std::vector<te::Tensor> cum_prod(ConvertContext& c);
 std::vector<te::Tensor> pad(ConvertContext& c);
 std::vector<te::Tensor> eye_like(ConvertContext& c);
+std::vector<te::Tensor> lp_pool(ConvertContext& c);
+std::vector<te::Tensor> top_k(ConvertContext& c);
 // ops_attention.cc
 std::vector<te::Tensor> attention(ConvertContext& c);
+std::vector<te::Tensor> rotary_embedding(ConvertContext& c);
+// ops_scatter.cc
+std::vector<te::Tensor> gather_nd(ConvertContext& c);
+std::vector<te::Tensor> scatter_elements(ConvertContext& c);
+std::vector<te::Tensor> scatter_nd(ConvertContext& c);
 // ops_resize.cc
 std::vector<te::Tensor> resize(ConvertContext& c);
 // ops_loss.cc

@@ -1,8 +1,8 @@
-// ONNX's Attention (opsets 23-25): softmax(Q K^T * scale + bias) V over heads, with grouped
-// key/value heads, a past key/value cache, a boolean or additive mask, causal and sliding-window
-// masking, softcap and the optional scores output. One node becomes one fused task: the scores,
-// the softmax's row statistics and the product with V are stages of one function, and nothing the
-// size of the scores is written but the scores themselves.
+// ONNX's Attention (opsets 23-25) and RotaryEmbedding (23). Attention: softmax(Q K^T * scale +
+// bias) V over heads, with grouped key/value heads, a past key/value cache, a boolean or additive
+// mask, causal and sliding-window masking, softcap and the optional scores output. One node
+// becomes one fused task: the scores, the softmax's row statistics and the product with V are
+// stages of one function, and nothing the size of the scores is written but the scores themselves.
 #include <cmath>
 
 #include "graph/op_registry.h"
@@ -284,6 +284,80 @@ std::vector<Tensor> attention(ConvertContext& c) {
   }
   outs.resize(n.outputs.size());
   return outs;
+}
+
+}  // namespace tyche::graph::ops
+
+namespace tyche::graph::ops {
+
+// RotaryEmbedding (opset 23): each head's first rotary_embedding_dim values rotated in pairs by
+// the cached cos and sin of its position, halves (x[i], x[i + r/2]) or neighbours (x[2i], x[2i+1])
+// paired; the rest of the head passes through. One element-wise stage over the input's shape.
+std::vector<Tensor> rotary_embedding(ConvertContext& c) {
+  require_float(c);
+  const Node& n = c.node();
+  const std::vector<int64_t>& s = c.shape(0);
+  bool packed = s.size() == 3;
+  if (!packed && s.size() != 4) c.fail("the input must have rank 3 or 4");
+  int64_t heads = packed ? n.get_int("num_heads", 0) : s[1];
+  if (packed && (heads < 1 || s[2] % heads))
+    c.fail("a rank-3 input needs num_heads dividing its hidden size");
+  int64_t head = packed ? s[2] / heads : s[3];
+  int64_t rot = n.get_int("rotary_embedding_dim", 0);
+  if (rot == 0) rot = head;
+  if (rot < 2 || rot > head || rot % 2)
+    c.fail(fmt::format("rotary_embedding_dim {} for heads of {}", rot, head));
+  int64_t half = rot / 2;
+  bool interleaved = n.get_int("interleaved", 0) != 0;
+  bool positions = c.has_input(3);
+  int64_t batch = s[0], seq = packed ? s[1] : s[2];
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    const std::vector<int64_t>& cs = c.shape(i);
+    bool ok =
+        positions ? cs.size() == 2 && cs[1] == half : cs == std::vector<int64_t>{batch, seq, half};
+    if (!ok)
+      c.fail(fmt::format(
+          "the {} cache has shape {}: {} expected", i == 1 ? "cos" : "sin", shape_text(cs),
+          positions ? fmt::format("(positions, {})", half) : shape_text({batch, seq, half})));
+  }
+  if (positions && c.shape(3) != std::vector<int64_t>{batch, seq})
+    c.fail(fmt::format("position_ids must be {}", shape_text({batch, seq})));
+  int64_t rows = c.shape(1)[0];
+  const Tensor& x = c.input(0);
+  return {te::compute(
+      s,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr b = v[0], sq = packed ? Expr(v[1]) : Expr(v[2]);
+        Expr h = packed ? ir::floordiv(v[2], const_i32(head)) : Expr(v[1]);
+        Expr d = packed ? ir::floormod(v[2], const_i32(head)) : Expr(v[3]);
+        auto at = [&](Expr dd) {
+          if (packed) return x({v[0], v[1], h * const_i32(head) + dd});
+          return x({v[0], v[1], v[2], dd});
+        };
+        // The pair of d, its two values and which of the pair d is.
+        Expr i, x1, x2, second;
+        if (interleaved) {
+          i = ir::min(ir::floordiv(d, const_i32(2)), const_i32(half - 1));
+          x1 = at(i * const_i32(2));
+          x2 = at(i * const_i32(2) + Expr(1));
+          second = ir::floormod(d, const_i32(2)) == Expr(1);
+        } else {
+          i = ir::floormod(d, const_i32(half));
+          x1 = at(i);
+          x2 = at(i + const_i32(half));
+          second = d >= const_i32(half);
+        }
+        std::vector<Expr> cache_at = {b, sq, i};
+        if (positions) {
+          Expr p = c.load(3, {b, sq});
+          if (p.dtype() != kInt32) p = ir::cast(kInt32, p);
+          cache_at = {ir::max(ir::min(p, const_i32(rows - 1)), Expr(0)), i};
+        }
+        Expr cos = c.load(1, cache_at), sin = c.load(2, cache_at);
+        Expr rotated = ir::select(second, sin * x1 + cos * x2, cos * x1 - sin * x2);
+        return ir::select(d < const_i32(rot), rotated, at(d));
+      },
+      c.name("rotary_embedding"))};
 }
 
 }  // namespace tyche::graph::ops

@@ -1,5 +1,5 @@
 // Ops that move elements by index: GatherElements, Trilu, Tile, SpaceToDepth, DepthToSpace,
-// OneHot, CumSum, CumProd, Pad, EyeLike.
+// OneHot, CumSum, CumProd, Pad, EyeLike, TopK.
 #include <algorithm>
 
 #include "graph/op_registry.h"
@@ -286,6 +286,60 @@ std::vector<Tensor> eye_like(ConvertContext& c) {
                           ir::make_const(t, 0));
       },
       c.name("eye_like"))};
+}
+
+}  // namespace tyche::graph::ops
+
+namespace tyche::graph::ops {
+
+// TopK with a constant k: each element's rank along the axis (how many come before it: larger,
+// or equal and earlier, for largest), then output j the element of rank j. Quadratic in the
+// axis's length, which is short where models use it (a classifier's classes, a beam).
+std::vector<Tensor> top_k(ConvertContext& c) {
+  std::optional<double> given = c.scalar(1);
+  if (!given) c.fail(fmt::format("k ('{}') must be a one-element constant", c.value(1).name));
+  auto k = static_cast<int64_t>(*given);
+  int rank = c.rank(0);
+  if (rank == 0) c.fail("needs an input of rank 1 or more");
+  auto axis = static_cast<size_t>(c.axis(c.node().get_int("axis", -1), rank));
+  int64_t n = c.shape(0)[axis];
+  if (k < 0 || k > n) c.fail(fmt::format("k {} for an axis of {}", k, n));
+  bool largest = c.node().get_int("largest", 1) != 0;
+  const Tensor& x = c.input(0);
+  auto at = [&](const std::vector<ir::Var>& v, Expr i) {
+    std::vector<Expr> idx = exprs(v);
+    idx[axis] = std::move(i);
+    return idx;
+  };
+  ir::IterVar rr = te::reduce_axis(n, "rr");
+  Tensor order = te::compute(
+      c.shape(0),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr mine = x(exprs(v)), other = x(at(v, rr.var));
+        Expr before = largest ? other > mine : other < mine;
+        before = before || (other == mine && Expr(rr.var) < Expr(v[axis]));
+        return te::sum(ir::select(before, Expr(1), Expr(0)), {rr});
+      },
+      c.name("top_k_rank"));
+  std::vector<int64_t> out = c.shape(0);
+  out[axis] = k;
+  ir::IterVar rv = te::reduce_axis(n, "rv"), ri = te::reduce_axis(n, "ri");
+  DataType t = c.dtype(0);
+  Tensor values = te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr hit = order(at(v, rv.var)) == Expr(v[axis]);
+        return te::sum(ir::select(hit, x(at(v, rv.var)), ir::make_const(t, 0)), {rv});
+      },
+      c.name("top_k"));
+  Tensor indices = te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr hit = order(at(v, ri.var)) == Expr(v[axis]);
+        return te::sum(ir::select(hit, ir::cast(kInt64, ri.var), ir::make_const(kInt64, 0)), {ri});
+      },
+      c.name("top_k_indices"));
+  return {values, indices};
 }
 
 }  // namespace tyche::graph::ops

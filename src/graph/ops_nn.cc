@@ -1,4 +1,5 @@
 // Convolutions, matrix products and pooling, in ONNX's NCHW layout.
+#include <functional>
 #include <numeric>
 
 #include "graph/ops_window.h"
@@ -380,41 +381,86 @@ std::vector<Tensor> max_pool(ConvertContext& c) {
       c.name("max_pool"))};
 }
 
+namespace {
+
+// The sum of f(x) over each pooling window (pads are 0), dilations included.
+Tensor window_sum(ConvertContext& c, const Axes& ax, const Window& w,
+                  const std::function<Expr(Expr)>& f, const char* name) {
+  const std::vector<int64_t>& xs = c.shape(0);
+  Tensor padded = pad_input(c, c.input(0), ax, w, [] { return ir::make_float(0); });
+  std::vector<ir::IterVar> win = window_axes(w);
+  std::vector<int64_t> out = ax.shape(xs[0], xs[ax.channel()], w.out);
+  return te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> xi(v.begin(), v.end());
+        for (size_t d = 0; d < win.size(); ++d)
+          xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) +
+                              Expr(win[d].var) * const_i32(w.dilations[d]);
+        return te::sum(f(padded(xi)), win);
+      },
+      c.name(name));
+}
+
+}  // namespace
+
 std::vector<Tensor> average_pool(ConvertContext& c) {
   Axes ax = activation_axes(c, 0);
   const std::vector<int64_t>& xs = c.shape(0);
   Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"),
                             c.node().get_int("ceil_mode", 0) != 0);
-  for (int64_t d : w.dilations)
-    if (d != 1) c.fail("dilations are not supported");
   bool include_pad = c.node().get_int("count_include_pad", 0) != 0;
-  Tensor padded = pad_input(c, c.input(0), ax, w, [] { return ir::make_float(0); });
-  std::vector<ir::IterVar> win = window_axes(w);
-  std::vector<int64_t> out = ax.shape(xs[0], xs[ax.channel()], w.out);
-  Tensor sum = te::compute(
-      out,
-      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        std::vector<Expr> xi(v.begin(), v.end());
-        for (size_t d = 0; d < win.size(); ++d)
-          xi[ax.spatial(d)] = v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var;
-        return te::sum(padded(xi), win);
-      },
-      c.name("pool_sum"));
+  Tensor sum = window_sum(
+      c, ax, w, [](Expr x) { return x; }, "pool_sum");
+  std::vector<int64_t> out = sum.shape();
   return {te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        // Taps inside [lo, hi) along each dimension: the input, or the input and its pads.
+        // Taps inside [lo, hi) along each dimension: the input, or the input and its pads. Tap
+        // k sits at start + k * dilation: those from ceil((lo - start) / dilation) to
+        // ceil((hi - start) / dilation), within [0, kernel), count.
         Expr count = Expr(1);
-        for (size_t d = 0; d < win.size(); ++d) {
+        for (size_t d = 0; d < w.kernel.size(); ++d) {
           int64_t lo = include_pad ? -w.pad_begin[d] : 0,
                   hi = xs[ax.spatial(d)] + (include_pad ? w.pad_end[d] : 0);
           Expr start = v[ax.spatial(d)] * const_i32(w.strides[d]) - const_i32(w.pad_begin[d]);
-          count = count * (ir::min(start + const_i32(w.kernel[d]), const_i32(hi)) -
-                           ir::max(start, const_i32(lo)));
+          Expr dil = const_i32(w.dilations[d]), kernel = const_i32(w.kernel[d]);
+          auto taps_below = [&](Expr bound) {  // taps k with start + k * dil < bound
+            Expr k = ir::floordiv(bound - start + dil - Expr(1), dil);
+            return ir::max(ir::min(k, kernel), Expr(0));
+          };
+          count = count * (taps_below(const_i32(hi)) - taps_below(const_i32(lo)));
         }
         return sum(std::vector<Expr>(v.begin(), v.end())) / ir::cast(kFloat32, count);
       },
       c.name("average_pool"))};
+}
+
+std::vector<Tensor> lp_pool(ConvertContext& c) {
+  require_float(c);
+  Axes ax = activation_axes(c, 0);
+  const std::vector<int64_t>& xs = c.shape(0);
+  Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"),
+                            c.node().get_int("ceil_mode", 0) != 0);
+  double p = static_cast<double>(c.node().get_int("p", 2));
+  if (p < 1) c.fail(fmt::format("p {} is below 1", p));
+  DataType t = c.dtype(0);
+  Tensor sum = window_sum(
+      c, ax, w,
+      [&](Expr x) {
+        Expr a = ir::abs(x);
+        return p == 1 ? a : p == 2 ? a * a : ir::call(ir::CallOp::kPow, {a, ir::make_const(t, p)});
+      },
+      "lp_pool_sum");
+  return {te::compute(
+      sum.shape(),
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr s = sum(exprs(v));
+        if (p == 1) return s;
+        if (p == 2) return ir::sqrt(s);
+        return ir::call(ir::CallOp::kPow, {s, ir::make_const(t, 1 / p)});
+      },
+      c.name("lp_pool"))};
 }
 
 namespace {
