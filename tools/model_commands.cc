@@ -341,8 +341,9 @@ ModelCommands::ModelCommands(CLI::App& app) {
       "run-model", "compile an ONNX model (with a database's best programs) and run it");
   for (CLI::App* sub : {import_, run_model_}) {
     sub->add_option("model", model_, "the .onnx file")->required();
-    sub->add_option("--input-shape", input_shapes_,
-                    "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+    sub->add_option(
+        "--input-shape,--shape", input_shapes_,
+        "NAME=1x3x224x224 (or 1,3,224,224): a static shape for an input with symbolic dimensions");
     sub->add_option("--bind", binds_, kBindHelp);
     sub->add_option("--json", json_file_, "write the result as JSON here");
   }
@@ -350,8 +351,9 @@ ModelCommands::ModelCommands(CLI::App& app) {
       "tune-model",
       "tune every task of an ONNX model, trials shared by the gradient task scheduler");
   tune_model_->add_option("model", model_, "the .onnx file")->required();
-  tune_model_->add_option("--input-shape", input_shapes_,
-                          "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+  tune_model_->add_option(
+      "--input-shape,--shape", input_shapes_,
+      "NAME=1x3x224x224 (or 1,3,224,224): a static shape for an input with symbolic dimensions");
   tune_model_->add_option("--bind", binds_, kBindHelp);
   tools::at_least(
       tune_model_->add_option("--trials", trials_, "candidates to measure, all tasks together")
@@ -411,8 +413,8 @@ ModelCommands::ModelCommands(CLI::App& app) {
       "write an ONNX model, with a database's best programs, as a C header and a static library");
   export_model_->add_option("model", model_, "the .onnx file")->required();
   export_model_->add_option(
-      "--input-shape", input_shapes_,
-      "NAME=1x3x224x224: a static shape for an input with symbolic dimensions");
+      "--input-shape,--shape", input_shapes_,
+      "NAME=1x3x224x224 (or 1,3,224,224): a static shape for an input with symbolic dimensions");
   export_model_->add_option("--bind", binds_, kBindHelp);
   export_model_->add_option(
       "--db", db_,

@@ -377,9 +377,11 @@ void parse_input_shape(const std::string& text, ImportOptions& options) {
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
     throw_input_error("--input-shape '{}' is not NAME=DIMS (e.g. input=1x3x224x224)", text);
   std::vector<int64_t> dims;
-  std::stringstream s(text.substr(eq + 1));
+  std::string given = text.substr(eq + 1);
+  char sep = given.find(',') != std::string::npos ? ',' : 'x';  // 1x3x224x224 or 1,3,224,224
+  std::stringstream s(given);
   std::string part;
-  while (std::getline(s, part, 'x')) {
+  while (std::getline(s, part, sep)) {
     char* end = nullptr;
     long long v = std::strtoll(part.c_str(), &end, 10);
     if (part.empty() || *end != '\0' || v < 0 || v > (1LL << 31))

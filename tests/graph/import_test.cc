@@ -49,6 +49,37 @@ TEST(Import, InfersShapesAndFoldsShapeArithmetic) {
   EXPECT_TRUE(graph.value(graph.nodes[0].inputs[1]).is_constant());
 }
 
+TEST(Import, ASymbolicBatchAndItsShapeChainFoldAtEachBinding) {
+  // x: (batch, 3, 4) with batch symbolic; Shape -> Gather -> Concat -> Reshape to (batch, 12),
+  // then Expand of a constant to Shape(x) and ConstantOfShape of it: every shape folds once the
+  // batch is bound, a different one at each binding.
+  OnnxBuilder b;
+  b.input("x", {0, 3, 4}, onnx::TensorProto::FLOAT, {"batch", "", ""})
+      .ints("zero", {0})
+      .ints("minus_one", {-1});
+  b.node("Shape", {"x"}, {"s"});
+  auto& g = b.node("Gather", {"s", "zero"}, {"n"});
+  OnnxBuilder::attr(g, "axis", int64_t{0});
+  auto& c = b.node("Concat", {"n", "minus_one"}, {"target"});
+  OnnxBuilder::attr(c, "axis", int64_t{0});
+  b.node("Reshape", {"x", "target"}, {"y"});
+  b.node("ConstantOfShape", {"s"}, {"zeros"});
+  b.node("Add", {"x", "zeros"}, {"w"});
+  b.output("y").output("w");
+  for (int64_t batch : {2, 5}) {
+    ImportOptions options;
+    parse_input_shape(fmt::format("x={}x3x4", batch), options);
+    Graph graph = import_onnx_bytes(b.bytes(), "m.onnx", ".", options);
+    EXPECT_EQ(graph.value(graph.outputs[0]).shape, (std::vector<int64_t>{batch, 12}));
+    EXPECT_EQ(graph.value(graph.outputs[1]).shape, (std::vector<int64_t>{batch, 3, 4}));
+    for (const Node& n : graph.nodes) {
+      EXPECT_NE(n.op, "Shape");
+      EXPECT_NE(n.op, "Concat");
+      EXPECT_NE(n.op, "ConstantOfShape");
+    }
+  }
+}
+
 TEST(Import, RefusesWhatIsNotAModel) {
   EXPECT_THAT(error_of("this is a text file, not a model\n"),
               HasSubstr("'m.onnx' is not an ONNX model"));
@@ -180,7 +211,11 @@ TEST(Import, SymbolicDimensionsNeedAnInputShape) {
   ImportOptions rank;
   parse_input_shape("x=2x3x4", rank);
   EXPECT_THAT(error_of(b.bytes(), rank), HasSubstr("has rank 3, the input has rank 2"));
+  ImportOptions commas;
+  parse_input_shape("x=4,3", commas);
+  EXPECT_EQ(commas.input_shapes.at("x"), (std::vector<int64_t>{4, 3}));
   ImportOptions bad;
+  EXPECT_THROW(parse_input_shape("x=2,q", bad), InputError);
   EXPECT_THROW(parse_input_shape("x=2xq", bad), InputError);
   EXPECT_THROW(parse_input_shape("2x3", bad), InputError);
 }
