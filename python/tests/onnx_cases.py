@@ -685,6 +685,10 @@ case("rotary_embedding_positions_packed", [N("RotaryEmbedding", ["x", "c", "s", 
                                               rotary_embedding_dim=4)],
      {"x": U(2, 3, 12), "p": np.asarray([[0, 1, 2], [5, 3, 7]], dtype=np.int64)},
      inits={"c": U(8, 2), "s": U(8, 2)}, opset=23)
+case("einsum_batched_ellipsis_broadcast", [N("Einsum", ["a", "b"], equation="...ij,...jk->...ik")],
+     {"a": U(2, 3, 4, 5), "b": U(1, 3, 5, 6)}, opset=12)
+case("einsum_diagonal_and_outer", [N("Einsum", ["a", "b"], equation="iij,k->jk")], {"a": U(4, 4, 3), "b": U(5)},
+     opset=12)
 case("eye_like_offset", [N("EyeLike", ["x"], k=-1, dtype=1), ], {"x": I64([[1, 2, 3], [4, 5, 6]])})
 
 

@@ -183,6 +183,7 @@ std::vector<te::Tensor> reduce_l2(ConvertContext& c);
 std::vector<te::Tensor> reduce_log_sum(ConvertContext& c);
 std::vector<te::Tensor> reduce_log_sum_exp(ConvertContext& c);
 std::vector<te::Tensor> log_softmax(ConvertContext& c);
+std::vector<te::Tensor> group_norm(ConvertContext& c);
 std::vector<te::Tensor> abs(ConvertContext& c);
 std::vector<te::Tensor> sign(ConvertContext& c);
 std::vector<te::Tensor> log(ConvertContext& c);
@@ -252,6 +253,8 @@ std::vector<te::Tensor> rotary_embedding(ConvertContext& c);
 std::vector<te::Tensor> gather_nd(ConvertContext& c);
 std::vector<te::Tensor> scatter_elements(ConvertContext& c);
 std::vector<te::Tensor> scatter_nd(ConvertContext& c);
+// ops_einsum.cc
+std::vector<te::Tensor> einsum(ConvertContext& c);
 // ops_resize.cc
 std::vector<te::Tensor> resize(ConvertContext& c);
 // ops_loss.cc

@@ -489,6 +489,57 @@ std::vector<Tensor> instance_norm(ConvertContext& c) {
                         });
 }
 
+std::vector<Tensor> group_norm(ConvertContext& c) {
+  require_float(c);
+  const std::vector<int64_t>& s = c.shape(0);
+  if (s.size() < 2) c.fail("needs an (N, C, ...) input");
+  int64_t groups = c.node().get_int("num_groups", 0), channels = s[1];
+  if (groups < 1 || channels % groups)
+    c.fail(fmt::format("{} groups of {} channels", groups, channels));
+  int64_t per = channels / groups;
+  // Opset 18 scales and shifts each group, opset 21 each channel.
+  int64_t params = c.shape(1).size() == 1 ? c.shape(1)[0] : -1;
+  if ((params != channels && params != groups) || c.shape(2) != c.shape(1))
+    c.fail(fmt::format("the scale and bias must have C ({}) or num_groups ({}) elements", channels,
+                       groups));
+  const Tensor& x = c.input(0);
+  DataType t = c.dtype(0);
+  int64_t count = per;
+  for (size_t d = 2; d < s.size(); ++d) count *= s[d];
+  auto stats = [&](const char* name, const Tensor* mean) {
+    std::vector<ir::IterVar> axes = {te::reduce_axis(per, "rc")};
+    for (size_t d = 2; d < s.size(); ++d)
+      axes.push_back(te::reduce_axis(s[d], fmt::format("r{}", d)));
+    return te::compute(
+        {s[0], groups},
+        [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+          std::vector<Expr> at = {v[0], Expr(v[1]) * const_i32(per) + axes[0].var};
+          for (size_t d = 1; d < axes.size(); ++d) at.push_back(axes[d].var);
+          Expr e = x(at);
+          if (mean) {
+            e = e - (*mean)({v[0], v[1]}) / ir::make_const(t, static_cast<double>(count));
+            e = e * e;
+          }
+          return te::sum(e, axes);
+        },
+        c.name(name));
+  };
+  Tensor sum = stats("group_norm_sum", nullptr);
+  Tensor sq = stats("group_norm_sqsum", &sum);
+  double eps = c.node().get_float("epsilon", 1e-5);
+  return {te::compute(
+      s,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr g = ir::floordiv(v[1], const_i32(per));
+        Expr n = ir::make_const(t, static_cast<double>(count));
+        Expr y = (x(exprs(v)) - sum({v[0], g}) / n) /
+                 ir::sqrt(sq({v[0], g}) / n + ir::make_const(t, eps));
+        Expr p = params == channels ? Expr(v[1]) : g;
+        return y * c.load(1, {p}) + c.load(2, {p});
+      },
+      c.name("group_norm"))};
+}
+
 std::vector<Tensor> mean_variance_norm(ConvertContext& c) {
   require_float(c);
   int rank = c.rank(0);
