@@ -689,6 +689,12 @@ case("einsum_batched_ellipsis_broadcast", [N("Einsum", ["a", "b"], equation="...
      {"a": U(2, 3, 4, 5), "b": U(1, 3, 5, 6)}, opset=12)
 case("einsum_diagonal_and_outer", [N("Einsum", ["a", "b"], equation="iij,k->jk")], {"a": U(4, 4, 3), "b": U(5)},
      opset=12)
+case("bit_shift_and_bitwise_uint32",
+     [N("BitShift", ["a", "s"], "l", direction="LEFT"), N("BitShift", ["a", "s"], "r", direction="RIGHT"),
+      N("BitwiseXor", ["l", "r"], "x"), N("BitwiseNot", ["a"], "n"), N("BitwiseAnd", ["x", "n"], "m"),
+      N("BitwiseOr", ["m", "a"])],
+     {"a": np.arange(0, 4000000000, 97000003, dtype=np.uint32)[:40].reshape(5, 8),
+      "s": np.asarray([0, 1, 5, 17, 31, 3, 9, 30], dtype=np.uint32)}, outputs=(("y", np.uint32),), opset=18)
 case("eye_like_offset", [N("EyeLike", ["x"], k=-1, dtype=1), ], {"x": I64([[1, 2, 3], [4, 5, 6]])})
 
 

@@ -149,6 +149,13 @@ std::vector<te::Tensor> erf(ConvertContext& c);
 std::vector<te::Tensor> gelu(ConvertContext& c);
 // A float op that is one math call per element (Sin, Cos, ..., Atanh).
 std::vector<te::Tensor> float_call(ConvertContext& c, ir::CallOp op);
+// BitwiseAnd/Or/Xor/Not on integers, and BitShift (unsigned).
+std::vector<te::Tensor> bit_op(ConvertContext& c, ir::CallOp op);
+template <ir::CallOp Op>
+std::vector<te::Tensor> bit_op(ConvertContext& c) {
+  return bit_op(c, Op);
+}
+std::vector<te::Tensor> bit_shift(ConvertContext& c);
 template <ir::CallOp Op>
 std::vector<te::Tensor> float_call(ConvertContext& c) {
   return float_call(c, Op);

@@ -426,6 +426,25 @@ std::vector<Tensor> logical_not(ConvertContext& c) {
   return unary(c, "not", [](Expr x) { return !x; });
 }
 
+std::vector<Tensor> bit_op(ConvertContext& c, ir::CallOp op) {
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    if (!c.dtype(i).is_integer())
+      c.fail(fmt::format("needs integer inputs, not {}", c.dtype(i).str()));
+  const char* name = ir::call_op_name(op);
+  if (op == ir::CallOp::kBitwiseNot)
+    return unary(c, name, [](Expr x) { return ir::call(ir::CallOp::kBitwiseNot, {x}); });
+  return same_type_broadcast(c, name, 2, [op](const std::vector<Expr>& a) {
+    return ir::call(op, {a[0], a[1]});
+  });
+}
+
+std::vector<Tensor> bit_shift(ConvertContext& c) {
+  std::string direction = c.node().get_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    c.fail(fmt::format("direction '{}' is neither LEFT nor RIGHT", direction));
+  return bit_op(c, direction == "LEFT" ? ir::CallOp::kShiftLeft : ir::CallOp::kShiftRight);
+}
+
 std::vector<Tensor> variadic_max(ConvertContext& c) {
   return same_type_broadcast(c, "max", c.num_inputs(), [](const std::vector<Expr>& a) {
     Expr m = a[0];

@@ -177,6 +177,18 @@ struct IntAbs final : IntExpr {
   int64_t eval() override { return int_abs(a->eval()); }
 };
 
+struct IntBitCall final : IntExpr {
+  CallOp op;
+  IntPtr a, b;  // b absent for bitwise_not
+  DataType t;
+  IntBitCall(CallOp o, IntPtr a_, IntPtr b_, DataType t_)
+      : op(o), a(std::move(a_)), b(std::move(b_)), t(t_) {}
+  int64_t eval() override {
+    int64_t x = a->eval();
+    return bit_call(op, x, b ? b->eval() : 0, t);
+  }
+};
+
 struct IntLet final : IntExpr {
   ExecPtr bind;
   IntPtr body;
@@ -345,6 +357,10 @@ IntPtr Program::compile_int(const Expr& e) {
                                                compile_int(n->args[2]));
       if (n->op == CallOp::kAbs && n->args.size() == 1 && n->args[0].dtype().is_int_like())
         return std::make_unique<IntAbs>(compile_int(n->args[0]));
+      if (ir::is_bit_call(n->op))
+        return std::make_unique<IntBitCall>(n->op, compile_int(n->args[0]),
+                                            n->args.size() > 1 ? compile_int(n->args[1]) : nullptr,
+                                            n->dtype);
       // Any other call on integers is computed in double and truncated.
       Expr as_float = Expr(std::make_shared<CallNode>(kFloat64, n->op, n->args));
       return std::make_unique<FloatToInt>(compile_float(as_float));

@@ -170,11 +170,16 @@ struct VecSelect final : VecExpr {
 struct VecCall final : VecExpr {
   CallOp op;
   VecPtr x, y;
-  VecCall(CallOp o, VecPtr x_, VecPtr y_)
-      : VecExpr(x_->lanes, x_->is_float), op(o), x(std::move(x_)), y(std::move(y_)) {}
+  DataType t;  // the call's element type
+  VecCall(CallOp o, VecPtr x_, VecPtr y_, DataType t_)
+      : VecExpr(x_->lanes, x_->is_float), op(o), x(std::move(x_)), y(std::move(y_)), t(t_) {}
   void eval() override {
     x->eval();
     if (y) y->eval();
+    if (!is_float && ir::is_bit_call(op)) {
+      for (int l = 0; l < lanes; ++l) i[l] = bit_call(op, x->i[l], y ? y->i[l] : 0, t);
+      return;
+    }
     if (!is_float) {  // integer abs
       for (int l = 0; l < lanes; ++l) i[l] = int_abs(x->i[l]);
       return;
@@ -360,10 +365,11 @@ VecPtr Program::compile_vec(const Expr& e, int lanes) {
         VecPtr b = convert(compile_vec(n->args[2], lanes), is_float);
         return std::make_unique<VecSelect>(std::move(c), std::move(a), std::move(b), &mask_);
       }
-      bool int_abs = n->op == CallOp::kAbs && !is_float;
-      VecPtr x = convert(compile_vec(n->args[0], lanes), !int_abs);
-      VecPtr y = n->args.size() > 1 ? convert(compile_vec(n->args[1], lanes), true) : nullptr;
-      VecPtr r = std::make_unique<VecCall>(n->op, std::move(x), std::move(y));
+      bool int_call = (n->op == CallOp::kAbs || ir::is_bit_call(n->op)) && !is_float;
+      VecPtr x = convert(compile_vec(n->args[0], lanes), !int_call);
+      VecPtr y = n->args.size() > 1 ? convert(compile_vec(n->args[1], lanes), !int_call) : nullptr;
+      VecPtr r =
+          std::make_unique<VecCall>(n->op, std::move(x), std::move(y), n->dtype.element_of());
       return convert(std::move(r), is_float);
     }
     case ExprKind::kRamp: {

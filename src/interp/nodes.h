@@ -104,6 +104,31 @@ inline int64_t wrap_int(int64_t v, DataType t) {
   }
 }
 
+// An integer bit operation (ir::is_bit_call) on values of type `t` (unsigned ones held as their
+// bits): wrapped to `t`; a shift by a negative amount or the width or more gives 0 (-1 for a
+// negative value shifted right), as ONNX's BitShift.
+inline int64_t bit_call(ir::CallOp op, int64_t a, int64_t b, DataType t) {
+  auto u = static_cast<uint64_t>(a);
+  switch (op) {
+    case ir::CallOp::kBitwiseAnd:
+      return wrap_int(a & b, t);
+    case ir::CallOp::kBitwiseOr:
+      return wrap_int(a | b, t);
+    case ir::CallOp::kBitwiseXor:
+      return wrap_int(a ^ b, t);
+    case ir::CallOp::kBitwiseNot:
+      return wrap_int(~a, t);
+    case ir::CallOp::kShiftLeft:
+      return b < 0 || b >= t.bits() ? 0 : wrap_int(static_cast<int64_t>(u << b), t);
+    default:  // kShiftRight
+      if (b < 0 || b >= t.bits()) return t.is_int() && a < 0 ? -1 : 0;
+      if (t.is_int()) return wrap_int(a >> b, t);
+      // Logical: the value's own bits (64-bit ones are held as they are, the narrower
+      // zero-extended).
+      return wrap_int(static_cast<int64_t>(u >> b), t);
+  }
+}
+
 // Rounds to `p` significant bits with exponent floor `emin` (subnormals) and overflow to infinity
 // past `max_finite`: round-to-nearest-even directly from double, so there is no double rounding.
 inline double round_to_precision(double v, int p, int emin, double max_finite) {

@@ -232,9 +232,20 @@ enum class CallOp : uint8_t {
   kAsinh,
   kAcosh,
   kAtanh,
+  // Integer bit operations (ONNX's Bitwise* and BitShift): the operands' type, wrapped to it; a
+  // right shift of an unsigned type is logical, of a signed one arithmetic; a shift by a
+  // negative amount or the width or more gives 0 (-1 for a negative value shifted right).
+  kBitwiseAnd,
+  kBitwiseOr,
+  kBitwiseXor,
+  kBitwiseNot,
+  kShiftLeft,
+  kShiftRight,
 };
 // Whether only the GPU back end's lowering makes (and its printer prints) calls of `op`.
 bool is_gpu_call(CallOp op);
+// Whether `op` is an integer bit operation (kBitwiseAnd ... kShiftRight).
+bool is_bit_call(CallOp op);
 const char* call_op_name(CallOp op);
 std::optional<CallOp> call_op_from_name(const std::string& name);
 int call_op_arity(CallOp op);

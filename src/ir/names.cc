@@ -87,11 +87,20 @@ constexpr std::array kCallOps = {
     CallOpInfo{CallOp::kAsinh, "asinh", 1},
     CallOpInfo{CallOp::kAcosh, "acosh", 1},
     CallOpInfo{CallOp::kAtanh, "atanh", 1},
+    CallOpInfo{CallOp::kBitwiseAnd, "bitwise_and", 2},
+    CallOpInfo{CallOp::kBitwiseOr, "bitwise_or", 2},
+    CallOpInfo{CallOp::kBitwiseXor, "bitwise_xor", 2},
+    CallOpInfo{CallOp::kBitwiseNot, "bitwise_not", 1},
+    CallOpInfo{CallOp::kShiftLeft, "shift_left", 2},
+    CallOpInfo{CallOp::kShiftRight, "shift_right", 2},
 };
 }  // namespace
 
 bool is_gpu_call(CallOp op) {
   return op >= CallOp::kThreadBarrier && op <= CallOp::kAsyncWait;
+}
+bool is_bit_call(CallOp op) {
+  return op >= CallOp::kBitwiseAnd && op <= CallOp::kShiftRight;
 }
 const char* call_op_name(CallOp op) {
   return kCallOps[static_cast<size_t>(op)].name;

@@ -368,6 +368,15 @@ Expr call(CallOp op, std::vector<Expr> args) {
     DataType t = args[1].dtype();
     return Expr(std::make_shared<CallNode>(t, op, std::move(args)));
   }
+  if (is_bit_call(op)) {
+    for (const Expr& a : args)
+      if (!a.dtype().is_int_like() || a.dtype().is_bool())
+        throw_error("{} takes integers, not {}", call_op_name(op), a.dtype().str());
+    if (args.size() == 2 && args[0].dtype() != args[1].dtype())
+      args[1] = cast(args[0].dtype(), args[1]);
+    DataType t = args[0].dtype();
+    return Expr(std::make_shared<CallNode>(t, op, std::move(args)));
+  }
   if (args.size() == 2) reconcile(args[0], args[1]);
   DataType t = args[0].dtype();
   if (op != CallOp::kAbs && !t.is_float()) {

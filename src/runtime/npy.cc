@@ -20,8 +20,17 @@ struct Descr {
   DataType dtype;
 };
 
-const Descr kDescrs[] = {{"<f4", kFloat32}, {"<f8", kFloat64},         {"<i8", kInt64},
-                         {"<i4", kInt32},   {"|i1", DataType::Int(8)}, {"|u1", DataType::UInt(8)},
+const Descr kDescrs[] = {{"<f4", kFloat32},
+                         {"<f8", kFloat64},
+                         {"<f2", DataType::Float(16)},
+                         {"<i8", kInt64},
+                         {"<i4", kInt32},
+                         {"<i2", DataType::Int(16)},
+                         {"|i1", DataType::Int(8)},
+                         {"<u8", DataType::UInt(64)},
+                         {"<u4", DataType::UInt(32)},
+                         {"<u2", DataType::UInt(16)},
+                         {"|u1", DataType::UInt(8)},
                          {"|b1", kBool}};
 
 }  // namespace
@@ -59,8 +68,9 @@ NDArray load_npy(const std::string& path) {
     if (descr == d.text) found = &d;
   if (!found)
     throw_input_error(
-        "'{}': unsupported dtype '{}' (float32/64, int8/32/64, uint8, bool, little-endian)", path,
-        descr);
+        "'{}': unsupported dtype '{}' (float16/32/64, int8/16/32/64, uint8/16/32/64, bool, "
+        "little-endian)",
+        path, descr);
   if (std::regex_search(header, std::regex("'fortran_order':\\s*True")))
     throw_input_error("'{}' is in Fortran order: save it C-ordered (np.ascontiguousarray)", path);
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))

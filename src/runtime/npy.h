@@ -1,5 +1,6 @@
 // NumPy's .npy files (format versions 1 to 3, C order) to and from NDArrays: the way a model's
-// inputs and outputs cross the command line. Types: float32/64, int8/32/64, uint8, bool.
+// inputs and outputs cross the command line. Types: float16/32/64, int8/16/32/64, uint8/16/32/64,
+// bool.
 #pragma once
 
 #include <string>

@@ -201,6 +201,60 @@ TEST(Codegen, MathAndBoolAndCasts) {
   EXPECT_TRUE(matches_interpreter(sch.func()));
 }
 
+// The trigonometric calls, and the integer bit calls of every width and signedness with shifts
+// inside, at and past the width and negative: scalar and vectorized, as the interpreter.
+TEST(Codegen, TrigonometricAndBitCalls) {
+  using namespace te;
+  Tensor a = placeholder({3, 17}, kFloat32, "A");
+  Tensor c = compute(
+      {3, 17},
+      [&](Var i, Var j) {
+        ir::Expr x = a(i, j) * 0.45f;  // inside (-1, 1) for the inverse functions
+        ir::Expr sum = ir::Expr(0.0f);
+        for (ir::CallOp op :
+             {ir::CallOp::kSin, ir::CallOp::kCos, ir::CallOp::kTan, ir::CallOp::kAsin,
+              ir::CallOp::kAcos, ir::CallOp::kAtan, ir::CallOp::kSinh, ir::CallOp::kCosh,
+              ir::CallOp::kAsinh, ir::CallOp::kAtanh})
+          sum = sum + ir::call(op, {x});
+        return sum + ir::call(ir::CallOp::kAcosh, {ir::abs(x) + 1.0f});
+      },
+      "C");
+  for (const ir::PrimFunc& f : {create_prim_func({a, c})}) {
+    EXPECT_TRUE(matches_interpreter(f));
+    schedule::Schedule sch(f);
+    auto l = sch.get_loops(sch.get_block("C").value()).value();
+    sch.vectorize(sch.split(l[1], {std::nullopt, 8}).value()[1]).value();
+    EXPECT_TRUE(matches_interpreter(sch.func()));
+  }
+  for (DataType t :
+       {DataType::Int(8), DataType::UInt(8), DataType::Int(16), DataType::UInt(16),
+        DataType::Int(32), DataType::UInt(32), DataType::Int(64), DataType::UInt(64)}) {
+    Tensor x = placeholder({2, 24}, t, "X"), y = placeholder({2, 24}, t, "Y");
+    Tensor z = compute(
+        {2, 24},
+        [&](Var i, Var j) {
+          // Shift amounts from -3 to width + 2 across the row.
+          ir::Expr s = ir::cast(t, ir::floordiv(ir::Expr(j) * (t.bits() + 6), 24) - 3);
+          ir::Expr l = ir::call(ir::CallOp::kShiftLeft, {x(i, j), s});
+          ir::Expr r = ir::call(ir::CallOp::kShiftRight, {x(i, j), s});
+          ir::Expr b =
+              ir::call(ir::CallOp::kBitwiseXor,
+                       {ir::call(ir::CallOp::kBitwiseAnd, {x(i, j), y(i, j)}),
+                        ir::call(ir::CallOp::kBitwiseOr,
+                                 {ir::call(ir::CallOp::kBitwiseNot, {x(i, j)}), y(i, j)})});
+          return ir::call(ir::CallOp::kBitwiseXor, {ir::call(ir::CallOp::kBitwiseXor, {l, r}), b});
+        },
+        "Z");
+    ir::PrimFunc f = create_prim_func({x, y, z});
+    EXPECT_TRUE(matches_interpreter(f)) << t.str();
+    schedule::Schedule sch(f);
+    auto l = sch.get_loops(sch.get_block("Z").value()).value();
+    sch.vectorize(sch.split(l[1], {std::nullopt, 8}).value()[1]).value();
+    EXPECT_TRUE(matches_interpreter(sch.func())) << t.str();
+  }
+  EXPECT_THROW(ir::call(ir::CallOp::kBitwiseAnd, {ir::Expr(1.0f), ir::Expr(2.0f)}), Error);
+}
+
 // round: halves to even (nearbyint), scalar and vectorized, as the interpreter and by hand.
 TEST(Codegen, RoundTakesHalvesToEven) {
   using namespace te;

@@ -204,11 +204,38 @@ std::string CExprPrinter::tile_dot(const ir::CallNode* n, const std::string& lan
   return ints ? fmt::format("(int32_t){}", sum) : sum;
 }
 
+// Integer bit operations: a left shift on the unsigned type of the width (no signed overflow),
+// an out-of-range shift as ir::CallOp::kShiftLeft says, as the interpreter and LLVM compute them.
+std::string CExprPrinter::bit_call(const ir::CallNode* n, const std::vector<std::string>& args) {
+  DataType t = n->dtype.element_of();
+  std::string T = scalar_type(t), U = scalar_type(DataType::UInt(t.bits()));
+  const std::string& a = args[0];
+  switch (n->op) {
+    case ir::CallOp::kBitwiseAnd:
+      return fmt::format("(({})(({}) & ({})))", T, a, args[1]);
+    case ir::CallOp::kBitwiseOr:
+      return fmt::format("(({})(({}) | ({})))", T, a, args[1]);
+    case ir::CallOp::kBitwiseXor:
+      return fmt::format("(({})(({}) ^ ({})))", T, a, args[1]);
+    case ir::CallOp::kBitwiseNot:
+      return fmt::format("(({})(~({})))", T, a);
+    default: {
+      bool left = n->op == ir::CallOp::kShiftLeft;
+      std::string shifted = left ? fmt::format("({})(({})({}) << ({}))", T, U, a, args[1])
+                                 : fmt::format("({})(({}) >> ({}))", T, a, args[1]);
+      std::string out = left || !t.is_int() ? fmt::format("({})0", T)
+                                            : fmt::format("(({}) < 0 ? ({})-1 : ({})0)", a, T, T);
+      return fmt::format("((uint64_t)({}) >= {} ? {} : {})", args[1], t.bits(), out, shifted);
+    }
+  }
+}
+
 std::string CExprPrinter::call(const ir::CallNode* n, const std::string& lane) {
   if (n->op == ir::CallOp::kGroupDot) return group_dot(n, lane);
   if (n->op == ir::CallOp::kTileDot) return tile_dot(n, lane);
   std::vector<std::string> args;
   for (const ir::Expr& a : n->args) args.push_back(expr(a, lane));
+  if (ir::is_bit_call(n->op)) return bit_call(n, args);
   DataType t = n->args.back().dtype();
   bool f64 = t.is_float() && t.bits() == 64;
   auto fn = [&](const char* name) { return fmt::format("{}({})", math(name, f64), args[0]); };
@@ -276,6 +303,13 @@ std::string CExprPrinter::call(const ir::CallNode* n, const std::string& lane) {
     case ir::CallOp::kAsyncCommit:
     case ir::CallOp::kAsyncWait:
       throw Error(fmt::format("C backend: {} outside GPU code", ir::call_op_name(n->op)));
+    case ir::CallOp::kBitwiseAnd:
+    case ir::CallOp::kBitwiseOr:
+    case ir::CallOp::kBitwiseXor:
+    case ir::CallOp::kBitwiseNot:
+    case ir::CallOp::kShiftLeft:
+    case ir::CallOp::kShiftRight:
+      break;  // bit_call() above
   }
   throw InternalError("C backend: unknown call");
 }

@@ -47,6 +47,7 @@ class CExprPrinter {
   std::string group_dot(const ir::CallNode* n, const std::string& lane);
   std::string tile_dot(const ir::CallNode* n, const std::string& lane);
   virtual std::string call(const ir::CallNode* n, const std::string& lane);
+  std::string bit_call(const ir::CallNode* n, const std::vector<std::string>& args);
   // `e` in one pair of parentheses: as it is when they already enclose it whole (clang warns of
   // `if ((a == b))`).
   static std::string parenthesized(const std::string& e);

@@ -561,6 +561,32 @@ class Emitter {
     return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
   }
 
+  // Integer bit operations; an out-of-range shift as ir::CallOp::kShiftLeft says (LLVM's would be
+  // poison).
+  llvm::Value* emit_bit_call(const ir::CallNode* n, llvm::Value* x) {
+    if (n->op == ir::CallOp::kBitwiseNot) return b_.CreateNot(x);
+    llvm::Value* y = emit(n->args[1]);
+    switch (n->op) {
+      case ir::CallOp::kBitwiseAnd:
+        return b_.CreateAnd(x, y);
+      case ir::CallOp::kBitwiseOr:
+        return b_.CreateOr(x, y);
+      case ir::CallOp::kBitwiseXor:
+        return b_.CreateXor(x, y);
+      default: {
+        llvm::Value* shifted = n->op == ir::CallOp::kShiftLeft ? b_.CreateShl(x, y)
+                               : n->dtype.is_int()             ? b_.CreateAShr(x, y)
+                                                               : b_.CreateLShr(x, y);
+        unsigned bits = static_cast<unsigned>(n->dtype.bits());
+        llvm::Value* width = llvm::ConstantInt::get(y->getType(), bits);
+        llvm::Value* out = llvm::Constant::getNullValue(x->getType());
+        if (n->op == ir::CallOp::kShiftRight && n->dtype.is_int())  // the sign, all bits
+          out = b_.CreateAShr(x, llvm::ConstantInt::get(x->getType(), bits - 1));
+        return b_.CreateSelect(b_.CreateICmpUGE(y, width), out, b_.CreateFreeze(shifted));
+      }
+    }
+  }
+
   llvm::Value* emit_call(const ir::CallNode* n) {
     if (n->op == ir::CallOp::kIfThenElse) return emit_lazy_if(n);
     if (n->op == ir::CallOp::kGroupDot || n->op == ir::CallOp::kTileDot)
@@ -568,6 +594,7 @@ class Emitter {
     if (ir::is_gpu_call(n->op))
       throw Error(fmt::format("codegen: {} in CPU code", ir::call_op_name(n->op)));
     llvm::Value* x = emit(n->args[0]);
+    if (ir::is_bit_call(n->op)) return emit_bit_call(n, x);
     bool is_float = n->args[0].dtype().is_float();
     llvm::Value* one = is_float ? llvm::ConstantFP::get(x->getType(), 1.0) : nullptr;
     switch (n->op) {

@@ -176,6 +176,46 @@ TEST(CBackend, DataTypesAndMath) {
   EXPECT_TRUE(c_matches(g, {in}, expected));
 }
 
+// The integer bit calls (shifts inside, at and past the width, and negative) and the
+// trigonometric calls agree with the interpreter.
+TEST(CBackend, BitAndTrigonometricCalls) {
+  using namespace te;
+  for (DataType t : {DataType::Int(8), DataType::UInt(16), DataType::Int(32), DataType::UInt(64)}) {
+    SCOPED_TRACE(t.str());
+    Tensor x = placeholder({2, 20}, t, "X");
+    Tensor z = compute(
+        {2, 20},
+        [&](Var i, Var j) {
+          ir::Expr s = ir::cast(t, ir::floordiv(ir::Expr(j) * (t.bits() + 6), 20) - 3);
+          ir::Expr v = x(i, j);
+          return ir::call(ir::CallOp::kBitwiseXor,
+                          {ir::call(ir::CallOp::kShiftLeft, {v, s}),
+                           ir::call(ir::CallOp::kBitwiseOr,
+                                    {ir::call(ir::CallOp::kShiftRight,
+                                              {ir::call(ir::CallOp::kBitwiseNot, {v}), s}),
+                                     ir::call(ir::CallOp::kBitwiseAnd, {v, s})})});
+        },
+        "Z");
+    ir::PrimFunc f = create_prim_func({x, z});
+    runtime::NDArray in({2, 20}, t);
+    in.fill_uniform(5, 0.0, 100.0);
+    EXPECT_TRUE(c_matches(f, {in}, interp::run_on_inputs(f, {in})));
+  }
+  Tensor x = placeholder({2, 8}, kFloat32, "X");
+  Tensor y = compute(
+      {2, 8},
+      [&](Var i, Var j) {
+        ir::Expr v = x(i, j) * 0.4f;
+        return ir::call(ir::CallOp::kSin, {v}) + ir::call(ir::CallOp::kAcos, {v}) +
+               ir::call(ir::CallOp::kAtanh, {v}) + ir::call(ir::CallOp::kCosh, {v});
+      },
+      "Y");
+  ir::PrimFunc g = create_prim_func({x, y});
+  runtime::NDArray in({2, 8}, kFloat32);
+  in.fill_uniform(9);
+  EXPECT_TRUE(c_matches(g, {in}, interp::run_on_inputs(g, {in})));
+}
+
 // Generated C, the interpreter and constant folding share one floordiv/floormod
 // (support/int_division.h): every sign of dividend and divisor, -1 and INT64_MIN included.
 TEST(CBackend, FloorDivisionAgreesWithTheInterpreterAndFoldingOnEverySign) {
