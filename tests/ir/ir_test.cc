@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "ir/functor.h"
 #include "ir/op.h"
 #include "ir/printer.h"
@@ -43,6 +45,23 @@ TEST(DataType, RoundTripsNames) {
   EXPECT_THROW(DataType::parse("float31"), InputError);
   EXPECT_THROW(DataType::parse("floaty"), InputError);
   EXPECT_THROW(DataType::parse("int32x0"), InputError);
+}
+
+TEST(CallOp, EveryCallNamesItselfAndOnlyTheGpuOnesAreGpuCalls) {
+  std::set<std::string> names;
+  for (int i = 0; i <= static_cast<int>(CallOp::kShiftRight); ++i) {
+    auto op = static_cast<CallOp>(i);
+    std::string name = call_op_name(op);
+    EXPECT_TRUE(names.insert(name).second) << name;
+    EXPECT_EQ(call_op_from_name(name), op) << name;
+    bool gpu = op >= CallOp::kThreadBarrier && op <= CallOp::kAsyncWait;
+    EXPECT_EQ(is_gpu_call(op), gpu) << name;
+    EXPECT_EQ(is_bit_call(op), op >= CallOp::kBitwiseAnd) << name;
+  }
+  Var x("x", DataType::UInt(16));
+  EXPECT_EQ(call(CallOp::kShiftRight, {x, Expr(3)}).dtype(), DataType::UInt(16));
+  EXPECT_EQ(call(CallOp::kSin, {Expr(1.0f)}).dtype(), kFloat32);
+  EXPECT_THROW(call(CallOp::kBitwiseNot, {Expr(1.5f)}), Error);
 }
 
 TEST(Op, FoldsConstantsAndReconcilesLiteralTypes) {
