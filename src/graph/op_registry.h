@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ir/op.h"
 #include "te/tensor.h"
 
 namespace tyche::graph {
@@ -138,6 +139,15 @@ inline void require_float(ConvertContext& c) {
 // An int32 constant (shape arithmetic, indices).
 inline ir::Expr const_i32(int64_t v) {
   return ir::Expr(static_cast<int>(v));
+}
+// An index read from an integer tensor, as int32, counted from the end of `n` when negative.
+inline ir::Expr index_from_end(ir::Expr k, int64_t n) {
+  if (k.dtype() != kInt32) k = ir::cast(kInt32, k);
+  return ir::select(k < ir::Expr(0), k + const_i32(n), k);
+}
+// `k` clamped into [0, n): a bad index never reads outside the data.
+inline ir::Expr clamped_index(ir::Expr k, int64_t n) {
+  return ir::max(ir::min(std::move(k), const_i32(n - 1)), ir::Expr(0));
 }
 
 std::vector<te::Tensor> relu(ConvertContext& c);

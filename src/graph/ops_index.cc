@@ -10,18 +10,6 @@ namespace tyche::graph::ops {
 using ir::Expr;
 using te::Tensor;
 
-namespace {
-
-// An index read from an integer tensor, as int32, counted from the end when negative and clamped
-// into [0, n) so that a bad index never reads outside the data.
-Expr wrapped_index(Expr k, int64_t n) {
-  if (k.dtype() != kInt32) k = ir::cast(kInt32, k);
-  k = ir::select(k < Expr(0), k + const_i32(n), k);
-  return ir::max(ir::min(k, const_i32(n - 1)), Expr(0));
-}
-
-}  // namespace
-
 std::vector<Tensor> gather_elements(ConvertContext& c) {
   int rank = c.rank(0);
   int axis = c.axis(c.node().get_int("axis", 0), rank);
@@ -33,7 +21,7 @@ std::vector<Tensor> gather_elements(ConvertContext& c) {
       c.shape(1),
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> idx = exprs(v);
-        idx[static_cast<size_t>(axis)] = wrapped_index(c.load(1, exprs(v)), n);
+        idx[static_cast<size_t>(axis)] = clamped_index(index_from_end(c.load(1, exprs(v)), n), n);
         return x(idx);
       },
       c.name("gather_elements"))};

@@ -14,16 +14,6 @@ using te::Tensor;
 
 namespace {
 
-// An index read from an integer tensor as int32, counted from the end when negative.
-Expr from_end(Expr k, int64_t n) {
-  if (k.dtype() != kInt32) k = ir::cast(kInt32, k);
-  return ir::select(k < Expr(0), k + const_i32(n), k);
-}
-
-Expr clamped(Expr k, int64_t n) {
-  return ir::max(ir::min(std::move(k), const_i32(n - 1)), Expr(0));
-}
-
 std::vector<Expr> vars_of(const std::vector<ir::IterVar>& axes) {
   std::vector<Expr> out;
   for (const ir::IterVar& a : axes) out.push_back(a.var);
@@ -117,7 +107,7 @@ std::vector<Tensor> gather_nd(ConvertContext& c) {
         for (size_t j = 0; j < k; ++j) {
           std::vector<Expr> ii(v.begin(), v.begin() + static_cast<long>(q));
           ii.push_back(const_i32(static_cast<int64_t>(j)));
-          at.push_back(clamped(from_end(c.load(1, ii), data[b + j]), data[b + j]));
+          at.push_back(clamped_index(index_from_end(c.load(1, ii), data[b + j]), data[b + j]));
         }
         at.insert(at.end(), v.begin() + static_cast<long>(q), v.end());
         return x(at);
@@ -139,13 +129,13 @@ std::vector<Tensor> scatter_elements(ConvertContext& c) {
   // The update at u (along the axis) of output p: the indices' element at p with the axis at u.
   auto source = [&](const std::vector<Expr>& p, const std::vector<Expr>& u) {
     std::vector<Expr> at = p;
-    for (size_t d = 0; d < at.size(); ++d) at[d] = d == a ? u[0] : clamped(at[d], ind[d]);
+    for (size_t d = 0; d < at.size(); ++d) at[d] = d == a ? u[0] : clamped_index(at[d], ind[d]);
     return at;
   };
   return {scatter(
       c, {ind[a]},
       [&](const std::vector<Expr>& p, const std::vector<Expr>& u) {
-        Expr ok = from_end(c.load(1, source(p, u)), data[a]) == p[a];
+        Expr ok = index_from_end(c.load(1, source(p, u)), data[a]) == p[a];
         for (size_t d = 0; d < p.size(); ++d)
           if (d != a && ind[d] < data[d]) ok = ok && p[d] < const_i32(ind[d]);
         return ok;
@@ -179,7 +169,7 @@ std::vector<Tensor> scatter_nd(ConvertContext& c) {
         for (size_t j = 0; j < k; ++j) {
           std::vector<Expr> ii = update_index(u);
           ii.push_back(const_i32(static_cast<int64_t>(j)));
-          ok = ok && from_end(c.load(1, ii), data[j]) == p[j];
+          ok = ok && index_from_end(c.load(1, ii), data[j]) == p[j];
         }
         return ok;
       },
