@@ -49,6 +49,14 @@ class Models:
                  helper.make_node("GlobalAveragePool", ["p"], ["y"])]
         return self.model(nodes, [self.vi("x", [1, 3, 8, 8])], [self.vi("y", [1, 4, 1, 1])], [W, B], name="conv")
 
+    def conv_opset9(self):
+        """The conv model stamped opset 9, the model zoo's: import upgrades it with ONNX's version
+        converter, which crashed on malformed old models before import checked them."""
+        m = self.conv()
+        m.opset_import[0].version = 9
+        m.graph.name = "conv_opset9"
+        return m
+
     def shapes(self):
         """Gather, Slice, Reshape, Transpose, Concat and Softmax with int64 initializers."""
         rng = np.random.default_rng(3)
@@ -247,7 +255,8 @@ class Models:
     def write_corpus(self, d: Path):
         """Small valid models (and a few external-data ones) as libFuzzer's seed corpus."""
         d.mkdir(parents=True, exist_ok=True)
-        models = {"mlp": self.mlp(), "conv": self.conv(), "shapes": self.shapes(), "gemm_norm": self.gemm_norm(),
+        models = {"mlp": self.mlp(), "conv": self.conv(), "conv_opset9": self.conv_opset9(), "shapes": self.shapes(),
+                  "gemm_norm": self.gemm_norm(),
                   "ext": self.external_valid(), "ext_offset": self.external_valid(offset=128),
                   "ext_sentinel": self.external([("location", "outside.bin"), ("length", 64)]),
                   "ext_dotdot": self.external([("location", "../sentinel.txt"), ("length", 64)]),
