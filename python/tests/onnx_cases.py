@@ -696,6 +696,23 @@ case("bit_shift_and_bitwise_uint32",
      {"a": np.arange(0, 4000000000, 97000003, dtype=np.uint32)[:40].reshape(5, 8),
       "s": np.asarray([0, 1, 5, 17, 31, 3, 9, 30], dtype=np.uint32)}, outputs=(("y", np.uint32),), opset=18)
 case("eye_like_offset", [N("EyeLike", ["x"], k=-1, dtype=1), ], {"x": I64([[1, 2, 3], [4, 5, 6]])})
+case("hann_window_scales_input", [N("HannWindow", ["n"], "w", periodic=0), N("Mul", ["x", "w"])], {"x": U(3, 10)},
+     inits={"n": np.asarray(10, dtype=np.int64)})
+case("blackman_window_periodic_double", [N("BlackmanWindow", ["n"], "w", output_datatype=11), N("Cast", ["w"], to=1),
+                                         ], {}, inits={"n": np.asarray(12, dtype=np.int32)})
+case("center_crop_pad_crop_and_pad", [N("CenterCropPad", ["x", "s"], axes=[1, -1])], {"x": U(2, 7, 4)},
+     inits={"s": I64([4, 9])}, opset=18)
+case("pow_int32", [N("Pow", ["a", "b"])], {"a": np.arange(-6, 6, dtype=np.int32).reshape(3, 4),
+                                           "b": np.asarray([0, 1, 2, 3], dtype=np.int32)}, outputs=(("y", np.int32),))
+case("reduce_over_an_empty_axis", [N("ReduceProd", ["x", "a"], "m"), N("ReduceL2", ["x", "a"], "s"),
+                                   N("Add", ["m", "s"])],
+     {"x": np.zeros((2, 0, 3), dtype=np.float32)}, inits={"a": I64([1])}, outputs=("s", "m"), opset=18)
+case("dropout_mask_at_inference", [N("Dropout", ["x", "r"], ["y", "mask"])], {"x": U(3, 4)},
+     inits={"r": F(0.3)}, outputs=("y", ("mask", np.bool_)), opset=13)
+case("quantize_blocked_int16", [N("QuantizeLinear", ["x", "s", "z"], "q", axis=1, block_size=3),
+                                N("DequantizeLinear", ["q", "s", "z"], axis=1, block_size=3)],
+     {"x": U(2, 7) * 50}, inits={"s": P(2, 3), "z": np.asarray([[1, -2, 0], [3, 0, -7]], dtype=np.int16)},
+     opset=21)
 
 
 # ================================================================ models of the error tests

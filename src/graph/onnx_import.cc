@@ -206,6 +206,44 @@ int model_opset(const onnx::ModelProto& m, const std::string& what) {
                     domains.empty() ? "" : fmt::format(" (only {})", fmt::join(domains, ", ")));
 }
 
+// Before opset 7, PRelu's 1-D slope of X's channel count applies per channel (axis 1), as Caffe2
+// and the PyTorch exporters of the time wrote it; from opset 7 it broadcasts from the right.
+// ONNX's converter leaves the slope as it is, so a slope initializer read only by such PRelus is
+// given the shape [C, 1, ..., 1] here, which broadcasts from the right as the old op did.
+void prelu_slopes_per_channel(onnx::GraphProto& g) {
+  std::map<std::string, int64_t> rank;  // of the values whose shapes are known
+  auto note = [&](const onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      rank[v.name()] = v.type().tensor_type().shape().dim_size();
+  };
+  for (const auto& v : g.input()) note(v);
+  for (const auto& v : g.value_info()) note(v);
+  std::map<std::string, std::set<int64_t>> wanted;  // slope -> ranks of the X's it scales
+  std::set<std::string> other_readers;
+  for (const auto& n : g.node()) {
+    bool prelu = (n.domain().empty() || n.domain() == "ai.onnx") && n.op_type() == "PRelu";
+    for (int i = 0; i < n.input_size(); ++i) {
+      if (prelu && i == 1 && n.input_size() == 2 && rank.count(n.input(0)))
+        wanted[n.input(1)].insert(rank.at(n.input(0)));
+      else
+        other_readers.insert(n.input(i));
+    }
+  }
+  for (auto& init : *g.mutable_initializer()) {
+    auto it = wanted.find(init.name());
+    if (it == wanted.end() || other_readers.count(init.name()) || it->second.size() != 1 ||
+        init.dims_size() != 1 || init.dims(0) <= 1 || *it->second.begin() < 3)
+      continue;
+    for (int64_t k = 2; k < *it->second.begin(); ++k) init.add_dims(1);
+    for (auto& in : *g.mutable_input())  // an initializer that old models also list as an input
+      if (in.name() == init.name() && in.type().tensor_type().has_shape()) {
+        auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+        shape->clear_dim();
+        for (int64_t d : init.dims()) shape->add_dim()->set_dim_value(d);
+      }
+  }
+}
+
 // The model with its default-domain opset raised to kUpgradeToOpset by ONNX's own version
 // converter (its adapters rewrite each node whose op changed in between). Some adapters need
 // their node's input shapes (Softmax's flattening): ONNX's shape inference gives them first, from
@@ -249,6 +287,7 @@ onnx::ModelProto upgrade(const onnx::ModelProto& model, int from, const ImportOp
       for (int64_t d : given->second) shape->add_dim()->set_dim_value(d);
     }
     onnx::shape_inference::InferShapes(shaped);
+    if (from < 7) prelu_slopes_per_channel(*shaped.mutable_graph());
     return onnx::version_conversion::ConvertVersion(shaped, kUpgradeToOpset);
   } catch (const std::exception& e) {
     std::string why = e.what();

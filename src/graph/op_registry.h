@@ -261,6 +261,10 @@ std::vector<te::Tensor> cum_sum(ConvertContext& c);
 std::vector<te::Tensor> cum_prod(ConvertContext& c);
 std::vector<te::Tensor> pad(ConvertContext& c);
 std::vector<te::Tensor> eye_like(ConvertContext& c);
+std::vector<te::Tensor> center_crop_pad(ConvertContext& c);
+std::vector<te::Tensor> hann_window(ConvertContext& c);
+std::vector<te::Tensor> hamming_window(ConvertContext& c);
+std::vector<te::Tensor> blackman_window(ConvertContext& c);
 std::vector<te::Tensor> lp_pool(ConvertContext& c);
 std::vector<te::Tensor> top_k(ConvertContext& c);
 // ops_attention.cc

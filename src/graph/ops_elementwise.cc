@@ -203,19 +203,35 @@ std::vector<Tensor> cast_like(ConvertContext& c) {
   return cast_to(c, c.dtype(1));
 }
 
+namespace {
+
+// C's fmod: the remainder of the quotient truncated toward zero, with a's sign. A finite a over an
+// infinite b is a itself (the quotient rounds to 0; 0 * inf would be NaN).
+Expr truncated_remainder(Expr a, Expr b) {
+  if (!a.dtype().is_float()) return a - (a / b) * b;
+  Expr q = a / b;
+  Expr zero = ir::make_const(q.dtype(), 0);
+  q = ir::select(q < zero, ir::call(ir::CallOp::kCeil, {q}), ir::call(ir::CallOp::kFloor, {q}));
+  double inf = std::numeric_limits<double>::infinity();
+  Expr b_inf = b == ir::make_const(b.dtype(), inf) || b == ir::make_const(b.dtype(), -inf);
+  Expr a_finite = a - a == zero;  // false for inf and NaN
+  return ir::select(b_inf && a_finite, a, a - q * b);
+}
+
+}  // namespace
+
 std::vector<Tensor> mod(ConvertContext& c) {
   bool fmod = c.node().get_int("fmod", 0) != 0;
   DataType t = c.dtype(0);
-  if (t.is_float() && !fmod) c.fail("fmod must be 1 for float inputs");
   if (t.is_bool()) c.fail("needs numeric inputs, not bool");
-  return binary(c, "mod", fmod ? +[](Expr a, Expr b) {
-    // C's fmod: the remainder of the quotient truncated toward zero, with a's sign.
-    Expr q = a / b;
-    if (a.dtype().is_float())
-      q = ir::select(q < ir::make_const(q.dtype(), 0), ir::call(ir::CallOp::kCeil, {q}),
-                     ir::call(ir::CallOp::kFloor, {q}));
-    return a - q * b;
-  } : +[](Expr a, Expr b) { return ir::floormod(a, b); });
+  if (fmod) return binary(c, "mod", truncated_remainder);
+  if (!t.is_float()) return binary(c, "mod", [](Expr a, Expr b) { return ir::floormod(a, b); });
+  // Python's (numpy's) float modulo: the remainder takes b's sign.
+  return binary(c, "mod", [](Expr a, Expr b) {
+    Expr r = truncated_remainder(a, b);
+    Expr zero = ir::make_const(r.dtype(), 0);
+    return ir::select((r < zero && b > zero) || (r > zero && b < zero), r + b, r);
+  });
 }
 
 std::vector<Tensor> add(ConvertContext& c) {
@@ -232,6 +248,15 @@ std::vector<Tensor> div(ConvertContext& c) {
 }
 
 std::vector<Tensor> pow(ConvertContext& c) {
+  if (c.dtype(0).is_integer()) {
+    // An integer base keeps its type: the power in float64 (exact below 2^53), truncated as
+    // onnxruntime's integer pow rounds.
+    DataType t = c.dtype(0);
+    return broadcast(c, "pow", 2, [t](std::vector<Expr> a) {
+      return ir::cast(
+          t, ir::call(ir::CallOp::kPow, {ir::cast(kFloat64, a[0]), ir::cast(kFloat64, a[1])}));
+    });
+  }
   require_float(c);
   if (std::optional<double> e = c.scalar(1)) {
     // The exponents models use, without a call.

@@ -257,6 +257,47 @@ std::vector<Tensor> pad(ConvertContext& c) {
       c.name("pad"))};
 }
 
+// CenterCropPad: each of `axes` cropped or zero-padded to its size in `shape` (a constant),
+// centred: a crop starts at (in - size) / 2, a pad begins with (size - in) / 2 zeros.
+std::vector<Tensor> center_crop_pad(ConvertContext& c) {
+  int rank = c.rank(0);
+  std::vector<int64_t> sizes = c.constant_ints(1, "the shape");
+  std::vector<int64_t> axes = c.node().get_ints("axes");
+  if (axes.empty())
+    for (int a = 0; a < rank; ++a) axes.push_back(a);
+  if (sizes.size() != axes.size())
+    c.fail(fmt::format("{} sizes for {} axes", sizes.size(), axes.size()));
+  const std::vector<int64_t>& in = c.shape(0);
+  std::vector<int64_t> out = in, offset(in.size(), 0);
+  std::vector<bool> seen(in.size(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto a = static_cast<size_t>(c.axis(axes[i], rank, "an axis"));
+    if (seen[a]) c.fail(fmt::format("axis {} is named twice", a));
+    seen[a] = true;
+    if (sizes[i] < 0) c.fail(fmt::format("a negative size {}", sizes[i]));
+    out[a] = sizes[i];
+    offset[a] = sizes[i] <= in[a] ? (in[a] - sizes[i]) / 2 : -((sizes[i] - in[a]) / 2);
+  }
+  DataType t = c.dtype(0);
+  const Tensor& x = c.input(0);
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr inside = ir::make_bool(true);
+        std::vector<Expr> idx;
+        for (size_t a = 0; a < in.size(); ++a) {
+          Expr i = Expr(v[a]) + const_i32(offset[a]);
+          if (out[a] > in[a]) {
+            inside = inside && i >= Expr(0) && i < const_i32(in[a]);
+            i = ir::max(ir::min(i, const_i32(in[a] - 1)), Expr(0));  // the bound the checker sees
+          }
+          idx.push_back(i);
+        }
+        return te::if_then_else(inside, x(idx), ir::make_const(t, 0));
+      },
+      c.name("center_crop_pad"))};
+}
+
 std::vector<Tensor> eye_like(ConvertContext& c) {
   if (c.rank(0) != 2) c.fail("needs a 2-D input");
   DataType t = c.dtype(0);

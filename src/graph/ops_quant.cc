@@ -42,8 +42,21 @@ Expr scalar_param(ConvertContext& c, size_t i) {
 // A scale or zero point: a scalar, or one value per element along `axis` (of `shape`). Input `i`
 // absent: `fallback`.
 Expr per_axis(ConvertContext& c, size_t i, const std::vector<Expr>& index, int axis,
-              const std::vector<int64_t>& shape, Expr fallback, const char* what) {
+              const std::vector<int64_t>& shape, Expr fallback, const char* what,
+              int64_t block = 0) {
   if (!c.has_input(i)) return fallback;
+  if (block > 0) {
+    // Blocked: the parameter has x's shape with axis `axis` cut into blocks of `block` elements.
+    std::vector<int64_t> want = shape;
+    size_t a = static_cast<size_t>(axis);
+    want[a] = (shape[a] + block - 1) / block;
+    if (c.shape(i) != want)
+      c.fail(fmt::format("the {} of blocks of {} on axis {} must have shape {}, not {}", what,
+                         block, axis, shape_text(want), shape_text(c.shape(i))));
+    std::vector<Expr> at = index;
+    at[a] = ir::floordiv(at[a], Expr(block));
+    return c.input(i)(at);
+  }
   if (c.value(i).numel() == 1) return scalar_param(c, i);
   if (c.rank(i) != 1 || axis < 0 || c.shape(i)[0] != shape.at(static_cast<size_t>(axis)))
     c.fail(fmt::format(
@@ -199,6 +212,7 @@ Expr multiplier(Expr a, Expr b, Expr y) {
 // QuantizeLinear's and DequantizeLinear's axis: resolved only for a per-axis scale or zero point
 // (a scalar one makes any axis, even one past the rank, irrelevant).
 int quant_axis(ConvertContext& c) {
+  if (c.node().get_int("block_size", 0) > 0) return c.axis(c.node().get_int("axis", 1), c.rank(0));
   bool per_axis = false;
   for (size_t i : {size_t{1}, size_t{2}})
     if (c.has_input(i)) per_axis |= c.value(i).numel() > 1;
@@ -211,10 +225,23 @@ void require_inputs(ConvertContext& c, std::initializer_list<size_t> required) {
     if (!c.has_input(i)) c.fail(fmt::format("input {} is required", i));
 }
 
+// QuantizeLinear's and DequantizeLinear's integer types (the integer kernels read 8 bits only).
+bool is_linear_quant_type(DataType t) {
+  return is_quant_type(t) || t == DataType::UInt(16) || t == DataType::Int(16);
+}
+
 DataType zero_point_type(ConvertContext& c, size_t zp) {
   DataType t = c.has_input(zp) ? c.dtype(zp) : DataType::UInt(8);
-  if (!is_quant_type(t)) c.fail(fmt::format("cannot quantize to {} (uint8 or int8)", t.str()));
+  if (!is_linear_quant_type(t))
+    c.fail(fmt::format("cannot quantize to {} (uint8, int8, uint16 or int16)", t.str()));
   return t;
+}
+
+// block_size, checked: 0 (per tensor or per axis) or positive.
+int64_t block_size(ConvertContext& c) {
+  int64_t block = c.node().get_int("block_size", 0);
+  if (block < 0) c.fail(fmt::format("block_size must not be negative, not {}", block));
+  return block;
 }
 
 }  // namespace
@@ -227,12 +254,14 @@ Tensor per_axis_compute(ConvertContext& c, const std::string& prefix, Expr defau
                         const std::string& name, Body body) {
   const std::vector<int64_t>& shape = c.shape(0);
   int axis = quant_axis(c);
+  int64_t block = block_size(c);
   return te::compute(
       shape,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         std::vector<Expr> idx = exprs(v);
-        Expr scale = per_axis(c, 1, idx, axis, shape, Expr(), (prefix + "_scale").c_str());
-        Expr zp = per_axis(c, 2, idx, axis, shape, default_zp, (prefix + "_zero_point").c_str());
+        Expr scale = per_axis(c, 1, idx, axis, shape, Expr(), (prefix + "_scale").c_str(), block);
+        Expr zp =
+            per_axis(c, 2, idx, axis, shape, default_zp, (prefix + "_zero_point").c_str(), block);
         return body(c.load(0, idx), scale, zp);
       },
       c.name(name));
@@ -241,11 +270,10 @@ Tensor per_axis_compute(ConvertContext& c, const std::string& prefix, Expr defau
 std::vector<Tensor> quantize_linear(ConvertContext& c) {
   require_inputs(c, {0, 1});
   if (!c.dtype(0).is_float()) c.fail(fmt::format("needs a float input, not {}", c.dtype(0).str()));
-  if (c.node().get_int("block_size", 0) != 0)
-    c.fail("blocked quantization (block_size) is not supported");
   if (c.node().has("output_dtype") && !c.has_input(2)) {
     std::optional<DataType> t = dtype_of_onnx(c.node().get_int("output_dtype", 0));
-    if (!t || !is_quant_type(*t)) c.fail("output_dtype must be uint8 or int8");
+    if (!t || !is_linear_quant_type(*t))
+      c.fail("output_dtype must be uint8, int8, uint16 or int16");
   }
   DataType to =
       c.has_input(2)
@@ -260,10 +288,8 @@ std::vector<Tensor> quantize_linear(ConvertContext& c) {
 std::vector<Tensor> dequantize_linear(ConvertContext& c) {
   require_inputs(c, {0, 1});
   DataType t = c.dtype(0);
-  if (!is_quant_type(t) && t != kInt32)
-    c.fail(fmt::format("needs a uint8, int8 or int32 input, not {}", t.str()));
-  if (c.node().get_int("block_size", 0) != 0)
-    c.fail("blocked quantization (block_size) is not supported");
+  if (!is_linear_quant_type(t) && t != kInt32)
+    c.fail(fmt::format("needs a uint8, int8, uint16, int16 or int32 input, not {}", t.str()));
   if (c.has_input(2) && c.dtype(2) != t)
     c.fail(
         fmt::format("a zero point of type {} for an input of type {}", c.dtype(2).str(), t.str()));

@@ -2,6 +2,7 @@
 // Identity) and gathers (Transpose, Concat, Split, Slice, Gather, Expand), and Shape.
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 
 #include "graph/op_registry.h"
@@ -69,9 +70,9 @@ Tensor slice_axis(ConvertContext& c, const Tensor& x, int axis, int64_t start, i
 }  // namespace
 
 std::vector<Tensor> identity(ConvertContext& c) {
+  bool mask = false;
   if (c.node().op == "Dropout") {
-    for (size_t o = 1; o < c.node().outputs.size(); ++o)
-      if (c.node().outputs[o] >= 0) c.fail("the mask output is not supported (inference only)");
+    mask = c.node().outputs.size() > 1 && c.node().outputs[1] >= 0;
     if (c.has_input(2)) {
       std::optional<double> training = c.scalar(2);
       if (!training)
@@ -80,7 +81,13 @@ std::vector<Tensor> identity(ConvertContext& c) {
       if (*training != 0) c.fail("training_mode is not supported (inference only)");
     }
   }
-  return view(c, c.shape(0), "identity");
+  std::vector<Tensor> out = view(c, c.shape(0), "identity");
+  if (mask)  // inference keeps every element
+    out.push_back(te::compute(
+        c.shape(0),
+        [](const std::vector<ir::Var>&) -> te::ComputeBody { return ir::make_const(kBool, 1); },
+        c.name("dropout_mask")));
+  return out;
 }
 
 std::vector<Tensor> reshape(ConvertContext& c) {
@@ -389,6 +396,52 @@ std::vector<Tensor> range(ConvertContext& c) {
         return ir::make_const(t, *start) + i * ir::make_const(t, *delta);
       },
       c.name("range"))};
+}
+
+namespace {
+
+// A window of `size` (a constant) points: w[n] = sum_k coef[k] cos(2 pi k n / N), N = size when
+// periodic, size - 1 when symmetric; computed in float64, written as output_datatype.
+std::vector<Tensor> cosine_window(ConvertContext& c, std::vector<double> coef, const char* name) {
+  std::optional<double> size = c.scalar(0);
+  if (!size)
+    c.fail(
+        fmt::format("the size ('{}') must be a one-element constant: Tyche compiles static shapes",
+                    c.value(0).name));
+  if (*size < 0 || *size != std::floor(*size) || *size > 1e12)
+    c.fail(fmt::format("the size must be a whole number from 0, not {}", *size));
+  auto n = static_cast<int64_t>(*size);
+  std::optional<DataType> t = dtype_of_onnx(c.node().get_int("output_datatype", 1));
+  if (!t || t->is_bool())
+    c.fail(fmt::format("cannot write a window as {}",
+                       onnx_dtype_name(c.node().get_int("output_datatype", 1))));
+  double period =
+      c.node().get_int("periodic", 1) != 0 ? static_cast<double>(n) : static_cast<double>(n - 1);
+  DataType out = *t;
+  return {te::compute(
+      {n},
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr x = ir::cast(kFloat64, v[0]) * ir::make_const(kFloat64, 2 * std::numbers::pi / period);
+        Expr w = ir::make_const(kFloat64, coef[0]);
+        for (size_t k = 1; k < coef.size(); ++k)
+          w = w + ir::make_const(kFloat64, coef[k]) *
+                      ir::call(ir::CallOp::kCos,
+                               {x * ir::make_const(kFloat64, static_cast<double>(k))});
+        return ir::cast(out, w);
+      },
+      c.name(name))};
+}
+
+}  // namespace
+
+std::vector<Tensor> hann_window(ConvertContext& c) {
+  return cosine_window(c, {0.5, -0.5}, "hann_window");
+}
+std::vector<Tensor> hamming_window(ConvertContext& c) {
+  return cosine_window(c, {25.0 / 46.0, -(1.0 - 25.0 / 46.0)}, "hamming_window");
+}
+std::vector<Tensor> blackman_window(ConvertContext& c) {
+  return cosine_window(c, {0.42, -0.5, 0.08}, "blackman_window");
 }
 
 }  // namespace tyche::graph::ops

@@ -1,5 +1,6 @@
 #include "graph/passes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -30,7 +31,9 @@ std::vector<runtime::NDArray> evaluate(const Graph& graph, const Node& n,
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] < 0) continue;
     args.push_back(placeholders[i]);
-    inputs.push_back(graph.value(n.inputs[i]).constant);
+    const Value& v = graph.value(n.inputs[i]);
+    // An empty input is never read, whatever it holds: an empty array stands for it.
+    inputs.push_back(v.is_constant() ? v.constant : runtime::NDArray(v.shape, v.dtype));
   }
   for (const te::Tensor& t : outs)
     if (t.defined()) args.push_back(t);
@@ -39,9 +42,12 @@ std::vector<runtime::NDArray> evaluate(const Graph& graph, const Node& n,
   return results;
 }
 
-bool all_constant(const Graph& graph, const Node& n) {
+// Whether every input is a constant, or (with `or_empty`) a constant or empty: a node whose
+// inputs are constants or empty computes its outputs (a reduction over nothing) without data.
+bool all_constant(const Graph& graph, const Node& n, bool or_empty = false) {
   for (int in : n.inputs)
-    if (in >= 0 && !graph.value(in).is_constant()) return false;
+    if (in >= 0 && !graph.value(in).is_constant() && !(or_empty && graph.value(in).numel() == 0))
+      return false;
   return true;
 }
 
@@ -80,7 +86,23 @@ void infer_and_fold(Graph& graph) {
       folded[k] = true;
       continue;
     }
-    if (n.op != "Shape" && !all_constant(graph, n)) {
+    if (n.op != "Shape" && !all_constant(graph, n, /*or_empty=*/true)) {
+      // An output that reads none of the node's inputs (Dropout's mask at inference) is a
+      // constant, and the node no longer makes it.
+      for (size_t o = 0; o < outs.size(); ++o) {
+        if (n.outputs[o] < 0 || !outs[o].defined()) continue;
+        std::set<const te::OperationNode*> read = reachable_operations({outs[o]});
+        if (std::none_of(placeholders.begin(), placeholders.end(),
+                         [&](const te::Tensor& p) { return p.defined() && read.count(p.op()); })) {
+          ir::PrimFunc f = te::create_prim_func({outs[o]}, "fold");
+          graph.value(n.outputs[o]).constant = interp::run_on_inputs(f, {}).at(0);
+          graph.nodes[k].outputs[o] = -1;
+        }
+      }
+      if (std::all_of(n.outputs.begin(), n.outputs.end(), [](int o) { return o < 0; })) {
+        folded[k] = true;
+        continue;
+      }
       std::set<const te::OperationNode*> read = reachable_operations(outs);
       for (size_t i = 0; i < n.inputs.size(); ++i)
         if (n.inputs[i] >= 0 && graph.value(n.inputs[i]).numel() == 0 &&

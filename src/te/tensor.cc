@@ -1,8 +1,11 @@
 #include "te/tensor.h"
 
+#include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 #include "ir/functor.h"
+#include "ir/op.h"
 #include "support/tensor_size.h"
 
 namespace tyche::te {
@@ -188,6 +191,19 @@ Tensor compute(std::vector<int64_t> shape,
     throw;
   }
   g_collectors.pop_back();
+  if (const Reduction* r = body->reduction();
+      r && std::any_of(r->axes.begin(), r->axes.end(),
+                       [](const IterVar& a) { return ir::as_const_int(a.dom.extent) == 0; })) {
+    // A reduction over nothing (an empty tensor's axis, where the compute allows empty extents)
+    // is its identity; a float max or min over nothing is -inf or +inf, as ONNX and numpy's
+    // initial values give it.
+    DataType t = r->source.dtype();
+    double inf = std::numeric_limits<double>::infinity();
+    Expr v = !t.is_float() || (r->reducer != ReducerKind::kMax && r->reducer != ReducerKind::kMin)
+                 ? reducer_identity(r->reducer, t)
+                 : ir::make_const(t, r->reducer == ReducerKind::kMax ? -inf : inf);
+    body.emplace(v);
+  }
   // Every load must come from a tensor seen while building, or the dataflow graph is incomplete.
   LoadCollector loads;
   if (auto* e = body->expr())

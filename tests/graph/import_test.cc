@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "../common/onnx_builder.h"
 #include "graph/onnx_import.h"
@@ -138,6 +139,46 @@ TEST(Import, OlderOpsetsAreUpgradedByOnnxsVersionConverter) {
     return n.op == "Softmax" && g.value(n.inputs[0]).shape == std::vector<int64_t>{1, 8};
   });
   EXPECT_TRUE(flattened);
+}
+
+TEST(Import, AnOpset6PReluSlopeOfTheChannelCountAppliesPerChannel) {
+  // Before opset 7 a 1-D slope of C values scales channel c of (N, C, H); from opset 7 it would
+  // broadcast against H. The upgrade reshapes it to (C, 1).
+  OnnxBuilder b(6);
+  b.input("x", {2, 3, 4}).weight("slope", {3});
+  b.node("PRelu", {"x", "slope"}, {"y"});
+  b.output("y");
+  Graph g = import_onnx_bytes(b.bytes(), "m.onnx", ".");
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.value(g.nodes[0].inputs[1]).shape, (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(g.value(g.outputs[0]).shape, (std::vector<int64_t>{2, 3, 4}));
+  // At opset 7 the same slope broadcasts from the right, so (2, 3, 4) against (3) is refused.
+  OnnxBuilder b7(7);
+  b7.input("x", {2, 3, 4}).weight("slope", {3});
+  b7.node("PRelu", {"x", "slope"}, {"y"});
+  b7.output("y");
+  EXPECT_THAT(error_of(b7.bytes()), HasSubstr("do not broadcast"));
+}
+
+TEST(Import, ReductionsOverAnEmptyAxisFoldToTheirIdentities) {
+  // x is (2, 0, 3): nothing to read, so each reduction over axis 1 is a constant (2, 1, 3).
+  OnnxBuilder b(18);
+  b.input("x", {2, 0, 3}).ints("axis", {1});
+  b.node("ReduceMax", {"x", "axis"}, {"max"});
+  b.node("ReduceProd", {"x", "axis"}, {"prod"});
+  b.node("ReduceSum", {"x", "axis"}, {"sum"});
+  b.node("ReduceLogSumExp", {"x", "axis"}, {"lse"});
+  b.output("max").output("prod").output("sum").output("lse");
+  Graph g = import_onnx_bytes(b.bytes(), "m.onnx", ".");
+  EXPECT_TRUE(g.nodes.empty());
+  double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> want = {-inf, 1, 0, -inf};
+  for (size_t o = 0; o < want.size(); ++o) {
+    const Value& v = g.value(g.outputs[o]);
+    ASSERT_TRUE(v.is_constant()) << o;
+    EXPECT_EQ(v.shape, (std::vector<int64_t>{2, 1, 3}));
+    for (int64_t i = 0; i < v.numel(); ++i) EXPECT_EQ(v.constant.get_flat(i), want[o]) << o;
+  }
 }
 
 TEST(Import, AMalformedOldModelIsRefusedBeforeTheVersionConverterSeesIt) {
