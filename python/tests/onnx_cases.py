@@ -696,6 +696,17 @@ case("bit_shift_and_bitwise_uint32",
      {"a": np.arange(0, 4000000000, 97000003, dtype=np.uint32)[:40].reshape(5, 8),
       "s": np.asarray([0, 1, 5, 17, 31, 3, 9, 30], dtype=np.uint32)}, outputs=(("y", np.uint32),), opset=18)
 case("eye_like_offset", [N("EyeLike", ["x"], k=-1, dtype=1), ], {"x": I64([[1, 2, 3], [4, 5, 6]])})
+case("grid_sample_cubic_reflection", [N("GridSample", ["x", "g"], mode="cubic", padding_mode="reflection")],
+     {"x": U(2, 3, 5, 6), "g": U(2, 4, 7, 2) * 1.4}, opset=20)
+case("grid_sample_linear_zeros_aligned_3d", [N("GridSample", ["x", "g"], align_corners=1)],
+     {"x": U(1, 2, 3, 4, 5), "g": U(1, 2, 3, 4, 3) * 1.2}, opset=20)
+case("affine_grid_then_sample", [N("AffineGrid", ["t", "s"], "g"), N("GridSample", ["x", "g"], padding_mode="border")],
+     {"x": U(2, 3, 6, 5), "t": U(2, 2, 3)}, inits={"s": I64([2, 3, 4, 7])}, opset=20)
+case("max_pool_indices_padded_strided", [N("MaxPool", ["x"], ["y", "i"], kernel_shape=[3, 2], strides=[2, 2],
+                                           pads=[1, 0, 1, 1])],
+     {"x": U(2, 3, 7, 6)}, outputs=("y", ("i", np.int64)), opset=12)
+case("tensor_scatter_circular", [N("TensorScatter", ["c", "u", "w"], mode="circular")],
+     {"c": U(2, 3, 5, 4), "u": U(2, 3, 2, 4), "w": np.asarray([4, 1], dtype=np.int64)}, opset=24)
 case("hann_window_scales_input", [N("HannWindow", ["n"], "w", periodic=0), N("Mul", ["x", "w"])], {"x": U(3, 10)},
      inits={"n": np.asarray(10, dtype=np.int64)})
 case("blackman_window_periodic_double", [N("BlackmanWindow", ["n"], "w", output_datatype=11), N("Cast", ["w"], to=1),

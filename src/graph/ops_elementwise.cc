@@ -397,6 +397,19 @@ std::vector<Tensor> shrink(ConvertContext& c) {
   });
 }
 
+// SwiGLU: A * sigmoid(alpha * A) * B, over inputs of one shape.
+std::vector<Tensor> swiglu(ConvertContext& c) {
+  DataType t = c.dtype(0);
+  if (!t.is_float()) c.fail(fmt::format("needs a float input, not {}", t.str()));
+  if (c.shape(0) != c.shape(1))
+    c.fail(fmt::format("A and B must have one shape, not {} and {}", shape_text(c.shape(0)),
+                       shape_text(c.shape(1))));
+  double alpha = c.node().get_float("alpha", 1.0);
+  return same_type_broadcast(c, "swiglu", 2, [t, alpha](const std::vector<Expr>& a) {
+    return a[0] * ir::sigmoid(tconst(t, alpha) * a[0]) * a[1];
+  });
+}
+
 std::vector<Tensor> prelu(ConvertContext& c) {
   DataType t = c.dtype(0);
   if (!t.is_float()) c.fail(fmt::format("needs a float input, not {}", t.str()));

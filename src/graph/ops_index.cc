@@ -74,7 +74,8 @@ std::vector<Tensor> tile(ConvertContext& c) {
 namespace {
 
 // SpaceToDepth and DepthToSpace on NCHW: `to_depth` moves blocks of `b` x `b` pixels into
-// channels; DepthToSpace's mode DCR takes the block index before the channel, CRD after.
+// channels; mode DCR takes the block index before the channel, CRD after (SpaceToDepth from
+// opset 28).
 std::vector<Tensor> rearrange_blocks(ConvertContext& c, bool to_depth) {
   if (c.rank(0) != 4) c.fail("needs an NCHW input");
   int64_t b = c.node().get_int("blocksize", 0);
@@ -82,8 +83,7 @@ std::vector<Tensor> rearrange_blocks(ConvertContext& c, bool to_depth) {
   const std::vector<int64_t>& s = c.shape(0);
   int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
   std::string mode = c.node().get_string("mode", "DCR");
-  if (!to_depth && mode != "DCR" && mode != "CRD")
-    c.fail(fmt::format("unknown mode '{}' (DCR or CRD)", mode));
+  if (mode != "DCR" && mode != "CRD") c.fail(fmt::format("unknown mode '{}' (DCR or CRD)", mode));
   std::vector<int64_t> out;
   if (to_depth) {
     if (h % b || w % b) c.fail("the height and width must be multiples of blocksize");
@@ -99,8 +99,10 @@ std::vector<Tensor> rearrange_blocks(ConvertContext& c, bool to_depth) {
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
         Expr oc = v[1], oh = v[2], ow = v[3];
         if (to_depth) {
-          // out channel = (bh * b + bw) * C + c
-          Expr block = ir::floordiv(oc, const_i32(ch)), cin = ir::floormod(oc, const_i32(ch));
+          // out channel = (bh * b + bw) * C + c (DCR), c * b * b + bh * b + bw (CRD)
+          bool dcr = mode == "DCR";
+          Expr block = dcr ? ir::floordiv(oc, const_i32(ch)) : ir::floormod(oc, B * B);
+          Expr cin = dcr ? ir::floormod(oc, const_i32(ch)) : ir::floordiv(oc, B * B);
           Expr bh = ir::floordiv(block, B), bw = ir::floormod(block, B);
           return x({v[0], cin, oh * B + bh, ow * B + bw});
         }

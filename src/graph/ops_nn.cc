@@ -362,23 +362,58 @@ std::vector<Tensor> gemm(ConvertContext& c) {
 std::vector<Tensor> max_pool(ConvertContext& c) {
   Axes ax = activation_axes(c, 0, /*any_type=*/true);  // a quantized model pools its integers
   const std::vector<int64_t>& xs = c.shape(0);
-  if (c.node().outputs.size() > 1 && c.node().outputs[1] >= 0)
-    c.fail("the Indices output is not supported");
+  bool indices = c.node().outputs.size() > 1 && c.node().outputs[1] >= 0;
+  int64_t storage_order = c.node().get_int("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1)
+    c.fail(fmt::format("storage_order must be 0 (rows) or 1 (columns), not {}", storage_order));
   Window w = resolve_window(c, ax.spatial_of(xs), c.node().get_ints("kernel_shape"),
                             c.node().get_int("ceil_mode", 0) != 0);
   DataType t = c.dtype(0);
   Tensor padded = pad_input(c, c.input(0), ax, w, [t] { return ir::min_value(t); });
+  std::vector<int64_t> out = ax.shape(xs[0], xs[ax.channel()], w.out);
+  // The input index of window tap `win` of output `v` (in the padded input).
+  auto tap = [&](const std::vector<ir::Var>& v, const std::vector<ir::IterVar>& win) {
+    std::vector<Expr> xi(v.begin(), v.end());
+    for (size_t d = 0; d < win.size(); ++d)
+      xi[ax.spatial(d)] =
+          v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var * const_i32(w.dilations[d]);
+    return xi;
+  };
   std::vector<ir::IterVar> win = window_axes(w);
-  return {te::compute(
-      ax.shape(xs[0], xs[ax.channel()], w.out),
+  Tensor max = te::compute(
+      out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        std::vector<Expr> xi(v.begin(), v.end());
-        for (size_t d = 0; d < win.size(); ++d)
-          xi[ax.spatial(d)] =
-              v[ax.spatial(d)] * const_i32(w.strides[d]) + win[d].var * const_i32(w.dilations[d]);
-        return te::max(padded(xi), win);
+        return te::max(padded(tap(v, win)), win);
       },
-      c.name("max_pool"))};
+      c.name("max_pool"));
+  if (!indices) return {max};
+  // Indices: the first tap (in row-major order) that holds the maximum, as its flat index in the
+  // NC... input, its spatial dimensions in row-major or (storage_order 1) column-major order.
+  std::vector<ir::IterVar> win2 = window_axes(w);
+  Tensor argmax = te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> xi = tap(v, win2);
+        Expr inside = ir::make_bool(true);
+        std::vector<Expr> at;  // spatial positions in the unpadded input
+        for (size_t d = 0; d < win2.size(); ++d) {
+          Expr i = ir::cast(kInt64, xi[ax.spatial(d)] - const_i32(w.pad_begin[d]));
+          inside = inside && i >= ir::make_const(kInt64, 0) &&
+                   i < ir::make_const(kInt64, xs[ax.spatial(d)]);
+          at.push_back(i);
+        }
+        Expr flat = ir::cast(kInt64, v[0]) * ir::make_const(kInt64, xs[ax.channel()]) +
+                    ir::cast(kInt64, v[ax.channel()]);
+        size_t n = at.size();
+        for (size_t k = 0; k < n; ++k) {
+          size_t d = storage_order == 0 ? k : n - 1 - k;
+          flat = flat * ir::make_const(kInt64, xs[ax.spatial(d)]) + at[d];
+        }
+        Expr hit = inside && padded(xi) == max(exprs(v));
+        return te::min(ir::select(hit, flat, ir::max_value(kInt64)), win2);
+      },
+      c.name("max_pool_indices"));
+  return {max, argmax};
 }
 
 namespace {

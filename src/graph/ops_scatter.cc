@@ -181,4 +181,44 @@ std::vector<Tensor> scatter_nd(ConvertContext& c) {
       "scatter_nd")};
 }
 
+// TensorScatter (a KV cache's update): for each batch b, update's positions 0.. along `axis`
+// written at write_indices[b] onward (mode linear), or around the axis (circular); the rest of
+// the cache as it was.
+std::vector<Tensor> tensor_scatter(ConvertContext& c) {
+  int rank = c.rank(0);
+  if (rank < 2) c.fail("needs a cache of rank 2 or more (batch first)");
+  if (c.rank(1) != rank)
+    c.fail(fmt::format("the update has rank {}, the cache {}", c.rank(1), rank));
+  int axis = c.axis(c.node().get_int("axis", -2), rank);
+  if (axis == 0) c.fail("axis 0 is the batch, not the sequence");
+  std::string mode = c.node().get_string("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    c.fail(fmt::format("unknown mode '{}' (linear or circular)", mode));
+  if (c.dtype(1) != c.dtype(0)) c.fail("the update and the cache have different types");
+  const std::vector<int64_t>& cache = c.shape(0);
+  const std::vector<int64_t>& update = c.shape(1);
+  for (int d = 0; d < rank; ++d)
+    if (d == axis ? update[d] > cache[d] : update[d] != cache[d])
+      c.fail(fmt::format("an update of shape {} does not fit a cache of shape {} on axis {}",
+                         shape_text(update), shape_text(cache), axis));
+  bool indexed = c.has_input(2);
+  if (indexed && (c.rank(2) != 1 || c.shape(2)[0] != cache[0] || !c.dtype(2).is_integer()))
+    c.fail(fmt::format("write_indices must be integers of shape ({}), not {} {}", cache[0],
+                       c.dtype(2).str(), shape_text(c.shape(2))));
+  auto a = static_cast<size_t>(axis);
+  return {te::compute(
+      cache,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        std::vector<Expr> idx = exprs(v);
+        Expr start = indexed ? ir::cast(kInt32, c.load(2, {v[0]})) : Expr(0);
+        Expr d = Expr(v[a]) - start;
+        if (mode == "circular") d = ir::floormod(d, const_i32(cache[a]));
+        Expr inside = d >= Expr(0) && d < const_i32(update[a]);
+        std::vector<Expr> from = idx;
+        from[a] = ir::max(ir::min(d, const_i32(update[a] - 1)), Expr(0));  // the checker's bound
+        return te::if_then_else(inside, c.load(1, from), c.load(0, idx));
+      },
+      c.name("tensor_scatter"))};
+}
+
 }  // namespace tyche::graph::ops
