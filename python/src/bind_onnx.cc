@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "graph/narrow_types.h"
 #include "graph/op_registry.h"
 #include "graph/tasks.h"
 #include "ir/structural.h"
@@ -165,6 +166,60 @@ std::optional<runtime::NDArray> bfloat16_array(const nb::handle& v, const std::s
   return out;
 }
 
+// ml_dtypes' names of ONNX's narrow types (graph/narrow_types.h), by ONNX code.
+const char* ml_dtypes_name(int64_t code) {
+  switch (code) {
+    case 17:
+      return "float8_e4m3fn";
+    case 18:
+      return "float8_e4m3fnuz";
+    case 19:
+      return "float8_e5m2";
+    case 20:
+      return "float8_e5m2fnuz";
+    case 21:
+      return "uint4";
+    case 22:
+      return "int4";
+    case 23:
+      return "float4_e2m1fn";
+    case 25:
+      return "uint2";
+    case 26:
+      return "int2";
+    default:
+      return nullptr;
+  }
+}
+
+// An ml_dtypes array of a narrow type, as Tyche stores it (a byte per element: the float types'
+// bits, the integer types' values), or nothing when `v` is not one.
+std::optional<runtime::NDArray> narrow_array(const nb::handle& v, const std::string& name) {
+  if (!nb::hasattr(v, "dtype") || !nb::hasattr(v, "view")) return std::nullopt;
+  nb::object dtype = v.attr("dtype");
+  if (!nb::hasattr(dtype, "name")) return std::nullopt;
+  std::string type = nb::cast<std::string>(nb::str(dtype.attr("name")));
+  for (int64_t code = 17; code <= 26; ++code) {
+    const char* ml = ml_dtypes_name(code);
+    if (!ml || type != ml) continue;
+    std::optional<graph::NarrowType> t = graph::narrow_type(code);
+    nb::object bytes =
+        t->is_float ? v.attr("view")("uint8") : v.attr("astype")(t->is_signed ? "int8" : "uint8");
+    InputArray a;
+    if (!nb::try_cast(bytes, a, false)) return std::nullopt;
+    return to_ndarray(a, name);
+  }
+  return std::nullopt;
+}
+
+// A narrow result (stored a byte per element) as its ml_dtypes array.
+nb::object narrow_result(runtime::NDArray a, int64_t code) {
+  std::optional<graph::NarrowType> t = graph::narrow_type(code);
+  nb::object bytes = nb::cast(to_numpy(std::move(a)));
+  nb::object ml = nb::module_::import_("ml_dtypes").attr(ml_dtypes_name(code));
+  return t->is_float ? bytes.attr("view")(ml) : bytes.attr("astype")(ml);
+}
+
 // A bfloat16 result as an ml_dtypes array where ml_dtypes is installed (onnx depends on it), else
 // as numpy's float32.
 nb::object bfloat16_result(runtime::NDArray a) {
@@ -247,6 +302,10 @@ struct CompiledModel {
         arrays.push_back(std::move(*bf));
         continue;
       }
+      if (std::optional<runtime::NDArray> narrow = narrow_array(v, name)) {
+        arrays.push_back(std::move(*narrow));
+        continue;
+      }
       if (!nb::try_cast(v, a, false))
         throw_input_error(
             "input '{}' is not an array Tyche can read (numeric, C-contiguous, in CPU memory): a "
@@ -262,10 +321,13 @@ struct CompiledModel {
     }
     nb::dict result;
     std::vector<std::string> out_names = names(g.outputs);
-    for (size_t o = 0; o < outs.size(); ++o)
-      result[out_names[o].c_str()] = outs[o].dtype().is_bfloat16()
+    for (size_t o = 0; o < outs.size(); ++o) {
+      int64_t narrow = g.value(g.outputs[o]).narrow_code;
+      result[out_names[o].c_str()] = narrow != 0 ? narrow_result(std::move(outs[o]), narrow)
+                                     : outs[o].dtype().is_bfloat16()
                                          ? bfloat16_result(std::move(outs[o]))
                                          : nb::cast(to_numpy(std::move(outs[o])));
+    }
     return result;
   }
 };

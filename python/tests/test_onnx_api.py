@@ -255,3 +255,58 @@ def test_bfloat16_arrays_go_in_and_come_out_through_ml_dtypes(tmp_path):
     y = tyche.onnx.compile(model, threads=1)({"x": x})["y"]
     assert y.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(y.astype(np.float32), (x.astype(np.float32) ** 2))
+
+
+@pytest.mark.parametrize("name,code", [("float8_e4m3fn", TensorProto.FLOAT8E4M3FN),
+                                       ("float8_e4m3fnuz", TensorProto.FLOAT8E4M3FNUZ),
+                                       ("float8_e5m2", TensorProto.FLOAT8E5M2),
+                                       ("float8_e5m2fnuz", TensorProto.FLOAT8E5M2FNUZ),
+                                       ("float4_e2m1fn", TensorProto.FLOAT4E2M1),
+                                       ("int4", TensorProto.INT4), ("uint4", TensorProto.UINT4),
+                                       ("int2", TensorProto.INT2), ("uint2", TensorProto.UINT2)])
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_narrow_types_cast_as_ml_dtypes_and_round_trip(name, code, saturate):
+    # Every float32 that rounds differently (ties, subnormals, overflow, inf, NaN, -0) cast to the
+    # narrow type as ONNX's reference casts it (ml_dtypes, or onnx's saturate_cast), and back.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    narrow = getattr(ml_dtypes, name)
+    every = np.arange(256, dtype=np.uint8).view(narrow) if name.startswith("float8") else None
+    values = [0.0, -0.0, 0.3, -0.3, 0.25, 0.75, 1.5, 2.5, -2.5, 5.1, 7.4, 7.5, 8, -9.7, 15.7, 16.2, 100, 239,
+              241, 250, 449, 460, 464, 500, 57344, 61440, 70000, 1e-9, 1e-3, -1e-3, np.inf, -np.inf, np.nan]
+    x = np.asarray(values, dtype=np.float32)
+    if every is not None:  # the midpoints between neighbouring codes: the ties
+        finite = np.sort(np.unique(every.astype(np.float32)[np.isfinite(every.astype(np.float32))]))
+        x = np.concatenate([x, finite, (finite[1:] + finite[:-1]) / 2]).astype(np.float32)
+    cast = helper.make_node("Cast", ["x"], ["y"], to=code, saturate=saturate)
+    back = helper.make_node("Cast", ["y"], ["z"], to=TensorProto.FLOAT)
+    graph = helper.make_graph([cast, back], "narrow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [len(x)])],
+                              [helper.make_tensor_value_info("y", code, [len(x)]),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, [len(x)])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
+    model.ir_version = 11
+    got = tyche.onnx.compile(model, threads=1)({"x": x})
+    with np.errstate(invalid="ignore"):
+        if saturate and name.startswith("float8"):
+            want = numpy_helper.saturate_cast(x, narrow)
+        else:
+            want = x.astype(narrow)
+    assert got["y"].dtype == narrow
+    np.testing.assert_array_equal(got["y"].astype(np.float32), want.astype(np.float32))
+    np.testing.assert_array_equal(got["z"], want.astype(np.float32))
+    # A narrow input: read as ml_dtypes gives it, converted exactly.
+    model2 = helper.make_model(helper.make_graph(
+        [back], "narrow_in", [helper.make_tensor_value_info("y", code, [len(x)])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [len(x)])]), opset_imports=[helper.make_opsetid("", 25)])
+    model2.ir_version = 11
+    np.testing.assert_array_equal(tyche.onnx.compile(model2, threads=1)({"y": want})["z"], want.astype(np.float32))
+
+
+def test_a_narrow_input_read_by_an_op_that_computes_is_refused_in_one_line():
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([node], "f8", [helper.make_tensor_value_info("x", TensorProto.FLOAT8E4M3FN, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
+    model.ir_version = 11
+    with pytest.raises(tyche.InputError, match=r"input 'x' is FLOAT8E4M3FN, which only Cast, CastLike, "
+                                               r"QuantizeLinear, DequantizeLinear and Identity read"):
+        tyche.onnx.compile(model, threads=1)

@@ -141,12 +141,20 @@ std::optional<DataType> dtype_of_onnx(int64_t code) {
   }
 }
 
+int64_t onnx_code_of(DataType t) {
+  for (int64_t code = 1; code <= 16; ++code)
+    if (dtype_of_onnx(code) == t) return code;
+  return 0;
+}
+
 std::string onnx_dtype_name(int64_t code) {
   static const char* kNames[] = {
-      "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",   "INT16",
-      "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",  "DOUBLE",
-      "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
-      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",     "FLOAT4E2M1"};
+      "UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
+      "INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
+      "FLOAT16",        "DOUBLE",   "UINT32",       "UINT64",         "COMPLEX64",
+      "COMPLEX128",     "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+      "FLOAT8E5M2FNUZ", "UINT4",    "INT4",         "FLOAT4E2M1",     "FLOAT8E8M0",
+      "UINT2",          "INT2"};
   if (code >= 0 && code < static_cast<int64_t>(std::size(kNames))) return kNames[code];
   return fmt::format("number {} (not an ONNX type)", code);
 }

@@ -20,6 +20,9 @@ struct Value {
   std::vector<int64_t> shape;
   DataType dtype;
   runtime::NDArray constant;  // defined for weights and folded values
+  // The ONNX element type of a narrow value (float8, float4, int4, int2: narrow_types.h), which
+  // `dtype` stores a byte per element; 0 for every other value.
+  int64_t narrow_code = 0;
   bool is_constant() const { return constant.defined(); }
   // Checked: a count past 64 bits throws, naming the value; bytes() also applies the tensor limit.
   int64_t numel() const;
@@ -66,6 +69,8 @@ struct Graph {
 // The Tyche type of an ONNX TensorProto data type code, or nothing for one Tyche does not hold
 // (strings, complex, float8, 4-bit and 2-bit types).
 std::optional<DataType> dtype_of_onnx(int64_t code);
+// The ONNX code of a type dtype_of_onnx gives (the inverse), 0 for another.
+int64_t onnx_code_of(DataType t);
 // Its ONNX name ("FLOAT16") for messages.
 std::string onnx_dtype_name(int64_t code);
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "graph/external_data.h"
+#include "graph/narrow_types.h"
 #include "graph/onnx_schemas.h"
 #include "graph/op_registry.h"
 #include "graph/passes.h"
@@ -66,6 +67,34 @@ void copy_typed(runtime::NDArray& a, const T* src) {
 // A TensorProto's contents (raw bytes, typed fields or an external file). Its size is checked
 // (no overflow, within the tensor limit) and the data's length matched to it before the tensor
 // is allocated, so a crafted shape costs nothing.
+runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what,
+                           const std::string& dir);
+
+// An initializer of a narrow type (narrow_types.h), a byte per element: ONNX packs the 4- and
+// 2-bit types two and four to a byte, the lowest bits first, in raw_data (or int32_data).
+runtime::NDArray narrow_tensor_of(const onnx::TensorProto& t, const NarrowType& type,
+                                  const std::string& what, const std::string& dir) {
+  onnx::TensorProto bytes = t;  // the packed bytes read as uint8
+  bytes.set_data_type(onnx::TensorProto::UINT8);
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  std::string name = fmt::format("{}: tensor '{}'", what, t.name());
+  TensorSize size = tensor_size(name, shape, type.storage);
+  int bits = type.is_float ? type.exponent_bits + type.mantissa_bits + 1 : type.bits;
+  int per_byte = 8 / bits;
+  bytes.clear_dims();
+  bytes.add_dims((size.elements + per_byte - 1) / per_byte);
+  runtime::NDArray packed = tensor_of(bytes, what, dir);
+  runtime::NDArray out(shape, type.storage);
+  for (int64_t i = 0; i < size.elements; ++i) {
+    auto byte = static_cast<uint32_t>(packed.get_flat_int(i / per_byte));
+    uint32_t v = (byte >> ((i % per_byte) * bits)) & ((1u << bits) - 1);
+    int64_t value = v;
+    if (!type.is_float && type.is_signed && (v >> (bits - 1)) != 0) value -= int64_t{1} << bits;
+    out.set_flat_int(i, value);
+  }
+  return out;
+}
+
 runtime::NDArray tensor_of(const onnx::TensorProto& t, const std::string& what,
                            const std::string& dir) {
   std::optional<DataType> dtype = dtype_of_onnx(t.data_type());
@@ -461,7 +490,12 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
   check_ops(g, graph.opset, what);
   std::map<std::string, int> ids;
   for (const auto& init : g.initializer()) {
-    Value v{init.name(), {}, {}, tensor_of(init, what, dir)};
+    std::optional<NarrowType> narrow = narrow_type(init.data_type());
+    Value v{init.name(),
+            {},
+            {},
+            narrow ? narrow_tensor_of(init, *narrow, what, dir) : tensor_of(init, what, dir)};
+    if (narrow) v.narrow_code = narrow->code;
     v.shape = v.constant.shape();
     v.dtype = v.constant.dtype();
     ids[init.name()] = graph.add_value(std::move(v));
@@ -485,6 +519,8 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     if (ids.count(in.name())) continue;  // an initializer listed as an input (older exporters)
     int code = in.type().tensor_type().elem_type();
     std::optional<DataType> dtype = dtype_of_onnx(code);
+    std::optional<NarrowType> narrow = narrow_type(code);
+    if (narrow) dtype = narrow->storage;
     if (auto bound = options.bound_inputs.find(in.name()); bound != options.bound_inputs.end()) {
       ids[in.name()] = graph.add_value(bound_value(in, bound->second, what));
       continue;
@@ -496,6 +532,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     tensor_size(fmt::format("{}: input '{}'", what, in.name()), shape,
                 *dtype);  // before anything is sized from it
     int id = graph.add_value({in.name(), std::move(shape), *dtype, {}});
+    if (narrow) graph.value(id).narrow_code = narrow->code;
     ids[in.name()] = id;
     graph.inputs.push_back(id);
   }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numbers>
 
+#include "graph/narrow_types.h"
 #include "graph/op_registry.h"
 #include "ir/op.h"
 
@@ -190,17 +191,36 @@ std::vector<Tensor> cast_to(ConvertContext& c, DataType to) {
   });
 }
 
+// Cast to ONNX type `code`, through the narrow types' conversions where either side is one.
+std::vector<Tensor> cast_to_code(ConvertContext& c, int64_t code) {
+  bool saturate = c.node().get_int("saturate", 1) != 0;
+  std::optional<NarrowType> from = narrow_type(c.value(0).narrow_code);
+  std::optional<NarrowType> to = narrow_type(code);
+  if (!from && !to) {
+    std::optional<DataType> target = dtype_of_onnx(code);
+    if (!target) c.fail(fmt::format("cannot cast to {}", onnx_dtype_name(code)));
+    return cast_to(c, *target);
+  }
+  std::optional<DataType> target = to ? std::optional<DataType>(to->storage) : dtype_of_onnx(code);
+  if (!target) c.fail(fmt::format("cannot cast to {}", onnx_dtype_name(code)));
+  return unary(c, "cast", [&](Expr x) {
+    if (from) x = narrow_decode(x, *from);
+    if (to) return narrow_encode(x, *to, saturate);
+    if (target->is_bool()) return x != ir::make_const(x.dtype(), 0);
+    return ir::cast(*target, x);
+  });
+}
+
 }  // namespace
 
 std::vector<Tensor> cast(ConvertContext& c) {
-  int64_t code = c.node().get_int("to", 0);
-  std::optional<DataType> target = dtype_of_onnx(code);
-  if (!target) c.fail(fmt::format("cannot cast to {}", onnx_dtype_name(code)));
-  return cast_to(c, *target);
+  return cast_to_code(c, c.node().get_int("to", 0));
 }
 
 std::vector<Tensor> cast_like(ConvertContext& c) {
-  return cast_to(c, c.dtype(1));
+  int64_t code = c.value(1).narrow_code;
+  if (code == 0) code = onnx_code_of(c.dtype(1));
+  return cast_to_code(c, code);
 }
 
 namespace {

@@ -13,6 +13,7 @@
 // requantization multiplier is computed in float32 as onnxruntime computes it.
 #include <cmath>
 
+#include "graph/narrow_types.h"
 #include "graph/ops_window.h"
 
 namespace tyche::graph::ops {
@@ -270,15 +271,40 @@ Tensor per_axis_compute(ConvertContext& c, const std::string& prefix, Expr defau
 std::vector<Tensor> quantize_linear(ConvertContext& c) {
   require_inputs(c, {0, 1});
   if (!c.dtype(0).is_float()) c.fail(fmt::format("needs a float input, not {}", c.dtype(0).str()));
-  if (c.node().has("output_dtype") && !c.has_input(2)) {
+  std::optional<NarrowType> narrow =
+      narrow_type(c.has_input(2) ? c.value(2).narrow_code : c.node().get_int("output_dtype", 0));
+  if (c.node().has("output_dtype") && !c.has_input(2) && !narrow) {
     std::optional<DataType> t = dtype_of_onnx(c.node().get_int("output_dtype", 0));
     if (!t || !is_linear_quant_type(*t))
-      c.fail("output_dtype must be uint8, int8, uint16 or int16");
+      c.fail("output_dtype must be uint8, int8, uint16, int16 or a float8, int4 or int2 type");
   }
   DataType to =
-      c.has_input(2)
+      narrow ? narrow->storage
+      : c.has_input(2)
           ? zero_point_type(c, 2)
           : dtype_of_onnx(c.node().get_int("output_dtype", 2)).value_or(DataType::UInt(8));
+  if (narrow && narrow->is_float) {
+    // float8 and float4: x / scale + zero point, rounded to the type (saturating unless told).
+    bool sat = c.node().get_int("saturate", 1) != 0;
+    return {per_axis_compute(c, "y", ir::make_const(to, 0), "quantize",
+                             [&](const Expr& x, const Expr& scale, const Expr& zp) {
+                               Expr z = c.has_input(2) ? narrow_decode(zp, *narrow) : f32(zp);
+                               return narrow_encode(f32(x) / f32(scale) + z, *narrow, sat);
+                             })};
+  }
+  if (narrow) {
+    // int4 and int2: rounded, the zero point added, saturated to the type's range.
+    int64_t lo = narrow->is_signed ? -(int64_t{1} << (narrow->bits - 1)) : 0;
+    int64_t hi = lo + (int64_t{1} << narrow->bits) - 1;
+    return {per_axis_compute(c, "y", ir::make_const(to, 0), "quantize",
+                             [&](const Expr& x, const Expr& scale, const Expr& zp) {
+                               Expr q =
+                                   ir::call(ir::CallOp::kRound, {f32(x) / f32(scale)}) + f32(zp);
+                               q = ir::min(ir::max(q, ir::make_float(static_cast<double>(lo))),
+                                           ir::make_float(static_cast<double>(hi)));
+                               return ir::cast(to, q);
+                             })};
+  }
   return {per_axis_compute(c, "y", ir::make_const(to, 0), "quantize",
                            [&](const Expr& x, const Expr& scale, const Expr& zp) {
                              return saturate(f32(x) / f32(scale), zp, to);
@@ -293,6 +319,14 @@ std::vector<Tensor> dequantize_linear(ConvertContext& c) {
   if (c.has_input(2) && c.dtype(2) != t)
     c.fail(
         fmt::format("a zero point of type {} for an input of type {}", c.dtype(2).str(), t.str()));
+  if (std::optional<NarrowType> narrow = narrow_type(c.value(0).narrow_code);
+      narrow && narrow->is_float) {
+    return {per_axis_compute(c, "x", Expr(0), "dequantize",
+                             [&](const Expr& x, const Expr& scale, const Expr& zp) {
+                               Expr z = c.has_input(2) ? narrow_decode(zp, *narrow) : f32(zp);
+                               return (narrow_decode(x, *narrow) - z) * f32(scale);
+                             })};
+  }
   return {per_axis_compute(c, "x", Expr(0), "dequantize",
                            [](const Expr& x, const Expr& scale, const Expr& zp) {
                              return f32(i32(x) - i32(zp)) * f32(scale);

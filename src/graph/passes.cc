@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "graph/narrow_types.h"
 #include "graph/op_registry.h"
 #include "interp/interpreter.h"
 #include "support/error.h"
@@ -51,6 +52,38 @@ bool all_constant(const Graph& graph, const Node& n, bool or_empty = false) {
   return true;
 }
 
+// Narrow values (narrow_types.h) are read only by the ops that convert them; any other op would
+// compute on their storage bytes.
+void check_narrow_inputs(const Graph& graph, const Node& n) {
+  static const std::set<std::string> kReaders = {"Cast", "CastLike", "QuantizeLinear",
+                                                 "DequantizeLinear", "Identity"};
+  for (int in : n.inputs) {
+    if (in < 0 || graph.value(in).narrow_code == 0 || kReaders.count(n.op)) continue;
+    const Value& v = graph.value(in);
+    throw_input_error(
+        "node '{}' ({}): input '{}' is {}, which only Cast, CastLike, QuantizeLinear, "
+        "DequantizeLinear and Identity read (no CPU computes in it)",
+        n.name, n.op, v.name, onnx_dtype_name(v.narrow_code));
+  }
+}
+
+// The narrow type (its ONNX code) a node's output holds, or 0.
+int64_t narrow_output_code(const Graph& graph, const Node& n) {
+  auto narrow_of = [&](size_t i) {
+    return i < n.inputs.size() && n.inputs[i] >= 0 ? graph.value(n.inputs[i]).narrow_code : 0;
+  };
+  auto narrow_attr = [&](const char* attr) -> int64_t {
+    std::optional<NarrowType> t = narrow_type(n.get_int(attr, 0));
+    return t ? t->code : 0;
+  };
+  if (n.op == "Cast") return narrow_attr("to");
+  if (n.op == "CastLike") return narrow_of(1);
+  if (n.op == "Identity") return narrow_of(0);
+  if (n.op == "QuantizeLinear")
+    return n.inputs.size() > 2 && n.inputs[2] >= 0 ? narrow_of(2) : narrow_attr("output_dtype");
+  return 0;
+}
+
 }  // namespace
 
 void infer_and_fold(Graph& graph) {
@@ -67,6 +100,7 @@ void infer_and_fold(Graph& graph) {
       const Value& v = graph.value(n.inputs[i]);
       placeholders.push_back(te::placeholder(v.shape, v.dtype, fmt::format("p{}", i)));
     }
+    check_narrow_inputs(graph, n);
     NameGen names;
     std::vector<te::Tensor> outs = convert_node(graph, n, placeholders, names);
     bool all_empty = true;
@@ -75,6 +109,7 @@ void infer_and_fold(Graph& graph) {
       Value& v = graph.value(n.outputs[o]);
       v.shape = outs[o].shape();
       v.dtype = outs[o].dtype();
+      v.narrow_code = narrow_output_code(graph, n);
       v.bytes();  // refuses a value past the tensor limit before anything folds or runs it
       all_empty = all_empty && v.numel() == 0;
     }
