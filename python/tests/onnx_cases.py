@@ -707,6 +707,9 @@ case("max_pool_indices_padded_strided", [N("MaxPool", ["x"], ["y", "i"], kernel_
      {"x": U(2, 3, 7, 6)}, outputs=("y", ("i", np.int64)), opset=12)
 case("tensor_scatter_circular", [N("TensorScatter", ["c", "u", "w"], mode="circular")],
      {"c": U(2, 3, 5, 4), "u": U(2, 3, 2, 4), "w": np.asarray([4, 1], dtype=np.int64)}, opset=24)
+case("dynamic_quantize_then_dequantize", [N("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
+                                          N("DequantizeLinear", ["q", "s", "z"])],
+     {"x": U(3, 7) * 4 + 1}, opset=13)
 case("hann_window_scales_input", [N("HannWindow", ["n"], "w", periodic=0), N("Mul", ["x", "w"])], {"x": U(3, 10)},
      inits={"n": np.asarray(10, dtype=np.int64)})
 case("blackman_window_periodic_double", [N("BlackmanWindow", ["n"], "w", output_datatype=11), N("Cast", ["w"], to=1),

@@ -157,6 +157,7 @@ constexpr OpSpec kOps[] = {
     {"DequantizeLinear", P::kElementwise, ops::dequantize_linear},
     {"Div", P::kBroadcast, ops::div},
     {"Dropout", P::kView, ops::identity},
+    {"DynamicQuantizeLinear", P::kReduction, ops::dynamic_quantize_linear},
     {"Einsum", P::kAnchor, ops::einsum},
     {"Elu", P::kElementwise, ops::elu},
     {"Equal", P::kBroadcast, ops::equal},

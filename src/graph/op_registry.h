@@ -263,6 +263,7 @@ std::vector<te::Tensor> pad(ConvertContext& c);
 std::vector<te::Tensor> eye_like(ConvertContext& c);
 std::vector<te::Tensor> center_crop_pad(ConvertContext& c);
 std::vector<te::Tensor> swiglu(ConvertContext& c);
+std::vector<te::Tensor> dynamic_quantize_linear(ConvertContext& c);
 std::vector<te::Tensor> grid_sample(ConvertContext& c);
 std::vector<te::Tensor> affine_grid(ConvertContext& c);
 std::vector<te::Tensor> tensor_scatter(ConvertContext& c);

@@ -333,6 +333,55 @@ std::vector<Tensor> dequantize_linear(ConvertContext& c) {
                            })};
 }
 
+// DynamicQuantizeLinear: x to uint8 with the scale and zero point of its own range (widened to
+// hold 0): scale = (max - min) / 255, zero point = round(-min / scale) saturated, then y as
+// QuantizeLinear computes it.
+std::vector<Tensor> dynamic_quantize_linear(ConvertContext& c) {
+  if (c.dtype(0) != kFloat32)
+    c.fail(fmt::format("needs a float32 input, not {}", c.dtype(0).str()));
+  const std::vector<int64_t>& shape = c.shape(0);
+  if (c.value(0).numel() == 0) c.fail("an empty input has no range to quantize");
+  const Tensor& x = c.input(0);
+  auto whole = [&](bool max) {
+    std::vector<ir::IterVar> axes;
+    for (size_t d = 0; d < shape.size(); ++d)
+      axes.push_back(te::reduce_axis(shape[d], fmt::format("r{}", d)));
+    return te::compute(
+        {},
+        [&](const std::vector<ir::Var>&) -> te::ComputeBody {
+          std::vector<Expr> idx;
+          for (const ir::IterVar& a : axes) idx.push_back(a.var);
+          if (axes.empty()) return x(idx);
+          if (max) return te::max(x(idx), axes);
+          return te::min(x(idx), axes);
+        },
+        c.name(max ? "range_max" : "range_min"));
+  };
+  Tensor hi = whole(true), lo = whole(false);
+  DataType u8 = DataType::UInt(8);
+  Tensor scale = te::compute(
+      {},
+      [&](const std::vector<ir::Var>&) -> te::ComputeBody {
+        Expr top = ir::max(hi({}), ir::make_float(0)), bottom = ir::min(lo({}), ir::make_float(0));
+        return (top - bottom) / ir::make_float(255);
+      },
+      c.name("y_scale"));
+  Tensor zero_point = te::compute(
+      {},
+      [&](const std::vector<ir::Var>&) -> te::ComputeBody {
+        Expr bottom = ir::min(lo({}), ir::make_float(0));
+        return saturate(-bottom / scale({}), Expr(0), u8);
+      },
+      c.name("y_zero_point"));
+  Tensor y = te::compute(
+      shape,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        return saturate(x(exprs(v)) / scale({}), ir::cast(kInt32, zero_point({})), u8);
+      },
+      c.name("dynamic_quantize"));
+  return {y, scale, zero_point};
+}
+
 // acc + the folded zero-point bias (input `i`, one per output channel: `channel` of acc) when
 // fold_zero_points set it.
 Tensor add_folded_bias(ConvertContext& c, const Tensor& acc, size_t i, size_t channel) {

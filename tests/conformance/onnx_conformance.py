@@ -198,7 +198,7 @@ def _model_cases(only: str) -> list[tuple[str, bytes, list, list, float, float]]
 
 # The light models the ctest runs (the README's test command has a time budget); the others run
 # with --light all, as docs/networks.md says.
-CTEST_LIGHT = ("bvlc_alexnet", "resnet50", "shufflenet", "squeezenet")
+CTEST_LIGHT = ("bvlc_alexnet", "resnet50", "squeezenet")
 
 
 def _light_model_cases(only: str, which: str = "all") -> list[Case]:
