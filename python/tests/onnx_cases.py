@@ -710,6 +710,23 @@ case("tensor_scatter_circular", [N("TensorScatter", ["c", "u", "w"], mode="circu
 case("dynamic_quantize_then_dequantize", [N("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
                                           N("DequantizeLinear", ["q", "s", "z"])],
      {"x": U(3, 7) * 4 + 1}, opset=13)
+case("lstm_bidirectional_peepholes_lengths",
+     [N("LSTM", ["x", "w", "r", "b", "len", "h0", "c0", "p"], ["y", "yh", "yc"], hidden_size=4,
+        direction="bidirectional", clip=2.5)],
+     {"x": U(5, 2, 3), "len": np.asarray([5, 3], dtype=np.int32), "h0": U(2, 2, 4), "c0": U(2, 2, 4)},
+     inits={"w": U(2, 16, 3), "r": U(2, 16, 4), "b": U(2, 32), "p": U(2, 12)}, outputs=("y", "yh", "yc"))
+# (onnxruntime runs no batch-first recurrence; the conformance case test_gru_batchwise covers it)
+case("gru_linear_before_reset", [N("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=5, linear_before_reset=1)],
+     {"x": U(4, 2, 3)}, inits={"w": U(1, 15, 3), "r": U(1, 15, 5), "b": U(1, 30)}, outputs=("y", "yh"), opset=14)
+case("gru_reverse", [N("GRU", ["x", "w", "r"], ["y", "yh"], hidden_size=3, direction="reverse")],
+     {"x": U(4, 2, 3)}, inits={"w": U(1, 9, 3), "r": U(1, 9, 3)}, outputs=("y", "yh"))
+case("rnn_relu_initial_state", [N("RNN", ["x", "w", "r", "b", "", "h0"], ["y", "yh"], hidden_size=4,
+                                  activations=["Relu"])],
+     {"x": U(3, 2, 5), "h0": U(1, 2, 4)}, inits={"w": U(1, 4, 5), "r": U(1, 4, 4), "b": U(1, 8)}, outputs=("y", "yh"))
+case("dft_real_onesided_axis", [N("DFT", ["x", "", "a"], onesided=1)], {"x": U(2, 3, 10, 1)},
+     inits={"a": I64(2)}, opset=20)
+case("dft_inverse_complex_padded", [N("DFT", ["x", "n"], inverse=1, axis=1)], {"x": U(2, 6, 2)},
+     inits={"n": I64(8)}, opset=17)
 case("hann_window_scales_input", [N("HannWindow", ["n"], "w", periodic=0), N("Mul", ["x", "w"])], {"x": U(3, 10)},
      inits={"n": np.asarray(10, dtype=np.int64)})
 case("blackman_window_periodic_double", [N("BlackmanWindow", ["n"], "w", output_datatype=11), N("Cast", ["w"], to=1),

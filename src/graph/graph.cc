@@ -53,6 +53,16 @@ std::vector<int64_t> Node::get_ints(const std::string& attr, std::vector<int64_t
   return v ? *v : fallback;
 }
 
+std::vector<double> Node::get_floats(const std::string& attr) const {
+  const auto* v = typed<std::vector<double>>(*this, attr, "a list of floats");
+  return v ? *v : std::vector<double>{};
+}
+
+std::vector<std::string> Node::get_strings(const std::string& attr) const {
+  const auto* v = typed<std::vector<std::string>>(*this, attr, "a list of strings");
+  return v ? *v : std::vector<std::string>{};
+}
+
 int Graph::add_value(Value v) {
   values.push_back(std::move(v));
   return static_cast<int>(values.size()) - 1;

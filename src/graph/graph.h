@@ -45,6 +45,8 @@ struct Node {
   double get_float(const std::string& attr, double fallback) const;
   std::string get_string(const std::string& attr, const std::string& fallback) const;
   std::vector<int64_t> get_ints(const std::string& attr, std::vector<int64_t> fallback = {}) const;
+  std::vector<double> get_floats(const std::string& attr) const;        // empty when absent
+  std::vector<std::string> get_strings(const std::string& attr) const;  // empty when absent
 };
 
 struct Graph {

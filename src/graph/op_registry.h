@@ -136,6 +136,10 @@ inline std::vector<ir::Expr> exprs(const std::vector<ir::Var>& vars) {
 inline void require_float(ConvertContext& c) {
   if (!c.dtype(0).is_float()) c.fail(fmt::format("needs a float input, not {}", c.dtype(0).str()));
 }
+// A float64 literal (the ops that compute coordinates and weights in double precision).
+inline ir::Expr f64(double v) {
+  return ir::make_float(v, kFloat64);
+}
 // An int32 constant (shape arithmetic, indices).
 inline ir::Expr const_i32(int64_t v) {
   return ir::Expr(static_cast<int>(v));
@@ -264,6 +268,12 @@ std::vector<te::Tensor> eye_like(ConvertContext& c);
 std::vector<te::Tensor> center_crop_pad(ConvertContext& c);
 std::vector<te::Tensor> swiglu(ConvertContext& c);
 std::vector<te::Tensor> dynamic_quantize_linear(ConvertContext& c);
+std::vector<te::Tensor> dft(ConvertContext& c);
+std::vector<te::Tensor> causal_conv_with_state(ConvertContext& c);
+std::vector<te::Tensor> rnn(ConvertContext& c);
+std::vector<te::Tensor> gru(ConvertContext& c);
+std::vector<te::Tensor> lstm(ConvertContext& c);
+std::vector<te::Tensor> linear_attention(ConvertContext& c);
 std::vector<te::Tensor> grid_sample(ConvertContext& c);
 std::vector<te::Tensor> affine_grid(ConvertContext& c);
 std::vector<te::Tensor> tensor_scatter(ConvertContext& c);

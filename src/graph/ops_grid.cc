@@ -15,10 +15,6 @@ using te::Tensor;
 
 namespace {
 
-Expr f64(double v) {
-  return ir::make_float(v, kFloat64);
-}
-
 Expr floor64(Expr x) {
   return ir::call(ir::CallOp::kFloor, {std::move(x)});
 }

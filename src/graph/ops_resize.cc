@@ -22,10 +22,6 @@ struct ResizeAttrs {
   bool exclude_outside = false, antialias = false;
 };
 
-Expr f64(double v) {
-  return ir::make_float(v, kFloat64);
-}
-
 // One axis: `n` input elements to `m` outputs at `scale`, with the region of interest [roi0, roi1]
 // for tf_crop_and_resize.
 struct AxisResize {
