@@ -1,6 +1,7 @@
 // Ops that move elements by index: GatherElements, Trilu, Tile, SpaceToDepth, DepthToSpace,
 // OneHot, CumSum, CumProd, Pad, EyeLike, TopK.
 #include <algorithm>
+#include <functional>
 
 #include "graph/op_registry.h"
 #include "ir/op.h"
@@ -194,6 +195,31 @@ std::vector<Tensor> cum_prod(ConvertContext& c) {
   return cumulative(c, te::ReducerKind::kProd, "cum_prod");
 }
 
+namespace {
+
+// Input 0 placed at `begin` (negative: cropped) in a tensor of shape `out`, `fill` around it.
+Tensor place(ConvertContext& c, const std::vector<int64_t>& begin, const std::vector<int64_t>& out,
+             const std::function<Expr()>& fill, const char* name) {
+  const std::vector<int64_t>& in = c.shape(0);
+  const Tensor& x = c.input(0);
+  return te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr inside = ir::make_bool(true);
+        std::vector<Expr> idx;
+        for (size_t a = 0; a < in.size(); ++a) {
+          Expr i = Expr(v[a]) - const_i32(begin[a]);
+          if (begin[a] > 0) inside = inside && i >= Expr(0);
+          if (out[a] > in[a] + begin[a]) inside = inside && i < const_i32(in[a]);
+          idx.push_back(i);
+        }
+        return te::if_then_else(inside, x(idx), fill());
+      },
+      c.name(name));
+}
+
+}  // namespace
+
 std::vector<Tensor> pad(ConvertContext& c) {
   int rank = c.rank(0);
   std::vector<int64_t> pads = c.has_input(1) ? c.constant_ints(1, "the pads")
@@ -228,19 +254,16 @@ std::vector<Tensor> pad(ConvertContext& c) {
     if (!c.has_input(2)) return ir::make_const(t, c.node().get_float("value", 0));
     return c.load(2, std::vector<Expr>(static_cast<size_t>(c.rank(2)), Expr(0)));
   };
+  if (mode == "constant") return {place(c, begin, out, fill, "pad")};
   const Tensor& x = c.input(0);
   return {te::compute(
       out,
       [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        Expr inside = ir::make_bool(true);
         std::vector<Expr> idx;
         for (size_t a = 0; a < in.size(); ++a) {
           Expr i = Expr(v[a]) - const_i32(begin[a]);
           int64_t n = in[a];
-          if (mode == "constant") {
-            if (begin[a] > 0) inside = inside && i >= Expr(0);
-            if (out[a] > n + begin[a]) inside = inside && i < const_i32(n);
-          } else if (mode == "edge") {
+          if (mode == "edge") {
             i = ir::max(ir::min(i, const_i32(n - 1)), Expr(0));
           } else if (mode == "wrap") {
             i = ir::floormod(i, const_i32(n));
@@ -253,8 +276,7 @@ std::vector<Tensor> pad(ConvertContext& c) {
           }
           idx.push_back(i);
         }
-        if (mode != "constant") return x(idx);
-        return te::if_then_else(inside, x(idx), fill());
+        return x(idx);
       },
       c.name("pad"))};
 }
@@ -280,24 +302,11 @@ std::vector<Tensor> center_crop_pad(ConvertContext& c) {
     out[a] = sizes[i];
     offset[a] = sizes[i] <= in[a] ? (in[a] - sizes[i]) / 2 : -((sizes[i] - in[a]) / 2);
   }
+  std::vector<int64_t> begin(offset.size());
+  for (size_t a = 0; a < offset.size(); ++a) begin[a] = -offset[a];
   DataType t = c.dtype(0);
-  const Tensor& x = c.input(0);
-  return {te::compute(
-      out,
-      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
-        Expr inside = ir::make_bool(true);
-        std::vector<Expr> idx;
-        for (size_t a = 0; a < in.size(); ++a) {
-          Expr i = Expr(v[a]) + const_i32(offset[a]);
-          if (out[a] > in[a]) {
-            inside = inside && i >= Expr(0) && i < const_i32(in[a]);
-            i = ir::max(ir::min(i, const_i32(in[a] - 1)), Expr(0));  // the bound the checker sees
-          }
-          idx.push_back(i);
-        }
-        return te::if_then_else(inside, x(idx), ir::make_const(t, 0));
-      },
-      c.name("center_crop_pad"))};
+  return {place(
+      c, begin, out, [t] { return ir::make_const(t, 0); }, "center_crop_pad")};
 }
 
 std::vector<Tensor> eye_like(ConvertContext& c) {
