@@ -727,6 +727,9 @@ case("dft_real_onesided_axis", [N("DFT", ["x", "", "a"], onesided=1)], {"x": U(2
      inits={"a": I64(2)}, opset=20)
 case("dft_inverse_complex_padded", [N("DFT", ["x", "n"], inverse=1, axis=1)], {"x": U(2, 6, 2)},
      inits={"n": I64(8)}, opset=17)
+case("col2im_strided_dilated_padded", [N("Col2Im", ["x", "img", "blk"], strides=[2, 1], dilations=[1, 2],
+                                        pads=[1, 0, 0, 1])],
+     {"x": U(2, 12, 6)}, inits={"img": I64([6, 5]), "blk": I64([2, 3])}, opset=18)
 case("hann_window_scales_input", [N("HannWindow", ["n"], "w", periodic=0), N("Mul", ["x", "w"])], {"x": U(3, 10)},
      inits={"n": np.asarray(10, dtype=np.int64)})
 case("blackman_window_periodic_double", [N("BlackmanWindow", ["n"], "w", output_datatype=11), N("Cast", ["w"], to=1),

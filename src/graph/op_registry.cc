@@ -145,6 +145,7 @@ constexpr OpSpec kOps[] = {
     {"Celu", P::kElementwise, ops::celu},
     {"CenterCropPad", P::kInjective, ops::center_crop_pad},
     {"Clip", P::kElementwise, ops::clip},
+    {"Col2Im", P::kReduction, ops::col2im},
     {"Concat", P::kInjective, ops::concat},
     {"ConstantOfShape", P::kInjective, ops::constant_of_shape},
     {"Conv", P::kAnchor, ops::conv},

@@ -266,6 +266,7 @@ std::vector<te::Tensor> cum_prod(ConvertContext& c);
 std::vector<te::Tensor> pad(ConvertContext& c);
 std::vector<te::Tensor> eye_like(ConvertContext& c);
 std::vector<te::Tensor> center_crop_pad(ConvertContext& c);
+std::vector<te::Tensor> col2im(ConvertContext& c);
 std::vector<te::Tensor> swiglu(ConvertContext& c);
 std::vector<te::Tensor> dynamic_quantize_linear(ConvertContext& c);
 std::vector<te::Tensor> dft(ConvertContext& c);

@@ -309,6 +309,58 @@ std::vector<Tensor> center_crop_pad(ConvertContext& c) {
       c, begin, out, [t] { return ir::make_const(t, 0); }, "center_crop_pad")};
 }
 
+// Col2Im (opset 18): the inverse of im2col: each image element sums the column entries of the
+// blocks that cover it. A reduction over the kernel's offsets; an offset contributes where the
+// element lies on the block grid (strides) within it (pads, dilations).
+std::vector<Tensor> col2im(ConvertContext& c) {
+  std::vector<int64_t> image = c.constant_ints(1, "the image shape");
+  std::vector<int64_t> kernel = c.constant_ints(2, "the block shape");
+  size_t nd = image.size();
+  if (nd == 0 || kernel.size() != nd) c.fail("the image and block shapes must have one rank");
+  std::vector<int64_t> dil = c.node().get_ints("dilations", std::vector<int64_t>(nd, 1));
+  std::vector<int64_t> strides = c.node().get_ints("strides", std::vector<int64_t>(nd, 1));
+  std::vector<int64_t> pads = c.node().get_ints("pads", std::vector<int64_t>(2 * nd, 0));
+  if (dil.size() != nd || strides.size() != nd || pads.size() != 2 * nd)
+    c.fail("dilations, strides and pads must match the image's rank");
+  const std::vector<int64_t>& xs = c.shape(0);
+  if (xs.size() != 3) c.fail("needs an input (N, C * block size, blocks)");
+  int64_t block = 1, blocks = 1;
+  std::vector<int64_t> grid(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    if (kernel[d] < 1 || dil[d] < 1 || strides[d] < 1 || image[d] < 1)
+      c.fail("shapes, dilations and strides must be positive");
+    block *= kernel[d];
+    grid[d] = (image[d] + pads[d] + pads[nd + d] - dil[d] * (kernel[d] - 1) - 1) / strides[d] + 1;
+    if (grid[d] < 1) c.fail("the blocks do not fit the padded image");
+    blocks *= grid[d];
+  }
+  if (xs[1] % block != 0 || xs[2] != blocks)
+    c.fail(fmt::format("an input of shape {} for blocks of {} on a grid of {}", shape_text(xs),
+                       block, blocks));
+  std::vector<int64_t> out = {xs[0], xs[1] / block};
+  out.insert(out.end(), image.begin(), image.end());
+  std::vector<ir::IterVar> taps;
+  for (size_t d = 0; d < nd; ++d)
+    taps.push_back(te::reduce_axis(kernel[d], fmt::format("rk{}", d)));
+  DataType t = c.dtype(0);
+  return {te::compute(
+      out,
+      [&](const std::vector<ir::Var>& v) -> te::ComputeBody {
+        Expr ok = ir::make_bool(true), tap = Expr(0), at = Expr(0);
+        for (size_t d = 0; d < nd; ++d) {
+          Expr q = Expr(v[2 + d]) + const_i32(pads[d]) - Expr(taps[d].var) * const_i32(dil[d]);
+          Expr g = ir::floordiv(q, const_i32(strides[d]));
+          ok = ok && ir::floormod(q, const_i32(strides[d])) == Expr(0) && g >= Expr(0) &&
+               g < const_i32(grid[d]);
+          tap = tap * const_i32(kernel[d]) + taps[d].var;
+          at = at * const_i32(grid[d]) + ir::max(ir::min(g, const_i32(grid[d] - 1)), Expr(0));
+        }
+        Expr ch = Expr(v[1]) * const_i32(block) + tap;
+        return te::sum(ir::select(ok, c.load(0, {v[0], ch, at}), ir::make_const(t, 0)), taps);
+      },
+      c.name("col2im"))};
+}
+
 std::vector<Tensor> eye_like(ConvertContext& c) {
   if (c.rank(0) != 2) c.fail("needs a 2-D input");
   DataType t = c.dtype(0);
