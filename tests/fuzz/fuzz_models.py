@@ -57,6 +57,19 @@ class Models:
         m.graph.name = "conv_opset9"
         return m
 
+    def narrow(self):
+        """Narrow types (float8, int4): a float8 input cast to float, plus an int4 initializer
+        packed two to a byte in raw_data, dequantized; mutations reach the unpacking."""
+        w = helper.make_tensor("Wq", TensorProto.INT4, [2, 3], [-8, -1, 0, 3, 7, 5])
+        scale = numpy_helper.from_array(np.array(0.5, np.float32), "sc")
+        nodes = [helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT),
+                 helper.make_node("DequantizeLinear", ["Wq", "sc"], ["d"]),
+                 helper.make_node("Add", ["f", "d"], ["y"])]
+        m = self.model(nodes, [self.vi("x", [2, 3], TensorProto.FLOAT8E4M3FN)], [self.vi("y", [2, 3])], [w, scale],
+                       opset=21, name="narrow")
+        m.ir_version = 10
+        return m
+
     def shapes(self):
         """Gather, Slice, Reshape, Transpose, Concat and Softmax with int64 initializers."""
         rng = np.random.default_rng(3)
@@ -256,7 +269,7 @@ class Models:
         """Small valid models (and a few external-data ones) as libFuzzer's seed corpus."""
         d.mkdir(parents=True, exist_ok=True)
         models = {"mlp": self.mlp(), "conv": self.conv(), "conv_opset9": self.conv_opset9(), "shapes": self.shapes(),
-                  "gemm_norm": self.gemm_norm(),
+                  "gemm_norm": self.gemm_norm(), "narrow": self.narrow(),
                   "ext": self.external_valid(), "ext_offset": self.external_valid(offset=128),
                   "ext_sentinel": self.external([("location", "outside.bin"), ("length", 64)]),
                   "ext_dotdot": self.external([("location", "../sentinel.txt"), ("length", 64)]),

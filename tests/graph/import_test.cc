@@ -31,16 +31,22 @@ std::string error_of(const std::string& bytes, const ImportOptions& options = {}
   return "no error";
 }
 
-TEST(Import, InfersShapesAndFoldsShapeArithmetic) {
-  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape: the target shape is known at compile time.
-  OnnxBuilder b;
-  b.input("x", {2, 3, 4}).ints("zero", {0}).ints("minus_one", {-1});
+// x reshaped to (its batch, -1) through Shape -> Gather -> Concat -> Reshape, as y; needs
+// initializers "zero" ({0}) and "minus_one" ({-1}).
+void reshape_by_own_batch(OnnxBuilder& b) {
   b.node("Shape", {"x"}, {"s"});
   auto& g = b.node("Gather", {"s", "zero"}, {"n"});
   OnnxBuilder::attr(g, "axis", int64_t{0});
   auto& c = b.node("Concat", {"n", "minus_one"}, {"target"});
   OnnxBuilder::attr(c, "axis", int64_t{0});
   b.node("Reshape", {"x", "target"}, {"y"});
+}
+
+TEST(Import, InfersShapesAndFoldsShapeArithmetic) {
+  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape: the target shape is known at compile time.
+  OnnxBuilder b;
+  b.input("x", {2, 3, 4}).ints("zero", {0}).ints("minus_one", {-1});
+  reshape_by_own_batch(b);
   b.node("Relu", {"y"}, {"z"});
   b.output("z");
   Graph graph = import_onnx_bytes(b.bytes(), "m.onnx", ".");
@@ -58,12 +64,7 @@ TEST(Import, ASymbolicBatchAndItsShapeChainFoldAtEachBinding) {
   b.input("x", {0, 3, 4}, onnx::TensorProto::FLOAT, {"batch", "", ""})
       .ints("zero", {0})
       .ints("minus_one", {-1});
-  b.node("Shape", {"x"}, {"s"});
-  auto& g = b.node("Gather", {"s", "zero"}, {"n"});
-  OnnxBuilder::attr(g, "axis", int64_t{0});
-  auto& c = b.node("Concat", {"n", "minus_one"}, {"target"});
-  OnnxBuilder::attr(c, "axis", int64_t{0});
-  b.node("Reshape", {"x", "target"}, {"y"});
+  reshape_by_own_batch(b);
   b.node("ConstantOfShape", {"s"}, {"zeros"});
   b.node("Add", {"x", "zeros"}, {"w"});
   b.output("y").output("w");
