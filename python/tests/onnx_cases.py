@@ -80,7 +80,8 @@ def make_model(name: str, nodes, inputs: dict[str, np.ndarray], outputs, inits: 
     vin = [helper.make_tensor_value_info(k, _ELEM[v.dtype], input_shapes.get(k, list(v.shape)))
            for k, v in inputs.items()]
     outs = [(o, np.float32) if isinstance(o, str) else o for o in outputs]
-    vout = [helper.make_tensor_value_info(o, _ELEM[np.dtype(t)], None) for o, t in outs]
+    # (name, dtype, shape) where shape inference gives none (a Loop's carried values)
+    vout = [helper.make_tensor_value_info(o[0], _ELEM[np.dtype(o[1])], o[2] if len(o) > 2 else None) for o in outs]
     inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()]
     graph = helper.make_graph(list(nodes), name, vin, vout, initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="tyche-onnx-cases")
@@ -747,6 +748,41 @@ case("quantize_blocked_int16", [N("QuantizeLinear", ["x", "s", "z"], "q", axis=1
                                 N("DequantizeLinear", ["q", "s", "z"], axis=1, block_size=3)],
      {"x": U(2, 7) * 50}, inits={"s": P(2, 3), "z": np.asarray([[1, -2, 0], [3, 0, -7]], dtype=np.int16)},
      opset=21)
+
+# Control flow, expanded on import: a while loop (its condition computed by its body) whose body
+# reads an outer weight; a reverse Scan whose body holds an If on an outer constant (captured
+# through both levels); opset 8's batched Scan.
+_vi = helper.make_tensor_value_info
+_loop_body = helper.make_graph(
+    [N("MatMul", ["x_in", "w"], "xw"), N("Add", ["xw", "b"], "xb"), N("Tanh", ["xb"], "x_out"),
+     N("Less", ["i", "five"], "go"), N("ReduceSum", ["x_out", "ax"], "s_out", keepdims=0)],
+    "loop_body", [_vi("i", onnx.TensorProto.INT64, []), _vi("c", onnx.TensorProto.BOOL, []),
+                  _vi("x_in", onnx.TensorProto.FLOAT, [3, 4])],
+    [_vi("go", onnx.TensorProto.BOOL, []), _vi("x_out", onnx.TensorProto.FLOAT, [3, 4]),
+     _vi("s_out", onnx.TensorProto.FLOAT, [3])],
+    initializer=[numpy_helper.from_array(I64(5).reshape(()), "five"),
+                 numpy_helper.from_array(I64([1]), "ax")])
+case("loop_while_reads_outer_weights", [N("Loop", ["m", "go0", "x"], ["y", "sums"], body=_loop_body)],
+     {"x": U(3, 4)}, inits={"m": I64(10).reshape(()), "go0": np.asarray(True), "w": U(4, 4), "b": U(4)},
+     outputs=(("y", np.float32, [3, 4]), "sums"))
+_then = helper.make_graph([N("Mul", ["h", "g"], "t")], "then", [], [_vi("t", onnx.TensorProto.FLOAT, [4])])
+_else = helper.make_graph([N("Sub", ["h", "g"], "e")], "else", [], [_vi("e", onnx.TensorProto.FLOAT, [4])])
+_scan_body = helper.make_graph(
+    [N("Add", ["acc", "row"], "h"), N("If", ["flag"], ["picked"], then_branch=_then, else_branch=_else),
+     N("Identity", ["h"], "acc_out"), N("Sigmoid", ["picked"], "emit")],
+    "scan_body", [_vi("acc", onnx.TensorProto.FLOAT, [4]), _vi("row", onnx.TensorProto.FLOAT, [4])],
+    [_vi("acc_out", onnx.TensorProto.FLOAT, [4]), _vi("emit", onnx.TensorProto.FLOAT, [4])])
+case("scan_reverse_with_if_on_outer_constant",
+     [N("Scan", ["a0", "x"], ["a", "ys"], body=_scan_body, num_scan_inputs=1, scan_input_axes=[1],
+        scan_input_directions=[1], scan_output_axes=[-1], scan_output_directions=[1])],
+     {"x": U(4, 5)}, inits={"a0": U(4), "flag": np.asarray(True), "g": U(4)}, outputs=("a", "ys"))
+_scan8_body = helper.make_graph(
+    [N("Mul", ["s_in", "v"], "s_out"), N("Relu", ["s_out"], "o")], "scan8_body",
+    [_vi("s_in", onnx.TensorProto.FLOAT, [3]), _vi("v", onnx.TensorProto.FLOAT, [3])],
+    [_vi("s_out", onnx.TensorProto.FLOAT, [3]), _vi("o", onnx.TensorProto.FLOAT, [3])])
+case("scan_opset8_batch_of_two", [N("Scan", ["", "s", "x"], ["y", "z"], body=_scan8_body, num_scan_inputs=1,
+                                    directions=[1])],
+     {"s": U(2, 3), "x": U(2, 5, 3)}, outputs=("y", "z"), opset=8)
 
 
 # ================================================================ models of the error tests

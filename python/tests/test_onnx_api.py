@@ -233,6 +233,90 @@ def test_bind_freezes_inputs_that_ops_need_as_constants(tmp_path):
         tyche.onnx.compile(m, bind=[("axes", [0])])
 
 
+def _control_flow_model():
+    """y = x * (1 + 2 + ... + n) by a Loop of n iterations, where n = Ceil(limit) (a float input),
+    then an If on `flag` (a bool input) that negates y or not."""
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Cast", ["i"], ["f"], to=TensorProto.FLOAT),
+         helper.make_node("Add", ["f", "one"], ["f1"]), helper.make_node("Mul", ["x", "f1"], ["xf"]),
+         helper.make_node("Add", ["acc", "xf"], ["acc_out"])],
+        "body", [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []), vi("acc", TensorProto.FLOAT, [2])],
+        [vi("c_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, [2])])
+    neg = helper.make_graph([helper.make_node("Neg", ["s"], ["ng"])], "neg", [], [vi("ng", TensorProto.FLOAT, [2])])
+    keep = helper.make_graph([helper.make_node("Identity", ["s"], ["k"])], "keep", [], [vi("k", TensorProto.FLOAT, [2])])
+    nodes = [helper.make_node("Ceil", ["limit"], ["lc"]), helper.make_node("Cast", ["lc"], ["n"], to=TensorProto.INT64),
+             helper.make_node("Loop", ["n", "", "zero"], ["s"], body=body),
+             helper.make_node("If", ["flag"], ["y"], then_branch=neg, else_branch=keep)]
+    g = helper.make_graph(nodes, "control_flow",
+                          [vi("x", TensorProto.FLOAT, [2]), vi("limit", TensorProto.FLOAT, []),
+                           vi("flag", TensorProto.BOOL, [])], [vi("y", TensorProto.FLOAT, [2])],
+                          initializer=[numpy_helper.from_array(np.float32(1), "one"),
+                                       numpy_helper.from_array(np.zeros(2, np.float32), "zero")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="tyche-test")
+    m.ir_version = 8
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def test_control_flow_expands_once_its_conditions_are_bound():
+    m = _control_flow_model()
+    with pytest.raises(tyche.InputError, match=r"node 'Loop_2' \(Loop\): the trip count \('n'\) must be a one-element "
+                       r"constant: .*; it is computed from the input 'limit': bind it \(--bind\)$"):
+        tyche.onnx.compile(m)
+    with pytest.raises(tyche.InputError, match=r"node 'If_3' \(If\): the condition \('flag'\) must be a one-element "
+                       r"constant: .*: bind it \(--bind\)$"):
+        tyche.onnx.compile(m, bind={"limit": np.float32(3.5)})
+    x = U(2)
+    for limit, flag, want in [(3.5, True, -10 * x), (1.0, False, x), (0.0, False, 0 * x)]:
+        c = tyche.onnx.compile(m, bind={"limit": np.float32(limit), "flag": np.bool_(flag)})
+        np.testing.assert_allclose(c(x=x)["y"], want, rtol=1e-6)
+    with pytest.raises(tyche.InputError, match=r"runs more than 4096 iterations"):
+        tyche.onnx.compile(m, bind={"limit": np.float32(5000), "flag": np.bool_(True)})
+
+
+def _malformed_control_flow(kind):
+    vi = helper.make_tensor_value_info
+    x = vi("x", TensorProto.FLOAT, [2, 3])
+    ident = helper.make_graph([helper.make_node("Identity", ["x"], ["o"])], "g", [], [vi("o", TensorProto.FLOAT, [2, 3])])
+    step = helper.make_graph([helper.make_node("Add", ["s", "r"], ["s2"])], "step",
+                             [vi("s", TensorProto.FLOAT, [3]), vi("r", TensorProto.FLOAT, [3])],
+                             [vi("s2", TensorProto.FLOAT, [3])])
+    inits = [numpy_helper.from_array(np.asarray(True), "t"), numpy_helper.from_array(np.int64(2), "two"),
+             numpy_helper.from_array(np.zeros(3, np.float32), "z")]
+    nodes = {
+        "if without else": [helper.make_node("If", ["t"], ["y"], then_branch=ident)],
+        "if with a left-out condition": [helper.make_node("If", [""], ["y"], then_branch=ident, else_branch=ident)],
+        "loop forever": [helper.make_node("Loop", ["", "", "x"], ["y"], body=helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Neg", ["v"], ["v2"])], "b",
+            [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []), vi("v", TensorProto.FLOAT, [2, 3])],
+            [vi("c2", TensorProto.BOOL, []), vi("v2", TensorProto.FLOAT, [2, 3])]))],
+        "loop body without inputs": [helper.make_node("Loop", ["two", "t"], ["y"], body=ident)],
+        "scan with too many scan inputs": [helper.make_node("Scan", ["z", "x"], ["w", "y"], body=step, num_scan_inputs=5)],
+        "scan body giving too few outputs": [helper.make_node("Scan", ["z", "x"], ["w", "y"], body=step, num_scan_inputs=1)],
+        "scan input axis out of range": [helper.make_node("Scan", ["z", "x"], ["y"], body=step, num_scan_inputs=1,
+                                                          scan_input_axes=[4])],
+    }[kind]
+    g = helper.make_graph(nodes, "bad", [x], [vi("y", TensorProto.FLOAT, None)], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="tyche-test")
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("if without else", r"node 'If_0' \(If\): has no 'else_branch' graph"),
+    ("if with a left-out condition", r"node 'If_0' \(If\): has no condition"),
+    ("loop forever", r"neither a trip count nor a condition"),
+    ("loop body without inputs", r"its body must take the iteration count"),
+    ("scan with too many scan inputs", r"num_scan_inputs \(5\) must be in \[1, 2\]"),
+    ("scan body giving too few outputs", r"node 'Scan_0' \(Scan\): has 2 outputs, its body gives 1"),
+    ("scan input axis out of range", r"scan input axis 4 is out of range for 'x' of rank 2"),
+])
+def test_malformed_control_flow_is_one_line(kind, message):
+    with pytest.raises(tyche.InputError, match=message):
+        tyche.onnx.compile(_malformed_control_flow(kind))
+
+
 def test_supported_ops_are_sorted_with_their_patterns():
     ops = tyche.onnx.supported_ops()
     names = [op for op, _ in ops]

@@ -40,7 +40,7 @@ void convert_to_bfloat16(Graph& graph) {
         if (it == cast_of.end()) {
           std::string name = graph.value(v).name + ".bf16";
           int out = graph.add_value({name, graph.value(v).shape, bf16, {}});
-          Node cast{"Cast", name, {v}, {out}, {}};
+          Node cast{"Cast", name, {v}, {out}, {}, {}};
           cast.attributes["to"] = kOnnxBFloat16;
           nodes.push_back(std::move(cast));
           it = cast_of.emplace(v, out).first;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -29,6 +30,11 @@ struct Value {
   uint64_t bytes() const;
 };
 
+struct Graph;
+
+// The names of the outer values a node's subgraphs read (Node::subgraphs), as a list of strings.
+inline constexpr const char* kCapturesAttribute = "tyche.captures";
+
 using Attribute = std::variant<int64_t, double, std::string, std::vector<int64_t>,
                                std::vector<double>, std::vector<std::string>, runtime::NDArray>;
 
@@ -38,6 +44,10 @@ struct Node {
   std::vector<int> inputs;   // value ids; -1 for an optional input left out
   std::vector<int> outputs;  // value ids; -1 for an optional output left out
   std::map<std::string, Attribute> attributes;
+  // The bodies of If (then_branch, else_branch), Loop and Scan (body), by attribute name. The
+  // outer values a body reads are extra inputs of the node, after its own, in the order that the
+  // kCapturesAttribute attribute names them; control_flow.h expands such nodes on import.
+  std::map<std::string, std::shared_ptr<const Graph>> subgraphs;
 
   bool has(const std::string& attr) const { return attributes.count(attr) > 0; }
   // Typed lookups; a present attribute of another kind throws InputError naming the node.
@@ -57,6 +67,8 @@ struct Graph {
   std::vector<Node> nodes;
   std::vector<int> inputs;   // values the caller supplies (never constants)
   std::vector<int> outputs;  // values the caller gets back
+  // In a subgraph: the values it reads from the graph around it, each named as it is there.
+  std::vector<int> captures;
 
   int add_value(Value v);
   const Value& value(int id) const { return values.at(static_cast<size_t>(id)); }

@@ -128,7 +128,7 @@ class LayoutPass {
     int out = g_.add_value({name, permuted(g_.value(v).shape, perm), g_.value(v).dtype, {}});
     nhwc_.resize(g_.values.size(), false);
     nhwc_[static_cast<size_t>(out)] = to_nhwc;
-    Node t{"Transpose", name, {v}, {out}, {}};
+    Node t{"Transpose", name, {v}, {out}, {}, {}};
     t.attributes["perm"] = perm;
     g_.nodes.push_back(std::move(t));
     return cache[v] = out;

@@ -23,6 +23,9 @@ namespace tyche::graph {
 
 namespace {
 
+// Nesting deeper than this is refused (each level is a Loop, Scan or If inside another's body).
+constexpr int kMaxSubgraphDepth = 16;
+
 // The model file: a regular file protobuf can parse (under 2 GiB), so /dev/zero or a FIFO is
 // refused instead of read forever.
 std::string read_file(const std::string& path) {
@@ -273,39 +276,161 @@ void prelu_slopes_per_channel(onnx::GraphProto& g) {
   }
 }
 
+// libonnx's converter trusts the graph: it crashes on a value read before anything defines it
+// or defined twice, and its shape inference on a zero stride. Those are refused first, in one
+// line, as the import would; a subgraph sees the values defined around it before its node.
+void check_defined(const onnx::GraphProto& g, std::set<std::string> defined,
+                   const std::string& what, int depth) {
+  auto shown = [](std::string name) {  // a name as one line of text
+    for (char& c : name)
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    return name;
+  };
+  if (depth > kMaxSubgraphDepth)
+    throw_input_error("{}: subgraphs nest deeper than {} levels", what, kMaxSubgraphDepth);
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    for (const auto& in : n.input())
+      if (!in.empty() && !defined.count(in))
+        throw_input_error("{}: node {} ({}) reads '{}', which nothing defines before it", what, i,
+                          shown(n.op_type()), shown(in));
+    // The converter's adapters expect control flow's graphs (and a Loop's two first inputs).
+    std::vector<std::string> graphs;
+    if (n.op_type() == "If") graphs = {"then_branch", "else_branch"};
+    if (n.op_type() == "Loop" || n.op_type() == "Scan") graphs = {"body"};
+    for (const std::string& name : graphs)
+      if (std::none_of(n.attribute().begin(), n.attribute().end(),
+                       [&](const auto& a) { return a.name() == name && a.has_g(); }))
+        throw_input_error("{}: node {} ({}) has no '{}' graph", what, i, n.op_type(), name);
+    if (n.op_type() == "Loop" && n.input_size() < 2)
+      throw_input_error(
+          "{}: node {} (Loop) needs a trip count and a condition input (either may "
+          "be empty)",
+          what, i);
+    for (const auto& a : n.attribute()) {
+      // ONNX's shape inference, run before the converter, divides by these.
+      static const std::set<std::string> kDivisors = {"strides", "dilations", "kernel_shape",
+                                                      "blocksize", "group"};
+      if (kDivisors.count(a.name()) &&
+          (std::any_of(a.ints().begin(), a.ints().end(), [](int64_t v) { return v < 1; }) ||
+           (a.type() == onnx::AttributeProto_AttributeType_INT && a.i() < 1)))
+        throw_input_error("{}: node {} ({}): attribute '{}' must be positive", what, i,
+                          shown(n.op_type()), shown(a.name()));
+      if (a.has_g()) check_defined(a.g(), defined, what, depth + 1);
+      for (const auto& sub : a.graphs()) check_defined(sub, defined, what, depth + 1);
+    }
+    for (const auto& out : n.output())
+      if (!out.empty() && !defined.insert(out).second)
+        throw_input_error("{}: value '{}' is defined twice", what, shown(out));
+  }
+  for (const auto& out : g.output())
+    if (!defined.count(out.name()))
+      throw_input_error("{}: output '{}' is not defined by any node", what, shown(out.name()));
+}
+
+// Opset 8's Scan has a batch axis (and sequence_lens), which opset 9's lacks: ONNX's converter
+// only drops the axis from the shapes. Each such Scan is split here into one Scan per batch
+// element, on that element's slices (Gather), whose outputs are stacked back (Unsqueeze,
+// Concat); each of those is then an opset-9 Scan in all but its version, which the converter
+// renames the attributes of.
+void split_batched_scans(onnx::GraphProto& g, const std::string& what) {
+  // The types of the values whose shapes are known (the converter keeps a Scan input whose
+  // shape it knows, which each slice is given: the batched one, whose leading axis it drops).
+  std::map<std::string, onnx::TypeProto> types;
+  for (const auto& v : g.input()) types[v.name()] = v.type();
+  for (const auto& v : g.value_info()) types[v.name()] = v.type();
+  for (const auto& t : g.initializer()) {
+    onnx::TypeProto type;
+    type.mutable_tensor_type()->set_elem_type(t.data_type());
+    for (int64_t d : t.dims())
+      type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    types[t.name()] = type;
+  }
+  auto batch_of = [&](const std::string& value) -> int64_t {
+    auto it = types.find(value);
+    if (it == types.end() || !it->second.tensor_type().has_shape()) return -1;
+    const auto& shape = it->second.tensor_type().shape();
+    return shape.dim_size() > 0 && shape.dim(0).has_dim_value() ? shape.dim(0).dim_value() : -1;
+  };
+  std::vector<onnx::ValueInfoProto> slices;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "Scan" || !(n.domain().empty() || n.domain() == "ai.onnx")) {
+      *nodes.Add() = n;
+      continue;
+    }
+    std::string name = n.name().empty() ? n.output_size() ? n.output(0) : "Scan" : n.name();
+    if (n.input_size() < 2 || !n.input(0).empty())
+      throw_input_error("{}: node '{}' (Scan, opset 8): sequence_lens is not supported", what,
+                        name);
+    int64_t batch = batch_of(n.input(1));
+    for (int i = 1; i < n.input_size(); ++i)
+      if (batch < 1 || batch > 4096 || batch_of(n.input(i)) != batch)
+        throw_input_error("{}: node '{}' (Scan, opset 8): its inputs' batch size is unknown", what,
+                          name);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::string tag = fmt::format("{}/batch{}", name, b);
+      onnx::NodeProto* index = nodes.Add();
+      index->set_op_type("Constant");
+      index->add_output(tag + "/index");
+      auto* a = index->add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+      a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+      a->mutable_t()->add_int64_data(b);
+      onnx::NodeProto scan = n;
+      scan.set_name(tag);
+      for (int i = 1; i < n.input_size(); ++i) {
+        onnx::NodeProto* gather = nodes.Add();
+        gather->set_op_type("Gather");
+        gather->add_input(n.input(i));
+        gather->add_input(tag + "/index");
+        gather->add_output(fmt::format("{}/{}", tag, n.input(i)));
+        scan.set_input(i, gather->output(0));
+        slices.emplace_back();
+        slices.back().set_name(gather->output(0));
+        *slices.back().mutable_type() = types.at(n.input(i));
+      }
+      for (int o = 0; o < n.output_size(); ++o)
+        scan.set_output(o, fmt::format("{}/{}", tag, n.output(o)));
+      *nodes.Add() = scan;
+    }
+    for (int o = 0; o < n.output_size(); ++o) {
+      onnx::NodeProto concat;
+      concat.set_op_type("Concat");
+      auto* axis = concat.add_attribute();
+      axis->set_name("axis");
+      axis->set_type(onnx::AttributeProto_AttributeType_INT);
+      axis->set_i(0);
+      concat.add_output(n.output(o));
+      for (int64_t b = 0; b < batch; ++b) {
+        std::string tag = fmt::format("{}/batch{}", name, b);
+        onnx::NodeProto* unsqueeze = nodes.Add();
+        unsqueeze->set_op_type("Unsqueeze");
+        auto* axes = unsqueeze->add_attribute();
+        axes->set_name("axes");
+        axes->set_type(onnx::AttributeProto_AttributeType_INTS);
+        axes->add_ints(0);
+        unsqueeze->add_input(fmt::format("{}/{}", tag, n.output(o)));
+        unsqueeze->add_output(fmt::format("{}/{}/stacked", tag, n.output(o)));
+        concat.add_input(unsqueeze->output(0));
+      }
+      *nodes.Add() = std::move(concat);
+    }
+  }
+  *g.mutable_node() = std::move(nodes);
+  for (auto& v : slices) *g.add_value_info() = std::move(v);
+}
+
 // The model with its default-domain opset raised to kUpgradeToOpset by ONNX's own version
 // converter (its adapters rewrite each node whose op changed in between). Some adapters need
 // their node's input shapes (Softmax's flattening): ONNX's shape inference gives them first, from
 // the inputs' shapes as `options` binds them.
 onnx::ModelProto upgrade(const onnx::ModelProto& model, int from, const ImportOptions& options,
                          const std::string& what) {
-  // libonnx's converter trusts the graph: it crashes on a value read before anything defines it
-  // or defined twice. Those are refused here first, in one line, as the import would.
-  auto shown = [](std::string name) {  // a name as one line of text
-    for (char& c : name)
-      if (static_cast<unsigned char>(c) < 0x20) c = '?';
-    return name;
-  };
-  std::set<std::string> defined;
-  for (const auto& t : model.graph().initializer()) defined.insert(t.name());
-  for (const auto& in : model.graph().input()) defined.insert(in.name());
-  for (int i = 0; i < model.graph().node_size(); ++i) {
-    const onnx::NodeProto& n = model.graph().node(i);
-    for (const auto& in : n.input())
-      if (!in.empty() && !defined.count(in))
-        throw_input_error("{}: node {} ({}) reads '{}', which nothing defines before it", what, i,
-                          shown(n.op_type()), shown(in));
-    for (const auto& out : n.output())
-      if (!out.empty() && !defined.insert(out).second)
-        throw_input_error("{}: value '{}' is defined twice", what, shown(out));
-    for (const auto& a : n.attribute())
-      if (a.has_g() || a.graphs_size() > 0)
-        throw_input_error("{}: node {} ({}) has a subgraph, which Tyche does not read", what, i,
-                          shown(n.op_type()));
-  }
-  for (const auto& out : model.graph().output())
-    if (!defined.count(out.name()))
-      throw_input_error("{}: output '{}' is not defined by any node", what, shown(out.name()));
+  check_defined(model.graph(), {}, what, 0);
   try {
     onnx::ModelProto shaped = model;
     for (auto& in : *shaped.mutable_graph()->mutable_input()) {
@@ -317,6 +442,7 @@ onnx::ModelProto upgrade(const onnx::ModelProto& model, int from, const ImportOp
     }
     onnx::shape_inference::InferShapes(shaped);
     if (from < 7) prelu_slopes_per_channel(*shaped.mutable_graph());
+    if (from < 9) split_batched_scans(*shaped.mutable_graph(), what);
     return onnx::version_conversion::ConvertVersion(shaped, kUpgradeToOpset);
   } catch (const std::exception& e) {
     std::string why = e.what();
@@ -336,11 +462,12 @@ bool converter_reads(const std::string& op, const std::string& attribute) {
 
 // Every op type the model uses that Tyche lacks, with counts, and every node whose op's schema at
 // `opset` Tyche cannot read, as one message.
-void check_ops(const onnx::GraphProto& g, int opset, const std::string& what) {
-  std::map<std::string, int> missing;
-  std::vector<std::string> nodes;
+void find_op_problems(const onnx::GraphProto& g, int opset, std::map<std::string, int>& missing,
+                      std::vector<std::string>& nodes) {
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
+    for (const auto& a : n.attribute())  // the ops of If, Loop and Scan bodies too
+      if (a.has_g()) find_op_problems(a.g(), opset, missing, nodes);
     bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
     std::string type = default_domain ? n.op_type() : n.domain() + ":" + n.op_type();
     if (type != "Constant" && !find_op(type)) {
@@ -371,6 +498,12 @@ void check_ops(const onnx::GraphProto& g, int opset, const std::string& what) {
       nodes.push_back(fmt::format("node '{}' ({}, version {} at opset {}): {}", name, n.op_type(),
                                   schema->since_version, opset, why));
   }
+}
+
+void check_ops(const onnx::GraphProto& g, int opset, const std::string& what) {
+  std::map<std::string, int> missing;
+  std::vector<std::string> nodes;
+  find_op_problems(g, opset, missing, nodes);
   if (missing.empty() && nodes.empty()) return;
   std::vector<std::string> parts;
   if (!missing.empty()) {
@@ -446,6 +579,128 @@ void leave_out_unread_optional_outputs(Graph& graph) {
       if (n.outputs[o] >= 0 && !read[static_cast<size_t>(n.outputs[o])]) n.outputs[o] = -1;
 }
 
+// The names a graph's nodes can read: its own values, then (in a subgraph) those of the graphs
+// around it, which it captures (Graph::captures) the first time it reads them.
+struct Scope {
+  Graph& graph;
+  Scope* outer = nullptr;
+  std::map<std::string, int> ids;
+  std::vector<std::string> captured;
+
+  bool visible(const std::string& name) const {
+    return ids.count(name) || (outer && outer->visible(name));
+  }
+  int find(const std::string& name) {
+    if (auto it = ids.find(name); it != ids.end()) return it->second;
+    if (!outer || outer->find(name) < 0) return -1;
+    int id = graph.add_value({name, {}, {}, {}});  // typed by the outer value on expansion
+    ids[name] = id;
+    captured.push_back(name);
+    graph.captures.push_back(id);
+    return id;
+  }
+};
+
+void read_nodes(const onnx::GraphProto& g, Scope& scope, const std::string& what,
+                const std::string& dir, int depth);
+
+// An If branch or a Loop or Scan body: its inputs (typed where the model says), initializers and
+// nodes; the outer values it reads become its captures.
+std::shared_ptr<const Graph> read_subgraph(const onnx::GraphProto& g, Scope& outer,
+                                           const std::string& what, const std::string& dir,
+                                           int depth) {
+  auto body = std::make_shared<Graph>();
+  body->name = g.name();
+  body->opset = outer.graph.opset;
+  body->opset_read = outer.graph.opset_read;
+  Scope scope{*body, &outer, {}, {}};
+  for (const auto& init : g.initializer()) {
+    if (scope.visible(init.name()))
+      throw_input_error("{}: value '{}' is defined twice", what, init.name());
+    Value v{init.name(), {}, {}, tensor_of(init, what, dir)};
+    v.shape = v.constant.shape();
+    v.dtype = v.constant.dtype();
+    scope.ids[init.name()] = body->add_value(std::move(v));
+  }
+  for (const auto& in : g.input()) {
+    if (scope.ids.count(in.name())) continue;
+    if (outer.visible(in.name()))
+      throw_input_error("{}: value '{}' is defined twice", what, in.name());
+    int id = body->add_value({in.name(), {}, {}, {}});  // given by the node on expansion
+    scope.ids[in.name()] = id;
+    body->inputs.push_back(id);
+  }
+  read_nodes(g, scope, what, dir, depth);
+  for (const auto& out : g.output()) {
+    int id = scope.find(out.name());
+    if (id < 0) throw_input_error("{}: output '{}' is not defined by any node", what, out.name());
+    body->outputs.push_back(id);
+  }
+  return body;
+}
+
+void read_nodes(const onnx::GraphProto& g, Scope& scope, const std::string& what,
+                const std::string& dir, int depth) {
+  Graph& graph = scope.graph;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& p = g.node(i);
+    Node n{p.op_type(), p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name(),
+           {},          {},
+           {},          {}};
+    for (const auto& in : p.input()) {
+      if (in.empty()) {
+        n.inputs.push_back(-1);
+        continue;
+      }
+      int id = scope.find(in);
+      if (id < 0)
+        throw_input_error("{}: node '{}' reads '{}', which nothing defines before it", what, n.name,
+                          in);
+      n.inputs.push_back(id);
+    }
+    std::vector<std::string> captured;  // by all of the node's subgraphs, once each
+    for (const auto& a : p.attribute()) {
+      if (a.type() != onnx::AttributeProto_AttributeType_GRAPH) {
+        n.attributes[a.name()] = attribute_of(a, fmt::format("{}: node '{}'", what, n.name), dir);
+        continue;
+      }
+      if (depth + 1 > kMaxSubgraphDepth)
+        throw_input_error("{}: node '{}' ({}): subgraphs nest deeper than {} levels", what, n.name,
+                          n.op, kMaxSubgraphDepth);
+      auto body = read_subgraph(a.g(), scope, what, dir, depth + 1);
+      for (int c : body->captures) {
+        const std::string& name = body->value(c).name;
+        if (std::find(captured.begin(), captured.end(), name) == captured.end())
+          captured.push_back(name);
+      }
+      n.subgraphs[a.name()] = std::move(body);
+    }
+    if (!captured.empty()) {
+      for (const std::string& name : captured) n.inputs.push_back(scope.find(name));
+      n.attributes[kCapturesAttribute] = captured;
+    }
+    if (n.op == "Constant") {
+      if (p.output_size() != 1)
+        throw_input_error("{}: node '{}' (Constant) must have one output", what, n.name);
+      Value v{p.output(0), {}, {}, constant_node_value(n)};
+      v.shape = v.constant.shape();
+      v.dtype = v.constant.dtype();
+      scope.ids[p.output(0)] = graph.add_value(std::move(v));
+      continue;
+    }
+    for (const auto& out : p.output()) {
+      if (out.empty()) {
+        n.outputs.push_back(-1);
+        continue;
+      }
+      if (scope.visible(out)) throw_input_error("{}: value '{}' is defined twice", what, out);
+      int id = graph.add_value({out, {}, {}, {}});
+      scope.ids[out] = id;
+      n.outputs.push_back(id);
+    }
+    graph.nodes.push_back(std::move(n));
+  }
+}
 }  // namespace
 
 void parse_input_shape(const std::string& text, ImportOptions& options) {
@@ -488,7 +743,8 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
   const onnx::GraphProto& g = model.graph();
   graph.name = g.name().empty() ? "model" : g.name();
   check_ops(g, graph.opset, what);
-  std::map<std::string, int> ids;
+  Scope scope{graph, nullptr, {}, {}};
+  std::map<std::string, int>& ids = scope.ids;
   for (const auto& init : g.initializer()) {
     std::optional<NarrowType> narrow = narrow_type(init.data_type());
     Value v{init.name(),
@@ -536,47 +792,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const
     ids[in.name()] = id;
     graph.inputs.push_back(id);
   }
-  for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto& p = g.node(i);
-    Node n{p.op_type(),
-           p.name().empty() ? fmt::format("{}_{}", p.op_type(), i) : p.name(),
-           {},
-           {},
-           {}};
-    for (const auto& a : p.attribute())
-      n.attributes[a.name()] = attribute_of(a, fmt::format("{}: node '{}'", what, n.name), dir);
-    for (const auto& in : p.input()) {
-      if (in.empty()) {
-        n.inputs.push_back(-1);
-        continue;
-      }
-      auto it = ids.find(in);
-      if (it == ids.end())
-        throw_input_error("{}: node '{}' reads '{}', which nothing defines before it", what, n.name,
-                          in);
-      n.inputs.push_back(it->second);
-    }
-    if (n.op == "Constant") {
-      if (p.output_size() != 1)
-        throw_input_error("{}: node '{}' (Constant) must have one output", what, n.name);
-      Value v{p.output(0), {}, {}, constant_node_value(n)};
-      v.shape = v.constant.shape();
-      v.dtype = v.constant.dtype();
-      ids[p.output(0)] = graph.add_value(std::move(v));
-      continue;
-    }
-    for (const auto& out : p.output()) {
-      if (out.empty()) {
-        n.outputs.push_back(-1);
-        continue;
-      }
-      if (ids.count(out)) throw_input_error("{}: value '{}' is defined twice", what, out);
-      int id = graph.add_value({out, {}, {}, {}});
-      ids[out] = id;
-      n.outputs.push_back(id);
-    }
-    graph.nodes.push_back(std::move(n));
-  }
+  read_nodes(g, scope, what, dir, 0);
   for (const auto& out : g.output()) {
     auto it = ids.find(out.name());
     if (it == ids.end())

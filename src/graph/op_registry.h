@@ -154,6 +154,8 @@ inline ir::Expr clamped_index(ir::Expr k, int64_t n) {
   return ir::max(ir::min(std::move(k), const_i32(n - 1)), ir::Expr(0));
 }
 
+// If, Loop and Scan never reach a converter: control_flow.h expands them first.
+std::vector<te::Tensor> control_flow(ConvertContext& c);
 std::vector<te::Tensor> relu(ConvertContext& c);
 std::vector<te::Tensor> clip(ConvertContext& c);
 std::vector<te::Tensor> leaky_relu(ConvertContext& c);

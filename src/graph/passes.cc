@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "graph/control_flow.h"
 #include "graph/narrow_types.h"
 #include "graph/op_registry.h"
 #include "interp/interpreter.h"
@@ -90,6 +91,18 @@ void infer_and_fold(Graph& graph) {
   std::vector<bool> folded(graph.nodes.size(), false);
   te::AllowEmptyExtents empty_tensors_have_shapes;
   for (size_t k = 0; k < graph.nodes.size(); ++k) {
+    while (k < graph.nodes.size() && is_control_flow(graph.nodes[k].op)) {
+      // Its body's nodes take its place, and are inferred and folded next.
+      std::vector<Node> expansion = expand_control_flow(graph, graph.nodes[k]);
+      auto at = graph.nodes.begin() + static_cast<std::ptrdiff_t>(k);
+      graph.nodes.erase(at);
+      graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(k),
+                         std::make_move_iterator(expansion.begin()),
+                         std::make_move_iterator(expansion.end()));
+      folded.erase(folded.begin() + static_cast<std::ptrdiff_t>(k));
+      folded.insert(folded.begin() + static_cast<std::ptrdiff_t>(k), expansion.size(), false);
+    }
+    if (k >= graph.nodes.size()) break;
     const Node& n = graph.nodes[k];
     std::vector<te::Tensor> placeholders;
     for (size_t i = 0; i < n.inputs.size(); ++i) {

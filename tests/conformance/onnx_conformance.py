@@ -261,6 +261,13 @@ def _run(case: tuple[str, bytes, list, list, float, float]) -> tuple[str, str, s
                 if named.group(1) in given:
                     bind[named.group(1)] = given[named.group(1)]
                     continue
+                # Tyche names the inputs a computed value comes from: bind those.
+                sources = re.search(r"computed from the inputs? ((?:'[^']+'(?:, )?)+)", str(e))
+                if sources:
+                    names = re.findall(r"'([^']+)'", sources.group(1))
+                    if all(k in given and k not in bind for k in names):
+                        bind.update({k: given[k] for k in names})
+                        continue
                 # A value computed from inputs (a window's size, a crop's shape): bind the integer
                 # inputs it may come from, as a user would.
                 ints = {k: v for k, v in given.items() if k not in bind and np.asarray(v).dtype.kind in "iu"}

@@ -693,7 +693,8 @@ class Cases(Models):
     def mutation_cases(self, count: int):
         rng = random.Random(self.args.seed * 7919 + 1)
         bases = {"mlp": self.mlp(), "conv": self.conv(), "conv_opset9": self.conv_opset9(), "shapes": self.shapes(),
-                 "gemm_norm": self.gemm_norm(), "narrow": self.narrow(), "ext": self.external_valid()}
+                 "gemm_norm": self.gemm_norm(), "narrow": self.narrow(), "control_flow": self.control_flow(),
+                 "ext": self.external_valid()}
         root, folder = self.model_folder("mutations")
         for link, target in (("link.bin", "../sentinel.txt"), ("up", "..")):
             if not (folder / link).is_symlink():

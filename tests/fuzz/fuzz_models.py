@@ -169,9 +169,39 @@ class Models:
 
     # ---- random mutations ----
 
+    def control_flow(self):
+        """If, Loop and Scan (expanded on import): a Loop whose body reads an outer weight and
+        holds an If on an outer flag, then a Scan over the loop's scan output; mutations reach
+        the bodies (mutate_proto picks a subgraph too)."""
+        vi = self.vi
+        then = helper.make_graph([helper.make_node("Relu", ["h"], ["t"])], "then", [], [vi("t", [2])])
+        other = helper.make_graph([helper.make_node("Neg", ["h"], ["e"])], "else", [], [vi("e", [2])])
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["c2"]), helper.make_node("Mul", ["v", "w"], ["h"]),
+             helper.make_node("If", ["flag"], ["v2"], then_branch=then, else_branch=other),
+             helper.make_node("Identity", ["v2"], ["out"])],
+            "body", [vi("i", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL), vi("v", [2])],
+            [vi("c2", [], TensorProto.BOOL), vi("v2", [2]), vi("out", [2])])
+        step = helper.make_graph([helper.make_node("Add", ["s", "r"], ["s2"]), helper.make_node("Identity", ["s2"], ["o"])],
+                                 "step", [vi("s", [2]), vi("r", [2])], [vi("s2", [2]), vi("o", [2])])
+        inits = [numpy_helper.from_array(np.int64(3), "n"), numpy_helper.from_array(np.asarray(True), "flag"),
+                 numpy_helper.from_array(np.array([0.5, -2], np.float32), "w")]
+        nodes = [helper.make_node("Loop", ["n", "", "x"], ["last", "seq"], body=body),
+                 helper.make_node("Scan", ["last", "seq"], ["y", "z"], body=step, num_scan_inputs=1,
+                                  scan_input_directions=[1])]
+        return self.model(nodes, [vi("x", [2])], [vi("y", [2]), vi("z", [3, 2])], inits, name="control_flow")
+
     def mutate_proto(self, m: onnx.ModelProto, rng: random.Random) -> str:
-        """One structured mutation of a model, in place; returns what it did."""
-        g = m.graph
+        """One structured mutation of a model (or of one of its If, Loop or Scan bodies), in place;
+        returns what it did."""
+        graphs, todo = [m.graph], [m.graph]
+        while todo:
+            for n in todo.pop().node:
+                for a in n.attribute:
+                    if a.HasField("g"):
+                        graphs.append(a.g)
+                        todo.append(a.g)
+        g = rng.choice(graphs) if rng.random() < 0.5 else m.graph
         choice = rng.randrange(12)
         huge = rng.choice([0, -1, -(1 << 62), 1 << 31, 1 << 32, (1 << 62), (1 << 63) - 1, 3, 1 << 20])
         if choice == 0 and len(g.initializer):
@@ -270,7 +300,7 @@ class Models:
         d.mkdir(parents=True, exist_ok=True)
         models = {"mlp": self.mlp(), "conv": self.conv(), "conv_opset9": self.conv_opset9(), "shapes": self.shapes(),
                   "gemm_norm": self.gemm_norm(), "narrow": self.narrow(),
-                  "ext": self.external_valid(), "ext_offset": self.external_valid(offset=128),
+                  "control_flow": self.control_flow(), "ext": self.external_valid(), "ext_offset": self.external_valid(offset=128),
                   "ext_sentinel": self.external([("location", "outside.bin"), ("length", 64)]),
                   "ext_dotdot": self.external([("location", "../sentinel.txt"), ("length", 64)]),
                   "wrap": self.model([helper.make_node("Slice", ["W_big", "st", "en", "ax"], ["y"])], [],

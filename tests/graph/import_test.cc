@@ -192,6 +192,12 @@ TEST(Import, AMalformedOldModelIsRefusedBeforeTheVersionConverterSeesIt) {
   twice.node("Relu", {"x"}, {"y"});
   twice.node("Relu", {"x"}, {"y"});
   EXPECT_THAT(error_of(twice.bytes()), HasSubstr("value 'y' is defined twice"));
+  // Its shape inference divides by a Conv's strides (found by the fuzz test: SIGFPE).
+  OnnxBuilder zero(9);
+  zero.input("x", {1, 3, 8, 8}).output("y").weight("w", {4, 3, 3, 3});
+  OnnxBuilder::attr(zero.node("Conv", {"x", "w"}, {"y"}), "strides", std::vector<int64_t>{1, 0});
+  EXPECT_THAT(error_of(zero.bytes()),
+              HasSubstr("node 0 (Conv): attribute 'strides' must be positive"));
 }
 
 TEST(Import, NewerOpsetsReadEachOpAtItsOwnVersion) {
