@@ -26,7 +26,7 @@ def suite(args, build_dir, **kw):
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory, build_dir):
     out = tmp_path_factory.mktemp("results")
-    r = suite(["--workloads", "GMM-1,DENSE_RELU-1", "--scale-down", "--trials", "8", "--rounds", "3", "--window", "0.005",
+    r = suite(["--workloads", "GMM-1,DENSE_RELU-1", "--scale-down", "--trials", "8", "--rounds", "3", "--window", "0.005", "--settle", "0.02",
                "--roofline-seconds", "0.1", "--confirm-top", "4", "--quick-search", "64", "--out", str(out), "--work", str(out / "work")],
               build_dir, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -38,7 +38,7 @@ def test_a_small_run_measures_every_implementation_correctly(small_run):
     out, path, r = small_run
     results = report.load(str(path))
     assert results["config"]["trials"] == 8 and results["config"]["tvm"] is False
-    assert results["config"]["order"] == "rotated by one each round" and results["config"]["settle_s"] == 0.25
+    assert results["config"]["order"] == "rotated by one each round" and results["config"]["settle_s"] == 0.02
     assert [w["name"] for w in results["workloads"]] == ["GMM-1", "DENSE_RELU-1"]
     roof = results["roofline"]
     assert roof["peak_gflops"] > 0 and roof["bandwidth_gbs"] > 0 and roof["vector_bits"] in (128, 256, 512)
@@ -87,7 +87,7 @@ def test_resume_adds_only_the_missing_workloads(small_run, build_dir, tmp_path):
     resumed = tmp_path / "resumed.json"
     resumed.write_text(path.read_text())
     before = report.load(str(resumed))
-    common = ["--scale-down", "--rounds", "3", "--window", "0.005", "--confirm-top", "4", "--quick-search", "64",
+    common = ["--scale-down", "--rounds", "3", "--window", "0.005", "--settle", "0.02", "--confirm-top", "4", "--quick-search", "64",
               "--work", str(tmp_path / "work")]
     r = suite(["--resume", str(resumed), "--workloads", "SFM-1,GMM-1", "--trials", "8", *common], build_dir, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -107,7 +107,7 @@ def test_remeasure_times_the_systems_again_and_keeps_the_tunings(small_run, buil
     before = json.loads(path.read_text())
     before["workloads"][0]["notes"] = {"tyche": "an explanation of the old timings"}
     again.write_text(json.dumps(before))
-    common = ["--scale-down", "--rounds", "3", "--window", "0.005", "--trials", "8", "--work", str(tmp_path / "work")]
+    common = ["--scale-down", "--rounds", "3", "--window", "0.005", "--settle", "0.02", "--trials", "8", "--work", str(tmp_path / "work")]
     r = suite(["--remeasure", str(again), "--workloads", "GMM-1", *common], build_dir, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "tuning with" not in r.stderr and "measuring every implementation again, tunings kept (tyche)" in r.stderr
