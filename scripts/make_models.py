@@ -16,7 +16,8 @@ Importable too (put scripts/ on sys.path):
     feeds = example_inputs("resnet_small")   # {input name: numpy array}
 
 The _int8 models are their float model quantized by onnxruntime's quantizer (_quantized; built
-only when asked for: they need onnxruntime). Every other model is opset 17 with ir_version 8 (so older runtimes read it), float32, with static
+only when asked for: they need onnxruntime). The light_ models are the nine model-zoo
+architectures the onnx wheel ships with light weights (written only when asked for). Every other model is opset 17 with ir_version 8 (so older runtimes read it), float32, with static
 shapes. Each has its own fixed seed (MODELS), so a model's bytes are the same on every run (on
 another machine the BatchNormalization statistics, computed in float64 by numpy's BLAS, may differ
 in their last bits).
@@ -408,6 +409,16 @@ def _quantized(base: str) -> onnx.ModelProto:
     return model
 
 
+def _light(arch: str) -> onnx.ModelProto:
+    """The model zoo's architecture `arch` as the onnx wheel ships it with light weights
+    (onnx/backend/test/data/light: opset 9, its weights made by ConstantOfShape nodes)."""
+    path = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", f"light_{arch}.onnx")
+    return onnx.load(path)
+
+
+LIGHT = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet", "squeezenet",
+         "vgg19", "zfnet512")
+
 MODELS = {
     "resnet50": (resnet50, 50, "ResNet-50 v1.5, 1x3x224x224 -> 1000 logits"),
     "mobilenetv2": (mobilenetv2, 2, "MobileNet-v2 (width 1.0), 1x3x224x224 -> 1000 logits"),
@@ -417,6 +428,8 @@ MODELS = {
     "bert_small": (bert_small, 1768, "BERT encoder, 2 layers, hidden 64, 4 heads, seq 16, vocab 100"),
     "resnet50_int8": (lambda seed: _quantized("resnet50"), 50, "resnet50 quantized by onnxruntime (QDQ, u8 x s8)"),
     "resnet_small_int8": (lambda seed: _quantized("resnet_small"), 1050, "resnet_small quantized by onnxruntime"),
+    **{f"light_{a}": (lambda seed, a=a: _light(a), 0, f"the onnx wheel's light {a} (opset 9, 1x3x224x224)")
+       for a in LIGHT},
 }
 
 
@@ -439,6 +452,11 @@ def example_inputs(name: str, seed: int = 0) -> dict[str, np.ndarray]:
         return {"input_ids": rng.integers(0, vocab, (1, seq), dtype=np.int64), "attention_mask": mask}
     if name not in MODELS:
         raise KeyError(f"unknown model '{name}'")
+    if name.startswith("light_"):  # its one input, in [-1, 1)
+        (vi,) = [i for i in build_model(name).graph.input if i.name not in
+                 {t.name for t in build_model(name).graph.initializer}]
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        return {vi.name: rng.uniform(-1, 1, shape).astype(np.float32)}
     name = name.removesuffix("_int8")  # a quantized model takes its float model's input
     size = 224 if name in ("resnet50", "mobilenetv2") else 32
     return {"input": rng.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)}
@@ -484,7 +502,8 @@ def main(argv=None) -> int:
         return 0
     if not args.out:
         ap.error("--out DIR is required (unless --list)")
-    default = [n for n in MODELS if not n.endswith("_int8")]  # the quantized ones need onnxruntime
+    # the quantized ones need onnxruntime; the light ones are the onnx wheel's files
+    default = [n for n in MODELS if not n.endswith("_int8") and not n.startswith("light_")]
     names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models else default
     unknown = [n for n in names if n not in MODELS]
     if unknown:

@@ -29,6 +29,9 @@ std::vector<std::string> block_names(const ir::PrimFunc& func) {
   return names;
 }
 
+// Past this many design spaces a task's later blocks take each rule's first variant only.
+constexpr size_t kMaxDesignSpaces = 16;
+
 class PostOrderApply : public SpaceGenerator {
  public:
   explicit PostOrderApply(std::vector<ScheduleRulePtr> rules) : rules_(std::move(rules)) {}
@@ -62,13 +65,18 @@ class PostOrderApply : public SpaceGenerator {
         std::vector<Schedule> states;
         states.push_back(std::move(sch));
         for (const schedule::BlockRV& block : blocks) {
+          // A rule's variants multiply block after block (a recurrence's task has dozens of
+          // products): once there are kMaxDesignSpaces, each state keeps its first variant.
+          bool full = next.size() + states.size() >= kMaxDesignSpaces;
           std::vector<Schedule> applied;
           for (Schedule& s : states) {
             if (!s.block_sref(block).ok()) {  // removed by an earlier rule (inlined)
               applied.push_back(std::move(s));
               continue;
             }
-            for (Schedule& r : rule->apply(std::move(s), block)) applied.push_back(std::move(r));
+            std::vector<Schedule> variants = rule->apply(std::move(s), block);
+            if (full && variants.size() > 1) variants.erase(variants.begin() + 1, variants.end());
+            for (Schedule& r : variants) applied.push_back(std::move(r));
           }
           states = std::move(applied);
         }
