@@ -54,6 +54,11 @@ def _generate_node_cases() -> list[Case]:
     return out
 
 
+def _selected(name: str, only: str) -> bool:
+    """--only: the names holding any of its comma-separated parts (all, when empty)."""
+    return not only or any(part and part in name for part in only.split(","))
+
+
 def _node_cases(only: str, cache: str = "") -> list[Case]:
     """The generators' cases, from `cache` (a folder) when it holds this onnx version's."""
     import onnx
@@ -69,7 +74,7 @@ def _node_cases(only: str, cache: str = "") -> list[Case]:
             with open(tmp, "wb") as fh:
                 pickle.dump(cases, fh, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
-    return [c for c in cases if not only or only in c[0]]
+    return [c for c in cases if _selected(c[0], only)]
 
 
 def _op_of(name: str, data: bytes) -> str:
@@ -177,7 +182,7 @@ def _model_cases(only: str) -> list[tuple[str, bytes, list, list, float, float]]
         if kind == "node":
             continue
         name = f"{kind}/{os.path.basename(folder)}"
-        if only and only not in name:
+        if not _selected(name, only):
             continue
         for data in sorted(glob.glob(os.path.join(folder, "test_data_set_*"))):
             def read(prefix: str) -> list:
@@ -212,7 +217,7 @@ def _light_model_cases(only: str, which: str = "all") -> list[Case]:
     for model_path in sorted(glob.glob(os.path.join(root, "light_*.onnx"))):
         model_name = os.path.basename(model_path)[len("light_"):-len(".onnx")]
         name = "light/" + model_name
-        if (only and only not in name) or (which != "all" and model_name not in which.split(",")):
+        if not _selected(name, only) or (which != "all" and model_name not in which.split(",")):
             continue
         with open(model_path, "rb") as fh:
             data = fh.read()
@@ -339,7 +344,7 @@ def _kind(detail: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="", help="run the cases whose name holds this")
+    ap.add_argument("--only", default="", help="run the cases whose name holds this (or any of these, comma-separated)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", default="", help="write {case: [status, detail]} here")
     ap.add_argument("--timeout", type=float, default=600, help="seconds for all cases")

@@ -380,7 +380,9 @@ TEST(CliTune, JsonProgressResumeAndTheBestRecord) {
   std::string db = testing::TempDir() + "/tyche_cli_tune_" + std::to_string(getpid());
   std::string json = db + ".json";
   std::filesystem::remove_all(db);
-  Result t = run("tune GMM-1 --trials 16 --batch 8 --strategy replay-trace --db " + db +
+  // Four leaders timed again: the confirmation's output, records and resumption, at a quarter of
+  // the default's time.
+  Result t = run("tune GMM-1 --trials 16 --batch 8 --strategy replay-trace --confirm 4 --db " + db +
                  " --json " + json);
   ASSERT_EQ(t.code, 0) << t.err;
   // Not a terminal: one progress line per round.
@@ -389,19 +391,19 @@ TEST(CliTune, JsonProgressResumeAndTheBestRecord) {
   EXPECT_THAT(t.out, testing::HasSubstr("16 trials (0 failed), best "));
   EXPECT_THAT(t.out, testing::HasSubstr("sch.get_block(name=\"Z\")"));
   EXPECT_THAT(t.out, testing::HasSubstr("outside building and running"));
-  EXPECT_THAT(t.out, testing::HasSubstr("(the fastest of the 16 best timed again, 5 rounds;"));
+  EXPECT_THAT(t.out, testing::HasSubstr("(the fastest of the 4 best timed again, 5 rounds;"));
   EXPECT_THAT(t.out, testing::HasSubstr("leaders timed again"));
   std::string j = take_file(json);
   for (const char* key :
        {"\"workload\": \"GMM-1\"", "\"trials\": 16", "\"best_latency_s\"", "\"best_gflops\"",
         "\"wall_s\"", "\"history\"", "\"elapsed_s\"", "\"corrected_best_gflops\"", "\"best_trace\"",
-        "\"confirmed\": 16", "\"search_best_latency_s\"", "\"refusals\"", "\"confirm_s\""})
+        "\"confirmed\": 4", "\"search_best_latency_s\"", "\"refusals\"", "\"confirm_s\""})
     EXPECT_THAT(j, testing::HasSubstr(key));
   Result again =
       run("tune GMM-1 --trials 8 --batch 8 --confirm 0 --population 64 --generations 2 --db " + db);
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_THAT(again.out,
-              testing::HasSubstr("resumed from 32 records"));  // 16 and the 16 timed again
+              testing::HasSubstr("resumed from 20 records"));  // 16 and the 4 timed again
   EXPECT_THAT(again.out, testing::Not(testing::HasSubstr("timed again,")));
   // The best record, applied.
   Result r = run("run GMM-1 --repeat 1 --db " + db);
@@ -490,7 +492,8 @@ TEST(CliCheck, GpuTargetsLowerTheBoundProgramToKernels) {
 // tune and sample-measure on the OpenCL device (PoCL here): candidates built in the tuner, run,
 // checked and timed in the isolated worker.
 TEST(CliTune, TunesForOpenCL) {
-  Result t = run("tune GMM-1 --trials 6 --target opencl --population 64 --generations 2");
+  Result t =
+      run("tune GMM-1 --trials 6 --target opencl --population 64 --generations 2 --confirm 2");
   if (t.code != 0 && t.err.find("OpenCL") != std::string::npos) GTEST_SKIP() << t.err;
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_THAT(t.out, testing::HasSubstr("6 trials (0 failed)"));
