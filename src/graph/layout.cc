@@ -101,7 +101,15 @@ class LayoutPass {
     return false;
   }
 
+  // Identity, and Dropout at inference (its mask, where named, is all true): a copy, which keeps
+  // its input's layout rather than sending it back to NCHW and the next convolution's input to
+  // NHWC again (SqueezeNet's and Inception v1's Dropout sit between 4-D activations).
+  static bool is_copy(const Node& n) { return n.op == "Identity" || n.op == "Dropout"; }
+
   bool channels_last(const Node& n) const {
+    if (is_copy(n))
+      return !n.inputs.empty() && n.inputs[0] >= 0 && is_nhwc(n.inputs[0]) && !n.outputs.empty() &&
+             n.outputs[0] >= 0;
     if (n.outputs.size() != 1 || n.outputs[0] < 0 || g_.value(n.outputs[0]).shape.size() != 4)
       return false;
     if (auto w = conv_weight_input(n.op))
@@ -173,12 +181,14 @@ class LayoutPass {
       if (axis < 0) axis += 4;
       n.attributes["axis"] =
           kToNchw[static_cast<size_t>(axis)];  // where NCHW axis `axis` sits in NHWC
-    } else if (!is_pointwise(n.op)) {
+    } else if (!is_pointwise(n.op) && !is_copy(n)) {
       n.attributes[kLayoutAttribute] = std::string("NHWC");
     }
-    int out = n.outputs[0];
-    g_.value(out).shape = permuted(g_.value(out).shape, kToNhwc);
-    nhwc_[static_cast<size_t>(out)] = true;
+    for (int out : n.outputs) {  // a copy's outputs all have its input's shape (Dropout's mask)
+      if (out < 0) continue;
+      g_.value(out).shape = permuted(g_.value(out).shape, kToNhwc);
+      nhwc_[static_cast<size_t>(out)] = true;
+    }
   }
 
   Graph& g_;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "../common/exhausting_kernel.h"
@@ -277,6 +278,68 @@ TEST(Codegen, RoundTakesHalvesToEven) {
   }
   EXPECT_EQ(std::nearbyint(2.5), 2.0);
   EXPECT_EQ(std::nearbyint(-5.5), -6.0);
+}
+
+// pow with an exponent of 1/4, 1/2 or 3/4 (LRN's) is built from square roots: vectorized, no libm
+// call, within 2 ulp of std::pow and with its special values (-0, -inf, negatives, NaN).
+TEST(Codegen, PowOfQuartersIsSquareRootsWithPowsSpecialValues) {
+  using namespace te;
+  const std::vector<float> values = {0.0f,
+                                     -0.0f,
+                                     1.0f,
+                                     2.0f,
+                                     0.3f,
+                                     1e-3f,
+                                     7.5f,
+                                     1e30f,
+                                     1e-40f,
+                                     3.4e38f,
+                                     -1.0f,
+                                     -2.5f,
+                                     std::numeric_limits<float>::infinity(),
+                                     -std::numeric_limits<float>::infinity(),
+                                     std::numeric_limits<float>::quiet_NaN(),
+                                     1.0001f};
+  const int64_t n = 16;
+  ASSERT_EQ(static_cast<int64_t>(values.size()), n);
+  runtime::NDArray in({n}, kFloat32);
+  for (int64_t e = 0; e < n; ++e) in.set_flat(e, values[e]);
+  for (double p : {0.25, 0.5, 0.75}) {
+    Tensor a = placeholder({n}, kFloat32, "A");
+    Tensor c = compute(
+        {n},
+        [&](Var i) {
+          return ir::call(ir::CallOp::kPow, {a(i), ir::make_float(p)});
+        },
+        "C");
+    ir::PrimFunc f = create_prim_func({a, c});
+    schedule::Schedule sch(f);
+    auto l = sch.get_loops(sch.get_block("C").value()).value();
+    sch.vectorize(sch.split(l[0], {std::nullopt, 8}).value()[1]).value();
+    CompileOptions o;
+    o.keep_module = true;
+    for (const ir::PrimFunc& g : {f, sch.func()}) {
+      auto k = build(g, o);
+      EXPECT_THAT(k->assembly(), Not(HasSubstr("powf"))) << p;
+      EXPECT_THAT(k->assembly(), HasSubstr(g.same_as(f) ? "sqrtss" : "sqrtps")) << p;
+      runtime::NDArray out({n}, kFloat32);
+      std::vector<runtime::NDArray> args = {in, out};
+      k->run(args);
+      for (int64_t e = 0; e < n; ++e) {
+        float want = std::pow(values[e], static_cast<float>(p));
+        float got = static_cast<float>(args[1].get_flat(e));
+        SCOPED_TRACE(fmt::format("pow({}, {}) = {}, not {}", values[e], p, got, want));
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got));
+        } else if (want == 0.0f || std::isinf(want)) {
+          EXPECT_EQ(got, want);
+          EXPECT_EQ(std::signbit(got), std::signbit(want));
+        } else {
+          EXPECT_LE(std::abs(got - want), 2.0f * (std::nextafter(want, INFINITY) - want));
+        }
+      }
+    }
+  }
 }
 
 TEST(Codegen, IntermediateBuffersOnStackAndHeap) {

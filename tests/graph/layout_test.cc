@@ -76,6 +76,32 @@ TEST(Layout, AConvChainRunsChannelsLastWithOneTransposeAtEachBoundary) {
     EXPECT_TRUE(runtime::compare(b[o], a[o]).ok) << "output " << o;
 }
 
+// A Dropout (inference: a copy, its mask all true) and an Identity between two convolutions keep
+// the chain channels last: transposes only at the input and the output (the mask folds to a
+// constant; before, the Dropout read NCHW and the second convolution NHWC again: four).
+TEST(Layout, CopiesBetweenConvolutionsKeepTheChainChannelsLast) {
+  OnnxBuilder b;
+  b.input("x", {1, 3, 6, 7}).weight("w1", {5, 3, 3, 3}).weight("w2", {4, 5, 1, 1});
+  b.node("Conv", {"x", "w1"}, {"c1"});
+  b.node("Dropout", {"c1"}, {"d", "mask"});
+  b.node("Identity", {"d"}, {"i"});
+  b.node("Conv", {"i", "w2"}, {"y"});
+  b.output("y").output("mask");
+  Graph nchw = import_onnx_bytes(b.bytes(), "m.onnx", ".");
+  Graph nhwc = nchw;
+  convert_layout(nhwc, Layout::kNHWC);
+  int transposes = 0;
+  for (const Node& n : nhwc.nodes) transposes += n.op == "Transpose";
+  EXPECT_EQ(transposes, 2);
+  for (int o = 0; o < 2; ++o)
+    EXPECT_EQ(nhwc.value(nhwc.outputs[o]).shape, nchw.value(nchw.outputs[o]).shape) << o;
+  runtime::NDArray x({1, 3, 6, 7}, kFloat32);
+  x.fill_uniform(5);
+  std::vector<runtime::NDArray> want = run(nchw, x), got = run(nhwc, x);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t o = 0; o < 2; ++o) EXPECT_TRUE(runtime::compare(got[o], want[o]).ok) << o;
+}
+
 TEST(Layout, NchwLeavesTheGraphAloneAndNamesAreChecked) {
   Graph g = import_onnx_bytes(conv_chain().bytes(), "m.onnx", ".");
   size_t nodes = g.nodes.size();

@@ -645,6 +645,7 @@ class Emitter {
         return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
                         : b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
       case ir::CallOp::kPow:
+        if (llvm::Value* root = emit_pow_by_square_roots(x, n->args[1])) return root;
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, emit(n->args[1]));
       case ir::CallOp::kFloor:
         return is_float ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x) : x;
@@ -655,6 +656,28 @@ class Emitter {
       default:
         throw InternalError(fmt::format("codegen: unsupported call {}", ir::call_op_name(n->op)));
     }
+  }
+
+  // pow(x, p) for a constant p of 1/4, 1/2 or 3/4 (LRN's beta is 3/4 in every model-zoo network)
+  // from square roots, which vectorize: llvm.pow is a libm call per element. Within 2 ulp of pow,
+  // with its special values: x + 0 turns -0 into +0, -inf gives +inf, a negative x NaN.
+  llvm::Value* emit_pow_by_square_roots(llvm::Value* x, const ir::Expr& exponent) {
+    const ir::Expr* e = &exponent;
+    if (const auto* lanes = exponent.as<ir::BroadcastNode>()) e = &lanes->value;  // vectorized
+    const auto* p = e->as<ir::FloatImmNode>();
+    if (!p || !exponent.dtype().is_float() ||
+        (p->value != 0.25 && p->value != 0.5 && p->value != 0.75))
+      return nullptr;
+    llvm::Type* t = x->getType();
+    llvm::Value* x0 = b_.Insert(
+        llvm::BinaryOperator::Create(llvm::Instruction::FAdd, x, llvm::ConstantFP::get(t, 0.0)));
+    llvm::Value* r = b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x0);
+    if (p->value != 0.5) {
+      llvm::Value* q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, r);
+      r = p->value == 0.25 ? q : b_.CreateFMul(r, q);
+    }
+    llvm::Value* inf = llvm::ConstantFP::getInfinity(t);
+    return b_.CreateSelect(b_.CreateFCmpOEQ(x, llvm::ConstantFP::getInfinity(t, true)), inf, r);
   }
 
   // group_dot's bfloat16 operands go as their bits (a load's, without the round trip through
