@@ -107,9 +107,12 @@ class LayoutPass {
   static bool is_copy(const Node& n) { return n.op == "Identity" || n.op == "Dropout"; }
 
   bool channels_last(const Node& n) const {
-    if (is_copy(n))
+    if (is_copy(n)) {
+      for (size_t i = 1; i < n.inputs.size(); ++i)  // Dropout's ratio and mode: not activations
+        if (n.inputs[i] >= 0 && !g_.value(n.inputs[i]).is_constant()) return false;
       return !n.inputs.empty() && n.inputs[0] >= 0 && is_nhwc(n.inputs[0]) && !n.outputs.empty() &&
              n.outputs[0] >= 0;
+    }
     if (n.outputs.size() != 1 || n.outputs[0] < 0 || g_.value(n.outputs[0]).shape.size() != 4)
       return false;
     if (auto w = conv_weight_input(n.op))

@@ -100,6 +100,19 @@ TEST(Layout, CopiesBetweenConvolutionsKeepTheChainChannelsLast) {
   std::vector<runtime::NDArray> want = run(nchw, x), got = run(nhwc, x);
   ASSERT_EQ(got.size(), 2u);
   for (size_t o = 0; o < 2; ++o) EXPECT_TRUE(runtime::compare(got[o], want[o]).ok) << o;
+  // A ratio given as a graph input is not an activation to transpose: that Dropout reads NCHW.
+  OnnxBuilder r;
+  r.input("x", {1, 3, 6, 7}).input("ratio", {1}).weight("w1", {5, 3, 3, 3});
+  r.node("Conv", {"x", "w1"}, {"c1"});
+  r.node("Dropout", {"c1", "ratio"}, {"y"});
+  r.output("y");
+  Graph g = import_onnx_bytes(r.bytes(), "m.onnx", ".");
+  convert_layout(g, Layout::kNHWC);
+  for (const Node& n : g.nodes) {
+    if (n.op == "Transpose") {
+      EXPECT_EQ(g.value(n.inputs[0]).shape.size(), 4u) << n.name;
+    }
+  }
 }
 
 TEST(Layout, NchwLeavesTheGraphAloneAndNamesAreChecked) {
