@@ -45,7 +45,9 @@ class Models:
         B = numpy_helper.from_array(rng.uniform(-1, 1, 4).astype(np.float32), "Bc")
         nodes = [helper.make_node("Conv", ["x", "Wc", "Bc"], ["c"], pads=[1, 1, 1, 1], strides=[1, 1]),
                  helper.make_node("Relu", ["c"], ["r"]),
-                 helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+                 # copies that keep the chain channels last (the layout pass)
+                 helper.make_node("Dropout", ["r"], ["d", "mask"]), helper.make_node("Identity", ["d"], ["i"]),
+                 helper.make_node("MaxPool", ["i"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
                  helper.make_node("GlobalAveragePool", ["p"], ["y"])]
         return self.model(nodes, [self.vi("x", [1, 3, 8, 8])], [self.vi("y", [1, 4, 1, 1])], [W, B], name="conv")
 
