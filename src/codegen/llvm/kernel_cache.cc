@@ -1,6 +1,7 @@
 #include "codegen/llvm/kernel_cache.h"
 
 #include <fmt/format.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -21,7 +22,7 @@ namespace {
 
 // Bumped when anything that shapes the object besides the module, the CPU and LLVM changes (the
 // optimization pipeline, the code generation options).
-constexpr const char* kCacheFormat = "tyche-kernel-cache-1";
+constexpr const char* kCacheFormat = "tyche-kernel-cache-2";
 constexpr char kMagic[8] = {'T', 'Y', 'K', 'O', 'B', 'J', '0', '1'};
 
 // FNV-1a from `basis`: two passes with different bases make a 128-bit key.
@@ -37,9 +38,11 @@ std::optional<std::string> kernel_cache_path(const llvm::Module& module, const s
                                              const std::string& features) {
   const char* dir = std::getenv("TYCHE_KERNEL_CACHE");
   if (!dir || !*dir) return std::nullopt;
+  // Bitcode, not the textual IR: the same module gives the same bytes, and the IR printer's
+  // column tracking made the key a noticeable part of a cached compile.
   std::string text;
   llvm::raw_string_ostream os(text);
-  module.print(os, nullptr);
+  llvm::WriteBitcodeToFile(module, os);
   os.flush();
   text += fmt::format("\n{}\n{}\n{}\n{}\n", cpu, features, LLVM_VERSION_STRING, kCacheFormat);
   uint64_t a = fnv(text, 0xcbf29ce484222325ULL), b = fnv(text, a ^ 0x9e3779b97f4a7c15ULL);
