@@ -177,7 +177,8 @@ void TaskState::absorb(const std::vector<Trial>& round) {
 
 std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index,
                                       const target::Target& target, const TuneOptions& options,
-                                      CostModel* model, Database& db, ModelSeeds& seeds) {
+                                      CostModel* model, Database& db, ModelSeeds& seeds,
+                                      WarmStartRecords& shipped) {
   auto st = std::make_unique<TaskState>();
   st->task = task;
   const workloads::Workload& w = st->task.workload;
@@ -188,6 +189,8 @@ std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index,
       w.constant_params};
   db.add_workload(st->measure.workload);
   resume_from(*st, db, seeds);
+  if (options.warm_start) warm_start_from(*st, db, shipped);
+  st->result.warm_start = static_cast<int>(st->search.warm_start.size());
   st->strategy = options.make_strategy
                      ? options.make_strategy()
                      : make_search_strategy(options.strategy, options.evolutionary);
@@ -196,13 +199,6 @@ std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index,
   st->result.shape = w.shape;
   st->result.flop = w.flop;
   return st;
-}
-
-void warm_start(TaskState& st, const Database& db, WarmStartRecords& shipped) {
-  if (st.warm_start_taken) return;
-  st.warm_start_taken = true;
-  warm_start_from(st, db, shipped);
-  st.result.warm_start = static_cast<int>(st.search.warm_start.size());
 }
 
 }  // namespace tyche::tune

@@ -26,8 +26,7 @@ struct TaskState {
   DriftCorrection drift;
   // The ranked (drift-corrected) time of each program measured in this run, by program hash.
   std::unordered_map<uint64_t, double> ranked;
-  RefusalCounts refusals;         // why the search's candidates died
-  bool warm_start_taken = false;  // warm_start() ran
+  RefusalCounts refusals;  // why the search's candidates died
 
   // Makes `trace_json`, run in `seconds`, the best if it is.
   void note_result(double seconds, const std::string& trace_json);
@@ -55,15 +54,12 @@ class WarmStartRecords {
 };
 
 // Sets up task `index` of a tune: its design spaces, postprocessors, mutators and strategy, and
-// what `db` already measured of it (which seeds the search, `seeds` and the best). Throws
-// InputError when its design space is empty.
+// what `db` already measured of it (which seeds the search, `seeds` and the best); with
+// options.warm_start, its warm start from db's other workloads and then from `shipped` (records
+// of any workloads). Throws InputError when its design space is empty.
 std::unique_ptr<TaskState> start_task(const TuneTask& task, size_t index,
                                       const target::Target& target, const TuneOptions& options,
-                                      CostModel* model, Database& db, ModelSeeds& seeds);
-
-// The task's warm start (SearchTask::warm_start), once, before its first round: from db's other
-// workloads, then from `shipped` (records of any workloads). Taken then rather than when the
-// tune starts, so that a model's task starts from what its sibling tasks measured before it.
-void warm_start(TaskState& st, const Database& db, WarmStartRecords& shipped);
+                                      CostModel* model, Database& db, ModelSeeds& seeds,
+                                      WarmStartRecords& shipped);
 
 }  // namespace tyche::tune

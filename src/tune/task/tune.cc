@@ -93,8 +93,10 @@ std::vector<std::unique_ptr<TaskState>> start_tasks(const std::vector<TuneTask>&
                                                     Database& db, TuneResult& out) {
   std::vector<std::unique_ptr<TaskState>> states;
   ModelSeeds seeds;
+  WarmStartRecords shipped(o.warm_start_records ? *o.warm_start_records
+                                                : default_warm_start_records());
   for (size_t i = 0; i < tasks.size(); ++i) {
-    states.push_back(start_task(tasks[i], i, target, o, &model, db, seeds));
+    states.push_back(start_task(tasks[i], i, target, o, &model, db, seeds, shipped));
     out.resumed_records += static_cast<int>(
         db.records_of(states.back()->search.workload, target_key(states.back()->measure.target))
             .size());
@@ -321,16 +323,12 @@ TuneResult tune(const std::vector<TuneTask>& tasks, const target::Target& target
   std::vector<TaskProgress> task_progress(states.size());
   for (size_t i = 0; i < states.size(); ++i) task_progress[i].weight = states[i]->task.weight;
   const int round = round_size(options.batch, options.trials, static_cast<int>(states.size()));
-  WarmStartRecords shipped(options.warm_start_records ? *options.warm_start_records
-                                                      : default_warm_start_records());
-  if (options.warm_start) shipped.fastest();  // a file that cannot be read: refused before any work
   int done = 0;
   for (; done < options.trials && !stopped(options);) {
     int i = scheduler->next(task_progress);
     if (i < 0) break;
     TaskState& st = *states[static_cast<size_t>(i)];
     auto t = Clock::now();
-    if (options.warm_start) warm_start(st, db, shipped);
     std::vector<Trial> batch = st.strategy->generate(std::min(round, options.trials - done));
     out.times.search += since(t);
     if (batch.empty()) {  // nothing left to measure in this design space

@@ -549,23 +549,6 @@ TEST(Tune, AFreshTaskStartsFromTheFastestRecordsOfItsFamilysOtherShapes) {
   std::filesystem::remove_all(db);
 }
 
-// A model's tasks start together, so each one's warm start is taken before its first round: the
-// second task starts from what the first measured (taken when the tune began, it had nothing).
-TEST(Tune, ATaskStartsFromWhatItsSiblingsMeasuredBeforeIt) {
-  workloads::Workload small = workloads::make_workload("GMM", {1, 48, 64, 32});
-  workloads::Workload large = workloads::make_workload("GMM", {1, 96, 64, 32});
-  std::string db = fresh_dir("warm_siblings");
-  TuneOptions o = quick(db, "evolutionary", 16);
-  o.warm_start_records = std::vector<std::string>{};  // no shipped records: only the sibling's
-  TuneResult r = tune({{small, "", 1.0, nullptr}, {large, "", 1.0, nullptr}}, two_cores(), o);
-  ASSERT_EQ(r.tasks.size(), 2u);
-  EXPECT_EQ(r.tasks[0].trials, 8);
-  EXPECT_EQ(r.tasks[1].trials, 8);
-  EXPECT_EQ(r.tasks[0].warm_start, 0);  // first: nothing measured yet
-  EXPECT_EQ(r.tasks[1].warm_start, 4);  // the first task's four fastest, re-cut for its shape
-  std::filesystem::remove_all(db);
-}
-
 TEST(Tune, RefusesBadOptionsBeforeAnyWork) {
   auto w = workloads::get_preset("GMM-1");
   std::string db = fresh_dir("refusals");
