@@ -142,46 +142,44 @@ class Fuzz(Cases):
 
     # ---- running ----
 
+    def base_env(self) -> dict:
+        """The children's environment: the secret first, so the start of /proc/self/environ holds it."""
+        return {"TYCHE_FUZZ_SECRET": self.secret, **os.environ}
+
+    def spawn(self, case: Case, env: dict, out_path: Path, err_path: Path):
+        """Starts the case's own process; returns its pid and a poll as Zygote.start does."""
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            p = subprocess.Popen(case.argv, stdout=out, stderr=err, stdin=self.stdin_r, cwd=case.cwd, env=env,
+                                 start_new_session=True)
+
+        def ended():
+            done, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if not done:
+                return None
+            p.returncode = status  # reaped here: Popen must not wait for it again
+            return status, usage.ru_maxrss
+        return p.pid, ended
+
     def run(self, case: Case) -> Result:
         r = Result(case)
         d = self.work / "out"
         d.mkdir(exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", case.name)
         out_path, err_path = d / f"{safe}.out", d / f"{safe}.err"
-        env = {"TYCHE_FUZZ_SECRET": self.secret}  # first, so the start of /proc/self/environ holds it
-        env.update(os.environ)
-        env.update(case.env)
+        env = {**self.base_env(), **case.env}
         start = time.monotonic()
-        zygote = None
+        # A Python case is forked from a Python that has imported tyche (py_zygote.py): the same
+        # child, 0.3 s sooner.
+        zygote = self.zygotes.get() if case.kind == "python" and self.zygotes is not None else None
         try:
-            if case.kind == "python" and self.zygotes is not None:
-                # Forked from a Python that has imported tyche (py_zygote.py): the same child, 0.3 s sooner.
-                zygote = self.zygotes.get()
-                pid, ended = zygote.start(case, out_path, err_path)
-            else:
-                with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                    p = subprocess.Popen(case.argv, stdout=out, stderr=err, stdin=self.stdin_r, cwd=case.cwd,
-                                         env=env, start_new_session=True)
-                pid = p.pid
-
-                def ended():
-                    done, status, usage = os.wait4(pid, os.WNOHANG)
-                    if not done:
-                        return None
-                    p.returncode = status  # reaped here: Popen must not wait for it again
-                    return status, usage.ru_maxrss
-        except OSError as e:
-            if zygote:
-                self.zygotes.put(zygote)
-            r.problems.append(f"could not start: {e}")
-            return r
-        try:
+            try:
+                pid, ended = (zygote.start(case, out_path, err_path) if zygote
+                              else self.spawn(case, env, out_path, err_path))
+            except OSError as e:
+                r.problems.append(f"could not start: {e}")
+                return r
             peak = 0
-            while True:
-                result = ended()
-                if result:
-                    status, maxrss_kib = result
-                    break
+            while not (result := ended()):
                 elapsed = time.monotonic() - start
                 limit = case.time_limit or self.time_limit
                 try:
@@ -201,6 +199,7 @@ class Fuzz(Cases):
         finally:
             if zygote:
                 self.zygotes.put(zygote)
+        status, maxrss_kib = result
         r.seconds = time.monotonic() - start
         kill_group(pid)  # threads or children left in the group
         r.rss = max(peak, maxrss_kib * 1024)
@@ -389,7 +388,7 @@ def main() -> int:
     if fuzz.python and any(c.kind == "python" for c in fuzz.cases):
         fuzz.zygotes = queue.Queue()
         for _ in range(max(1, args.jobs)):
-            fuzz.zygotes.put(Zygote({"TYCHE_FUZZ_SECRET": fuzz.secret, **os.environ}))
+            fuzz.zygotes.put(Zygote(fuzz.base_env()))
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         for r in pool.map(fuzz.run, fuzz.cases):
             results.append(r)

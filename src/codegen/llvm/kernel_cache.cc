@@ -40,12 +40,12 @@ std::optional<std::string> kernel_cache_path(const llvm::Module& module, const s
   if (!dir || !*dir) return std::nullopt;
   // Bitcode, not the textual IR: the same module gives the same bytes, and the IR printer's
   // column tracking made the key a noticeable part of a cached compile.
-  std::string text;
-  llvm::raw_string_ostream os(text);
+  std::string key;
+  llvm::raw_string_ostream os(key);
   llvm::WriteBitcodeToFile(module, os);
   os.flush();
-  text += fmt::format("\n{}\n{}\n{}\n{}\n", cpu, features, LLVM_VERSION_STRING, kCacheFormat);
-  uint64_t a = fnv(text, 0xcbf29ce484222325ULL), b = fnv(text, a ^ 0x9e3779b97f4a7c15ULL);
+  key += fmt::format("\n{}\n{}\n{}\n{}\n", cpu, features, LLVM_VERSION_STRING, kCacheFormat);
+  uint64_t a = fnv(key, 0xcbf29ce484222325ULL), b = fnv(key, a ^ 0x9e3779b97f4a7c15ULL);
   return fmt::format("{}/{:016x}{:016x}.o", dir, a, b);
 }
 
